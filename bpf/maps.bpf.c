@@ -1,0 +1,6 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Defines the maps and globals that the other sources declare extern. */
+#define DL_DEFINE_SHARED
+#include "common.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

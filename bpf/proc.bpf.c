@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Process tree: children of traced processes join the traced set here, in the
+ * kernel, before they run, so data-loader workers forked at any time are traced
+ * from their first instruction.
+ */
+#include "common.bpf.h"
+
+/* Set by user space from the BTF of btf_trace_sched_process_exit (group_dead argument). */
+const volatile bool exit_has_group_dead = true;
+
+static __always_inline struct dl_proc_ev *proc_event(__u32 what, __u32 tgid, __u32 tid)
+{
+	struct dl_proc_ev *e;
+
+	e = dl_reserve(sizeof(*e), DL_EV_PROC, DL_DROP_PROC, bpf_ktime_get_ns(), tgid, tid);
+	if (!e)
+		return NULL;
+	e->what = what;
+	e->ppid = 0;
+	e->group_dead = 0;
+	e->exit_code = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	return e;
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid), cpid = BPF_CORE_READ(child, pid);
+	struct dl_traced t = { .ppid = ptgid };
+	struct dl_proc_ev *e;
+
+	if (!dl_is_traced(ptgid))
+		return 0;
+	if (ctgid != ptgid && bpf_map_update_elem(&traced, &ctgid, &t, BPF_NOEXIST)) {
+		dl_count_drop(DL_DROP_TRACED);
+		return 0;
+	}
+	e = proc_event(ctgid != ptgid ? DL_PROC_FORK : DL_PROC_THREAD, ctgid, cpid);
+	if (!e)
+		return 0;
+	e->ppid = ptgid;
+	dl_submit(e);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(proc_exec, struct task_struct *p)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dl_proc_ev *e;
+
+	if (!dl_is_traced(id >> 32))
+		return 0;
+	e = proc_event(DL_PROC_EXEC, id >> 32, (__u32)id);
+	if (e)
+		dl_submit(e);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(proc_exit, struct task_struct *p)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct thread_state *ts;
+	struct dl_proc_ev *e;
+	bool group_dead;
+
+	if (!dl_is_traced(tgid))
+		return 0;
+	/* Raw tracepoint arguments are u64 slots; group_dead is the second. */
+	if (exit_has_group_dead)
+		group_dead = (bool)ctx[1];
+	else
+		group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	bpf_map_delete_elem(&calls, &tid);
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	if (ts) {
+		emit_interval(tgid, tid, ts, bpf_ktime_get_ns(), 0);
+		bpf_map_delete_elem(&threads, &tid);
+	}
+	e = proc_event(DL_PROC_EXIT, tgid, tid);
+	if (e) {
+		e->group_dead = group_dead;
+		e->exit_code = BPF_CORE_READ(p, exit_code);
+		dl_submit(e);
+	}
+	if (group_dead)
+		bpf_map_delete_elem(&traced, &tgid);
+	return 0;
+}

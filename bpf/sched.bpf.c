@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Scheduler intervals of traced threads. Each thread is in one state at a time
+ * (running, runnable, blocked S, blocked D); when it leaves a state, the closed
+ * interval is emitted. Only intervals of traced processes reach the ring buffer.
+ */
+#include "common.bpf.h"
+
+#define TASK_RUNNING 0x0000
+#define TASK_UNINTERRUPTIBLE 0x0002
+#define TASK_DEAD 0x0080
+
+/* Set by user space from the BTF of btf_trace_sched_switch: the prev_state argument exists since 5.18. */
+const volatile bool switch_has_prev_state = true;
+
+struct task_struct___pre_5_14 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state_of(struct task_struct *t)
+{
+	struct task_struct___pre_5_14 *old = (void *)t;
+
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ(old, state);
+}
+
+static __always_inline void enter_state(__u32 tgid, __u32 tid, __u32 state, __u64 now, __u32 waker)
+{
+	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
+	struct thread_state fresh = { .since = now, .state = state, .tgid = tgid };
+
+	if (ts) {
+		if (ts->state == state)
+			return;
+		emit_interval(tgid, tid, ts, now, waker);
+		ts->since = now;
+		ts->state = state;
+		return;
+	}
+	if (bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST))
+		dl_count_drop(DL_DROP_INFLIGHT);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 prev_tgid = BPF_CORE_READ(prev, tgid), next_tgid = BPF_CORE_READ(next, tgid);
+	__u32 prev_state, state;
+
+	if (dl_is_traced(prev_tgid)) {
+		__u32 tid = BPF_CORE_READ(prev, pid);
+
+		/* Raw tracepoint arguments are u64 slots; prev_state is the fourth. */
+		prev_state = switch_has_prev_state ? (__u32)ctx[3] : task_state_of(prev);
+		if (prev_state & TASK_DEAD) {
+			struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
+
+			if (ts) {
+				emit_interval(prev_tgid, tid, ts, now, 0);
+				bpf_map_delete_elem(&threads, &tid);
+			}
+		} else {
+			if (prev_state == TASK_RUNNING)
+				state = DL_ST_RUNQ;
+			else if (prev_state & TASK_UNINTERRUPTIBLE)
+				state = DL_ST_DISK;
+			else
+				state = DL_ST_SLEEP;
+			enter_state(prev_tgid, tid, state, now, 0);
+		}
+	}
+	if (dl_is_traced(next_tgid))
+		enter_state(next_tgid, BPF_CORE_READ(next, pid), DL_ST_RUNNING, now, 0);
+	return 0;
+}
+
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid;
+	struct thread_state *ts;
+
+	if (!dl_is_traced(tgid))
+		return 0;
+	tid = BPF_CORE_READ(p, pid);
+	ts = bpf_map_lookup_elem(&threads, &tid);
+	/* A wake-up of a running or already runnable task changes nothing. */
+	if (ts && ts->state != DL_ST_SLEEP && ts->state != DL_ST_DISK)
+		return 0;
+	enter_state(tgid, tid, DL_ST_RUNQ, bpf_ktime_get_ns(), (__u32)bpf_get_current_pid_tgid());
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(sched_wakeup, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new, struct task_struct *p)
+{
+	return on_wakeup(p);
+}

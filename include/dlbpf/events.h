@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * dlbpf event ABI: the records BPF programs write to the ring buffer and the
+ * recorder stores verbatim. Shared by BPF and user space, so fixed-width types
+ * only and no kernel or libbpf headers.
+ *
+ * Rules that keep old recordings replayable:
+ *  - every record starts with struct dl_hdr; hdr.size is the record's full size,
+ *    so a reader can skip kinds it does not know;
+ *  - kinds and enum values are append-only; fields are only ever appended to a
+ *    record, and readers accept records longer than the struct they know;
+ *  - DL_ABI_VERSION is bumped when the meaning of an existing field changes.
+ */
+#ifndef DLBPF_EVENTS_H
+#define DLBPF_EVENTS_H
+
+#ifdef __BPF__
+typedef __u8 dl_u8;
+typedef __u16 dl_u16;
+typedef __u32 dl_u32;
+typedef __u64 dl_u64;
+typedef __s32 dl_s32;
+typedef __s64 dl_s64;
+#else
+#include <stdint.h>
+typedef uint8_t dl_u8;
+typedef uint16_t dl_u16;
+typedef uint32_t dl_u32;
+typedef uint64_t dl_u64;
+typedef int32_t dl_s32;
+typedef int64_t dl_s64;
+#endif
+
+#define DL_ABI_VERSION 1
+
+enum dl_kind {
+	DL_EV_CUDA = 1,   /* struct dl_cuda_ev: one CUDA API call */
+	DL_EV_BIO = 2,    /* struct dl_bio_ev: one completed block request (or part) */
+	DL_EV_SCHED = 3,  /* struct dl_sched_ev: one closed scheduler interval of a thread */
+	DL_EV_PROC = 4,   /* struct dl_proc_ev: fork / exec / exit of a traced task */
+	DL_EV_MARK = 5,   /* struct dl_mark_ev: a user-chosen step marker symbol was hit */
+	DL_EV_KIND_MAX,
+};
+
+struct dl_hdr {
+	dl_u16 size;  /* bytes of the whole record, header included */
+	dl_u16 kind;  /* enum dl_kind */
+	dl_u32 cpu;
+	dl_u64 ts;    /* CLOCK_MONOTONIC ns (bpf_ktime_get_ns); start of the interval for timed records */
+	dl_u32 tgid;
+	dl_u32 tid;
+};
+
+/*
+ * CUDA API calls. The BPF side does not decode arguments: it stores the raw
+ * x86-64 argument registers and, for APIs that pass arguments on the stack, the
+ * first two stack slots. User space decodes them per API (user/cuda_api.c), so
+ * adding an API needs no BPF change. The API id and probe class travel in the
+ * uprobe_multi cookie.
+ */
+enum dl_cuda_cookie {
+	DL_COOKIE_API_MASK = 0xffff,
+	DL_COOKIE_STACK = 1u << 16,   /* copy [sp+8], [sp+16] into arg[6], arg[7] */
+	DL_COOKIE_OUTPTR = 1u << 17,  /* at return, read the u64 that arg[0] points to into out */
+};
+
+enum dl_cuda_flags {
+	DL_CUDA_ENTRY_ONLY = 1u << 0, /* no return probe: dur_ns and ret are not known */
+	DL_CUDA_OUT_FAULT = 1u << 1,  /* the out pointer could not be read */
+	DL_CUDA_ARGS_FAULT = 1u << 2, /* the stack arguments could not be read */
+};
+
+#define DL_CUDA_NARGS 8
+
+struct dl_cuda_ev {
+	struct dl_hdr h;              /* ts = entry */
+	dl_u64 dur_ns;                /* entry to return */
+	dl_s64 ret;                   /* rax at return (cudaError_t) */
+	dl_u16 api;                   /* enum dl_cuda_api (user/cuda_api.h) */
+	dl_u16 flags;                 /* enum dl_cuda_flags */
+	dl_u32 depth;                 /* nesting of probed calls on this thread at entry */
+	dl_u64 arg[DL_CUDA_NARGS];    /* rdi rsi rdx rcx r8 r9 [sp+8] [sp+16] */
+	dl_u64 out;                   /* *(u64 *)arg[0] at return, for DL_COOKIE_OUTPTR */
+};
+
+enum dl_bio_flags {
+	DL_BIO_WRITE = 1u << 0,
+	DL_BIO_ASYNC = 1u << 1,   /* submitted by a kernel thread (readahead, writeback, kworker) */
+	DL_BIO_ERROR = 1u << 2,
+	DL_BIO_PARTIAL = 1u << 3, /* completion of part of the request; more follow */
+};
+
+struct dl_bio_ev {
+	struct dl_hdr h;          /* ts = request start; tgid/tid = submitter */
+	dl_u64 dur_ns;            /* start to (this) completion */
+	dl_u64 sector;
+	dl_u32 bytes;             /* bytes completed by this completion */
+	dl_u32 dev;               /* kernel dev_t: major << 20 | minor */
+	dl_u32 flags;             /* enum dl_bio_flags */
+	dl_u32 complete_cpu;
+};
+
+enum dl_thread_state {
+	DL_ST_RUNNING = 1,   /* on CPU */
+	DL_ST_RUNQ = 2,      /* runnable, waiting for a CPU */
+	DL_ST_SLEEP = 3,     /* blocked interruptible (S) */
+	DL_ST_DISK = 4,      /* blocked uninterruptible (D) */
+};
+
+struct dl_sched_ev {
+	struct dl_hdr h;     /* ts = interval start */
+	dl_u64 dur_ns;
+	dl_u32 state;        /* enum dl_thread_state */
+	dl_u32 waker_tid;    /* for blocked intervals: the task that woke it (0 if unknown) */
+};
+
+enum dl_proc_what {
+	DL_PROC_FORK = 1,     /* new process (h.tgid = child); parent in ppid */
+	DL_PROC_THREAD = 2,   /* new thread of a traced process (h.tid = new thread) */
+	DL_PROC_EXEC = 3,
+	DL_PROC_EXIT = 4,     /* a thread exited; group_dead when the whole process did */
+};
+
+#define DL_COMM_LEN 16
+
+struct dl_proc_ev {
+	struct dl_hdr h;
+	dl_u32 what;          /* enum dl_proc_what */
+	dl_u32 ppid;
+	dl_u32 group_dead;
+	dl_s32 exit_code;
+	char comm[DL_COMM_LEN];
+};
+
+struct dl_mark_ev {
+	struct dl_hdr h;
+	dl_u32 mark_id;       /* index of the --step-on symbol */
+	dl_u32 pad;
+};
+
+/* Indexes of the per-CPU drop counters (map "drops"). */
+enum dl_drop_src {
+	DL_DROP_CUDA = 0,     /* ring buffer full */
+	DL_DROP_BIO = 1,
+	DL_DROP_SCHED = 2,
+	DL_DROP_PROC = 3,
+	DL_DROP_INFLIGHT = 4, /* an in-flight map (calls, requests, thread states) was full */
+	DL_DROP_TRACED = 5,   /* the traced-process set was full: a child is not traced */
+	DL_DROP_MAX = 8,
+};
+
+/* Value of the "traced" map (key: tgid). */
+struct dl_traced {
+	dl_u32 ppid;
+	dl_u32 flags;
+};
+
+#endif /* DLBPF_EVENTS_H */

@@ -1,0 +1,40 @@
+# Test binaries and the test and demo runs (included by the top-level Makefile).
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
+WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
+CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
+WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep
+GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
+
+$(OUTPUT)/unit $(OUTPUT)/workloads:
+	mkdir -p $@
+
+# Unit tests run under AddressSanitizer and UndefinedBehaviorSanitizer.
+$(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(PURE_SRCS) $(USER_HDRS) | $(OUTPUT)/unit
+	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) $< $(PURE_SRCS) -lelf -lz -o $@
+
+$(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c | $(OUTPUT)/workloads
+	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
+
+$(OUTPUT)/workloads/ioread: tests/workloads/ioread.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUTPUT)/workloads/spinsleep: tests/workloads/spinsleep.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) -pthread $< -o $@
+
+GPUSIM_TEST := $(OUTPUT)/tests/test_gpusim
+TRAIN := $(OUTPUT)/workloads/train
+INTEGRATION := python3 tests/integration/test_dlbpf.py
+
+test-unit: $(UNIT_BINS)
+	@tests/run-tests.sh $(UNIT_BINS)
+
+test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
+	@tests/run-tests.sh "$(INTEGRATION)"
+
+# Every suite, each reporting "N passed, N failed"; the last line is the total.
+test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(TRAIN)
+	@tests/run-tests.sh $(UNIT_BINS) $(GPUSIM_TEST) "$(INTEGRATION)"
+
+demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
+	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Record decoding and per-process aggregation on synthetic records. */
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "cuda_api.h"
+#include "summary.h"
+
+static struct dl_cuda_ev cuda_ev(enum dl_api_id api, uint64_t ts, uint64_t dur, int64_t ret)
+{
+	struct dl_cuda_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h.size = sizeof(e);
+	e.h.kind = DL_EV_CUDA;
+	e.h.ts = ts;
+	e.h.tgid = 100;
+	e.h.tid = 101;
+	e.api = api;
+	e.dur_ns = dur;
+	e.ret = ret;
+	return e;
+}
+
+static void test_launch_decode(void)
+{
+	struct dl_cuda_ev e = cuda_ev(DL_API_LAUNCH_KERNEL, 1, 0, 0);
+	struct dl_call c;
+
+	/* grid {7,8,9}, block {32,4,2}: x and y packed in one register, z in the next. */
+	e.arg[0] = 0x401000;
+	e.arg[1] = 7ull | (8ull << 32);
+	e.arg[2] = 9 | (0xdeadull << 32); /* upper half of the z register is garbage */
+	e.arg[3] = 32ull | (4ull << 32);
+	e.arg[4] = 2;
+	e.arg[5] = 0x1234;
+	e.arg[6] = 1024;
+	e.arg[7] = 0xabc;
+	e.flags = DL_CUDA_ENTRY_ONLY;
+	CHECK(dl_call_decode(&e, &c) == 0, "decode failed");
+	CHECK_EQ_U64(c.func, 0x401000);
+	CHECK(c.grid[0] == 7 && c.grid[1] == 8 && c.grid[2] == 9, "grid %u,%u,%u", c.grid[0], c.grid[1], c.grid[2]);
+	CHECK(c.block[0] == 32 && c.block[1] == 4 && c.block[2] == 2, "block %u,%u,%u", c.block[0], c.block[1],
+	      c.block[2]);
+	CHECK_EQ_U64(c.shmem, 1024);
+	CHECK_EQ_U64(c.stream, 0xabc);
+	CHECK(c.entry_only, "entry-only flag lost");
+}
+
+static void test_copy_decode(void)
+{
+	struct dl_cuda_ev e = cuda_ev(DL_API_MEMCPY2D_ASYNC, 1, 50, 0);
+	struct dl_call c;
+
+	e.arg[0] = 0x7000; /* dst */
+	e.arg[1] = 512;    /* dpitch */
+	e.arg[2] = 0x8000; /* src */
+	e.arg[3] = 1024;   /* spitch */
+	e.arg[4] = 256;    /* width */
+	e.arg[5] = 16;     /* height */
+	e.arg[6] = 2;      /* kind on the stack: device to host */
+	e.arg[7] = 0x55;   /* stream on the stack */
+	CHECK(dl_call_decode(&e, &c) == 0, "decode failed");
+	CHECK_EQ_U64(c.bytes, 256 * 16);
+	CHECK(c.dir == DL_DIR_D2H, "dir %d", c.dir);
+	CHECK_EQ_U64(c.src, 0x8000);
+	CHECK_EQ_U64(c.stream, 0x55);
+	CHECK(c.async, "2D async not async");
+
+	e = cuda_ev(DL_API_MEMCPY, 1, 50, 0);
+	e.arg[2] = 4096;
+	e.arg[3] = 9; /* not a cudaMemcpyKind */
+	CHECK(dl_call_decode(&e, &c) == 0, "decode failed");
+	CHECK(c.dir == DL_DIR_DEFAULT, "bad kind must decode as default, got %d", c.dir);
+
+	e = cuda_ev(DL_API_COUNT + 5, 1, 1, 0);
+	CHECK(dl_call_decode(&e, &c) == -1, "unknown API accepted");
+}
+
+static void test_cookies(void)
+{
+	const struct dl_api *launch = dl_api_by_name("cudaLaunchKernel");
+	const struct dl_api *mh = dl_api_by_name("cudaMallocHost");
+	const struct dl_api *sync = dl_api_by_name("cudaStreamSynchronize");
+
+	CHECK(launch && mh && sync, "api lookup by name");
+	if (!launch || !mh || !sync)
+		return;
+	CHECK((dl_api_cookie(launch) & DL_COOKIE_API_MASK) == launch->id, "cookie id");
+	CHECK(dl_api_cookie(launch) & DL_COOKIE_STACK, "launch must read its stack arguments");
+	CHECK(dl_api_cookie(mh) & DL_COOKIE_OUTPTR, "cudaMallocHost must read its out pointer");
+	CHECK(!(dl_api_cookie(sync) & (DL_COOKIE_STACK | DL_COOKIE_OUTPTR)), "sync needs no extras");
+	CHECK(dl_api_by_name("cudaNoSuchThing") == NULL, "unknown name found");
+	for (unsigned id = 1; id < DL_API_COUNT; id++)
+		CHECK(dl_api_by_id(id) && dl_api_by_id(id)->id == id, "table hole at %u", id);
+}
+
+static void feed(struct dl_summary *s, const void *rec)
+{
+	const struct dl_hdr *h = rec;
+
+	CHECK(dl_summary_add(s, rec, h->size) == 0, "record rejected");
+}
+
+static void test_pinned_classification(void)
+{
+	struct dl_summary s;
+	struct dl_cuda_ev e;
+	struct dl_proc *p;
+
+	dl_summary_init(&s);
+	/* A failed cudaMallocHost (as without a GPU) must not mark its range pinned. */
+	e = cuda_ev(DL_API_MALLOC_HOST, 10, 5, 35);
+	e.out = 0x10000;
+	e.arg[1] = 0x1000;
+	feed(&s, &e);
+	e = cuda_ev(DL_API_MEMCPY, 20, 5, 0);
+	e.arg[0] = 0xd0000;
+	e.arg[1] = 0x10010;
+	e.arg[2] = 16;
+	e.arg[3] = 1;
+	feed(&s, &e);
+	/* A successful one does. */
+	e = cuda_ev(DL_API_MALLOC_HOST, 30, 5, 0);
+	e.out = 0x20000;
+	e.arg[1] = 0x1000;
+	feed(&s, &e);
+	e = cuda_ev(DL_API_MEMCPY, 40, 5, 0);
+	e.arg[0] = 0xd0000;
+	e.arg[1] = 0x20ff0;
+	e.arg[2] = 1 << 20;
+	e.arg[3] = 1;
+	feed(&s, &e);
+	/* One past the end of the range is pageable again. */
+	e.arg[1] = 0x21000;
+	feed(&s, &e);
+	/* Registered host memory, then unregistered. */
+	e = cuda_ev(DL_API_HOST_REGISTER, 50, 5, 0);
+	e.arg[0] = 0x40000;
+	e.arg[1] = 0x2000;
+	feed(&s, &e);
+	e = cuda_ev(DL_API_MEMCPY, 60, 5, 0);
+	e.arg[0] = 0x40100;
+	e.arg[1] = 0xd0000;
+	e.arg[2] = 64;
+	e.arg[3] = 2;
+	feed(&s, &e);
+	e = cuda_ev(DL_API_HOST_UNREGISTER, 70, 5, 0);
+	e.arg[0] = 0x40000;
+	feed(&s, &e);
+	e = cuda_ev(DL_API_MEMCPY, 80, 5, 0);
+	e.arg[0] = 0x40100;
+	e.arg[1] = 0xd0000;
+	e.arg[2] = 64;
+	e.arg[3] = 2;
+	feed(&s, &e);
+
+	p = dl_summary_find(&s, 100);
+	CHECK(p != NULL, "process missing");
+	if (p) {
+		CHECK_EQ_U64(p->copies[DL_DIR_H2D].count, 3);
+		CHECK_EQ_U64(p->copies[DL_DIR_H2D].pageable, 2);
+		CHECK_EQ_U64(p->copies[DL_DIR_H2D].small, 1);
+		CHECK_EQ_U64(p->copies[DL_DIR_H2D].bytes, 16 + 2 * (1 << 20));
+		CHECK_EQ_U64(p->copies[DL_DIR_D2H].count, 2);
+		CHECK_EQ_U64(p->copies[DL_DIR_D2H].pageable, 1);
+		CHECK_EQ_U64(p->calls[DL_API_MALLOC_HOST].count, 2);
+		CHECK_EQ_U64(p->calls[DL_API_MALLOC_HOST].errors, 1);
+		CHECK_EQ_U64(p->calls[DL_API_MEMCPY].total_ns, 25);
+	}
+	dl_summary_free(&s);
+}
+
+static void test_default_direction_and_nesting(void)
+{
+	struct dl_summary s;
+	struct dl_cuda_ev e;
+	struct dl_proc *p;
+
+	dl_summary_init(&s);
+	e = cuda_ev(DL_API_MALLOC, 1, 1, 0);
+	e.out = 0x900000;
+	e.arg[1] = 0x100000;
+	feed(&s, &e);
+	e = cuda_ev(DL_API_MEMCPY, 2, 1, 0);
+	e.arg[0] = 0x1000;   /* host */
+	e.arg[1] = 0x900100; /* device */
+	e.arg[2] = 100;
+	e.arg[3] = 4;        /* cudaMemcpyDefault */
+	feed(&s, &e);
+	/* Called from inside another probed call: counted as a call, not again as a copy. */
+	e.depth = 1;
+	feed(&s, &e);
+	p = dl_summary_find(&s, 100);
+	CHECK(p != NULL, "process missing");
+	if (p) {
+		CHECK_EQ_U64(p->copies[DL_DIR_D2H].count, 1);
+		CHECK_EQ_U64(p->copies[DL_DIR_H2H].count, 0);
+		CHECK_EQ_U64(p->calls[DL_API_MEMCPY].count, 2);
+	}
+	dl_summary_free(&s);
+}
+
+static void test_kernels_sched_io_proc(void)
+{
+	struct dl_summary s;
+	struct dl_cuda_ev e;
+	struct dl_sched_ev se;
+	struct dl_bio_ev be;
+	struct dl_proc_ev pe;
+	struct dl_proc *p;
+
+	dl_summary_init(&s);
+	e = cuda_ev(DL_API_LAUNCH_KERNEL, 1, 0, 0);
+	e.flags = DL_CUDA_ENTRY_ONLY;
+	e.arg[0] = 0x1111;
+	e.arg[1] = 1ull | 1ull << 32;
+	e.arg[2] = 1;
+	e.arg[3] = 128ull | 1ull << 32;
+	e.arg[4] = 1;
+	for (int i = 0; i < 4; i++)
+		feed(&s, &e);
+	e.arg[3] = 64ull | 1ull << 32; /* same kernel, other shape */
+	feed(&s, &e);
+
+	memset(&se, 0, sizeof(se));
+	se.h.size = sizeof(se);
+	se.h.kind = DL_EV_SCHED;
+	se.h.tgid = 100;
+	se.h.tid = 102;
+	se.state = DL_ST_RUNNING;
+	se.dur_ns = 1000;
+	feed(&s, &se);
+	se.state = DL_ST_RUNQ;
+	se.dur_ns = 300;
+	feed(&s, &se);
+	se.state = DL_ST_DISK;
+	se.dur_ns = 50;
+	feed(&s, &se);
+	se.state = DL_ST_SLEEP;
+	se.dur_ns = 7;
+	feed(&s, &se);
+
+	memset(&be, 0, sizeof(be));
+	be.h.size = sizeof(be);
+	be.h.kind = DL_EV_BIO;
+	be.h.tgid = 100;
+	be.bytes = 4096;
+	be.dur_ns = 70;
+	be.flags = DL_BIO_PARTIAL;
+	feed(&s, &be);
+	be.flags = 0;
+	feed(&s, &be);
+	be.flags = DL_BIO_ASYNC;
+	feed(&s, &be);
+
+	memset(&pe, 0, sizeof(pe));
+	pe.h.size = sizeof(pe);
+	pe.h.kind = DL_EV_PROC;
+	pe.h.tgid = 200;
+	pe.h.tid = 200;
+	pe.what = DL_PROC_FORK;
+	pe.ppid = 100;
+	strcpy(pe.comm, "worker");
+	feed(&s, &pe);
+	pe.what = DL_PROC_EXIT;
+	pe.group_dead = 1;
+	pe.exit_code = 3 << 8;
+	feed(&s, &pe);
+
+	p = dl_summary_find(&s, 100);
+	CHECK(p != NULL, "process missing");
+	if (p) {
+		CHECK_EQ_U64(p->nkernels, 2);
+		CHECK_EQ_U64(p->kernels[0].count, 4);
+		CHECK_EQ_U64(p->kernels[1].block[0], 64);
+		CHECK_EQ_U64(p->sched.oncpu_ns, 1000);
+		CHECK_EQ_U64(p->sched.runq_ns, 300);
+		CHECK_EQ_U64(p->sched.blocked_ns, 57);
+		CHECK_EQ_U64(p->sched.disk_ns, 50);
+		CHECK_EQ_U64(p->sched.switches, 1);
+		CHECK_EQ_U64(p->io.read_bytes, 8192);
+		CHECK_EQ_U64(p->io.read_ops, 1);
+		CHECK_EQ_U64(p->io.wait_ns, 70);
+		CHECK_EQ_U64(p->threads, 2);
+	}
+	CHECK_EQ_U64(s.async_io_bytes, 4096);
+	p = dl_summary_find(&s, 200);
+	CHECK(p && p->ppid == 100 && p->exited && !strcmp(p->comm, "worker"), "forked child not recorded");
+	dl_summary_free(&s);
+}
+
+static void test_malformed(void)
+{
+	struct dl_summary s;
+	struct dl_cuda_ev e = cuda_ev(DL_API_MEMCPY, 1, 1, 0);
+	unsigned char junk[8] = { 0 };
+
+	dl_summary_init(&s);
+	CHECK(dl_summary_add(&s, junk, sizeof(junk)) == -1, "short record accepted");
+	e.h.size = sizeof(struct dl_hdr) + 4; /* claims to be a CUDA record, too short for one */
+	CHECK(dl_summary_add(&s, &e, sizeof(e)) == -1, "truncated CUDA record accepted");
+	e.h.size = sizeof(e) + 64;            /* longer than the buffer */
+	CHECK(dl_summary_add(&s, &e, sizeof(e)) == -1, "overlong size accepted");
+	e.h.size = sizeof(e);
+	e.h.kind = 999;                       /* a kind from a newer version: skipped, counted */
+	CHECK(dl_summary_add(&s, &e, sizeof(e)) == 0, "unknown kind rejected");
+	CHECK_EQ_U64(s.unknown_records, 1);
+	dl_summary_free(&s);
+}
+
+int main(void)
+{
+	test_launch_decode();
+	test_copy_decode();
+	test_cookies();
+	test_pinned_classification();
+	test_default_direction_and_nesting();
+	test_kernels_sched_io_proc();
+	test_malformed();
+	return check_report("test_decode");
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* /proc parsing: maps lines, stat lines, library names, the process tree. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "check.h"
+#include "procfs.h"
+
+static void test_maps_lines(void)
+{
+	struct dl_mapping m;
+
+	CHECK(dl_maps_parse_line("7f1c2a000000-7f1c2a0a4000 r-xp 00022000 fe:01 1319527                    "
+				 "/usr/local/cuda/lib64/libcudart.so.13.0.96\n", &m) == 0, "parse");
+	CHECK_EQ_U64(m.start, 0x7f1c2a000000ull);
+	CHECK_EQ_U64(m.end, 0x7f1c2a0a4000ull);
+	CHECK_EQ_U64(m.offset, 0x22000);
+	CHECK(m.dev_major == 0xfe && m.dev_minor == 1, "dev %x:%x", m.dev_major, m.dev_minor);
+	CHECK_EQ_U64(m.inode, 1319527);
+	CHECK(!strcmp(m.perms, "r-xp"), "perms %s", m.perms);
+	CHECK(!strcmp(m.path, "/usr/local/cuda/lib64/libcudart.so.13.0.96"), "path '%s'", m.path);
+
+	CHECK(dl_maps_parse_line("55d0c0000000-55d0c0001000 rw-p 00000000 00:00 0 \n", &m) == 0, "anon");
+	CHECK(m.path[0] == '\0' && m.inode == 0, "anonymous mapping has a path '%s'", m.path);
+	CHECK(dl_maps_parse_line("7f00-7f10 r--p 00000000 08:02 42 /opt/my lib/libcudart.so.12 (deleted)\n", &m) == 0,
+	      "spaces");
+	CHECK(!strcmp(m.path, "/opt/my lib/libcudart.so.12 (deleted)"), "path with spaces '%s'", m.path);
+	CHECK(dl_maps_parse_line("garbage\n", &m) == -1, "garbage accepted");
+	CHECK(dl_maps_parse_line("7f10-7f00 r--p 0 08:02 42 /x\n", &m) == -1, "end before start accepted");
+}
+
+static void test_stat_lines(void)
+{
+	struct dl_proc_stat st;
+
+	CHECK(dl_stat_parse("1234 (pt_data_worker (0)) S 1200 1234 1234 0 -1 4194560 ...", &st) == 0, "parse");
+	CHECK(st.pid == 1234 && st.ppid == 1200 && st.state == 'S', "pid %d ppid %d state %c", st.pid, st.ppid,
+	      st.state);
+	CHECK(!strcmp(st.comm, "pt_data_worker (0)"), "comm '%s'", st.comm);
+	CHECK(dl_stat_parse("12 no-parens S 1", &st) == -1, "no parens accepted");
+}
+
+static void test_cudart_names(void)
+{
+	CHECK(dl_is_cudart_name("/usr/local/cuda/lib64/libcudart.so.13"), "plain");
+	CHECK(dl_is_cudart_name("/x/libcudart.so"), "unversioned");
+	CHECK(dl_is_cudart_name("/x/libcudart.so.13.0.96"), "full version");
+	CHECK(dl_is_cudart_name("/site-packages/nvidia/cu13/lib/libcudart-3e1c5a9b.so.13"), "wheel hash");
+	CHECK(!dl_is_cudart_name("/x/libcudart_static.a"), "static archive");
+	CHECK(!dl_is_cudart_name("/x/libcudart.sox"), "bad suffix");
+	CHECK(!dl_is_cudart_name("/x/libcuda.so.1"), "driver");
+	CHECK(!strcmp(dl_basename("/a/b/c"), "c") && !strcmp(dl_basename("c"), "c"), "basename");
+}
+
+static int count_self(const struct dl_mapping *m, void *arg)
+{
+	(void)m;
+	(*(int *)arg)++;
+	return 0;
+}
+
+struct seen {
+	pid_t child, grandchild, child_ppid, grandchild_ppid;
+};
+
+static void on_desc(pid_t pid, pid_t ppid, void *arg)
+{
+	struct seen *s = arg;
+
+	if (pid == s->child)
+		s->child_ppid = ppid;
+	else if (pid == s->grandchild)
+		s->grandchild_ppid = ppid;
+}
+
+static void test_live_proc(void)
+{
+	int fds[2], n = 0, status;
+	struct seen s = {};
+	pid_t child;
+
+	CHECK(dl_maps_foreach(getpid(), count_self, &n) == 0 && n > 0, "own maps: %d file mappings", n);
+	CHECK(dl_maps_foreach(0x7ffffff0, count_self, &n) < 0, "maps of a missing pid");
+	CHECK(dl_proc_alive(getpid()), "self not alive");
+	CHECK(!dl_proc_alive(0x7ffffff0), "missing pid alive");
+
+	/* child -> grandchild, both found as descendants with their parents. */
+	if (pipe(fds))
+		return;
+	child = fork();
+	if (child == 0) {
+		pid_t g = fork();
+
+		if (g == 0) {
+			pause();
+			_exit(0);
+		}
+		if (write(fds[1], &g, sizeof(g)) != sizeof(g))
+			_exit(1);
+		waitpid(g, NULL, 0);
+		_exit(0);
+	}
+	if (read(fds[0], &s.grandchild, sizeof(s.grandchild)) != sizeof(s.grandchild))
+		return;
+	s.child = child;
+	CHECK(dl_proc_descendants(getpid(), on_desc, &s) == 0, "descendants");
+	CHECK(s.child_ppid == getpid(), "child ppid %d", s.child_ppid);
+	CHECK(s.grandchild_ppid == child, "grandchild ppid %d", s.grandchild_ppid);
+	kill(s.grandchild, SIGKILL);
+	waitpid(child, &status, 0);
+	CHECK(!dl_proc_alive(child), "reaped child still alive");
+	close(fds[0]);
+	close(fds[1]);
+}
+
+int main(void)
+{
+	test_maps_lines();
+	test_stat_lines();
+	test_cudart_names();
+	test_live_proc();
+	return check_report("test_procfs");
+}

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * A thread that alternates spinning and sleeping, pinned to CPU 0, and
+ * reports its own /proc/self/task/TID/schedstat (on-CPU ns, run-queue wait ns)
+ * together with the main thread's: the kernel's account the scheduler test
+ * compares dlbpf with.
+ *
+ *   spinsleep [--seconds S] [--spin-ms N] [--sleep-ms N]
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static double seconds = 2.0, spin_ms = 5, sleep_ms = 5;
+
+struct schedstat {
+	unsigned long long oncpu, runq, slices;
+};
+
+static int read_schedstat(pid_t tid, struct schedstat *s)
+{
+	char path[96];
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%llu %llu %llu", &s->oncpu, &s->runq, &s->slices);
+	fclose(f);
+	return n == 3 ? 0 : -1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct schedstat worker_stat;
+
+static void *worker(void *arg)
+{
+	double end = now_s() + seconds;
+	struct timespec nap = { 0, (long)(sleep_ms * 1e6) };
+	volatile unsigned long sink = 0;
+	cpu_set_t cpus;
+
+	(void)arg;
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	sched_setaffinity(0, sizeof(cpus), &cpus);
+	while (now_s() < end) {
+		double stop = now_s() + spin_ms / 1e3;
+
+		while (now_s() < stop)
+			sink++;
+		nanosleep(&nap, NULL);
+	}
+	read_schedstat((pid_t)syscall(SYS_gettid), &worker_stat);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct schedstat mainst;
+	pthread_t t;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--seconds"))
+			seconds = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--spin-ms"))
+			spin_ms = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--sleep-ms"))
+			sleep_ms = atof(argv[i + 1]);
+	}
+	if (pthread_create(&t, NULL, worker, NULL))
+		return 1;
+	pthread_join(t, NULL);
+	if (read_schedstat((pid_t)syscall(SYS_gettid), &mainst))
+		return 1;
+	printf("{\"pid\":%d,\"oncpu_ns\":%llu,\"runq_ns\":%llu,\"worker_oncpu_ns\":%llu,\"worker_runq_ns\":%llu}\n",
+	       getpid(), mainst.oncpu + worker_stat.oncpu, mainst.runq + worker_stat.runq,
+	       worker_stat.oncpu, worker_stat.runq);
+	return 0;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Function symbols of an ELF file, by name and by file offset. */
+#ifndef DLBPF_ELFSYM_H
+#define DLBPF_ELFSYM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dl_elf_sym {
+	char *name;
+	uint64_t offset;   /* file offset of the first instruction (what uprobes take) */
+	uint64_t size;
+	uint8_t bind;      /* STB_* */
+};
+
+struct dl_elf_syms {
+	struct dl_elf_sym *v;   /* sorted by offset */
+	size_t n;
+	int has_symtab;         /* .symtab present (not stripped) */
+};
+
+/* Loads the defined function symbols of .symtab and .dynsym; returns 0 or -errno. */
+int dl_elf_syms_load(const char *path, struct dl_elf_syms *out);
+/* Loads from an open descriptor (e.g. a file opened through /proc/PID/root). */
+int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *out);
+void dl_elf_syms_free(struct dl_elf_syms *s);
+
+/* A global definition is preferred to a local or weak one of the same name. */
+const struct dl_elf_sym *dl_elf_sym_by_name(const struct dl_elf_syms *s, const char *name);
+/* The function containing a file offset, or NULL. */
+const struct dl_elf_sym *dl_elf_sym_by_offset(const struct dl_elf_syms *s, uint64_t offset);
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Reading /proc: mappings, process identity, the process tree. */
+#ifndef DLBPF_PROCFS_H
+#define DLBPF_PROCFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct dl_mapping {
+	uint64_t start, end, offset;
+	uint64_t inode;
+	unsigned dev_major, dev_minor;
+	char perms[5];
+	char path[4096];    /* empty for anonymous mappings */
+};
+
+/* Parses one line of /proc/PID/maps; returns 0, or -1 for a malformed line. */
+int dl_maps_parse_line(const char *line, struct dl_mapping *m);
+
+/*
+ * Calls fn for each file mapping of pid (anonymous and pseudo mappings
+ * skipped). Stops early when fn returns non-zero and returns that value;
+ * -errno when the maps cannot be read.
+ */
+int dl_maps_foreach(pid_t pid, int (*fn)(const struct dl_mapping *m, void *arg), void *arg);
+int dl_maps_foreach_file(FILE *f, int (*fn)(const struct dl_mapping *m, void *arg), void *arg);
+
+struct dl_proc_stat {
+	pid_t pid, ppid;
+	char state;
+	char comm[64];
+};
+
+/* Parses the contents of /proc/PID/stat (comm may hold spaces and parentheses). */
+int dl_stat_parse(const char *buf, struct dl_proc_stat *st);
+int dl_proc_stat(pid_t pid, struct dl_proc_stat *st);
+bool dl_proc_alive(pid_t pid);
+
+/* Calls fn for every process whose ancestry includes root (root excluded). */
+int dl_proc_descendants(pid_t root, void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg);
+
+/* basename of a path, without allocating. */
+const char *dl_basename(const char *path);
+/* True for libcudart.so, libcudart.so.13, libcudart.so.13.0.96, libcudart-<hash>.so.13 ... */
+bool dl_is_cudart_name(const char *path);
+
+#endif

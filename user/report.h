@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Final outputs of a trace: the text report and the JSON summary (schema 1). */
+#ifndef DLBPF_REPORT_H
+#define DLBPF_REPORT_H
+
+#include <stdio.h>
+#include "summary.h"
+
+struct dl_report_meta {
+	uint64_t duration_ns;
+	uint64_t drops[DL_DROP_MAX];
+	uint64_t drops_total;
+};
+
+void dl_report_text(FILE *f, const struct dl_summary *s, const struct dl_report_meta *m);
+/* Returns 0, or -1 when writing failed (errno set). */
+int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_report_meta *m);
+
+#endif

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Starting a command traced from its first instruction: the child is held at
+ * exec, and again at its ELF entry point, where the dynamic loader has mapped
+ * every library it links (libcudart included) but no program code has run.
+ */
+#ifndef DLBPF_SPAWN_H
+#define DLBPF_SPAWN_H
+
+#include <sys/types.h>
+
+struct dl_spawn {
+	pid_t pid;
+	unsigned long entry;
+	unsigned long saved_word;
+};
+
+/* Forks and execs argv held at its exec; fails with a message when the command cannot run. */
+int dl_spawn_start(struct dl_spawn *sp, char **argv);
+/* Runs the child up to its entry point and holds it there. */
+int dl_spawn_run_to_entry(struct dl_spawn *sp);
+/* Lets the child go: it runs on untraced by ptrace. */
+int dl_spawn_release(struct dl_spawn *sp);
+/* Kills a child that was never released (setup failed). */
+void dl_spawn_abort(struct dl_spawn *sp);
+
+#endif

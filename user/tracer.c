@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "cuda_api.h"
+#include "dlbpf.skel.h"
+#include "elfsym.h"
+#include "log.h"
+#include "procfs.h"
+#include "tracer.h"
+
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb)
+{
+	struct dlbpf *skel;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	err = dl_env_probe(&t->feat);
+	if (err)
+		return err;
+	skel = dlbpf__open();
+	if (!skel) {
+		err = -errno;
+		dl_err("cannot open the BPF object: %s", strerror(errno));
+		return err;
+	}
+	t->skel = skel;
+	bpf_map__set_max_entries(skel->maps.rb, ringbuf_mb << 20);
+	/* Wake the consumer early once a quarter of the buffer is unread. */
+	skel->rodata->wakeup_bytes = ((uint64_t)ringbuf_mb << 20) / 4;
+	skel->rodata->switch_has_prev_state = t->feat.switch_prev_state;
+	skel->rodata->exit_has_group_dead = t->feat.exit_group_dead;
+	bpf_program__set_autoload(skel->progs.io_start, t->feat.block_io_start);
+	bpf_program__set_autoload(skel->progs.io_insert, !t->feat.block_io_start);
+	bpf_program__set_autoload(skel->progs.io_issue, !t->feat.block_io_start);
+	err = dlbpf__load(skel);
+	if (err) {
+		dl_err("cannot load the BPF programs: %s (run with -vv for the verifier's log)", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static int attach_tp(struct dl_tracer *t, struct bpf_program *prog)
+{
+	struct bpf_link *l;
+
+	if (!bpf_program__autoload(prog))
+		return 0;
+	l = bpf_program__attach(prog);
+	if (!l) {
+		int err = -errno;
+
+		dl_err("cannot attach %s: %s", bpf_program__section_name(prog), strerror(errno));
+		return err;
+	}
+	t->tp_links[t->ntp++] = l;
+	return 0;
+}
+
+int dl_tracer_attach_tracepoints(struct dl_tracer *t)
+{
+	struct dlbpf *s = t->skel;
+	struct bpf_program *progs[] = {
+		s->progs.proc_fork, s->progs.proc_exec, s->progs.proc_exit,
+		s->progs.sched_switch, s->progs.sched_wakeup, s->progs.sched_wakeup_new,
+		s->progs.io_start, s->progs.io_insert, s->progs.io_issue, s->progs.io_complete,
+	};
+	size_t n = sizeof(progs) / sizeof(progs[0]);
+
+	t->tp_links = calloc(n, sizeof(*t->tp_links));
+	if (!t->tp_links)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int err = attach_tp(t, progs[i]);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
+{
+	struct dl_traced v = { .ppid = (uint32_t)ppid };
+	uint32_t key = (uint32_t)pid;
+
+	if (bpf_map__update_elem(t->skel->maps.traced, &key, sizeof(key), &v, sizeof(v), BPF_ANY)) {
+		dl_err("cannot add pid %d to the traced set: %s", pid, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static bool already_attached(const struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
+{
+	for (size_t i = 0; i < t->ncuda; i++)
+		if (t->cuda[i].pid == pid && t->cuda[i].inode == m->inode &&
+		    t->cuda[i].dev == ((uint64_t)m->dev_major << 32 | m->dev_minor))
+			return true;
+	return false;
+}
+
+struct probe_set {
+	unsigned long *off;
+	__u64 *cookie;
+	size_t n;
+};
+
+static struct bpf_link *attach_set(struct bpf_program *prog, pid_t pid, const char *path,
+				   const struct probe_set *ps, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = ps->off, .cookies = ps->cookie,
+		    .cnt = ps->n, .retprobe = ret);
+
+	return bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o);
+}
+
+/*
+ * One uprobe_multi link per program and library: detaching 20 single uprobes
+ * takes ~2 s here, one multi link ~50 ms (FIELD-NOTES). Offsets are resolved
+ * here because libbpf 1.4.6 fails .syms on a library without .symtab.
+ */
+static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
+{
+	unsigned long off_entry[DL_API_COUNT], off_call[DL_API_COUNT];
+	__u64 ck_entry[DL_API_COUNT], ck_call[DL_API_COUNT];
+	struct probe_set entry_only = { off_entry, ck_entry, 0 }, calls = { off_call, ck_call, 0 };
+	struct dl_cuda_attach *a;
+	struct dl_elf_syms syms;
+	char path[4200];
+	int err, nlinks = 0;
+
+	/* Through the process's root, so a library inside a container resolves. */
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
+	err = dl_elf_syms_load(path, &syms);
+	if (err) {
+		dl_warn("pid %d: cannot read %s: %s", pid, m->path, strerror(-err));
+		return err;
+	}
+	for (unsigned id = 1; id < DL_API_COUNT; id++) {
+		const struct dl_api *api = dl_api_by_id(id);
+		const struct dl_elf_sym *sym = dl_elf_sym_by_name(&syms, api->name);
+		struct probe_set *ps = api->cls == DL_CLS_LAUNCH ? &entry_only : &calls;
+
+		if (!sym)
+			continue;
+		ps->off[ps->n] = sym->offset;
+		ps->cookie[ps->n] = dl_api_cookie(api);
+		ps->n++;
+	}
+	dl_elf_syms_free(&syms);
+	if (!entry_only.n && !calls.n) {
+		dl_warn("pid %d: %s has none of the CUDA runtime functions dlbpf probes", pid, m->path);
+		return 0;
+	}
+
+	if (t->ncuda == t->cuda_cap) {
+		size_t cap = t->cuda_cap ? t->cuda_cap * 2 : 8;
+		struct dl_cuda_attach *v = realloc(t->cuda, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->cuda = v;
+		t->cuda_cap = cap;
+	}
+	a = &t->cuda[t->ncuda];
+	memset(a, 0, sizeof(*a));
+	a->pid = pid;
+	a->dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	a->inode = m->inode;
+	snprintf(a->path, sizeof(a->path), "%s", m->path);
+	if (entry_only.n)
+		a->links[nlinks++] = attach_set(t->skel->progs.cuda_entry_only, pid, path, &entry_only, false);
+	if (calls.n && (!nlinks || a->links[0])) {
+		a->links[nlinks++] = attach_set(t->skel->progs.cuda_enter, pid, path, &calls, false);
+		if (a->links[nlinks - 1])
+			a->links[nlinks++] = attach_set(t->skel->progs.cuda_return, pid, path, &calls, true);
+	}
+	for (int i = 0; i < nlinks; i++) {
+		if (!a->links[i]) {
+			err = -errno;
+			dl_err("pid %d: cannot attach uprobes to %s: %s", pid, m->path, strerror(errno));
+			for (int k = 0; k < nlinks; k++)
+				bpf_link__destroy(a->links[k]);
+			return err;
+		}
+	}
+	a->nsyms = (int)(entry_only.n + calls.n);
+	t->ncuda++;
+	dl_info("pid %d: attached %d CUDA runtime functions in %s", pid, a->nsyms, m->path);
+	return 1;
+}
+
+struct scan_ctx {
+	struct dl_tracer *t;
+	pid_t pid;
+	int attached;
+	int err;
+};
+
+static int scan_mapping(const struct dl_mapping *m, void *arg)
+{
+	struct scan_ctx *c = arg;
+	int r;
+
+	if (!dl_is_cudart_name(m->path) || already_attached(c->t, c->pid, m))
+		return 0;
+	r = attach_library(c->t, c->pid, m);
+	if (r > 0)
+		c->attached += r;
+	else if (r < 0 && !c->err)
+		c->err = r;
+	return 0;
+}
+
+int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
+{
+	struct scan_ctx c = { .t = t, .pid = pid };
+	int err = dl_maps_foreach(pid, scan_mapping, &c);
+
+	if (err < 0)
+		return err;
+	return c.attached ? c.attached : c.err;
+}
+
+int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < t->ncuda; i++)
+		n += t->cuda[i].pid == pid;
+	return n;
+}
+
+void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < t->ncuda; i++) {
+		if (t->cuda[i].pid == pid) {
+			for (int k = 0; k < 3; k++)
+				bpf_link__destroy(t->cuda[i].links[k]);
+			continue;
+		}
+		t->cuda[w++] = t->cuda[i];
+	}
+	t->ncuda = w;
+}
+
+int dl_tracer_ringbuf_fd(const struct dl_tracer *t)
+{
+	return bpf_map__fd(t->skel->maps.rb);
+}
+
+int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *v;
+
+	memset(out, 0, DL_DROP_MAX * sizeof(*out));
+	if (ncpu <= 0)
+		return ncpu;
+	v = calloc((size_t)ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < DL_DROP_MAX; k++) {
+		if (bpf_map__lookup_elem(t->skel->maps.drops, &k, sizeof(k), v, (size_t)ncpu * sizeof(*v), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += v[c];
+	}
+	free(v);
+	return 0;
+}
+
+void dl_tracer_detach(struct dl_tracer *t)
+{
+	for (size_t i = 0; i < t->ncuda; i++)
+		for (int k = 0; k < 3; k++)
+			bpf_link__destroy(t->cuda[i].links[k]);
+	t->ncuda = 0;
+	for (size_t i = 0; i < t->ntp; i++)
+		bpf_link__destroy(t->tp_links[i]);
+	t->ntp = 0;
+}
+
+void dl_tracer_destroy(struct dl_tracer *t)
+{
+	dl_tracer_detach(t);
+	free(t->cuda);
+	free(t->tp_links);
+	dlbpf__destroy(t->skel);
+	memset(t, 0, sizeof(*t));
+}
