@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Shared pieces of the integration tests: running dlbpf, waiting for it to
+attach, the checks, and the closing "N passed, N failed" line."""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.path.join(ROOT, ".output")
+DLBPF = os.path.join(ROOT, "dlbpf")
+WORK = os.path.join(OUT, "itest")
+GPUSIM_DIR = os.path.join(OUT, "gpusim")
+
+os.makedirs(WORK, exist_ok=True)
+
+
+def workload(name):
+    return os.path.join(OUT, "workloads", name)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def check_close(value, truth, rel, what):
+    check(truth > 0, f"{what}: truth is {truth}")
+    err = abs(value - truth) / truth
+    check(err <= rel, f"{what}: dlbpf {value} vs truth {truth} ({err * 100:.2f}% off, allowed {rel * 100:.1f}%)")
+    return err
+
+
+class Dlbpf:
+    """dlbpf running in the background; started() returns once it traces."""
+
+    def __init__(self, args, env=None, stdin=None):
+        self.json_path = os.path.join(WORK, f"summary-{os.getpid()}-{time.monotonic_ns()}.json")
+        cmd = [DLBPF, "-v", "-q", "--json", self.json_path] + args
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                                     env=env, text=True)
+        self.stderr_lines = []
+        self.stdout = ""
+        self._tracing = threading.Event()
+        self._err = threading.Thread(target=self._read_stderr, daemon=True)
+        self._err.start()
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+            if "tracing " in line:
+                self._tracing.set()
+
+    def started(self, timeout=20):
+        if not self._tracing.wait(timeout):
+            raise Failure("dlbpf did not start tracing: " + "".join(self.stderr_lines[-10:]))
+
+    def wait(self, timeout=60):
+        try:
+            self.stdout, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            self.stdout, _ = self.proc.communicate()
+            raise Failure("dlbpf did not stop in time")
+        self._err.join(5)
+        return self.proc.returncode
+
+    def stop(self, timeout=30):
+        self.proc.terminate()
+        return self.wait(timeout)
+
+    @property
+    def stderr(self):
+        return "".join(self.stderr_lines)
+
+    def summary(self):
+        with open(self.json_path) as f:
+            return json.load(f)
+
+
+def process(summary, pid):
+    for p in summary["processes"]:
+        if p["pid"] == pid:
+            return p
+    raise Failure(f"pid {pid} not in the summary (has {[p['pid'] for p in summary['processes']]})")
+
+
+def run_dlbpf(args, timeout=60, env=None):
+    """Runs dlbpf to completion; returns (returncode, stdout, stderr)."""
+    p = subprocess.run([DLBPF] + args, capture_output=True, text=True, timeout=timeout,
+                       stdin=subprocess.DEVNULL, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def main(tests):
+    if os.geteuid() != 0:
+        print("integration tests need root (they load BPF programs)", file=sys.stderr)
+        print("0 passed, 1 failed")
+        sys.exit(1)
+    only = sys.argv[1:]
+    passed = failed = 0
+    for t in tests:
+        if only and t.__name__ not in only:
+            continue
+        start = time.monotonic()
+        try:
+            note = t()
+            passed += 1
+            print(f"PASS {t.__name__} ({time.monotonic() - start:.1f}s){': ' + note if note else ''}", flush=True)
+        except Failure as e:
+            failed += 1
+            print(f"FAIL {t.__name__}: {e}", flush=True)
+        except Exception:
+            failed += 1
+            print(f"FAIL {t.__name__}: exception", flush=True)
+            traceback.print_exc()
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)

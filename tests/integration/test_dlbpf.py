@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Integration tests of the foundation: real BPF, real processes, compared
+with independent truth (the workloads' own counters, /proc/PID/io,
+/proc/PID/task/TID/schedstat). Run as root."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, Failure, check, check_close, main,
+                     process, run_dlbpf, workload)
+
+
+def cuda_truth(stdout):
+    for line in stdout.splitlines():
+        if line.startswith("{\"h2d\""):
+            return json.loads(line)
+    raise Failure("workload printed no truth line: " + stdout[-500:])
+
+
+def compare_cuda(p, truth, expect_errors):
+    cuda = p["cuda"]
+    check(cuda["found"], "CUDA runtime not found")
+    for d in ("h2d", "d2h"):
+        got = cuda["memcpy"][d]
+        check(got["count"] == truth[d]["count"], f"{d} count {got['count']} != {truth[d]['count']}")
+        check(got["bytes"] == truth[d]["bytes"], f"{d} bytes {got['bytes']} != {truth[d]['bytes']}")
+    for api, n in truth["calls"].items():
+        got = cuda["calls"].get(api, {}).get("count", 0)
+        check(got == n, f"{api}: {got} calls, workload made {n}")
+        if expect_errors and api != "cudaLaunchKernel":
+            errs = cuda["calls"][api]["errors"]
+            check(errs == n, f"{api}: {errs} errors of {n} (every call fails without a GPU)")
+    kernels = sorted(cuda["kernels"], key=lambda k: k["name"])
+    want = sorted(truth["kernels"], key=lambda k: k["name"])
+    check(len(kernels) == len(want), f"kernels {kernels} != {want}")
+    for k, w in zip(kernels, want):
+        for field in ("name", "count", "grid", "block", "shmem"):
+            check(k[field] == w[field], f"kernel {w['name']} {field}: {k[field]} != {w[field]}")
+    h2d = cuda["memcpy"]["h2d"]
+    pageable = truth["h2d"]["count"] - truth["pinned_h2d"]
+    check(h2d["pageable"] == pageable, f"h2d pageable {h2d['pageable']} != {pageable}")
+
+
+def test_cuda_real_runtime_command():
+    """-- CMD against the toolkit's libcudart: exact counts, bytes, dims, all pageable."""
+    d = Dlbpf(["--", workload("cuda_calls")])
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    truth = cuda_truth(d.stdout)
+    p = process(d.summary(), d.summary()["processes"][0]["pid"])
+    compare_cuda(p, truth, expect_errors=True)
+    check(p["exited"] and p["exit_code"] == 0, "exit not reported")
+    return f"{truth['h2d']['count']} h2d, {truth['d2h']['count']} d2h, 8 launches matched"
+
+
+def test_cuda_real_runtime_pid():
+    """--pid on an already running process: attach, then the calls."""
+    w = subprocess.Popen([workload("cuda_calls"), "--wait"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        check(w.stdout.readline().strip() == "ready", "workload did not start")
+        d = Dlbpf(["--pid", str(w.pid)])
+        d.started()
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=30)
+        rc = d.wait()
+    finally:
+        if w.poll() is None:
+            w.kill()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    compare_cuda(process(d.summary(), w.pid), cuda_truth(out), expect_errors=True)
+
+
+def test_cuda_pinned_on_simulator():
+    """With the GPU simulator, cudaMallocHost/cudaHostRegister succeed: copies from them are pinned."""
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    d = Dlbpf(["--", workload("cuda_calls"), "--pinned"], env=env)
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    truth = cuda_truth(d.stdout)
+    check(truth["pinned_alloc_ok"] == 1 and truth["register_ok"] == 1,
+          f"simulator did not pin memory: {truth}")
+    p = d.summary()["processes"][0]
+    compare_cuda(p, truth, expect_errors=False)
+    check(p["cuda"]["calls"]["cudaMemcpy"]["errors"] == 0, "simulated copies failed")
+    return f"{truth['pinned_h2d']} pinned of {truth['h2d']['count']} h2d"
+
+
+def make_data_file(mb=24):
+    path = os.path.join(WORK, "ioread.dat")
+    if not os.path.exists(path) or os.path.getsize(path) != mb << 20:
+        with open(path, "wb") as f:
+            f.write(os.urandom(mb << 20))
+            f.flush()
+            os.fsync(f.fileno())
+    return path
+
+
+def run_ioread(extra):
+    data = make_data_file()
+    w = subprocess.Popen([workload("ioread"), data, "--wait"] + extra, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        check(w.stdout.readline().strip() == "ready", "ioread did not start")
+        d = Dlbpf(["--pid", str(w.pid)])
+        d.started()
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=60)
+        rc = d.wait()
+    finally:
+        if w.poll() is None:
+            w.kill()
+    check(w.returncode == 0, f"ioread failed: {out}")
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    return w.pid, json.loads(out.strip().splitlines()[-1]), d.summary()
+
+
+def test_block_io_matches_proc_io():
+    """Buffered and O_DIRECT reads: bytes attributed == /proc/PID/io read_bytes delta."""
+    pid, truth, s = run_ioread([])
+    p = process(s, pid)
+    check(truth["read_bytes_delta"] >= truth["buffered"] + truth["direct"] - (1 << 20),
+          f"reads did not reach the disk: {truth}")
+    check(p["io"]["read_bytes"] == truth["read_bytes_delta"],
+          f"dlbpf read_bytes {p['io']['read_bytes']} != /proc/PID/io delta {truth['read_bytes_delta']}")
+    check(p["io"]["read_ops"] > 0 and p["io"]["wait_ns"] > 0, "no request counts or latency")
+    return f"{p['io']['read_bytes']} bytes in {p['io']['read_ops']} requests, equal to /proc/PID/io"
+
+
+def test_forked_child_traced():
+    """A child forked after attach is traced, with its ppid, and its reads are its own."""
+    pid, truth, s = run_ioread(["--fork"])
+    child = process(s, truth["pid"])
+    check(truth["ppid"] == pid, f"workload's child has ppid {truth['ppid']}")
+    check(child["ppid"] == pid, f"child's ppid in summary {child['ppid']} != {pid}")
+    check(child["io"]["read_bytes"] == truth["read_bytes_delta"],
+          f"child read_bytes {child['io']['read_bytes']} != {truth['read_bytes_delta']}")
+    check(child["exited"], "child exit not reported")
+    check(process(s, pid)["io"]["read_bytes"] == 0, "the child's reads were given to the parent")
+
+
+def run_spinsleep(contended):
+    spinner = None
+    if contended:
+        # A competitor on CPU 0, where the measured thread pins itself.
+        spinner = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
+    try:
+        d = Dlbpf(["--", workload("spinsleep"), "--seconds", "2", "--spin-ms", "4", "--sleep-ms", "3"])
+        rc = d.wait()
+    finally:
+        if spinner:
+            spinner.kill()
+            spinner.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    truth = json.loads(d.stdout.strip().splitlines()[0])
+    return truth, process(d.summary(), truth["pid"])
+
+
+def test_sched_uncontended():
+    """Spin/sleep thread alone: on-CPU within 2% of schedstat."""
+    truth, p = run_spinsleep(False)
+    err = check_close(p["sched"]["oncpu_ns"], truth["oncpu_ns"], 0.02, "on-CPU")
+    check(p["sched"]["blocked_ns"] > 0 and p["sched"]["switches"] > 100, f"no blocking seen: {p['sched']}")
+    return f"on-CPU {p['sched']['oncpu_ns']} vs schedstat {truth['oncpu_ns']} ({err * 100:.2f}%)"
+
+
+def test_sched_contended():
+    """Spin/sleep thread sharing CPU 0 with a spinner: on-CPU within 2%, run-queue wait within 5%."""
+    truth, p = run_spinsleep(True)
+    e1 = check_close(p["sched"]["oncpu_ns"], truth["oncpu_ns"], 0.02, "on-CPU")
+    check(truth["runq_ns"] > 50_000_000, f"no contention happened: runq {truth['runq_ns']} ns")
+    e2 = check_close(p["sched"]["runq_ns"], truth["runq_ns"], 0.05, "run-queue wait")
+    return (f"on-CPU {e1 * 100:.2f}% off, runq {p['sched']['runq_ns']} vs {truth['runq_ns']} "
+            f"({e2 * 100:.2f}% off)")
+
+
+def test_no_cuda_target():
+    """A process without libcudart is traced (I/O, scheduler) and reported as such."""
+    d = Dlbpf(["--", "sleep", "0.3"])
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}")
+    p = d.summary()["processes"][0]
+    check(p["cuda"]["found"] is False, "CUDA reported found")
+    check("CUDA     not found" in d.stdout, "text report does not say CUDA was not found")
+    check(p["sched"]["blocked_ns"] > 200_000_000, f"sleep not seen blocked: {p['sched']}")
+
+
+def test_exit_mid_trace():
+    """A traced process exiting mid-trace is reported, dlbpf stops and succeeds."""
+    w = subprocess.Popen(["sleep", "1"])
+    start = time.monotonic()
+    d = Dlbpf(["--pid", str(w.pid), "--duration", "20"])
+    rc = d.wait()
+    w.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    check(time.monotonic() - start < 10, "dlbpf waited for --duration after the process had exited")
+    p = process(d.summary(), w.pid)
+    check(p["exited"] is True, "exit not reported")
+    check("exited during the trace" in d.stdout, "text report does not say the process exited")
+
+
+def test_duration_and_signal():
+    """--duration stops a trace of a live process; SIGTERM stops it too, both with a summary."""
+    w = subprocess.Popen(["sleep", "30"])
+    try:
+        start = time.monotonic()
+        d = Dlbpf(["--pid", str(w.pid), "--duration", "1"])
+        rc = d.wait()
+        check(rc == 0 and 0.9 < time.monotonic() - start < 10, f"--duration 1: rc {rc}")
+        check(process(d.summary(), w.pid)["exited"] is False, "live process reported exited")
+        d = Dlbpf(["--pid", str(w.pid)])
+        d.started()
+        rc = d.stop()
+        check(rc == 0, f"SIGTERM: rc {rc}: {d.stderr}")
+        check(d.summary()["schema"] == 1, "no summary after SIGTERM")
+    finally:
+        w.kill()
+        w.wait()
+
+
+def bpf_link_ids():
+    out = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True, check=True).stdout
+    return {l["id"] for l in json.loads(out or "[]")}
+
+
+def test_sigkill_leaves_nothing():
+    """After SIGKILL of dlbpf, none of its links (uprobe_multi, raw tracepoints) remain."""
+    w = subprocess.Popen([workload("cuda_calls"), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        check(w.stdout.readline().strip() == "ready", "workload did not start")
+        before = bpf_link_ids()
+        d = Dlbpf(["--pid", str(w.pid)])
+        d.started()
+        during = bpf_link_ids() - before
+        check(len(during) >= 10, f"expected dlbpf's links while it runs, found {len(during)} new")
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait()
+        left = during & bpf_link_ids()
+        for _ in range(50):
+            if not left:
+                break
+            time.sleep(0.1)
+            left = during & bpf_link_ids()
+        check(not left, f"links left after SIGKILL: {sorted(left)}")
+    finally:
+        w.kill()
+        w.wait()
+    return f"{len(during)} links while running, 0 after SIGKILL"
+
+
+def expect_error(args, needle, env=None, prefix=None):
+    cmd = (prefix or []) + [DLBPF] + args
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, env=env)
+    check(p.returncode != 0, f"{' '.join(args)}: exit 0, expected an error")
+    check(needle in p.stderr, f"{' '.join(args)}: stderr lacks '{needle}': {p.stderr.strip()[:300]}")
+
+
+def test_bad_input():
+    """Each bad input: a clear message and a non-zero exit."""
+    expect_error(["--pid", "0"], "invalid pid")
+    expect_error(["--pid", "4194000"], "no process with pid 4194000")
+    expect_error([], "nothing to trace")
+    expect_error(["--pid", "abc"], "invalid pid")
+    expect_error(["--pid", "1", "--duration", "soon"], "invalid duration")
+    expect_error(["--pid", "1", "--ringbuf-mb", "3"], "power of two")
+    expect_error(["--pid", "1", "--", "true"], "either --pid or a command")
+    expect_error(["--json", "/nonexistent-dir/x.json", "--pid", "1"], "cannot write the JSON summary")
+    expect_error(["--", "/nonexistent/program"], "cannot run '/nonexistent/program'")
+    # Not root: an unprivileged user.
+    expect_error(["--pid", "1"], "needs root", prefix=["setpriv", "--reuid=65534", "--regid=65534",
+                                                        "--clear-groups", "--inh-caps=-all"])
+    # No BTF: hide /sys/kernel/btf in a private mount namespace.
+    expect_error(["--pid", "1"], "no BTF", prefix=["unshare", "-m", "sh", "-c",
+                                                   "mount -t tmpfs none /sys/kernel/btf && exec \"$0\" \"$@\""])
+
+
+def test_json_write_error():
+    """A summary that cannot be written in full is an error, never a silent truncation."""
+    rc, out, err = run_dlbpf(["-q", "--json", "/dev/full", "--", "true"])
+    check(rc != 0, "writing to /dev/full succeeded")
+    check("writing the JSON summary to /dev/full failed" in err, f"unclear error: {err.strip()}")
+
+
+if __name__ == "__main__":
+    main([
+        test_cuda_real_runtime_command,
+        test_cuda_real_runtime_pid,
+        test_cuda_pinned_on_simulator,
+        test_block_io_matches_proc_io,
+        test_forked_child_traced,
+        test_sched_uncontended,
+        test_sched_contended,
+        test_no_cuda_target,
+        test_exit_mid_trace,
+        test_duration_and_signal,
+        test_sigkill_leaves_nothing,
+        test_bad_input,
+        test_json_write_error,
+    ])
