@@ -23,7 +23,12 @@ $(OUTPUT)/workloads/spinsleep: tests/workloads/spinsleep.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) -pthread $< -o $@
 
 GPUSIM_TEST := $(OUTPUT)/tests/test_gpusim
+GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan
+GPUSIM_ASAN_LIB := $(OUTPUT)/gpusim-asan/libcudart.so.13
 TRAIN := $(OUTPUT)/workloads/train
+SIM_TESTS := "env LD_LIBRARY_PATH=$(OUTPUT)/gpusim $(GPUSIM_TEST)" \
+	"env ASAN_OPTIONS=detect_leaks=1 LD_LIBRARY_PATH=$(OUTPUT)/gpusim-asan $(GPUSIM_ASAN_TEST)" \
+	"tests/workloads/check-scenarios.sh $(TRAIN) $(OUTPUT)/gpusim $(OUTPUT)/truth"
 INTEGRATION := python3 tests/integration/test_dlbpf.py
 
 test-unit: $(UNIT_BINS)
@@ -33,8 +38,9 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
 	@tests/run-tests.sh "$(INTEGRATION)"
 
 # Every suite, each reporting "N passed, N failed"; the last line is the total.
-test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(TRAIN)
-	@tests/run-tests.sh $(UNIT_BINS) $(GPUSIM_TEST) "$(INTEGRATION)"
+test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
+		$(GPUSIM_ASAN_TEST) $(TRAIN)
+	@tests/run-tests.sh $(UNIT_BINS) $(SIM_TESTS) "$(INTEGRATION)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

@@ -35,9 +35,16 @@ static double ms(uint64_t ns)
 static void text_cuda(FILE *f, const struct dl_proc *p)
 {
 	char b[32];
-	uint64_t launches = 0;
+	uint64_t launches = 0, calls = 0;
 
-	fprintf(f, "  CUDA     %d runtime%s attached\n", p->cuda_libs, p->cuda_libs == 1 ? "" : "s");
+	for (unsigned i = 1; i < DL_API_COUNT; i++)
+		calls += p->calls[i].count;
+	fprintf(f, "  CUDA     %d runtime%s attached", p->cuda_libs, p->cuda_libs == 1 ? "" : "s");
+	if (!calls) {
+		fprintf(f, ", no calls\n");
+		return;
+	}
+	fputc('\n', f);
 	fprintf(f, "    %-28s %10s %12s %8s\n", "call", "count", "total ms", "errors");
 	for (unsigned i = 1; i < DL_API_COUNT; i++) {
 		const struct dl_api_stat *a = &p->calls[i];

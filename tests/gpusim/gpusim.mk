@@ -1,0 +1,43 @@
+# GNU make fragment: the GPU simulator (tests/gpusim) and its tests.
+# Included by the top-level Makefile, which defines OUTPUT, CUDA_HOME, CC and
+# TEST_CFLAGS before the include.
+CUDA_HOME ?= /usr/local/cuda
+
+GPUSIM_SRC      := tests/gpusim/gpusim.c
+GPUSIM_MAP      := tests/gpusim/libcudart.map
+GPUSIM_LIB      := $(OUTPUT)/gpusim/libcudart.so.13
+GPUSIM_TEST     := $(OUTPUT)/tests/test_gpusim
+GPUSIM_ASAN_LIB := $(OUTPUT)/gpusim-asan/libcudart.so.13
+GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan
+GPUSIM_SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+GPUSIM_LIB_FLAGS = -fPIC -fvisibility=hidden -I$(CUDA_HOME)/include -pthread -shared \
+	-Wl,-soname,libcudart.so.13 -Wl,--version-script=$(GPUSIM_MAP) -Wl,-z,defs
+# The test links against the toolkit's real library (no rpath): it runs on the
+# simulator only through LD_LIBRARY_PATH, which is the point.
+GPUSIM_TEST_FLAGS = -I$(CUDA_HOME)/include -pthread -L$(CUDA_HOME)/lib64 -l:libcudart.so.13
+
+$(GPUSIM_LIB): $(GPUSIM_SRC) $(GPUSIM_MAP) tests/gpusim/gpusim.mk
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $(GPUSIM_LIB_FLAGS) -o $@ $(GPUSIM_SRC)
+
+$(GPUSIM_TEST): tests/gpusim/test_gpusim.c tests/gpusim/gpusim.mk
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ tests/gpusim/test_gpusim.c $(GPUSIM_TEST_FLAGS)
+
+$(GPUSIM_ASAN_LIB): $(GPUSIM_SRC) $(GPUSIM_MAP) tests/gpusim/gpusim.mk
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $(GPUSIM_SAN) $(GPUSIM_LIB_FLAGS) -o $@ $(GPUSIM_SRC)
+
+$(GPUSIM_ASAN_TEST): tests/gpusim/test_gpusim.c tests/gpusim/gpusim.mk
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $(GPUSIM_SAN) -o $@ tests/gpusim/test_gpusim.c $(GPUSIM_TEST_FLAGS)
+
+.PHONY: gpusim test-gpusim test-gpusim-asan
+gpusim: $(GPUSIM_LIB)
+
+test-gpusim: $(GPUSIM_LIB) $(GPUSIM_TEST)
+	LD_LIBRARY_PATH=$(OUTPUT)/gpusim $(GPUSIM_TEST)
+
+test-gpusim-asan: $(GPUSIM_ASAN_LIB) $(GPUSIM_ASAN_TEST)
+	ASAN_OPTIONS=detect_leaks=1 LD_LIBRARY_PATH=$(OUTPUT)/gpusim-asan $(GPUSIM_ASAN_TEST)
