@@ -132,7 +132,7 @@ static __always_inline void dl_submit(void *ev)
 }
 
 static __always_inline void emit_interval(__u32 tgid, __u32 tid, struct thread_state *ts,
-					  __u64 now, __u32 waker)
+					  __u64 now, __u32 waker, __u32 next_state)
 {
 	struct dl_sched_ev *e;
 
@@ -142,6 +142,8 @@ static __always_inline void emit_interval(__u32 tgid, __u32 tid, struct thread_s
 	e->dur_ns = now - ts->since;
 	e->state = ts->state;
 	e->waker_tid = waker;
+	e->next_state = next_state;
+	e->pad = 0;
 	dl_submit(e);
 }
 

@@ -79,7 +79,7 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	bpf_map_delete_elem(&calls, &tid);
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (ts) {
-		emit_interval(tgid, tid, ts, bpf_ktime_get_ns(), 0);
+		emit_interval(tgid, tid, ts, bpf_ktime_get_ns(), 0, 0);
 		bpf_map_delete_elem(&threads, &tid);
 	}
 	e = proc_event(DL_PROC_EXIT, tgid, tid);

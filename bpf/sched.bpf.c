@@ -34,7 +34,7 @@ static __always_inline void enter_state(__u32 tgid, __u32 tid, __u32 state, __u6
 	if (ts) {
 		if (ts->state == state)
 			return;
-		emit_interval(tgid, tid, ts, now, waker);
+		emit_interval(tgid, tid, ts, now, waker, state);
 		ts->since = now;
 		ts->state = state;
 		return;
@@ -59,11 +59,16 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
 
 			if (ts) {
-				emit_interval(prev_tgid, tid, ts, now, 0);
+				emit_interval(prev_tgid, tid, ts, now, 0, 0);
 				bpf_map_delete_elem(&threads, &tid);
 			}
 		} else {
-			if (prev_state == TASK_RUNNING)
+			/*
+			 * A preempted task stays runnable even when it had set a
+			 * sleeping state on its way to schedule() (as the
+			 * tracepoint's own "R+" output says).
+			 */
+			if (preempt || prev_state == TASK_RUNNING)
 				state = DL_ST_RUNQ;
 			else if (prev_state & TASK_UNINTERRUPTIBLE)
 				state = DL_ST_DISK;

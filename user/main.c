@@ -19,6 +19,7 @@
 #include "procfs.h"
 #include "report.h"
 #include "spawn.h"
+#include "stream.h"
 #include "summary.h"
 #include "symbolize.h"
 #include "tracer.h"
@@ -54,6 +55,7 @@ struct run {
 	struct dl_config cfg;
 	struct dl_tracer tracer;
 	struct dl_summary sum;
+	struct dl_stream stream;
 	struct dl_symbolizer *symbolizer;
 	struct ring_buffer *rb;
 	struct dl_spawn spawn;
@@ -61,29 +63,30 @@ struct run {
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
-	int malformed;
 };
+
+/* Kernel launches name their kernel by a host address: the first time one is seen, a symbol record precedes it. */
+static void name_launch(struct run *r, const struct dl_cuda_ev *e)
+{
+	const struct dl_api *api = dl_api_by_id(e->api);
+	char name[DL_SYM_NAME_MAX];
+
+	if (!api || api->cls != DL_CLS_LAUNCH || !dl_symbolizer_first(r->symbolizer, (pid_t)e->h.tgid, e->arg[0]))
+		return;
+	dl_symbolize(r->symbolizer, (pid_t)e->h.tgid, e->arg[0], name, sizeof(name));
+	if (name[0])
+		dl_emit_sym(&r->stream, now_ns(), (pid_t)e->h.tgid, e->arg[0], name);
+}
 
 static int on_record(void *ctx, void *data, size_t len)
 {
 	struct run *r = ctx;
+	const struct dl_hdr *h = data;
 
-	if (dl_summary_add(&r->sum, data, len))
-		r->malformed++;
+	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_CUDA)
+		name_launch(r, data);
+	dl_stream_emit(&r->stream, data, len);
 	return 0;
-}
-
-static void name_kernel(pid_t pid, uint64_t func, char *buf, size_t len, void *arg)
-{
-	dl_symbolize(arg, pid, func, buf, len);
-}
-
-static void set_comm(struct dl_proc *p, const char *comm)
-{
-	size_t n = strnlen(comm, sizeof(p->comm) - 1);
-
-	memcpy(p->comm, comm, n);
-	p->comm[n] = '\0';
 }
 
 static void trace_existing(pid_t pid, pid_t ppid, void *arg)
@@ -91,18 +94,13 @@ static void trace_existing(pid_t pid, pid_t ppid, void *arg)
 	struct run *r = arg;
 	struct dl_proc_stat st;
 
-	if (dl_tracer_trace_pid(&r->tracer, pid, ppid) == 0 && dl_proc_stat(pid, &st) == 0) {
-		struct dl_proc *p = dl_summary_proc(&r->sum, pid);
-
-		p->ppid = ppid;
-		set_comm(p, st.comm);
-	}
+	if (dl_tracer_trace_pid(&r->tracer, pid, ppid) == 0 && dl_proc_stat(pid, &st) == 0)
+		dl_emit_procinfo(&r->stream, now_ns(), pid, ppid, st.comm);
 }
 
 static int trace_root(struct run *r, pid_t pid)
 {
 	struct dl_proc_stat st;
-	struct dl_proc *p;
 	int err;
 
 	if (dl_proc_stat(pid, &st)) {
@@ -112,9 +110,7 @@ static int trace_root(struct run *r, pid_t pid)
 	err = dl_tracer_trace_pid(&r->tracer, pid, st.ppid);
 	if (err)
 		return err;
-	p = dl_summary_proc(&r->sum, pid);
-	p->ppid = st.ppid;
-	set_comm(p, st.comm);
+	dl_emit_procinfo(&r->stream, now_ns(), pid, st.ppid, st.comm);
 	/* Data-loader workers already running are part of the job. */
 	return dl_proc_descendants(pid, trace_existing, r);
 }
@@ -128,11 +124,16 @@ static void rescan(struct run *r, bool first)
 
 		if (p->exited)
 			continue;
-		dl_symbolizer_note(r->symbolizer, p->pid);
-		n = dl_tracer_scan_cuda(&r->tracer, p->pid);
+		size_t before = r->tracer.ncuda;
+		pid_t pid = p->pid;
+
+		dl_symbolizer_note(r->symbolizer, pid);
+		n = dl_tracer_scan_cuda(&r->tracer, pid);
 		if (n > 0 && !first)
-			dl_info("pid %d: CUDA runtime loaded, now traced", p->pid);
-		p->cuda_libs = dl_tracer_cuda_count(&r->tracer, p->pid);
+			dl_info("pid %d: CUDA runtime loaded, now traced", pid);
+		/* p may move: the stream can add processes to the summary. */
+		for (size_t k = before; k < r->tracer.ncuda; k++)
+			dl_emit_lib(&r->stream, now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
 	}
 }
 
@@ -258,7 +259,7 @@ static int command_status(struct run *r)
 int main(int argc, char **argv)
 {
 	struct run r = {};
-	struct dl_report_meta meta = {};
+	uint64_t drops[DL_DROP_MAX];
 	struct sigaction sa = { .sa_handler = on_signal };
 	int err = 0, exit_code = 1;
 
@@ -293,8 +294,7 @@ int main(int argc, char **argv)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	r.sum.namer = name_kernel;
-	r.sum.namer_arg = r.symbolizer;
+	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
 
 	err = dl_tracer_open_load(&r.tracer, r.cfg.ringbuf_mb);
 	if (err)
@@ -310,6 +310,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 
 	r.start_ns = now_ns();
+	dl_emit_trace_start(&r.stream, r.start_ns);
 	if (r.cfg.cmd) {
 		err = start_command(&r);
 		if (err)
@@ -328,19 +329,17 @@ int main(int argc, char **argv)
 	dl_info("tracing %zu process%s; Ctrl-C to stop", r.sum.n, r.sum.n == 1 ? "" : "es");
 
 	err = run_loop(&r);
-	meta.duration_ns = now_ns() - r.start_ns;
 	dl_tracer_detach(&r.tracer);
 	ring_buffer__consume(r.rb);
-	dl_tracer_read_drops(&r.tracer, meta.drops);
-	for (int i = 0; i < DL_DROP_MAX; i++)
-		meta.drops_total += meta.drops[i];
-	if (r.malformed)
-		dl_warn("%d malformed records ignored", r.malformed);
+	dl_tracer_read_drops(&r.tracer, drops);
+	dl_emit_trace_end(&r.stream, now_ns(), drops);
+	if (r.sum.malformed)
+		dl_warn("%" PRIu64 " malformed records ignored", r.sum.malformed);
 
-	dl_report_text(stdout, &r.sum, &meta);
+	dl_report_text(stdout, &r.sum);
 	fflush(stdout);
 	if (r.json) {
-		if (dl_report_json(r.json, &r.sum, &meta) || fclose(r.json)) {
+		if (dl_report_json(r.json, &r.sum) || fclose(r.json)) {
 			dl_err("writing the JSON summary to %s failed: %s", r.cfg.json_path, strerror(errno));
 			err = err ? err : -EIO;
 		}

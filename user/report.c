@@ -74,20 +74,20 @@ static void text_cuda(FILE *f, const struct dl_proc *p)
 	}
 }
 
-void dl_report_text(FILE *f, const struct dl_summary *s, const struct dl_report_meta *m)
+void dl_report_text(FILE *f, const struct dl_summary *s)
 {
 	uint64_t events = 0;
 	char r[32], w[32];
 
-	for (int k = 0; k < DL_EV_KIND_MAX; k++)
+	for (int k = 0; k < DL_EV_TRACE_START; k++)
 		events += s->records[k];
 	fprintf(f, "\ndlbpf: traced %zu process%s for %.2f s: %" PRIu64 " events, %" PRIu64 " dropped\n",
-		s->n, s->n == 1 ? "" : "es", (double)m->duration_ns / 1e9, events, m->drops_total);
-	if (m->drops_total) {
+		s->n, s->n == 1 ? "" : "es", (double)dl_summary_duration(s) / 1e9, events, s->drops_total);
+	if (s->drops_total) {
 		fprintf(f, "  WARNING: events were lost (");
 		for (int i = 0, first = 1; i < DL_DROP_MAX; i++)
-			if (m->drops[i]) {
-				fprintf(f, "%s%s %" PRIu64, first ? "" : ", ", drop_names[i] ? drop_names[i] : "?", m->drops[i]);
+			if (s->drops[i]) {
+				fprintf(f, "%s%s %" PRIu64, first ? "" : ", ", drop_names[i] ? drop_names[i] : "?", s->drops[i]);
 				first = 0;
 			}
 		fprintf(f, "): the figures below undercount; try --ringbuf-mb or a shorter --drain-ms\n");
@@ -213,7 +213,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_obj_end(j);
 }
 
-int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_report_meta *m)
+int dl_report_json(FILE *f, const struct dl_summary *s)
 {
 	struct dl_json j;
 
@@ -221,13 +221,13 @@ int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_report_m
 	dl_json_obj_begin(&j);
 	dl_json_ku64(&j, "schema", 1);
 	dl_json_kstr(&j, "version", DLBPF_VERSION);
-	dl_json_ku64(&j, "duration_ns", m->duration_ns);
+	dl_json_ku64(&j, "duration_ns", dl_summary_duration(s));
 	dl_json_key(&j, "drops");
 	dl_json_obj_begin(&j);
-	dl_json_ku64(&j, "events", m->drops_total);
+	dl_json_ku64(&j, "events", s->drops_total);
 	for (int i = 0; i < DL_DROP_MAX; i++)
 		if (drop_names[i])
-			dl_json_ku64(&j, drop_names[i], m->drops[i]);
+			dl_json_ku64(&j, drop_names[i], s->drops[i]);
 	dl_json_obj_end(&j);
 	dl_json_key(&j, "async_io");
 	dl_json_obj_begin(&j);

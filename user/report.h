@@ -6,14 +6,8 @@
 #include <stdio.h>
 #include "summary.h"
 
-struct dl_report_meta {
-	uint64_t duration_ns;
-	uint64_t drops[DL_DROP_MAX];
-	uint64_t drops_total;
-};
-
-void dl_report_text(FILE *f, const struct dl_summary *s, const struct dl_report_meta *m);
+void dl_report_text(FILE *f, const struct dl_summary *s);
 /* Returns 0, or -1 when writing failed (errno set). */
-int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_report_meta *m);
+int dl_report_json(FILE *f, const struct dl_summary *s);
 
 #endif

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "stream.h"
 #include "summary.h"
 
 void dl_summary_init(struct dl_summary *s)
@@ -17,6 +18,9 @@ static void proc_free(struct dl_proc *p)
 	free(p->pinned.v);
 	free(p->device.v);
 	free(p->tids);
+	for (size_t i = 0; i < p->nsyms; i++)
+		free(p->syms[i].name);
+	free(p->syms);
 }
 
 void dl_summary_free(struct dl_summary *s)
@@ -157,7 +161,7 @@ static void add_copy(struct dl_proc *p, const struct dl_call *c)
 		cs->pageable++;
 }
 
-static void add_launch(struct dl_summary *s, struct dl_proc *p, const struct dl_call *c)
+static void add_launch(struct dl_proc *p, const struct dl_call *c)
 {
 	struct dl_kernel_stat *k;
 	char name[256];
@@ -178,12 +182,13 @@ static void add_launch(struct dl_summary *s, struct dl_proc *p, const struct dl_
 	memcpy(k->block, c->block, sizeof(k->block));
 	k->shmem = c->shmem;
 	k->count = 1;
-	name[0] = '\0';
-	if (s->namer)
-		s->namer(p->pid, c->func, name, sizeof(name), s->namer_arg);
-	if (!name[0])
+	for (size_t i = 0; i < p->nsyms && !k->name; i++)
+		if (p->syms[i].addr == c->func)
+			k->name = strdup(p->syms[i].name);
+	if (!k->name) {
 		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)c->func);
-	k->name = strdup(name);
+		k->name = strdup(name);
+	}
 }
 
 static void add_cuda(struct dl_summary *s, const struct dl_cuda_ev *ev)
@@ -211,7 +216,7 @@ static void add_cuda(struct dl_summary *s, const struct dl_cuda_ev *ev)
 		add_copy(p, &c);
 		break;
 	case DL_CLS_LAUNCH:
-		add_launch(s, p, &c);
+		add_launch(p, &c);
 		break;
 	case DL_CLS_ALLOC:
 		/* Failed allocations (every one, without a GPU) must not mark memory pinned. */
@@ -276,6 +281,12 @@ static void add_sched(struct dl_summary *s, const struct dl_sched_ev *ev)
 	}
 }
 
+static void set_comm(struct dl_proc *p, const char *comm)
+{
+	memcpy(p->comm, comm, sizeof(p->comm));
+	p->comm[sizeof(p->comm) - 1] = '\0';
+}
+
 static void add_proc(struct dl_summary *s, const struct dl_proc_ev *ev)
 {
 	struct dl_proc *p = dl_summary_proc(s, (pid_t)ev->h.tgid);
@@ -284,16 +295,14 @@ static void add_proc(struct dl_summary *s, const struct dl_proc_ev *ev)
 	case DL_PROC_FORK:
 		p->ppid = (pid_t)ev->ppid;
 		p->seen_start = true;
-		memcpy(p->comm, ev->comm, sizeof(p->comm));
-		p->comm[sizeof(p->comm) - 1] = '\0';
+		set_comm(p, ev->comm);
 		note_thread(p, ev->h.tid);
 		break;
 	case DL_PROC_THREAD:
 		note_thread(p, ev->h.tid);
 		break;
 	case DL_PROC_EXEC:
-		memcpy(p->comm, ev->comm, sizeof(p->comm));
-		p->comm[sizeof(p->comm) - 1] = '\0';
+		set_comm(p, ev->comm);
 		break;
 	case DL_PROC_EXIT:
 		if (ev->group_dead) {
@@ -309,50 +318,95 @@ static void add_proc(struct dl_summary *s, const struct dl_proc_ev *ev)
 	}
 }
 
-/* Checks that a record of a known kind is at least as long as the struct this build knows. */
-static bool long_enough(const struct dl_hdr *h, size_t len, size_t need)
+static void add_sym(struct dl_summary *s, const struct dl_sym_ev *ev)
 {
-	return h->size >= need && len >= need;
+	struct dl_proc *p = dl_summary_proc(s, (pid_t)ev->h.tgid);
+	struct dl_sym_name *n;
+
+	p->syms = grow(p->syms, p->nsyms, &p->scap, sizeof(*p->syms));
+	n = &p->syms[p->nsyms];
+	n->addr = ev->addr;
+	n->name = strdup(ev->name);
+	if (n->name)
+		p->nsyms++;
 }
 
 int dl_summary_add(struct dl_summary *s, const void *rec, size_t len)
 {
 	const struct dl_hdr *h = rec;
 
-	if (len < sizeof(*h) || h->size < sizeof(*h) || h->size > len)
+	if (dl_record_check(rec, len)) {
+		s->malformed++;
 		return -1;
-	if (!s->first_ts || h->ts < s->first_ts)
-		s->first_ts = h->ts;
-	if (h->ts > s->last_ts)
-		s->last_ts = h->ts;
+	}
 	if (h->kind == 0 || h->kind >= DL_EV_KIND_MAX) {
 		s->unknown_records++;
 		return 0;
 	}
 	s->records[h->kind]++;
+	if (h->kind <= DL_EV_MARK) {
+		if (!s->first_ts || h->ts < s->first_ts)
+			s->first_ts = h->ts;
+		if (h->ts > s->last_ts)
+			s->last_ts = h->ts;
+	}
 	switch (h->kind) {
 	case DL_EV_CUDA:
-		if (!long_enough(h, len, sizeof(struct dl_cuda_ev)))
-			return -1;
 		add_cuda(s, rec);
 		break;
 	case DL_EV_BIO:
-		if (!long_enough(h, len, sizeof(struct dl_bio_ev)))
-			return -1;
 		add_bio(s, rec);
 		break;
 	case DL_EV_SCHED:
-		if (!long_enough(h, len, sizeof(struct dl_sched_ev)))
-			return -1;
 		add_sched(s, rec);
 		break;
 	case DL_EV_PROC:
-		if (!long_enough(h, len, sizeof(struct dl_proc_ev)))
-			return -1;
 		add_proc(s, rec);
 		break;
+	case DL_EV_TRACE_START:
+		s->start_ts = h->ts;
+		break;
+	case DL_EV_PROCINFO: {
+		const struct dl_procinfo_ev *e = rec;
+		struct dl_proc *p = dl_summary_proc(s, (pid_t)h->tgid);
+
+		p->ppid = (pid_t)e->ppid;
+		set_comm(p, e->comm);
+		break;
+	}
+	case DL_EV_LIB:
+		dl_summary_proc(s, (pid_t)h->tgid)->cuda_libs++;
+		break;
+	case DL_EV_SYM:
+		add_sym(s, rec);
+		break;
+	case DL_EV_TRACE_END: {
+		const struct dl_trace_end_ev *e = rec;
+
+		s->end_ts = h->ts;
+		s->drops_total = 0;
+		for (int i = 0; i < DL_DROP_MAX; i++) {
+			s->drops[i] = e->drops[i];
+			s->drops_total += e->drops[i];
+		}
+		break;
+	}
 	default:
 		break;
 	}
 	return 0;
+}
+
+int dl_summary_sink(void *summary, const void *rec, size_t len)
+{
+	dl_summary_add(summary, rec, len);
+	return 0;
+}
+
+uint64_t dl_summary_duration(const struct dl_summary *s)
+{
+	uint64_t start = s->start_ts ? s->start_ts : s->first_ts;
+	uint64_t end = s->end_ts ? s->end_ts : s->last_ts;
+
+	return end > start ? end - start : 0;
 }

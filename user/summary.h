@@ -42,6 +42,11 @@ struct dl_ranges {
 	size_t n, cap;
 };
 
+struct dl_sym_name {
+	uint64_t addr;
+	char *name;
+};
+
 struct dl_proc {
 	pid_t pid, ppid;
 	char comm[DL_COMM_LEN];
@@ -64,9 +69,9 @@ struct dl_proc {
 	} sched;
 	uint32_t *tids;        /* sorted, for the thread count */
 	size_t ntids, tcap;
+	struct dl_sym_name *syms;   /* names of code addresses, from DL_EV_SYM */
+	size_t nsyms, scap;
 };
-
-typedef void (*dl_kernel_namer)(pid_t pid, uint64_t func, char *buf, size_t len, void *arg);
 
 struct dl_summary {
 	struct dl_proc *procs;
@@ -75,8 +80,10 @@ struct dl_summary {
 	uint64_t unknown_records;     /* kinds or APIs newer than this build */
 	uint64_t async_io_bytes, async_io_ops;   /* kernel-thread requests, not attributed */
 	uint64_t first_ts, last_ts;
-	dl_kernel_namer namer;
-	void *namer_arg;
+	uint64_t start_ts, end_ts;    /* from DL_EV_TRACE_START / DL_EV_TRACE_END */
+	uint64_t drops[DL_DROP_MAX];
+	uint64_t drops_total;
+	uint64_t malformed;
 };
 
 void dl_summary_init(struct dl_summary *s);
@@ -84,8 +91,11 @@ void dl_summary_free(struct dl_summary *s);
 /* Finds or adds a process. */
 struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid);
 struct dl_proc *dl_summary_find(const struct dl_summary *s, pid_t pid);
-/* Feeds one raw record of len bytes; returns -1 if it is malformed. */
+/* Feeds one record of len bytes; a malformed one is counted and skipped (returns -1). */
 int dl_summary_add(struct dl_summary *s, const void *rec, size_t len);
+/* dl_summary_add as a stream sink. */
+int dl_summary_sink(void *summary, const void *rec, size_t len);
+uint64_t dl_summary_duration(const struct dl_summary *s);
 /* How a copy's host side was classified (exposed for tests). */
 bool dl_ranges_contains(const struct dl_ranges *r, uint64_t addr);
 

@@ -30,7 +30,15 @@ struct pid_maps {
 	size_t n, cap;
 };
 
+struct seen_key {
+	uint64_t addr;
+	pid_t pid;
+	int used;
+};
+
 struct dl_symbolizer {
+	struct seen_key *seen;   /* open addressing, power-of-two capacity */
+	size_t nseen, seen_cap;
 	struct cached_file files[DL_SYMCACHE];
 	unsigned next;   /* round-robin eviction */
 	struct pid_maps *pids;
@@ -61,7 +69,43 @@ void dl_symbolizer_free(struct dl_symbolizer *sz)
 		free(sz->pids[i].v);
 	}
 	free(sz->pids);
+	free(sz->seen);
 	free(sz);
+}
+
+static size_t seen_slot(const struct seen_key *v, size_t cap, pid_t pid, uint64_t addr)
+{
+	uint64_t h = (addr ^ ((uint64_t)(uint32_t)pid << 32)) * 0x9e3779b97f4a7c15ull;
+	size_t i = (size_t)(h >> 20) & (cap - 1);
+
+	while (v[i].used && (v[i].addr != addr || v[i].pid != pid))
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr)
+{
+	size_t i;
+
+	if (2 * (sz->nseen + 1) > sz->seen_cap) {
+		size_t cap = sz->seen_cap ? sz->seen_cap * 2 : 256;
+		struct seen_key *v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return false;
+		for (size_t k = 0; k < sz->seen_cap; k++)
+			if (sz->seen[k].used)
+				v[seen_slot(v, cap, sz->seen[k].pid, sz->seen[k].addr)] = sz->seen[k];
+		free(sz->seen);
+		sz->seen = v;
+		sz->seen_cap = cap;
+	}
+	i = seen_slot(sz->seen, sz->seen_cap, pid, addr);
+	if (sz->seen[i].used)
+		return false;
+	sz->seen[i] = (struct seen_key){ .addr = addr, .pid = pid, .used = 1 };
+	sz->nseen++;
+	return true;
 }
 
 static struct pid_maps *pid_maps_of(struct dl_symbolizer *sz, pid_t pid, bool create)

@@ -12,6 +12,8 @@ struct dl_symbolizer;
 
 struct dl_symbolizer *dl_symbolizer_new(void);
 void dl_symbolizer_free(struct dl_symbolizer *sz);
+/* True the first time (pid, addr) is asked about: the caller names it once. */
+bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr);
 /* Remembers pid's executable mappings, to name its addresses after it exits. */
 int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid);
 /* Writes the function name holding addr in pid (empty string if unknown). */

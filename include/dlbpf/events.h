@@ -39,6 +39,15 @@ enum dl_kind {
 	DL_EV_SCHED = 3,  /* struct dl_sched_ev: one closed scheduler interval of a thread */
 	DL_EV_PROC = 4,   /* struct dl_proc_ev: fork / exec / exit of a traced task */
 	DL_EV_MARK = 5,   /* struct dl_mark_ev: a user-chosen step marker symbol was hit */
+	/*
+	 * Records the collector writes into the stream itself, so that a recording
+	 * holds everything a report needs (replay has no /proc to look at).
+	 */
+	DL_EV_TRACE_START = 6, /* struct dl_trace_start_ev: tracing began */
+	DL_EV_PROCINFO = 7,    /* struct dl_procinfo_ev: a process traced from the start of the trace */
+	DL_EV_LIB = 8,         /* struct dl_lib_ev: a CUDA runtime attached in a process */
+	DL_EV_SYM = 9,         /* struct dl_sym_ev: the name of a code address (a kernel's host stub) */
+	DL_EV_TRACE_END = 10,  /* struct dl_trace_end_ev: tracing ended; final drop counts */
 	DL_EV_KIND_MAX,
 };
 
@@ -112,6 +121,8 @@ struct dl_sched_ev {
 	dl_u64 dur_ns;
 	dl_u32 state;        /* enum dl_thread_state */
 	dl_u32 waker_tid;    /* for blocked intervals: the task that woke it (0 if unknown) */
+	dl_u32 next_state;   /* the state entered at ts + dur_ns; 0 when the thread exited */
+	dl_u32 pad;
 };
 
 enum dl_proc_what {
@@ -138,6 +149,37 @@ struct dl_mark_ev {
 	dl_u32 pad;
 };
 
+struct dl_trace_start_ev {
+	struct dl_hdr h;          /* ts = start of tracing */
+	dl_u32 flags;
+	dl_u32 pad;
+};
+
+struct dl_procinfo_ev {
+	struct dl_hdr h;          /* tgid = the process */
+	dl_u32 ppid;
+	dl_u32 flags;
+	char comm[DL_COMM_LEN];
+};
+
+#define DL_PATH_LEN 256
+
+struct dl_lib_ev {
+	struct dl_hdr h;          /* tgid = the process */
+	dl_u32 nsyms;             /* functions probed in it */
+	dl_u32 flags;
+	char path[DL_PATH_LEN];   /* as the process maps it, truncated */
+};
+
+#define DL_SYM_NAME_MAX 1024
+
+/* Variable size: h.size = offsetof(name) + strlen(name) + 1, rounded up to 8. */
+struct dl_sym_ev {
+	struct dl_hdr h;          /* tgid = the process whose address space addr is in */
+	dl_u64 addr;
+	char name[];
+};
+
 /* Indexes of the per-CPU drop counters (map "drops"). */
 enum dl_drop_src {
 	DL_DROP_CUDA = 0,     /* ring buffer full */
@@ -147,6 +189,11 @@ enum dl_drop_src {
 	DL_DROP_INFLIGHT = 4, /* an in-flight map (calls, requests, thread states) was full */
 	DL_DROP_TRACED = 5,   /* the traced-process set was full: a child is not traced */
 	DL_DROP_MAX = 8,
+};
+
+struct dl_trace_end_ev {
+	struct dl_hdr h;          /* ts = end of tracing */
+	dl_u64 drops[DL_DROP_MAX];
 };
 
 /* Value of the "traced" map (key: tgid). */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "check.h"
 #include "cuda_api.h"
+#include "stream.h"
 #include "summary.h"
 
 static struct dl_cuda_ev cuda_ev(enum dl_api_id api, uint64_t ts, uint64_t dur, int64_t ret)
@@ -290,6 +291,53 @@ static void test_kernels_sched_io_proc(void)
 	dl_summary_free(&s);
 }
 
+static void test_collector_records(void)
+{
+	struct dl_summary s;
+	struct dl_stream st = {};
+	struct dl_cuda_ev e = cuda_ev(DL_API_LAUNCH_KERNEL, 5, 0, 0);
+	uint64_t drops[DL_DROP_MAX] = { [DL_DROP_CUDA] = 3, [DL_DROP_SCHED] = 4 };
+	struct dl_proc *p;
+	char longname[2000];
+
+	dl_summary_init(&s);
+	dl_stream_add(&st, dl_summary_sink, &s);
+	dl_emit_trace_start(&st, 1000);
+	dl_emit_procinfo(&st, 1000, 100, 7, "trainer-with-a-long-name");
+	dl_emit_lib(&st, 1001, 100, "/x/libcudart.so.13", 31);
+	dl_emit_sym(&st, 1002, 100, 0x4000, "my_kernel");
+	memset(longname, 'k', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	dl_emit_sym(&st, 1002, 100, 0x5000, longname);
+	e.flags = DL_CUDA_ENTRY_ONLY;
+	e.arg[0] = 0x4000;
+	dl_stream_emit(&st, &e, sizeof(e));
+	e.arg[0] = 0x5000;
+	dl_stream_emit(&st, &e, sizeof(e));
+	e.arg[0] = 0x6000;
+	dl_stream_emit(&st, &e, sizeof(e));
+	dl_emit_trace_end(&st, 5000, drops);
+
+	p = dl_summary_find(&s, 100);
+	CHECK(p != NULL, "process missing");
+	if (p) {
+		CHECK(p->ppid == 7 && !strcmp(p->comm, "trainer-with-a-"), "procinfo: ppid %d comm '%s'", p->ppid,
+		      p->comm);
+		CHECK(p->cuda_libs == 1, "lib records: %d", p->cuda_libs);
+		CHECK(p->nkernels == 3, "kernels %zu", p->nkernels);
+		if (p->nkernels == 3) {
+			CHECK(!strcmp(p->kernels[0].name, "my_kernel"), "name '%s'", p->kernels[0].name);
+			CHECK(strlen(p->kernels[1].name) == DL_SYM_NAME_MAX - 1, "long name kept to %zu",
+			      strlen(p->kernels[1].name));
+			CHECK(!strcmp(p->kernels[2].name, "0x6000"), "unnamed kernel '%s'", p->kernels[2].name);
+		}
+	}
+	CHECK_EQ_U64(dl_summary_duration(&s), 4000);
+	CHECK_EQ_U64(s.drops_total, 7);
+	CHECK_EQ_U64(s.malformed, 0);
+	dl_summary_free(&s);
+}
+
 static void test_malformed(void)
 {
 	struct dl_summary s;
@@ -317,6 +365,7 @@ int main(void)
 	test_pinned_classification();
 	test_default_direction_and_nesting();
 	test_kernels_sched_io_proc();
+	test_collector_records();
 	test_malformed();
 	return check_report("test_decode");
 }
