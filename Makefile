@@ -17,7 +17,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 # maps.bpf.o first: libbpf 1.4's linker resolves extern maps only after their definition.
 BPF_SRCS := bpf/maps.bpf.c $(filter-out bpf/maps.bpf.c,$(wildcard bpf/*.bpf.c))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
-BPF_HDRS := bpf/common.bpf.h bpf/vmlinux.h include/dlbpf/events.h
+BPF_HDRS := $(wildcard bpf/*.bpf.h) bpf/vmlinux.h $(wildcard include/dlbpf/*.h)
 
 USER_SRCS := $(wildcard user/*.c)
 USER_HDRS := $(wildcard user/*.h) user/cuda_api.def include/dlbpf/events.h
@@ -42,7 +42,7 @@ $(OUTPUT)/dlbpf.skel.h: $(OUTPUT)/dlbpf.bpf.o
 	$(BPFTOOL) gen skeleton $< name dlbpf > $@
 
 dlbpf: $(USER_SRCS) $(USER_HDRS) $(OUTPUT)/dlbpf.skel.h
-	$(CC) $(USER_CFLAGS) $(USER_SRCS) $(LIBS) -o $@
+	$(CC) $(USER_CFLAGS) $(USER_SRCS) $(LIBS) -lm -o $@
 
 # --- tests -----------------------------------------------------------------
 -include tests/gpusim/gpusim.mk

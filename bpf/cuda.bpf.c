@@ -5,6 +5,7 @@
  * user space decodes the raw registers (user/cuda_api.c).
  */
 #include "common.bpf.h"
+#include "agg.bpf.h"
 
 /* Zeroed template for new call_stack entries (too large for the BPF stack). */
 struct {
@@ -39,6 +40,13 @@ int BPF_KPROBE(cuda_entry_only)
 	struct call_stack *st = bpf_map_lookup_elem(&calls, &tid);
 	struct dl_cuda_ev *e;
 
+	if (summary_mode && (cookie & DL_COOKIE_AGG)) {
+		__u64 arg[DL_CUDA_NARGS] = {};
+
+		arg[0] = PT_REGS_PARM1(ctx);
+		dl_agg_add(id >> 32, cookie, arg, st ? st->depth : 0, 0, true, 0);
+		return 0;
+	}
 	e = dl_reserve(sizeof(*e), DL_EV_CUDA, DL_DROP_CUDA, bpf_ktime_get_ns(), id >> 32, tid);
 	if (!e)
 		return 0;
@@ -113,6 +121,8 @@ int BPF_KRETPROBE(cuda_return)
 	f = &st->f[d];
 	if ((f->cookie & DL_COOKIE_API_MASK) != (cookie & DL_COOKIE_API_MASK))
 		return 0; /* unbalanced (a longjmp, or attach mid-call): nothing reliable to emit */
+	if (dl_agg_add(id >> 32, cookie, f->arg, d, now - f->ts, false, PT_REGS_RC(ctx)))
+		return 0;
 
 	e = dl_reserve(sizeof(*e), DL_EV_CUDA, DL_DROP_CUDA, f->ts, id >> 32, tid);
 	if (!e)

@@ -3,7 +3,8 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
 CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
-WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep
+WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
+	$(OUTPUT)/workloads/ratecalls
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
 $(OUTPUT)/unit $(OUTPUT)/workloads:
@@ -15,6 +16,9 @@ $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(PURE_SRCS) $(USE
 
 $(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
+
+$(OUTPUT)/workloads/ratecalls: tests/workloads/ratecalls.c | $(OUTPUT)/workloads
+	$(CC) $(WORKLOAD_CFLAGS) -pthread $< $(CUDART_LINK) -o $@
 
 $(OUTPUT)/workloads/ioread: tests/workloads/ioread.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
@@ -30,6 +34,7 @@ SIM_TESTS := "env LD_LIBRARY_PATH=$(OUTPUT)/gpusim $(GPUSIM_TEST)" \
 	"env ASAN_OPTIONS=detect_leaks=1 LD_LIBRARY_PATH=$(OUTPUT)/gpusim-asan $(GPUSIM_ASAN_TEST)" \
 	"tests/workloads/check-scenarios.sh $(TRAIN) $(OUTPUT)/gpusim $(OUTPUT)/truth"
 INTEGRATION := python3 tests/integration/test_dlbpf.py
+MODES_TESTS := python3 tests/integration/test_modes.py
 
 test-unit: $(UNIT_BINS)
 	@tests/run-tests.sh $(UNIT_BINS)
@@ -40,7 +45,7 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
 # Every suite, each reporting "N passed, N failed"; the last line is the total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN)
-	@tests/run-tests.sh $(UNIT_BINS) $(SIM_TESTS) "$(INTEGRATION)"
+	@tests/run-tests.sh $(UNIT_BINS) $(SIM_TESTS) "$(INTEGRATION)" "$(MODES_TESTS)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

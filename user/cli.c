@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "duty.h"
 #include "version.h"
 
 const char *argp_program_version = "dlbpf " DLBPF_VERSION;
@@ -21,7 +22,7 @@ static const char doc[] =
 "                                   # instruction, until it exits\n"
 "  sudo dlbpf -v --pid 4242         # also say what is attached where";
 
-enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS };
+enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_SUMMARY, OPT_DUTY };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -31,6 +32,10 @@ static const struct argp_option opts[] = {
 	{ "verbose", 'v', NULL, 0, "Say more (repeat for debug output, libbpf's included)", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two (default 16)", 0 },
 	{ "drain-ms", OPT_DRAIN_MS, "MS", 0, "Drain the ring buffer every MS ms (default 10)", 0 },
+	{ "summary", OPT_SUMMARY, NULL, 0, "Low overhead: count CUDA calls, bytes and durations in the kernel (no per-call "
+	  "records; kernels without grid/block, copies without pageable/pinned)", 0 },
+	{ "duty", OPT_DUTY, "M/N", 0, "Low overhead: probe launches and copies only M of every N seconds; the report "
+	  "scales their counts", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0 },
 	{},
 };
@@ -83,6 +88,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	}
 	case OPT_DRAIN_MS:
 		cfg->drain_ms = (unsigned)parse_long(state, "drain interval", arg, 1, 1000);
+		break;
+	case OPT_SUMMARY:
+		cfg->summary = true;
+		break;
+	case OPT_DUTY:
+		if (dl_duty_parse(arg, &cfg->duty_on_s, &cfg->duty_period_s))
+			argp_error(state, "invalid duty cycle '%s' (expected M/N seconds, 0 < M < N)", arg);
 		break;
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);

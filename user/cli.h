@@ -17,6 +17,8 @@ struct dl_config {
 	unsigned ringbuf_mb;
 	unsigned drain_ms;
 	bool quiet;            /* no live status line */
+	bool summary;          /* --summary: CUDA calls aggregated in the kernel (user/aggregate.c) */
+	unsigned duty_on_s, duty_period_s;   /* --duty M/N (user/duty.c); 0: always on */
 };
 
 /* Parses argv; on bad usage prints why and exits with status 2. */

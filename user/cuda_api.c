@@ -40,6 +40,12 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 	default:
 		break;
 	}
+	/* --summary mode: copies carry where their bytes are; allocations stay records (pinned ranges). */
+	if (api->cls == DL_CLS_COPY)
+		c |= api->layout == DL_L_MEMCPY || api->layout == DL_L_MEMCPY_ASYNC ? DL_COOKIE_BYTES_1D
+										       : DL_COOKIE_BYTES_2D;
+	if (api->cls != DL_CLS_ALLOC && api->cls != DL_CLS_FREE)
+		c |= DL_COOKIE_AGG;
 	return c;
 }
 

@@ -13,7 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "aggregate.h"
 #include "cli.h"
+#include "duty.h"
 #include "env.h"
 #include "log.h"
 #include "procfs.h"
@@ -63,7 +65,19 @@ struct run {
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
+	struct dl_agg agg;      /* --summary */
+	struct dl_duty duty;    /* --duty */
 };
+
+/* Low-overhead modes: makes everything the kernel holds visible in the summary. */
+static void sync_kernel(void *ctx)
+{
+	struct run *r = ctx;
+
+	ring_buffer__consume(r->rb);
+	if (r->cfg.summary)
+		dl_agg_poll(&r->agg, &r->sum, r->symbolizer, &r->stream, now_ns());
+}
 
 /* Kernel launches name their kernel by a host address: the first time one is seen, a symbol record precedes it. */
 static void name_launch(struct run *r, const struct dl_cuda_ev *e)
@@ -200,6 +214,8 @@ static int run_loop(struct run *r)
 		now = now_ns();
 		if (deadline && now >= deadline)
 			break;
+		if (r->cfg.duty_on_s)
+			dl_duty_tick(&r->duty, &r->tracer, now, &r->sum, sync_kernel, r);
 		if (now >= next_housekeep) {
 			next_housekeep = now + HOUSEKEEP_NS;
 			if (!any_alive(r)) {
@@ -209,6 +225,8 @@ static int run_loop(struct run *r)
 			rescan(r, false);
 		}
 		if (status && now - last_status >= STATUS_NS) {
+			if (r->cfg.summary)
+				sync_kernel(r);
 			show_status(r, now, now - last_status);
 			last_status = now;
 		}
@@ -296,7 +314,11 @@ int main(int argc, char **argv)
 	}
 	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
 
-	err = dl_tracer_open_load(&r.tracer, r.cfg.ringbuf_mb);
+	err = dl_tracer_open_load(&r.tracer, r.cfg.ringbuf_mb, r.cfg.summary);
+	if (!err && r.cfg.summary)
+		err = dl_agg_init(&r.agg, dl_tracer_agg_fd(&r.tracer));
+	if (r.cfg.duty_on_s)
+		dl_tracer_split_hot(&r.tracer);
 	if (err)
 		goto cleanup;
 	r.rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r.tracer), on_record, &r, NULL);
@@ -311,16 +333,22 @@ int main(int argc, char **argv)
 
 	r.start_ns = now_ns();
 	dl_emit_trace_start(&r.stream, r.start_ns);
+	uint64_t duty_t0 = r.start_ns;
 	if (r.cfg.cmd) {
 		err = start_command(&r);
 		if (err)
 			goto cleanup;
+		duty_t0 = now_ns();  /* the command's first instruction runs now, with every probe on */
 	} else {
 		for (int i = 0; i < r.cfg.npids && !err; i++)
 			err = trace_root(&r, r.cfg.pids[i]);
 		if (err)
 			goto cleanup;
 		rescan(&r, true);
+	}
+	if (r.cfg.duty_on_s && dl_duty_start(&r.duty, r.cfg.duty_on_s, r.cfg.duty_period_s, duty_t0, now_ns())) {
+		err = -ENOMEM;
+		goto cleanup;
 	}
 	for (size_t i = 0; i < r.sum.n; i++)
 		if (!r.sum.procs[i].cuda_libs)
@@ -329,14 +357,21 @@ int main(int argc, char **argv)
 	dl_info("tracing %zu process%s; Ctrl-C to stop", r.sum.n, r.sum.n == 1 ? "" : "es");
 
 	err = run_loop(&r);
+	if (r.cfg.duty_on_s)
+		dl_duty_finish(&r.duty, &r.tracer, now_ns(), &r.sum, sync_kernel, &r);
 	dl_tracer_detach(&r.tracer);
-	ring_buffer__consume(r.rb);
+	dl_info("detached every probe in %.1f ms", (double)r.tracer.last_detach_ns / 1e6);
+	sync_kernel(&r);
 	dl_tracer_read_drops(&r.tracer, drops);
 	dl_emit_trace_end(&r.stream, now_ns(), drops);
 	if (r.sum.malformed)
 		dl_warn("%" PRIu64 " malformed records ignored", r.sum.malformed);
 
 	dl_report_text(stdout, &r.sum);
+	if (r.cfg.summary)
+		dl_agg_report(stdout, &r.agg);
+	if (r.cfg.duty_on_s)
+		dl_duty_report(stdout, &r.duty, &r.sum);
 	fflush(stdout);
 	if (r.json) {
 		if (dl_report_json(r.json, &r.sum) || fclose(r.json)) {
@@ -354,5 +389,7 @@ cleanup:
 	dl_tracer_destroy(&r.tracer);
 	dl_symbolizer_free(r.symbolizer);
 	dl_summary_free(&r.sum);
+	dl_agg_free(&r.agg);
+	dl_duty_free(&r.duty);
 	return err ? 1 : exit_code;
 }

@@ -9,6 +9,7 @@
 static const char *const drop_names[DL_DROP_MAX] = {
 	[DL_DROP_CUDA] = "cuda", [DL_DROP_BIO] = "bio", [DL_DROP_SCHED] = "sched",
 	[DL_DROP_PROC] = "proc", [DL_DROP_INFLIGHT] = "inflight", [DL_DROP_TRACED] = "traced_full",
+	[DL_DROP_AGG] = "aggregate_full",
 };
 
 static void fmt_bytes(char *buf, size_t len, uint64_t b)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -14,7 +15,7 @@
 #include "procfs.h"
 #include "tracer.h"
 
-int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb)
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool summary_mode)
 {
 	struct dlbpf *skel;
 	int err;
@@ -33,6 +34,7 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb)
 	bpf_map__set_max_entries(skel->maps.rb, ringbuf_mb << 20);
 	/* Wake the consumer early once a quarter of the buffer is unread. */
 	skel->rodata->wakeup_bytes = ((uint64_t)ringbuf_mb << 20) / 4;
+	skel->rodata->summary_mode = summary_mode;
 	skel->rodata->switch_has_prev_state = t->feat.switch_prev_state;
 	skel->rodata->exit_has_group_dead = t->feat.exit_group_dead;
 	bpf_program__set_autoload(skel->progs.io_start, t->feat.block_io_start);
@@ -106,47 +108,98 @@ static bool already_attached(const struct dl_tracer *t, pid_t pid, const struct 
 	return false;
 }
 
-struct probe_set {
-	unsigned long *off;
-	__u64 *cookie;
-	size_t n;
-};
+_Static_assert(DL_API_COUNT <= DL_API_SLOTS, "raise DL_API_SLOTS");
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static struct bpf_link *attach_set(struct bpf_program *prog, pid_t pid, const char *path,
-				   const struct probe_set *ps, bool ret)
+				   const struct dl_probe_set *ps, bool ret)
 {
-	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = ps->off, .cookies = ps->cookie,
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = ps->off, .cookies = (__u64 *)ps->cookie,
 		    .cnt = ps->n, .retprobe = ret);
 
+	if (!ps->n)
+		return NULL;
 	return bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o);
+}
+
+static void root_path(char *buf, size_t len, pid_t pid, const char *path)
+{
+	/* Through the process's root, so a library inside a container resolves. */
+	snprintf(buf, len, "/proc/%d/root%s", (int)pid, path);
+}
+
+/* Attaches the links of a's sets that are not attached; the launch set is entry-only, the others entry+return. */
+static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const struct dl_probe_set *sets[DL_LINK_MAX])
+{
+	struct bpf_program *progs[DL_LINK_MAX] = {
+		[DL_LINK_LAUNCH] = t->skel->progs.cuda_entry_only,
+		[DL_LINK_ENTER] = t->skel->progs.cuda_enter, [DL_LINK_RETURN] = t->skel->progs.cuda_return,
+		[DL_LINK_COPY_ENTER] = t->skel->progs.cuda_enter, [DL_LINK_COPY_RETURN] = t->skel->progs.cuda_return,
+	};
+	char path[4200];
+
+	root_path(path, sizeof(path), a->pid, a->path);
+	for (int i = 0; i < DL_LINK_MAX; i++) {
+		if (!sets[i] || !sets[i]->n || a->links[i])
+			continue;
+		a->links[i] = attach_set(progs[i], a->pid, path, sets[i],
+					 i == DL_LINK_RETURN || i == DL_LINK_COPY_RETURN);
+		if (!a->links[i]) {
+			int err = -errno;
+
+			dl_err("pid %d: cannot attach uprobes to %s: %s", a->pid, a->path, strerror(errno));
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void attach_free(struct dl_cuda_attach *a)
+{
+	for (int k = 0; k < DL_LINK_MAX; k++) {
+		bpf_link__destroy(a->links[k]);
+		a->links[k] = NULL;
+	}
+	free(a->hot_launch);
+	free(a->hot_copy);
+	a->hot_launch = a->hot_copy = NULL;
 }
 
 /*
  * One uprobe_multi link per program and library: detaching 20 single uprobes
  * takes ~2 s here, one multi link ~50 ms (FIELD-NOTES). Offsets are resolved
  * here because libbpf 1.4.6 fails .syms on a library without .symtab.
+ * With --duty, launches and copies get links of their own (5 instead of 3).
  */
 static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
 {
-	unsigned long off_entry[DL_API_COUNT], off_call[DL_API_COUNT];
-	__u64 ck_entry[DL_API_COUNT], ck_call[DL_API_COUNT];
-	struct probe_set entry_only = { off_entry, ck_entry, 0 }, calls = { off_call, ck_call, 0 };
+	static struct dl_probe_set launch, calls, copies;
+	const struct dl_probe_set *sets[DL_LINK_MAX] = {};
+	uint64_t t0 = mono_ns();
 	struct dl_cuda_attach *a;
 	struct dl_elf_syms syms;
 	char path[4200];
-	int err, nlinks = 0;
+	int err;
 
-	/* Through the process's root, so a library inside a container resolves. */
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
+	root_path(path, sizeof(path), pid, m->path);
 	err = dl_elf_syms_load(path, &syms);
 	if (err) {
 		dl_warn("pid %d: cannot read %s: %s", pid, m->path, strerror(-err));
 		return err;
 	}
+	launch.n = calls.n = copies.n = 0;
 	for (unsigned id = 1; id < DL_API_COUNT; id++) {
 		const struct dl_api *api = dl_api_by_id(id);
 		const struct dl_elf_sym *sym = dl_elf_sym_by_name(&syms, api->name);
-		struct probe_set *ps = api->cls == DL_CLS_LAUNCH ? &entry_only : &calls;
+		struct dl_probe_set *ps = api->cls == DL_CLS_LAUNCH ? &launch
+					  : api->cls == DL_CLS_COPY && t->split_hot ? &copies : &calls;
 
 		if (!sym)
 			continue;
@@ -155,7 +208,7 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 		ps->n++;
 	}
 	dl_elf_syms_free(&syms);
-	if (!entry_only.n && !calls.n) {
+	if (!launch.n && !calls.n && !copies.n) {
 		dl_warn("pid %d: %s has none of the CUDA runtime functions dlbpf probes", pid, m->path);
 		return 0;
 	}
@@ -175,26 +228,107 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 	a->dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
 	a->inode = m->inode;
 	snprintf(a->path, sizeof(a->path), "%s", m->path);
-	if (entry_only.n)
-		a->links[nlinks++] = attach_set(t->skel->progs.cuda_entry_only, pid, path, &entry_only, false);
-	if (calls.n && (!nlinks || a->links[0])) {
-		a->links[nlinks++] = attach_set(t->skel->progs.cuda_enter, pid, path, &calls, false);
-		if (a->links[nlinks - 1])
-			a->links[nlinks++] = attach_set(t->skel->progs.cuda_return, pid, path, &calls, true);
-	}
-	for (int i = 0; i < nlinks; i++) {
-		if (!a->links[i]) {
-			err = -errno;
-			dl_err("pid %d: cannot attach uprobes to %s: %s", pid, m->path, strerror(errno));
-			for (int k = 0; k < nlinks; k++)
-				bpf_link__destroy(a->links[k]);
-			return err;
+	if (t->split_hot) {
+		a->hot_launch = malloc(sizeof(*a->hot_launch));
+		a->hot_copy = malloc(sizeof(*a->hot_copy));
+		if (!a->hot_launch || !a->hot_copy) {
+			attach_free(a);
+			return -ENOMEM;
 		}
+		*a->hot_launch = launch;
+		*a->hot_copy = copies;
 	}
-	a->nsyms = (int)(entry_only.n + calls.n);
+	sets[DL_LINK_ENTER] = sets[DL_LINK_RETURN] = &calls;
+	if (!t->split_hot || t->hot_on) {
+		sets[DL_LINK_LAUNCH] = &launch;
+		sets[DL_LINK_COPY_ENTER] = sets[DL_LINK_COPY_RETURN] = &copies;
+	}
+	err = attach_links(t, a, sets);
+	if (err) {
+		attach_free(a);
+		return err;
+	}
+	a->nsyms = (int)(launch.n + calls.n + copies.n);
 	t->ncuda++;
-	dl_info("pid %d: attached %d CUDA runtime functions in %s", pid, a->nsyms, m->path);
+	t->last_attach_ns = mono_ns() - t0;
+	dl_info("pid %d: attached %d CUDA runtime functions in %s (%.1f ms)", pid, a->nsyms, m->path,
+		(double)t->last_attach_ns / 1e6);
 	return 1;
+}
+
+void dl_tracer_split_hot(struct dl_tracer *t)
+{
+	t->split_hot = true;
+	t->hot_on = true;
+}
+
+/* Attaches the slots in want of every runtime's hot sets; returns the first error. */
+static int attach_hot_slots(struct dl_tracer *t, const int *want, int nwant)
+{
+	int first = 0;
+
+	for (size_t i = 0; i < t->ncuda; i++) {
+		struct dl_cuda_attach *a = &t->cuda[i];
+		const struct dl_probe_set *sets[DL_LINK_MAX] = {};
+		const struct dl_probe_set *hot[DL_LINK_MAX] = {
+			[DL_LINK_LAUNCH] = a->hot_launch,
+			[DL_LINK_COPY_ENTER] = a->hot_copy, [DL_LINK_COPY_RETURN] = a->hot_copy,
+		};
+		int err;
+
+		for (int k = 0; k < nwant; k++)
+			sets[want[k]] = hot[want[k]];
+		err = attach_links(t, a, sets);
+		if (err && !first)
+			first = err;
+	}
+	return first;
+}
+
+static void destroy_slots(struct dl_tracer *t, const int *which, int n)
+{
+	for (size_t i = 0; i < t->ncuda; i++)
+		for (int k = 0; k < n; k++) {
+			bpf_link__destroy(t->cuda[i].links[which[k]]);
+			t->cuda[i].links[which[k]] = NULL;
+		}
+}
+
+/*
+ * The window edge [edge_lo, edge_hi] brackets the change of the entry probes,
+ * which decide whether a call is counted: return probes are attached before
+ * them and detached after them, so no call is left entered with no return to
+ * pop it (a uprobe_multi detach takes 22-76 ms, FIELD-NOTES; most of it after
+ * the probe stopped firing, so bracketing only the entry links keeps the edge
+ * tight).
+ */
+int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e)
+{
+	static const int entry[DL_HOT_CLASSES] = { [DL_HOT_LAUNCH] = DL_LINK_LAUNCH, [DL_HOT_COPY] = DL_LINK_COPY_ENTER };
+	static const int returns[] = { DL_LINK_COPY_RETURN };
+	int err = 0;
+
+	for (int c = 0; c < DL_HOT_CLASSES; c++)
+		e->lo[c] = e->hi[c] = mono_ns();
+	if (!t->split_hot || t->hot_on == on)
+		return 0;
+	t->hot_on = on;
+	if (on)
+		err = attach_hot_slots(t, returns, 1);
+	for (int c = 0; c < DL_HOT_CLASSES; c++) {
+		e->lo[c] = mono_ns();
+		if (on) {
+			int e2 = attach_hot_slots(t, &entry[c], 1);
+
+			err = err ? err : e2;
+		} else {
+			destroy_slots(t, &entry[c], 1);
+		}
+		e->hi[c] = mono_ns();
+	}
+	if (!on)
+		destroy_slots(t, returns, 1);
+	return err;
 }
 
 struct scan_ctx {
@@ -244,8 +378,7 @@ void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid)
 
 	for (size_t i = 0; i < t->ncuda; i++) {
 		if (t->cuda[i].pid == pid) {
-			for (int k = 0; k < 3; k++)
-				bpf_link__destroy(t->cuda[i].links[k]);
+			attach_free(&t->cuda[i]);
 			continue;
 		}
 		t->cuda[w++] = t->cuda[i];
@@ -281,13 +414,20 @@ int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX])
 
 void dl_tracer_detach(struct dl_tracer *t)
 {
+	uint64_t t0 = mono_ns();
+
 	for (size_t i = 0; i < t->ncuda; i++)
-		for (int k = 0; k < 3; k++)
-			bpf_link__destroy(t->cuda[i].links[k]);
+		attach_free(&t->cuda[i]);
 	t->ncuda = 0;
 	for (size_t i = 0; i < t->ntp; i++)
 		bpf_link__destroy(t->tp_links[i]);
 	t->ntp = 0;
+	t->last_detach_ns = mono_ns() - t0;
+}
+
+int dl_tracer_agg_fd(const struct dl_tracer *t)
+{
+	return bpf_map__fd(t->skel->maps.agg);
 }
 
 void dl_tracer_destroy(struct dl_tracer *t)

@@ -12,13 +12,31 @@
 struct dlbpf;
 struct bpf_link;
 
+#define DL_API_SLOTS 64       /* >= DL_API_COUNT (checked in tracer.c) */
+
+/* Probe offsets and cookies of one uprobe_multi link. */
+struct dl_probe_set {
+	unsigned long off[DL_API_SLOTS];
+	uint64_t cookie[DL_API_SLOTS];
+	size_t n;
+};
+
+/*
+ * Link slots, in attach order. A return probe attached before its entry probe
+ * (and detached after it) can only miss calls, never leave an entered call
+ * with no return to pop it off the in-flight stack.
+ */
+enum { DL_LINK_LAUNCH, DL_LINK_ENTER, DL_LINK_RETURN, DL_LINK_COPY_RETURN, DL_LINK_COPY_ENTER, DL_LINK_MAX };
+
 /* One CUDA runtime attached in one process. */
 struct dl_cuda_attach {
 	pid_t pid;
 	uint64_t dev, inode;
 	char path[4096];          /* as the process maps it */
-	struct bpf_link *links[3];
+	struct bpf_link *links[DL_LINK_MAX];
 	int nsyms;
+	/* --duty: the hot probes (launches, copies), attached and detached by dl_tracer_set_hot */
+	struct dl_probe_set *hot_launch, *hot_copy;
 };
 
 struct dl_tracer {
@@ -28,9 +46,25 @@ struct dl_tracer {
 	size_t ncuda, cuda_cap;
 	struct bpf_link **tp_links;
 	size_t ntp;
+	bool split_hot;           /* --duty: launches and copies on their own links */
+	bool hot_on;              /* those links are attached */
+	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
 };
 
-int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb);
+/* summary_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records. */
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool summary_mode);
+/* Before the first scan: put launches and copies on links of their own, for --duty. */
+void dl_tracer_split_hot(struct dl_tracer *t);
+/*
+ * Attaches (on) or detaches (off) the hot links of every runtime; returns the
+ * first error. The entry probes of class c changed state within [e->lo[c], e->hi[c]].
+ */
+enum { DL_HOT_LAUNCH, DL_HOT_COPY, DL_HOT_CLASSES };
+struct dl_hot_edges {
+	uint64_t lo[DL_HOT_CLASSES], hi[DL_HOT_CLASSES];
+};
+int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e);
+int dl_tracer_agg_fd(const struct dl_tracer *t);
 int dl_tracer_attach_tracepoints(struct dl_tracer *t);
 /* Adds a process to the traced set (the kernel adds its future children). */
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid);

@@ -71,6 +71,10 @@ enum dl_cuda_cookie {
 	DL_COOKIE_API_MASK = 0xffff,
 	DL_COOKIE_STACK = 1u << 16,   /* copy [sp+8], [sp+16] into arg[6], arg[7] */
 	DL_COOKIE_OUTPTR = 1u << 17,  /* at return, read the u64 that arg[0] points to into out */
+	/* --summary mode (include/dlbpf/agg.h): where a copy's bytes and kind are */
+	DL_COOKIE_BYTES_1D = 1u << 18, /* bytes arg[2], kind arg[3] */
+	DL_COOKIE_BYTES_2D = 1u << 19, /* bytes arg[4] * arg[5], kind arg[6] */
+	DL_COOKIE_AGG = 1u << 20,      /* aggregated in the kernel in --summary mode (else still a record) */
 };
 
 enum dl_cuda_flags {
@@ -188,6 +192,7 @@ enum dl_drop_src {
 	DL_DROP_PROC = 3,
 	DL_DROP_INFLIGHT = 4, /* an in-flight map (calls, requests, thread states) was full */
 	DL_DROP_TRACED = 5,   /* the traced-process set was full: a child is not traced */
+	DL_DROP_AGG = 6,      /* --summary mode: the aggregation map was full */
 	DL_DROP_MAX = 8,
 };
 

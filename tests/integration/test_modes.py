@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Integration tests of the low-overhead modes: --summary (CUDA calls counted
+in BPF maps, no per-call records) against the exact counts the cuda_calls
+workload prints, and --duty M/N (hot probes attached part of the time) against
+the call count the ratecalls generator prints. Run as root. No timing
+assertions: the duty test checks the estimate against its own stated bounds."""
+import json
+import re
+
+from harness import Dlbpf, Failure, check, main, process, run_dlbpf, workload
+
+
+def truth_line(stdout, prefix):
+    for line in stdout.splitlines():
+        if line.startswith(prefix):
+            return json.loads(line)
+    raise Failure("workload printed no truth line: " + stdout[-500:])
+
+
+def test_summary_exact_counts():
+    """--summary: call counts, errors, copy counts and bytes, kernel counts equal the workload's own."""
+    d = Dlbpf(["--summary", "--", workload("cuda_calls")])
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    truth = truth_line(d.stdout, "{\"h2d\"")
+    s = d.summary()
+    cuda = process(s, s["processes"][0]["pid"])["cuda"]
+    check(cuda["found"], "CUDA runtime not found")
+    for dr in ("h2d", "d2h"):
+        got = cuda["memcpy"][dr]
+        check(got["count"] == truth[dr]["count"], f"{dr} count {got['count']} != {truth[dr]['count']}")
+        check(got["bytes"] == truth[dr]["bytes"], f"{dr} bytes {got['bytes']} != {truth[dr]['bytes']}")
+    for api, n in truth["calls"].items():
+        got = cuda["calls"].get(api, {})
+        check(got.get("count", 0) == n, f"{api}: {got.get('count', 0)} calls, workload made {n}")
+        if api != "cudaLaunchKernel":
+            check(got["errors"] == n, f"{api}: {got['errors']} errors of {n} (every call fails without a GPU)")
+    kernels = {k["name"]: k["count"] for k in cuda["kernels"]}
+    want = {k["name"]: k["count"] for k in truth["kernels"]}
+    check(kernels == want, f"kernels {kernels} != {want}")
+    check("CUDA call durations (in-kernel log2 histograms" in d.stdout, "no duration histograms in the report")
+    hist = re.search(r"cudaMemcpy \((\d+) calls\)", d.stdout)
+    check(hist and int(hist.group(1)) == truth["calls"]["cudaMemcpy"], "cudaMemcpy histogram count")
+    return f"{sum(truth['calls'].values())} calls in {len(truth['calls'])} APIs matched, no per-call records"
+
+
+def test_summary_pid_and_rate():
+    """--summary on a running process at 20 k calls/s: exact count, zero drops."""
+    import subprocess
+    w = subprocess.Popen([workload("ratecalls"), "--wait", "--rate", "20000", "--seconds", "1"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        check(w.stdout.readline().strip() == "ready", "workload did not start")
+        d = Dlbpf(["--summary", "--pid", str(w.pid)])
+        d.started()
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=30)
+        rc = d.wait()
+    finally:
+        if w.poll() is None:
+            w.kill()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    truth = truth_line(out, "{\"api\"")
+    s = d.summary()
+    got = process(s, w.pid)["cuda"]["calls"]["cudaLaunchKernel"]["count"]
+    check(got == truth["calls"], f"{got} launches counted, workload made {truth['calls']}")
+    check(s["drops"]["events"] == 0, f"drops: {s['drops']}")
+    return f"{got} launches"
+
+
+DUTY_RE = re.compile(r"observed ([\d.]+)% of ([\d.]+) s \((\d+) windows\)")
+
+
+def duty_run(api, rate, seconds, duty):
+    d = Dlbpf(["--duty", duty, "--", workload("ratecalls"), "--api", api, "--rate", str(rate),
+               "--seconds", str(seconds)])
+    rc = d.wait(timeout=seconds + 60)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    truth = truth_line(d.stdout, "{\"api\"")
+    m = DUTY_RE.search(d.stdout)
+    check(m, "no duty-cycle section in the report: " + d.stdout[-800:])
+    frac, windows = float(m.group(1)) / 100, int(m.group(3))
+    scaled = re.search(r"duty-scaled %s\s+seen\s+(\d+)\s+scaled\s+(\d+) \+- (\d+)" % truth["api"], d.stdout)
+    check(scaled, f"no scaled count for {truth['api']}: " + d.stdout[-800:])
+    seen, est, unc = (int(x) for x in scaled.groups())
+    check("fully observed windows" in d.stdout, "windows not listed")
+    return d, truth, frac, windows, seen, est, unc
+
+
+def test_duty_scaled_launches():
+    """--duty 1/2 on 6 s of launches: about half observed; the scaled count brackets the true count."""
+    d, truth, frac, windows, seen, est, unc = duty_run("launch", 20000, 6, "1/2")
+    n = truth["calls"]
+    check(0.2 < frac < 0.8, f"observed fraction {frac} for a 1/2 duty cycle")
+    check(windows >= 3, f"{windows} windows in 6 s at 1/2")
+    check(seen < n, f"saw {seen} of {n}: the probes were never off")
+    check(abs(est - n) <= unc, f"scaled {est} +- {unc}, true {n}")
+    check(unc < 0.25 * n, f"uncertainty {unc} is over 25% of {n}: not useful")
+    s = d.summary()
+    got = process(s, s["processes"][0]["pid"])["cuda"]["calls"]["cudaLaunchKernel"]["count"]
+    check(got == seen, f"JSON count {got} is not the observed {seen}")
+    return f"observed {frac:.1%}, seen {seen}, scaled {est} +- {unc}, true {n}"
+
+
+def test_duty_scaled_copies_with_summary():
+    """--duty with --summary: copies scaled from the in-kernel aggregates."""
+    d = Dlbpf(["--summary", "--duty", "1/3", "--", workload("ratecalls"), "--api", "copy", "--rate", "10000",
+               "--seconds", "6"])
+    rc = d.wait(timeout=70)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    truth = truth_line(d.stdout, "{\"api\"")
+    m = re.search(r"duty-scaled cudaMemcpy\s+seen\s+(\d+)\s+scaled\s+(\d+) \+- (\d+)", d.stdout)
+    check(m, "no scaled cudaMemcpy: " + d.stdout[-800:])
+    seen, est, unc = (int(x) for x in m.groups())
+    n = truth["calls"]
+    check(seen < n and abs(est - n) <= unc, f"seen {seen}, scaled {est} +- {unc}, true {n}")
+    b = re.search(r"duty-scaled memcpy h2d\s+copies (\d+) \+- (\d+), bytes (\d+) \+- (\d+)", d.stdout)
+    check(b and abs(int(b.group(3)) - 256 * n) <= int(b.group(4)), "scaled h2d bytes: " + (b.group(0) if b else "none"))
+    return f"seen {seen}, scaled {est} +- {unc}, true {n}"
+
+
+def test_mode_bad_input():
+    for bad in ("2/1", "0/4", "1", "a/b", "1/0"):
+        rc, _, err = run_dlbpf(["--duty", bad, "--", "true"])
+        check(rc != 0 and "invalid duty cycle" in err, f"--duty {bad}: rc {rc}, {err.strip()}")
+
+
+if __name__ == "__main__":
+    main([test_summary_exact_counts, test_summary_pid_and_rate, test_duty_scaled_launches,
+          test_duty_scaled_copies_with_summary, test_mode_bad_input])

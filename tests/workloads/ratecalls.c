@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Calls one CUDA runtime API in a loop, paced to a rate or as fast as it can,
+ * and prints what it did as JSON: the event generator of the benchmarks
+ * (tools/bench) and of the low-overhead mode tests. Built against the toolkit's
+ * libcudart; without a GPU each call fails at once, and the probes still fire.
+ *
+ *   ratecalls [--api launch|copy|sync] [--rate N/s] [--seconds S | --count N]
+ *             [--threads T] [--wait]
+ *   prints {"api":..,"calls":N,"seconds":S,"ns_per_call":X,"rate":R}
+ */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+__attribute__((noinline, used)) void ratecalls_kernel(void) { __asm__ volatile(""); }
+
+static const char *api = "launch";
+static double rate, seconds = 1;
+static long long count_limit;
+static int threads = 1;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void one_call(void *dev, char *host)
+{
+	static dim3 g = { 1, 1, 1 }, b = { 32, 1, 1 };
+	void *args[1] = { NULL };
+
+	switch (api[0]) {
+	case 'l':
+		cudaLaunchKernel((const void *)ratecalls_kernel, g, b, args, 0, (cudaStream_t)0);
+		break;
+	case 'c':
+		cudaMemcpy(dev, host, 256, cudaMemcpyHostToDevice);
+		break;
+	default:
+		cudaDeviceSynchronize();
+		break;
+	}
+}
+
+static void *worker(void *arg)
+{
+	long long *out = arg, n = 0;
+	char host[256] = { 0 };
+	void *dev = (void *)0x7000000000ull;
+	double start = now_s(), per = rate > 0 ? threads / rate : 0;
+
+	for (;;) {
+		if (count_limit ? n >= count_limit : now_s() - start >= seconds)
+			break;
+		if (per > 0) {
+			/* Paced: call i is due at start + i * per; sleep only when well ahead. */
+			double due = start + (double)n * per, ahead = due - now_s();
+
+			if (ahead > 200e-6) {
+				struct timespec ts = { 0, (long)((ahead - 100e-6) * 1e9) };
+
+				nanosleep(&ts, NULL);
+			}
+			while (now_s() < due)
+				;
+		}
+		one_call(dev, host);
+		n++;
+	}
+	*out = n;
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t th[64];
+	long long n[64] = { 0 }, total = 0;
+	int wait = 0;
+	double start, el;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--wait")) {
+			wait = 1;
+		} else if (v && !strcmp(a, "--api")) {
+			api = v, i++;
+		} else if (v && !strcmp(a, "--rate")) {
+			rate = atof(v), i++;
+		} else if (v && !strcmp(a, "--seconds")) {
+			seconds = atof(v), i++;
+		} else if (v && !strcmp(a, "--count")) {
+			count_limit = atoll(v), i++;
+		} else if (v && !strcmp(a, "--threads")) {
+			threads = atoi(v), i++;
+		} else {
+			fprintf(stderr, "usage: %s [--api launch|copy|sync] [--rate N] [--seconds S | --count N] "
+				"[--threads T] [--wait]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (threads < 1 || threads > 64 || strchr("lcs", api[0]) == NULL)
+		return 2;
+	if (wait) {
+		char line[16];
+
+		printf("ready\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
+	start = now_s();
+	for (int t = 0; t < threads; t++)
+		if (pthread_create(&th[t], NULL, worker, &n[t]))
+			return 1;
+	for (int t = 0; t < threads; t++) {
+		pthread_join(th[t], NULL);
+		total += n[t];
+	}
+	el = now_s() - start;
+	printf("{\"api\":\"%s\",\"calls\":%lld,\"seconds\":%.6f,\"ns_per_call\":%.1f,\"rate\":%.0f}\n",
+	       api[0] == 'l' ? "cudaLaunchKernel" : api[0] == 'c' ? "cudaMemcpy" : "cudaDeviceSynchronize",
+	       total, el, total ? el * 1e9 * threads / (double)total : 0, total / el);
+	return 0;
+}
