@@ -24,7 +24,7 @@ USER_HDRS := $(wildcard user/*.h) user/cuda_api.def include/dlbpf/events.h
 # Everything but main.c and the BPF-facing parts: what unit tests link against.
 PURE_SRCS := user/stream.c user/cuda_api.c user/procfs.c user/elfsym.c user/summary.c user/json.c user/report.c user/log.c
 
-.PHONY: all test demo deps clean test-unit test-integration bench
+.PHONY: all test demo deps clean test-unit test-integration bench bench-run
 .DELETE_ON_ERROR:
 
 all: dlbpf
@@ -42,12 +42,13 @@ $(OUTPUT)/dlbpf.skel.h: $(OUTPUT)/dlbpf.bpf.o
 	$(BPFTOOL) gen skeleton $< name dlbpf > $@
 
 dlbpf: $(USER_SRCS) $(USER_HDRS) $(OUTPUT)/dlbpf.skel.h
-	$(CC) $(USER_CFLAGS) $(USER_SRCS) $(LIBS) -lm -o $@
+	$(CC) $(USER_CFLAGS) $(USER_SRCS) $(LIBS) -lm -pthread -o $@
 
 # --- tests -----------------------------------------------------------------
 -include tests/gpusim/gpusim.mk
 -include tests/workloads/train.mk
 include tests/tests.mk
+include tools/bench/bench.mk
 
 deps:
 	@tools/setup-deps.sh

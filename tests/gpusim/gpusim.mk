@@ -11,7 +11,11 @@ GPUSIM_ASAN_LIB := $(OUTPUT)/gpusim-asan/libcudart.so.13
 GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan
 GPUSIM_SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-GPUSIM_LIB_FLAGS = -fPIC -fvisibility=hidden -I$(CUDA_HOME)/include -pthread -shared \
+# Frame pointers make every exported function start with `push %rbp`, like the
+# real libcudart: a uprobe there is emulated (~400 ns), while the `mov`/`sub`
+# first instructions -O2 emits otherwise are single-stepped (~14 us, FIELD-NOTES),
+# which made traced simulator runs 2-3x slower than tracing the real runtime.
+GPUSIM_LIB_FLAGS = -fno-omit-frame-pointer -fPIC -fvisibility=hidden -I$(CUDA_HOME)/include -pthread -shared \
 	-Wl,-soname,libcudart.so.13 -Wl,--version-script=$(GPUSIM_MAP) -Wl,-z,defs
 # The test links against the toolkit's real library (no rpath): it runs on the
 # simulator only through LD_LIBRARY_PATH, which is the point.

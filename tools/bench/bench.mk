@@ -1,0 +1,23 @@
+# GNU make fragment: the benchmarks (tools/bench). Included by the top-level
+# Makefile; `make bench` builds and runs them. Never part of `make test`:
+# benchmarks print ratios and never fail on timing.
+BENCH_OUT := $(OUTPUT)/bench
+BENCH_ARGS ?=
+
+$(BENCH_OUT):
+	mkdir -p $@
+
+$(BENCH_OUT)/ref.bpf.o: tools/bench/ref.bpf.c bpf/vmlinux.h | $(BENCH_OUT)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ibpf -Wall -Werror -c $< -o $@
+
+$(BENCH_OUT)/ref.skel.h: $(BENCH_OUT)/ref.bpf.o
+	$(BPFTOOL) gen skeleton $< name ref > $@
+
+$(BENCH_OUT)/reftrace: tools/bench/reftrace.c $(BENCH_OUT)/ref.skel.h user/elfsym.c user/elfsym.h include/dlbpf/events.h
+	$(CC) $(CFLAGS_COMMON) -O2 -I$(BENCH_OUT) $< user/elfsym.c $(LIBS) -o $@
+
+bench: deps
+	$(MAKE) --no-print-directory bench-run
+
+bench-run: dlbpf $(BENCH_OUT)/reftrace $(OUTPUT)/workloads/ratecalls $(GPUSIM_LIB) $(TRAIN)
+	python3 tools/bench/bench.py $(BENCH_ARGS)

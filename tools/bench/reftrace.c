@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Reference tracer for the benchmarks: attaches the empty programs of
+ * ref.bpf.c to one function of one library in one process (entry, or entry
+ * and return), says "attached", and holds them until stdin closes or SIGTERM.
+ *
+ *   reftrace PID LIBRARY SYMBOL [--ret]
+ *   reftrace --sizes     record sizes of the event ABI, as JSON
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "dlbpf/events.h"
+#include "elfsym.h"
+#include "ref.skel.h"
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static struct bpf_link *attach(struct bpf_program *p, int pid, const char *lib, unsigned long off, int ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = &off, .cnt = 1, .retprobe = ret);
+
+	return bpf_program__attach_uprobe_multi(p, pid, lib, NULL, &o);
+}
+
+int main(int argc, char **argv)
+{
+	struct bpf_link *le = NULL, *lr = NULL;
+	struct dl_elf_syms syms;
+	const struct dl_elf_sym *sym;
+	struct ref *skel;
+	int pid, ret;
+
+	if (argc == 2 && !strcmp(argv[1], "--sizes")) {
+		printf("{\"cuda\":%zu,\"bio\":%zu,\"sched\":%zu,\"proc\":%zu,\"mark\":%zu,\"hdr\":%zu}\n",
+		       sizeof(struct dl_cuda_ev), sizeof(struct dl_bio_ev), sizeof(struct dl_sched_ev),
+		       sizeof(struct dl_proc_ev), sizeof(struct dl_mark_ev), sizeof(struct dl_hdr));
+		return 0;
+	}
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s PID LIBRARY SYMBOL [--ret] | --sizes\n", argv[0]);
+		return 2;
+	}
+	pid = atoi(argv[1]);
+	ret = argc > 4 && !strcmp(argv[4], "--ret");
+	if (dl_elf_syms_load(argv[2], &syms)) {
+		fprintf(stderr, "reftrace: cannot read %s\n", argv[2]);
+		return 1;
+	}
+	sym = dl_elf_sym_by_name(&syms, argv[3]);
+	if (!sym) {
+		fprintf(stderr, "reftrace: no %s in %s\n", argv[3], argv[2]);
+		return 1;
+	}
+	skel = ref__open_and_load();
+	if (!skel)
+		return 1;
+	le = attach(skel->progs.ref_entry, pid, argv[2], sym->offset, 0);
+	if (le && ret)
+		lr = attach(skel->progs.ref_return, pid, argv[2], sym->offset, 1);
+	dl_elf_syms_free(&syms);
+	if (!le || (ret && !lr)) {
+		fprintf(stderr, "reftrace: attach failed\n");
+		return 1;
+	}
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	printf("attached\n");
+	fflush(stdout);
+	while (!stop) {
+		char buf[64];
+
+		if (read(STDIN_FILENO, buf, sizeof(buf)) <= 0)
+			break;
+	}
+	bpf_link__destroy(lr);
+	bpf_link__destroy(le);
+	ref__destroy(skel);
+	return 0;
+}
