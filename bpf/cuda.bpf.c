@@ -7,14 +7,6 @@
 #include "common.bpf.h"
 #include "agg.bpf.h"
 
-/* Zeroed template for new call_stack entries (too large for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct call_stack);
-} call_stack_zero SEC(".maps");
-
 static __always_inline __u32 capture_args(struct pt_regs *ctx, __u64 cookie, __u64 *arg)
 {
 	arg[0] = PT_REGS_PARM1(ctx);
@@ -37,7 +29,7 @@ int BPF_KPROBE(cuda_entry_only)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct call_stack *st = bpf_map_lookup_elem(&calls, &tid);
+	struct call_stack *st = dl_calls(false);
 	struct dl_cuda_ev *e;
 
 	if (summary_mode && (cookie & DL_COOKIE_AGG)) {
@@ -66,24 +58,13 @@ SEC("uprobe.multi")
 int BPF_KPROBE(cuda_enter)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct call_stack *st = bpf_map_lookup_elem(&calls, &tid);
+	struct call_stack *st = dl_calls(true);  /* zero-filled when created */
 	struct call_frame *f;
-	__u32 zero = 0, d;
+	__u32 d;
 
 	if (!st) {
-		struct call_stack *tmpl = bpf_map_lookup_elem(&call_stack_zero, &zero);
-
-		if (!tmpl)
-			return 0;
-		if (bpf_map_update_elem(&calls, &tid, tmpl, BPF_NOEXIST) &&
-		    !bpf_map_lookup_elem(&calls, &tid)) {
-			dl_count_drop(DL_DROP_INFLIGHT);
-			return 0;
-		}
-		st = bpf_map_lookup_elem(&calls, &tid);
-		if (!st)
-			return 0;
+		dl_count_drop(DL_DROP_INFLIGHT);
+		return 0;
 	}
 	d = st->depth;
 	if (d >= DL_MAX_DEPTH) {
@@ -108,7 +89,7 @@ int BPF_KRETPROBE(cuda_return)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct call_stack *st = bpf_map_lookup_elem(&calls, &tid);
+	struct call_stack *st = dl_calls(false);
 	struct call_frame *f;
 	struct dl_cuda_ev *e;
 	__u32 d;

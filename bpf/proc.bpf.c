@@ -76,7 +76,6 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 		group_dead = (bool)ctx[1];
 	else
 		group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
-	bpf_map_delete_elem(&calls, &tid);
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (ts) {
 		emit_interval(tgid, tid, ts, bpf_ktime_get_ns(), 0, 0);

@@ -193,12 +193,17 @@ def train_run(scenario, mode, steps):
     if mode != "untraced":
         cmd = [DLBPF, "-q"] + mode.split()[1:] + ["--"] + cmd
     subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600, check=False)
+    durs, median = [], None
     with open(truth) as f:
         for line in f:
             rec = json.loads(line)
             if rec.get("summary"):
-                return rec["median_step_ns"]
-    raise RuntimeError(f"{scenario}: no summary line in the truth file")
+                median = rec["median_step_ns"]
+            elif "start_ns" in rec:
+                durs.append(rec["end_ns"] - rec["start_ns"])
+    if median is None or not durs:
+        raise RuntimeError(f"{scenario}: no summary line in the truth file")
+    return median, sum(durs) / len(durs)
 
 
 def bench_train(rounds, steps):
@@ -206,18 +211,25 @@ def bench_train(rounds, steps):
     rows = []
     for sc in ("launch", "small-copies", "gpu"):
         med_ns = {m: [] for m in modes}
+        mean_ns = {m: [] for m in modes}
         for r in range(rounds):
             for m in modes[r % len(modes):] + modes[:r % len(modes)]:
-                med_ns[m].append(train_run(sc, m, steps))
-        base = med_ns["untraced"]
-        row = [sc, spread([x / 1e6 for x in base], "{:.2f}")]
+                md, mn = train_run(sc, m, steps)
+                med_ns[m].append(md)
+                mean_ns[m].append(mn)
+        row = [sc, spread([x / 1e6 for x in mean_ns["untraced"]], "{:.2f}")]
         for m in modes[1:]:
-            row.append(spread([x / b for x, b in zip(med_ns[m], base)], "{:.3f}"))
+            row.append(spread([x / b for x, b in zip(mean_ns[m], mean_ns["untraced"])], "{:.3f}"))
+        for m in modes[1:]:
+            row.append(spread([x / b for x, b in zip(med_ns[m], med_ns["untraced"])], "{:.3f}"))
         rows.append(row)
-    return table("2. Training scenarios on the GPU simulator: median step time, traced / untraced",
-                 ["scenario", "untraced median step ms"] + [f"{m} ratio" for m in modes[1:]], rows,
+    return table("2. Training scenarios on the GPU simulator: step time, traced / untraced",
+                 ["scenario", "untraced mean step ms"] + [f"{m} mean ratio" for m in modes[1:]] +
+                 [f"{m} median ratio" for m in modes[1:]], rows,
                  [f"median [min-max] over {rounds} interleaved rounds of {steps} steps; step times from the "
-                  "workload's own truth file (median_step_ns). --duty 1/4: launch and copy probes on 1 s of every 4."])
+                  "workload's own truth file (per-step end-start; median_step_ns). Mean = the job's throughput "
+                  "cost; with --duty 1/4 (launch and copy probes on 1 s of every 4) most steps are untraced, so "
+                  "its median hides the traced windows and its mean shows the duty-weighted cost."])
 
 
 # --- 3. collector ------------------------------------------------------------------
@@ -233,8 +245,9 @@ def collector_run(rate, seconds, extra=(), threads=1):
     with open(js) as f:
         s = json.load(f)
     seen = sum(p["cuda"]["calls"].get("cudaLaunchKernel", {}).get("count", 0) for p in s["processes"])
-    return {"rate": res["rate"], "cpu": (c1 - c0) / (w1 - w0), "drops": s["drops"]["events"],
-            "lost": res["calls"] - seen}
+    cpu = (c1 - c0) / (w1 - w0)
+    return {"rate": res["rate"], "cpu": cpu, "drops": s["drops"]["events"], "lost": res["calls"] - seen,
+            "ns_per_event": cpu * 1e9 / res["rate"] if res["rate"] else 0}
 
 
 def bench_collector(rounds):
@@ -245,7 +258,8 @@ def bench_collector(rounds):
             rows.append([f"{rate:,}/s paced", "dlbpf " + " ".join(mode) if mode else "dlbpf",
                          spread([r["rate"] for r in runs]),
                          spread([100 * r["cpu"] for r in runs], "{:.2f}"),
-                         max(r["drops"] for r in runs), max(r["lost"] for r in runs)])
+                         max(r["drops"] for r in runs), max(r["lost"] for r in runs),
+                         spread([r["ns_per_event"] for r in runs])])
     best = 0
     for threads in (1, 2):
         runs = [collector_run(0, 2, [], threads) for _ in range(rounds)]
@@ -254,14 +268,20 @@ def bench_collector(rounds):
                 best = max(best, r["rate"])
         rows.append([f"unpaced, {threads} thread{'s' if threads > 1 else ''}", "dlbpf",
                      spread([r["rate"] for r in runs]), spread([100 * r["cpu"] for r in runs], "{:.2f}"),
-                     max(r["drops"] for r in runs), max(r["lost"] for r in runs)])
+                     max(r["drops"] for r in runs), max(r["lost"] for r in runs),
+                     spread([r["ns_per_event"] for r in runs])])
+    per_event = [r[-1] for r in rows if r[1] == "dlbpf" and not r[0].startswith("10,000")]
+    cap = [1e9 / float(x.split()[0]) for x in per_event if float(x.split()[0]) > 0]
     return table("3. Collector: CPU and drops at a given event rate (cudaLaunchKernel records)",
                  ["load", "mode", "events/s achieved", "collector CPU % of one core", "drops (max)",
-                  "events lost (max)"], rows,
+                  "events lost (max)", "collector CPU ns per event"], rows,
                  [f"{rounds} rounds each; CPU = utime+stime of dlbpf from /proc/PID/stat over the run / wall time "
                   f"(10 ms ticks). Highest rate drained with zero drops in this run: {best:,.0f} events/s "
                   "(the producer is the limit here: each event costs the traced thread a uprobe trap, and the "
-                  "machine has 2 cores). Goals: >= 5 M events/s without drops; <= 3% of a core at 100 k/s."])
+                  "machine has 2 cores). Implied drain capacity of one collector core at the measured CPU per "
+                  f"event (100 k/s and up, records mode): {min(cap) / 1e6 if cap else 0:.1f}-"
+                  f"{max(cap) / 1e6 if cap else 0:.1f} M events/s. "
+                  "Goals: >= 5 M events/s without drops; <= 3% of a core at 100 k/s."])
 
 
 # --- 4. attach / detach / memory ----------------------------------------------------
