@@ -55,6 +55,12 @@ const char *dl_cat_name(enum dl_cat c);
 const char *dl_verdict_name(enum dl_verdict v);
 const char *dl_severity_name(enum dl_severity s);
 
+/* Time of a step's categories that make up a verdict. */
+uint64_t dl_verdict_ns(const uint64_t cat_ns[DL_CAT_COUNT], enum dl_verdict v);
+/* The verdict whose categories take the most time, and their share. */
+enum dl_verdict dl_verdict_of(const uint64_t cat_ns[DL_CAT_COUNT], double *share);
+enum dl_severity dl_severity_of(enum dl_verdict v, double share);
+
 typedef void (*dl_step_fn)(void *ctx, const struct dl_step *step);
 
 #endif
