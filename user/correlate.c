@@ -100,6 +100,8 @@ static void vec_drop_front(struct vec *v, size_t k)
 {
 	if (k > v->n)
 		k = v->n;
+	if (!k)
+		return;
 	memmove(v->v, (char *)v->v + k * v->elem, (v->n - k) * v->elem);
 	v->n -= k;
 }
@@ -374,6 +376,9 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 
 		for (k = 0; k < p->calls.n && mc[k].start < end; k++)
 			;
+		/* A call running across the boundary is the next step's too. */
+		if (k && !mc[k - 1].entry_only && mc[k - 1].end > end)
+			k--;
 		vec_drop_front(&p->calls, k);
 		for (k = 0; k < p->sched.n && sc[k].end <= end; k++)
 			;
