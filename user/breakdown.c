@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "breakdown.h"
@@ -80,27 +81,16 @@ static void add_state(const struct dl_step_input *in, uint32_t state, uint64_t a
 	}
 }
 
-void dl_breakdown(const struct dl_step_input *in, uint64_t cat_ns[DL_CAT_COUNT])
+/* Gives the scheduler spans' time outside the CUDA pieces to categories; only spans accepted by keep. */
+static void fill_states(const struct dl_step_input *in, uint64_t cat_ns[DL_CAT_COUNT],
+			bool (*keep)(const struct dl_step_input *in, size_t i))
 {
-	uint64_t total = in->end > in->start ? in->end - in->start : 0, sum = 0, covered = in->start;
 	size_t c = 0;
 
-	memset(cat_ns, 0, DL_CAT_COUNT * sizeof(*cat_ns));
-	for (size_t i = 0; i < in->ncuda; i++) {
-		/* Clipped to the step and to the previous piece, so nothing counts twice. */
-		uint64_t s = max_u64(max_u64(in->cuda[i].start, in->start), covered);
-		uint64_t e = min_u64(in->cuda[i].end, in->end);
-
-		if (e > s && in->cuda[i].kind < DL_CAT_COUNT) {
-			cat_ns[in->cuda[i].kind] += e - s;
-			covered = e;
-		}
-	}
-	/* Scheduler states fill what the CUDA pieces leave. */
 	for (size_t i = 0; i < in->nsched; i++) {
 		uint64_t s = max_u64(in->sched[i].start, in->start), e = min_u64(in->sched[i].end, in->end);
 
-		if (e <= s)
+		if (e <= s || (keep && !keep(in, i)))
 			continue;
 		while (c < in->ncuda && in->cuda[c].end <= s)
 			c++;
@@ -114,6 +104,39 @@ void dl_breakdown(const struct dl_step_input *in, uint64_t cat_ns[DL_CAT_COUNT])
 			s = max_u64(s, in->cuda[k].end);
 		}
 	}
+}
+
+static bool after_wakeup(const struct dl_step_input *in, size_t i)
+{
+	return in->sched[i].kind == DL_ST_RUNQ && i > 0 && in->sched[i - 1].end == in->sched[i].start &&
+	       (in->sched[i - 1].kind == DL_ST_SLEEP || in->sched[i - 1].kind == DL_ST_DISK);
+}
+
+uint64_t dl_wakeup_runq(const struct dl_step_input *in)
+{
+	uint64_t cat_ns[DL_CAT_COUNT] = { 0 };
+
+	fill_states(in, cat_ns, after_wakeup);
+	return cat_ns[DL_CAT_RUNQ];
+}
+
+void dl_breakdown(const struct dl_step_input *in, uint64_t cat_ns[DL_CAT_COUNT])
+{
+	uint64_t total = in->end > in->start ? in->end - in->start : 0, sum = 0, covered = in->start;
+
+	memset(cat_ns, 0, DL_CAT_COUNT * sizeof(*cat_ns));
+	for (size_t i = 0; i < in->ncuda; i++) {
+		/* Clipped to the step and to the previous piece, so nothing counts twice. */
+		uint64_t s = max_u64(max_u64(in->cuda[i].start, in->start), covered);
+		uint64_t e = min_u64(in->cuda[i].end, in->end);
+
+		if (e > s && in->cuda[i].kind < DL_CAT_COUNT) {
+			cat_ns[in->cuda[i].kind] += e - s;
+			covered = e;
+		}
+	}
+	/* Scheduler states fill what the CUDA pieces leave. */
+	fill_states(in, cat_ns, NULL);
 	for (int k = 0; k < DL_CAT_COUNT; k++)
 		sum += cat_ns[k];
 	if (sum <= total) {

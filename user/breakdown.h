@@ -31,6 +31,11 @@ struct dl_step_input {
  * precedence over scheduler states; time with no information counts as cpu.
  */
 void dl_breakdown(const struct dl_step_input *in, uint64_t cat_ns[DL_CAT_COUNT]);
+/*
+ * The part of runq that directly follows a wake-up from blocking (the thread
+ * had what it waited for, but no CPU); the rest of runq is preemption.
+ */
+uint64_t dl_wakeup_runq(const struct dl_step_input *in);
 
 /* Sorts spans by start and merges overlapping ones into a union (in place); returns the new count. */
 size_t dl_spans_union(struct dl_span *v, size_t n);

@@ -350,6 +350,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	in = (struct dl_step_input){ .start = start, .end = end, .cuda = cuda, .ncuda = ncuda,
 				     .sched = sched, .nsched = nsched, .reads = reads, .nreads = nreads };
 	dl_breakdown(&in, st.cat_ns);
+	st.wakeup_runq_ns = dl_wakeup_runq(&in);
 	st.verdict = dl_verdict_of(st.cat_ns, &st.share);
 	free(cuda);
 	free(sched);

@@ -256,6 +256,16 @@ static void copy_findings(struct dl_diagnosis *d, const struct run_facts *rf)
 	}
 }
 
+static const char *verdict_phrase(enum dl_verdict v)
+{
+	static const char *const p[DL_V_COUNT] = {
+		"the GPU", "waiting for input", "host-device copies", "kernel launches", "host CPU work",
+		"waiting for a CPU",
+	};
+
+	return v < DL_V_COUNT ? p[v] : "?";
+}
+
 static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf, const struct dl_summary *s,
 			   const struct dl_diag_opts *o)
 {
@@ -281,7 +291,7 @@ static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf, c
 			"PCIe %.1f GB/s %s) that is %.3f ms, bounded by %s; steps take %.2f ms, %.0fx the sketch. "
 			"The time goes to %s, not to moving data.",
 			rf->io_bytes / 1e6, (rf->h2d_bytes + rf->d2h_bytes) / 1e6, disk, disk_src, pcie, pcie_src,
-			bound / 1e6, what, step / 1e6, bound > 0 ? step / bound : 0, dl_verdict_name(d->verdict));
+			bound / 1e6, what, step / 1e6, bound > 0 ? step / bound : 0, verdict_phrase(d->verdict));
 	evidence(x, "sketch_ms", bound / 1e6);
 	evidence(x, "step_ms", step / 1e6);
 	evidence(x, "ratio", bound > 0 ? step / bound : 0);

@@ -121,6 +121,7 @@ static void json_step(struct dl_json *j, const struct dl_step *st)
 	dl_json_ku64(j, "small_copies", st->small_copies);
 	dl_json_ku64(j, "pageable_copies", st->pageable_copies);
 	dl_json_ku64(j, "kernels", st->kernels);
+	dl_json_ku64(j, "wakeup_runq_ns", st->wakeup_runq_ns);
 	dl_json_kstr(j, "verdict", dl_verdict_name(st->verdict));
 	dl_json_key(j, "share");
 	dl_json_double(j, st->share);

@@ -46,6 +46,7 @@ struct dl_step {
 	/* the main thread's CUDA work in the step */
 	uint64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies;
 	uint64_t small_copies, pageable_copies, kernels;
+	uint64_t wakeup_runq_ns;   /* the part of runq right after a wake-up from blocking */
 	enum dl_verdict verdict;
 	double share;              /* of the verdict's categories in the step */
 	uint64_t first_event;      /* stream position of the marker; for sinks that link */

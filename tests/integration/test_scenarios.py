@@ -40,10 +40,12 @@ def our_shares(steps):
         for k, v in s["breakdown_ns"].items():
             cat[k] = cat.get(k, 0) + v
     share = {k: 100.0 * v / total for k, v in cat.items()}
-    # The workload measures phases around its own calls: map dlbpf's categories onto them.
+    wake = 100.0 * sum(s["wakeup_runq_ns"] for s in steps) / total
+    # The workload measures phases around its own calls: map dlbpf's categories onto them. Waiting
+    # for a CPU right after the wake-up that brought the batch is inside the workload's input wait.
     return {
-        "input_wait": share["input_wait"] + share["io_wait"],
-        "host_cpu": share["cpu"] + share["runq"] + share["cuda_other"],
+        "input_wait": share["input_wait"] + share["io_wait"] + wake,
+        "host_cpu": share["cpu"] + share["runq"] - wake + share["cuda_other"],
         "h2d": share["h2d"],
         "launch": share["launch"],
         "gpu_wait": share["gpu_wait"] + share["d2h"],

@@ -42,6 +42,11 @@ static void test_breakdown_priorities(void)
 	CHECK_EQ_U64(c[DL_CAT_RUNQ], 10 * US);
 	CHECK_EQ_U64(c[DL_CAT_CPU], 30 * US);         /* 0-10, 50-60, and 90-100 unknown */
 	CHECK_EQ_U64(sum_cats(c), 100 * US);
+	/* The run-queue wait right after the D wake-up is wake-up latency. */
+	CHECK_EQ_U64(dl_wakeup_runq(&in), 10 * US);
+	sched[4].start = 81 * US;   /* not adjacent to the blocked interval: preemption */
+	CHECK_EQ_U64(dl_wakeup_runq(&in), 0);
+	sched[4].start = 80 * US;
 
 	/* Clipped to the step: a call and an interval crossing both ends. */
 	in.start = 20 * US;
