@@ -141,7 +141,7 @@ static double pct(uint64_t part, uint64_t total)
 
 static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
 {
-	double share = 100 * d->share, ms = (double)rf->median_ns / 1e6;
+	double share = 100 * d->share, ms = (double)d->total_ns / 1e6 / (double)(rf->nsteps ? rf->nsteps : 1);
 	const uint64_t *cat = d->cat_ns;
 
 	switch (d->verdict) {
@@ -154,9 +154,11 @@ static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
 	case DL_V_INPUT:
 		snprintf(d->message, sizeof(d->message),
 			 "%.0f%% of step time the main thread waits for data (%.0f%% blocked on disk reads, %.0f%% on "
-			 "the data loaders); per %.1f ms step the workers use %.1f ms of CPU and read %.1f MB. Add "
-			 "data-loader workers (num_workers), prefetch more, or cache / pre-process the data set.",
-			 share, pct(cat[DL_CAT_IO_WAIT], d->total_ns), pct(cat[DL_CAT_INPUT_WAIT], d->total_ns), ms,
+			 "the data loaders); in an average step of %.1f ms the workers use %.1f ms of CPU and read "
+			 "%.1f MB. Add data-loader workers (num_workers), prefetch more, or cache / pre-process the "
+			 "data set.",
+			 share, pct(cat[DL_CAT_IO_WAIT], d->total_ns), pct(cat[DL_CAT_INPUT_WAIT], d->total_ns),
+			 (double)d->total_ns / 1e6 / (double)rf->nsteps,
 			 rf->workers_cpu_ns / 1e6, rf->io_bytes / 1e6);
 		break;
 	case DL_V_COPY:
@@ -168,7 +170,7 @@ static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
 		break;
 	case DL_V_LAUNCH:
 		snprintf(d->message, sizeof(d->message),
-			 "%.0f%% of step time goes to launching kernels (%.0f launches per %.1f ms step). Fuse "
+			 "%.0f%% of step time goes to launching kernels (%.0f launches in an average %.1f ms step). Fuse "
 			 "kernels, capture the step in a CUDA graph (torch.compile mode=\"reduce-overhead\"), or do "
 			 "more work per launch with a larger batch.",
 			 share, rf->kernels, ms);
@@ -286,11 +288,17 @@ static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf, c
 	/* A step that waits on the GPU is bounded by compute, which the sketch does not know. */
 	if (d->verdict == DL_V_GPU || !rf->nsteps || step < SKETCH_FACTOR * bound)
 		return;
+	char disk_peak[64];
+
+	if (disk > 0)
+		snprintf(disk_peak, sizeof(disk_peak), "disk %.0f MB/s %s", disk, disk_src);
+	else
+		snprintf(disk_peak, sizeof(disk_peak), "disk peak unknown: too few reads to measure, see --disk-mbps");
 	x = add_finding(d, "below-paper-sketch",
-			"A step moves %.2f MB from disk and %.2f MB over PCIe: at the peaks (disk %.0f MB/s %s, "
-			"PCIe %.1f GB/s %s) that is %.3f ms, bounded by %s; steps take %.2f ms, %.0fx the sketch. "
-			"The time goes to %s, not to moving data.",
-			rf->io_bytes / 1e6, (rf->h2d_bytes + rf->d2h_bytes) / 1e6, disk, disk_src, pcie, pcie_src,
+			"A step moves %.2f MB from disk and %.2f MB over PCIe: at the peaks (%s, PCIe %.1f GB/s "
+			"%s) that is %.3f ms, bounded by %s; steps take %.2f ms (median), %.0fx the sketch. The "
+			"time goes to %s, not to moving data.",
+			rf->io_bytes / 1e6, (rf->h2d_bytes + rf->d2h_bytes) / 1e6, disk_peak, pcie, pcie_src,
 			bound / 1e6, what, step / 1e6, bound > 0 ? step / bound : 0, verdict_phrase(d->verdict));
 	evidence(x, "sketch_ms", bound / 1e6);
 	evidence(x, "step_ms", step / 1e6);
