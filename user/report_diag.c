@@ -123,6 +123,7 @@ static void json_step(struct dl_json *j, const struct dl_step *st)
 	dl_json_ku64(j, "kernels", st->kernels);
 	dl_json_ku64(j, "wakeup_runq_ns", st->wakeup_runq_ns);
 	dl_json_kstr(j, "verdict", dl_verdict_name(st->verdict));
+	dl_json_kstr(j, "severity", dl_severity_name(dl_severity_of(st->verdict, st->share)));
 	dl_json_key(j, "share");
 	dl_json_double(j, st->share);
 	dl_json_obj_end(j);
