@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,17 @@ struct run_facts {
 	double disk_peak_mbps;       /* fastest disk throughput over a step's reads in flight */
 };
 
+/* Sums the counters (not the bandwidths) of one process's copy facts into another's. */
+static void copy_facts_add(struct dl_copy_facts *to, const struct dl_copy_facts *f)
+{
+	const uint64_t *src = (const uint64_t *)f;
+	uint64_t *dst = (uint64_t *)to;
+
+	/* Every field up to best_gbps is a uint64_t counter. */
+	for (size_t i = 0; i < offsetof(struct dl_copy_facts, best_gbps) / sizeof(uint64_t); i++)
+		dst[i] += src[i];
+}
+
 static void gather(const struct dl_correlator *c, struct dl_diagnosis *d, struct run_facts *rf)
 {
 	size_t n = 0, k = 0;
@@ -104,20 +116,7 @@ static void gather(const struct dl_correlator *c, struct dl_diagnosis *d, struct
 			if (st->io_ns > 1000000 && (double)st->io_read_bytes * 1e3 / (double)st->io_ns > rf->disk_peak_mbps)
 				rf->disk_peak_mbps = (double)st->io_read_bytes * 1e3 / (double)st->io_ns;
 		}
-		rf->copy.copies += f->copies;
-		rf->copy.bytes += f->bytes;
-		rf->copy.pageable += f->pageable;
-		rf->copy.pageable_bytes += f->pageable_bytes;
-		rf->copy.pageable_ns += f->pageable_ns;
-		rf->copy.small += f->small;
-		rf->copy.small_ns += f->small_ns;
-		for (int b = 0; b < 6; b++)
-			rf->copy.small_hist[b] += f->small_hist[b];
-		rf->copy.sync_h2d_large += f->sync_h2d_large;
-		rf->copy.misaligned_ptr += f->misaligned_ptr;
-		rf->copy.odd_size += f->odd_size;
-		rf->copy.aligned_checked += f->aligned_checked;
-		rf->copy.copy_ns += f->copy_ns;
+		copy_facts_add(&rf->copy, f);
 	}
 	rf->nsteps = n;
 	d->nsteps = n;
@@ -158,8 +157,7 @@ static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
 			 "%.1f MB. Add data-loader workers (num_workers), prefetch more, or cache / pre-process the "
 			 "data set.",
 			 share, pct(cat[DL_CAT_IO_WAIT], d->total_ns), pct(cat[DL_CAT_INPUT_WAIT], d->total_ns),
-			 (double)d->total_ns / 1e6 / (double)rf->nsteps,
-			 rf->workers_cpu_ns / 1e6, rf->io_bytes / 1e6);
+			 ms, rf->workers_cpu_ns / 1e6, rf->io_bytes / 1e6);
 		break;
 	case DL_V_COPY:
 		snprintf(d->message, sizeof(d->message),
