@@ -14,8 +14,10 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
+#include "discover.h"
 #include "env.h"
 #include "log.h"
+#include "naming.h"
 #include "procfs.h"
 #include "report.h"
 #include "spawn.h"
@@ -63,19 +65,29 @@ struct run {
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
+	/* Processes that loaded a library (dlopen returned): rescanned after this drain. */
+	pid_t loaded[64];
+	bool loaded_stopped[64];
+	int nloaded;
 };
 
-/* Kernel launches name their kernel by a host address: the first time one is seen, a symbol record precedes it. */
-static void name_launch(struct run *r, const struct dl_cuda_ev *e)
+/* dlopen returned in a traced process: rescan it after the drain (and continue it if BPF stopped it). */
+static void note_load(struct run *r, const struct dl_cuda_ev *e)
 {
-	const struct dl_api *api = dl_api_by_id(e->api);
-	char name[DL_SYM_NAME_MAX];
+	bool stopped = e->flags & DL_CUDA_STOPPED;
 
-	if (!api || api->cls != DL_CLS_LAUNCH || !dl_symbolizer_first(r->symbolizer, (pid_t)e->h.tgid, e->arg[0]))
-		return;
-	dl_symbolize(r->symbolizer, (pid_t)e->h.tgid, e->arg[0], name, sizeof(name));
-	if (name[0])
-		dl_emit_sym(&r->stream, now_ns(), (pid_t)e->h.tgid, e->arg[0], name);
+	for (int i = 0; i < r->nloaded; i++) {
+		if (r->loaded[i] == (pid_t)e->h.tgid) {
+			r->loaded_stopped[i] |= stopped;
+			return;
+		}
+	}
+	if (r->nloaded < (int)(sizeof(r->loaded) / sizeof(r->loaded[0]))) {
+		r->loaded[r->nloaded] = (pid_t)e->h.tgid;
+		r->loaded_stopped[r->nloaded++] = stopped;
+	} else if (stopped) {
+		kill((pid_t)e->h.tgid, SIGCONT); /* the periodic rescan will find its library */
+	}
 }
 
 static int on_record(void *ctx, void *data, size_t len)
@@ -83,8 +95,16 @@ static int on_record(void *ctx, void *data, size_t len)
 	struct run *r = ctx;
 	const struct dl_hdr *h = data;
 
-	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_CUDA)
-		name_launch(r, data);
+	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_CUDA) {
+		const struct dl_cuda_ev *e = data;
+		const struct dl_api *api = dl_api_by_id(e->api);
+
+		if (api && api->cls == DL_CLS_LOADER) {
+			note_load(r, e);
+			return 0; /* a loader event, not a CUDA call */
+		}
+		dl_name_call(r->symbolizer, &r->stream, e, now_ns());
+	}
 	dl_stream_emit(&r->stream, data, len);
 	return 0;
 }
@@ -115,26 +135,39 @@ static int trace_root(struct run *r, pid_t pid)
 	return dl_proc_descendants(pid, trace_existing, r);
 }
 
-/* Attaches to CUDA runtimes that appeared in traced processes (exec, dlopen) since the last scan. */
+/* Attaches to CUDA runtimes that appeared in a traced process (exec, dlopen) since the last scan. */
+static void rescan_pid(struct run *r, pid_t pid, bool first)
+{
+	size_t before = r->tracer.ncuda;
+	int n;
+
+	dl_symbolizer_note(r->symbolizer, pid);
+	n = dl_tracer_scan_cuda(&r->tracer, pid);
+	if (n > 0 && !first)
+		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
+	/* Attachments kept from before may have moved down (unmapped ones removed). */
+	for (size_t k = before < r->tracer.ncuda ? before : r->tracer.ncuda; k < r->tracer.ncuda; k++)
+		if (r->tracer.cuda[k].pid == pid && r->tracer.cuda[k].kind != DL_LIB_LOADER)
+			dl_emit_lib(&r->stream, now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
+}
+
 static void rescan(struct run *r, bool first)
 {
 	for (size_t i = 0; i < r->sum.n; i++) {
-		struct dl_proc *p = &r->sum.procs[i];
-		int n;
-
-		if (p->exited)
-			continue;
-		size_t before = r->tracer.ncuda;
-		pid_t pid = p->pid;
-
-		dl_symbolizer_note(r->symbolizer, pid);
-		n = dl_tracer_scan_cuda(&r->tracer, pid);
-		if (n > 0 && !first)
-			dl_info("pid %d: CUDA runtime loaded, now traced", pid);
-		/* p may move: the stream can add processes to the summary. */
-		for (size_t k = before; k < r->tracer.ncuda; k++)
-			dl_emit_lib(&r->stream, now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
+		/* The stream can add processes to the summary: index, not pointer. */
+		if (!r->sum.procs[i].exited)
+			rescan_pid(r, r->sum.procs[i].pid, first);
 	}
+}
+
+static void rescan_loaded(struct run *r)
+{
+	for (int i = 0; i < r->nloaded; i++) {
+		rescan_pid(r, r->loaded[i], false);
+		if (r->loaded_stopped[i])
+			kill(r->loaded[i], SIGCONT);
+	}
+	r->nloaded = 0;
 }
 
 /* True while any traced process lives; marks the ones whose exit the trace missed. */
@@ -197,6 +230,8 @@ static int run_loop(struct run *r)
 			dl_err("reading the ring buffer: %s", strerror(-err));
 			return err;
 		}
+		if (r->nloaded)
+			rescan_loaded(r);
 		now = now_ns();
 		if (deadline && now >= deadline)
 			break;
@@ -331,6 +366,10 @@ int main(int argc, char **argv)
 	err = run_loop(&r);
 	dl_tracer_detach(&r.tracer);
 	ring_buffer__consume(r.rb);
+	for (int i = 0; i < r.nloaded; i++)
+		if (r.loaded_stopped[i])
+			kill(r.loaded[i], SIGCONT); /* stopped by a dlopen probe; nothing to attach any more */
+	r.nloaded = 0;
 	dl_tracer_read_drops(&r.tracer, drops);
 	dl_emit_trace_end(&r.stream, now_ns(), drops);
 	if (r.sum.malformed)
