@@ -131,6 +131,8 @@ static int trace_root(struct run *r, pid_t pid)
 	if (err)
 		return err;
 	dl_emit_procinfo(&r->stream, now_ns(), pid, st.ppid, st.comm);
+	if (dl_proc_nspid(pid) > 0 && dl_proc_nspid(pid) != pid)
+		dl_info("pid %d (%s) is pid %d in its pid namespace", pid, st.comm, dl_proc_nspid(pid));
 	/* Data-loader workers already running are part of the job. */
 	return dl_proc_descendants(pid, trace_existing, r);
 }

@@ -185,3 +185,33 @@ bool dl_is_cudart_name(const char *path)
 		b += strcspn(b, ".");
 	return strncmp(b, ".so", 3) == 0 && (b[3] == '\0' || b[3] == '.');
 }
+
+int dl_proc_nspid(pid_t pid)
+{
+	char path[64], line[256];
+	int nspid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		/* One pid per nested namespace, outermost first: the last is the innermost. */
+		for (;;) {
+			long v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			nspid = (int)v;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return nspid;
+}

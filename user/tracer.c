@@ -286,6 +286,7 @@ struct scan_ctx {
 	pid_t pid;
 	int attached;
 	int err;
+	size_t mappings;
 };
 
 static struct dl_cuda_attach *find_attached(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
@@ -303,6 +304,7 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	struct dl_cuda_attach *a = find_attached(c->t, c->pid, m);
 	int kind, r;
 
+	c->mappings++;
 	if (a) {
 		a->seen = true;
 		return 0;
@@ -337,7 +339,8 @@ int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
 		if (t->cuda[i].pid == pid)
 			t->cuda[i].seen = false;
 	err = dl_maps_foreach(pid, scan_mapping, &c);
-	if (err < 0) {
+	/* No file mapping at all: the process is exiting (its mm is gone), nothing was unmapped. */
+	if (err < 0 || !c.mappings) {
 		for (size_t i = 0; i < t->ncuda; i++)
 			t->cuda[i].seen = true;
 		return err;
