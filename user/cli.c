@@ -19,12 +19,16 @@ static const char doc[] =
 "  sudo dlbpf -p 4242 -d 30 -j s.json  # 30 s, then write the JSON summary\n"
 "  sudo dlbpf -- python train.py    # start a job traced from its first\n"
 "                                   # instruction, until it exits\n"
-"  sudo dlbpf -v --pid 4242         # also say what is attached where";
+"  sudo dlbpf -v --pid 4242         # also say what is attached where\n"
+"  sudo dlbpf --comm python3        # every python3 process, now and later\n"
+"  sudo dlbpf --system-wide -d 60   # every process using CUDA, for a minute";
 
-enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS };
+enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_COMM, OPT_SYSTEM };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
+	{ "comm", OPT_COMM, "NAME", 0, "Trace every process named NAME (its comm), running now or started later (repeatable)", 0 },
+	{ "system-wide", OPT_SYSTEM, NULL, 0, "Trace every process that maps a CUDA runtime, now and later", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds (default: when the traced processes exit, or Ctrl-C)", 0 },
 	{ "json", 'j', "FILE", 0, "Write the JSON summary (schema 1) to FILE", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
@@ -57,6 +61,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (cfg->npids == DL_MAX_PIDS)
 			argp_error(state, "at most %d --pid options", DL_MAX_PIDS);
 		cfg->pids[cfg->npids++] = (pid_t)parse_long(state, "pid", arg, 1, INT_MAX);
+		break;
+	case OPT_COMM:
+		if (cfg->ncomms == DL_MAX_COMMS)
+			argp_error(state, "at most %d --comm options", DL_MAX_COMMS);
+		if (!*arg || strlen(arg) > 15)
+			argp_error(state, "invalid --comm '%s' (a process name of 1 to 15 characters)", arg);
+		snprintf(cfg->comms[cfg->ncomms++], sizeof(cfg->comms[0]), "%s", arg);
+		break;
+	case OPT_SYSTEM:
+		cfg->system_wide = true;
 		break;
 	case 'd':
 		errno = 0;
@@ -93,10 +107,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!cfg->npids && !cfg->cmd)
-			argp_error(state, "nothing to trace: give --pid PID or -- COMMAND");
-		if (cfg->npids && cfg->cmd)
-			argp_error(state, "give either --pid or a command, not both");
+		if (!cfg->npids && !cfg->cmd && !cfg->ncomms && !cfg->system_wide)
+			argp_error(state, "nothing to trace: give --pid PID, --comm NAME, --system-wide or -- COMMAND");
+		if ((cfg->npids || cfg->ncomms || cfg->system_wide) && cfg->cmd)
+			argp_error(state, "give either --pid/--comm/--system-wide or a command, not both");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

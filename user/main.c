@@ -69,6 +69,7 @@ struct run {
 	pid_t loaded[64];
 	bool loaded_stopped[64];
 	int nloaded;
+	unsigned selects;
 };
 
 /* dlopen returned in a traced process: rescan it after the drain (and continue it if BPF stopped it). */
@@ -95,6 +96,16 @@ static int on_record(void *ctx, void *data, size_t len)
 	struct run *r = ctx;
 	const struct dl_hdr *h = data;
 
+	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_PROC) {
+		const struct dl_proc_ev *e = data;
+
+		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
+		if (e->what == DL_PROC_EXEC && !dl_summary_find(&r->sum, (pid_t)h->tgid)) {
+			dl_emit_procinfo(&r->stream, now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm);
+			dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
+			note_load(r, &(struct dl_cuda_ev){ .h = *h });
+		}
+	}
 	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_CUDA) {
 		const struct dl_cuda_ev *e = data;
 		const struct dl_api *api = dl_api_by_id(e->api);
@@ -172,6 +183,37 @@ static void rescan_loaded(struct run *r)
 	r->nloaded = 0;
 }
 
+static bool wanted_comm(const struct run *r, const char *comm)
+{
+	for (int i = 0; i < r->cfg.ncomms; i++)
+		if (strncmp(comm, r->cfg.comms[i], DL_COMM_LEN - 1) == 0)
+			return true;
+	return false;
+}
+
+/* --comm / --system-wide: takes a running process that matches and is not traced yet. */
+static void select_one(pid_t pid, pid_t ppid, void *arg)
+{
+	struct run *r = arg;
+	struct dl_proc_stat st;
+
+	(void)ppid;
+	if (pid == getpid() || pid == getppid() || dl_summary_find(&r->sum, pid) || dl_proc_stat(pid, &st))
+		return;
+	if (r->cfg.ncomms ? !wanted_comm(r, st.comm) : !dl_tracer_maps_cuda(&r->tracer, pid))
+		return;
+	if (trace_root(r, pid) == 0) {
+		dl_info("pid %d (%s): selected (%s)", pid, st.comm, r->cfg.ncomms ? "by name" : "maps CUDA");
+		rescan_pid(r, pid, false);
+	}
+}
+
+static void select_processes(struct run *r)
+{
+	if (r->cfg.ncomms || r->cfg.system_wide)
+		dl_proc_foreach(select_one, r);
+}
+
 /* True while any traced process lives; marks the ones whose exit the trace missed. */
 static bool any_alive(struct run *r)
 {
@@ -239,11 +281,14 @@ static int run_loop(struct run *r)
 			break;
 		if (now >= next_housekeep) {
 			next_housekeep = now + HOUSEKEEP_NS;
-			if (!any_alive(r)) {
+			/* Watching for processes by name or system-wide: keep going when none is left. */
+			if (!any_alive(r) && !r->cfg.ncomms && !r->cfg.system_wide) {
 				dl_info("every traced process has exited");
 				break;
 			}
 			rescan(r, false);
+			if (r->cfg.ncomms || (r->cfg.system_wide && ++r->selects % 4 == 0))
+				select_processes(r);
 		}
 		if (status && now - last_status >= STATUS_NS) {
 			show_status(r, now, now - last_status);
@@ -355,9 +400,12 @@ int main(int argc, char **argv)
 	} else {
 		for (int i = 0; i < r.cfg.npids && !err; i++)
 			err = trace_root(&r, r.cfg.pids[i]);
+		for (int i = 0; i < r.cfg.ncomms && !err; i++)
+			err = dl_tracer_watch_comm(&r.tracer, r.cfg.comms[i]);
 		if (err)
 			goto cleanup;
 		rescan(&r, true);
+		select_processes(&r);
 	}
 	for (size_t i = 0; i < r.sum.n; i++)
 		if (!r.sum.procs[i].cuda_libs)

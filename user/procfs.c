@@ -215,3 +215,30 @@ int dl_proc_nspid(pid_t pid)
 	fclose(f);
 	return nspid;
 }
+
+int dl_proc_foreach(void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		struct dl_proc_stat st;
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0 || dl_proc_stat((pid_t)pid, &st))
+			continue;
+		fn(st.pid, st.ppid, arg);
+	}
+	closedir(d);
+	return 0;
+}
+
+bool dl_proc_running(pid_t pid)
+{
+	struct dl_proc_stat st;
+
+	return dl_proc_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X';
+}

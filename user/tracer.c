@@ -340,7 +340,7 @@ int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
 			t->cuda[i].seen = false;
 	err = dl_maps_foreach(pid, scan_mapping, &c);
 	/* No file mapping at all: the process is exiting (its mm is gone), nothing was unmapped. */
-	if (err < 0 || !c.mappings) {
+	if (err < 0 || !c.mappings || !dl_proc_running(pid)) {
 		for (size_t i = 0; i < t->ncuda; i++)
 			t->cuda[i].seen = true;
 		return err;
@@ -427,4 +427,59 @@ void dl_tracer_destroy(struct dl_tracer *t)
 	free(t->plain);
 	dlbpf__destroy(t->skel);
 	memset(t, 0, sizeof(*t));
+}
+
+int dl_tracer_watch_comm(struct dl_tracer *t, const char *comm)
+{
+	char key[DL_COMM_LEN] = {};
+	uint32_t one = 1;
+
+	snprintf(key, sizeof(key), "%s", comm);
+	if (bpf_map__update_elem(t->skel->maps.comm_watch, key, sizeof(key), &one, sizeof(one), BPF_ANY)) {
+		dl_err("cannot watch for processes named %s: %s", comm, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+struct maps_cuda_ctx {
+	struct dl_tracer *t;
+	pid_t pid;
+	bool found;
+};
+
+static int maps_cuda_one(const struct dl_mapping *m, void *arg)
+{
+	struct maps_cuda_ctx *c = arg;
+	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	struct dl_elf_syms syms;
+	char path[4200];
+	int kind = dl_lib_kind_by_name(m->path);
+
+	if (kind == DL_LIB_RUNTIME || kind == DL_LIB_DRIVER) {
+		c->found = true;
+		return 1;
+	}
+	if (kind != DL_LIB_NONE || m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
+	    is_plain(c->t, dev, m->inode))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)c->pid, m->path);
+	if (dl_elf_syms_load(path, &syms))
+		return 0;
+	kind = dl_lib_kind_by_syms(&syms);
+	dl_elf_syms_free(&syms);
+	if (kind == DL_LIB_RUNTIME) {
+		c->found = true;
+		return 1;
+	}
+	note_plain(c->t, dev, m->inode);
+	return 0;
+}
+
+bool dl_tracer_maps_cuda(struct dl_tracer *t, pid_t pid)
+{
+	struct maps_cuda_ctx c = { .t = t, .pid = pid };
+
+	dl_maps_foreach(pid, maps_cuda_one, &c);
+	return c.found;
 }

@@ -44,6 +44,10 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid);
  * many were newly attached, or -errno when the process cannot be read.
  */
 int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid);
+/* Traces every process that execs with this name from now on (BPF side). */
+int dl_tracer_watch_comm(struct dl_tracer *t, const char *comm);
+/* True when pid maps a CUDA runtime or driver (by name, or a runtime linked into a file). */
+bool dl_tracer_maps_cuda(struct dl_tracer *t, pid_t pid);
 /* CUDA runtimes and drivers attached in pid (the C library's loader not counted). */
 int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid);
 /* Forgets the attachments of a process that exited. */

@@ -228,7 +228,123 @@ def test_mount_and_pid_namespace():
     return f"host pid {pid} = pid 1 in the namespace"
 
 
+def start_waiting(path):
+    """cuda_calls --wait under the name of path (a symlink): its comm is that name."""
+    w = subprocess.Popen([path, "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    check(w.stdout.readline().strip() == "ready", f"{path} did not start")
+    return w
+
+
+def named_workload(name):
+    path = os.path.join(WORK, name)
+    if not os.path.islink(path):
+        os.symlink(os.path.join(OUT, "workloads", "cuda_calls"), path)
+    return path
+
+
+def wait_attached(d, pid, timeout=10):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if any(f"pid {pid}: attached" in line and "CUDA runtime" in line for line in d.stderr_lines):
+            return
+        time.sleep(0.02)
+    raise Failure(f"pid {pid} not attached: " + d.stderr[-1500:])
+
+
+def run_selection(args, before, after, extra_checks=None):
+    """Starts `before`, then dlbpf with args, then `after`; lets them all run; returns the summary."""
+    procs = {name: start_waiting(named_workload(name)) for name in before}
+    noncuda = subprocess.Popen(["sleep", "30"])
+    try:
+        d = Dlbpf(args)
+        d.started()
+        for name in after:
+            procs[name] = start_waiting(named_workload(name))
+        outs = {}
+        for name, w in procs.items():
+            if extra_checks is None or name in extra_checks:
+                wait_attached(d, w.pid)
+        for name, w in procs.items():
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            outs[name] = w.communicate(timeout=30)[0]
+        time.sleep(0.3)
+        rc = d.stop()
+    finally:
+        noncuda.kill()
+        for w in procs.values():
+            if w.poll() is None:
+                w.kill()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-1500:]}")
+    s = d.summary()
+    check(all(p["pid"] != noncuda.pid for p in s["processes"]), "a process without CUDA was traced")
+    return s, procs, outs
+
+
+def check_exact(s, w, out):
+    truth = truth_line(out)
+    p = process(s, w.pid)
+    c = calls(p)
+    for api, n in truth["calls"].items():
+        check(c.get(api, 0) == n, f"pid {w.pid} {api}: {c.get(api, 0)} != {n}")
+
+
+def test_two_pids():
+    """Two --pid of three running processes: exactly those two, each on its own."""
+    names = ["covpid_a", "covpid_b", "covpid_c"]
+    procs = {n: start_waiting(named_workload(n)) for n in names}
+    try:
+        d = Dlbpf(["--pid", str(procs["covpid_a"].pid), "--pid", str(procs["covpid_b"].pid)])
+        d.started()
+        outs = {}
+        for n, w in procs.items():
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            outs[n] = w.communicate(timeout=30)[0]
+        rc = d.wait()
+    finally:
+        for w in procs.values():
+            if w.poll() is None:
+                w.kill()
+    check(rc == 0, f"dlbpf exited {rc}")
+    s = d.summary()
+    pids = sorted(p["pid"] for p in s["processes"])
+    want = sorted([procs["covpid_a"].pid, procs["covpid_b"].pid])
+    check(pids == want, f"processes {pids} != {want}")
+    for n in ("covpid_a", "covpid_b"):
+        check_exact(s, procs[n], outs[n])
+
+
+def test_comm():
+    """--comm: the running process of that name and one started later; not another name."""
+    s, procs, outs = run_selection(["--comm", "covcomm_x"], ["covcomm_x", "covcomm_other"], ["covcomm_x2"],
+                                   extra_checks=["covcomm_x"])
+    # Names match whole: covcomm_x2 (started later) is another name, absent like covcomm_other.
+    pids = sorted(p["pid"] for p in s["processes"])
+    check(pids == [procs["covcomm_x"].pid], f"processes {pids} != [{procs['covcomm_x'].pid}]")
+    check_exact(s, procs["covcomm_x"], outs["covcomm_x"])
+    # A later process of the name, traced from its exec.
+    s, procs, outs = run_selection(["--comm", "covcomm_late"], ["covcomm_other"], ["covcomm_late"],
+                                   extra_checks=["covcomm_late"])
+    pids = sorted(p["pid"] for p in s["processes"])
+    check(pids == [procs["covcomm_late"].pid], f"processes {pids} != [{procs['covcomm_late'].pid}]")
+    check_exact(s, procs["covcomm_late"], outs["covcomm_late"])
+    return "running and later processes of the name traced, others not"
+
+
+def test_system_wide():
+    """No pid: every process that maps a CUDA runtime, running or started later; none without."""
+    s, procs, outs = run_selection(["--system-wide"], ["covsys_a"], ["covsys_b"])
+    for n, w in procs.items():
+        check_exact(s, w, outs[n])
+    pids = {p["pid"] for p in s["processes"]}
+    for p in s["processes"]:
+        # Other sessions' CUDA jobs may be seen too; each must map CUDA or descend from one that does.
+        check(p["cuda"]["found"] or p["ppid"] in pids, f"pid {p['pid']} ({p['comm']}) traced without CUDA")
+    return f"{len(pids)} CUDA processes seen, the non-CUDA one not"
+
+
 if __name__ == "__main__":
     main([test_nvcc_static_cudart, test_nvcc_shared_cudart, test_driver_api,
           test_runtime_over_driver_counted_once, test_late_dlopen, test_wheel_renamed_path,
-          test_mount_and_pid_namespace])
+          test_mount_and_pid_namespace, test_two_pids, test_comm, test_system_wide])
