@@ -110,7 +110,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (!cfg->npids && !cfg->cmd && !cfg->ncomms && !cfg->system_wide)
 			argp_error(state, "nothing to trace: give --pid PID, --comm NAME, --system-wide or -- COMMAND");
 		if ((cfg->npids || cfg->ncomms || cfg->system_wide) && cfg->cmd)
-			argp_error(state, "give either --pid/--comm/--system-wide or a command, not both");
+			argp_error(state, "give either --pid or a command, not both (--comm and --system-wide count as --pid)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

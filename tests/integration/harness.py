@@ -54,10 +54,13 @@ class Dlbpf:
         self._err.start()
 
     def _read_stderr(self):
-        for line in self.proc.stderr:
-            self.stderr_lines.append(line)
-            if "tracing " in line:
-                self._tracing.set()
+        try:
+            for line in self.proc.stderr:
+                self.stderr_lines.append(line)
+                if "tracing " in line:
+                    self._tracing.set()
+        except ValueError:
+            pass  # closed by communicate() in wait(), which keeps the rest
 
     def started(self, timeout=20):
         if not self._tracing.wait(timeout):
@@ -65,12 +68,15 @@ class Dlbpf:
 
     def wait(self, timeout=60):
         try:
-            self.stdout, _ = self.proc.communicate(timeout=timeout)
+            self.stdout, err = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.terminate()
             self.stdout, _ = self.proc.communicate()
             raise Failure("dlbpf did not stop in time")
         self._err.join(5)
+        # communicate() reads stderr too, racing the reader thread: keep what it got.
+        if err:
+            self.stderr_lines.extend(err.splitlines(True))
         return self.proc.returncode
 
     def stop(self, timeout=30):
