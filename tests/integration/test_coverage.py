@@ -63,7 +63,7 @@ def run_command(cmd, env=None):
     return d, s["processes"][0]
 
 
-def check_nvcc_build(binary):
+def check_nvcc_build(binary, sfx=""):
     d, p = run_command([binary])
     truth = truth_line(d.stdout)
     check(truth["sync_error"] != 0, "the workload ran on a GPU? it should fail fast here")
@@ -73,9 +73,10 @@ def check_nvcc_build(binary):
     launches = sum(truth["launches"].values()) - truth["exc"]
     c = calls(p)
     # __cudaLaunchKernel only jumps to cudaLaunchKernel: probed there, counted once.
-    check(c.get("cudaLaunchKernel") == launches, f"cudaLaunchKernel {c.get('cudaLaunchKernel')} != {launches}")
-    check(c.get("__cudaLaunchKernel", 0) == 0, "trampoline counted as well")
-    check(c.get("cudaLaunchKernelExC") == truth["exc"], f"ExC {c.get('cudaLaunchKernelExC')}")
+    lk, exc = "cudaLaunchKernel" + sfx, "cudaLaunchKernelExC" + sfx
+    check(c.get(lk) == launches, f"{lk} {c.get(lk)} != {launches}: {c}")
+    check(c.get("__cudaLaunchKernel" + sfx, 0) == 0, "trampoline counted as well")
+    check(c.get(exc) == truth["exc"], f"{exc} {c.get(exc)}")
     check(c.get("cudaGraphLaunch") == truth["graph"], f"graph {c.get('cudaGraphLaunch')}")
     exc = [k for k in p["cuda"]["kernels"] if k["grid"] == [5, 6, 7]]
     check(len(exc) == 1 and exc[0]["block"] == [8, 9, 2] and exc[0]["shmem"] == 256,
@@ -102,6 +103,14 @@ def test_nvcc_shared_cudart():
     check(dyn.get("__cudaLaunchKernel") == "U" and dyn.get("__cudaGetKernel") == "U",
           "binary does not import __cudaLaunchKernel/__cudaGetKernel")
     _, _, got = check_nvcc_build(b)
+    return f"{sum(got.values())} launches named"
+
+
+def test_nvcc_per_thread_stream():
+    """--default-stream per-thread (static cudart): __cudaLaunchKernel_ptsz and the _ptsz entry points."""
+    b = cov("kernels_ptsz")
+    check(nm(b).get("__cudaLaunchKernel_ptsz") in ("t", "T"), "no __cudaLaunchKernel_ptsz in the binary")
+    _, _, got = check_nvcc_build(b, "_ptsz")
     return f"{sum(got.values())} launches named"
 
 
@@ -345,6 +354,6 @@ def test_system_wide():
 
 
 if __name__ == "__main__":
-    main([test_nvcc_static_cudart, test_nvcc_shared_cudart, test_driver_api,
+    main([test_nvcc_static_cudart, test_nvcc_shared_cudart, test_nvcc_per_thread_stream, test_driver_api,
           test_runtime_over_driver_counted_once, test_late_dlopen, test_wheel_renamed_path,
           test_mount_and_pid_namespace, test_two_pids, test_comm, test_system_wide])

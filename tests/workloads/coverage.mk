@@ -6,7 +6,7 @@ NVCC ?= $(CUDA_HOME)/bin/nvcc
 COV_DIR := $(OUTPUT)/workloads/coverage
 CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
 COV_SRC := tests/workloads/coverage
-COVERAGE_BINS := $(COV_DIR)/kernels_static $(COV_DIR)/kernels_shared $(COV_DIR)/driver_calls \
+COVERAGE_BINS := $(COV_DIR)/kernels_static $(COV_DIR)/kernels_shared $(COV_DIR)/kernels_ptsz $(COV_DIR)/driver_calls \
 	$(COV_DIR)/nest/libcudart.so.13 $(COV_DIR)/nest_calls $(COV_DIR)/lateload
 
 $(COV_DIR) $(COV_DIR)/nest:
@@ -18,6 +18,10 @@ $(COV_DIR)/kernels_static: $(COV_SRC)/kernels.cu | $(COV_DIR)
 
 $(COV_DIR)/kernels_shared: $(COV_SRC)/kernels.cu | $(COV_DIR)
 	$(NVCC) -cudart=shared -Xlinker -rpath,$(CUDA_HOME)/lib64 -o $@ $<
+
+# Per-thread default stream: the stubs call __cudaLaunchKernel_ptsz, the explicit calls the _ptsz names.
+$(COV_DIR)/kernels_ptsz: $(COV_SRC)/kernels.cu | $(COV_DIR)
+	$(NVCC) --default-stream per-thread -o $@ $<
 
 $(COV_DIR)/driver_calls: $(COV_SRC)/driver_calls.c $(COV_DIR)/nest/libcuda.so.1 | $(COV_DIR)
 	$(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include $< -L$(CUDA_STUBS) -lcuda \
