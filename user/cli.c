@@ -28,12 +28,16 @@ static const char doc[] =
 "  sudo dlbpf --step-on train_step -- ./train   # steps marked by a function\n"
 "  sudo dlbpf record -o run.dlbpf -p 4242 -d 60  # record now, diagnose later:\n"
 "  dlbpf report run.dlbpf -j s.json             # (no root needed)\n"
+"  sudo dlbpf --comm python3        # every python3 process, now and later\n"
+"  sudo dlbpf --system-wide -d 60   # every process using CUDA, for a minute\n"
 "  sudo dlbpf -v --pid 4242         # also say what is attached where";
 
-enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK };
+enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
+	{ "comm", OPT_COMM, "NAME", 0, "Trace every process named NAME (its comm), running now or started later (repeatable)", 0 },
+	{ "system-wide", OPT_SYSTEM, NULL, 0, "Trace every process that maps a CUDA runtime, now and later", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds (default: when the traced processes exit, or Ctrl-C)", 0 },
 	{ "json", 'j', "FILE", 0, "Write the JSON summary (schema 1) to FILE", 0 },
 	{ "output", 'o', "FILE", 0, "record: the recording to write", 0 },
@@ -84,6 +88,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (cfg->npids == DL_MAX_PIDS)
 			argp_error(state, "at most %d --pid options", DL_MAX_PIDS);
 		cfg->pids[cfg->npids++] = (pid_t)parse_long(state, "pid", arg, 1, INT_MAX);
+		break;
+	case OPT_COMM:
+		if (cfg->ncomms == DL_MAX_COMMS)
+			argp_error(state, "at most %d --comm options", DL_MAX_COMMS);
+		if (!*arg || strlen(arg) > 15)
+			argp_error(state, "invalid --comm '%s' (a process name of 1 to 15 characters)", arg);
+		snprintf(cfg->comms[cfg->ncomms++], sizeof(cfg->comms[0]), "%s", arg);
+		break;
+	case OPT_SYSTEM:
+		cfg->system_wide = true;
 		break;
 	case 'd':
 		errno = 0;
@@ -143,14 +157,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (cfg->mode == DL_MODE_REPORT) {
 			if (!cfg->input_path)
 				argp_error(state, "report needs a recording: dlbpf report FILE");
-			if (cfg->npids || cfg->duration_s > 0 || cfg->record_path)
-				argp_error(state, "report replays a recording: --pid, --duration and -o do not apply");
+			if (cfg->npids || cfg->ncomms || cfg->system_wide || cfg->duration_s > 0 || cfg->record_path)
+				argp_error(state, "report replays a recording: --pid, --comm, --system-wide, --duration "
+					   "and -o do not apply");
 			break;
 		}
-		if (!cfg->npids && !cfg->cmd)
-			argp_error(state, "nothing to trace: give --pid PID or -- COMMAND");
-		if (cfg->npids && cfg->cmd)
-			argp_error(state, "give either --pid or a command, not both");
+		if (!cfg->npids && !cfg->cmd && !cfg->ncomms && !cfg->system_wide)
+			argp_error(state, "nothing to trace: give --pid PID, --comm NAME, --system-wide or -- COMMAND");
+		if ((cfg->npids || cfg->ncomms || cfg->system_wide) && cfg->cmd)
+			argp_error(state, "give either --pid or a command, not both (--comm and --system-wide count as --pid)");
 		if (cfg->mode == DL_MODE_RECORD && !cfg->record_path)
 			argp_error(state, "record needs -o FILE");
 		if (cfg->mode == DL_MODE_LIVE && cfg->record_path)

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #define DL_MAX_PIDS 64
+#define DL_MAX_COMMS 16
 
 enum dl_mode {
 	DL_MODE_LIVE,     /* dlbpf [--pid N | -- CMD]: trace and diagnose */
@@ -28,6 +29,9 @@ struct dl_config {
 	unsigned ringbuf_mb;
 	unsigned drain_ms;
 	bool quiet;            /* no live status line */
+	char comms[DL_MAX_COMMS][16]; /* --comm: every process of these names, now and later */
+	int ncomms;
+	bool system_wide;      /* every process that maps a CUDA runtime, now and later */
 };
 
 /* Parses argv; on bad usage prints why and exits with status 2. */

@@ -16,11 +16,13 @@
 #include "cli.h"
 #include "correlate.h"
 #include "diagnose.h"
+#include "discover.h"
 #include "marker.h"
 #include "record.h"
 #include "report_diag.h"
 #include "env.h"
 #include "log.h"
+#include "naming.h"
 #include "procfs.h"
 #include "report.h"
 #include "spawn.h"
@@ -69,19 +71,30 @@ struct run {
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
+	/* Processes that loaded a library (dlopen returned): rescanned after this drain. */
+	pid_t loaded[64];
+	bool loaded_stopped[64];
+	int nloaded;
+	unsigned selects;
 };
 
-/* Kernel launches name their kernel by a host address: the first time one is seen, a symbol record precedes it. */
-static void name_launch(struct run *r, const struct dl_cuda_ev *e)
+/* dlopen returned in a traced process: rescan it after the drain (and continue it if BPF stopped it). */
+static void note_load(struct run *r, const struct dl_cuda_ev *e)
 {
-	const struct dl_api *api = dl_api_by_id(e->api);
-	char name[DL_SYM_NAME_MAX];
+	bool stopped = e->flags & DL_CUDA_STOPPED;
 
-	if (!api || api->cls != DL_CLS_LAUNCH || !dl_symbolizer_first(r->symbolizer, (pid_t)e->h.tgid, e->arg[0]))
-		return;
-	dl_symbolize(r->symbolizer, (pid_t)e->h.tgid, e->arg[0], name, sizeof(name));
-	if (name[0])
-		dl_emit_sym(&r->stream, now_ns(), (pid_t)e->h.tgid, e->arg[0], name);
+	for (int i = 0; i < r->nloaded; i++) {
+		if (r->loaded[i] == (pid_t)e->h.tgid) {
+			r->loaded_stopped[i] |= stopped;
+			return;
+		}
+	}
+	if (r->nloaded < (int)(sizeof(r->loaded) / sizeof(r->loaded[0]))) {
+		r->loaded[r->nloaded] = (pid_t)e->h.tgid;
+		r->loaded_stopped[r->nloaded++] = stopped;
+	} else if (stopped) {
+		kill((pid_t)e->h.tgid, SIGCONT); /* the periodic rescan will find its library */
+	}
 }
 
 static int on_record(void *ctx, void *data, size_t len)
@@ -89,8 +102,26 @@ static int on_record(void *ctx, void *data, size_t len)
 	struct run *r = ctx;
 	const struct dl_hdr *h = data;
 
-	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_CUDA)
-		name_launch(r, data);
+	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_PROC) {
+		const struct dl_proc_ev *e = data;
+
+		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
+		if (e->what == DL_PROC_EXEC && !dl_summary_find(&r->sum, (pid_t)h->tgid)) {
+			dl_emit_procinfo(&r->stream, now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm);
+			dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
+			note_load(r, &(struct dl_cuda_ev){ .h = *h });
+		}
+	}
+	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_CUDA) {
+		const struct dl_cuda_ev *e = data;
+		const struct dl_api *api = dl_api_by_id(e->api);
+
+		if (api && api->cls == DL_CLS_LOADER) {
+			note_load(r, e);
+			return 0; /* a loader event, not a CUDA call */
+		}
+		dl_name_call(r->symbolizer, &r->stream, e, now_ns());
+	}
 	dl_stream_emit(&r->stream, data, len);
 	return 0;
 }
@@ -117,31 +148,77 @@ static int trace_root(struct run *r, pid_t pid)
 	if (err)
 		return err;
 	dl_emit_procinfo(&r->stream, now_ns(), pid, st.ppid, st.comm);
+	if (dl_proc_nspid(pid) > 0 && dl_proc_nspid(pid) != pid)
+		dl_info("pid %d (%s) is pid %d in its pid namespace", pid, st.comm, dl_proc_nspid(pid));
 	/* Data-loader workers already running are part of the job. */
 	return dl_proc_descendants(pid, trace_existing, r);
 }
 
-/* Attaches to CUDA runtimes that appeared in traced processes (exec, dlopen) since the last scan. */
+/* Attaches to CUDA runtimes that appeared in a traced process (exec, dlopen) since the last scan. */
+static void rescan_pid(struct run *r, pid_t pid, bool first)
+{
+	size_t before = r->tracer.ncuda;
+	int n;
+
+	dl_symbolizer_note(r->symbolizer, pid);
+	dl_markers_attach(&r->markers, &r->tracer, pid);
+	n = dl_tracer_scan_cuda(&r->tracer, pid);
+	if (n > 0 && !first)
+		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
+	/* Attachments kept from before may have moved down (unmapped ones removed). */
+	for (size_t k = before < r->tracer.ncuda ? before : r->tracer.ncuda; k < r->tracer.ncuda; k++)
+		if (r->tracer.cuda[k].pid == pid && r->tracer.cuda[k].kind != DL_LIB_LOADER)
+			dl_emit_lib(&r->stream, now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
+}
+
 static void rescan(struct run *r, bool first)
 {
 	for (size_t i = 0; i < r->sum.n; i++) {
-		struct dl_proc *p = &r->sum.procs[i];
-		int n;
-
-		if (p->exited)
-			continue;
-		size_t before = r->tracer.ncuda;
-		pid_t pid = p->pid;
-
-		dl_symbolizer_note(r->symbolizer, pid);
-		dl_markers_attach(&r->markers, &r->tracer, pid);
-		n = dl_tracer_scan_cuda(&r->tracer, pid);
-		if (n > 0 && !first)
-			dl_info("pid %d: CUDA runtime loaded, now traced", pid);
-		/* p may move: the stream can add processes to the summary. */
-		for (size_t k = before; k < r->tracer.ncuda; k++)
-			dl_emit_lib(&r->stream, now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
+		/* The stream can add processes to the summary: index, not pointer. */
+		if (!r->sum.procs[i].exited)
+			rescan_pid(r, r->sum.procs[i].pid, first);
 	}
+}
+
+static void rescan_loaded(struct run *r)
+{
+	for (int i = 0; i < r->nloaded; i++) {
+		rescan_pid(r, r->loaded[i], false);
+		if (r->loaded_stopped[i])
+			kill(r->loaded[i], SIGCONT);
+	}
+	r->nloaded = 0;
+}
+
+static bool wanted_comm(const struct run *r, const char *comm)
+{
+	for (int i = 0; i < r->cfg.ncomms; i++)
+		if (strncmp(comm, r->cfg.comms[i], DL_COMM_LEN - 1) == 0)
+			return true;
+	return false;
+}
+
+/* --comm / --system-wide: takes a running process that matches and is not traced yet. */
+static void select_one(pid_t pid, pid_t ppid, void *arg)
+{
+	struct run *r = arg;
+	struct dl_proc_stat st;
+
+	(void)ppid;
+	if (pid == getpid() || pid == getppid() || dl_summary_find(&r->sum, pid) || dl_proc_stat(pid, &st))
+		return;
+	if (r->cfg.ncomms ? !wanted_comm(r, st.comm) : !dl_tracer_maps_cuda(&r->tracer, pid))
+		return;
+	if (trace_root(r, pid) == 0) {
+		dl_info("pid %d (%s): selected (%s)", pid, st.comm, r->cfg.ncomms ? "by name" : "maps CUDA");
+		rescan_pid(r, pid, false);
+	}
+}
+
+static void select_processes(struct run *r)
+{
+	if (r->cfg.ncomms || r->cfg.system_wide)
+		dl_proc_foreach(select_one, r);
 }
 
 /* True while any traced process lives; marks the ones whose exit the trace missed. */
@@ -204,16 +281,21 @@ static int run_loop(struct run *r)
 			dl_err("reading the ring buffer: %s", strerror(-err));
 			return err;
 		}
+		if (r->nloaded)
+			rescan_loaded(r);
 		now = now_ns();
 		if (deadline && now >= deadline)
 			break;
 		if (now >= next_housekeep) {
 			next_housekeep = now + HOUSEKEEP_NS;
-			if (!any_alive(r)) {
+			/* Watching for processes by name or system-wide: keep going when none is left. */
+			if (!any_alive(r) && !r->cfg.ncomms && !r->cfg.system_wide) {
 				dl_info("every traced process has exited");
 				break;
 			}
 			rescan(r, false);
+			if (r->cfg.ncomms || (r->cfg.system_wide && ++r->selects % 4 == 0))
+				select_processes(r);
 		}
 		if (status && now - last_status >= STATUS_NS) {
 			show_status(r, now, now - last_status);
@@ -318,8 +400,12 @@ static int trace(struct run *r)
 	} else {
 		for (int i = 0; i < r->cfg.npids && !err; i++)
 			err = trace_root(r, r->cfg.pids[i]);
-		if (!err)
+		for (int i = 0; i < r->cfg.ncomms && !err; i++)
+			err = dl_tracer_watch_comm(&r->tracer, r->cfg.comms[i]);
+		if (!err) {
 			rescan(r, true);
+			select_processes(r);
+		}
 	}
 	if (err)
 		return err;
@@ -336,6 +422,10 @@ static int trace(struct run *r)
 	dl_markers_detach(&r->markers);
 	dl_tracer_detach(&r->tracer);
 	ring_buffer__consume(r->rb);
+	for (int i = 0; i < r->nloaded; i++)
+		if (r->loaded_stopped[i])
+			kill(r->loaded[i], SIGCONT); /* stopped by a dlopen probe; nothing to attach any more */
+	r->nloaded = 0;
 	dl_tracer_read_drops(&r->tracer, drops);
 	dl_emit_trace_end(&r->stream, now_ns(), drops);
 	return err;

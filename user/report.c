@@ -139,6 +139,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_key(j, "found");
 	dl_json_bool(j, p->cuda_libs > 0);
 	dl_json_ku64(j, "runtimes", (uint64_t)p->cuda_libs);
+	dl_json_ku64(j, "driver_inner", p->driver_inner);
 	dl_json_key(j, "calls");
 	dl_json_obj_begin(j);
 	for (unsigned i = 1; i < DL_API_COUNT; i++) {

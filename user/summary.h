@@ -56,6 +56,7 @@ struct dl_proc {
 	uint64_t exit_ts;
 	uint32_t threads;      /* distinct threads seen */
 	int cuda_libs;         /* CUDA runtimes attached in this process */
+	uint64_t driver_inner; /* driver calls made inside runtime calls (not counted again) */
 	struct dl_api_stat calls[DL_API_COUNT];
 	struct dl_copy_stat copies[DL_DIR_COUNT];
 	struct dl_kernel_stat *kernels;

@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cuda_api.h"
+#include "discover.h"
 #include "dlbpf.skel.h"
 #include "elfsym.h"
 #include "log.h"
@@ -97,15 +98,6 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
 	return 0;
 }
 
-static bool already_attached(const struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
-{
-	for (size_t i = 0; i < t->ncuda; i++)
-		if (t->cuda[i].pid == pid && t->cuda[i].inode == m->inode &&
-		    t->cuda[i].dev == ((uint64_t)m->dev_major << 32 | m->dev_minor))
-			return true;
-	return false;
-}
-
 struct probe_set {
 	unsigned long *off;
 	__u64 *cookie;
@@ -121,42 +113,131 @@ static struct bpf_link *attach_set(struct bpf_program *prog, pid_t pid, const ch
 	return bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o);
 }
 
+static bool is_plain(const struct dl_tracer *t, uint64_t dev, uint64_t inode)
+{
+	for (size_t i = 0; i < t->nplain; i++)
+		if (t->plain[i][0] == dev && t->plain[i][1] == inode)
+			return true;
+	return false;
+}
+
+static void note_plain(struct dl_tracer *t, uint64_t dev, uint64_t inode)
+{
+	if (t->nplain == t->plain_cap) {
+		size_t cap = t->plain_cap ? t->plain_cap * 2 : 64;
+		uint64_t (*v)[2] = realloc(t->plain, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		t->plain = v;
+		t->plain_cap = cap;
+	}
+	t->plain[t->nplain][0] = dev;
+	t->plain[t->nplain][1] = inode;
+	t->nplain++;
+}
+
+struct pick {
+	const struct dl_api *api;
+	uint64_t off;
+};
+
+/*
+ * Drops functions that only jump to another picked one (__cudaLaunchKernel ->
+ * cudaLaunchKernel in libcudart.so.13 and in static cudart alike): the target's
+ * probe sees the call, and both would count it twice.
+ */
+static size_t drop_trampolines(int fd, struct pick *p, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t code[16];
+		uint64_t target;
+		bool dup = false;
+		ssize_t got = pread(fd, code, sizeof(code), (off_t)p[i].off);
+
+		if (got > 0 && dl_trampoline_target(code, (size_t)got, p[i].off, &target))
+			for (size_t k = 0; k < n && !dup; k++)
+				dup = k != i && p[k].off == target;
+		if (dup) {
+			dl_debug("%s only jumps to another probed function: probed there", p[i].api->name);
+			continue;
+		}
+		p[w++] = p[i];
+	}
+	return w;
+}
+
 /*
  * One uprobe_multi link per program and library: detaching 20 single uprobes
  * takes ~2 s here, one multi link ~50 ms (FIELD-NOTES). Offsets are resolved
  * here because libbpf 1.4.6 fails .syms on a library without .symtab.
  */
-static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
+static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind)
 {
 	unsigned long off_entry[DL_API_COUNT], off_call[DL_API_COUNT];
 	__u64 ck_entry[DL_API_COUNT], ck_call[DL_API_COUNT];
 	struct probe_set entry_only = { off_entry, ck_entry, 0 }, calls = { off_call, ck_call, 0 };
+	struct pick picks[DL_API_COUNT];
+	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
 	struct dl_cuda_attach *a;
 	struct dl_elf_syms syms;
+	size_t npicks = 0;
 	char path[4200];
-	int err, nlinks = 0;
+	int err, fd, nlinks = 0;
 
 	/* Through the process's root, so a library inside a container resolves. */
 	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
-	err = dl_elf_syms_load(path, &syms);
-	if (err) {
-		dl_warn("pid %d: cannot read %s: %s", pid, m->path, strerror(-err));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		if (kind != DL_LIB_NONE)
+			dl_warn("pid %d: cannot open %s: %s", pid, m->path, strerror(errno));
 		return err;
+	}
+	err = dl_elf_syms_load_fd(fd, &syms);
+	if (err) {
+		if (kind != DL_LIB_NONE)
+			dl_warn("pid %d: cannot read %s: %s", pid, m->path, strerror(-err));
+		else
+			note_plain(t, dev, m->inode);
+		close(fd);
+		return kind != DL_LIB_NONE ? err : 0;
+	}
+	if (kind == DL_LIB_NONE) {
+		kind = dl_lib_kind_by_syms(&syms);
+		if (kind == DL_LIB_NONE) {
+			note_plain(t, dev, m->inode);
+			dl_elf_syms_free(&syms);
+			close(fd);
+			return 0;
+		}
+		dl_info("pid %d: %s contains the CUDA runtime (static cudart)", pid, m->path);
 	}
 	for (unsigned id = 1; id < DL_API_COUNT; id++) {
 		const struct dl_api *api = dl_api_by_id(id);
-		const struct dl_elf_sym *sym = dl_elf_sym_by_name(&syms, api->name);
-		struct probe_set *ps = api->cls == DL_CLS_LAUNCH ? &entry_only : &calls;
+		const struct dl_elf_sym *sym;
 
-		if (!sym)
+		if ((api->cls == DL_CLS_LOADER) != (kind == DL_LIB_LOADER))
 			continue;
-		ps->off[ps->n] = sym->offset;
-		ps->cookie[ps->n] = dl_api_cookie(api);
-		ps->n++;
+		sym = dl_elf_sym_by_name(&syms, api->name);
+		if (sym)
+			picks[npicks++] = (struct pick){ api, sym->offset };
 	}
 	dl_elf_syms_free(&syms);
+	npicks = drop_trampolines(fd, picks, npicks);
+	close(fd);
+	for (size_t i = 0; i < npicks; i++) {
+		struct probe_set *ps = dl_api_entry_only(picks[i].api) ? &entry_only : &calls;
+
+		ps->off[ps->n] = picks[i].off;
+		ps->cookie[ps->n] = dl_api_cookie(picks[i].api);
+		ps->n++;
+	}
 	if (!entry_only.n && !calls.n) {
-		dl_warn("pid %d: %s has none of the CUDA runtime functions dlbpf probes", pid, m->path);
+		if (kind != DL_LIB_LOADER)
+			dl_warn("pid %d: %s has none of the CUDA functions dlbpf probes", pid, m->path);
 		return 0;
 	}
 
@@ -172,7 +253,9 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 	a = &t->cuda[t->ncuda];
 	memset(a, 0, sizeof(*a));
 	a->pid = pid;
-	a->dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	a->kind = kind;
+	a->seen = true;
+	a->dev = dev;
 	a->inode = m->inode;
 	snprintf(a->path, sizeof(a->path), "%s", m->path);
 	if (entry_only.n)
@@ -193,7 +276,8 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 	}
 	a->nsyms = (int)(entry_only.n + calls.n);
 	t->ncuda++;
-	dl_info("pid %d: attached %d CUDA runtime functions in %s", pid, a->nsyms, m->path);
+	dl_info("pid %d: attached %d %s functions in %s", pid, a->nsyms,
+		kind == DL_LIB_LOADER ? "loader" : kind == DL_LIB_DRIVER ? "CUDA driver" : "CUDA runtime", m->path);
 	return 1;
 }
 
@@ -202,16 +286,36 @@ struct scan_ctx {
 	pid_t pid;
 	int attached;
 	int err;
+	size_t mappings;
 };
+
+static struct dl_cuda_attach *find_attached(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
+{
+	for (size_t i = 0; i < t->ncuda; i++)
+		if (t->cuda[i].pid == pid && t->cuda[i].inode == m->inode &&
+		    t->cuda[i].dev == ((uint64_t)m->dev_major << 32 | m->dev_minor))
+			return &t->cuda[i];
+	return NULL;
+}
 
 static int scan_mapping(const struct dl_mapping *m, void *arg)
 {
 	struct scan_ctx *c = arg;
-	int r;
+	struct dl_cuda_attach *a = find_attached(c->t, c->pid, m);
+	int kind, r;
 
-	if (!dl_is_cudart_name(m->path) || already_attached(c->t, c->pid, m))
+	c->mappings++;
+	if (a) {
+		a->seen = true;
 		return 0;
-	r = attach_library(c->t, c->pid, m);
+	}
+	kind = dl_lib_kind_by_name(m->path);
+	/* Other files are read once, for a runtime linked into them; only code mappings. */
+	if (kind == DL_LIB_NONE &&
+	    (m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
+	     is_plain(c->t, (uint64_t)m->dev_major << 32 | m->dev_minor, m->inode)))
+		return 0;
+	r = attach_library(c->t, c->pid, m, kind);
 	if (r > 0)
 		c->attached += r;
 	else if (r < 0 && !c->err)
@@ -219,13 +323,38 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	return 0;
 }
 
+static void destroy_links(struct dl_cuda_attach *a)
+{
+	for (int k = 0; k < 3; k++)
+		bpf_link__destroy(a->links[k]);
+}
+
 int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
 {
 	struct scan_ctx c = { .t = t, .pid = pid };
-	int err = dl_maps_foreach(pid, scan_mapping, &c);
+	size_t w = 0;
+	int err;
 
-	if (err < 0)
+	for (size_t i = 0; i < t->ncuda; i++)
+		if (t->cuda[i].pid == pid)
+			t->cuda[i].seen = false;
+	err = dl_maps_foreach(pid, scan_mapping, &c);
+	/* No file mapping at all: the process is exiting (its mm is gone), nothing was unmapped. */
+	if (err < 0 || !c.mappings || !dl_proc_running(pid)) {
+		for (size_t i = 0; i < t->ncuda; i++)
+			t->cuda[i].seen = true;
 		return err;
+	}
+	/* A library no longer mapped (dlclose) is forgotten: its probes go. */
+	for (size_t i = 0; i < t->ncuda; i++) {
+		if (t->cuda[i].pid == pid && !t->cuda[i].seen) {
+			dl_info("pid %d: %s unmapped, probes removed", pid, t->cuda[i].path);
+			destroy_links(&t->cuda[i]);
+			continue;
+		}
+		t->cuda[w++] = t->cuda[i];
+	}
+	t->ncuda = w;
 	return c.attached ? c.attached : c.err;
 }
 
@@ -234,7 +363,7 @@ int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid)
 	int n = 0;
 
 	for (size_t i = 0; i < t->ncuda; i++)
-		n += t->cuda[i].pid == pid;
+		n += t->cuda[i].pid == pid && t->cuda[i].kind != DL_LIB_LOADER;
 	return n;
 }
 
@@ -295,6 +424,62 @@ void dl_tracer_destroy(struct dl_tracer *t)
 	dl_tracer_detach(t);
 	free(t->cuda);
 	free(t->tp_links);
+	free(t->plain);
 	dlbpf__destroy(t->skel);
 	memset(t, 0, sizeof(*t));
+}
+
+int dl_tracer_watch_comm(struct dl_tracer *t, const char *comm)
+{
+	char key[DL_COMM_LEN] = {};
+	uint32_t one = 1;
+
+	snprintf(key, sizeof(key), "%s", comm);
+	if (bpf_map__update_elem(t->skel->maps.comm_watch, key, sizeof(key), &one, sizeof(one), BPF_ANY)) {
+		dl_err("cannot watch for processes named %s: %s", comm, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+struct maps_cuda_ctx {
+	struct dl_tracer *t;
+	pid_t pid;
+	bool found;
+};
+
+static int maps_cuda_one(const struct dl_mapping *m, void *arg)
+{
+	struct maps_cuda_ctx *c = arg;
+	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	struct dl_elf_syms syms;
+	char path[4200];
+	int kind = dl_lib_kind_by_name(m->path);
+
+	if (kind == DL_LIB_RUNTIME || kind == DL_LIB_DRIVER) {
+		c->found = true;
+		return 1;
+	}
+	if (kind != DL_LIB_NONE || m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
+	    is_plain(c->t, dev, m->inode))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)c->pid, m->path);
+	if (dl_elf_syms_load(path, &syms))
+		return 0;
+	kind = dl_lib_kind_by_syms(&syms);
+	dl_elf_syms_free(&syms);
+	if (kind == DL_LIB_RUNTIME) {
+		c->found = true;
+		return 1;
+	}
+	note_plain(c->t, dev, m->inode);
+	return 0;
+}
+
+bool dl_tracer_maps_cuda(struct dl_tracer *t, pid_t pid)
+{
+	struct maps_cuda_ctx c = { .t = t, .pid = pid };
+
+	dl_maps_foreach(pid, maps_cuda_one, &c);
+	return c.found;
 }

@@ -71,12 +71,19 @@ enum dl_cuda_cookie {
 	DL_COOKIE_API_MASK = 0xffff,
 	DL_COOKIE_STACK = 1u << 16,   /* copy [sp+8], [sp+16] into arg[6], arg[7] */
 	DL_COOKIE_OUTPTR = 1u << 17,  /* at return, read the u64 that arg[0] points to into out */
+	DL_COOKIE_STACK3 = 1u << 18,  /* entry-only: copy [sp+8], [sp+16], [sp+24] into arg[6], arg[7], out */
+	DL_COOKIE_DEREF_CFG = 1u << 19, /* entry-only: copy 40 bytes at arg[0] (a launch config) into arg[3..7] */
+	DL_COOKIE_DRIVER = 1u << 20,  /* a driver API: inside a live runtime call it counts as nested (depth) */
+	DL_COOKIE_LOADER = 1u << 21,  /* dlopen: wake the consumer at return; stop the process if the
+				       * name holds "cuda" until the collector has attached (DL_CUDA_STOPPED) */
 };
 
 enum dl_cuda_flags {
 	DL_CUDA_ENTRY_ONLY = 1u << 0, /* no return probe: dur_ns and ret are not known */
 	DL_CUDA_OUT_FAULT = 1u << 1,  /* the out pointer could not be read */
 	DL_CUDA_ARGS_FAULT = 1u << 2, /* the stack arguments could not be read */
+	DL_CUDA_STOPPED = 1u << 3,    /* the process was stopped (SIGSTOP); the collector continues it */
+	DL_CUDA_IN_RUNTIME = 1u << 4, /* a driver call made inside a runtime call (depth includes it) */
 };
 
 #define DL_CUDA_NARGS 8
@@ -89,7 +96,7 @@ struct dl_cuda_ev {
 	dl_u16 flags;                 /* enum dl_cuda_flags */
 	dl_u32 depth;                 /* nesting of probed calls on this thread at entry */
 	dl_u64 arg[DL_CUDA_NARGS];    /* rdi rsi rdx rcx r8 r9 [sp+8] [sp+16] */
-	dl_u64 out;                   /* *(u64 *)arg[0] at return, for DL_COOKIE_OUTPTR */
+	dl_u64 out;                   /* *(u64 *)arg[0] at return (DL_COOKIE_OUTPTR); [sp+24] (DL_COOKIE_STACK3) */
 };
 
 enum dl_bio_flags {
