@@ -231,6 +231,7 @@ static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, 
 		out[0] = (struct dl_span){ m->start, end, DL_CAT_GPU_WAIT };
 		return 1;
 	case DL_CLS_LAUNCH:
+	case DL_CLS_GRAPH:
 		out[0] = (struct dl_span){ m->start, end, DL_CAT_LAUNCH };
 		return 1;
 	case DL_CLS_COPY:

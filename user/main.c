@@ -107,7 +107,8 @@ static int on_record(void *ctx, void *data, size_t len)
 
 		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
 		if (e->what == DL_PROC_EXEC && !dl_summary_find(&r->sum, (pid_t)h->tgid)) {
-			dl_emit_procinfo(&r->stream, now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm);
+			dl_emit_procinfo(&r->stream, now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm,
+					 dl_proc_nspid((pid_t)h->tgid));
 			dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
 			note_load(r, &(struct dl_cuda_ev){ .h = *h });
 		}
@@ -132,7 +133,7 @@ static void trace_existing(pid_t pid, pid_t ppid, void *arg)
 	struct dl_proc_stat st;
 
 	if (dl_tracer_trace_pid(&r->tracer, pid, ppid) == 0 && dl_proc_stat(pid, &st) == 0)
-		dl_emit_procinfo(&r->stream, now_ns(), pid, ppid, st.comm);
+		dl_emit_procinfo(&r->stream, now_ns(), pid, ppid, st.comm, dl_proc_nspid(pid));
 }
 
 static int trace_root(struct run *r, pid_t pid)
@@ -147,7 +148,7 @@ static int trace_root(struct run *r, pid_t pid)
 	err = dl_tracer_trace_pid(&r->tracer, pid, st.ppid);
 	if (err)
 		return err;
-	dl_emit_procinfo(&r->stream, now_ns(), pid, st.ppid, st.comm);
+	dl_emit_procinfo(&r->stream, now_ns(), pid, st.ppid, st.comm, dl_proc_nspid(pid));
 	if (dl_proc_nspid(pid) > 0 && dl_proc_nspid(pid) != pid)
 		dl_info("pid %d (%s) is pid %d in its pid namespace", pid, st.comm, dl_proc_nspid(pid));
 	/* Data-loader workers already running are part of the job. */

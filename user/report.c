@@ -67,6 +67,9 @@ static void text_cuda(FILE *f, const struct dl_proc *p)
 		launches += p->kernels[k].count;
 	if (p->nkernels)
 		fprintf(f, "    kernels  %" PRIu64 " launches of %zu kernel/shape pairs\n", launches, p->nkernels);
+	for (size_t g = 0; g < p->ngraphs; g++)
+		fprintf(f, "    graph    0x%llx launched x%" PRIu64 "\n", (unsigned long long)p->graphs[g].graph,
+			p->graphs[g].count);
 	for (size_t k = 0; k < p->nkernels && k < 8; k++) {
 		const struct dl_kernel_stat *ks = &p->kernels[k];
 
@@ -97,6 +100,8 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 		const struct dl_proc *p = &s->procs[i];
 
 		fprintf(f, "\nPID %d (%s)", p->pid, p->comm[0] ? p->comm : "?");
+		if (p->nspid && p->nspid != p->pid)
+			fprintf(f, " [pid %d in its namespace]", p->nspid);
 		if (p->ppid)
 			fprintf(f, ", parent %d", p->ppid);
 		if (p->exited)
@@ -127,6 +132,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_obj_begin(j);
 	dl_json_ki64(j, "pid", p->pid);
 	dl_json_ki64(j, "ppid", p->ppid);
+	dl_json_ki64(j, "nspid", p->nspid ? p->nspid : p->pid);
 	dl_json_kstr(j, "comm", p->comm);
 	dl_json_key(j, "exited");
 	dl_json_bool(j, p->exited);
@@ -189,6 +195,18 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 			dl_json_u64(j, ks->block[x]);
 		dl_json_arr_end(j);
 		dl_json_ku64(j, "shmem", ks->shmem);
+		dl_json_obj_end(j);
+	}
+	dl_json_arr_end(j);
+	dl_json_key(j, "graphs");
+	dl_json_arr_begin(j);
+	for (size_t g = 0; g < p->ngraphs; g++) {
+		char id[32];
+
+		snprintf(id, sizeof(id), "0x%llx", (unsigned long long)p->graphs[g].graph);
+		dl_json_obj_begin(j);
+		dl_json_kstr(j, "graph", id);
+		dl_json_ku64(j, "count", p->graphs[g].count);
 		dl_json_obj_end(j);
 	}
 	dl_json_arr_end(j);

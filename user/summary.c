@@ -15,6 +15,7 @@ static void proc_free(struct dl_proc *p)
 	for (size_t i = 0; i < p->nkernels; i++)
 		free(p->kernels[i].name);
 	free(p->kernels);
+	free(p->graphs);
 	free(p->pinned.v);
 	free(p->device.v);
 	free(p->tids);
@@ -191,6 +192,17 @@ static void add_launch(struct dl_proc *p, const struct dl_call *c)
 	}
 }
 
+static void add_graph(struct dl_proc *p, const struct dl_call *c)
+{
+	for (size_t i = 0; i < p->ngraphs; i++)
+		if (p->graphs[i].graph == c->func) {
+			p->graphs[i].count++;
+			return;
+		}
+	p->graphs = grow(p->graphs, p->ngraphs, &p->gcap, sizeof(*p->graphs));
+	p->graphs[p->ngraphs++] = (struct dl_graph_stat){ .graph = c->func, .count = 1 };
+}
+
 static void add_cuda(struct dl_summary *s, const struct dl_cuda_ev *ev)
 {
 	struct dl_call c;
@@ -222,6 +234,9 @@ static void add_cuda(struct dl_summary *s, const struct dl_cuda_ev *ev)
 		break;
 	case DL_CLS_LAUNCH:
 		add_launch(p, &c);
+		break;
+	case DL_CLS_GRAPH:
+		add_graph(p, &c);
 		break;
 	case DL_CLS_ALLOC:
 		/* Failed allocations (every one, without a GPU) must not mark memory pinned. */
@@ -378,6 +393,7 @@ int dl_summary_add(struct dl_summary *s, const void *rec, size_t len)
 
 		p->ppid = (pid_t)e->ppid;
 		set_comm(p, e->comm);
+		p->nspid = (pid_t)e->nspid;
 		break;
 	}
 	case DL_EV_LIB:

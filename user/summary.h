@@ -47,8 +47,14 @@ struct dl_sym_name {
 	char *name;
 };
 
+struct dl_graph_stat {
+	uint64_t graph;        /* the cudaGraphExec_t / CUgraphExec launched */
+	uint64_t count;
+};
+
 struct dl_proc {
 	pid_t pid, ppid;
+	pid_t nspid;           /* inside its pid namespace; 0 when unknown */
 	char comm[DL_COMM_LEN];
 	bool seen_start;       /* forked while traced (else: already running at attach) */
 	bool exited;
@@ -61,6 +67,8 @@ struct dl_proc {
 	struct dl_copy_stat copies[DL_DIR_COUNT];
 	struct dl_kernel_stat *kernels;
 	size_t nkernels, kcap;
+	struct dl_graph_stat *graphs;
+	size_t ngraphs, gcap;
 	struct dl_ranges pinned, device;
 	struct {
 		uint64_t read_bytes, read_ops, write_bytes, write_ops, wait_ns;

@@ -167,6 +167,8 @@ struct dl_procinfo_ev {
 	dl_u32 ppid;
 	dl_u32 flags;
 	char comm[DL_COMM_LEN];
+	dl_u32 nspid;             /* its pid inside its own pid namespace (= tgid outside containers) */
+	dl_u32 pad;
 };
 
 #define DL_PATH_LEN 256

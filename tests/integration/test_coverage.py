@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import time
 
-from harness import OUT, WORK, Dlbpf, Failure, check, main, process
+from harness import process, OUT, WORK, Dlbpf, Failure, check, main, process
 
 COV = os.path.join(OUT, "workloads", "coverage")
 CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
@@ -234,7 +234,10 @@ def test_mount_and_pid_namespace():
     check(not os.path.exists(inner), "the library leaked to the host's mount namespace")
     check(f"pid {pid} (lateload) is pid 1 in its pid namespace" in d.stderr,
           "namespace pid not shown: " + d.stderr[-1000:])
-    return f"host pid {pid} = pid 1 in the namespace"
+    p = process(d.summary(), pid)
+    check(p["nspid"] == 1, f"JSON nspid {p['nspid']}, expected 1")
+    check(f"PID {pid} (lateload) [pid 1 in its namespace]" in d.stdout, "report lacks the namespace pid")
+    return f"host pid {pid} = pid 1 in the namespace (log, report, JSON)"
 
 
 def start_waiting(path):

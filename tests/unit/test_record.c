@@ -55,7 +55,7 @@ int main(void)
 	dl_stream_add(&out, dl_recorder_sink, &r);
 	dl_stream_add(&out, collect, a);
 	dl_emit_trace_start(&out, 10, 12345);
-	dl_emit_procinfo(&out, 11, 42, 1, "job");
+	dl_emit_procinfo(&out, 11, 42, 1, "job", 0);
 	dl_emit_sym(&out, 12, 42, 0xabc, "a_kernel_name_of_odd_length");
 	dl_emit_trace_end(&out, 13, drops);
 	CHECK(dl_recorder_close(&r) == 0, "close");
