@@ -22,7 +22,7 @@ BPF_HDRS := bpf/common.bpf.h bpf/vmlinux.h include/dlbpf/events.h
 USER_SRCS := $(wildcard user/*.c)
 USER_HDRS := $(wildcard user/*.h) user/cuda_api.def include/dlbpf/events.h
 # Everything but main.c and the BPF-facing parts: what unit tests link against.
-PURE_SRCS := user/stream.c user/cuda_api.c user/procfs.c user/elfsym.c user/summary.c user/json.c user/report.c user/log.c
+PURE_SRCS := user/stream.c user/cuda_api.c user/procfs.c user/elfsym.c user/summary.c user/json.c user/report.c user/log.c user/pbwriter.c user/perfetto.c user/trace.c user/trace_json.c
 
 .PHONY: all test demo deps clean test-unit test-integration bench
 .DELETE_ON_ERROR:
