@@ -30,6 +30,7 @@ SIM_TESTS := "env LD_LIBRARY_PATH=$(OUTPUT)/gpusim $(GPUSIM_TEST)" \
 	"env ASAN_OPTIONS=detect_leaks=1 LD_LIBRARY_PATH=$(OUTPUT)/gpusim-asan $(GPUSIM_ASAN_TEST)" \
 	"tests/workloads/check-scenarios.sh $(TRAIN) $(OUTPUT)/gpusim $(OUTPUT)/truth"
 INTEGRATION := python3 tests/integration/test_dlbpf.py
+TRACE_TESTS := python3 tests/integration/test_trace.py
 
 test-unit: $(UNIT_BINS)
 	@tests/run-tests.sh $(UNIT_BINS)
@@ -40,7 +41,7 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
 # Every suite, each reporting "N passed, N failed"; the last line is the total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN)
-	@tests/run-tests.sh $(UNIT_BINS) $(SIM_TESTS) "$(INTEGRATION)"
+	@tests/run-tests.sh $(UNIT_BINS) $(SIM_TESTS) "$(INTEGRATION)" "$(TRACE_TESTS)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "trace.h"
 #include "version.h"
 
 const char *argp_program_version = "dlbpf " DLBPF_VERSION;
@@ -19,14 +20,17 @@ static const char doc[] =
 "  sudo dlbpf -p 4242 -d 30 -j s.json  # 30 s, then write the JSON summary\n"
 "  sudo dlbpf -- python train.py    # start a job traced from its first\n"
 "                                   # instruction, until it exits\n"
-"  sudo dlbpf -v --pid 4242         # also say what is attached where";
+"  sudo dlbpf -v --pid 4242         # also say what is attached where\n"
+"  sudo dlbpf -p 4242 -o t.pftrace  # also write a timeline for the Perfetto UI";
 
-enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS };
+enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_FORMAT };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds (default: when the traced processes exit, or Ctrl-C)", 0 },
 	{ "json", 'j', "FILE", 0, "Write the JSON summary (schema 1) to FILE", 0 },
+	{ "output", 'o', "FILE", 0, "Write a timeline trace to FILE (Perfetto protobuf; Chrome JSON if FILE ends in .json)", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "Trace format: pftrace or json (without -o: to trace.pftrace or trace.json)", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more (repeat for debug output, libbpf's included)", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two (default 16)", 0 },
@@ -67,6 +71,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'j':
 		cfg->json_path = arg;
 		break;
+	case 'o':
+		if (!*arg)
+			argp_error(state, "-o needs a file name");
+		cfg->trace_path = arg;
+		break;
+	case OPT_FORMAT:
+		cfg->trace_format = dl_trace_format_parse(arg);
+		if (cfg->trace_format < 0)
+			argp_error(state, "unknown trace format '%s' (expected pftrace or json)", arg);
+		break;
 	case 'q':
 		cfg->quiet = true;
 		break;
@@ -97,6 +111,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "nothing to trace: give --pid PID or -- COMMAND");
 		if (cfg->npids && cfg->cmd)
 			argp_error(state, "give either --pid or a command, not both");
+		if (cfg->trace_format >= 0 && !cfg->trace_path)
+			cfg->trace_path = cfg->trace_format == DL_TRACE_JSON ? "trace.json" : "trace.pftrace";
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -112,6 +128,7 @@ void dl_cli_parse(int argc, char **argv, struct dl_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->ringbuf_mb = 16;
 	cfg->drain_ms = 10;
+	cfg->trace_format = -1;
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, cfg))
 		exit(2);
 }

@@ -22,6 +22,7 @@
 #include "stream.h"
 #include "summary.h"
 #include "symbolize.h"
+#include "trace.h"
 #include "tracer.h"
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
@@ -60,6 +61,7 @@ struct run {
 	struct ring_buffer *rb;
 	struct dl_spawn spawn;
 	FILE *json;
+	struct dl_trace *trace;   /* -o: also a dl_step_fn target (dl_trace_step) */
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
@@ -284,6 +286,17 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (r.cfg.trace_path) {
+		int fmt = r.cfg.trace_format >= 0 ? r.cfg.trace_format : (int)dl_trace_format_of_path(r.cfg.trace_path);
+
+		r.trace = dl_trace_open(r.cfg.trace_path, (enum dl_trace_format)fmt, &r.sum, &err);
+		if (!r.trace) {
+			dl_err("cannot write the trace to %s: %s", r.cfg.trace_path, strerror(-err));
+			if (r.json)
+				fclose(r.json);
+			return 1;
+		}
+	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -295,6 +308,8 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
+	if (r.trace)
+		dl_stream_add(&r.stream, dl_trace_sink, r.trace);   /* after the summary: it reads its names */
 
 	err = dl_tracer_open_load(&r.tracer, r.cfg.ringbuf_mb);
 	if (err)
@@ -345,11 +360,26 @@ int main(int argc, char **argv)
 		}
 		r.json = NULL;
 	}
+	if (r.trace) {
+		struct dl_trace_stats ts;
+		int terr = dl_trace_close(r.trace, &ts);
+
+		r.trace = NULL;
+		if (terr) {
+			dl_err("writing the trace to %s failed: %s; the file is incomplete", r.cfg.trace_path, strerror(-terr));
+			err = err ? err : terr;
+		} else {
+			dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " bytes in %s",
+				ts.slices, ts.counters, ts.bytes, r.cfg.trace_path);
+		}
+	}
 	exit_code = err ? 1 : command_status(&r);
 
 cleanup:
 	if (r.json)
 		fclose(r.json);
+	if (r.trace)
+		dl_trace_close(r.trace, NULL);
 	ring_buffer__free(r.rb);
 	dl_tracer_destroy(&r.tracer);
 	dl_symbolizer_free(r.symbolizer);

@@ -210,7 +210,9 @@ static void flush_bin(struct dl_trace *t)
 		if (v == t->last_value[c])
 			continue;
 		if (!t->counters[c].uuid) {
-			t->counters[c] = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = tree_track(t)->uuid,
+			uint64_t parent = tree_track(t)->uuid;
+
+			t->counters[c] = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = parent,
 							    .kind = DL_TT_COUNTER, .pid = TREE_PID, .tid = TREE_PID,
 							    .name = counter_names[c] };
 			declare(t, &t->counters[c]);
@@ -337,9 +339,10 @@ static struct lane *lane_for(struct dl_trace *t, uint64_t s)
 			return &t->lanes[i];
 	if (t->nlanes < MAX_LANES) {
 		struct lane *l = &t->lanes[t->nlanes];
+		uint64_t parent = tree_track(t)->uuid;
 
 		snprintf(l->name, sizeof(l->name), "disk I/O lane %d", t->nlanes);
-		l->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = tree_track(t)->uuid,
+		l->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = parent,
 					      .kind = DL_TT_PLAIN, .pid = TREE_PID, .tid = t->nlanes + 1, .name = l->name };
 		declare(t, &l->track);
 		t->nlanes++;
