@@ -117,9 +117,14 @@ static void drain(struct pf_out *o, size_t at_least)
 	dl_pb_reset(&o->out);
 }
 
+static int intern_index(int kind)
+{
+	return kind == PF_INTERN_STRVAL ? 3 : kind - 1;
+}
+
 static uint64_t intern(struct pf_out *o, int kind, const char *s)
 {
-	struct pf_intern *tab = o->intern[kind - 1];
+	struct pf_intern *tab = o->intern[intern_index(kind)];
 	uint64_t h = 1469598103934665603ull;
 
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
@@ -133,7 +138,7 @@ static uint64_t intern(struct pf_out *o, int kind, const char *s)
 			continue;
 		if (i > PF_INTERN_SLOTS / 2 || !(e->s = strdup(s)))
 			return 0;     /* table crowded: the caller writes the string inline */
-		e->iid = ++o->next_iid[kind - 1];
+		e->iid = ++o->next_iid[intern_index(kind)];
 		/* Interned data goes out at once: before, in file order, any packet using it. */
 		pf_encode_interned(&o->out, kind, e->iid, s);
 		return e->iid;
@@ -313,7 +318,14 @@ static void annotation(struct pf_out *o, const struct dl_targ *a)
 	case DL_TA_U64: dl_pb_uint(b, 3, a->u); break;
 	case DL_TA_I64: dl_pb_int(b, 4, a->i); break;
 	case DL_TA_DBL: dl_pb_double(b, 5, a->d); break;
-	case DL_TA_STR: dl_pb_str(b, 6, a->s ? a->s : ""); break;
+	case DL_TA_STR:
+		/* Values repeat (kernel names, directions, dims): interned, inline past the table's size. */
+		iid = intern(o, PF_INTERN_STRVAL, a->s ? a->s : "");
+		if (iid)
+			dl_pb_uint(b, PF_DA_STRING_IID, iid);
+		else
+			dl_pb_str(b, 6, a->s ? a->s : "");
+		break;
 	}
 	dl_pb_end(b);
 }

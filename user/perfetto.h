@@ -29,8 +29,12 @@ enum { PF_SEQ_CLEARED = 1, PF_SEQ_NEEDS_STATE = 2 };
 enum { PF_TE_CATEGORY_IIDS = 3, PF_TE_DEBUG = 4, PF_TE_TYPE = 9, PF_TE_NAME_IID = 10, PF_TE_TRACK = 11,
        PF_TE_NAME = 23, PF_TE_DOUBLE_COUNTER = 44, PF_TE_FLOW = 47, PF_TE_FLOW_END = 48 };
 enum { PF_TYPE_BEGIN = 1, PF_TYPE_END = 2, PF_TYPE_INSTANT = 3, PF_TYPE_COUNTER = 4 };
-/* InternedData: event_categories, event_names, debug_annotation_names; each entry {iid 1, name 2} */
-enum { PF_INTERN_CAT = 1, PF_INTERN_NAME = 2, PF_INTERN_ANNOT = 3, PF_NINTERN = 3 };
+/*
+ * InternedData: event_categories, event_names, debug_annotation_names ({iid 1, name 2}),
+ * debug_annotation_string_values ({iid 1, str 2}, used by DebugAnnotation.string_value_iid 17).
+ */
+enum { PF_INTERN_CAT = 1, PF_INTERN_NAME = 2, PF_INTERN_ANNOT = 3, PF_INTERN_STRVAL = 29, PF_NINTERN = 4 };
+#define PF_DA_STRING_IID 17
 
 /* Encodes packets into pb (exposed for unit tests). */
 void pf_encode_preamble(struct dl_pb *pb);   /* clears the sequence's state, sets the default clock */

@@ -20,7 +20,7 @@
 #define MAX_LANES 128
 #define BIN_NS 10000000ull       /* counter resolution: 10 ms */
 #define NBINS 512
-#define BIN_LAG 150              /* bins kept open behind the newest end time (1.5 s) */
+#define BIN_LAG 50               /* bins kept open behind the newest end time (0.5 s, inside PF_WINDOW_NS) */
 #define RECENT 64                /* per thread: recent copies and syncs, for step flows */
 
 enum { C_H2D, C_DISK, C_RUNQ, NCOUNTERS };
@@ -318,7 +318,8 @@ static void add_cuda(struct dl_trace *t, const struct dl_cuda_ev *ev)
 	}
 	if (c.api->cls == DL_CLS_SYNC && c.depth == 0)
 		th->recent[th->nrecent++ % RECENT] = (struct recent){ c.ts, c.dur_ns, 1 };
-	if (c.stream || c.async)
+	/* Absent stream: the default stream; absent ret: cudaSuccess (or entry-only: not known). */
+	if (c.stream)
 		arg(a, &n, "stream", DL_TA_U64)->u = c.stream;
 	if (c.api->cls == DL_CLS_ALLOC || c.api->cls == DL_CLS_FREE) {
 		if (c.ptr)
@@ -326,7 +327,7 @@ static void add_cuda(struct dl_trace *t, const struct dl_cuda_ev *ev)
 		if (c.size)
 			arg(a, &n, "size", DL_TA_U64)->u = c.size;
 	}
-	if (!c.entry_only)
+	if (!c.entry_only && c.ret)
 		arg(a, &n, "ret", DL_TA_I64)->i = c.ret;
 	emit_slice(t, &(struct dl_tslice){ .track = &th->track, .ts = c.ts, .dur = c.entry_only ? 0 : c.dur_ns,
 					   .cat = "cuda", .name = c.api->name, .args = a, .nargs = n });

@@ -64,7 +64,7 @@ class PfTrace:
 
     def __init__(self, packets):
         self.tracks = {}
-        names = {"cat": {}, "name": {}, "annot": {}}
+        names = {"cat": {}, "name": {}, "annot": {}, "str": {}}
         clocks = {}
         incr_ts = None
         default_clock = None
@@ -81,10 +81,10 @@ class PfTrace:
                 incr_ts = clocks[64][0]
             for idata in p.get("interned_data", []):
                 for key, kind in (("event_categories", "cat"), ("event_names", "name"),
-                                  ("debug_annotation_names", "annot")):
+                                  ("debug_annotation_names", "annot"), ("debug_annotation_string_values", "str")):
                     for e in idata.get(key, []):
                         check(one(e, "iid") not in names[kind], f"iid {one(e, 'iid')} interned twice")
-                        names[kind][one(e, "iid")] = one(e, "name")
+                        names[kind][one(e, "iid")] = one(e, "name", one(e, "str"))
             for td in p.get("track_descriptor", []):
                 uuid = one(td, "uuid")
                 check(uuid not in self.tracks or one(td, "name"), f"track {uuid} described twice without name")
@@ -107,7 +107,10 @@ class PfTrace:
                 args = {}
                 for a in te.get("debug_annotations", []):
                     an = one(a, "name") or names["annot"][one(a, "name_iid")]
-                    args[an] = next(v[0] for k, v in a.items() if k.endswith("_value"))
+                    if "string_value_iid" in a:
+                        args[an] = names["str"][one(a, "string_value_iid")]
+                    else:
+                        args[an] = next(v[0] for k, v in a.items() if k.endswith("_value"))
                 events.append((ts, i, one(te, "type"), track, name, cats, args, te))
         check(3 in clocks and 6 in clocks and 1 in clocks and clocks.get(64, (0, False))[1],
               f"clock snapshot lacks MONOTONIC/BOOTTIME/REALTIME/incremental: {clocks}")
