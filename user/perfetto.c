@@ -379,6 +379,16 @@ static void pf_counter(struct dl_tout *base, const struct dl_ttrack *t, uint64_t
 	queue(o, ts, PF_C_BEGIN, 0);
 }
 
+static void pf_clocks(struct dl_tout *base, uint64_t mono, uint64_t boot, uint64_t real)
+{
+	struct pf_out *o = pf(base);
+
+	if (o->snapshot_done)
+		return;   /* too late: the snapshot is out */
+	o->off_boot = boot - mono;
+	o->off_real = real - mono;
+}
+
 static int pf_finish(struct dl_tout *base)
 {
 	struct pf_out *o = pf(base);
@@ -424,7 +434,7 @@ struct dl_tout *dl_perfetto_out(FILE *f, uint64_t mono, uint64_t boot, uint64_t 
 	for (uint32_t i = 0; i < PF_HEAP_CAP; i++)
 		o->free_slots[o->nfree++] = PF_HEAP_CAP - 1 - i;
 	o->base = (struct dl_tout){ .track = pf_track, .slice = pf_slice, .flow_mark = pf_flow_mark,
-				    .counter = pf_counter, .finish = pf_finish, .destroy = pf_destroy, .f = f };
+				    .counter = pf_counter, .clocks = pf_clocks, .finish = pf_finish, .destroy = pf_destroy, .f = f };
 	dl_pb_init(&o->out);
 	dl_pb_init(&o->body);
 	o->off_boot = boot - mono;

@@ -73,7 +73,6 @@ struct dl_trace {
 	uint64_t next_flow;
 	struct dl_trace_stats st;
 	int err;
-	uint64_t clk_mono, clk_boot, clk_real;
 };
 
 static const char *const cat_names[DL_CAT_COUNT] = {
@@ -545,15 +544,20 @@ struct dl_trace *dl_trace_new(FILE *f, enum dl_trace_format fmt, const struct dl
 	t->fmt = fmt;
 	t->sum = sum;
 	t->next_uuid = 1;
-	t->clk_mono = clock_ns(CLOCK_MONOTONIC);
-	t->clk_boot = clock_ns(CLOCK_BOOTTIME);
-	t->clk_real = clock_ns(CLOCK_REALTIME);
-	t->out = fmt == DL_TRACE_JSON ? dl_json_trace_out(f) : dl_perfetto_out(f, t->clk_mono, t->clk_boot, t->clk_real);
+	t->out = fmt == DL_TRACE_JSON ? dl_json_trace_out(f)
+				       : dl_perfetto_out(f, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_BOOTTIME),
+							 clock_ns(CLOCK_REALTIME));
 	if (!t->out) {
 		free(t);
 		return NULL;
 	}
 	return t;
+}
+
+void dl_trace_set_clocks(struct dl_trace *t, uint64_t mono, uint64_t boot, uint64_t real)
+{
+	if (t->out->clocks)
+		t->out->clocks(t->out, mono, boot ? boot : mono, real);
 }
 
 int dl_trace_finish(struct dl_trace *t, struct dl_trace_stats *stats)

@@ -37,6 +37,12 @@ struct dl_trace;
  * kernel names and pinned/device ranges; it must be a sink ahead of this one.
  */
 struct dl_trace *dl_trace_new(FILE *f, enum dl_trace_format fmt, const struct dl_summary *sum);
+/*
+ * For replay: the recording's clock relation (one reading of CLOCK_MONOTONIC and
+ * CLOCK_REALTIME; boot 0 if unknown: trace time is then CLOCK_MONOTONIC). Call it
+ * before the first record; by default the host's clocks at dl_trace_new.
+ */
+void dl_trace_set_clocks(struct dl_trace *t, uint64_t mono, uint64_t boot, uint64_t real);
 /* Stream sink: returns -EIO once a write has failed. */
 int dl_trace_sink(void *trace, const void *rec, size_t len);
 /* Step callback (dl_step_fn). */

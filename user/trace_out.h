@@ -46,6 +46,8 @@ struct dl_tout {
 	void (*flow_mark)(struct dl_tout *o, const struct dl_ttrack *t, uint64_t ts, const char *name,
 			  uint64_t flow, int terminate);
 	void (*counter)(struct dl_tout *o, const struct dl_ttrack *t, uint64_t ts, double v);
+	/* The clocks' relation (offsets from CLOCK_MONOTONIC); before the first event. NULL: not needed. */
+	void (*clocks)(struct dl_tout *o, uint64_t mono, uint64_t boot, uint64_t real);
 	/* Writes what is still held; returns 0 or -errno of the first write error. */
 	int (*finish)(struct dl_tout *o);
 	void (*destroy)(struct dl_tout *o);
@@ -53,7 +55,7 @@ struct dl_tout {
 	uint64_t events, late;
 };
 
-/* Called before the first track: ts0 is the first record's CLOCK_MONOTONIC time. */
+/* mono, boot, real: one reading of CLOCK_MONOTONIC, BOOTTIME and REALTIME (for the clock snapshot). */
 struct dl_tout *dl_perfetto_out(FILE *f, uint64_t mono_ts, uint64_t boot_ts, uint64_t real_ts);
 struct dl_tout *dl_json_trace_out(FILE *f);
 

@@ -194,7 +194,7 @@ struct ev {
 struct decoded {
 	struct ev ev[MAX_EVS];
 	int n, tracks, named_tracks, interned, absolute, bad;
-	uint64_t incr_base;
+	uint64_t incr_base, snap_mono, snap_boot, snap_real;
 	int have_snapshot, cleared_first;
 	char names[64][32];   /* event names by iid */
 };
@@ -255,6 +255,12 @@ static void decode(const uint8_t *buf, size_t len, struct decoded *d)
 							id = v;
 						else if (f == 2)
 							cts = v;
+					if (id == PF_CLOCK_MONOTONIC)
+						d->snap_mono = cts;
+					else if (id == PF_CLOCK_BOOTTIME)
+						d->snap_boot = cts;
+					else if (id == PF_CLOCK_REALTIME)
+						d->snap_real = cts;
 					if (id == PF_CLOCK_INCR) {
 						cur = d->incr_base = cts;
 						d->have_snapshot = 1;
@@ -421,6 +427,8 @@ static void one_step(struct dl_summary *sum, struct dl_trace *t, unsigned i)
 	dl_trace_step(t, &st);
 }
 
+static int set_clocks;
+
 static size_t run_synthetic(enum dl_trace_format fmt, char **buf, struct dl_trace_stats *stats)
 {
 	struct dl_summary sum;
@@ -432,6 +440,8 @@ static size_t run_synthetic(enum dl_trace_format fmt, char **buf, struct dl_trac
 	dl_summary_init(&sum);
 	t = dl_trace_new(f, fmt, &sum);
 	CHECK(t != NULL, "no trace");
+	if (set_clocks)
+		dl_trace_set_clocks(t, 1000, 0, 1000 + 1700000000000000000ull);
 	procinfo(&sum, t, PID, "train");
 	procinfo(&sum, t, WORKER, "loader");
 	for (unsigned i = 0; i < NSTEPS; i++)
@@ -504,6 +514,19 @@ static void test_sink_pftrace(void)
 	}
 	/* the only nesting: the async copy inside the sync on the main thread */
 	CHECK_EQ_U64(maxd, 2);
+	/* the snapshot, at the first event: the incremental clock is CLOCK_MONOTONIC itself */
+	CHECK(d.snap_mono == d.incr_base && d.snap_boot != 0 && d.snap_real > d.snap_mono,
+	      "snapshot mono %llu boot %llu real %llu incr %llu", (unsigned long long)d.snap_mono,
+	      (unsigned long long)d.snap_boot, (unsigned long long)d.snap_real, (unsigned long long)d.incr_base);
+	free(buf);
+	/* a replay's clocks: boot unknown → same as mono; realtime offset as given */
+	set_clocks = 1;
+	len = run_synthetic(DL_TRACE_PFTRACE, &buf, &st);
+	set_clocks = 0;
+	decode((const uint8_t *)buf, len, &d);
+	CHECK(d.snap_boot == d.snap_mono && d.snap_real - d.snap_mono == 1700000000000000000ull,
+	      "replay clocks: mono %llu boot %llu real %llu", (unsigned long long)d.snap_mono,
+	      (unsigned long long)d.snap_boot, (unsigned long long)d.snap_real);
 	printf("synthetic pftrace: %zu bytes, %llu events, %.1f B/event\n", len, (unsigned long long)st.events,
 	       (double)len / (double)st.events);
 	free(buf);
