@@ -34,8 +34,9 @@ struct tthread {
 	pid_t tid, pid;
 	struct dl_ttrack track, state;
 	char name[48], state_name[48];
-	struct recent recent[RECENT];
+	struct recent *recent;       /* RECENT entries, allocated at the thread's first copy or sync */
 	unsigned nrecent;            /* total pushed; ring index = n % RECENT */
+	uint64_t state_end;          /* end of the last state slice: states never overlap */
 };
 
 struct tproc {
@@ -62,6 +63,8 @@ struct dl_trace {
 	size_t nprocs, pcap;
 	struct tthread *threads;
 	size_t nthreads, tcap;
+	uint32_t *thash;             /* open addressing on tid: index + 1, 0 = empty */
+	size_t thash_cap;
 	struct dl_ttrack tree, counters[NCOUNTERS];
 	bool tree_declared;
 	struct lane lanes[MAX_LANES];
@@ -160,15 +163,53 @@ static struct tproc *proc_of(struct dl_trace *t, pid_t pid, const char *comm)
 	return p;
 }
 
+static size_t thash_slot(const struct dl_trace *t, pid_t tid)
+{
+	return ((uint32_t)tid * 2654435761u) & (t->thash_cap - 1);
+}
+
+static void thash_put(struct dl_trace *t, size_t idx)
+{
+	size_t i = thash_slot(t, t->threads[idx].tid);
+
+	while (t->thash[i])
+		i = (i + 1) & (t->thash_cap - 1);
+	t->thash[i] = (uint32_t)idx + 1;
+}
+
+static void push_recent(struct tthread *th, uint64_t ts, uint64_t dur, int sync)
+{
+	if (!th->recent && !(th->recent = calloc(RECENT, sizeof(*th->recent))))
+		return;
+	th->recent[th->nrecent++ % RECENT] = (struct recent){ ts, dur, sync };
+}
+
 static struct tthread *thread_of(struct dl_trace *t, pid_t pid, pid_t tid)
 {
 	struct tthread *th;
 	struct tproc *p;
 
-	for (size_t i = t->nthreads; i-- > 0;)
-		if (t->threads[i].tid == tid && t->threads[i].pid == pid)
-			return &t->threads[i];
+	for (size_t i = t->thash_cap ? thash_slot(t, tid) : 0; t->thash_cap && t->thash[i];
+	     i = (i + 1) & (t->thash_cap - 1)) {
+		th = &t->threads[t->thash[i] - 1];
+		if (th->tid == tid && th->pid == pid)
+			return th;
+	}
 	p = proc_of(t, pid, NULL);
+	if (2 * (t->nthreads + 1) > t->thash_cap) {
+		size_t cap = t->thash_cap ? t->thash_cap * 2 : 64;
+		uint32_t *h = calloc(cap, sizeof(*h));
+
+		if (!h) {
+			fprintf(stderr, "dlbpf: out of memory\n");
+			abort();
+		}
+		free(t->thash);
+		t->thash = h;
+		t->thash_cap = cap;
+		for (size_t i = 0; i < t->nthreads; i++)
+			thash_put(t, i);
+	}
 	t->threads = grow(t->threads, t->nthreads, &t->tcap, sizeof(*t->threads));
 	th = &t->threads[t->nthreads++];
 	memset(th, 0, sizeof(*th));
@@ -185,6 +226,7 @@ static struct tthread *thread_of(struct dl_trace *t, pid_t pid, pid_t tid)
 	th->state = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_PLAIN,
 				       .pid = pid, .tid = PSEUDO_TID + tid, .name = th->state_name };
 	declare(t, &th->state);
+	thash_put(t, t->nthreads - 1);
 	return th;
 }
 
@@ -298,7 +340,7 @@ static void add_cuda(struct dl_trace *t, const struct dl_cuda_ev *ev)
 				dl_ranges_contains(&sp->pinned, dir == DL_DIR_H2D ? c.src : c.dst) ? "pinned" : "pageable";
 		if (dir == DL_DIR_H2D && c.depth == 0) {
 			bin_add(t, C_H2D, c.ts, c.ts + c.dur_ns, (double)c.bytes);
-			th->recent[th->nrecent++ % RECENT] = (struct recent){ c.ts, c.dur_ns, 0 };
+			push_recent(th, c.ts, c.dur_ns, 0);
 		}
 	}
 	if (c.api->cls == DL_CLS_LAUNCH) {
@@ -316,7 +358,7 @@ static void add_cuda(struct dl_trace *t, const struct dl_cuda_ev *ev)
 			arg(a, &n, "shared mem", DL_TA_U64)->u = c.shmem;
 	}
 	if (c.api->cls == DL_CLS_SYNC && c.depth == 0)
-		th->recent[th->nrecent++ % RECENT] = (struct recent){ c.ts, c.dur_ns, 1 };
+		push_recent(th, c.ts, c.dur_ns, 1);
 	/* Absent stream: the default stream; absent ret: cudaSuccess (or entry-only: not known). */
 	if (c.stream)
 		arg(a, &n, "stream", DL_TA_U64)->u = c.stream;
@@ -390,13 +432,23 @@ static void add_sched(struct dl_trace *t, const struct dl_sched_ev *ev)
 	struct dl_targ a[2];
 	int n = 0;
 
+	uint64_t ts = ev->h.ts, end = ev->h.ts + ev->dur_ns;
+
 	if (ev->state < DL_ST_RUNNING || ev->state > DL_ST_DISK)
 		return;
+	/* A thread's intervals close in order; should one overlap the last, keep the track strictly nested. */
+	if (ts < th->state_end) {
+		t->st.clipped++;
+		if (end <= th->state_end)
+			return;
+		ts = th->state_end;
+	}
+	th->state_end = end;
 	if (ev->state == DL_ST_RUNQ)
 		bin_add(t, C_RUNQ, ev->h.ts, ev->h.ts + ev->dur_ns, (double)ev->dur_ns);
 	if (ev->waker_tid)
 		arg(a, &n, "woken by", DL_TA_U64)->u = ev->waker_tid;
-	emit_slice(t, &(struct dl_tslice){ .track = &th->state, .ts = ev->h.ts, .dur = ev->dur_ns, .cat = "sched",
+	emit_slice(t, &(struct dl_tslice){ .track = &th->state, .ts = ts, .dur = end - ts, .cat = "sched",
 					   .name = state_names[ev->state], .args = a, .nargs = n });
 }
 
@@ -473,7 +525,7 @@ void dl_trace_step(void *trace, const struct dl_step *s)
 		p->steps_declared = true;
 	}
 	/* The step's first H2D copy and the last sync inside it, among the thread's recent calls. */
-	for (unsigned i = th->nrecent > RECENT ? th->nrecent - RECENT : 0; i < th->nrecent; i++) {
+	for (unsigned i = th->nrecent > RECENT ? th->nrecent - RECENT : 0; th->recent && i < th->nrecent; i++) {
 		const struct recent *r = &th->recent[i % RECENT];
 
 		if (r->ts < s->start_ns || r->ts >= end)
@@ -583,7 +635,10 @@ int dl_trace_finish(struct dl_trace *t, struct dl_trace_stats *stats)
 		*stats = t->st;
 	t->out->destroy(t->out);
 	free(t->procs);
+	for (size_t i = 0; i < t->nthreads; i++)
+		free(t->threads[i].recent);
 	free(t->threads);
+	free(t->thash);
 	free(t);
 	return err;
 }

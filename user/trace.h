@@ -26,7 +26,8 @@ struct dl_trace_stats {
 	uint64_t slices, counters, flows, tracks;
 	uint64_t events;       /* trace events written (begin, end, instant, counter, complete) */
 	uint64_t late;         /* protobuf events written with an absolute timestamp (out of order) */
-	uint64_t lane_overflow;
+	uint64_t lane_overflow;  /* disk requests left out: more in flight than lanes */
+	uint64_t clipped;        /* thread-state intervals overlapping the previous one, cut to fit */
 	uint64_t bytes;        /* bytes written */
 };
 

@@ -581,6 +581,41 @@ static void test_write_error(void)
 	CHECK(dl_trace_format_parse("json") == DL_TRACE_JSON && dl_trace_format_parse("x") < 0, "format names");
 }
 
+/* Overlapping intervals of one thread (should the kernel side ever produce them) are cut to nest. */
+static void test_state_clipping(void)
+{
+	static struct decoded d;
+	struct dl_trace_stats st;
+	struct dl_summary sum;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct dl_trace *t;
+	int depth = 0, maxd = 0;
+
+	dl_summary_init(&sum);
+	t = dl_trace_new(f, DL_TRACE_PFTRACE, &sum);
+	sched(&sum, t, PID, TID, T0, 1000, DL_ST_RUNNING);
+	sched(&sum, t, PID, TID, T0 + 500, 1000, DL_ST_RUNQ);      /* overlaps: starts at T0 + 1000 */
+	sched(&sum, t, PID, TID, T0 + 600, 100, DL_ST_SLEEP);      /* inside the last: dropped */
+	sched(&sum, t, PID, TID, T0 + 1500, 1000, DL_ST_RUNNING);
+	CHECK(dl_trace_finish(t, &st) == 0, "finish");
+	fclose(f);
+	CHECK_EQ_U64(st.clipped, 2);
+	CHECK_EQ_U64(st.slices, 3);
+	decode((const uint8_t *)buf, len, &d);
+	qsort(d.ev, (size_t)d.n, sizeof(d.ev[0]), ev_cmp);
+	for (int i = 0; i < d.n; i++) {
+		if (d.ev[i].type == PF_TYPE_BEGIN && ++depth > maxd)
+			maxd = depth;
+		if (d.ev[i].type == PF_TYPE_END)
+			depth--;
+	}
+	CHECK(maxd == 1 && depth == 0, "state slices nest: max depth %d, left open %d", maxd, depth);
+	dl_summary_free(&sum);
+	free(buf);
+}
+
 int main(void)
 {
 	test_varints();
@@ -589,5 +624,6 @@ int main(void)
 	test_sink_pftrace();
 	test_sink_json();
 	test_write_error();
+	test_state_clipping();
 	return check_report("test_perfetto");
 }
