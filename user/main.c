@@ -369,8 +369,12 @@ int main(int argc, char **argv)
 			dl_err("writing the trace to %s failed: %s; the file is incomplete", r.cfg.trace_path, strerror(-terr));
 			err = err ? err : terr;
 		} else {
-			dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " bytes in %s",
-				ts.slices, ts.counters, ts.bytes, r.cfg.trace_path);
+			dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " events (%" PRIu64
+				" out of order), %" PRIu64 " bytes in %s", ts.slices, ts.counters, ts.events, ts.late, ts.bytes,
+				r.cfg.trace_path);
+			if (ts.lane_overflow || ts.clipped)
+				dl_warn("trace: %" PRIu64 " disk requests left out (more in flight than lanes), %" PRIu64
+					" overlapping thread-state intervals cut", ts.lane_overflow, ts.clipped);
 		}
 	}
 	exit_code = err ? 1 : command_status(&r);

@@ -460,8 +460,15 @@ static void add_proc(struct dl_trace *t, const struct dl_proc_ev *ev)
 	comm[DL_COMM_LEN] = '\0';
 	if (ev->what == DL_PROC_FORK || ev->what == DL_PROC_EXEC)
 		proc_of(t, (pid_t)ev->h.tgid, comm);
-	else if (ev->what == DL_PROC_THREAD)
-		thread_of(t, (pid_t)ev->h.tgid, (pid_t)ev->h.tid);
+	else if (ev->what == DL_PROC_THREAD) {
+		struct tthread *th = thread_of(t, (pid_t)ev->h.tgid, (pid_t)ev->h.tid);
+
+		/* a new thread's own name (data-loader threads often have one) */
+		if (comm[0] && th->tid != th->pid) {
+			snprintf(th->name, sizeof(th->name), "%s %d", comm, th->tid);
+			declare(t, &th->track);
+		}
+	}
 }
 
 int dl_trace_sink(void *trace, const void *rec, size_t len)
