@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cuda_api.h"
+#include "log.h"
 #include "stream.h"
 #include "trace.h"
 #include "trace_out.h"
@@ -471,6 +472,15 @@ static void add_proc(struct dl_trace *t, const struct dl_proc_ev *ev)
 	}
 }
 
+/* The first write error stops the trace, said at once: tracing may go on for hours. */
+static void check_write(struct dl_trace *t)
+{
+	if (t->err || !t->out->f || !ferror(t->out->f))
+		return;
+	t->err = errno ? -errno : -EIO;
+	dl_err("writing the trace failed: %s; the rest of the trace is left out", strerror(-t->err));
+}
+
 int dl_trace_sink(void *trace, const void *rec, size_t len)
 {
 	struct dl_trace *t = trace;
@@ -506,8 +516,7 @@ int dl_trace_sink(void *trace, const void *rec, size_t len)
 	default:
 		break;
 	}
-	if (t->out->f && ferror(t->out->f))
-		t->err = -EIO;
+	check_write(t);
 	return t->err;
 }
 
@@ -564,8 +573,7 @@ void dl_trace_step(void *trace, const struct dl_step *s)
 		t->out->flow_mark(t->out, &th->track, copy->ts + copy->dur / 2, "step h2d", flow, !sync);
 	if (sync)
 		t->out->flow_mark(t->out, &th->track, sync->ts + sync->dur / 2, "step sync", flow, 1);
-	if (t->out->f && ferror(t->out->f))
-		t->err = -EIO;
+	check_write(t);
 }
 
 /* --- life cycle --- */
