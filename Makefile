@@ -10,7 +10,7 @@ ARCH := x86
 CFLAGS_COMMON := -std=gnu11 -g -Wall -Wextra -Werror -Iinclude -Iuser -I$(OUTPUT)
 CFLAGS ?= -O2
 USER_CFLAGS := $(CFLAGS_COMMON) $(CFLAGS)
-LIBS := $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz)
+LIBS := $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz) -lm
 TEST_CFLAGS := -std=gnu11 -g -O2 -Wall -Wextra -Werror
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -22,7 +22,10 @@ BPF_HDRS := bpf/common.bpf.h bpf/vmlinux.h include/dlbpf/events.h
 USER_SRCS := $(wildcard user/*.c)
 USER_HDRS := $(wildcard user/*.h) user/cuda_api.def include/dlbpf/events.h
 # Everything but main.c and the BPF-facing parts: what unit tests link against.
-PURE_SRCS := user/stream.c user/cuda_api.c user/procfs.c user/elfsym.c user/summary.c user/json.c user/report.c user/log.c user/pbwriter.c user/perfetto.c user/trace.c user/trace_json.c
+PURE_SRCS := user/stream.c user/cuda_api.c user/procfs.c user/elfsym.c user/summary.c user/json.c \
+	user/report.c user/report_diag.c user/log.c user/breakdown.c user/steps.c user/correlate.c \
+	user/diagnose.c user/record.c \
+	user/pbwriter.c user/perfetto.c user/trace.c user/trace_json.c
 
 .PHONY: all test demo deps clean test-unit test-integration bench
 .DELETE_ON_ERROR:

@@ -7,7 +7,18 @@
 
 #define DL_MAX_PIDS 64
 
+enum dl_mode {
+	DL_MODE_LIVE,     /* dlbpf [--pid N | -- CMD]: trace and diagnose */
+	DL_MODE_RECORD,   /* dlbpf record -o FILE ...: write the raw stream */
+	DL_MODE_REPORT,   /* dlbpf report FILE: replay a recording */
+};
+
 struct dl_config {
+	enum dl_mode mode;
+	const char *record_path;   /* record: -o FILE */
+	const char *input_path;    /* report: FILE */
+	const char *step_on;       /* --step-on: a CUDA API or a symbol of the target */
+	double pcie_gbps, disk_mbps;
 	pid_t pids[DL_MAX_PIDS];
 	int npids;
 	char **cmd;            /* -- CMD ARGS... (NULL-terminated), or NULL */

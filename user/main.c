@@ -14,6 +14,11 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
+#include "correlate.h"
+#include "diagnose.h"
+#include "marker.h"
+#include "record.h"
+#include "report_diag.h"
 #include "env.h"
 #include "log.h"
 #include "procfs.h"
@@ -58,10 +63,11 @@ struct run {
 	struct dl_summary sum;
 	struct dl_stream stream;
 	struct dl_symbolizer *symbolizer;
+	struct dl_markers markers;
 	struct ring_buffer *rb;
 	struct dl_spawn spawn;
 	FILE *json;
-	struct dl_trace *trace;   /* -o: also a dl_step_fn target (dl_trace_step) */
+	struct dl_trace *trace;   /* -o: the timeline (records through the stream, steps through on_step) */
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
@@ -130,6 +136,7 @@ static void rescan(struct run *r, bool first)
 		pid_t pid = p->pid;
 
 		dl_symbolizer_note(r->symbolizer, pid);
+		dl_markers_attach(&r->markers, &r->tracer, pid);
 		n = dl_tracer_scan_cuda(&r->tracer, pid);
 		if (n > 0 && !first)
 			dl_info("pid %d: CUDA runtime loaded, now traced", pid);
@@ -258,11 +265,169 @@ static int command_status(struct run *r)
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 0;
 }
 
+static uint32_t gpu_pcie_mbps(void)
+{
+	/* The fastest NVIDIA (vendor 0x10de) display/3D controller's link: GT/s x lanes x 128/130 / 8. */
+	FILE *ls = popen("for d in /sys/bus/pci/devices/*; do [ \"$(cat $d/vendor 2>/dev/null)\" = 0x10de ] && "
+			 "case $(cat $d/class) in 0x03*) echo $(cat $d/current_link_speed) "
+			 "$(cat $d/current_link_width);; esac; done 2>/dev/null", "r");
+	double gts, best = 0;
+	int width;
+	char line[128];
+
+	if (!ls)
+		return 0;
+	while (fgets(line, sizeof(line), ls))
+		if (sscanf(line, "%lf GT/s %*s %d", &gts, &width) == 2 || sscanf(line, "%lf GT/s %d", &gts, &width) == 2)
+			if (gts * width * 128 / 130 / 8 * 1000 > best)
+				best = gts * width * 128 / 130 / 8 * 1000;
+	pclose(ls);
+	return (uint32_t)best;
+}
+
+/* Live tracing: everything that needs the kernel, from checks to the last drained record. */
+static int trace(struct run *r)
+{
+	uint64_t drops[DL_DROP_MAX];
+	int err;
+
+	for (int i = 0; i < r->cfg.npids; i++) {
+		if (!dl_proc_alive(r->cfg.pids[i])) {
+			dl_err("no process with pid %d", r->cfg.pids[i]);
+			return -ESRCH;
+		}
+	}
+	err = dl_env_check();
+	if (err)
+		return err;
+	err = dl_tracer_open_load(&r->tracer, r->cfg.ringbuf_mb);
+	if (err)
+		return err;
+	r->rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r->tracer), on_record, r, NULL);
+	if (!r->rb) {
+		err = -errno;
+		dl_err("cannot set up the ring buffer: %s", strerror(errno));
+		return err;
+	}
+	err = dl_tracer_attach_tracepoints(&r->tracer);
+	if (err)
+		return err;
+
+	r->start_ns = now_ns();
+	dl_emit_trace_start(&r->stream, r->start_ns, gpu_pcie_mbps());
+	if (r->cfg.cmd) {
+		err = start_command(r);
+	} else {
+		for (int i = 0; i < r->cfg.npids && !err; i++)
+			err = trace_root(r, r->cfg.pids[i]);
+		if (!err)
+			rescan(r, true);
+	}
+	if (err)
+		return err;
+	for (size_t i = 0; i < r->sum.n; i++)
+		if (!r->sum.procs[i].cuda_libs)
+			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
+				r->sum.procs[i].pid, r->sum.procs[i].comm);
+	if (r->cfg.step_on && !dl_api_by_name(r->cfg.step_on) && !r->markers.n)
+		dl_warn("--step-on %s: no such function in the traced processes yet (will keep looking)",
+			r->cfg.step_on);
+	dl_info("tracing %zu process%s; Ctrl-C to stop", r->sum.n, r->sum.n == 1 ? "" : "es");
+
+	err = run_loop(r);
+	dl_markers_detach(&r->markers);
+	dl_tracer_detach(&r->tracer);
+	ring_buffer__consume(r->rb);
+	dl_tracer_read_drops(&r->tracer, drops);
+	dl_emit_trace_end(&r->stream, now_ns(), drops);
+	return err;
+}
+
+static int write_json(struct run *r, const struct dl_correlator *corr, const struct dl_diagnosis *diag)
+{
+	FILE *f = r->json;
+
+	r->json = NULL;
+	if (dl_report_json(f, &r->sum, corr, diag) || fclose(f)) {
+		dl_err("writing the JSON summary to %s failed: %s", r->cfg.json_path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Steps go to the live printer and to the timeline. */
+struct step_sinks {
+	struct dl_step_printer *printer;
+	struct dl_trace *trace;
+};
+
+static void on_step(void *ctx, const struct dl_step *st)
+{
+	struct step_sinks *s = ctx;
+
+	dl_print_step(s->printer, st);
+	if (s->trace)
+		dl_trace_step(s->trace, st);
+}
+
+/* A replayed timeline shows the recording's own real time: its header's clock snapshot. */
+static void trace_clocks_of(struct dl_trace *t, const char *path)
+{
+	struct dl_rec_header h;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;   /* dl_replay says why */
+	if (fread(&h, sizeof(h), 1, f) == 1 && !memcmp(h.magic, DL_REC_MAGIC, sizeof(h.magic)))
+		dl_trace_set_clocks(t, h.mono_ns, h.boot_ns, h.real_ns);
+	fclose(f);
+}
+
+static int open_trace(struct run *r)
+{
+	int err, fmt = r->cfg.trace_format >= 0 ? r->cfg.trace_format : (int)dl_trace_format_of_path(r->cfg.trace_path);
+
+	r->trace = dl_trace_open(r->cfg.trace_path, (enum dl_trace_format)fmt, &r->sum, &err);
+	if (!r->trace) {
+		dl_err("cannot write the trace to %s: %s", r->cfg.trace_path, strerror(-err));
+		return err;
+	}
+	if (r->cfg.mode == DL_MODE_REPORT)
+		trace_clocks_of(r->trace, r->cfg.input_path);
+	return 0;
+}
+
+static int close_trace(struct run *r)
+{
+	struct dl_trace_stats ts;
+	int err = dl_trace_close(r->trace, &ts);
+
+	r->trace = NULL;
+	if (err) {
+		dl_err("writing the trace to %s failed: %s; the file is incomplete", r->cfg.trace_path, strerror(-err));
+		return err;
+	}
+	dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " events (%" PRIu64
+		" out of order), %" PRIu64 " bytes in %s", ts.slices, ts.counters, ts.events, ts.late, ts.bytes,
+		r->cfg.trace_path);
+	if (ts.lane_overflow || ts.clipped)
+		dl_warn("trace: %" PRIu64 " disk requests left out (more in flight than lanes), %" PRIu64
+			" overlapping thread-state intervals cut", ts.lane_overflow, ts.clipped);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct run r = {};
-	uint64_t drops[DL_DROP_MAX];
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct dl_corr_opts copts = { 0 };
+	struct dl_diag_opts dopts = { 0 };
+	struct dl_step_printer printer = { .f = stdout };
+	struct step_sinks steps = { .printer = &printer };
+	struct dl_correlator *corr = NULL;
+	struct dl_diagnosis *diag = NULL;
+	struct dl_recorder rec = { 0 };
+	char replay_err[512];
 	int err = 0, exit_code = 1;
 
 	dl_cli_parse(argc, argv, &r.cfg);
@@ -270,15 +435,9 @@ int main(int argc, char **argv)
 	if (dl_log_level > DL_LOG_DEBUG)
 		dl_log_level = DL_LOG_DEBUG;
 	libbpf_set_print(libbpf_print);
+	r.markers.symbol = r.cfg.step_on && !dl_api_by_name(r.cfg.step_on) ? r.cfg.step_on : NULL;
 
-	for (int i = 0; i < r.cfg.npids; i++) {
-		if (!dl_proc_alive(r.cfg.pids[i])) {
-			dl_err("no process with pid %d", r.cfg.pids[i]);
-			return 1;
-		}
-	}
-	if (dl_env_check())
-		return 1;
+	/* Outputs are opened first: an unwritable path fails before anything is traced. */
 	if (r.cfg.json_path) {
 		r.json = fopen(r.cfg.json_path, "w");
 		if (!r.json) {
@@ -286,106 +445,93 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (r.cfg.trace_path) {
-		int fmt = r.cfg.trace_format >= 0 ? r.cfg.trace_format : (int)dl_trace_format_of_path(r.cfg.trace_path);
-
-		r.trace = dl_trace_open(r.cfg.trace_path, (enum dl_trace_format)fmt, &r.sum, &err);
-		if (!r.trace) {
-			dl_err("cannot write the trace to %s: %s", r.cfg.trace_path, strerror(-err));
-			if (r.json)
-				fclose(r.json);
-			return 1;
-		}
+	if (r.cfg.mode == DL_MODE_RECORD && dl_recorder_open(&rec, r.cfg.record_path))
+		goto cleanup;
+	if (r.cfg.trace_path && open_trace(&r)) {
+		err = -EIO;
+		goto cleanup;
 	}
+	steps.trace = r.trace;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
 	dl_summary_init(&r.sum);
 	r.symbolizer = dl_symbolizer_new();
-	if (!r.symbolizer) {
+	diag = calloc(1, sizeof(*diag));
+	if (!r.symbolizer || !diag) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	/* The summary first: the correlator reads its pinned ranges. */
 	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
+	if (r.cfg.mode == DL_MODE_RECORD)
+		dl_stream_add(&r.stream, dl_recorder_sink, &rec);
 	if (r.trace)
 		dl_stream_add(&r.stream, dl_trace_sink, r.trace);   /* after the summary: it reads its names */
-
-	err = dl_tracer_open_load(&r.tracer, r.cfg.ringbuf_mb);
-	if (err)
-		goto cleanup;
-	r.rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r.tracer), on_record, &r, NULL);
-	if (!r.rb) {
-		err = -errno;
-		dl_err("cannot set up the ring buffer: %s", strerror(errno));
+	/* Recording also diagnoses live: the recording replays to the same result. */
+	copts.step_on = r.cfg.step_on;
+	copts.pcie_gbps = r.cfg.pcie_gbps;
+	corr = dl_corr_new(&copts, &r.sum, on_step, &steps);
+	if (!corr) {
+		err = -ENOMEM;
 		goto cleanup;
 	}
-	err = dl_tracer_attach_tracepoints(&r.tracer);
-	if (err)
-		goto cleanup;
+	dl_stream_add(&r.stream, dl_corr_sink, corr);
 
-	r.start_ns = now_ns();
-	dl_emit_trace_start(&r.stream, r.start_ns);
-	if (r.cfg.cmd) {
-		err = start_command(&r);
-		if (err)
+	if (r.cfg.mode == DL_MODE_REPORT) {
+		if (dl_replay(r.cfg.input_path, &r.stream, NULL, replay_err, sizeof(replay_err))) {
+			dl_err("%s", replay_err);
+			err = -EINVAL;
 			goto cleanup;
+		}
 	} else {
-		for (int i = 0; i < r.cfg.npids && !err; i++)
-			err = trace_root(&r, r.cfg.pids[i]);
+		err = trace(&r);
 		if (err)
 			goto cleanup;
-		rescan(&r, true);
 	}
-	for (size_t i = 0; i < r.sum.n; i++)
-		if (!r.sum.procs[i].cuda_libs)
-			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
-				r.sum.procs[i].pid, r.sum.procs[i].comm);
-	dl_info("tracing %zu process%s; Ctrl-C to stop", r.sum.n, r.sum.n == 1 ? "" : "es");
 
-	err = run_loop(&r);
-	dl_tracer_detach(&r.tracer);
-	ring_buffer__consume(r.rb);
-	dl_tracer_read_drops(&r.tracer, drops);
-	dl_emit_trace_end(&r.stream, now_ns(), drops);
+	if (r.cfg.mode == DL_MODE_RECORD) {
+		err = dl_recorder_close(&rec);
+		if (err) {
+			dl_err("writing the recording %s failed: %s", r.cfg.record_path, strerror(-err));
+			goto cleanup;
+		}
+	}
+	dl_corr_finish(corr);
+	dopts.pcie_gbps = r.cfg.pcie_gbps;
+	dopts.disk_mbps = r.cfg.disk_mbps;
+	dl_diagnose(corr, &r.sum, &dopts, diag);
 	if (r.sum.malformed)
 		dl_warn("%" PRIu64 " malformed records ignored", r.sum.malformed);
-
 	dl_report_text(stdout, &r.sum);
+	dl_report_steps_text(stdout, corr, diag);
+	if (r.cfg.mode == DL_MODE_RECORD)
+		printf("\ndlbpf: recorded %" PRIu64 " records (%.1f MiB) to %s; `dlbpf report %s` replays it\n",
+		       rec.records, (double)rec.bytes / (1 << 20), r.cfg.record_path, r.cfg.record_path);
 	fflush(stdout);
-	if (r.json) {
-		if (dl_report_json(r.json, &r.sum) || fclose(r.json)) {
-			dl_err("writing the JSON summary to %s failed: %s", r.cfg.json_path, strerror(errno));
-			err = err ? err : -EIO;
-		}
-		r.json = NULL;
-	}
+	if (r.json)
+		err = write_json(&r, corr, diag);
 	if (r.trace) {
-		struct dl_trace_stats ts;
-		int terr = dl_trace_close(r.trace, &ts);
+		int terr = close_trace(&r);
 
-		r.trace = NULL;
-		if (terr) {
-			dl_err("writing the trace to %s failed: %s; the file is incomplete", r.cfg.trace_path, strerror(-terr));
-			err = err ? err : terr;
-		} else {
-			dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " events (%" PRIu64
-				" out of order), %" PRIu64 " bytes in %s", ts.slices, ts.counters, ts.events, ts.late, ts.bytes,
-				r.cfg.trace_path);
-			if (ts.lane_overflow || ts.clipped)
-				dl_warn("trace: %" PRIu64 " disk requests left out (more in flight than lanes), %" PRIu64
-					" overlapping thread-state intervals cut", ts.lane_overflow, ts.clipped);
-		}
+		err = err ? err : terr;
 	}
 	exit_code = err ? 1 : command_status(&r);
 
 cleanup:
+	if (rec.f)
+		dl_recorder_close(&rec);
 	if (r.json)
 		fclose(r.json);
 	if (r.trace)
 		dl_trace_close(r.trace, NULL);
+	dl_markers_detach(&r.markers);
 	ring_buffer__free(r.rb);
-	dl_tracer_destroy(&r.tracer);
+	if (r.tracer.skel)
+		dl_tracer_destroy(&r.tracer);
+	dl_corr_free(corr);
+	free(diag);
 	dl_symbolizer_free(r.symbolizer);
 	dl_summary_free(&r.sum);
 	return err ? 1 : exit_code;

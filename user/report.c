@@ -4,6 +4,7 @@
 #include <string.h>
 #include "json.h"
 #include "report.h"
+#include "report_diag.h"
 #include "version.h"
 
 static const char *const drop_names[DL_DROP_MAX] = {
@@ -213,7 +214,8 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_obj_end(j);
 }
 
-int dl_report_json(FILE *f, const struct dl_summary *s)
+int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
+		   const struct dl_diagnosis *d)
 {
 	struct dl_json j;
 
@@ -239,12 +241,7 @@ int dl_report_json(FILE *f, const struct dl_summary *s)
 	for (size_t i = 0; i < s->n; i++)
 		json_proc(&j, &s->procs[i]);
 	dl_json_arr_end(&j);
-	dl_json_key(&j, "steps");
-	dl_json_arr_begin(&j);
-	dl_json_arr_end(&j);
-	dl_json_key(&j, "diagnosis");
-	dl_json_obj_begin(&j);
-	dl_json_obj_end(&j);
+	dl_report_steps_json(&j, c, d);
 	dl_json_obj_end(&j);
 	fputc('\n', f);
 	if (fflush(f) || ferror(f)) {

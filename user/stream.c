@@ -40,12 +40,13 @@ static void copy_str(char *dst, size_t cap, const char *src)
 	memset(dst + n, 0, cap - n);
 }
 
-void dl_emit_trace_start(struct dl_stream *s, uint64_t ts)
+void dl_emit_trace_start(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps)
 {
 	struct dl_trace_start_ev e;
 
 	memset(&e, 0, sizeof(e));
 	fill_hdr(&e.h, sizeof(e), DL_EV_TRACE_START, ts, 0);
+	e.pcie_mbps = pcie_mbps;
 	dl_stream_emit(s, &e, sizeof(e));
 }
 

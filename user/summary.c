@@ -365,6 +365,7 @@ int dl_summary_add(struct dl_summary *s, const void *rec, size_t len)
 		break;
 	case DL_EV_TRACE_START:
 		s->start_ts = h->ts;
+		s->pcie_mbps = ((const struct dl_trace_start_ev *)rec)->pcie_mbps;
 		break;
 	case DL_EV_PROCINFO: {
 		const struct dl_procinfo_ev *e = rec;

@@ -81,6 +81,7 @@ struct dl_summary {
 	uint64_t async_io_bytes, async_io_ops;   /* kernel-thread requests, not attributed */
 	uint64_t first_ts, last_ts;
 	uint64_t start_ts, end_ts;    /* from DL_EV_TRACE_START / DL_EV_TRACE_END */
+	uint32_t pcie_mbps;           /* from DL_EV_TRACE_START */
 	uint64_t drops[DL_DROP_MAX];
 	uint64_t drops_total;
 	uint64_t malformed;

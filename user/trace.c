@@ -79,13 +79,6 @@ struct dl_trace {
 	int err;
 };
 
-static const char *const cat_names[DL_CAT_COUNT] = {
-	/* Same names as DESIGN.md's breakdown table (dl_cat_name in correlate.c). */
-	"gpu_wait", "h2d", "d2h", "launch", "cuda_other", "io_wait", "input_wait", "runq", "cpu",
-};
-static const char *const verdict_names[DL_V_COUNT] = {
-	"gpu-bound", "input-bound", "copy-bound", "launch-bound", "host-compute-bound", "cpu-contention",
-};
 static const char *const state_names[] = {
 	[DL_ST_RUNNING] = "running", [DL_ST_RUNQ] = "runnable",
 	[DL_ST_SLEEP] = "blocked (S)", [DL_ST_DISK] = "blocked (D)",
@@ -559,15 +552,17 @@ void dl_trace_step(void *trace, const struct dl_step *s)
 	arg(a, &n, "share", DL_TA_DBL)->d = s->share;
 	for (int c = 0; c < DL_CAT_COUNT; c++)
 		if (s->cat_ns[c])
-			arg(a, &n, cat_names[c], DL_TA_U64)->u = s->cat_ns[c];
+			arg(a, &n, dl_cat_name((enum dl_cat)c), DL_TA_U64)->u = s->cat_ns[c];
 	if (s->h2d_bytes)
 		arg(a, &n, "h2d_bytes", DL_TA_U64)->u = s->h2d_bytes;
 	if (s->io_read_bytes)
 		arg(a, &n, "io_read_bytes", DL_TA_U64)->u = s->io_read_bytes;
 	if (s->kernels)
 		arg(a, &n, "kernels", DL_TA_U64)->u = s->kernels;
+	if (s->wakeup_runq_ns)
+		arg(a, &n, "wakeup_runq", DL_TA_U64)->u = s->wakeup_runq_ns;
 	emit_slice(t, &(struct dl_tslice){ .track = &p->steps, .ts = s->start_ns, .dur = s->dur_ns, .cat = "step",
-					   .name = (unsigned)s->verdict < DL_V_COUNT ? verdict_names[s->verdict] : "step",
+					   .name = (unsigned)s->verdict < DL_V_COUNT ? dl_verdict_name(s->verdict) : "step",
 					   .args = a, .nargs = n, .flow_out = flow });
 	if (copy)
 		t->out->flow_mark(t->out, &th->track, copy->ts + copy->dur / 2, "step h2d", flow, !sync);

@@ -152,7 +152,7 @@ struct dl_mark_ev {
 struct dl_trace_start_ev {
 	struct dl_hdr h;          /* ts = start of tracing */
 	dl_u32 flags;
-	dl_u32 pad;
+	dl_u32 pcie_mbps;         /* fastest GPU PCIe link in sysfs, MB/s; 0 if none */
 };
 
 struct dl_procinfo_ev {

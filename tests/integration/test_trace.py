@@ -203,6 +203,13 @@ def test_pftrace_demo():
     # The correlator's steps (the summary's "steps", once it writes them) each have a slice.
     steps = summary.get("steps", [])
     check(len(t.by_cat("step")) == len(steps), f"{len(t.by_cat('step'))} step slices, summary has {len(steps)} steps")
+    check(steps, "the correlator found no steps in the demo")
+    for sl, st in zip(sorted(t.by_cat("step"), key=lambda x: x[3]), sorted(steps, key=lambda x: x["start_ns"])):
+        check(sl[3] == st["start_ns"] and sl[4] == st["dur_ns"] and sl[1] == st["verdict"],
+              f"step slice {sl[1]} at {sl[3]}+{sl[4]} != step {st['verdict']} at {st['start_ns']}+{st['dur_ns']}")
+        check(sum(sl[6].get(c, 0) for c in st["breakdown_ns"]) == st["dur_ns"], f"step breakdown args: {sl[6]}")
+    # Flows: each starts at a step slice and passes through its H2D copy and/or ends at its sync.
+    check(t.flows and all(n >= 2 for n in t.flows.values()), f"flows: {dict(list(t.flows.items())[:5])}")
     running = sum(1 for s in t.by_cat("sched") if s[1] == "running")
     check(running == switches, f"{running} running slices, summary counts {switches} switches")
     # Thread states, disk lanes and steps never overlap on their track: all at depth 0.
@@ -219,7 +226,29 @@ def test_pftrace_demo():
     names = {one(t.tracks[u], "name") for u in t.counters}
     check(any("H2D" in n for n in names) and any("disk" in n for n in names), f"counters: {names}")
     size = os.path.getsize(path)
-    return f"{len(t.slices)} slices, {t.event_count} events, {size / t.event_count:.1f} B/event"
+    return (f"{len(t.slices)} slices ({len(steps)} steps, {len(t.flows)} flows), {t.event_count} events, "
+            f"{size / t.event_count:.1f} B/event")
+
+
+def test_pftrace_from_recording():
+    """record, then report FILE -o: the timeline of a recording, same counts as its summary."""
+    rec = os.path.join(WORK, "trace-demo.dlbpf")
+    path = os.path.join(WORK, "replay.pftrace")
+    js = os.path.join(WORK, "replay-summary.json")
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    p = subprocess.run([os.path.join(ROOT, "dlbpf"), "record", "-q", "-o", rec, "--", TRAIN, "--scenario", "input"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    check(p.returncode == 0, f"record exited {p.returncode}: {p.stderr[-500:]}")
+    rc, _, err = run_dlbpf(["report", rec, "-q", "-o", path, "--json", js])
+    check(rc == 0, f"report exited {rc}: {err[-500:]}")
+    with open(js) as f:
+        summary = json.load(f)
+    t = PfTrace(decode_pftrace(path))
+    cuda, bio, switches = summary_counts(summary)
+    check(len(t.by_cat("cuda")) == cuda and len(t.by_cat("io")) == bio, "replayed counts differ from the summary")
+    check(len(t.by_cat("step")) == len(summary.get("steps", [])), "replayed steps differ")
+    check_durations(summary, [(s[2], s[1], s[4], s[6]) for s in t.slices])
+    return f"{len(t.slices)} slices from the recording"
 
 
 def test_json_demo():
@@ -289,5 +318,5 @@ def test_full_disk():
 
 
 if __name__ == "__main__":
-    main([test_pftrace_demo, test_json_demo, test_format_option_and_default_name, test_bad_output_path,
+    main([test_pftrace_demo, test_json_demo, test_pftrace_from_recording, test_format_option_and_default_name, test_bad_output_path,
           test_full_disk])
