@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "trace.h"
 #include "version.h"
 
 const char *argp_program_version = "dlbpf " DLBPF_VERSION;
@@ -30,9 +31,11 @@ static const char doc[] =
 "  dlbpf report run.dlbpf -j s.json             # (no root needed)\n"
 "  sudo dlbpf --comm python3        # every python3 process, now and later\n"
 "  sudo dlbpf --system-wide -d 60   # every process using CUDA, for a minute\n"
+"  sudo dlbpf -p 4242 -o t.pftrace  # also write a timeline for the Perfetto UI\n"
+"  dlbpf report run.dlbpf -o t.json # the timeline of a recording, as Chrome JSON\n"
 "  sudo dlbpf -v --pid 4242         # also say what is attached where";
 
-enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM };
+enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -40,7 +43,10 @@ static const struct argp_option opts[] = {
 	{ "system-wide", OPT_SYSTEM, NULL, 0, "Trace every process that maps a CUDA runtime, now and later", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds (default: when the traced processes exit, or Ctrl-C)", 0 },
 	{ "json", 'j', "FILE", 0, "Write the JSON summary (schema 1) to FILE", 0 },
-	{ "output", 'o', "FILE", 0, "record: the recording to write", 0 },
+	{ "output", 'o', "FILE", 0, "record: the recording to write; otherwise a timeline trace (Perfetto "
+	  "protobuf, Chrome JSON if FILE ends in .json)", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "Timeline format: pftrace or json (without -o, or with record: to "
+	  "trace.pftrace or trace.json)", 0 },
 	{ "step-on", OPT_STEP_ON, "SYMBOL", 0, "A step starts at each call of SYMBOL: a CUDA API (cudaMemcpy) "
 	  "or any function of the target (default: found automatically)", 0 },
 	{ "pcie-gbps", OPT_PCIE, "GB/S", 0, "Peak host-device bandwidth for the paper sketch (default: the "
@@ -109,7 +115,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		cfg->json_path = arg;
 		break;
 	case 'o':
-		cfg->record_path = arg;
+		if (!*arg)
+			argp_error(state, "-o needs a file name");
+		cfg->record_path = arg;   /* the trace's, unless recording: sorted out at the end */
+		break;
+	case OPT_FORMAT:
+		cfg->trace_format = dl_trace_format_parse(arg);
+		if (cfg->trace_format < 0)
+			argp_error(state, "unknown trace format '%s' (expected pftrace or json)", arg);
 		break;
 	case OPT_STEP_ON:
 		if (!*arg)
@@ -154,12 +167,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
+		/* -o is the recording for record, the timeline otherwise */
+		if (cfg->mode != DL_MODE_RECORD && cfg->record_path) {
+			cfg->trace_path = cfg->record_path;
+			cfg->record_path = NULL;
+		}
+		if (cfg->trace_format >= 0 && !cfg->trace_path)
+			cfg->trace_path = cfg->trace_format == DL_TRACE_JSON ? "trace.json" : "trace.pftrace";
 		if (cfg->mode == DL_MODE_REPORT) {
 			if (!cfg->input_path)
 				argp_error(state, "report needs a recording: dlbpf report FILE");
-			if (cfg->npids || cfg->ncomms || cfg->system_wide || cfg->duration_s > 0 || cfg->record_path)
-				argp_error(state, "report replays a recording: --pid, --comm, --system-wide, --duration "
-					   "and -o do not apply");
+			if (cfg->npids || cfg->ncomms || cfg->system_wide || cfg->duration_s > 0)
+				argp_error(state, "report replays a recording: --pid, --comm, --system-wide and "
+					   "--duration do not apply");
 			break;
 		}
 		if (!cfg->npids && !cfg->cmd && !cfg->ncomms && !cfg->system_wide)
@@ -168,8 +188,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either --pid or a command, not both (--comm and --system-wide count as --pid)");
 		if (cfg->mode == DL_MODE_RECORD && !cfg->record_path)
 			argp_error(state, "record needs -o FILE");
-		if (cfg->mode == DL_MODE_LIVE && cfg->record_path)
-			argp_error(state, "-o FILE is for record: dlbpf record -o FILE ...");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -185,6 +203,7 @@ void dl_cli_parse(int argc, char **argv, struct dl_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->ringbuf_mb = 16;
 	cfg->drain_ms = 10;
+	cfg->trace_format = -1;
 	if (argc > 1 && (!strcmp(argv[1], "record") || !strcmp(argv[1], "report"))) {
 		cfg->mode = !strcmp(argv[1], "record") ? DL_MODE_RECORD : DL_MODE_REPORT;
 		/* The subcommand takes argv[0]'s place, so usage messages name it. */

@@ -25,6 +25,8 @@ struct dl_config {
 	char **cmd;            /* -- CMD ARGS... (NULL-terminated), or NULL */
 	double duration_s;     /* 0: until the traced processes exit or a signal */
 	const char *json_path;
+	const char *trace_path;  /* -o FILE: timeline trace, or NULL */
+	int trace_format;        /* enum dl_trace_format; -1: by trace_path's extension */
 	int verbose;
 	unsigned ringbuf_mb;
 	unsigned drain_ms;

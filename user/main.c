@@ -29,6 +29,7 @@
 #include "stream.h"
 #include "summary.h"
 #include "symbolize.h"
+#include "trace.h"
 #include "tracer.h"
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
@@ -68,6 +69,7 @@ struct run {
 	struct ring_buffer *rb;
 	struct dl_spawn spawn;
 	FILE *json;
+	struct dl_trace *trace;   /* -o: the timeline (records through the stream, steps through on_step) */
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
@@ -444,6 +446,67 @@ static int write_json(struct run *r, const struct dl_correlator *corr, const str
 	return 0;
 }
 
+/* Steps go to the live printer and to the timeline. */
+struct step_sinks {
+	struct dl_step_printer *printer;
+	struct dl_trace *trace;
+};
+
+static void on_step(void *ctx, const struct dl_step *st)
+{
+	struct step_sinks *s = ctx;
+
+	dl_print_step(s->printer, st);
+	if (s->trace)
+		dl_trace_step(s->trace, st);
+}
+
+/* A replayed timeline shows the recording's own real time: its header's clock snapshot. */
+static void trace_clocks_of(struct dl_trace *t, const char *path)
+{
+	struct dl_rec_header h;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;   /* dl_replay says why */
+	if (fread(&h, sizeof(h), 1, f) == 1 && !memcmp(h.magic, DL_REC_MAGIC, sizeof(h.magic)))
+		dl_trace_set_clocks(t, h.mono_ns, h.boot_ns, h.real_ns);
+	fclose(f);
+}
+
+static int open_trace(struct run *r)
+{
+	int err, fmt = r->cfg.trace_format >= 0 ? r->cfg.trace_format : (int)dl_trace_format_of_path(r->cfg.trace_path);
+
+	r->trace = dl_trace_open(r->cfg.trace_path, (enum dl_trace_format)fmt, &r->sum, &err);
+	if (!r->trace) {
+		dl_err("cannot write the trace to %s: %s", r->cfg.trace_path, strerror(-err));
+		return err;
+	}
+	if (r->cfg.mode == DL_MODE_REPORT)
+		trace_clocks_of(r->trace, r->cfg.input_path);
+	return 0;
+}
+
+static int close_trace(struct run *r)
+{
+	struct dl_trace_stats ts;
+	int err = dl_trace_close(r->trace, &ts);
+
+	r->trace = NULL;
+	if (err) {
+		dl_err("writing the trace to %s failed: %s; the file is incomplete", r->cfg.trace_path, strerror(-err));
+		return err;
+	}
+	dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " events (%" PRIu64
+		" out of order), %" PRIu64 " bytes in %s", ts.slices, ts.counters, ts.events, ts.late, ts.bytes,
+		r->cfg.trace_path);
+	if (ts.lane_overflow || ts.clipped)
+		dl_warn("trace: %" PRIu64 " disk requests left out (more in flight than lanes), %" PRIu64
+			" overlapping thread-state intervals cut", ts.lane_overflow, ts.clipped);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct run r = {};
@@ -451,6 +514,7 @@ int main(int argc, char **argv)
 	struct dl_corr_opts copts = { 0 };
 	struct dl_diag_opts dopts = { 0 };
 	struct dl_step_printer printer = { .f = stdout };
+	struct step_sinks steps = { .printer = &printer };
 	struct dl_correlator *corr = NULL;
 	struct dl_diagnosis *diag = NULL;
 	struct dl_recorder rec = { 0 };
@@ -474,6 +538,11 @@ int main(int argc, char **argv)
 	}
 	if (r.cfg.mode == DL_MODE_RECORD && dl_recorder_open(&rec, r.cfg.record_path))
 		goto cleanup;
+	if (r.cfg.trace_path && open_trace(&r)) {
+		err = -EIO;
+		goto cleanup;
+	}
+	steps.trace = r.trace;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -489,10 +558,12 @@ int main(int argc, char **argv)
 	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
 	if (r.cfg.mode == DL_MODE_RECORD)
 		dl_stream_add(&r.stream, dl_recorder_sink, &rec);
+	if (r.trace)
+		dl_stream_add(&r.stream, dl_trace_sink, r.trace);   /* after the summary: it reads its names */
 	/* Recording also diagnoses live: the recording replays to the same result. */
 	copts.step_on = r.cfg.step_on;
 	copts.pcie_gbps = r.cfg.pcie_gbps;
-	corr = dl_corr_new(&copts, &r.sum, dl_print_step, &printer);
+	corr = dl_corr_new(&copts, &r.sum, on_step, &steps);
 	if (!corr) {
 		err = -ENOMEM;
 		goto cleanup;
@@ -532,6 +603,11 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (r.json)
 		err = write_json(&r, corr, diag);
+	if (r.trace) {
+		int terr = close_trace(&r);
+
+		err = err ? err : terr;
+	}
 	exit_code = err ? 1 : command_status(&r);
 
 cleanup:
@@ -539,6 +615,8 @@ cleanup:
 		dl_recorder_close(&rec);
 	if (r.json)
 		fclose(r.json);
+	if (r.trace)
+		dl_trace_close(r.trace, NULL);
 	dl_markers_detach(&r.markers);
 	ring_buffer__free(r.rb);
 	if (r.tracer.skel)
