@@ -24,7 +24,7 @@ USER_HDRS := $(wildcard user/*.h) user/cuda_api.def include/dlbpf/events.h
 # Everything but main.c and the BPF-facing parts: what unit tests link against.
 PURE_SRCS := user/stream.c user/cuda_api.c user/procfs.c user/elfsym.c user/summary.c user/json.c \
 	user/report.c user/report_diag.c user/log.c user/breakdown.c user/steps.c user/correlate.c \
-	user/diagnose.c user/record.c \
+	user/diagnose.c user/record.c user/correlate_learn.c \
 	user/discover.c user/demangle.c \
 	user/pbwriter.c user/perfetto.c user/trace.c user/trace_json.c
 

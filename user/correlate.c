@@ -4,79 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "breakdown.h"
-#include "correlate.h"
-#include "cuda_api.h"
+#include "correlate_int.h"
 #include "stream.h"
 
-#define LEARN_SYNCS 8                    /* sync points on one thread before deciding */
-#define LEARN_MAX_RECORDS 200000         /* decide anyway past this much */
-#define LAUNCH_GAP_CAP_NS 100000ull      /* a launch owns the time to the next call up to this (HTA's cutoff) */
-#define COPY_LATENCY_NS 10000ull         /* fixed cost of a transfer */
-#define BW_SAMPLE_BYTES (1u << 20)       /* copies this large measure bandwidth */
-#define ALIGN_CHECK_BYTES 4096u
-
-/* A CUDA call of a main thread, as the breakdown needs it. */
-struct mcall {
-	uint64_t start, end;
-	uint64_t bytes, host;
-	uint16_t api;
-	uint8_t cls, dir;
-	uint8_t async, pageable, entry_only, pad;
-};
-
-/* A disk read or a CPU interval of some thread of the traced tree. */
-struct tspan {
-	uint64_t start, end, bytes;
-	uint32_t tgid, tid;
-	uint8_t is_read;
-};
-
-struct vec {
-	void *v;
-	size_t n, cap, elem;
-};
-
-enum cp_state { CP_LEARN, CP_TRACK, CP_NONE };
-
-struct tidcount {
-	uint32_t tid, calls, syncs, api_calls, marks;
-};
-
-struct pending_step {
-	uint64_t start, end;
-};
-
-struct cproc {
-	struct dl_corr_proc pub;
-	enum cp_state st;
-	struct vec learn;           /* raw copies of this process's records while learning */
-	size_t learn_bytes;
-	struct vec tids;            /* struct tidcount */
-	uint64_t learn_start;
-	size_t next_infer;          /* learn.n at which to look for a marker again */
-	/* tracking */
-	bool after_sync, have_marker;
-	uint64_t last_marker;
-	struct vec calls;           /* struct mcall, by start */
-	struct vec sched;           /* struct dl_span (kind = state), by start */
-	uint64_t sched_until;       /* end of the last scheduler interval */
-	uint32_t sched_next;        /* state entered then */
-	struct vec pending;         /* struct pending_step: closed, not finalized */
-};
-
-struct dl_correlator {
-	struct dl_corr_opts opts;
-	const struct dl_summary *sum;
-	dl_step_fn on_step;
-	void *ctx;
-	struct cproc *procs;
-	size_t nprocs, pcap;
-	struct vec tree;            /* struct tspan, unordered */
-	uint64_t watermark;
-	int step_on_api;            /* enum dl_api_id, or 0 */
-};
-
-static void *vec_push(struct vec *v, const void *item)
+void *dl_vec_push(struct vec *v, const void *item)
 {
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? v->cap * 2 : 64;
@@ -95,8 +26,7 @@ static void *vec_push(struct vec *v, const void *item)
 	return slot;
 }
 
-/* Drops the first k items. */
-static void vec_drop_front(struct vec *v, size_t k)
+void dl_vec_drop_front(struct vec *v, size_t k)
 {
 	if (k > v->n)
 		k = v->n;
@@ -106,7 +36,7 @@ static void vec_drop_front(struct vec *v, size_t k)
 	v->n -= k;
 }
 
-static void vec_free(struct vec *v)
+void dl_vec_free(struct vec *v)
 {
 	free(v->v);
 	v->v = NULL;
@@ -151,15 +81,15 @@ void dl_corr_free(struct dl_correlator *c)
 
 		for (size_t k = 0; k < p->learn.n; k++)
 			free(recs[k]);
-		vec_free(&p->learn);
-		vec_free(&p->tids);
-		vec_free(&p->calls);
-		vec_free(&p->sched);
-		vec_free(&p->pending);
+		dl_vec_free(&p->learn);
+		dl_vec_free(&p->tids);
+		dl_vec_free(&p->calls);
+		dl_vec_free(&p->sched);
+		dl_vec_free(&p->pending);
 		free(p->pub.steps);
 	}
 	free(c->procs);
-	vec_free(&c->tree);
+	dl_vec_free(&c->tree);
 	free(c);
 }
 
@@ -193,9 +123,8 @@ static struct cproc *proc_of(struct dl_correlator *c, pid_t pid, bool create)
 	return p;
 }
 
-static bool is_sync_point(const struct dl_call *k)
+bool dl_corr_is_sync_point(const struct dl_call *k)
 {
-	/* A blocking synchronization, or a synchronous copy back to the host (loss.item()). */
 	return k->api->cls == DL_CLS_SYNC ||
 	       (k->api->cls == DL_CLS_COPY && !k->async && k->dir == DL_DIR_D2H);
 }
@@ -381,10 +310,10 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 		/* A call running across the boundary is the next step's too. */
 		if (k && !mc[k - 1].entry_only && mc[k - 1].end > end)
 			k--;
-		vec_drop_front(&p->calls, k);
+		dl_vec_drop_front(&p->calls, k);
 		for (k = 0; k < p->sched.n && sc[k].end <= end; k++)
 			;
-		vec_drop_front(&p->sched, k);
+		dl_vec_drop_front(&p->sched, k);
 	}
 }
 
@@ -430,7 +359,7 @@ static void finalize_ready(struct dl_correlator *c, bool all)
 
 			if (!all && c->watermark < ps.end + c->opts.finalize_delay_ns)
 				break;
-			vec_drop_front(&p->pending, 1);
+			dl_vec_drop_front(&p->pending, 1);
 			finalize(c, p, ps.start, ps.end);
 			any = true;
 		}
@@ -455,7 +384,7 @@ static void on_marker(struct cproc *p, uint64_t ts)
 	if (p->have_marker && ts > p->last_marker) {
 		struct pending_step ps = { p->last_marker, ts };
 
-		vec_push(&p->pending, &ps);
+		dl_vec_push(&p->pending, &ps);
 	}
 	p->have_marker = true;
 	p->last_marker = ts;
@@ -516,7 +445,7 @@ static void track_cuda(struct dl_correlator *c, struct cproc *p, const struct dl
 		on_marker(p, k.ts);
 		p->after_sync = false;
 	}
-	if (is_sync_point(&k))
+	if (dl_corr_is_sync_point(&k))
 		p->after_sync = true;
 	m.start = k.ts;
 	m.end = k.entry_only ? k.ts : k.ts + k.dur_ns;
@@ -531,7 +460,7 @@ static void track_cuda(struct dl_correlator *c, struct cproc *p, const struct dl
 		note_bandwidth(p, &m);
 		note_copy_facts(&p->pub.copy, &m);
 	}
-	vec_push(&p->calls, &m);
+	dl_vec_push(&p->calls, &m);
 }
 
 static void track_sched(struct cproc *p, const struct dl_sched_ev *ev)
@@ -543,12 +472,12 @@ static void track_sched(struct cproc *p, const struct dl_sched_ev *ev)
 	if (p->sched.n && s.start < ((struct dl_span *)p->sched.v)[p->sched.n - 1].end)
 		s.start = ((struct dl_span *)p->sched.v)[p->sched.n - 1].end;
 	if (s.end > s.start)
-		vec_push(&p->sched, &s);
+		dl_vec_push(&p->sched, &s);
 	p->sched_until = max_u64(p->sched_until, s.end);
 	p->sched_next = ev->next_state;
 }
 
-static void track_record(struct dl_correlator *c, struct cproc *p, const struct dl_hdr *h)
+void dl_corr_track_record(struct dl_correlator *c, struct cproc *p, const struct dl_hdr *h)
 {
 	switch (h->kind) {
 	case DL_EV_CUDA:
@@ -564,180 +493,6 @@ static void track_record(struct dl_correlator *c, struct cproc *p, const struct 
 	default:
 		break;
 	}
-}
-
-/* --- learning ------------------------------------------------------------- */
-
-static struct tidcount *tid_of(struct cproc *p, uint32_t tid)
-{
-	struct tidcount *t = p->tids.v, fresh = { .tid = tid };
-
-	for (size_t i = 0; i < p->tids.n; i++)
-		if (t[i].tid == tid)
-			return &t[i];
-	return vec_push(&p->tids, &fresh);
-}
-
-static const struct tidcount *busiest(const struct cproc *p, bool by_marks)
-{
-	const struct tidcount *t = p->tids.v, *best = NULL;
-
-	for (size_t i = 0; i < p->tids.n; i++) {
-		uint32_t v = by_marks ? t[i].marks : t[i].calls, b = best ? (by_marks ? best->marks : best->calls) : 0;
-
-		if (v > b)
-			best = &t[i];
-	}
-	return best;
-}
-
-/* The automatic marker: the call that most often comes first after a sync point on the main thread. */
-static bool infer_marker(struct cproc *p)
-{
-	struct sig {
-		uint16_t api;
-		uint8_t dir;
-		uint32_t n;
-	} sigs[32];
-	size_t nsig = 0, best = 0;
-	char **recs = p->learn.v;
-	bool after = true;
-
-	for (size_t i = 0; i < p->learn.n; i++) {
-		const struct dl_hdr *h = (const void *)recs[i];
-		struct dl_call k;
-		size_t s;
-
-		if (h->kind != DL_EV_CUDA || h->tid != p->pub.main_tid ||
-		    ((const struct dl_cuda_ev *)h)->depth > 0 || dl_call_decode((const void *)h, &k))
-			continue;
-		if (after) {
-			for (s = 0; s < nsig && (sigs[s].api != k.api->id || sigs[s].dir != k.dir); s++)
-				;
-			if (s == nsig && nsig < 32)
-				sigs[nsig++] = (struct sig){ (uint16_t)k.api->id, (uint8_t)k.dir, 0 };
-			if (s < nsig)
-				sigs[s].n++;
-		}
-		after = is_sync_point(&k);
-	}
-	for (size_t s = 1; s < nsig; s++)
-		if (sigs[s].n > sigs[best].n)
-			best = s;
-	if (!nsig || sigs[best].n < 2)
-		return false;
-	p->pub.marker = (struct dl_marker){ .kind = DL_MARK_AFTER_SYNC, .api = sigs[best].api, .dir = sigs[best].dir };
-	{
-		const struct dl_api *api = dl_api_by_id(sigs[best].api);
-
-		if (api->cls == DL_CLS_COPY)
-			snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
-				 "automatic: the first %s (%s) after a blocking sync", api->name,
-				 dl_dir_name(sigs[best].dir));
-		else
-			snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
-				 "automatic: the first %s after a blocking sync", api->name);
-	}
-	return true;
-}
-
-static void start_tracking(struct dl_correlator *c, struct cproc *p)
-{
-	char **recs = p->learn.v;
-
-	p->st = CP_TRACK;
-	p->pub.decided = true;
-	/* The thread's first call of the marker's kind starts the first step. */
-	p->after_sync = true;
-	for (size_t i = 0; i < p->learn.n; i++) {
-		track_record(c, p, (const void *)recs[i]);
-		free(recs[i]);
-	}
-	vec_free(&p->learn);
-	p->learn.elem = sizeof(char *);
-}
-
-/* Decides main thread and marker once the learning window is enough; returns true when decided. */
-static bool try_decide(struct dl_correlator *c, struct cproc *p, bool final)
-{
-	const struct tidcount *t;
-
-	if (c->opts.step_on && !c->step_on_api) {
-		/* A symbol marker: its thread is the main thread. */
-		t = busiest(p, true);
-		if (!t || (!final && t->marks < 2))
-			return false;
-		p->pub.main_tid = t->tid;
-		p->pub.marker = (struct dl_marker){ .kind = DL_MARK_SYMBOL };
-		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s (uprobe)", c->opts.step_on);
-	} else if (c->step_on_api) {
-		const struct tidcount *v = p->tids.v;
-
-		t = NULL;
-		for (size_t i = 0; i < p->tids.n; i++)
-			if (!t || v[i].api_calls > t->api_calls)
-				t = &v[i];
-		if (!t || !t->api_calls || (!final && t->api_calls < 3))
-			return false;
-		p->pub.main_tid = t->tid;
-		p->pub.marker = (struct dl_marker){ .kind = DL_MARK_API, .api = (uint16_t)c->step_on_api, .dir = 0xff };
-		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s", c->opts.step_on);
-	} else {
-		const struct tidcount *v = p->tids.v;
-		bool enough = final || p->learn.n >= LEARN_MAX_RECORDS;
-
-		for (size_t i = 0; i < p->tids.n && !enough; i++)
-			enough = v[i].syncs >= LEARN_SYNCS;
-		if (!enough)
-			return false;
-		t = busiest(p, false);
-		if (!t || (!final && p->learn.n < p->next_infer))
-			return false;
-		p->pub.main_tid = t->tid;
-		if (!infer_marker(p)) {
-			/* Scanning the window is linear: look again only after it has grown. */
-			p->next_infer = p->learn.n + 1024;
-			if (!final && p->learn.n < LEARN_MAX_RECORDS)
-				return false;
-			snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
-				 "none found: no call repeats after the blocking syncs (use --step-on SYMBOL)");
-			p->st = CP_NONE;
-			p->pub.decided = true;
-			return true;
-		}
-	}
-	start_tracking(c, p);
-	return true;
-}
-
-static void learn_record(struct dl_correlator *c, struct cproc *p, const struct dl_hdr *h)
-{
-	char *copy;
-
-	if (h->kind == DL_EV_CUDA) {
-		const struct dl_cuda_ev *ev = (const void *)h;
-		struct tidcount *t = tid_of(p, h->tid);
-		struct dl_call k;
-
-		if (ev->depth == 0 && dl_call_decode(ev, &k) == 0) {
-			t->calls++;
-			t->syncs += is_sync_point(&k);
-			t->api_calls += c->step_on_api && k.api->id == (unsigned)c->step_on_api;
-		}
-	} else if (h->kind == DL_EV_MARK) {
-		tid_of(p, h->tid)->marks++;
-	} else if (h->kind != DL_EV_SCHED) {
-		return;
-	}
-	if (!p->learn.n)
-		p->learn_start = h->ts;
-	copy = malloc(h->size);
-	if (!copy)
-		abort();
-	memcpy(copy, h, h->size);
-	vec_push(&p->learn, &copy);
-	if (h->kind != DL_EV_SCHED)
-		try_decide(c, p, false);
 }
 
 /* --- the sink ------------------------------------------------------------- */
@@ -756,7 +511,7 @@ static void add_tree(struct dl_correlator *c, const struct tspan *t)
 			attribute_tree(st, p->main_tid, t);
 		}
 	}
-	vec_push(&c->tree, t);
+	dl_vec_push(&c->tree, t);
 }
 
 int dl_corr_sink(void *ctx, const void *rec, size_t len)
@@ -807,9 +562,9 @@ int dl_corr_sink(void *ctx, const void *rec, size_t len)
 		/* Processes without CUDA calls are workers: only their tree spans matter. */
 		p = proc_of(c, (pid_t)h->tgid, h->kind != DL_EV_SCHED);
 		if (p && p->st == CP_LEARN)
-			learn_record(c, p, h);
+			dl_corr_learn_record(c, p, h);
 		else if (p && p->st == CP_TRACK)
-			track_record(c, p, h);
+			dl_corr_track_record(c, p, h);
 	}
 	finalize_ready(c, false);
 	if (c->tree.n > 4096 && !(c->tree.n & 1023))
@@ -821,7 +576,7 @@ void dl_corr_finish(struct dl_correlator *c)
 {
 	for (size_t i = 0; i < c->nprocs; i++)
 		if (c->procs[i].st == CP_LEARN)
-			try_decide(c, &c->procs[i], true);
+			dl_corr_try_decide(c, &c->procs[i], true);
 	finalize_ready(c, true);
 }
 
