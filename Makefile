@@ -10,7 +10,7 @@ ARCH := x86
 CFLAGS_COMMON := -std=gnu11 -g -Wall -Wextra -Werror -Iinclude -Iuser -I$(OUTPUT)
 CFLAGS ?= -O2
 USER_CFLAGS := $(CFLAGS_COMMON) $(CFLAGS)
-LIBS := $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz)
+LIBS := $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz) -lm
 TEST_CFLAGS := -std=gnu11 -g -O2 -Wall -Wextra -Werror
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -22,7 +22,11 @@ BPF_HDRS := $(wildcard bpf/*.bpf.h) bpf/vmlinux.h $(wildcard include/dlbpf/*.h)
 USER_SRCS := $(wildcard user/*.c)
 USER_HDRS := $(wildcard user/*.h) user/cuda_api.def include/dlbpf/events.h
 # Everything but main.c and the BPF-facing parts: what unit tests link against.
-PURE_SRCS := user/stream.c user/cuda_api.c user/procfs.c user/elfsym.c user/summary.c user/json.c user/report.c user/log.c
+PURE_SRCS := user/stream.c user/cuda_api.c user/procfs.c user/elfsym.c user/summary.c user/json.c \
+	user/report.c user/report_diag.c user/log.c user/breakdown.c user/steps.c user/correlate.c \
+	user/diagnose.c user/record.c user/correlate_learn.c \
+	user/discover.c user/demangle.c \
+	user/pbwriter.c user/perfetto.c user/trace.c user/trace_json.c
 
 .PHONY: all test demo deps clean test-unit test-integration bench bench-run
 .DELETE_ON_ERROR:
@@ -42,7 +46,7 @@ $(OUTPUT)/dlbpf.skel.h: $(OUTPUT)/dlbpf.bpf.o
 	$(BPFTOOL) gen skeleton $< name dlbpf > $@
 
 dlbpf: $(USER_SRCS) $(USER_HDRS) $(OUTPUT)/dlbpf.skel.h
-	$(CC) $(USER_CFLAGS) $(USER_SRCS) $(LIBS) -lm -pthread -o $@
+	$(CC) $(USER_CFLAGS) $(USER_SRCS) $(LIBS) -pthread -o $@
 
 # --- tests -----------------------------------------------------------------
 -include tests/gpusim/gpusim.mk

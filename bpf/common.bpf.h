@@ -55,6 +55,12 @@ struct call_frame {
 struct call_stack {
 	__u32 depth;
 	__u32 pad;
+	/*
+	 * The last entry-only runtime call (a launch) of the thread: its entry sp
+	 * and return address. While [rt_sp] still holds rt_ret and a driver probe
+	 * fires deeper in the stack, the driver call is part of that launch.
+	 */
+	__u64 rt_sp, rt_ret;
 	struct call_frame f[DL_MAX_DEPTH];
 };
 

@@ -23,20 +23,63 @@ static __always_inline __u32 capture_args(struct pt_regs *ctx, __u64 cookie, __u
 	return 0;
 }
 
+/* The thread's in-flight stack (task-local storage, common.bpf.h); tid is the caller's. */
+static __always_inline struct call_stack *stack_of(__u32 tid, bool create)
+{
+	struct call_stack *st = dl_calls(create);
+
+	(void)tid;
+	if (!st && create)
+		dl_count_drop(DL_DROP_INFLIGHT);
+	return st;
+}
+
+/*
+ * True when a driver API is entered inside an entry-only runtime call (a
+ * launch the runtime forwards to the driver): that launch's frame is still
+ * live above us. Calls with a return probe are nested through depth instead.
+ */
+static __always_inline bool inside_runtime_launch(struct call_stack *st, __u64 sp)
+{
+	__u64 ret = 0;
+
+	if (!st || !st->rt_sp || sp > st->rt_sp)
+		return false;
+	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)st->rt_sp))
+		return false;
+	return ret == st->rt_ret;
+}
+
 SEC("uprobe.multi")
 int BPF_KPROBE(cuda_entry_only)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
-	struct call_stack *st = dl_calls(false);
+	__u64 sp = PT_REGS_SP(ctx);
+	bool driver = cookie & DL_COOKIE_DRIVER;
+	struct call_stack *st = stack_of(tid, !driver);
 	struct dl_cuda_ev *e;
 
 	if (summary_mode && (cookie & DL_COOKIE_AGG)) {
 		__u64 arg[DL_CUDA_NARGS] = {};
+		__u32 depth = st ? st->depth : 0;
 
-		arg[0] = PT_REGS_PARM1(ctx);
-		dl_agg_add(id >> 32, cookie, arg, st ? st->depth : 0, 0, true, 0);
+		/* The kernel handle; a launch-config API (DEREF_CFG) passes it second. */
+		__u64 p1 = PT_REGS_PARM1(ctx), p2 = PT_REGS_PARM2(ctx);
+
+		/* Both loaded first: the verifier refuses a ctx load at a computed offset. */
+		barrier_var(p1);
+		barrier_var(p2);
+		arg[0] = (cookie & DL_COOKIE_DEREF_CFG) ? p2 : p1;
+		if (driver) {
+			if (inside_runtime_launch(st, sp))
+				depth += 1;
+		} else if (st) {
+			st->rt_sp = sp;
+			bpf_probe_read_user(&st->rt_ret, sizeof(st->rt_ret), (void *)sp);
+		}
+		dl_agg_add(id >> 32, cookie, arg, depth, 0, true, 0);
 		return 0;
 	}
 	e = dl_reserve(sizeof(*e), DL_EV_CUDA, DL_DROP_CUDA, bpf_ktime_get_ns(), id >> 32, tid);
@@ -48,8 +91,23 @@ int BPF_KPROBE(cuda_entry_only)
 	e->flags = DL_CUDA_ENTRY_ONLY;
 	e->depth = st ? st->depth : 0;
 	e->arg[6] = e->arg[7] = 0;
-	e->flags |= capture_args(ctx, cookie, e->arg);
 	e->out = 0;
+	e->flags |= capture_args(ctx, cookie, e->arg);
+	if ((cookie & DL_COOKIE_STACK3) && bpf_probe_read_user(&e->arg[6], 3 * sizeof(__u64), (void *)(sp + 8)))
+		e->flags |= DL_CUDA_ARGS_FAULT;
+	/* A launch config struct: grid, block, shared memory, stream (40 bytes in both APIs). */
+	if ((cookie & DL_COOKIE_DEREF_CFG) &&
+	    (!e->arg[0] || bpf_probe_read_user(&e->arg[3], 5 * sizeof(__u64), (void *)e->arg[0])))
+		e->flags |= DL_CUDA_ARGS_FAULT;
+	if (driver) {
+		if (inside_runtime_launch(st, sp)) {
+			e->depth += 1;
+			e->flags |= DL_CUDA_IN_RUNTIME;
+		}
+	} else if (st) {
+		st->rt_sp = sp;
+		bpf_probe_read_user(&st->rt_ret, sizeof(st->rt_ret), (void *)sp);
+	}
 	dl_submit(e);
 	return 0;
 }
@@ -58,14 +116,13 @@ SEC("uprobe.multi")
 int BPF_KPROBE(cuda_enter)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct call_stack *st = dl_calls(true);  /* zero-filled when created */
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct call_stack *st = stack_of(tid, true);
 	struct call_frame *f;
 	__u32 d;
 
-	if (!st) {
-		dl_count_drop(DL_DROP_INFLIGHT);
+	if (!st)
 		return 0;
-	}
 	d = st->depth;
 	if (d >= DL_MAX_DEPTH) {
 		/* Still counted so the return probe pops in step. */
@@ -76,10 +133,41 @@ int BPF_KPROBE(cuda_enter)
 	f = &st->f[d];
 	f->cookie = cookie;
 	f->flags = capture_args(ctx, cookie, f->arg);
+	if ((cookie & DL_COOKIE_DRIVER) && inside_runtime_launch(st, PT_REGS_SP(ctx)))
+		f->flags |= DL_CUDA_IN_RUNTIME;
 	st->depth = d + 1;
 	/* Last, so the recorded duration excludes the capture above. */
 	f->ts = bpf_ktime_get_ns();
 	return 0;
+}
+
+/* Per-CPU scratch for the name dlopen was given. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, char[256]);
+} dlopen_name SEC(".maps");
+
+/* True when the C string at uaddr holds "cuda" (libcudart, libcuda, libtorch_cuda, ...). */
+static __always_inline bool name_mentions_cuda(__u64 uaddr)
+{
+	__u32 zero = 0;
+	char *s = bpf_map_lookup_elem(&dlopen_name, &zero);
+	long n;
+
+	if (!s || !uaddr)
+		return false;
+	n = bpf_probe_read_user_str(s, 256, (void *)uaddr);
+	if (n < 4)
+		return false;
+	for (int i = 0; i < 252; i++) {
+		if (i + 4 > n)
+			break;
+		if (s[i] == 'c' && s[i + 1] == 'u' && s[i + 2] == 'd' && s[i + 3] == 'a')
+			return true;
+	}
+	return false;
 }
 
 SEC("uretprobe.multi")
@@ -102,7 +190,9 @@ int BPF_KRETPROBE(cuda_return)
 	f = &st->f[d];
 	if ((f->cookie & DL_COOKIE_API_MASK) != (cookie & DL_COOKIE_API_MASK))
 		return 0; /* unbalanced (a longjmp, or attach mid-call): nothing reliable to emit */
-	if (dl_agg_add(id >> 32, cookie, f->arg, d, now - f->ts, false, PT_REGS_RC(ctx)))
+	if (!(cookie & DL_COOKIE_LOADER) &&
+	    dl_agg_add(id >> 32, cookie, f->arg, d + !!(f->flags & DL_CUDA_IN_RUNTIME), now - f->ts, false,
+		       PT_REGS_RC(ctx)))
 		return 0;
 
 	e = dl_reserve(sizeof(*e), DL_EV_CUDA, DL_DROP_CUDA, f->ts, id >> 32, tid);
@@ -112,12 +202,23 @@ int BPF_KRETPROBE(cuda_return)
 	e->ret = PT_REGS_RC(ctx);
 	e->api = cookie & DL_COOKIE_API_MASK;
 	e->flags = f->flags;
-	e->depth = d;
+	e->depth = d + !!(f->flags & DL_CUDA_IN_RUNTIME);
 	__builtin_memcpy(e->arg, f->arg, sizeof(e->arg));
 	e->out = 0;
 	if ((cookie & DL_COOKIE_OUTPTR) && f->arg[0] &&
 	    bpf_probe_read_user(&e->out, sizeof(e->out), (void *)f->arg[0]))
 		e->flags |= DL_CUDA_OUT_FAULT;
+	if (cookie & DL_COOKIE_LOADER) {
+		/*
+		 * A CUDA library just loaded: stop the process until the collector
+		 * has attached to it, so its first call after the load is traced.
+		 * The collector continues it (SIGCONT) after its rescan.
+		 */
+		if (e->ret && name_mentions_cuda(f->arg[0]) && !bpf_send_signal(19 /* SIGSTOP */))
+			e->flags |= DL_CUDA_STOPPED;
+		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+		return 0;
+	}
 	dl_submit(e);
 	return 0;
 }

@@ -46,17 +46,46 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* --comm NAME: a process that execs with one of these names joins the traced set here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, char[DL_COMM_LEN]);
+	__type(value, __u32);
+} comm_watch SEC(".maps");
+
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(proc_exec, struct task_struct *p)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
 	struct dl_proc_ev *e;
+	bool joined = false;
 
-	if (!dl_is_traced(id >> 32))
+	if (!dl_is_traced(tgid)) {
+		char comm[DL_COMM_LEN] = {};
+		struct dl_traced t = {};
+
+		bpf_get_current_comm(comm, sizeof(comm));
+		if (!bpf_map_lookup_elem(&comm_watch, comm))
+			return 0;
+		t.ppid = BPF_CORE_READ(p, real_parent, tgid);
+		if (bpf_map_update_elem(&traced, &tgid, &t, BPF_NOEXIST)) {
+			dl_count_drop(DL_DROP_TRACED);
+			return 0;
+		}
+		joined = true;
+	}
+	e = proc_event(DL_PROC_EXEC, tgid, (__u32)id);
+	if (!e)
 		return 0;
-	e = proc_event(DL_PROC_EXEC, id >> 32, (__u32)id);
-	if (e)
-		dl_submit(e);
+	if (joined) {
+		/* A new process for the collector: wake it so it attaches soon. */
+		e->ppid = BPF_CORE_READ(p, real_parent, tgid);
+		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+		return 0;
+	}
+	dl_submit(e);
 	return 0;
 }
 

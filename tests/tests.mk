@@ -12,7 +12,7 @@ $(OUTPUT)/unit $(OUTPUT)/workloads:
 
 # Unit tests run under AddressSanitizer and UndefinedBehaviorSanitizer.
 $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(PURE_SRCS) $(USER_HDRS) | $(OUTPUT)/unit
-	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) $< $(PURE_SRCS) -lelf -lz -o $@
+	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) $< $(PURE_SRCS) -lelf -lz -lm -o $@
 
 $(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
@@ -34,18 +34,22 @@ SIM_TESTS := "env LD_LIBRARY_PATH=$(OUTPUT)/gpusim $(GPUSIM_TEST)" \
 	"env ASAN_OPTIONS=detect_leaks=1 LD_LIBRARY_PATH=$(OUTPUT)/gpusim-asan $(GPUSIM_ASAN_TEST)" \
 	"tests/workloads/check-scenarios.sh $(TRAIN) $(OUTPUT)/gpusim $(OUTPUT)/truth"
 INTEGRATION := python3 tests/integration/test_dlbpf.py
+SCENARIOS := python3 tests/integration/test_scenarios.py
+include tests/workloads/coverage.mk
+TRACE_TESTS := python3 tests/integration/test_trace.py
 MODES_TESTS := python3 tests/integration/test_modes.py
 
 test-unit: $(UNIT_BINS)
 	@tests/run-tests.sh $(UNIT_BINS)
 
 test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
-	@tests/run-tests.sh "$(INTEGRATION)"
+	@tests/run-tests.sh "$(INTEGRATION)" "$(SCENARIOS)"
 
 # Every suite, each reporting "N passed, N failed"; the last line is the total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
-		$(GPUSIM_ASAN_TEST) $(TRAIN)
-	@tests/run-tests.sh $(UNIT_BINS) $(SIM_TESTS) "$(INTEGRATION)" "$(MODES_TESTS)"
+		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS)
+	@tests/run-tests.sh $(UNIT_BINS) $(SIM_TESTS) "$(INTEGRATION)" "$(SCENARIOS)" "$(COVERAGE_TESTS)" \
+		"$(TRACE_TESTS)" "$(MODES_TESTS)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "trace.h"
 #include "duty.h"
 #include "version.h"
 
@@ -13,21 +14,46 @@ const char *argp_program_bug_address = NULL;
 
 static const char doc[] =
 "Trace what a deep-learning job waits for: CUDA copies, launches and syncs,\n"
-"disk reads and scheduling of a process tree, attached live with eBPF.\n"
+"disk reads and scheduling of a process tree, attached live with eBPF; say\n"
+"what each training step waits for and what to do about it.\n"
+"\n"
+"  dlbpf [OPTIONS] --pid PID...        trace running processes and their children\n"
+"  dlbpf [OPTIONS] -- COMMAND [ARGS]   start a command, traced from its first instruction\n"
+"  dlbpf record -o FILE (--pid PID... | -- COMMAND)   write the raw events to FILE\n"
+"  dlbpf report FILE [OPTIONS]         diagnose a recording, as if live\n"
 "\n"
 "EXAMPLES:\n"
 "  sudo dlbpf --pid 4242            # trace a job and its workers until Ctrl-C\n"
 "  sudo dlbpf -p 4242 -d 30 -j s.json  # 30 s, then write the JSON summary\n"
 "  sudo dlbpf -- python train.py    # start a job traced from its first\n"
 "                                   # instruction, until it exits\n"
+"  sudo dlbpf --step-on train_step -- ./train   # steps marked by a function\n"
+"  sudo dlbpf record -o run.dlbpf -p 4242 -d 60  # record now, diagnose later:\n"
+"  dlbpf report run.dlbpf -j s.json             # (no root needed)\n"
+"  sudo dlbpf --comm python3        # every python3 process, now and later\n"
+"  sudo dlbpf --system-wide -d 60   # every process using CUDA, for a minute\n"
+"  sudo dlbpf -p 4242 -o t.pftrace  # also write a timeline for the Perfetto UI\n"
+"  dlbpf report run.dlbpf -o t.json # the timeline of a recording, as Chrome JSON\n"
 "  sudo dlbpf -v --pid 4242         # also say what is attached where";
 
-enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_SUMMARY, OPT_DUTY };
+enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
+       OPT_SUMMARY, OPT_DUTY };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
+	{ "comm", OPT_COMM, "NAME", 0, "Trace every process named NAME (its comm), running now or started later (repeatable)", 0 },
+	{ "system-wide", OPT_SYSTEM, NULL, 0, "Trace every process that maps a CUDA runtime, now and later", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds (default: when the traced processes exit, or Ctrl-C)", 0 },
 	{ "json", 'j', "FILE", 0, "Write the JSON summary (schema 1) to FILE", 0 },
+	{ "output", 'o', "FILE", 0, "record: the recording to write; otherwise a timeline trace (Perfetto "
+	  "protobuf, Chrome JSON if FILE ends in .json)", 0 },
+	{ "format", OPT_FORMAT, "FMT", 0, "Timeline format: pftrace or json (without -o, or with record: to "
+	  "trace.pftrace or trace.json)", 0 },
+	{ "step-on", OPT_STEP_ON, "SYMBOL", 0, "A step starts at each call of SYMBOL: a CUDA API (cudaMemcpy) "
+	  "or any function of the target (default: found automatically)", 0 },
+	{ "pcie-gbps", OPT_PCIE, "GB/S", 0, "Peak host-device bandwidth for the paper sketch (default: the "
+	  "GPU's PCIe link in sysfs, else 24)", 0 },
+	{ "disk-mbps", OPT_DISK, "MB/S", 0, "Peak disk read bandwidth for the paper sketch (default: measured)", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more (repeat for debug output, libbpf's included)", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two (default 16)", 0 },
@@ -39,6 +65,18 @@ static const struct argp_option opts[] = {
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0 },
 	{},
 };
+
+static double parse_positive(struct argp_state *state, const char *what, const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v > 0) || v > 1e9)
+		argp_error(state, "invalid %s '%s' (expected a number > 0)", what, arg);
+	return v;
+}
 
 static long parse_long(struct argp_state *state, const char *what, const char *arg, long min, long max)
 {
@@ -63,6 +101,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "at most %d --pid options", DL_MAX_PIDS);
 		cfg->pids[cfg->npids++] = (pid_t)parse_long(state, "pid", arg, 1, INT_MAX);
 		break;
+	case OPT_COMM:
+		if (cfg->ncomms == DL_MAX_COMMS)
+			argp_error(state, "at most %d --comm options", DL_MAX_COMMS);
+		if (!*arg || strlen(arg) > 15)
+			argp_error(state, "invalid --comm '%s' (a process name of 1 to 15 characters)", arg);
+		snprintf(cfg->comms[cfg->ncomms++], sizeof(cfg->comms[0]), "%s", arg);
+		break;
+	case OPT_SYSTEM:
+		cfg->system_wide = true;
+		break;
 	case 'd':
 		errno = 0;
 		cfg->duration_s = strtod(arg, &end);
@@ -71,6 +119,27 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'j':
 		cfg->json_path = arg;
+		break;
+	case 'o':
+		if (!*arg)
+			argp_error(state, "-o needs a file name");
+		cfg->record_path = arg;   /* the trace's, unless recording: sorted out at the end */
+		break;
+	case OPT_FORMAT:
+		cfg->trace_format = dl_trace_format_parse(arg);
+		if (cfg->trace_format < 0)
+			argp_error(state, "unknown trace format '%s' (expected pftrace or json)", arg);
+		break;
+	case OPT_STEP_ON:
+		if (!*arg)
+			argp_error(state, "--step-on needs a symbol name");
+		cfg->step_on = arg;
+		break;
+	case OPT_PCIE:
+		cfg->pcie_gbps = parse_positive(state, "PCIe bandwidth", arg);
+		break;
+	case OPT_DISK:
+		cfg->disk_mbps = parse_positive(state, "disk bandwidth", arg);
 		break;
 	case 'q':
 		cfg->quiet = true;
@@ -100,15 +169,38 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
 	case ARGP_KEY_ARG:
+		if (cfg->mode == DL_MODE_REPORT) {
+			if (cfg->input_path)
+				argp_error(state, "report takes one recording, got '%s' too", arg);
+			cfg->input_path = arg;
+			break;
+		}
 		/* The first non-option starts the command: everything after it is the command's. */
 		cfg->cmd = &state->argv[state->next - 1];
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!cfg->npids && !cfg->cmd)
-			argp_error(state, "nothing to trace: give --pid PID or -- COMMAND");
-		if (cfg->npids && cfg->cmd)
-			argp_error(state, "give either --pid or a command, not both");
+		/* -o is the recording for record, the timeline otherwise */
+		if (cfg->mode != DL_MODE_RECORD && cfg->record_path) {
+			cfg->trace_path = cfg->record_path;
+			cfg->record_path = NULL;
+		}
+		if (cfg->trace_format >= 0 && !cfg->trace_path)
+			cfg->trace_path = cfg->trace_format == DL_TRACE_JSON ? "trace.json" : "trace.pftrace";
+		if (cfg->mode == DL_MODE_REPORT) {
+			if (!cfg->input_path)
+				argp_error(state, "report needs a recording: dlbpf report FILE");
+			if (cfg->npids || cfg->ncomms || cfg->system_wide || cfg->duration_s > 0)
+				argp_error(state, "report replays a recording: --pid, --comm, --system-wide and "
+					   "--duration do not apply");
+			break;
+		}
+		if (!cfg->npids && !cfg->cmd && !cfg->ncomms && !cfg->system_wide)
+			argp_error(state, "nothing to trace: give --pid PID, --comm NAME, --system-wide or -- COMMAND");
+		if ((cfg->npids || cfg->ncomms || cfg->system_wide) && cfg->cmd)
+			argp_error(state, "give either --pid or a command, not both (--comm and --system-wide count as --pid)");
+		if (cfg->mode == DL_MODE_RECORD && !cfg->record_path)
+			argp_error(state, "record needs -o FILE");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -119,11 +211,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 void dl_cli_parse(int argc, char **argv, struct dl_config *cfg)
 {
 	static const struct argp argp = { .options = opts, .parser = parse_opt, .doc = doc,
-					  .args_doc = "--pid PID...\n-- COMMAND [ARGS...]" };
+					  .args_doc = "--pid PID...\n-- COMMAND [ARGS...]\nrecord -o FILE --pid PID...\nreport FILE" };
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->ringbuf_mb = 16;
 	cfg->drain_ms = 10;
+	cfg->trace_format = -1;
+	if (argc > 1 && (!strcmp(argv[1], "record") || !strcmp(argv[1], "report"))) {
+		cfg->mode = !strcmp(argv[1], "record") ? DL_MODE_RECORD : DL_MODE_REPORT;
+		/* The subcommand takes argv[0]'s place, so usage messages name it. */
+		argv[1] = argv[0];
+		argc--;
+		argv++;
+	}
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, cfg))
 		exit(2);
 }

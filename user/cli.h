@@ -6,17 +6,34 @@
 #include <sys/types.h>
 
 #define DL_MAX_PIDS 64
+#define DL_MAX_COMMS 16
+
+enum dl_mode {
+	DL_MODE_LIVE,     /* dlbpf [--pid N | -- CMD]: trace and diagnose */
+	DL_MODE_RECORD,   /* dlbpf record -o FILE ...: write the raw stream */
+	DL_MODE_REPORT,   /* dlbpf report FILE: replay a recording */
+};
 
 struct dl_config {
+	enum dl_mode mode;
+	const char *record_path;   /* record: -o FILE */
+	const char *input_path;    /* report: FILE */
+	const char *step_on;       /* --step-on: a CUDA API or a symbol of the target */
+	double pcie_gbps, disk_mbps;
 	pid_t pids[DL_MAX_PIDS];
 	int npids;
 	char **cmd;            /* -- CMD ARGS... (NULL-terminated), or NULL */
 	double duration_s;     /* 0: until the traced processes exit or a signal */
 	const char *json_path;
+	const char *trace_path;  /* -o FILE: timeline trace, or NULL */
+	int trace_format;        /* enum dl_trace_format; -1: by trace_path's extension */
 	int verbose;
 	unsigned ringbuf_mb;
 	unsigned drain_ms;
 	bool quiet;            /* no live status line */
+	char comms[DL_MAX_COMMS][16]; /* --comm: every process of these names, now and later */
+	int ncomms;
+	bool system_wide;      /* every process that maps a CUDA runtime, now and later */
 	bool summary;          /* --summary: CUDA calls aggregated in the kernel (user/aggregate.c) */
 	unsigned duty_on_s, duty_period_s;   /* --duty M/N (user/duty.c); 0: always on */
 };

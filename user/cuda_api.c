@@ -24,28 +24,66 @@ const struct dl_api *dl_api_by_name(const char *name)
 	return NULL;
 }
 
+bool dl_api_is_driver(const struct dl_api *api)
+{
+	return api->name[0] == 'c' && api->name[1] == 'u' && strncmp(api->name, "cuda", 4) != 0;
+}
+
+bool dl_api_entry_only(const struct dl_api *api)
+{
+	return api->cls == DL_CLS_LAUNCH || api->cls == DL_CLS_GRAPH;
+}
+
 uint64_t dl_api_cookie(const struct dl_api *api)
 {
 	uint64_t c = api->id;
 
+	if (dl_api_is_driver(api))
+		c |= DL_COOKIE_DRIVER;
+	if (api->cls == DL_CLS_LOADER)
+		c |= DL_COOKIE_LOADER;
 	switch (api->layout) {
 	case DL_L_MEMCPY2D:
 	case DL_L_MEMCPY2D_ASYNC:
 	case DL_L_LAUNCH:
 		c |= DL_COOKIE_STACK;
 		break;
+	case DL_L_CU_LAUNCH:
+		c |= DL_COOKIE_STACK3;
+		break;
+	case DL_L_LAUNCH_EXC:
+	case DL_L_CU_LAUNCH_EX:
+		c |= DL_COOKIE_DEREF_CFG;
+		break;
 	case DL_L_OUT_SIZE:
+	case DL_L_GET_KERNEL:
+	case DL_L_GET_FUNC:
 		c |= DL_COOKIE_OUTPTR;
 		break;
 	default:
 		break;
 	}
-	/* --summary mode: copies carry where their bytes are; allocations stay records (pinned ranges). */
-	if (api->cls == DL_CLS_COPY)
-		c |= api->layout == DL_L_MEMCPY || api->layout == DL_L_MEMCPY_ASYNC ? DL_COOKIE_BYTES_1D
-										       : DL_COOKIE_BYTES_2D;
-	if (api->cls != DL_CLS_ALLOC && api->cls != DL_CLS_FREE)
-		c |= DL_COOKIE_AGG;
+	/*
+	 * --summary mode: what BPF aggregates instead of recording. Runtime copies
+	 * carry where their bytes and kind are; driver copies (direction from the
+	 * API or the addresses), allocations (pinned ranges), naming and loader
+	 * calls stay records.
+	 */
+	switch (api->layout) {
+	case DL_L_MEMCPY:
+	case DL_L_MEMCPY_ASYNC:
+		c |= DL_COOKIE_BYTES_1D | DL_COOKIE_AGG;
+		break;
+	case DL_L_MEMCPY2D:
+	case DL_L_MEMCPY2D_ASYNC:
+		c |= DL_COOKIE_BYTES_2D | DL_COOKIE_AGG;
+		break;
+	default:
+		if (api->cls == DL_CLS_MEMSET || api->cls == DL_CLS_LAUNCH || api->cls == DL_CLS_SYNC ||
+		    api->cls == DL_CLS_EVENT || api->cls == DL_CLS_GRAPH)
+			c |= DL_COOKIE_AGG;
+		break;
+	}
 	return c;
 }
 
@@ -142,6 +180,81 @@ int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *c)
 	case DL_L_PTR_SIZE:
 		c->ptr = a[0];
 		c->size = a[1];
+		break;
+	case DL_L_LAUNCH_EXC:
+		/* cudaLaunchConfig_t: dim3 gridDim, dim3 blockDim, size_t dynamicSmemBytes, cudaStream_t stream */
+	case DL_L_CU_LAUNCH_EX:
+		/* CUlaunchConfig: unsigned grid x,y,z, block x,y,z, sharedMemBytes; CUstream hStream (same offsets) */
+		c->func = a[1];
+		dim3_of(a[3], a[4], c->grid);
+		c->block[0] = (uint32_t)(a[4] >> 32);
+		c->block[1] = (uint32_t)a[5];
+		c->block[2] = (uint32_t)(a[5] >> 32);
+		c->shmem = api->layout == DL_L_CU_LAUNCH_EX ? (uint32_t)a[6] : a[6];
+		c->stream = a[7];
+		c->async = true;
+		break;
+	case DL_L_CU_LAUNCH:
+		c->func = a[0];
+		c->grid[0] = (uint32_t)a[1];
+		c->grid[1] = (uint32_t)a[2];
+		c->grid[2] = (uint32_t)a[3];
+		c->block[0] = (uint32_t)a[4];
+		c->block[1] = (uint32_t)a[5];
+		c->block[2] = (uint32_t)a[6];
+		c->shmem = (uint32_t)a[7];
+		c->stream = ev->out;
+		c->async = true;
+		break;
+	case DL_L_GRAPH:
+		c->func = a[0];
+		c->stream = a[1];
+		c->async = true;
+		break;
+	case DL_L_GET_KERNEL:
+		c->func = ev->out;
+		c->host = a[1];
+		break;
+	case DL_L_REGISTER_FUNC:
+		c->host = a[1];
+		c->func = a[1];
+		c->name_ptr = a[3];
+		break;
+	case DL_L_GET_FUNC:
+		c->func = ev->out;
+		c->name_ptr = a[2];
+		break;
+	case DL_L_CU_COPY_ASYNC:
+	case DL_L_CU_HTOD_ASYNC:
+	case DL_L_CU_DTOH_ASYNC:
+	case DL_L_CU_DTOD_ASYNC:
+		c->stream = a[3];
+		c->async = true;
+		/* fallthrough */
+	case DL_L_CU_COPY:
+	case DL_L_CU_HTOD:
+	case DL_L_CU_DTOH:
+	case DL_L_CU_DTOD:
+		c->dst = a[0];
+		c->src = a[1];
+		c->bytes = a[2];
+		switch (api->layout) {
+		case DL_L_CU_HTOD:
+		case DL_L_CU_HTOD_ASYNC:
+			c->dir = DL_DIR_H2D;
+			break;
+		case DL_L_CU_DTOH:
+		case DL_L_CU_DTOH_ASYNC:
+			c->dir = DL_DIR_D2H;
+			break;
+		case DL_L_CU_DTOD:
+		case DL_L_CU_DTOD_ASYNC:
+			c->dir = DL_DIR_D2D;
+			break;
+		default:
+			c->dir = DL_DIR_DEFAULT;
+			break;
+		}
 		break;
 	case DL_L_NONE:
 		break;

@@ -18,6 +18,9 @@ enum dl_api_class {
 	DL_CLS_EVENT,     /* cudaEventRecord, cudaStreamWaitEvent */
 	DL_CLS_ALLOC,     /* device or pinned host allocation / registration */
 	DL_CLS_FREE,
+	DL_CLS_GRAPH,     /* cudaGraphLaunch, cuGraphLaunch: entry-only, like launches */
+	DL_CLS_NAMING,    /* kernel handles and registrations: names for launches, not work */
+	DL_CLS_LOADER,    /* dlopen: makes the collector rescan the process's mappings */
 };
 
 /* Where an API's arguments are; decoding is table-driven by this. */
@@ -37,6 +40,21 @@ enum dl_api_layout {
 	DL_L_OUT_SIZE,        /* void **out, size [, flags] */
 	DL_L_PTR,             /* ptr */
 	DL_L_PTR_SIZE,        /* ptr, size, flags */
+	DL_L_LAUNCH_EXC,      /* const cudaLaunchConfig_t *cfg, func, args: *cfg copied into arg[3..7] */
+	DL_L_GRAPH,           /* graphExec, stream */
+	DL_L_GET_KERNEL,      /* handle *out, hostFun: out read at return */
+	DL_L_REGISTER_FUNC,   /* fatbin handle, hostFun, deviceFun, deviceName, ... */
+	DL_L_CU_LAUNCH,       /* f, gx, gy, gz, bx, by, [bz], [shmem], [stream] (the third stack slot in out) */
+	DL_L_CU_LAUNCH_EX,    /* const CUlaunchConfig *cfg, f, params, extra: *cfg copied into arg[3..7] */
+	DL_L_CU_COPY,         /* dst, src, bytes: direction from the addresses (unified addressing) */
+	DL_L_CU_COPY_ASYNC,   /* ... stream */
+	DL_L_CU_HTOD,         /* dst, src, bytes */
+	DL_L_CU_HTOD_ASYNC,   /* ... stream */
+	DL_L_CU_DTOH,
+	DL_L_CU_DTOH_ASYNC,
+	DL_L_CU_DTOD,
+	DL_L_CU_DTOD_ASYNC,
+	DL_L_GET_FUNC,        /* handle *out, module/library, const char *name: out read at return */
 };
 
 enum dl_api_id {
@@ -75,6 +93,8 @@ struct dl_call {
 	uint64_t stream, event;
 	/* allocations: ptr is the result for out-pointer APIs, the argument otherwise */
 	uint64_t ptr, size;
+	/* naming calls: the handle made (func) for a host function (host) or a name string (name_ptr) */
+	uint64_t host, name_ptr;
 };
 
 const struct dl_api *dl_api_by_id(unsigned id);
@@ -84,5 +104,9 @@ uint64_t dl_api_cookie(const struct dl_api *api);
 /* Decodes a raw record; returns -1 for an unknown API id (a newer recording). */
 int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *out);
 const char *dl_dir_name(enum dl_dir dir);
+/* A driver API (libcuda) function: calls the runtime makes into it are part of the runtime call. */
+bool dl_api_is_driver(const struct dl_api *api);
+/* Probed at entry only (launches, graph launches): no duration, no return code. */
+bool dl_api_entry_only(const struct dl_api *api);
 
 #endif

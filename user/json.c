@@ -100,6 +100,12 @@ void dl_json_double(struct dl_json *j, double v)
 		fputs("null", j->f);
 }
 
+void dl_json_milli(struct dl_json *j, uint64_t v)
+{
+	sep(j);
+	fprintf(j->f, "%" PRIu64 ".%03" PRIu64, v / 1000, v % 1000);
+}
+
 void dl_json_bool(struct dl_json *j, bool v)
 {
 	sep(j);

@@ -16,14 +16,22 @@
 #include "aggregate.h"
 #include "cli.h"
 #include "duty.h"
+#include "correlate.h"
+#include "diagnose.h"
+#include "discover.h"
+#include "marker.h"
+#include "record.h"
+#include "report_diag.h"
 #include "env.h"
 #include "log.h"
+#include "naming.h"
 #include "procfs.h"
 #include "report.h"
 #include "spawn.h"
 #include "stream.h"
 #include "summary.h"
 #include "symbolize.h"
+#include "trace.h"
 #include "tracer.h"
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
@@ -59,12 +67,19 @@ struct run {
 	struct dl_summary sum;
 	struct dl_stream stream;
 	struct dl_symbolizer *symbolizer;
+	struct dl_markers markers;
 	struct ring_buffer *rb;
 	struct dl_spawn spawn;
 	FILE *json;
+	struct dl_trace *trace;   /* -o: the timeline (records through the stream, steps through on_step) */
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
+	/* Processes that loaded a library (dlopen returned): rescanned after this drain. */
+	pid_t loaded[64];
+	bool loaded_stopped[64];
+	int nloaded;
+	unsigned selects;
 	struct dl_agg agg;      /* --summary */
 	struct dl_duty duty;    /* --duty */
 };
@@ -79,17 +94,23 @@ static void sync_kernel(void *ctx)
 		dl_agg_poll(&r->agg, &r->sum, r->symbolizer, &r->stream, now_ns());
 }
 
-/* Kernel launches name their kernel by a host address: the first time one is seen, a symbol record precedes it. */
-static void name_launch(struct run *r, const struct dl_cuda_ev *e)
+/* dlopen returned in a traced process: rescan it after the drain (and continue it if BPF stopped it). */
+static void note_load(struct run *r, const struct dl_cuda_ev *e)
 {
-	const struct dl_api *api = dl_api_by_id(e->api);
-	char name[DL_SYM_NAME_MAX];
+	bool stopped = e->flags & DL_CUDA_STOPPED;
 
-	if (!api || api->cls != DL_CLS_LAUNCH || !dl_symbolizer_first(r->symbolizer, (pid_t)e->h.tgid, e->arg[0]))
-		return;
-	dl_symbolize(r->symbolizer, (pid_t)e->h.tgid, e->arg[0], name, sizeof(name));
-	if (name[0])
-		dl_emit_sym(&r->stream, now_ns(), (pid_t)e->h.tgid, e->arg[0], name);
+	for (int i = 0; i < r->nloaded; i++) {
+		if (r->loaded[i] == (pid_t)e->h.tgid) {
+			r->loaded_stopped[i] |= stopped;
+			return;
+		}
+	}
+	if (r->nloaded < (int)(sizeof(r->loaded) / sizeof(r->loaded[0]))) {
+		r->loaded[r->nloaded] = (pid_t)e->h.tgid;
+		r->loaded_stopped[r->nloaded++] = stopped;
+	} else if (stopped) {
+		kill((pid_t)e->h.tgid, SIGCONT); /* the periodic rescan will find its library */
+	}
 }
 
 static int on_record(void *ctx, void *data, size_t len)
@@ -97,8 +118,27 @@ static int on_record(void *ctx, void *data, size_t len)
 	struct run *r = ctx;
 	const struct dl_hdr *h = data;
 
-	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_CUDA)
-		name_launch(r, data);
+	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_PROC) {
+		const struct dl_proc_ev *e = data;
+
+		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
+		if (e->what == DL_PROC_EXEC && !dl_summary_find(&r->sum, (pid_t)h->tgid)) {
+			dl_emit_procinfo(&r->stream, now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm,
+					 dl_proc_nspid((pid_t)h->tgid));
+			dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
+			note_load(r, &(struct dl_cuda_ev){ .h = *h });
+		}
+	}
+	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_CUDA) {
+		const struct dl_cuda_ev *e = data;
+		const struct dl_api *api = dl_api_by_id(e->api);
+
+		if (api && api->cls == DL_CLS_LOADER) {
+			note_load(r, e);
+			return 0; /* a loader event, not a CUDA call */
+		}
+		dl_name_call(r->symbolizer, &r->stream, e, now_ns());
+	}
 	dl_stream_emit(&r->stream, data, len);
 	return 0;
 }
@@ -109,7 +149,7 @@ static void trace_existing(pid_t pid, pid_t ppid, void *arg)
 	struct dl_proc_stat st;
 
 	if (dl_tracer_trace_pid(&r->tracer, pid, ppid) == 0 && dl_proc_stat(pid, &st) == 0)
-		dl_emit_procinfo(&r->stream, now_ns(), pid, ppid, st.comm);
+		dl_emit_procinfo(&r->stream, now_ns(), pid, ppid, st.comm, dl_proc_nspid(pid));
 }
 
 static int trace_root(struct run *r, pid_t pid)
@@ -124,31 +164,78 @@ static int trace_root(struct run *r, pid_t pid)
 	err = dl_tracer_trace_pid(&r->tracer, pid, st.ppid);
 	if (err)
 		return err;
-	dl_emit_procinfo(&r->stream, now_ns(), pid, st.ppid, st.comm);
+	dl_emit_procinfo(&r->stream, now_ns(), pid, st.ppid, st.comm, dl_proc_nspid(pid));
+	if (dl_proc_nspid(pid) > 0 && dl_proc_nspid(pid) != pid)
+		dl_info("pid %d (%s) is pid %d in its pid namespace", pid, st.comm, dl_proc_nspid(pid));
 	/* Data-loader workers already running are part of the job. */
 	return dl_proc_descendants(pid, trace_existing, r);
 }
 
-/* Attaches to CUDA runtimes that appeared in traced processes (exec, dlopen) since the last scan. */
+/* Attaches to CUDA runtimes that appeared in a traced process (exec, dlopen) since the last scan. */
+static void rescan_pid(struct run *r, pid_t pid, bool first)
+{
+	size_t before = r->tracer.ncuda;
+	int n;
+
+	dl_symbolizer_note(r->symbolizer, pid);
+	dl_markers_attach(&r->markers, &r->tracer, pid);
+	n = dl_tracer_scan_cuda(&r->tracer, pid);
+	if (n > 0 && !first)
+		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
+	/* Attachments kept from before may have moved down (unmapped ones removed). */
+	for (size_t k = before < r->tracer.ncuda ? before : r->tracer.ncuda; k < r->tracer.ncuda; k++)
+		if (r->tracer.cuda[k].pid == pid && r->tracer.cuda[k].kind != DL_LIB_LOADER)
+			dl_emit_lib(&r->stream, now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
+}
+
 static void rescan(struct run *r, bool first)
 {
 	for (size_t i = 0; i < r->sum.n; i++) {
-		struct dl_proc *p = &r->sum.procs[i];
-		int n;
-
-		if (p->exited)
-			continue;
-		size_t before = r->tracer.ncuda;
-		pid_t pid = p->pid;
-
-		dl_symbolizer_note(r->symbolizer, pid);
-		n = dl_tracer_scan_cuda(&r->tracer, pid);
-		if (n > 0 && !first)
-			dl_info("pid %d: CUDA runtime loaded, now traced", pid);
-		/* p may move: the stream can add processes to the summary. */
-		for (size_t k = before; k < r->tracer.ncuda; k++)
-			dl_emit_lib(&r->stream, now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
+		/* The stream can add processes to the summary: index, not pointer. */
+		if (!r->sum.procs[i].exited)
+			rescan_pid(r, r->sum.procs[i].pid, first);
 	}
+}
+
+static void rescan_loaded(struct run *r)
+{
+	for (int i = 0; i < r->nloaded; i++) {
+		rescan_pid(r, r->loaded[i], false);
+		if (r->loaded_stopped[i])
+			kill(r->loaded[i], SIGCONT);
+	}
+	r->nloaded = 0;
+}
+
+static bool wanted_comm(const struct run *r, const char *comm)
+{
+	for (int i = 0; i < r->cfg.ncomms; i++)
+		if (strncmp(comm, r->cfg.comms[i], DL_COMM_LEN - 1) == 0)
+			return true;
+	return false;
+}
+
+/* --comm / --system-wide: takes a running process that matches and is not traced yet. */
+static void select_one(pid_t pid, pid_t ppid, void *arg)
+{
+	struct run *r = arg;
+	struct dl_proc_stat st;
+
+	(void)ppid;
+	if (pid == getpid() || pid == getppid() || dl_summary_find(&r->sum, pid) || dl_proc_stat(pid, &st))
+		return;
+	if (r->cfg.ncomms ? !wanted_comm(r, st.comm) : !dl_tracer_maps_cuda(&r->tracer, pid))
+		return;
+	if (trace_root(r, pid) == 0) {
+		dl_info("pid %d (%s): selected (%s)", pid, st.comm, r->cfg.ncomms ? "by name" : "maps CUDA");
+		rescan_pid(r, pid, false);
+	}
+}
+
+static void select_processes(struct run *r)
+{
+	if (r->cfg.ncomms || r->cfg.system_wide)
+		dl_proc_foreach(select_one, r);
 }
 
 /* True while any traced process lives; marks the ones whose exit the trace missed. */
@@ -211,6 +298,8 @@ static int run_loop(struct run *r)
 			dl_err("reading the ring buffer: %s", strerror(-err));
 			return err;
 		}
+		if (r->nloaded)
+			rescan_loaded(r);
 		now = now_ns();
 		if (deadline && now >= deadline)
 			break;
@@ -218,11 +307,14 @@ static int run_loop(struct run *r)
 			dl_duty_tick(&r->duty, &r->tracer, now, &r->sum, sync_kernel, r);
 		if (now >= next_housekeep) {
 			next_housekeep = now + HOUSEKEEP_NS;
-			if (!any_alive(r)) {
+			/* Watching for processes by name or system-wide: keep going when none is left. */
+			if (!any_alive(r) && !r->cfg.ncomms && !r->cfg.system_wide) {
 				dl_info("every traced process has exited");
 				break;
 			}
 			rescan(r, false);
+			if (r->cfg.ncomms || (r->cfg.system_wide && ++r->selects % 4 == 0))
+				select_processes(r);
 		}
 		if (status && now - last_status >= STATUS_NS) {
 			if (r->cfg.summary)
@@ -274,11 +366,188 @@ static int command_status(struct run *r)
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 0;
 }
 
+static uint32_t gpu_pcie_mbps(void)
+{
+	/* The fastest NVIDIA (vendor 0x10de) display/3D controller's link: GT/s x lanes x 128/130 / 8. */
+	FILE *ls = popen("for d in /sys/bus/pci/devices/*; do [ \"$(cat $d/vendor 2>/dev/null)\" = 0x10de ] && "
+			 "case $(cat $d/class) in 0x03*) echo $(cat $d/current_link_speed) "
+			 "$(cat $d/current_link_width);; esac; done 2>/dev/null", "r");
+	double gts, best = 0;
+	int width;
+	char line[128];
+
+	if (!ls)
+		return 0;
+	while (fgets(line, sizeof(line), ls))
+		if (sscanf(line, "%lf GT/s %*s %d", &gts, &width) == 2 || sscanf(line, "%lf GT/s %d", &gts, &width) == 2)
+			if (gts * width * 128 / 130 / 8 * 1000 > best)
+				best = gts * width * 128 / 130 / 8 * 1000;
+	pclose(ls);
+	return (uint32_t)best;
+}
+
+/* Live tracing: everything that needs the kernel, from checks to the last drained record. */
+static int trace(struct run *r)
+{
+	uint64_t drops[DL_DROP_MAX];
+	int err;
+
+	for (int i = 0; i < r->cfg.npids; i++) {
+		if (!dl_proc_alive(r->cfg.pids[i])) {
+			dl_err("no process with pid %d", r->cfg.pids[i]);
+			return -ESRCH;
+		}
+	}
+	err = dl_env_check();
+	if (err)
+		return err;
+	err = dl_tracer_open_load(&r->tracer, r->cfg.ringbuf_mb, r->cfg.summary);
+	if (!err && r->cfg.summary)
+		err = dl_agg_init(&r->agg, dl_tracer_agg_fd(&r->tracer));
+	if (err)
+		return err;
+	if (r->cfg.duty_on_s)
+		dl_tracer_split_hot(&r->tracer);
+	r->rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r->tracer), on_record, r, NULL);
+	if (!r->rb) {
+		err = -errno;
+		dl_err("cannot set up the ring buffer: %s", strerror(errno));
+		return err;
+	}
+	err = dl_tracer_attach_tracepoints(&r->tracer);
+	if (err)
+		return err;
+
+	r->start_ns = now_ns();
+	dl_emit_trace_start(&r->stream, r->start_ns, gpu_pcie_mbps());
+	uint64_t duty_t0 = r->start_ns;
+	if (r->cfg.cmd) {
+		err = start_command(r);
+		duty_t0 = now_ns();  /* the command's first instruction runs now, with every probe on */
+	} else {
+		for (int i = 0; i < r->cfg.npids && !err; i++)
+			err = trace_root(r, r->cfg.pids[i]);
+		for (int i = 0; i < r->cfg.ncomms && !err; i++)
+			err = dl_tracer_watch_comm(&r->tracer, r->cfg.comms[i]);
+		if (!err) {
+			rescan(r, true);
+			select_processes(r);
+		}
+	}
+	if (!err && r->cfg.duty_on_s && dl_duty_start(&r->duty, r->cfg.duty_on_s, r->cfg.duty_period_s, duty_t0, now_ns()))
+		err = -ENOMEM;
+	if (err)
+		return err;
+	for (size_t i = 0; i < r->sum.n; i++)
+		if (!r->sum.procs[i].cuda_libs)
+			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
+				r->sum.procs[i].pid, r->sum.procs[i].comm);
+	if (r->cfg.step_on && !dl_api_by_name(r->cfg.step_on) && !r->markers.n)
+		dl_warn("--step-on %s: no such function in the traced processes yet (will keep looking)",
+			r->cfg.step_on);
+	dl_info("tracing %zu process%s; Ctrl-C to stop", r->sum.n, r->sum.n == 1 ? "" : "es");
+
+	err = run_loop(r);
+	if (r->cfg.duty_on_s)
+		dl_duty_finish(&r->duty, &r->tracer, now_ns(), &r->sum, sync_kernel, r);
+	dl_markers_detach(&r->markers);
+	dl_tracer_detach(&r->tracer);
+	dl_info("detached every probe in %.1f ms", (double)r->tracer.last_detach_ns / 1e6);
+	sync_kernel(r);
+	for (int i = 0; i < r->nloaded; i++)
+		if (r->loaded_stopped[i])
+			kill(r->loaded[i], SIGCONT); /* stopped by a dlopen probe; nothing to attach any more */
+	r->nloaded = 0;
+	dl_tracer_read_drops(&r->tracer, drops);
+	dl_emit_trace_end(&r->stream, now_ns(), drops);
+	return err;
+}
+
+static int write_json(struct run *r, const struct dl_correlator *corr, const struct dl_diagnosis *diag)
+{
+	FILE *f = r->json;
+
+	r->json = NULL;
+	if (dl_report_json(f, &r->sum, corr, diag) || fclose(f)) {
+		dl_err("writing the JSON summary to %s failed: %s", r->cfg.json_path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Steps go to the live printer and to the timeline. */
+struct step_sinks {
+	struct dl_step_printer *printer;
+	struct dl_trace *trace;
+};
+
+static void on_step(void *ctx, const struct dl_step *st)
+{
+	struct step_sinks *s = ctx;
+
+	dl_print_step(s->printer, st);
+	if (s->trace)
+		dl_trace_step(s->trace, st);
+}
+
+/* A replayed timeline shows the recording's own real time: its header's clock snapshot. */
+static void trace_clocks_of(struct dl_trace *t, const char *path)
+{
+	struct dl_rec_header h;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;   /* dl_replay says why */
+	if (fread(&h, sizeof(h), 1, f) == 1 && !memcmp(h.magic, DL_REC_MAGIC, sizeof(h.magic)))
+		dl_trace_set_clocks(t, h.mono_ns, h.boot_ns, h.real_ns);
+	fclose(f);
+}
+
+static int open_trace(struct run *r)
+{
+	int err, fmt = r->cfg.trace_format >= 0 ? r->cfg.trace_format : (int)dl_trace_format_of_path(r->cfg.trace_path);
+
+	r->trace = dl_trace_open(r->cfg.trace_path, (enum dl_trace_format)fmt, &r->sum, &err);
+	if (!r->trace) {
+		dl_err("cannot write the trace to %s: %s", r->cfg.trace_path, strerror(-err));
+		return err;
+	}
+	if (r->cfg.mode == DL_MODE_REPORT)
+		trace_clocks_of(r->trace, r->cfg.input_path);
+	return 0;
+}
+
+static int close_trace(struct run *r)
+{
+	struct dl_trace_stats ts;
+	int err = dl_trace_close(r->trace, &ts);
+
+	r->trace = NULL;
+	if (err) {
+		dl_err("writing the trace to %s failed: %s; the file is incomplete", r->cfg.trace_path, strerror(-err));
+		return err;
+	}
+	dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " events (%" PRIu64
+		" out of order), %" PRIu64 " bytes in %s", ts.slices, ts.counters, ts.events, ts.late, ts.bytes,
+		r->cfg.trace_path);
+	if (ts.lane_overflow || ts.clipped)
+		dl_warn("trace: %" PRIu64 " disk requests left out (more in flight than lanes), %" PRIu64
+			" overlapping thread-state intervals cut", ts.lane_overflow, ts.clipped);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct run r = {};
-	uint64_t drops[DL_DROP_MAX];
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct dl_corr_opts copts = { 0 };
+	struct dl_diag_opts dopts = { 0 };
+	struct dl_step_printer printer = { .f = stdout };
+	struct step_sinks steps = { .printer = &printer };
+	struct dl_correlator *corr = NULL;
+	struct dl_diagnosis *diag = NULL;
+	struct dl_recorder rec = { 0 };
+	char replay_err[512];
 	int err = 0, exit_code = 1;
 
 	dl_cli_parse(argc, argv, &r.cfg);
@@ -286,15 +555,9 @@ int main(int argc, char **argv)
 	if (dl_log_level > DL_LOG_DEBUG)
 		dl_log_level = DL_LOG_DEBUG;
 	libbpf_set_print(libbpf_print);
+	r.markers.symbol = r.cfg.step_on && !dl_api_by_name(r.cfg.step_on) ? r.cfg.step_on : NULL;
 
-	for (int i = 0; i < r.cfg.npids; i++) {
-		if (!dl_proc_alive(r.cfg.pids[i])) {
-			dl_err("no process with pid %d", r.cfg.pids[i]);
-			return 1;
-		}
-	}
-	if (dl_env_check())
-		return 1;
+	/* Outputs are opened first: an unwritable path fails before anything is traced. */
 	if (r.cfg.json_path) {
 		r.json = fopen(r.cfg.json_path, "w");
 		if (!r.json) {
@@ -302,91 +565,97 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (r.cfg.mode == DL_MODE_RECORD && dl_recorder_open(&rec, r.cfg.record_path))
+		goto cleanup;
+	if (r.cfg.trace_path && open_trace(&r)) {
+		err = -EIO;
+		goto cleanup;
+	}
+	steps.trace = r.trace;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
 	dl_summary_init(&r.sum);
 	r.symbolizer = dl_symbolizer_new();
-	if (!r.symbolizer) {
+	diag = calloc(1, sizeof(*diag));
+	if (!r.symbolizer || !diag) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	/* The summary first: the correlator reads its pinned ranges. */
 	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
-
-	err = dl_tracer_open_load(&r.tracer, r.cfg.ringbuf_mb, r.cfg.summary);
-	if (!err && r.cfg.summary)
-		err = dl_agg_init(&r.agg, dl_tracer_agg_fd(&r.tracer));
-	if (r.cfg.duty_on_s)
-		dl_tracer_split_hot(&r.tracer);
-	if (err)
-		goto cleanup;
-	r.rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r.tracer), on_record, &r, NULL);
-	if (!r.rb) {
-		err = -errno;
-		dl_err("cannot set up the ring buffer: %s", strerror(errno));
-		goto cleanup;
-	}
-	err = dl_tracer_attach_tracepoints(&r.tracer);
-	if (err)
-		goto cleanup;
-
-	r.start_ns = now_ns();
-	dl_emit_trace_start(&r.stream, r.start_ns);
-	uint64_t duty_t0 = r.start_ns;
-	if (r.cfg.cmd) {
-		err = start_command(&r);
-		if (err)
-			goto cleanup;
-		duty_t0 = now_ns();  /* the command's first instruction runs now, with every probe on */
-	} else {
-		for (int i = 0; i < r.cfg.npids && !err; i++)
-			err = trace_root(&r, r.cfg.pids[i]);
-		if (err)
-			goto cleanup;
-		rescan(&r, true);
-	}
-	if (r.cfg.duty_on_s && dl_duty_start(&r.duty, r.cfg.duty_on_s, r.cfg.duty_period_s, duty_t0, now_ns())) {
+	if (r.cfg.mode == DL_MODE_RECORD)
+		dl_stream_add(&r.stream, dl_recorder_sink, &rec);
+	if (r.trace)
+		dl_stream_add(&r.stream, dl_trace_sink, r.trace);   /* after the summary: it reads its names */
+	/* Recording also diagnoses live: the recording replays to the same result. */
+	copts.step_on = r.cfg.step_on;
+	copts.pcie_gbps = r.cfg.pcie_gbps;
+	corr = dl_corr_new(&copts, &r.sum, on_step, &steps);
+	if (!corr) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	for (size_t i = 0; i < r.sum.n; i++)
-		if (!r.sum.procs[i].cuda_libs)
-			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
-				r.sum.procs[i].pid, r.sum.procs[i].comm);
-	dl_info("tracing %zu process%s; Ctrl-C to stop", r.sum.n, r.sum.n == 1 ? "" : "es");
+	dl_stream_add(&r.stream, dl_corr_sink, corr);
 
-	err = run_loop(&r);
-	if (r.cfg.duty_on_s)
-		dl_duty_finish(&r.duty, &r.tracer, now_ns(), &r.sum, sync_kernel, &r);
-	dl_tracer_detach(&r.tracer);
-	dl_info("detached every probe in %.1f ms", (double)r.tracer.last_detach_ns / 1e6);
-	sync_kernel(&r);
-	dl_tracer_read_drops(&r.tracer, drops);
-	dl_emit_trace_end(&r.stream, now_ns(), drops);
+	if (r.cfg.mode == DL_MODE_REPORT) {
+		if (dl_replay(r.cfg.input_path, &r.stream, NULL, replay_err, sizeof(replay_err))) {
+			dl_err("%s", replay_err);
+			err = -EINVAL;
+			goto cleanup;
+		}
+	} else {
+		err = trace(&r);
+		if (err)
+			goto cleanup;
+	}
+
+	if (r.cfg.mode == DL_MODE_RECORD) {
+		err = dl_recorder_close(&rec);
+		if (err) {
+			dl_err("writing the recording %s failed: %s", r.cfg.record_path, strerror(-err));
+			goto cleanup;
+		}
+	}
+	dl_corr_finish(corr);
+	dopts.pcie_gbps = r.cfg.pcie_gbps;
+	dopts.disk_mbps = r.cfg.disk_mbps;
+	dl_diagnose(corr, &r.sum, &dopts, diag);
 	if (r.sum.malformed)
 		dl_warn("%" PRIu64 " malformed records ignored", r.sum.malformed);
-
 	dl_report_text(stdout, &r.sum);
+	dl_report_steps_text(stdout, corr, diag);
 	if (r.cfg.summary)
 		dl_agg_report(stdout, &r.agg);
 	if (r.cfg.duty_on_s)
 		dl_duty_report(stdout, &r.duty, &r.sum);
+	if (r.cfg.mode == DL_MODE_RECORD)
+		printf("\ndlbpf: recorded %" PRIu64 " records (%.1f MiB) to %s; `dlbpf report %s` replays it\n",
+		       rec.records, (double)rec.bytes / (1 << 20), r.cfg.record_path, r.cfg.record_path);
 	fflush(stdout);
-	if (r.json) {
-		if (dl_report_json(r.json, &r.sum) || fclose(r.json)) {
-			dl_err("writing the JSON summary to %s failed: %s", r.cfg.json_path, strerror(errno));
-			err = err ? err : -EIO;
-		}
-		r.json = NULL;
+	if (r.json)
+		err = write_json(&r, corr, diag);
+	if (r.trace) {
+		int terr = close_trace(&r);
+
+		err = err ? err : terr;
 	}
 	exit_code = err ? 1 : command_status(&r);
 
 cleanup:
+	if (rec.f)
+		dl_recorder_close(&rec);
 	if (r.json)
 		fclose(r.json);
+	if (r.trace)
+		dl_trace_close(r.trace, NULL);
+	dl_markers_detach(&r.markers);
 	ring_buffer__free(r.rb);
-	dl_tracer_destroy(&r.tracer);
+	if (r.tracer.skel)
+		dl_tracer_destroy(&r.tracer);
+	dl_corr_free(corr);
+	free(diag);
 	dl_symbolizer_free(r.symbolizer);
 	dl_summary_free(&r.sum);
 	dl_agg_free(&r.agg);

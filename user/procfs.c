@@ -185,3 +185,60 @@ bool dl_is_cudart_name(const char *path)
 		b += strcspn(b, ".");
 	return strncmp(b, ".so", 3) == 0 && (b[3] == '\0' || b[3] == '.');
 }
+
+int dl_proc_nspid(pid_t pid)
+{
+	char path[64], line[256];
+	int nspid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		/* One pid per nested namespace, outermost first: the last is the innermost. */
+		for (;;) {
+			long v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			nspid = (int)v;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return nspid;
+}
+
+int dl_proc_foreach(void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		struct dl_proc_stat st;
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0 || dl_proc_stat((pid_t)pid, &st))
+			continue;
+		fn(st.pid, st.ppid, arg);
+	}
+	closedir(d);
+	return 0;
+}
+
+bool dl_proc_running(pid_t pid)
+{
+	struct dl_proc_stat st;
+
+	return dl_proc_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X';
+}

@@ -37,6 +37,13 @@ struct dl_proc_stat {
 int dl_stat_parse(const char *buf, struct dl_proc_stat *st);
 int dl_proc_stat(pid_t pid, struct dl_proc_stat *st);
 bool dl_proc_alive(pid_t pid);
+/* Alive and not exiting (not a zombie). */
+bool dl_proc_running(pid_t pid);
+
+/* Calls fn for every process of the system. */
+int dl_proc_foreach(void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg);
+/* pid as the process sees it in its own (innermost) pid namespace, or -1. */
+int dl_proc_nspid(pid_t pid);
 
 /* Calls fn for every process whose ancestry includes root (root excluded). */
 int dl_proc_descendants(pid_t root, void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "json.h"
 #include "report.h"
+#include "report_diag.h"
 #include "version.h"
 
 static const char *const drop_names[DL_DROP_MAX] = {
@@ -67,6 +68,9 @@ static void text_cuda(FILE *f, const struct dl_proc *p)
 		launches += p->kernels[k].count;
 	if (p->nkernels)
 		fprintf(f, "    kernels  %" PRIu64 " launches of %zu kernel/shape pairs\n", launches, p->nkernels);
+	for (size_t g = 0; g < p->ngraphs; g++)
+		fprintf(f, "    graph    0x%llx launched x%" PRIu64 "\n", (unsigned long long)p->graphs[g].graph,
+			p->graphs[g].count);
 	for (size_t k = 0; k < p->nkernels && k < 8; k++) {
 		const struct dl_kernel_stat *ks = &p->kernels[k];
 
@@ -97,6 +101,8 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 		const struct dl_proc *p = &s->procs[i];
 
 		fprintf(f, "\nPID %d (%s)", p->pid, p->comm[0] ? p->comm : "?");
+		if (p->nspid && p->nspid != p->pid)
+			fprintf(f, " [pid %d in its namespace]", p->nspid);
 		if (p->ppid)
 			fprintf(f, ", parent %d", p->ppid);
 		if (p->exited)
@@ -127,6 +133,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_obj_begin(j);
 	dl_json_ki64(j, "pid", p->pid);
 	dl_json_ki64(j, "ppid", p->ppid);
+	dl_json_ki64(j, "nspid", p->nspid ? p->nspid : p->pid);
 	dl_json_kstr(j, "comm", p->comm);
 	dl_json_key(j, "exited");
 	dl_json_bool(j, p->exited);
@@ -139,6 +146,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_key(j, "found");
 	dl_json_bool(j, p->cuda_libs > 0);
 	dl_json_ku64(j, "runtimes", (uint64_t)p->cuda_libs);
+	dl_json_ku64(j, "driver_inner", p->driver_inner);
 	dl_json_key(j, "calls");
 	dl_json_obj_begin(j);
 	for (unsigned i = 1; i < DL_API_COUNT; i++) {
@@ -191,6 +199,18 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 		dl_json_obj_end(j);
 	}
 	dl_json_arr_end(j);
+	dl_json_key(j, "graphs");
+	dl_json_arr_begin(j);
+	for (size_t g = 0; g < p->ngraphs; g++) {
+		char id[32];
+
+		snprintf(id, sizeof(id), "0x%llx", (unsigned long long)p->graphs[g].graph);
+		dl_json_obj_begin(j);
+		dl_json_kstr(j, "graph", id);
+		dl_json_ku64(j, "count", p->graphs[g].count);
+		dl_json_obj_end(j);
+	}
+	dl_json_arr_end(j);
 	dl_json_obj_end(j);
 
 	dl_json_key(j, "io");
@@ -214,7 +234,8 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_obj_end(j);
 }
 
-int dl_report_json(FILE *f, const struct dl_summary *s)
+int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
+		   const struct dl_diagnosis *d)
 {
 	struct dl_json j;
 
@@ -240,12 +261,7 @@ int dl_report_json(FILE *f, const struct dl_summary *s)
 	for (size_t i = 0; i < s->n; i++)
 		json_proc(&j, &s->procs[i]);
 	dl_json_arr_end(&j);
-	dl_json_key(&j, "steps");
-	dl_json_arr_begin(&j);
-	dl_json_arr_end(&j);
-	dl_json_key(&j, "diagnosis");
-	dl_json_obj_begin(&j);
-	dl_json_obj_end(&j);
+	dl_report_steps_json(&j, c, d);
 	dl_json_obj_end(&j);
 	fputc('\n', f);
 	if (fflush(f) || ferror(f)) {

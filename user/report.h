@@ -4,10 +4,12 @@
 #define DLBPF_REPORT_H
 
 #include <stdio.h>
+#include "diagnose.h"
 #include "summary.h"
 
 void dl_report_text(FILE *f, const struct dl_summary *s);
-/* Returns 0, or -1 when writing failed (errno set). */
-int dl_report_json(FILE *f, const struct dl_summary *s);
+/* The whole JSON summary; c and d may be NULL. Returns 0, or -1 when writing failed (errno set). */
+int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
+		   const struct dl_diagnosis *d);
 
 #endif

@@ -46,6 +46,7 @@ struct dl_step {
 	/* the main thread's CUDA work in the step */
 	uint64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies;
 	uint64_t small_copies, pageable_copies, kernels;
+	uint64_t wakeup_runq_ns;   /* the part of runq right after a wake-up from blocking */
 	enum dl_verdict verdict;
 	double share;              /* of the verdict's categories in the step */
 	uint64_t first_event;      /* stream position of the marker; for sinks that link */
@@ -54,6 +55,12 @@ struct dl_step {
 const char *dl_cat_name(enum dl_cat c);
 const char *dl_verdict_name(enum dl_verdict v);
 const char *dl_severity_name(enum dl_severity s);
+
+/* Time of a step's categories that make up a verdict. */
+uint64_t dl_verdict_ns(const uint64_t cat_ns[DL_CAT_COUNT], enum dl_verdict v);
+/* The verdict whose categories take the most time, and their share. */
+enum dl_verdict dl_verdict_of(const uint64_t cat_ns[DL_CAT_COUNT], double *share);
+enum dl_severity dl_severity_of(enum dl_verdict v, double share);
 
 typedef void (*dl_step_fn)(void *ctx, const struct dl_step *step);
 

@@ -40,22 +40,24 @@ static void copy_str(char *dst, size_t cap, const char *src)
 	memset(dst + n, 0, cap - n);
 }
 
-void dl_emit_trace_start(struct dl_stream *s, uint64_t ts)
+void dl_emit_trace_start(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps)
 {
 	struct dl_trace_start_ev e;
 
 	memset(&e, 0, sizeof(e));
 	fill_hdr(&e.h, sizeof(e), DL_EV_TRACE_START, ts, 0);
+	e.pcie_mbps = pcie_mbps;
 	dl_stream_emit(s, &e, sizeof(e));
 }
 
-void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm)
+void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid)
 {
 	struct dl_procinfo_ev e;
 
 	memset(&e, 0, sizeof(e));
 	fill_hdr(&e.h, sizeof(e), DL_EV_PROCINFO, ts, pid);
 	e.ppid = (uint32_t)ppid;
+	e.nspid = (uint32_t)(nspid > 0 ? nspid : pid);
 	copy_str(e.comm, sizeof(e.comm), comm);
 	dl_stream_emit(s, &e, sizeof(e));
 }

@@ -30,8 +30,8 @@ void dl_stream_add(struct dl_stream *s, dl_record_fn fn, void *ctx);
 void dl_stream_emit(struct dl_stream *s, const void *rec, size_t len);
 
 /* Records the collector writes (h.ts is CLOCK_MONOTONIC now, like the kernel's). */
-void dl_emit_trace_start(struct dl_stream *s, uint64_t ts);
-void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm);
+void dl_emit_trace_start(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps);
+void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid);
 void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms);
 void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *name);
 void dl_emit_trace_end(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX]);

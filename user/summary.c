@@ -15,6 +15,7 @@ static void proc_free(struct dl_proc *p)
 	for (size_t i = 0; i < p->nkernels; i++)
 		free(p->kernels[i].name);
 	free(p->kernels);
+	free(p->graphs);
 	free(p->pinned.v);
 	free(p->device.v);
 	free(p->tids);
@@ -191,6 +192,17 @@ static void add_launch(struct dl_proc *p, const struct dl_call *c)
 	}
 }
 
+static void add_graph(struct dl_proc *p, const struct dl_call *c)
+{
+	for (size_t i = 0; i < p->ngraphs; i++)
+		if (p->graphs[i].graph == c->func) {
+			p->graphs[i].count++;
+			return;
+		}
+	p->graphs = grow(p->graphs, p->ngraphs, &p->gcap, sizeof(*p->graphs));
+	p->graphs[p->ngraphs++] = (struct dl_graph_stat){ .graph = c->func, .count = 1 };
+}
+
 static void add_cuda(struct dl_summary *s, const struct dl_cuda_ev *ev)
 {
 	struct dl_call c;
@@ -203,6 +215,11 @@ static void add_cuda(struct dl_summary *s, const struct dl_cuda_ev *ev)
 	}
 	p = dl_summary_proc(s, (pid_t)c.tgid);
 	note_thread(p, c.tid);
+	/* A driver call the runtime made inside a runtime call is that call: counted once, there. */
+	if (c.depth > 0 && dl_api_is_driver(c.api)) {
+		p->driver_inner++;
+		return;
+	}
 	p->calls[c.api->id].count++;
 	p->calls[c.api->id].total_ns += c.dur_ns;
 	ok = !c.entry_only && c.ret == 0;
@@ -217,6 +234,9 @@ static void add_cuda(struct dl_summary *s, const struct dl_cuda_ev *ev)
 		break;
 	case DL_CLS_LAUNCH:
 		add_launch(p, &c);
+		break;
+	case DL_CLS_GRAPH:
+		add_graph(p, &c);
 		break;
 	case DL_CLS_ALLOC:
 		/* Failed allocations (every one, without a GPU) must not mark memory pinned. */
@@ -365,6 +385,7 @@ int dl_summary_add(struct dl_summary *s, const void *rec, size_t len)
 		break;
 	case DL_EV_TRACE_START:
 		s->start_ts = h->ts;
+		s->pcie_mbps = ((const struct dl_trace_start_ev *)rec)->pcie_mbps;
 		break;
 	case DL_EV_PROCINFO: {
 		const struct dl_procinfo_ev *e = rec;
@@ -372,6 +393,7 @@ int dl_summary_add(struct dl_summary *s, const void *rec, size_t len)
 
 		p->ppid = (pid_t)e->ppid;
 		set_comm(p, e->comm);
+		p->nspid = (pid_t)e->nspid;
 		break;
 	}
 	case DL_EV_LIB:

@@ -47,8 +47,14 @@ struct dl_sym_name {
 	char *name;
 };
 
+struct dl_graph_stat {
+	uint64_t graph;        /* the cudaGraphExec_t / CUgraphExec launched */
+	uint64_t count;
+};
+
 struct dl_proc {
 	pid_t pid, ppid;
+	pid_t nspid;           /* inside its pid namespace; 0 when unknown */
 	char comm[DL_COMM_LEN];
 	bool seen_start;       /* forked while traced (else: already running at attach) */
 	bool exited;
@@ -56,10 +62,13 @@ struct dl_proc {
 	uint64_t exit_ts;
 	uint32_t threads;      /* distinct threads seen */
 	int cuda_libs;         /* CUDA runtimes attached in this process */
+	uint64_t driver_inner; /* driver calls made inside runtime calls (not counted again) */
 	struct dl_api_stat calls[DL_API_COUNT];
 	struct dl_copy_stat copies[DL_DIR_COUNT];
 	struct dl_kernel_stat *kernels;
 	size_t nkernels, kcap;
+	struct dl_graph_stat *graphs;
+	size_t ngraphs, gcap;
 	struct dl_ranges pinned, device;
 	struct {
 		uint64_t read_bytes, read_ops, write_bytes, write_ops, wait_ns;
@@ -81,6 +90,7 @@ struct dl_summary {
 	uint64_t async_io_bytes, async_io_ops;   /* kernel-thread requests, not attributed */
 	uint64_t first_ts, last_ts;
 	uint64_t start_ts, end_ts;    /* from DL_EV_TRACE_START / DL_EV_TRACE_END */
+	uint32_t pcie_mbps;           /* from DL_EV_TRACE_START */
 	uint64_t drops[DL_DROP_MAX];
 	uint64_t drops_total;
 	uint64_t malformed;

@@ -4,6 +4,7 @@
  * exited, so each traced process's executable mappings are remembered while it
  * lives (dl_symbolizer_note) and symbols are read from the files later.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,9 @@ int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid)
 	if (!pm)
 		return -1;
 	err = dl_maps_foreach(pid, note_mapping, &fresh);
+	/* An exiting process shows no mappings: keep what was known (its events are still being named). */
+	if (!err && (!fresh.n || !dl_proc_running(pid)))
+		err = -ESRCH;
 	if (err) {
 		/* Keep what was known: the process may have just exited. */
 		pid_maps_clear(&fresh);

@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cuda_api.h"
+#include "discover.h"
 #include "dlbpf.skel.h"
 #include "elfsym.h"
 #include "log.h"
@@ -100,15 +101,6 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
 	return 0;
 }
 
-static bool already_attached(const struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
-{
-	for (size_t i = 0; i < t->ncuda; i++)
-		if (t->cuda[i].pid == pid && t->cuda[i].inode == m->inode &&
-		    t->cuda[i].dev == ((uint64_t)m->dev_major << 32 | m->dev_minor))
-			return true;
-	return false;
-}
-
 _Static_assert(DL_API_COUNT <= DL_API_SLOTS, "raise DL_API_SLOTS");
 
 static uint64_t mono_ns(void)
@@ -143,6 +135,7 @@ static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const str
 		[DL_LINK_LAUNCH] = t->skel->progs.cuda_entry_only,
 		[DL_LINK_ENTER] = t->skel->progs.cuda_enter, [DL_LINK_RETURN] = t->skel->progs.cuda_return,
 		[DL_LINK_COPY_ENTER] = t->skel->progs.cuda_enter, [DL_LINK_COPY_RETURN] = t->skel->progs.cuda_return,
+		[DL_LINK_ENTRY_OTHER] = t->skel->progs.cuda_entry_only,
 	};
 	char path[4200];
 
@@ -173,44 +166,136 @@ static void attach_free(struct dl_cuda_attach *a)
 	a->hot_launch = a->hot_copy = NULL;
 }
 
+static bool is_plain(const struct dl_tracer *t, uint64_t dev, uint64_t inode)
+{
+	for (size_t i = 0; i < t->nplain; i++)
+		if (t->plain[i][0] == dev && t->plain[i][1] == inode)
+			return true;
+	return false;
+}
+
+static void note_plain(struct dl_tracer *t, uint64_t dev, uint64_t inode)
+{
+	if (t->nplain == t->plain_cap) {
+		size_t cap = t->plain_cap ? t->plain_cap * 2 : 64;
+		uint64_t (*v)[2] = realloc(t->plain, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		t->plain = v;
+		t->plain_cap = cap;
+	}
+	t->plain[t->nplain][0] = dev;
+	t->plain[t->nplain][1] = inode;
+	t->nplain++;
+}
+
+struct pick {
+	const struct dl_api *api;
+	uint64_t off;
+};
+
+/*
+ * Drops functions that only jump to another picked one (__cudaLaunchKernel ->
+ * cudaLaunchKernel in libcudart.so.13 and in static cudart alike): the target's
+ * probe sees the call, and both would count it twice.
+ */
+static size_t drop_trampolines(int fd, struct pick *p, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t code[16];
+		uint64_t target;
+		bool dup = false;
+		ssize_t got = pread(fd, code, sizeof(code), (off_t)p[i].off);
+
+		if (got > 0 && dl_trampoline_target(code, (size_t)got, p[i].off, &target))
+			for (size_t k = 0; k < n && !dup; k++)
+				dup = k != i && p[k].off == target;
+		if (dup) {
+			dl_debug("%s only jumps to another probed function: probed there", p[i].api->name);
+			continue;
+		}
+		p[w++] = p[i];
+	}
+	return w;
+}
+
 /*
  * One uprobe_multi link per program and library: detaching 20 single uprobes
  * takes ~2 s here, one multi link ~50 ms (FIELD-NOTES). Offsets are resolved
  * here because libbpf 1.4.6 fails .syms on a library without .symtab.
- * With --duty, launches and copies get links of their own (5 instead of 3).
  */
-static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
+static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind)
 {
-	static struct dl_probe_set launch, calls, copies;
+	static struct dl_probe_set launch, other, calls, copies;
 	const struct dl_probe_set *sets[DL_LINK_MAX] = {};
 	uint64_t t0 = mono_ns();
+	struct pick picks[DL_API_COUNT];
+	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
 	struct dl_cuda_attach *a;
 	struct dl_elf_syms syms;
+	size_t npicks = 0;
 	char path[4200];
-	int err;
+	int err, fd;
 
-	root_path(path, sizeof(path), pid, m->path);
-	err = dl_elf_syms_load(path, &syms);
-	if (err) {
-		dl_warn("pid %d: cannot read %s: %s", pid, m->path, strerror(-err));
+	/* Through the process's root, so a library inside a container resolves. */
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		if (kind != DL_LIB_NONE)
+			dl_warn("pid %d: cannot open %s: %s", pid, m->path, strerror(errno));
 		return err;
 	}
-	launch.n = calls.n = copies.n = 0;
+	err = dl_elf_syms_load_fd(fd, &syms);
+	if (err) {
+		if (kind != DL_LIB_NONE)
+			dl_warn("pid %d: cannot read %s: %s", pid, m->path, strerror(-err));
+		else
+			note_plain(t, dev, m->inode);
+		close(fd);
+		return kind != DL_LIB_NONE ? err : 0;
+	}
+	if (kind == DL_LIB_NONE) {
+		kind = dl_lib_kind_by_syms(&syms);
+		if (kind == DL_LIB_NONE) {
+			note_plain(t, dev, m->inode);
+			dl_elf_syms_free(&syms);
+			close(fd);
+			return 0;
+		}
+		dl_info("pid %d: %s contains the CUDA runtime (static cudart)", pid, m->path);
+	}
 	for (unsigned id = 1; id < DL_API_COUNT; id++) {
 		const struct dl_api *api = dl_api_by_id(id);
-		const struct dl_elf_sym *sym = dl_elf_sym_by_name(&syms, api->name);
-		struct dl_probe_set *ps = api->cls == DL_CLS_LAUNCH ? &launch
-					  : api->cls == DL_CLS_COPY && t->split_hot ? &copies : &calls;
+		const struct dl_elf_sym *sym;
 
-		if (!sym)
+		if ((api->cls == DL_CLS_LOADER) != (kind == DL_LIB_LOADER))
 			continue;
-		ps->off[ps->n] = sym->offset;
-		ps->cookie[ps->n] = dl_api_cookie(api);
-		ps->n++;
+		sym = dl_elf_sym_by_name(&syms, api->name);
+		if (sym)
+			picks[npicks++] = (struct pick){ api, sym->offset };
 	}
 	dl_elf_syms_free(&syms);
-	if (!launch.n && !calls.n && !copies.n) {
-		dl_warn("pid %d: %s has none of the CUDA runtime functions dlbpf probes", pid, m->path);
+	npicks = drop_trampolines(fd, picks, npicks);
+	close(fd);
+	launch.n = other.n = calls.n = copies.n = 0;
+	for (size_t i = 0; i < npicks; i++) {
+		const struct dl_api *api = picks[i].api;
+		/* With --duty, launches and copies go on links of their own. */
+		struct dl_probe_set *ps = dl_api_entry_only(api)
+			? (t->split_hot && api->cls != DL_CLS_LAUNCH ? &other : &launch)
+			: (t->split_hot && api->cls == DL_CLS_COPY ? &copies : &calls);
+
+		ps->off[ps->n] = picks[i].off;
+		ps->cookie[ps->n] = dl_api_cookie(picks[i].api);
+		ps->n++;
+	}
+	if (!launch.n && !other.n && !calls.n && !copies.n) {
+		if (kind != DL_LIB_LOADER)
+			dl_warn("pid %d: %s has none of the CUDA functions dlbpf probes", pid, m->path);
 		return 0;
 	}
 
@@ -226,7 +311,9 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 	a = &t->cuda[t->ncuda];
 	memset(a, 0, sizeof(*a));
 	a->pid = pid;
-	a->dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	a->kind = kind;
+	a->seen = true;
+	a->dev = dev;
 	a->inode = m->inode;
 	snprintf(a->path, sizeof(a->path), "%s", m->path);
 	if (t->split_hot) {
@@ -240,6 +327,7 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 		*a->hot_copy = copies;
 	}
 	sets[DL_LINK_ENTER] = sets[DL_LINK_RETURN] = &calls;
+	sets[DL_LINK_ENTRY_OTHER] = &other;
 	if (!t->split_hot || t->hot_on) {
 		sets[DL_LINK_LAUNCH] = &launch;
 		sets[DL_LINK_COPY_ENTER] = sets[DL_LINK_COPY_RETURN] = &copies;
@@ -249,10 +337,11 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 		attach_free(a);
 		return err;
 	}
-	a->nsyms = (int)(launch.n + calls.n + copies.n);
+	a->nsyms = (int)(launch.n + other.n + calls.n + copies.n);
 	t->ncuda++;
 	t->last_attach_ns = mono_ns() - t0;
-	dl_info("pid %d: attached %d CUDA runtime functions in %s (%.1f ms)", pid, a->nsyms, m->path,
+	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, a->nsyms,
+		kind == DL_LIB_LOADER ? "loader" : kind == DL_LIB_DRIVER ? "CUDA driver" : "CUDA runtime", m->path,
 		(double)t->last_attach_ns / 1e6);
 	return 1;
 }
@@ -337,16 +426,36 @@ struct scan_ctx {
 	pid_t pid;
 	int attached;
 	int err;
+	size_t mappings;
 };
+
+static struct dl_cuda_attach *find_attached(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
+{
+	for (size_t i = 0; i < t->ncuda; i++)
+		if (t->cuda[i].pid == pid && t->cuda[i].inode == m->inode &&
+		    t->cuda[i].dev == ((uint64_t)m->dev_major << 32 | m->dev_minor))
+			return &t->cuda[i];
+	return NULL;
+}
 
 static int scan_mapping(const struct dl_mapping *m, void *arg)
 {
 	struct scan_ctx *c = arg;
-	int r;
+	struct dl_cuda_attach *a = find_attached(c->t, c->pid, m);
+	int kind, r;
 
-	if (!dl_is_cudart_name(m->path) || already_attached(c->t, c->pid, m))
+	c->mappings++;
+	if (a) {
+		a->seen = true;
 		return 0;
-	r = attach_library(c->t, c->pid, m);
+	}
+	kind = dl_lib_kind_by_name(m->path);
+	/* Other files are read once, for a runtime linked into them; only code mappings. */
+	if (kind == DL_LIB_NONE &&
+	    (m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
+	     is_plain(c->t, (uint64_t)m->dev_major << 32 | m->dev_minor, m->inode)))
+		return 0;
+	r = attach_library(c->t, c->pid, m, kind);
 	if (r > 0)
 		c->attached += r;
 	else if (r < 0 && !c->err)
@@ -354,13 +463,37 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	return 0;
 }
 
+static void destroy_links(struct dl_cuda_attach *a)
+{
+	attach_free(a);
+}
+
 int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
 {
 	struct scan_ctx c = { .t = t, .pid = pid };
-	int err = dl_maps_foreach(pid, scan_mapping, &c);
+	size_t w = 0;
+	int err;
 
-	if (err < 0)
+	for (size_t i = 0; i < t->ncuda; i++)
+		if (t->cuda[i].pid == pid)
+			t->cuda[i].seen = false;
+	err = dl_maps_foreach(pid, scan_mapping, &c);
+	/* No file mapping at all: the process is exiting (its mm is gone), nothing was unmapped. */
+	if (err < 0 || !c.mappings || !dl_proc_running(pid)) {
+		for (size_t i = 0; i < t->ncuda; i++)
+			t->cuda[i].seen = true;
 		return err;
+	}
+	/* A library no longer mapped (dlclose) is forgotten: its probes go. */
+	for (size_t i = 0; i < t->ncuda; i++) {
+		if (t->cuda[i].pid == pid && !t->cuda[i].seen) {
+			dl_info("pid %d: %s unmapped, probes removed", pid, t->cuda[i].path);
+			destroy_links(&t->cuda[i]);
+			continue;
+		}
+		t->cuda[w++] = t->cuda[i];
+	}
+	t->ncuda = w;
 	return c.attached ? c.attached : c.err;
 }
 
@@ -369,7 +502,7 @@ int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid)
 	int n = 0;
 
 	for (size_t i = 0; i < t->ncuda; i++)
-		n += t->cuda[i].pid == pid;
+		n += t->cuda[i].pid == pid && t->cuda[i].kind != DL_LIB_LOADER;
 	return n;
 }
 
@@ -424,7 +557,7 @@ static void *destroy_link(void *l)
  * takes 22-76 ms, FIELD-NOTES; one after the other, 3 of them and 10 tracepoints
  * took ~230 ms). Destroyed from threads of their own, the waits overlap.
  */
-static void destroy_links(struct bpf_link **links, size_t n)
+static void destroy_links_parallel(struct bpf_link **links, size_t n)
 {
 	pthread_t th[32];
 	size_t i = 0;
@@ -469,7 +602,7 @@ void dl_tracer_detach(struct dl_tracer *t)
 			bpf_link__destroy(t->tp_links[i]);
 	}
 	t->ntp = 0;
-	destroy_links(all, n);
+	destroy_links_parallel(all, n);
 	free(all);
 	t->last_detach_ns = mono_ns() - t0;
 }
@@ -484,6 +617,62 @@ void dl_tracer_destroy(struct dl_tracer *t)
 	dl_tracer_detach(t);
 	free(t->cuda);
 	free(t->tp_links);
+	free(t->plain);
 	dlbpf__destroy(t->skel);
 	memset(t, 0, sizeof(*t));
+}
+
+int dl_tracer_watch_comm(struct dl_tracer *t, const char *comm)
+{
+	char key[DL_COMM_LEN] = {};
+	uint32_t one = 1;
+
+	snprintf(key, sizeof(key), "%s", comm);
+	if (bpf_map__update_elem(t->skel->maps.comm_watch, key, sizeof(key), &one, sizeof(one), BPF_ANY)) {
+		dl_err("cannot watch for processes named %s: %s", comm, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+struct maps_cuda_ctx {
+	struct dl_tracer *t;
+	pid_t pid;
+	bool found;
+};
+
+static int maps_cuda_one(const struct dl_mapping *m, void *arg)
+{
+	struct maps_cuda_ctx *c = arg;
+	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	struct dl_elf_syms syms;
+	char path[4200];
+	int kind = dl_lib_kind_by_name(m->path);
+
+	if (kind == DL_LIB_RUNTIME || kind == DL_LIB_DRIVER) {
+		c->found = true;
+		return 1;
+	}
+	if (kind != DL_LIB_NONE || m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
+	    is_plain(c->t, dev, m->inode))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)c->pid, m->path);
+	if (dl_elf_syms_load(path, &syms))
+		return 0;
+	kind = dl_lib_kind_by_syms(&syms);
+	dl_elf_syms_free(&syms);
+	if (kind == DL_LIB_RUNTIME) {
+		c->found = true;
+		return 1;
+	}
+	note_plain(c->t, dev, m->inode);
+	return 0;
+}
+
+bool dl_tracer_maps_cuda(struct dl_tracer *t, pid_t pid)
+{
+	struct maps_cuda_ctx c = { .t = t, .pid = pid };
+
+	dl_maps_foreach(pid, maps_cuda_one, &c);
+	return c.found;
 }

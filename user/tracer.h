@@ -12,7 +12,7 @@
 struct dlbpf;
 struct bpf_link;
 
-#define DL_API_SLOTS 64       /* >= DL_API_COUNT (checked in tracer.c) */
+#define DL_API_SLOTS 128      /* >= DL_API_COUNT (checked in tracer.c) */
 
 /* Probe offsets and cookies of one uprobe_multi link. */
 struct dl_probe_set {
@@ -24,13 +24,18 @@ struct dl_probe_set {
 /*
  * Link slots, in attach order. A return probe attached before its entry probe
  * (and detached after it) can only miss calls, never leave an entered call
- * with no return to pop it off the in-flight stack.
+ * with no return to pop it off the in-flight stack. The copy and "other
+ * entry-only" slots are used with --duty only (launches and copies are then
+ * on links of their own).
  */
-enum { DL_LINK_LAUNCH, DL_LINK_ENTER, DL_LINK_RETURN, DL_LINK_COPY_RETURN, DL_LINK_COPY_ENTER, DL_LINK_MAX };
+enum { DL_LINK_LAUNCH, DL_LINK_ENTER, DL_LINK_RETURN, DL_LINK_COPY_RETURN, DL_LINK_COPY_ENTER,
+       DL_LINK_ENTRY_OTHER, DL_LINK_MAX };
 
-/* One CUDA runtime attached in one process. */
+/* One CUDA runtime, driver or C library (dlopen) attached in one process. */
 struct dl_cuda_attach {
 	pid_t pid;
+	int kind;                 /* enum dl_lib_kind */
+	bool seen;                /* still mapped at the last scan */
 	uint64_t dev, inode;
 	char path[4096];          /* as the process maps it */
 	struct bpf_link *links[DL_LINK_MAX];
@@ -46,6 +51,9 @@ struct dl_tracer {
 	size_t ncuda, cuda_cap;
 	struct bpf_link **tp_links;
 	size_t ntp;
+	/* Files whose symbols hold no CUDA runtime: not read again (dev, inode pairs). */
+	uint64_t (*plain)[2];
+	size_t nplain, plain_cap;
 	bool split_hot;           /* --duty: launches and copies on their own links */
 	bool hot_on;              /* those links are attached */
 	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
@@ -73,7 +81,11 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid);
  * many were newly attached, or -errno when the process cannot be read.
  */
 int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid);
-/* CUDA runtimes attached in pid. */
+/* Traces every process that execs with this name from now on (BPF side). */
+int dl_tracer_watch_comm(struct dl_tracer *t, const char *comm);
+/* True when pid maps a CUDA runtime or driver (by name, or a runtime linked into a file). */
+bool dl_tracer_maps_cuda(struct dl_tracer *t, pid_t pid);
+/* CUDA runtimes and drivers attached in pid (the C library's loader not counted). */
 int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid);
 /* Forgets the attachments of a process that exited. */
 void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid);

@@ -71,16 +71,23 @@ enum dl_cuda_cookie {
 	DL_COOKIE_API_MASK = 0xffff,
 	DL_COOKIE_STACK = 1u << 16,   /* copy [sp+8], [sp+16] into arg[6], arg[7] */
 	DL_COOKIE_OUTPTR = 1u << 17,  /* at return, read the u64 that arg[0] points to into out */
+	DL_COOKIE_STACK3 = 1u << 18,  /* entry-only: copy [sp+8], [sp+16], [sp+24] into arg[6], arg[7], out */
+	DL_COOKIE_DEREF_CFG = 1u << 19, /* entry-only: copy 40 bytes at arg[0] (a launch config) into arg[3..7] */
+	DL_COOKIE_DRIVER = 1u << 20,  /* a driver API: inside a live runtime call it counts as nested (depth) */
+	DL_COOKIE_LOADER = 1u << 21,  /* dlopen: wake the consumer at return; stop the process if the
+				       * name holds "cuda" until the collector has attached (DL_CUDA_STOPPED) */
 	/* --summary mode (include/dlbpf/agg.h): where a copy's bytes and kind are */
-	DL_COOKIE_BYTES_1D = 1u << 18, /* bytes arg[2], kind arg[3] */
-	DL_COOKIE_BYTES_2D = 1u << 19, /* bytes arg[4] * arg[5], kind arg[6] */
-	DL_COOKIE_AGG = 1u << 20,      /* aggregated in the kernel in --summary mode (else still a record) */
+	DL_COOKIE_BYTES_1D = 1u << 22, /* bytes arg[2], kind arg[3] */
+	DL_COOKIE_BYTES_2D = 1u << 23, /* bytes arg[4] * arg[5], kind arg[6] */
+	DL_COOKIE_AGG = 1u << 24,      /* aggregated in the kernel in --summary mode (else still a record) */
 };
 
 enum dl_cuda_flags {
 	DL_CUDA_ENTRY_ONLY = 1u << 0, /* no return probe: dur_ns and ret are not known */
 	DL_CUDA_OUT_FAULT = 1u << 1,  /* the out pointer could not be read */
 	DL_CUDA_ARGS_FAULT = 1u << 2, /* the stack arguments could not be read */
+	DL_CUDA_STOPPED = 1u << 3,    /* the process was stopped (SIGSTOP); the collector continues it */
+	DL_CUDA_IN_RUNTIME = 1u << 4, /* a driver call made inside a runtime call (depth includes it) */
 };
 
 #define DL_CUDA_NARGS 8
@@ -93,7 +100,7 @@ struct dl_cuda_ev {
 	dl_u16 flags;                 /* enum dl_cuda_flags */
 	dl_u32 depth;                 /* nesting of probed calls on this thread at entry */
 	dl_u64 arg[DL_CUDA_NARGS];    /* rdi rsi rdx rcx r8 r9 [sp+8] [sp+16] */
-	dl_u64 out;                   /* *(u64 *)arg[0] at return, for DL_COOKIE_OUTPTR */
+	dl_u64 out;                   /* *(u64 *)arg[0] at return (DL_COOKIE_OUTPTR); [sp+24] (DL_COOKIE_STACK3) */
 };
 
 enum dl_bio_flags {
@@ -156,7 +163,7 @@ struct dl_mark_ev {
 struct dl_trace_start_ev {
 	struct dl_hdr h;          /* ts = start of tracing */
 	dl_u32 flags;
-	dl_u32 pad;
+	dl_u32 pcie_mbps;         /* fastest GPU PCIe link in sysfs, MB/s; 0 if none */
 };
 
 struct dl_procinfo_ev {
@@ -164,6 +171,8 @@ struct dl_procinfo_ev {
 	dl_u32 ppid;
 	dl_u32 flags;
 	char comm[DL_COMM_LEN];
+	dl_u32 nspid;             /* its pid inside its own pid namespace (= tgid outside containers) */
+	dl_u32 pad;
 };
 
 #define DL_PATH_LEN 256

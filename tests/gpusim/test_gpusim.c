@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Model tests for the GPU simulator (tests/gpusim/gpusim.c).
+ * Model tests for the GPU simulator (tests/gpusim/gpusim_*.c).
  *
  * Built against the toolkit's headers and linked against the toolkit's real
  * libcudart.so.13 (no rpath); run with LD_LIBRARY_PATH pointing at the

@@ -49,9 +49,12 @@ class Dlbpf:
                                      env=env, text=True)
         self.stderr_lines = []
         self.stdout = ""
+        self._out_chunks = []
         self._tracing = threading.Event()
         self._err = threading.Thread(target=self._read_stderr, daemon=True)
+        self._out = threading.Thread(target=lambda: self._out_chunks.append(self.proc.stdout.read()), daemon=True)
         self._err.start()
+        self._out.start()
 
     def _read_stderr(self):
         for line in self.proc.stderr:
@@ -65,12 +68,15 @@ class Dlbpf:
 
     def wait(self, timeout=60):
         try:
-            self.stdout, _ = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.terminate()
-            self.stdout, _ = self.proc.communicate()
+            self.proc.wait()
             raise Failure("dlbpf did not stop in time")
-        self._err.join(5)
+        finally:
+            self._out.join(10)
+            self._err.join(10)
+            self.stdout = "".join(self._out_chunks)
         return self.proc.returncode
 
     def stop(self, timeout=30):

@@ -302,8 +302,8 @@ static void test_collector_records(void)
 
 	dl_summary_init(&s);
 	dl_stream_add(&st, dl_summary_sink, &s);
-	dl_emit_trace_start(&st, 1000);
-	dl_emit_procinfo(&st, 1000, 100, 7, "trainer-with-a-long-name");
+	dl_emit_trace_start(&st, 1000, 0);
+	dl_emit_procinfo(&st, 1000, 100, 7, "trainer-with-a-long-name", 3);
 	dl_emit_lib(&st, 1001, 100, "/x/libcudart.so.13", 31);
 	dl_emit_sym(&st, 1002, 100, 0x4000, "my_kernel");
 	memset(longname, 'k', sizeof(longname) - 1);
@@ -316,6 +316,14 @@ static void test_collector_records(void)
 	dl_stream_emit(&st, &e, sizeof(e));
 	e.arg[0] = 0x6000;
 	dl_stream_emit(&st, &e, sizeof(e));
+	/* Two launches of one graph, one of another. */
+	e = cuda_ev(DL_API_GRAPH_LAUNCH, 6, 0, 0);
+	e.flags = DL_CUDA_ENTRY_ONLY;
+	e.arg[0] = 0x9000;
+	dl_stream_emit(&st, &e, sizeof(e));
+	dl_stream_emit(&st, &e, sizeof(e));
+	e.arg[0] = 0x9100;
+	dl_stream_emit(&st, &e, sizeof(e));
 	dl_emit_trace_end(&st, 5000, drops);
 
 	p = dl_summary_find(&s, 100);
@@ -324,7 +332,10 @@ static void test_collector_records(void)
 		CHECK(p->ppid == 7 && !strcmp(p->comm, "trainer-with-a-"), "procinfo: ppid %d comm '%s'", p->ppid,
 		      p->comm);
 		CHECK(p->cuda_libs == 1, "lib records: %d", p->cuda_libs);
+		CHECK(p->nspid == 3, "nspid %d", p->nspid);
 		CHECK(p->nkernels == 3, "kernels %zu", p->nkernels);
+		CHECK(p->ngraphs == 2 && p->graphs[0].graph == 0x9000 && p->graphs[0].count == 2, "graphs %zu",
+		      p->ngraphs);
 		if (p->nkernels == 3) {
 			CHECK(!strcmp(p->kernels[0].name, "my_kernel"), "name '%s'", p->kernels[0].name);
 			CHECK(strlen(p->kernels[1].name) == DL_SYM_NAME_MAX - 1, "long name kept to %zu",

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gpusim copies and memsets: classifying a copy (engine, bandwidth, pinned or
+ * not), scheduling it, and moving the bytes now or, for pinned async copies,
+ * at the host's next synchronisation so the host never sees them early.
+ */
+#define _GNU_SOURCE
+#include "gpusim_int.h"
+
+#include <string.h>
+
+static void copy2d(char *dst, size_t dpitch, const char *src, size_t spitch, size_t width,
+		   size_t height)
+{
+	if (!S.copy_data)
+		return;
+	if (dpitch == width && spitch == width) {
+		memmove(dst, src, width * height);
+		return;
+	}
+	for (size_t i = 0; i < height; i++)
+		memmove(dst + i * dpitch, src + i * spitch, width);
+}
+
+/* Perform all deferred copies, in order (under the lock). */
+void flush_pending(void)
+{
+	struct pending_copy *p = S.pending.v;
+
+	for (size_t i = 0; i < S.pending.n; i++)
+		copy2d(p[i].dst, p[i].dpitch, p[i].src, p[i].spitch, p[i].width, p[i].height);
+	S.pending.n = 0;
+}
+
+/* ---- copies ------------------------------------------------------------ */
+
+/* Validate a (2D) copy and find its engine and bandwidth. */
+static cudaError_t copy_classify(void *dst, const void *src, size_t dpitch, size_t spitch,
+				 size_t width, size_t height, enum cudaMemcpyKind kind,
+				 enum engine *eng, double *bpns, int *pinned)
+{
+	size_t dspan, sspan;
+	int ddev, sdev;
+
+	if (width > dpitch || width > spitch)
+		return cudaErrorInvalidPitchValue;
+	if (!width || !height)
+		return cudaSuccess;
+	if (!dst || !src)
+		return cudaErrorInvalidValue;
+	dspan = dpitch * (height - 1) + width;
+	sspan = spitch * (height - 1) + width;
+	ddev = is_dev(dst);
+	sdev = is_dev(src);
+	if (kind == cudaMemcpyDefault)
+		kind = ddev ? (sdev ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+			    : (sdev ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+	switch (kind) {
+	case cudaMemcpyHostToHost:
+		if (ddev || sdev)
+			return cudaErrorInvalidValue;
+		*eng = ENG_NONE;
+		*bpns = 0;
+		*pinned = 0;
+		return cudaSuccess;
+	case cudaMemcpyHostToDevice:
+		if (!dev_range_ok(dst, dspan) || sdev)
+			return cudaErrorInvalidValue;
+		*eng = ENG_H2D;
+		*pinned = is_pinned(src, sspan);
+		break;
+	case cudaMemcpyDeviceToHost:
+		if (!dev_range_ok(src, sspan) || ddev)
+			return cudaErrorInvalidValue;
+		*eng = ENG_D2H;
+		*pinned = is_pinned(dst, dspan);
+		break;
+	case cudaMemcpyDeviceToDevice:
+		if (!dev_range_ok(src, sspan) || !dev_range_ok(dst, dspan))
+			return cudaErrorInvalidValue;
+		*eng = ENG_COMPUTE;
+		*pinned = 1;
+		*bpns = S.d2d_bpns;
+		return cudaSuccess;
+	default:
+		return cudaErrorInvalidMemcpyDirection;
+	}
+	*bpns = *pinned ? S.pinned_bpns : S.pageable_bpns;
+	return cudaSuccess;
+}
+
+/* The common copy path. sync: cudaMemcpy semantics (the caller waits for the
+ * copy, and so for earlier work on the stream). */
+cudaError_t do_copy(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+		    size_t height, enum cudaMemcpyKind kind, cudaStream_t hs, int ptds, int sync)
+{
+	enum engine eng = ENG_NONE;
+	double bpns = 0;
+	int pinned = 0;
+	cudaError_t e;
+	struct CUstream_st *s;
+	uint64_t end, bytes = (uint64_t)width * height;
+
+	s = lock_stream(hs, ptds);
+	if (!s)
+		return ret(cudaErrorInvalidResourceHandle);
+	e = copy_classify(dst, src, dpitch, spitch, width, height, kind, &eng, &bpns, &pinned);
+	if (e != cudaSuccess || bytes == 0) {
+		unlock();
+		return ret(e);
+	}
+	if (eng == ENG_NONE) { /* host to host: a plain synchronous memcpy */
+		flush_pending();
+		copy2d(dst, dpitch, src, spitch, width, height);
+		unlock();
+		return cudaSuccess;
+	}
+	end = schedule(s, eng, S.copy_latency_ns + (uint64_t)((double)bytes / bpns), now_ns());
+	if (!sync && pinned) { /* asynchronous: defer the bytes, return at once */
+		struct pending_copy *p = vec_push(&S.pending);
+		if (!p) {
+			unlock();
+			return ret(cudaErrorMemoryAllocation);
+		}
+		*p = (struct pending_copy){ dst, src, dpitch, spitch, width, height, end };
+		unlock();
+		return cudaSuccess;
+	}
+	flush_pending();
+	copy2d(dst, dpitch, src, spitch, width, height);
+	unlock();
+	sleep_until(end);
+	return cudaSuccess;
+}
+
+/* ---- memset ------------------------------------------------------------ */
+
+cudaError_t do_memset(void *p, int value, size_t count, cudaStream_t hs, int ptds)
+{
+	struct CUstream_st *s;
+
+	s = lock_stream(hs, ptds);
+	if (!s)
+		return ret(cudaErrorInvalidResourceHandle);
+	if (!count) {
+		unlock();
+		return cudaSuccess;
+	}
+	if (!p || !dev_range_ok(p, count)) {
+		unlock();
+		return ret(cudaErrorInvalidValue);
+	}
+	flush_pending();
+	if (S.copy_data)
+		memset(p, value, count);
+	/* Asynchronous with respect to the host for device memory. */
+	schedule(s, ENG_COMPUTE, S.kernel_base_ns + (uint64_t)((double)count / S.memset_bpns),
+		 now_ns());
+	unlock();
+	return cudaSuccess;
+}

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gpusim model: the parameters, the clocks a caller waits or spins on, and
+ * the engine/stream scheduling rule every enqueued item goes through.
+ *
+ * Environment (read once, at the first CUDA call of the process)
+ *   variable                 default  meaning
+ *   GPUSIM_PINNED_GBPS       24       pinned H2D/D2H bandwidth, GB/s (1e9 B/s):
+ *                                     PCIe Gen4 x16 effective
+ *   GPUSIM_PAGEABLE_GBPS     8        pageable H2D/D2H bandwidth, GB/s
+ *   GPUSIM_D2D_GBPS          1000     device-to-device copy bandwidth, GB/s
+ *   GPUSIM_MEMSET_GBPS       2000     memset bandwidth, GB/s
+ *   GPUSIM_COPY_LATENCY_US   10       fixed cost of each transfer, us
+ *   GPUSIM_LAUNCH_US         5        CPU cost of one kernel launch, us
+ *   GPUSIM_NS_PER_BLOCK      1000     default kernel cost per block, ns
+ *   GPUSIM_KERNEL_BASE_US    2        default kernel fixed cost, us
+ *   GPUSIM_DEVICE_MEM_MB     16384    device memory size (address range), MiB
+ *   GPUSIM_COPY_DATA         1        0: do not move bytes (timing only)
+ *   GPUSIM_TIMERSLACK_NS     1000     timer slack set on waiting threads;
+ *                                     0 leaves it alone
+ */
+#define _GNU_SOURCE
+#include "gpusim_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+
+struct gpusim_state S = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.once = PTHREAD_ONCE_INIT,
+};
+
+static _Thread_local int t_slack_set;
+
+void *vec_push(struct vec *v)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 16;
+		void *nv = realloc(v->v, cap * v->elt);
+		if (!nv)
+			return NULL;
+		v->v = nv;
+		v->cap = cap;
+	}
+	return (char *)v->v + v->elt * v->n++;
+}
+
+void vec_del(struct vec *v, size_t i)
+{
+	char *b = v->v;
+	memmove(b + i * v->elt, b + (i + 1) * v->elt, (v->n - i - 1) * v->elt);
+	v->n--;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
+}
+
+static double env_double(const char *name, double def)
+{
+	const char *s = getenv(name);
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return def;
+	v = strtod(s, &end);
+	if (*end || v < 0) {
+		fprintf(stderr, "gpusim: ignoring bad %s=%s\n", name, s);
+		return def;
+	}
+	return v;
+}
+
+void init_once(void)
+{
+	S.pinned_bpns = env_double("GPUSIM_PINNED_GBPS", 24.0);
+	S.pageable_bpns = env_double("GPUSIM_PAGEABLE_GBPS", 8.0);
+	S.d2d_bpns = env_double("GPUSIM_D2D_GBPS", 1000.0);
+	S.memset_bpns = env_double("GPUSIM_MEMSET_GBPS", 2000.0);
+	S.copy_latency_ns = (uint64_t)(env_double("GPUSIM_COPY_LATENCY_US", 10.0) * 1000.0);
+	S.launch_ns = (uint64_t)(env_double("GPUSIM_LAUNCH_US", 5.0) * 1000.0);
+	S.ns_per_block = (uint64_t)env_double("GPUSIM_NS_PER_BLOCK", 1000.0);
+	S.kernel_base_ns = (uint64_t)(env_double("GPUSIM_KERNEL_BASE_US", 2.0) * 1000.0);
+	S.timerslack_ns = (uint64_t)env_double("GPUSIM_TIMERSLACK_NS", 1000.0);
+	S.copy_data = env_double("GPUSIM_COPY_DATA", 1.0) != 0.0;
+	if (S.pinned_bpns <= 0)
+		S.pinned_bpns = 24.0;
+	if (S.pageable_bpns <= 0)
+		S.pageable_bpns = 8.0;
+	if (S.d2d_bpns <= 0)
+		S.d2d_bpns = 1000.0;
+	if (S.memset_bpns <= 0)
+		S.memset_bpns = 2000.0;
+
+	S.dev_size = (size_t)env_double("GPUSIM_DEVICE_MEM_MB", 16384.0) << 20;
+	/* A fixed, recognisable region when free; anywhere otherwise. */
+	void *hint = (void *)(uintptr_t)0x600000000000ull;
+	void *p = mmap(hint, S.dev_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		p = mmap(NULL, S.dev_size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		S.dev_base = NULL;
+		S.dev_size = 0;
+	} else {
+		S.dev_base = p;
+	}
+	S.legacy.magic = STREAM_MAGIC;
+	S.legacy.legacy = 1;
+	S.dev_blocks.elt = sizeof(struct range);
+	S.pinned.elt = sizeof(struct range);
+	S.pending.elt = sizeof(struct pending_copy);
+	S.kcost.elt = sizeof(struct range);
+}
+
+/* Sleep (not spin) until CLOCK_MONOTONIC reaches t. Called without the lock. */
+void sleep_until(uint64_t t)
+{
+	struct timespec ts = { .tv_sec = (time_t)(t / NSEC), .tv_nsec = (long)(t % NSEC) };
+
+	if (!t_slack_set) {
+		t_slack_set = 1;
+		if (S.timerslack_ns)
+			prctl(PR_SET_TIMERSLACK, (unsigned long)S.timerslack_ns, 0, 0, 0);
+	}
+	while (now_ns() < t) {
+		int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		if (r && r != EINTR)
+			break;
+	}
+}
+
+/* Busy-spin ns of this thread's CPU time (a launch's host cost). */
+void spin_cpu(uint64_t ns)
+{
+	uint64_t end;
+
+	if (!ns)
+		return;
+	end = thread_cpu_ns() + ns;
+	while (thread_cpu_ns() < end)
+		;
+}
+
+/* Earliest start of a new item on s, from stream ordering only. */
+uint64_t stream_dep(struct CUstream_st *s)
+{
+	uint64_t t = s->ready;
+
+	if (s->legacy) {
+		for (struct CUstream_st *o = S.streams; o; o = o->next)
+			if (!(o->flags & cudaStreamNonBlocking))
+				t = max64(t, o->ready);
+	} else if (!(s->flags & cudaStreamNonBlocking)) {
+		t = max64(t, S.legacy.ready);
+	}
+	return t;
+}
+
+static uint64_t *engine_ready(enum engine e)
+{
+	switch (e) {
+	case ENG_H2D:
+		return &S.h2d_ready;
+	case ENG_D2H:
+		return &S.d2h_ready;
+	default:
+		return &S.compute_ready;
+	}
+}
+
+/* Schedule one item of cost ns on stream s and engine e; returns its end. */
+uint64_t schedule(struct CUstream_st *s, enum engine e, uint64_t cost, uint64_t now)
+{
+	uint64_t *er = engine_ready(e);
+	uint64_t start = max64(now, max64(stream_dep(s), *er));
+	uint64_t end = start + cost;
+
+	*er = end;
+	s->ready = end;
+	return end;
+}
+
+uint64_t device_idle_at(void)
+{
+	uint64_t t = max64(S.legacy.ready, max64(S.compute_ready, max64(S.h2d_ready, S.d2h_ready)));
+
+	for (struct CUstream_st *s = S.streams; s; s = s->next)
+		t = max64(t, s->ready);
+	return t;
+}
+
+GPUSIM_API unsigned long long gpusimDeviceNow(void)
+{
+	return now_ns();
+}
+
+GPUSIM_API unsigned long long gpusimDeviceIdleAt(void)
+{
+	uint64_t t;
+
+	lock();
+	t = device_idle_at();
+	unlock();
+	return t;
+}

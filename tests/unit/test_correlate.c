@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The breakdown and the correlator on synthetic streams, with exact expected partitions. */
+#include <stdlib.h>
+#include <string.h>
+#include "breakdown.h"
+#include "check.h"
+#include "correlate.h"
+#include "diagnose.h"
+#include "stream.h"
+#include "summary.h"
+
+#define US 1000ull
+#define MS 1000000ull
+
+static uint64_t sum_cats(const uint64_t c[DL_CAT_COUNT])
+{
+	uint64_t s = 0;
+
+	for (int k = 0; k < DL_CAT_COUNT; k++)
+		s += c[k];
+	return s;
+}
+
+static void test_breakdown_priorities(void)
+{
+	/* 0..100 us: a sync call 10-40 (thread asleep inside it), a copy 40-50 (running), then:
+	 * 50-60 running, 60-80 blocked D with a read in flight 70-90, 80-90 runnable, 90-100 no information. */
+	struct dl_span cuda[] = { { 10 * US, 40 * US, DL_CAT_GPU_WAIT }, { 40 * US, 50 * US, DL_CAT_H2D } };
+	struct dl_span sched[] = {
+		{ 0, 10 * US, DL_ST_RUNNING }, { 10 * US, 45 * US, DL_ST_SLEEP }, { 45 * US, 60 * US, DL_ST_RUNNING },
+		{ 60 * US, 80 * US, DL_ST_DISK }, { 80 * US, 90 * US, DL_ST_RUNQ },
+	};
+	struct dl_span reads[] = { { 70 * US, 90 * US, 0 } };
+	struct dl_step_input in = { 0, 100 * US, cuda, 2, sched, 5, reads, 1 };
+	uint64_t c[DL_CAT_COUNT];
+
+	dl_breakdown(&in, c);
+	CHECK_EQ_U64(c[DL_CAT_GPU_WAIT], 30 * US);
+	CHECK_EQ_U64(c[DL_CAT_H2D], 10 * US);
+	CHECK_EQ_U64(c[DL_CAT_IO_WAIT], 10 * US);     /* 70-80: D with the read in flight */
+	CHECK_EQ_U64(c[DL_CAT_INPUT_WAIT], 10 * US);  /* 60-70: D without I/O */
+	CHECK_EQ_U64(c[DL_CAT_RUNQ], 10 * US);
+	CHECK_EQ_U64(c[DL_CAT_CPU], 30 * US);         /* 0-10, 50-60, and 90-100 unknown */
+	CHECK_EQ_U64(sum_cats(c), 100 * US);
+	/* The run-queue wait right after the D wake-up is wake-up latency. */
+	CHECK_EQ_U64(dl_wakeup_runq(&in), 10 * US);
+	sched[4].start = 81 * US;   /* not adjacent to the blocked interval: preemption */
+	CHECK_EQ_U64(dl_wakeup_runq(&in), 0);
+	sched[4].start = 80 * US;
+
+	/* Clipped to the step: a call and an interval crossing both ends. */
+	in.start = 20 * US;
+	in.end = 65 * US;
+	dl_breakdown(&in, c);
+	CHECK_EQ_U64(c[DL_CAT_GPU_WAIT], 20 * US);
+	CHECK_EQ_U64(c[DL_CAT_H2D], 10 * US);
+	CHECK_EQ_U64(c[DL_CAT_CPU], 10 * US);
+	CHECK_EQ_U64(c[DL_CAT_INPUT_WAIT], 5 * US);
+	CHECK_EQ_U64(sum_cats(c), 45 * US);
+
+	/* Overlapping CUDA pieces (clock skew) never count twice. */
+	struct dl_span skew[] = { { 0, 60 * US, DL_CAT_GPU_WAIT }, { 50 * US, 100 * US, DL_CAT_LAUNCH } };
+	struct dl_step_input in2 = { 0, 100 * US, skew, 2, NULL, 0, NULL, 0 };
+
+	dl_breakdown(&in2, c);
+	CHECK_EQ_U64(c[DL_CAT_GPU_WAIT], 60 * US);
+	CHECK_EQ_U64(c[DL_CAT_LAUNCH], 40 * US);
+	CHECK_EQ_U64(sum_cats(c), 100 * US);
+}
+
+static void test_spans_union(void)
+{
+	struct dl_span v[] = { { 50, 60, 0 }, { 10, 20, 0 }, { 15, 30, 0 }, { 30, 35, 0 }, { 70, 80, 0 } };
+	size_t n = dl_spans_union(v, 5);
+
+	CHECK_EQ_U64(n, 3);
+	CHECK(v[0].start == 10 && v[0].end == 35, "merged %llu-%llu", (unsigned long long)v[0].start,
+	      (unsigned long long)v[0].end);
+	CHECK_EQ_U64(dl_spans_overlap(v, n, 0, 100), 25 + 10 + 10);
+	CHECK_EQ_U64(dl_spans_overlap(v, n, 32, 55), 3 + 5);
+}
+
+/* --- a synthetic stream ----------------------------------------------------- */
+
+struct gen {
+	struct dl_stream st;
+	struct dl_summary sum;
+	struct dl_correlator *corr;
+	int steps_seen;
+};
+
+static void on_step(void *ctx, const struct dl_step *s)
+{
+	(void)s;
+	((struct gen *)ctx)->steps_seen++;
+}
+
+static void gen_init(struct gen *g, const char *step_on)
+{
+	struct dl_corr_opts o = { .step_on = step_on, .pcie_gbps = 10 };
+
+	memset(g, 0, sizeof(*g));
+	dl_summary_init(&g->sum);
+	g->corr = dl_corr_new(&o, &g->sum, on_step, g);
+	dl_stream_add(&g->st, dl_summary_sink, &g->sum);
+	dl_stream_add(&g->st, dl_corr_sink, g->corr);
+	dl_emit_trace_start(&g->st, 1, 0);
+}
+
+static void gen_free(struct gen *g)
+{
+	dl_corr_free(g->corr);
+	dl_summary_free(&g->sum);
+}
+
+static void hdr(struct dl_hdr *h, size_t size, int kind, uint64_t ts, uint32_t tid)
+{
+	h->size = (uint16_t)size;
+	h->kind = (uint16_t)kind;
+	h->ts = ts;
+	h->tgid = 100;
+	h->tid = tid;
+}
+
+static void cuda(struct gen *g, uint32_t tid, enum dl_api_id api, uint64_t ts, uint64_t dur, uint64_t bytes,
+		 int dir)
+{
+	struct dl_cuda_ev e;
+
+	memset(&e, 0, sizeof(e));
+	hdr(&e.h, sizeof(e), DL_EV_CUDA, ts, tid);
+	e.api = api;
+	e.dur_ns = dur;
+	if (api == DL_API_LAUNCH_KERNEL)
+		e.flags = DL_CUDA_ENTRY_ONLY;
+	e.arg[0] = 0x10000;
+	e.arg[1] = 0x20000;
+	e.arg[2] = bytes;
+	e.arg[3] = (uint64_t)dir;
+	dl_stream_emit(&g->st, &e, sizeof(e));
+}
+
+static void sched(struct gen *g, uint32_t tid, uint32_t state, uint64_t ts, uint64_t dur, uint32_t next)
+{
+	struct dl_sched_ev e;
+
+	memset(&e, 0, sizeof(e));
+	hdr(&e.h, sizeof(e), DL_EV_SCHED, ts, tid);
+	e.dur_ns = dur;
+	e.state = state;
+	e.next_state = next;
+	dl_stream_emit(&g->st, &e, sizeof(e));
+}
+
+static void mark(struct gen *g, uint32_t tid, uint64_t ts)
+{
+	struct dl_mark_ev e;
+
+	memset(&e, 0, sizeof(e));
+	hdr(&e.h, sizeof(e), DL_EV_MARK, ts, tid);
+	dl_stream_emit(&g->st, &e, sizeof(e));
+}
+
+static void end(struct gen *g, uint64_t ts, uint64_t dropped)
+{
+	uint64_t drops[DL_DROP_MAX] = { [DL_DROP_SCHED] = dropped };
+
+	dl_emit_trace_end(&g->st, ts, drops);
+}
+
+/*
+ * One step of a training loop, 10 ms from t: input wait (asleep) 0-4, CPU 4-5,
+ * async H2D 5-5.1, three launches 5.1-5.4, CPU 5.4-6, a 4-byte sync D2H copy
+ * 6-10 that waits for the GPU (asleep inside it).
+ */
+static void loop_step(struct gen *g, uint64_t t)
+{
+	sched(g, 101, DL_ST_SLEEP, t, 4 * MS, DL_ST_RUNNING);
+	cuda(g, 101, DL_API_MEMCPY_ASYNC, t + 5 * MS, 100 * US, 1 << 20, DL_DIR_H2D);
+	for (int k = 0; k < 3; k++)
+		cuda(g, 101, DL_API_LAUNCH_KERNEL, t + 5 * MS + 100 * US + (uint64_t)k * 100 * US, 0, 0, 0);
+	sched(g, 101, DL_ST_RUNNING, t + 4 * MS, 2 * MS + 100 * US, DL_ST_SLEEP);
+	cuda(g, 101, DL_API_MEMCPY, t + 6 * MS, 4 * MS, 4, DL_DIR_D2H);
+	/* A worker thread of the same process that never calls CUDA, busy 2 ms a step. */
+	sched(g, 102, DL_ST_RUNNING, t + 1 * MS, 2 * MS, DL_ST_SLEEP);
+}
+
+static void test_auto_marker_loop(void)
+{
+	struct gen g;
+	const struct dl_corr_proc *p;
+
+	gen_init(&g, NULL);
+	/* A setup call first, which is not a step. */
+	cuda(&g, 101, DL_API_MALLOC, 50 * US, 10 * US, 0, 0);
+	for (int i = 0; i < 12; i++)
+		loop_step(&g, MS + (uint64_t)i * 10 * MS);
+	end(&g, 200 * MS, 0);
+	CHECK_EQ_U64(dl_corr_nprocs(g.corr), 1);
+	p = dl_corr_proc(g.corr, 0);
+	CHECK(p && p->decided, "not decided");
+	if (!p)
+		goto out;
+	CHECK_EQ_U64(p->main_tid, 101);
+	CHECK(strstr(p->marker_desc, "cudaMemcpyAsync (h2d)") != NULL, "marker '%s'", p->marker_desc);
+	/* 12 copies mark 12 step starts: 11 complete steps. */
+	CHECK_EQ_U64(p->nsteps, 11);
+	CHECK_EQ_U64(g.steps_seen, 11);
+	for (size_t i = 0; i < p->nsteps; i++) {
+		const struct dl_step *s = &p->steps[i];
+
+		CHECK_EQ_U64(s->dur_ns, 10 * MS);
+		CHECK_EQ_U64(sum_cats(s->cat_ns), s->dur_ns);
+		CHECK_EQ_U64(s->cat_ns[DL_CAT_H2D], 100 * US);
+		CHECK_EQ_U64(s->cat_ns[DL_CAT_LAUNCH], 300 * US);
+		/*
+		 * The loss copy: its 4 bytes explain the 10 us transfer latency plus 1 ns (4 bytes at
+		 * the unmeasured pageable default, 10/3 GB/s); the rest waited for the GPU.
+		 */
+		CHECK_EQ_U64(s->cat_ns[DL_CAT_D2H], 10 * US + 1);
+		CHECK_EQ_U64(s->cat_ns[DL_CAT_GPU_WAIT], 4 * MS - 10 * US - 1);
+		CHECK_EQ_U64(s->cat_ns[DL_CAT_INPUT_WAIT], 4 * MS);
+		CHECK_EQ_U64(s->cat_ns[DL_CAT_CPU], 1 * MS + 600 * US);
+		CHECK_EQ_U64(s->kernels, 3);
+		CHECK_EQ_U64(s->h2d_bytes, 1 << 20);
+		CHECK_EQ_U64(s->workers_cpu_ns, 2 * MS);
+		CHECK(s->verdict == DL_V_INPUT, "step %zu verdict %s", i, dl_verdict_name(s->verdict));
+	}
+	{
+		struct dl_diagnosis d;
+
+		dl_diagnose(g.corr, &g.sum, NULL, &d);
+		CHECK(d.verdict == DL_V_INPUT && d.severity == DL_SEV_HIGH, "diagnosis %s %s",
+		      dl_verdict_name(d.verdict), dl_severity_name(d.severity));
+		CHECK(d.share > 0.39 && d.share < 0.41, "share %f", d.share);
+		CHECK_EQ_U64(d.nsteps, 11);
+	}
+out:
+	gen_free(&g);
+}
+
+static void test_symbol_marker_cuts_mid_call(void)
+{
+	struct gen g;
+	const struct dl_corr_proc *p;
+
+	gen_init(&g, "train_step");
+	/* Markers at 0, 10, 20 ms; a 6 ms sync call from 7 to 13 ms straddles the second. */
+	mark(&g, 101, 0);
+	sched(&g, 101, DL_ST_RUNNING, 0, 7 * MS, DL_ST_SLEEP);
+	mark(&g, 101, 10 * MS);
+	cuda(&g, 101, DL_API_STREAM_SYNC, 7 * MS, 6 * MS, 0, 0);
+	sched(&g, 101, DL_ST_SLEEP, 7 * MS, 6 * MS, DL_ST_RUNNING);
+	mark(&g, 101, 20 * MS);
+	end(&g, 21 * MS, 0);
+	p = dl_corr_proc(g.corr, 0);
+	CHECK(p && p->nsteps == 2, "steps %zu", p ? p->nsteps : 0);
+	if (p && p->nsteps == 2) {
+		CHECK_EQ_U64(p->steps[0].cat_ns[DL_CAT_GPU_WAIT], 3 * MS);
+		CHECK_EQ_U64(p->steps[0].cat_ns[DL_CAT_CPU], 7 * MS);
+		CHECK_EQ_U64(p->steps[1].cat_ns[DL_CAT_GPU_WAIT], 3 * MS);
+		/* After the sync the thread runs (its last interval's next state) to the end. */
+		CHECK_EQ_U64(p->steps[1].cat_ns[DL_CAT_CPU], 7 * MS);
+		CHECK(strstr(p->marker_desc, "train_step") != NULL, "marker '%s'", p->marker_desc);
+	}
+	gen_free(&g);
+}
+
+static void test_no_marker_and_drops(void)
+{
+	struct gen g;
+	const struct dl_corr_proc *p;
+	struct dl_diagnosis d;
+
+	gen_init(&g, NULL);
+	/* Launches and copies but never a blocking sync: nothing marks a step. */
+	for (int i = 0; i < 50; i++) {
+		cuda(&g, 101, DL_API_LAUNCH_KERNEL, (uint64_t)i * MS, 0, 0, 0);
+		cuda(&g, 101, DL_API_MEMCPY_ASYNC, (uint64_t)i * MS + 100 * US, 10 * US, 4096, DL_DIR_H2D);
+	}
+	end(&g, 60 * MS, 5);
+	p = dl_corr_proc(g.corr, 0);
+	CHECK(p && p->decided && p->nsteps == 0, "steps found without markers");
+	CHECK(p && strstr(p->marker_desc, "none found"), "marker '%s'", p ? p->marker_desc : "");
+	dl_diagnose(g.corr, &g.sum, NULL, &d);
+	CHECK_EQ_U64(d.nsteps, 0);
+	CHECK(d.nfindings == 1 && !strcmp(d.findings[0].rule, "dropped-events"), "findings %d %s", d.nfindings,
+	      d.nfindings ? d.findings[0].rule : "");
+	gen_free(&g);
+}
+
+static void test_api_marker_and_findings(void)
+{
+	struct gen g;
+	const struct dl_corr_proc *p;
+	struct dl_diagnosis d;
+	int small = 0, pageable = 0, sync = 0;
+
+	gen_init(&g, "cudaDeviceSynchronize");
+	/* Each 5 ms step: 40 small pageable H2D copies of 1000 bytes (misaligned size), then a device sync. */
+	for (int i = 0; i < 6; i++) {
+		uint64_t t = (uint64_t)i * 5 * MS;
+
+		cuda(&g, 101, DL_API_DEVICE_SYNC, t, 1 * MS, 0, 0);
+		for (int k = 0; k < 40; k++)
+			cuda(&g, 101, DL_API_MEMCPY, t + MS + (uint64_t)k * 50 * US, 50 * US, k ? 1000 : 8 << 20,
+			     DL_DIR_H2D);
+	}
+	end(&g, 40 * MS, 0);
+	p = dl_corr_proc(g.corr, 0);
+	CHECK(p && p->nsteps == 5, "steps %zu", p ? p->nsteps : 0);
+	dl_diagnose(g.corr, &g.sum, NULL, &d);
+	for (int i = 0; i < d.nfindings; i++) {
+		small += !strcmp(d.findings[i].rule, "small-copies");
+		pageable += !strcmp(d.findings[i].rule, "pageable-copies");
+		sync += !strcmp(d.findings[i].rule, "sync-copies");
+	}
+	CHECK(small == 1 && pageable == 1 && sync == 1, "small %d pageable %d sync %d", small, pageable, sync);
+	gen_free(&g);
+}
+
+int main(void)
+{
+	test_breakdown_priorities();
+	test_spans_union();
+	test_auto_marker_loop();
+	test_symbol_marker_cuts_mid_call();
+	test_no_marker_and_drops();
+	test_api_marker_and_findings();
+	return check_report("test_correlate");
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* --step-on SYMBOL: a uprobe on a function of the traced program marks each step. */
+#ifndef DLBPF_MARKER_H
+#define DLBPF_MARKER_H
+
+#include <sys/types.h>
+
+struct dl_tracer;
+struct bpf_link;
+
+struct dl_markers {
+	const char *symbol;
+	struct {
+		pid_t pid;
+		struct bpf_link *link;
+	} *v;
+	size_t n, cap;
+};
+
+/*
+ * Attaches the marker in pid if not yet done: the symbol is looked up in the
+ * executable first, then in every other mapped file. Returns 1 when attached
+ * now, 0 when already attached or not found, -errno on failure.
+ */
+int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid);
+int dl_markers_attached(const struct dl_markers *m, pid_t pid);
+void dl_markers_detach(struct dl_markers *m);
+
+#endif

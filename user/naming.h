@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Names for the kernels of launch events, written into the stream as
+ * DL_EV_SYM records (address -> demangled name) the first time an address is
+ * seen: the host stub a launch passes, the handle CUDA 13's __cudaGetKernel
+ * made for a host stub, functions registered by __cudaRegisterFunction, and
+ * driver functions looked up by name (cuModuleGetFunction, cuLibraryGetKernel).
+ */
+#ifndef DLBPF_NAMING_H
+#define DLBPF_NAMING_H
+
+#include <stdint.h>
+#include "dlbpf/events.h"
+
+struct dl_symbolizer;
+struct dl_stream;
+
+void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_cuda_ev *e, uint64_t now);
+
+#endif
