@@ -345,12 +345,36 @@ def bench_size():
         rows.append([kind, b, ring, f"{b * 100000 / 1e6:.1f}"])
     rows.append(["cuda, --summary", 0, 0, "0 (per-(pid, api, kernel) map entry of "
                  f"{40 + 8 * 40} B per CPU, read at the end)"])
-    recording = "dlbpf record" in subprocess.run([DLBPF, "--help"], capture_output=True, text=True).stdout
-    note = ("`dlbpf record -o FILE` is on this branch: sizes measured from a recording." if recording else
-            "`dlbpf record` is not on main yet: raw bytes per event are the record sizes of include/dlbpf/events.h "
-            "(a recording stores records verbatim after a header, DESIGN.md). Perfetto export: not landed, not measured.")
+    notes = []
+    help_text = subprocess.run([DLBPF, "--help"], capture_output=True, text=True).stdout
+    if "record -o FILE" in help_text:
+        env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM)
+        loads = [("100 k cudaLaunchKernel (ratecalls)", [RATE, "--count", "100000"], None),
+                 ("train --scenario launch, 20 steps (simulator)", [TRAIN, "--scenario", "launch", "--steps", "20",
+                                                                   "--quiet"], env)]
+        for name, cmd, e in loads:
+            rec = os.path.join(TMP, f"rec-{time.monotonic_ns()}.dlbpf")
+            out = subprocess.run([DLBPF, "record", "-o", rec, "-q", "--"] + cmd, capture_output=True, text=True,
+                                 env=e, timeout=300).stdout
+            m = re.search(r"recorded (\d+) records", out)
+            if not m or not os.path.exists(rec):
+                notes.append(f"{name}: recording failed")
+                continue
+            n = int(m.group(1))
+            row = [f"recording: {name}", f"{os.path.getsize(rec) / n:.1f}", "", f"{n} records"]
+            for fmt in ("pftrace", "json"):
+                tr = rec + "." + fmt
+                subprocess.run([DLBPF, "report", rec, "-o", tr], capture_output=True, timeout=300)
+                if os.path.exists(tr):
+                    row[3] += f"; {fmt} {os.path.getsize(tr) / n:.1f} B/record"
+            rows.append(row)
+        notes.append("Recorded: `dlbpf record -o FILE -- CMD`, file bytes / records (header, process and symbol "
+                     "records included); exported: `dlbpf report FILE -o X.pftrace|X.json`, bytes per recorded record.")
+    else:
+        notes.append("`dlbpf record` is not in this build: raw bytes per event are the record sizes of "
+                     "include/dlbpf/events.h (a recording stores records verbatim after a header, DESIGN.md).")
     return table("5. Trace size per event", ["record", "bytes raw (recorded)", "bytes in the ring buffer",
-                                             "MB/s at 100 k events/s"], rows, [note])
+                                             "MB/s at 100 k events/s / exported"], rows, notes)
 
 
 def main():
