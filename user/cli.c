@@ -17,10 +17,11 @@ static const char doc[] =
 "disk reads and scheduling of a process tree, attached live with eBPF; say\n"
 "what each training step waits for and what to do about it.\n"
 "\n"
-"  dlbpf [OPTIONS] --pid PID...        trace running processes and their children\n"
-"  dlbpf [OPTIONS] -- COMMAND [ARGS]   start a command, traced from its first instruction\n"
-"  dlbpf record -o FILE (--pid PID... | -- COMMAND)   write the raw events to FILE\n"
-"  dlbpf report FILE [OPTIONS]         diagnose a recording, as if live\n"
+"  dlbpf [OPTIONS] --pid PID...      trace processes and their children\n"
+"  dlbpf [OPTIONS] -- COMMAND ARGS   run a command, traced from its start\n"
+"  dlbpf record -o FILE [OPTIONS] (--pid PID... | -- COMMAND)\n"
+"                                    also write the raw events to FILE\n"
+"  dlbpf report FILE [OPTIONS]       diagnose a recording, as if live\n"
 "\n"
 "EXAMPLES:\n"
 "  sudo dlbpf --pid 4242            # trace a job and its workers until Ctrl-C\n"
@@ -33,7 +34,7 @@ static const char doc[] =
 "  sudo dlbpf --comm python3        # every python3 process, now and later\n"
 "  sudo dlbpf --system-wide -d 60   # every process using CUDA, for a minute\n"
 "  sudo dlbpf -p 4242 -o t.pftrace  # also write a timeline for the Perfetto UI\n"
-"  dlbpf report run.dlbpf -o t.json # the timeline of a recording, as Chrome JSON\n"
+"  dlbpf report run.dlbpf -o t.json # a recording's timeline, Chrome JSON\n"
 "  sudo dlbpf -v --pid 4242         # also say what is attached where";
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
