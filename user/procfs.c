@@ -128,42 +128,44 @@ static bool is_descendant(const struct proc_node *v, size_t n, pid_t pid, pid_t 
 	return false;
 }
 
+struct node_list {
+	struct proc_node *v;
+	size_t n, cap;
+	int err;
+};
+
+static void collect_node(pid_t pid, pid_t ppid, void *arg)
+{
+	struct node_list *l = arg;
+
+	if (l->err)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		struct proc_node *nv = realloc(l->v, cap * sizeof(*nv));
+
+		if (!nv) {
+			l->err = -ENOMEM;
+			return;
+		}
+		l->v = nv;
+		l->cap = cap;
+	}
+	l->v[l->n++] = (struct proc_node){ .pid = pid, .ppid = ppid };
+}
+
 int dl_proc_descendants(pid_t root, void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg)
 {
-	struct proc_node *v = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *d = opendir("/proc");
+	struct node_list l = { 0 };
+	int err = dl_proc_foreach(collect_node, &l);
 
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		struct dl_proc_stat st;
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
-
-		if (*end || pid <= 0 || dl_proc_stat((pid_t)pid, &st))
-			continue;
-		if (n == cap) {
-			struct proc_node *nv = realloc(v, (cap = cap ? cap * 2 : 256) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		v[n].pid = st.pid;
-		v[n].ppid = st.ppid;
-		n++;
-	}
-	closedir(d);
-	for (size_t i = 0; i < n; i++)
-		if (v[i].pid != root && is_descendant(v, n, v[i].pid, root))
-			fn(v[i].pid, v[i].ppid, arg);
-	free(v);
-	return 0;
+	if (!err)
+		err = l.err;
+	for (size_t i = 0; !err && i < l.n; i++)
+		if (l.v[i].pid != root && is_descendant(l.v, l.n, l.v[i].pid, root))
+			fn(l.v[i].pid, l.v[i].ppid, arg);
+	free(l.v);
+	return err;
 }
 
 const char *dl_basename(const char *path)
