@@ -6,16 +6,8 @@
 #include <string.h>
 #include <time.h>
 #include "duty.h"
+#include "clock.h"
 #include "log.h"
-
-
-static uint64_t dl_duty_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static bool hot_api(const struct dl_api *api)
 {
@@ -155,7 +147,7 @@ void dl_duty_tick(struct dl_duty *d, struct dl_tracer *t, uint64_t now, const st
 void dl_duty_finish(struct dl_duty *d, struct dl_tracer *t, uint64_t end, const struct dl_summary *s,
 		    dl_duty_sync_fn sync, void *ctx)
 {
-	uint64_t now = dl_duty_now(), last_exit = 0;
+	uint64_t now = dl_now_ns(), last_exit = 0;
 	bool all_exited = s->n > 0;
 
 	/* A job that exited ended the trace then, not when the collector noticed. */

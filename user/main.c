@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include "aggregate.h"
 #include "cli.h"
+#include "clock.h"
 #include "duty.h"
 #include "correlate.h"
 #include "diagnose.h"
@@ -42,14 +43,6 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -91,7 +84,7 @@ static void sync_kernel(void *ctx)
 
 	ring_buffer__consume(r->rb);
 	if (r->cfg.summary)
-		dl_agg_poll(&r->agg, &r->sum, r->symbolizer, &r->stream, now_ns());
+		dl_agg_poll(&r->agg, &r->sum, r->symbolizer, &r->stream, dl_now_ns());
 }
 
 /* dlopen returned in a traced process: rescan it after the drain (and continue it if BPF stopped it). */
@@ -123,7 +116,7 @@ static int on_record(void *ctx, void *data, size_t len)
 
 		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
 		if (e->what == DL_PROC_EXEC && !dl_summary_find(&r->sum, (pid_t)h->tgid)) {
-			dl_emit_procinfo(&r->stream, now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm,
+			dl_emit_procinfo(&r->stream, dl_now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm,
 					 dl_proc_nspid((pid_t)h->tgid));
 			dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
 			note_load(r, &(struct dl_cuda_ev){ .h = *h });
@@ -137,7 +130,7 @@ static int on_record(void *ctx, void *data, size_t len)
 			note_load(r, e);
 			return 0; /* a loader event, not a CUDA call */
 		}
-		dl_name_call(r->symbolizer, &r->stream, e, now_ns());
+		dl_name_call(r->symbolizer, &r->stream, e, dl_now_ns());
 	}
 	dl_stream_emit(&r->stream, data, len);
 	return 0;
@@ -149,7 +142,7 @@ static void trace_existing(pid_t pid, pid_t ppid, void *arg)
 	struct dl_proc_stat st;
 
 	if (dl_tracer_trace_pid(&r->tracer, pid, ppid) == 0 && dl_proc_stat(pid, &st) == 0)
-		dl_emit_procinfo(&r->stream, now_ns(), pid, ppid, st.comm, dl_proc_nspid(pid));
+		dl_emit_procinfo(&r->stream, dl_now_ns(), pid, ppid, st.comm, dl_proc_nspid(pid));
 }
 
 static int trace_root(struct run *r, pid_t pid)
@@ -164,7 +157,7 @@ static int trace_root(struct run *r, pid_t pid)
 	err = dl_tracer_trace_pid(&r->tracer, pid, st.ppid);
 	if (err)
 		return err;
-	dl_emit_procinfo(&r->stream, now_ns(), pid, st.ppid, st.comm, dl_proc_nspid(pid));
+	dl_emit_procinfo(&r->stream, dl_now_ns(), pid, st.ppid, st.comm, dl_proc_nspid(pid));
 	if (dl_proc_nspid(pid) > 0 && dl_proc_nspid(pid) != pid)
 		dl_info("pid %d (%s) is pid %d in its pid namespace", pid, st.comm, dl_proc_nspid(pid));
 	/* Data-loader workers already running are part of the job. */
@@ -185,7 +178,7 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 	/* Attachments kept from before may have moved down (unmapped ones removed). */
 	for (size_t k = before < r->tracer.ncuda ? before : r->tracer.ncuda; k < r->tracer.ncuda; k++)
 		if (r->tracer.cuda[k].pid == pid && r->tracer.cuda[k].kind != DL_LIB_LOADER)
-			dl_emit_lib(&r->stream, now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
+			dl_emit_lib(&r->stream, dl_now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
 }
 
 static void rescan(struct run *r, bool first)
@@ -300,7 +293,7 @@ static int run_loop(struct run *r)
 		}
 		if (r->nloaded)
 			rescan_loaded(r);
-		now = now_ns();
+		now = dl_now_ns();
 		if (deadline && now >= deadline)
 			break;
 		if (r->cfg.duty_on_s)
@@ -418,12 +411,12 @@ static int trace(struct run *r)
 	if (err)
 		return err;
 
-	r->start_ns = now_ns();
+	r->start_ns = dl_now_ns();
 	dl_emit_trace_start(&r->stream, r->start_ns, gpu_pcie_mbps());
 	uint64_t duty_t0 = r->start_ns;
 	if (r->cfg.cmd) {
 		err = start_command(r);
-		duty_t0 = now_ns();  /* the command's first instruction runs now, with every probe on */
+		duty_t0 = dl_now_ns();  /* the command's first instruction runs now, with every probe on */
 	} else {
 		for (int i = 0; i < r->cfg.npids && !err; i++)
 			err = trace_root(r, r->cfg.pids[i]);
@@ -434,7 +427,7 @@ static int trace(struct run *r)
 			select_processes(r);
 		}
 	}
-	if (!err && r->cfg.duty_on_s && dl_duty_start(&r->duty, r->cfg.duty_on_s, r->cfg.duty_period_s, duty_t0, now_ns()))
+	if (!err && r->cfg.duty_on_s && dl_duty_start(&r->duty, r->cfg.duty_on_s, r->cfg.duty_period_s, duty_t0, dl_now_ns()))
 		err = -ENOMEM;
 	if (err)
 		return err;
@@ -449,7 +442,7 @@ static int trace(struct run *r)
 
 	err = run_loop(r);
 	if (r->cfg.duty_on_s)
-		dl_duty_finish(&r->duty, &r->tracer, now_ns(), &r->sum, sync_kernel, r);
+		dl_duty_finish(&r->duty, &r->tracer, dl_now_ns(), &r->sum, sync_kernel, r);
 	dl_markers_detach(&r->markers);
 	dl_tracer_detach(&r->tracer);
 	dl_info("detached every probe in %.1f ms", (double)r->tracer.last_detach_ns / 1e6);
@@ -459,7 +452,7 @@ static int trace(struct run *r)
 			kill(r->loaded[i], SIGCONT); /* stopped by a dlopen probe; nothing to attach any more */
 	r->nloaded = 0;
 	dl_tracer_read_drops(&r->tracer, drops);
-	dl_emit_trace_end(&r->stream, now_ns(), drops);
+	dl_emit_trace_end(&r->stream, dl_now_ns(), drops);
 	return err;
 }
 

@@ -7,16 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "log.h"
+#include "clock.h"
 #include "record.h"
 #include "version.h"
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int dl_recorder_open(struct dl_recorder *r, const char *path)
 {
@@ -34,9 +27,9 @@ int dl_recorder_open(struct dl_recorder *r, const char *path)
 	memcpy(h.magic, DL_REC_MAGIC, sizeof(h.magic));
 	h.header_size = sizeof(h);
 	h.abi_version = DL_ABI_VERSION;
-	h.mono_ns = clock_ns(CLOCK_MONOTONIC);
-	h.real_ns = clock_ns(CLOCK_REALTIME);
-	h.boot_ns = clock_ns(CLOCK_BOOTTIME);
+	h.mono_ns = dl_clock_ns(CLOCK_MONOTONIC);
+	h.real_ns = dl_clock_ns(CLOCK_REALTIME);
+	h.boot_ns = dl_clock_ns(CLOCK_BOOTTIME);
 	if (uname(&u) == 0) {
 		memcpy(h.host, u.nodename, strnlen(u.nodename, sizeof(h.host) - 1));
 		memcpy(h.kernel, u.release, strnlen(u.release, sizeof(h.kernel) - 1));

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "stream.h"
 #include "trace.h"
+#include "clock.h"
 #include "trace_out.h"
 
 #define TREE_PID 0x3fffffff      /* JSON pseudo process of tree-wide tracks (lanes, counters) */
@@ -573,14 +574,6 @@ void dl_trace_step(void *trace, const struct dl_step *s)
 
 /* --- life cycle --- */
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int dl_trace_format_parse(const char *name)
 {
 	if (!strcmp(name, "pftrace") || !strcmp(name, "perfetto") || !strcmp(name, "proto"))
@@ -607,8 +600,8 @@ struct dl_trace *dl_trace_new(FILE *f, enum dl_trace_format fmt, const struct dl
 	t->sum = sum;
 	t->next_uuid = 1;
 	t->out = fmt == DL_TRACE_JSON ? dl_json_trace_out(f)
-				       : dl_perfetto_out(f, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_BOOTTIME),
-							 clock_ns(CLOCK_REALTIME));
+				       : dl_perfetto_out(f, dl_clock_ns(CLOCK_MONOTONIC), dl_clock_ns(CLOCK_BOOTTIME),
+							 dl_clock_ns(CLOCK_REALTIME));
 	if (!t->out) {
 		free(t);
 		return NULL;

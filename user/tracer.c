@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cuda_api.h"
+#include "clock.h"
 #include "discover.h"
 #include "dlbpf.skel.h"
 #include "elfsym.h"
@@ -102,14 +103,6 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
 }
 
 _Static_assert(DL_API_COUNT <= DL_API_SLOTS, "raise DL_API_SLOTS");
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct bpf_link *attach_set(struct bpf_program *prog, pid_t pid, const char *path,
 				   const struct dl_probe_set *ps, bool ret)
@@ -231,7 +224,7 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 {
 	static struct dl_probe_set launch, other, calls, copies;
 	const struct dl_probe_set *sets[DL_LINK_MAX] = {};
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = dl_now_ns();
 	struct pick picks[DL_API_COUNT];
 	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
 	struct dl_cuda_attach *a;
@@ -339,7 +332,7 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 	}
 	a->nsyms = (int)(launch.n + other.n + calls.n + copies.n);
 	t->ncuda++;
-	t->last_attach_ns = mono_ns() - t0;
+	t->last_attach_ns = dl_now_ns() - t0;
 	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, a->nsyms,
 		kind == DL_LIB_LOADER ? "loader" : kind == DL_LIB_DRIVER ? "CUDA driver" : "CUDA runtime", m->path,
 		(double)t->last_attach_ns / 1e6);
@@ -399,14 +392,14 @@ int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e)
 	int err = 0;
 
 	for (int c = 0; c < DL_HOT_CLASSES; c++)
-		e->lo[c] = e->hi[c] = mono_ns();
+		e->lo[c] = e->hi[c] = dl_now_ns();
 	if (!t->split_hot || t->hot_on == on)
 		return 0;
 	t->hot_on = on;
 	if (on)
 		err = attach_hot_slots(t, returns, 1);
 	for (int c = 0; c < DL_HOT_CLASSES; c++) {
-		e->lo[c] = mono_ns();
+		e->lo[c] = dl_now_ns();
 		if (on) {
 			int e2 = attach_hot_slots(t, &entry[c], 1);
 
@@ -414,7 +407,7 @@ int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e)
 		} else {
 			destroy_slots(t, &entry[c], 1);
 		}
-		e->hi[c] = mono_ns();
+		e->hi[c] = dl_now_ns();
 	}
 	if (!on)
 		destroy_slots(t, returns, 1);
@@ -582,7 +575,7 @@ static void destroy_links_parallel(struct bpf_link **links, size_t n)
 
 void dl_tracer_detach(struct dl_tracer *t)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = dl_now_ns();
 	size_t n = 0, cap = t->ncuda * DL_LINK_MAX + t->ntp;
 	struct bpf_link **all = cap ? calloc(cap, sizeof(*all)) : NULL;
 
@@ -604,7 +597,7 @@ void dl_tracer_detach(struct dl_tracer *t)
 	t->ntp = 0;
 	destroy_links_parallel(all, n);
 	free(all);
-	t->last_detach_ns = mono_ns() - t0;
+	t->last_detach_ns = dl_now_ns() - t0;
 }
 
 int dl_tracer_agg_fd(const struct dl_tracer *t)
