@@ -129,3 +129,12 @@ void dl_json_ki64(struct dl_json *j, const char *key, int64_t v)
 	dl_json_key(j, key);
 	dl_json_i64(j, v);
 }
+
+void dl_json_ku32s(struct dl_json *j, const char *key, const uint32_t *v, int n)
+{
+	dl_json_key(j, key);
+	dl_json_arr_begin(j);
+	for (int i = 0; i < n; i++)
+		dl_json_u64(j, v[i]);
+	dl_json_arr_end(j);
+}

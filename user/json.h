@@ -34,5 +34,7 @@ void dl_json_milli(struct dl_json *j, uint64_t v);
 void dl_json_kstr(struct dl_json *j, const char *key, const char *s);
 void dl_json_ku64(struct dl_json *j, const char *key, uint64_t v);
 void dl_json_ki64(struct dl_json *j, const char *key, int64_t v);
+/* key: [v0, v1, ...] */
+void dl_json_ku32s(struct dl_json *j, const char *key, const uint32_t *v, int n);
 
 #endif

@@ -185,16 +185,8 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 		dl_json_obj_begin(j);
 		dl_json_kstr(j, "name", ks->name);
 		dl_json_ku64(j, "count", ks->count);
-		dl_json_key(j, "grid");
-		dl_json_arr_begin(j);
-		for (int x = 0; x < 3; x++)
-			dl_json_u64(j, ks->grid[x]);
-		dl_json_arr_end(j);
-		dl_json_key(j, "block");
-		dl_json_arr_begin(j);
-		for (int x = 0; x < 3; x++)
-			dl_json_u64(j, ks->block[x]);
-		dl_json_arr_end(j);
+		dl_json_ku32s(j, "grid", ks->grid, 3);
+		dl_json_ku32s(j, "block", ks->block, 3);
 		dl_json_ku64(j, "shmem", ks->shmem);
 		dl_json_obj_end(j);
 	}
