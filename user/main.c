@@ -544,6 +544,8 @@ int main(int argc, char **argv)
 	int err = 0, exit_code = 1;
 
 	dl_cli_parse(argc, argv, &r.cfg);
+	/* The status line (stderr) and step lines (stdout) share a terminal. */
+	printer.clear_status = !r.cfg.quiet && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO);
 	dl_log_level = DL_LOG_WARN + r.cfg.verbose;
 	if (dl_log_level > DL_LOG_DEBUG)
 		dl_log_level = DL_LOG_DEBUG;

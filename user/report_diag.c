@@ -32,6 +32,8 @@ void dl_print_step(void *printer, const struct dl_step *st)
 	}
 	pr->last_ts = st->start_ns;
 	top_cats(st->cat_ns, order);
+	if (pr->clear_status)
+		fputs("\r\033[K", stderr);
 	fprintf(pr->f, "step %4u  pid %-7d %8.2f ms ", st->index, st->pid, (double)st->dur_ns / 1e6);
 	for (int i = 0; i < 3 && st->cat_ns[order[i]]; i++)
 		fprintf(pr->f, " %s %2.0f%%", dl_cat_name(order[i]),

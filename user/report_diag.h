@@ -3,6 +3,7 @@
 #ifndef DLBPF_REPORT_DIAG_H
 #define DLBPF_REPORT_DIAG_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include "correlate.h"
 #include "diagnose.h"
@@ -10,6 +11,7 @@
 
 struct dl_step_printer {
 	FILE *f;
+	bool clear_status;    /* a status line may be on the terminal: clear it before a step line */
 	uint64_t last_ts;     /* stream time of the last printed line */
 	uint64_t skipped;
 };
