@@ -150,15 +150,22 @@ static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
 			 "Speed up the device work itself (fused or faster kernels, mixed precision, a larger batch).",
 			 share);
 		break;
-	case DL_V_INPUT:
+	case DL_V_INPUT: {
+		double inflight = ms > 0 ? 100.0 * rf->io_ns / 1e6 / ms : 0;
+		bool disk_bound = inflight >= 50;
+
 		snprintf(d->message, sizeof(d->message),
 			 "%.0f%% of step time the main thread waits for data (%.0f%% blocked on disk reads, %.0f%% on "
 			 "the data loaders); in an average step of %.1f ms the workers use %.1f ms of CPU and read "
-			 "%.1f MB. Add data-loader workers (num_workers), prefetch more, or cache / pre-process the "
-			 "data set.",
+			 "%.1f MB, with reads in flight %.0f%% of the time. %s",
 			 share, pct(cat[DL_CAT_IO_WAIT], d->total_ns), pct(cat[DL_CAT_INPUT_WAIT], d->total_ns),
-			 ms, rf->workers_cpu_ns / 1e6, rf->io_bytes / 1e6);
+			 ms, rf->workers_cpu_ns / 1e6, rf->io_bytes / 1e6, inflight,
+			 disk_bound ? "The loaders wait on the disk: read in larger requests, cache the data set in "
+				      "memory, or use faster storage."
+				    : "Add data-loader workers (num_workers), prefetch more, or cache / pre-process "
+				      "the data set.");
 		break;
+	}
 	case DL_V_COPY:
 		snprintf(d->message, sizeof(d->message),
 			 "%.0f%% of step time is spent in host-device copies (%.1f MB to the GPU per step, %.0f%% of "

@@ -103,6 +103,10 @@ def judge(name, s, truth, marker_hint=None):
             f"{verdict}; shares dlbpf/truth: {detail}")
     if EXPECTED[name]:
         check(verdict == EXPECTED[name], f"{name}: verdict {verdict}, expected {EXPECTED[name]}; {note}")
+    # Input-bound has two causes with different advice: loaders on the CPU or on the disk.
+    advice = {"input": "Add data-loader workers", "disk": "The loaders wait on the disk"}.get(name)
+    if advice:
+        check(advice in s["diagnosis"]["message"], f"{name}: advice lacks '{advice}': {s['diagnosis']['message']}")
     check(rel <= MEDIAN_REL, f"{name}: median off by {rel * 100:.1f}%; {note}")
     check(worst <= SHARE_PP, f"{name}: a share is {worst:.1f} points off; {note}")
     return note
