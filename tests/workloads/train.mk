@@ -10,9 +10,13 @@ CUDA_HOME ?= /usr/local/cuda
 TRAIN_BIN := $(OUTPUT)/workloads/train
 TRAIN_SCENARIOS := gpu input disk pageable small-copies launch host-cpu contention balanced
 
-$(TRAIN_BIN): tests/workloads/train.c tests/workloads/train.mk
+# main and the step loop, options, loader and ring, ground truth (train.h is
+# what they share)
+TRAIN_SRCS := $(addprefix tests/workloads/,train.c train_opts.c train_loader.c train_truth.c)
+
+$(TRAIN_BIN): $(TRAIN_SRCS) tests/workloads/train.h tests/workloads/train.mk
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ tests/workloads/train.c \
+	$(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $(TRAIN_SRCS) \
 		-L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -pthread
 
 .PHONY: train test-train test-train-real

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * train.h — what the parts of the training-loop emulator share; private to
+ * tests/workloads/train*.c (see train.c for what the program does):
+ *   train_opts.c    options and scenario presets
+ *   train_loader.c  dataset file, data-loader workers, the shared batch ring
+ *   train_truth.c   per-step ground truth and the run's summary
+ *   train.c         main: CUDA set-up and the step loop
+ */
+#ifndef DLBPF_TRAIN_H
+#define DLBPF_TRAIN_H
+
+#include <limits.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define MAX_WORKERS 32
+#define MAX_SLOTS (2 * MAX_WORKERS)
+#define MAX_SPINNERS 64
+#define PAGE 4096ul
+
+/* ------------------------------------------------- options (train_opts.c) -- */
+
+struct opts {
+	const char *scenario;
+	const char *expect; /* phase expected to dominate (scenario presets) */
+	int steps, workers, h2d_chunks, kernels, spinners;
+	long batch_kb, read_kb, io_kb, worker_cpu_us, host_cpu_us, kernel_us;
+	double launch_us; /* < 0: leave the runtime's default */
+	int pinned, odirect, ignore_errors, check, quiet;
+	long data_mb;
+	char data[PATH_MAX];
+	const char *truth;
+};
+
+/* The options, read-only once parse_options() returns; the workers see the
+ * parent's copy through fork. */
+extern struct opts O;
+
+/* Sets O from argv (--scenario first, so later options override it); exits 0
+ * on --help, 2 on a bad option. */
+void parse_options(int argc, char **argv);
+
+/* -------------------------------------------------------------- clocks -- */
+
+/* Inline: they time every phase and sit in the CPU-burning loops. */
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---------------------------------- loader and ring (train_loader.c) -- */
+
+/* What a worker tells the main process about the batch in a slot. */
+struct slot_hdr {
+	uint64_t batch;
+	uint64_t io_bytes;       /* bytes read from the dataset for this batch */
+	uint64_t worker_cpu_ns;  /* worker CPU time spent on this batch */
+	uint64_t read_ns;        /* wall time of the reads */
+	int32_t worker;
+	int32_t pad;
+};
+
+/* Batch b lives in slot b % nslots; filled/empty hand a slot back and forth
+ * between its worker and the main process. */
+struct ring {
+	volatile int stop;
+	int nslots;
+	size_t slot_bytes;
+	sem_t filled[MAX_SLOTS];
+	sem_t empty[MAX_SLOTS];
+	struct slot_hdr hdr[MAX_SLOTS];
+};
+
+extern struct ring *ring;
+extern char *slots;       /* nslots * slot_bytes, MAP_SHARED, page aligned */
+extern size_t slots_len;
+
+/* Set by SIGTERM/SIGINT in the main process (train.c); the step loop and its
+ * blocking waits stop on it. */
+extern volatile sig_atomic_t g_stop;
+
+/* Burn us microseconds of this thread's CPU time counted from since_cpu_ns:
+ * the workers' "decode" and the main thread's host CPU phase. */
+void burn_cpu_us(long us, uint64_t since_cpu_ns);
+
+/* Creates the dataset file O.data if it is missing or short, then drops it
+ * from the page cache; exits 1 on failure. */
+void ensure_dataset(void);
+
+/* Maps the ring and 2 * O.workers slots of slot_bytes; -1 (reported) on
+ * failure. */
+int ring_create(size_t slot_bytes);
+
+/* sem_wait that retries on EINTR, or gives up there once g_stop is set when
+ * honour_stop; -1 when it gave up. */
+int sem_wait_intr(sem_t *s, int honour_stop);
+
+/* Forks the O.workers data-loader workers; -1 (reported, children stopped)
+ * when a fork fails. */
+int start_workers(pid_t parent);
+
+/* Forks up to O.spinners CPU-burning competitors; returns how many started. */
+int start_spinners(pid_t parent);
+
+/* Kills the spinners, lets the workers leave (SIGKILL after 2 s), reaps all. */
+void stop_children(void);
+
+/* ------------------------------------ ground truth (train_truth.c) -- */
+
+enum { PH_INPUT, PH_HOST, PH_H2D, PH_LAUNCH, PH_GPU, PH_OTHER, NPH };
+extern const char *const phase_names[NPH];
+
+/* One step as the workload measured it on CLOCK_MONOTONIC. */
+struct step_record {
+	int step;
+	uint64_t start_ns, end_ns;
+	uint64_t ph[NPH];
+	uint64_t oncpu_ns, runq_ns; /* schedstat deltas of the main thread */
+	struct slot_hdr hdr;        /* the batch's worker report */
+	size_t h2d_bytes, h2d_chunk;
+};
+
+/* Sums over the steps done, and each step's duration for the median. */
+struct run_totals {
+	uint64_t *step_ns; /* O.steps entries */
+	int done;
+	uint64_t ph[NPH], runq, oncpu, step;
+};
+
+struct run_summary {
+	int steps;
+	uint64_t median_ns;
+	double share[NPH], runq_share, oncpu_share;
+	const char *dominant;
+	double expect_share; /* share of O.expect, -1 without one */
+};
+
+int totals_init(struct run_totals *t, int steps);
+void totals_add(struct run_totals *t, const struct step_record *r);
+void totals_free(struct run_totals *t);
+void summarize(struct run_totals *t, struct run_summary *s);
+
+void truth_write_step(FILE *f, const struct step_record *r);
+void truth_write_summary(FILE *f, const struct run_summary *s, uint64_t duration_ns, int nspinners,
+			 int cuda_errors, int simulator);
+void print_summary(const struct run_summary *s, uint64_t duration_ns, int cuda_errors);
+
+#endif

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/*
+ * train_loader.c — the input side of the emulated job, as a PyTorch
+ * DataLoader does it: a dataset file on disk, worker processes (fork) that
+ * read and "decode" batches, and a MAP_SHARED ring of 2 slots per worker
+ * (prefetch_factor 2) guarded by process-shared semaphores. Also the
+ * CPU-burning spinners of the contention scenario, and the shutdown of all
+ * these children.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "train.h"
+
+static volatile uint64_t cpu_sink;
+
+/* Burn us microseconds of this thread's CPU time (not wall time: under
+ * contention the same work takes longer, as real computation would). */
+void burn_cpu_us(long us, uint64_t since_cpu_ns)
+{
+	uint64_t end = since_cpu_ns + (uint64_t)us * 1000u, x = cpu_sink;
+
+	while (thread_cpu_ns() < end)
+		for (int i = 0; i < 200; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	cpu_sink = x;
+}
+
+/* -------------------------------------------------------------- ring -- */
+
+struct ring *ring;
+char *slots;
+size_t slots_len;
+static pid_t workers[MAX_WORKERS], spinners[MAX_SPINNERS];
+static int nworkers, nspinners;
+
+int ring_create(size_t slot_bytes)
+{
+	ring = mmap(NULL, sizeof(*ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (ring == MAP_FAILED) {
+		perror("train: mmap");
+		return -1;
+	}
+	ring->nslots = 2 * O.workers;
+	ring->slot_bytes = slot_bytes;
+	slots_len = (size_t)ring->nslots * slot_bytes;
+	slots = mmap(NULL, slots_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (slots == MAP_FAILED) {
+		perror("train: mmap slots");
+		return -1;
+	}
+	for (int s = 0; s < ring->nslots; s++) {
+		sem_init(&ring->filled[s], 1, 0);
+		sem_init(&ring->empty[s], 1, 1);
+	}
+	return 0;
+}
+
+int sem_wait_intr(sem_t *s, int honour_stop)
+{
+	while (sem_wait(s) == -1) {
+		if (errno != EINTR)
+			return -1;
+		if (honour_stop && g_stop)
+			return -1;
+	}
+	return 0;
+
+/* ----------------------------------------------------------- workers -- */
+
+/* Worker w produces batches w, w+W, w+2W, ...: --read-kb from the dataset in
+ * --io-kb requests at a scattered offset, then --worker-cpu-us of CPU. */
+}
+
+static void worker_main(int w, pid_t parent)
+{
+	int fd, flags = O_RDONLY | (O.odirect ? O_DIRECT : 0);
+	size_t rbytes = (size_t)O.read_kb * 1024, io = (size_t)O.io_kb * 1024;
+	off_t fsize = (off_t)O.data_mb << 20;
+	uint64_t span;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(0);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	prctl(PR_SET_NAME, "train-loader", 0, 0, 0);
+	fd = open(O.data, flags);
+	if (fd < 0) {
+		fprintf(stderr, "train: worker %d: open %s: %s\n", w, O.data, strerror(errno));
+		_exit(1);
+	}
+	rbytes &= ~(PAGE - 1); /* O_DIRECT wants aligned sizes and offsets */
+	span = (uint64_t)fsize > rbytes ? (uint64_t)fsize - rbytes : 0;
+	for (int b = w; b < O.steps; b += O.workers) {
+		int s = b % ring->nslots;
+		char *dst = slots + (size_t)s * ring->slot_bytes;
+		uint64_t c0, t0, t1, got = 0, off;
+
+		if (sem_wait_intr(&ring->empty[s], 0) || ring->stop)
+			break;
+		c0 = thread_cpu_ns();
+		t0 = now_ns();
+		off = span ? ((uint64_t)b * rbytes * 7919u) % span : 0; /* scattered */
+		off &= ~(uint64_t)(PAGE - 1);
+		while (got < rbytes) {
+			size_t n = rbytes - got < io ? rbytes - got : io;
+			ssize_t r = pread(fd, dst + got, n, (off_t)(off + got));
+			if (r <= 0) {
+				if (r < 0 && errno == EINTR)
+					continue;
+				if (r < 0)
+					fprintf(stderr, "train: worker %d: read: %s\n", w, strerror(errno));
+				break;
+			}
+			got += (uint64_t)r;
+		}
+		if (!O.odirect)
+			posix_fadvise(fd, (off_t)off, (off_t)rbytes, POSIX_FADV_DONTNEED);
+		t1 = now_ns();
+		/* "decode": look at the bytes, then the configured CPU time */
+		uint64_t sum = 0;
+		for (uint64_t i = 0; i < got; i += 64)
+			sum += (unsigned char)dst[i];
+		cpu_sink += sum;
+		burn_cpu_us(O.worker_cpu_us, c0);
+		ring->hdr[s] = (struct slot_hdr){
+			.batch = (uint64_t)b,
+			.io_bytes = got,
+			.worker_cpu_ns = thread_cpu_ns() - c0,
+			.read_ns = t1 - t0,
+			.worker = w,
+		};
+		sem_post(&ring->filled[s]);
+	}
+	close(fd);
+	_exit(0);
+}
+
+/* A competitor for the CPUs: runnable all the time, never blocking. */
+static void spinner_main(pid_t parent)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(0);
+	signal(SIGTERM, SIG_DFL);
+	prctl(PR_SET_NAME, "train-spinner", 0, 0, 0);
+	for (;;)
+		cpu_sink = cpu_sink * 6364136223846793005ull + 1;
+}
+
+/* Forked after the CUDA set-up, so the children never touch the runtime. */
+int start_workers(pid_t parent)
+{
+	for (int w = 0; w < O.workers; w++) {
+		pid_t p = fork();
+		if (p < 0) {
+			perror("train: fork");
+			stop_children();
+			return -1;
+		}
+		if (p == 0)
+			worker_main(w, parent);
+		workers[nworkers++] = p;
+	}
+	return 0;
+}
+
+int start_spinners(pid_t parent)
+{
+	for (int i = 0; i < O.spinners; i++) {
+		pid_t p = fork();
+		if (p < 0)
+			break;
+		if (p == 0)
+			spinner_main(parent);
+		spinners[nspinners++] = p;
+	}
+	return nspinners;
+}
+
+void stop_children(void)
+{
+	uint64_t deadline;
+	int left;
+
+	for (int i = 0; i < nspinners; i++)
+		if (spinners[i] > 0)
+			kill(spinners[i], SIGKILL);
+	if (ring) {
+		ring->stop = 1;
+		for (int s = 0; s < ring->nslots; s++)
+			sem_post(&ring->empty[s]);
+	}
+	/* workers leave on their own at the next slot; wait up to 2 s */
+	deadline = now_ns() + 2000000000ull;
+	do {
+		left = 0;
+		for (int i = 0; i < nworkers; i++) {
+			if (workers[i] <= 0)
+				continue;
+			if (waitpid(workers[i], NULL, WNOHANG) == workers[i])
+				workers[i] = 0;
+			else
+				left++;
+		}
+		if (left)
+			usleep(2000);
+	} while (left && now_ns() < deadline);
+	for (int i = 0; i < nworkers; i++)
+		if (workers[i] > 0) {
+			kill(workers[i], SIGKILL);
+			waitpid(workers[i], NULL, 0);
+			workers[i] = 0;
+		}
+	for (int i = 0; i < nspinners; i++)
+		if (spinners[i] > 0) {
+			waitpid(spinners[i], NULL, 0);
+			spinners[i] = 0;
+		}
+}
+
+/* ----------------------------------------------------------- dataset -- */
+
+void ensure_dataset(void)
+{
+	struct stat st;
+	off_t want = (off_t)O.data_mb << 20;
+	int fd;
+
+	if (stat(O.data, &st) != 0 || st.st_size < want) {
+		char tmp[PATH_MAX + 32];
+		char *buf = malloc(1 << 20);
+		uint64_t x = 88172645463325252ull;
+
+		if (!buf)
+			exit(1);
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", O.data, (long)getpid());
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0) {
+			fprintf(stderr, "train: create %s: %s\n", tmp, strerror(errno));
+			exit(1);
+		}
+		for (long m = 0; m < O.data_mb; m++) {
+			for (size_t i = 0; i < (1 << 20); i += 8) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				memcpy(buf + i, &x, 8);
+			}
+			if (write(fd, buf, 1 << 20) != 1 << 20) {
+				fprintf(stderr, "train: write %s: %s\n", tmp, strerror(errno));
+				unlink(tmp);
+				exit(1);
+			}
+		}
+		free(buf);
+		fdatasync(fd); /* dirty pages cannot be dropped */
+		close(fd);
+		if (rename(tmp, O.data)) {
+			fprintf(stderr, "train: rename %s: %s\n", O.data, strerror(errno));
+			unlink(tmp);
+			exit(1);
+		}
+	}
+	/* drop the file from the page cache so the loaders' reads reach the disk */
+	fd = open(O.data, O_RDONLY);
+	if (fd < 0) {
+		fprintf(stderr, "train: open %s: %s\n", O.data, strerror(errno));
+		exit(1);
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+}
