@@ -26,6 +26,30 @@ void *dl_vec_push(struct vec *v, const void *item)
 	return slot;
 }
 
+void *dl_vec_append(struct vec *v, const void *items, size_t n)
+{
+	void *slot;
+
+	if (v->n + n > v->cap) {
+		size_t cap = v->cap ? v->cap : 64;
+		void *nv;
+
+		while (cap < v->n + n)
+			cap *= 2;
+		nv = realloc(v->v, cap * v->elem);
+		if (!nv) {
+			fprintf(stderr, "dlbpf: out of memory\n");
+			abort();
+		}
+		v->v = nv;
+		v->cap = cap;
+	}
+	slot = (char *)v->v + v->n * v->elem;
+	memcpy(slot, items, n * v->elem);
+	v->n += n;
+	return slot;
+}
+
 void dl_vec_drop_front(struct vec *v, size_t k)
 {
 	if (k > v->n)
@@ -77,10 +101,7 @@ void dl_corr_free(struct dl_correlator *c)
 		return;
 	for (size_t i = 0; i < c->nprocs; i++) {
 		struct cproc *p = &c->procs[i];
-		char **recs = p->learn.v;
 
-		for (size_t k = 0; k < p->learn.n; k++)
-			free(recs[k]);
 		dl_vec_free(&p->learn);
 		dl_vec_free(&p->tids);
 		dl_vec_free(&p->calls);
@@ -115,7 +136,7 @@ static struct cproc *proc_of(struct dl_correlator *c, pid_t pid, bool create)
 	memset(p, 0, sizeof(*p));
 	p->pub.pid = pid;
 	p->st = CP_LEARN;
-	p->learn.elem = sizeof(char *);
+	p->learn.elem = 1;
 	p->tids.elem = sizeof(struct tidcount);
 	p->calls.elem = sizeof(struct mcall);
 	p->sched.elem = sizeof(struct dl_span);
@@ -325,7 +346,7 @@ static uint64_t tree_frontier(const struct dl_correlator *c)
 	for (size_t i = 0; i < c->nprocs; i++) {
 		const struct cproc *p = &c->procs[i];
 
-		if (p->st == CP_LEARN && p->learn.n)
+		if (p->st == CP_LEARN && p->nlearn)
 			f = min_u64(f, p->learn_start);
 		else if (p->st == CP_TRACK && p->pending.n)
 			f = min_u64(f, ((const struct pending_step *)p->pending.v)[0].start);

@@ -50,8 +50,8 @@ struct pending_step {
 struct cproc {
 	struct dl_corr_proc pub;
 	enum cp_state st;
-	struct vec learn;           /* raw copies of this process's records while learning */
-	size_t learn_bytes;
+	struct vec learn;           /* this process's records while learning, back to back (bytes) */
+	size_t nlearn;              /* records in it */
 	struct vec tids;            /* struct tidcount */
 	uint64_t learn_start;
 	size_t next_infer;          /* learn.n at which to look for a marker again */
@@ -78,9 +78,21 @@ struct dl_correlator {
 };
 
 void *dl_vec_push(struct vec *v, const void *item);
+/* Appends n items at once. */
+void *dl_vec_append(struct vec *v, const void *items, size_t n);
 /* Drops the first k items. */
 void dl_vec_drop_front(struct vec *v, size_t k);
 void dl_vec_free(struct vec *v);
+
+/* Records in the learning window are kept 8-byte aligned: each takes its size rounded up. */
+static inline size_t dl_learn_span(const struct dl_hdr *h)
+{
+	return ((size_t)h->size + 7) & ~(size_t)7;
+}
+
+#define DL_FOR_EACH_LEARNED(p, h) \
+	for (size_t _off = 0; _off < (p)->learn.n && ((h) = (const void *)((char *)(p)->learn.v + _off)); \
+	     _off += dl_learn_span(h))
 
 /* A blocking synchronization, or a synchronous copy back to the host (loss.item()). */
 bool dl_corr_is_sync_point(const struct dl_call *k);

@@ -41,11 +41,10 @@ static bool infer_marker(struct cproc *p)
 		uint32_t n;
 	} sigs[32];
 	size_t nsig = 0, best = 0;
-	char **recs = p->learn.v;
+	const struct dl_hdr *h;
 	bool after = true;
 
-	for (size_t i = 0; i < p->learn.n; i++) {
-		const struct dl_hdr *h = (const void *)recs[i];
+	DL_FOR_EACH_LEARNED(p, h) {
 		struct dl_call k;
 		size_t s;
 
@@ -82,20 +81,24 @@ static bool infer_marker(struct cproc *p)
 	return true;
 }
 
+static void forget_learned(struct cproc *p)
+{
+	dl_vec_free(&p->learn);
+	p->learn.elem = 1;
+	p->nlearn = 0;
+}
+
 static void start_tracking(struct dl_correlator *c, struct cproc *p)
 {
-	char **recs = p->learn.v;
+	const struct dl_hdr *h;
 
 	p->st = CP_TRACK;
 	p->pub.decided = true;
 	/* The thread's first call of the marker's kind starts the first step. */
 	p->after_sync = true;
-	for (size_t i = 0; i < p->learn.n; i++) {
-		dl_corr_track_record(c, p, (const void *)recs[i]);
-		free(recs[i]);
-	}
-	dl_vec_free(&p->learn);
-	p->learn.elem = sizeof(char *);
+	DL_FOR_EACH_LEARNED(p, h)
+		dl_corr_track_record(c, p, h);
+	forget_learned(p);
 }
 
 /* Decides main thread and marker once the learning window is enough; returns true when decided. */
@@ -125,25 +128,26 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s", c->opts.step_on);
 	} else {
 		const struct tidcount *v = p->tids.v;
-		bool enough = final || p->learn.n >= LEARN_MAX_RECORDS;
+		bool enough = final || p->nlearn >= LEARN_MAX_RECORDS;
 
 		for (size_t i = 0; i < p->tids.n && !enough; i++)
 			enough = v[i].syncs >= LEARN_SYNCS;
 		if (!enough)
 			return false;
 		t = busiest(p, false);
-		if (!t || (!final && p->learn.n < p->next_infer))
+		if (!t || (!final && p->nlearn < p->next_infer))
 			return false;
 		p->pub.main_tid = t->tid;
 		if (!infer_marker(p)) {
 			/* Scanning the window is linear: look again only after it has grown. */
-			p->next_infer = p->learn.n + 1024;
-			if (!final && p->learn.n < LEARN_MAX_RECORDS)
+			p->next_infer = p->nlearn + 1024;
+			if (!final && p->nlearn < LEARN_MAX_RECORDS)
 				return false;
 			snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
 				 "none found: no call repeats after the blocking syncs (use --step-on SYMBOL)");
 			p->st = CP_NONE;
 			p->pub.decided = true;
+			forget_learned(p);
 			return true;
 		}
 	}
@@ -153,7 +157,7 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 
 void dl_corr_learn_record(struct dl_correlator *c, struct cproc *p, const struct dl_hdr *h)
 {
-	char *copy;
+	static const char pad[8];
 
 	if (h->kind == DL_EV_CUDA) {
 		const struct dl_cuda_ev *ev = (const void *)h;
@@ -170,13 +174,11 @@ void dl_corr_learn_record(struct dl_correlator *c, struct cproc *p, const struct
 	} else if (h->kind != DL_EV_SCHED) {
 		return;
 	}
-	if (!p->learn.n)
+	if (!p->nlearn)
 		p->learn_start = h->ts;
-	copy = malloc(h->size);
-	if (!copy)
-		abort();
-	memcpy(copy, h, h->size);
-	dl_vec_push(&p->learn, &copy);
+	dl_vec_append(&p->learn, h, h->size);
+	dl_vec_append(&p->learn, pad, dl_learn_span(h) - h->size);
+	p->nlearn++;
 	if (h->kind != DL_EV_SCHED)
 		dl_corr_try_decide(c, p, false);
 }

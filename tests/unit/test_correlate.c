@@ -289,6 +289,21 @@ static void test_no_marker_and_drops(void)
 	gen_free(&g);
 }
 
+static void test_learning_window_bounded(void)
+{
+	struct gen g;
+	const struct dl_corr_proc *p;
+
+	gen_init(&g, NULL);
+	/* A stream that never syncs: the correlator gives up after its window, before the end. */
+	for (uint64_t i = 0; i < 210000; i++)
+		cuda(&g, 101, DL_API_LAUNCH_KERNEL, i * 10 * US, 0, 0, 0);
+	p = dl_corr_proc(g.corr, 0);
+	CHECK(p && p->decided && p->nsteps == 0, "undecided after a full learning window");
+	end(&g, 3000 * MS, 0);
+	gen_free(&g);
+}
+
 static void test_api_marker_and_findings(void)
 {
 	struct gen g;
@@ -327,5 +342,6 @@ int main(void)
 	test_symbol_marker_cuts_mid_call();
 	test_no_marker_and_drops();
 	test_api_marker_and_findings();
+	test_learning_window_bounded();
 	return check_report("test_correlate");
 }
