@@ -25,7 +25,7 @@ USER_HDRS := $(wildcard user/*.h) user/cuda_api.def include/dlbpf/events.h
 PURE_SRCS := user/stream.c user/cuda_api.c user/procfs.c user/elfsym.c user/summary.c user/json.c \
 	user/report.c user/report_diag.c user/log.c user/breakdown.c user/steps.c user/correlate.c \
 	user/diagnose.c user/record.c user/correlate_learn.c \
-	user/discover.c user/demangle.c \
+	user/discover.c user/demangle.c user/pcie.c \
 	user/pbwriter.c user/perfetto.c user/trace.c user/trace_json.c
 
 .PHONY: all test demo deps clean test-unit test-integration bench bench-run

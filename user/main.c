@@ -26,6 +26,7 @@
 #include "env.h"
 #include "log.h"
 #include "naming.h"
+#include "pcie.h"
 #include "procfs.h"
 #include "report.h"
 #include "spawn.h"
@@ -359,26 +360,6 @@ static int command_status(struct run *r)
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 0;
 }
 
-static uint32_t gpu_pcie_mbps(void)
-{
-	/* The fastest NVIDIA (vendor 0x10de) display/3D controller's link: GT/s x lanes x 128/130 / 8. */
-	FILE *ls = popen("for d in /sys/bus/pci/devices/*; do [ \"$(cat $d/vendor 2>/dev/null)\" = 0x10de ] && "
-			 "case $(cat $d/class) in 0x03*) echo $(cat $d/current_link_speed) "
-			 "$(cat $d/current_link_width);; esac; done 2>/dev/null", "r");
-	double gts, best = 0;
-	int width;
-	char line[128];
-
-	if (!ls)
-		return 0;
-	while (fgets(line, sizeof(line), ls))
-		if (sscanf(line, "%lf GT/s %*s %d", &gts, &width) == 2 || sscanf(line, "%lf GT/s %d", &gts, &width) == 2)
-			if (gts * width * 128 / 130 / 8 * 1000 > best)
-				best = gts * width * 128 / 130 / 8 * 1000;
-	pclose(ls);
-	return (uint32_t)best;
-}
-
 /* Live tracing: everything that needs the kernel, from checks to the last drained record. */
 static int trace(struct run *r)
 {
@@ -412,7 +393,7 @@ static int trace(struct run *r)
 		return err;
 
 	r->start_ns = dl_now_ns();
-	dl_emit_trace_start(&r->stream, r->start_ns, gpu_pcie_mbps());
+	dl_emit_trace_start(&r->stream, r->start_ns, dl_gpu_pcie_mbps());
 	uint64_t duty_t0 = r->start_ns;
 	if (r->cfg.cmd) {
 		err = start_command(r);

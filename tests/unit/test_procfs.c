@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
+#include "pcie.h"
 #include "procfs.h"
 
 static void test_maps_lines(void)
@@ -115,8 +116,22 @@ static void test_live_proc(void)
 	close(fds[1]);
 }
 
+static void test_pcie_link(void)
+{
+	/* Gen4 x16: 16 GT/s x 16 lanes x 128/130 / 8 = 31.5 GB/s. */
+	double gen4 = dl_pcie_link_mbps("16.0 GT/s PCIe\n", "16\n");
+
+	CHECK(gen4 > 31507 && gen4 < 31508, "gen4 x16 %f MB/s", gen4);
+	CHECK(dl_pcie_link_mbps("8.0 GT/s PCIe", "4") > 3938 && dl_pcie_link_mbps("8.0 GT/s PCIe", "4") < 3939, "gen3 x4");
+	CHECK(dl_pcie_link_mbps("Unknown", "16") == 0, "unknown speed");
+	CHECK(dl_pcie_link_mbps("16.0 GT/s PCIe", "0") == 0, "no lanes");
+	/* No NVIDIA device on this machine's bus: no link, not a guess. */
+	CHECK(dl_gpu_pcie_mbps() < 1000000, "implausible link");
+}
+
 int main(void)
 {
+	test_pcie_link();
 	test_maps_lines();
 	test_stat_lines();
 	test_cudart_names();
