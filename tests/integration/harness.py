@@ -99,6 +99,25 @@ def process(summary, pid):
     raise Failure(f"pid {pid} not in the summary (has {[p['pid'] for p in summary['processes']]})")
 
 
+def trace_waiting(argv, dlbpf_args=(), timeout=60):
+    """Starts a workload that prints "ready" and waits for a line, attaches dlbpf --pid to it,
+    lets it go, and waits for both. Returns (workload, its stdout, the finished Dlbpf, dlbpf's rc)."""
+    w = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        check(w.stdout.readline().strip() == "ready", f"{argv[0]} did not start")
+        d = Dlbpf(list(dlbpf_args) + ["--pid", str(w.pid)])
+        d.started()
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=timeout)
+        rc = d.wait()
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    return w, out, d, rc
+
+
 def run_dlbpf(args, timeout=60, env=None):
     """Runs dlbpf to completion; returns (returncode, stdout, stderr)."""
     p = subprocess.run([DLBPF] + args, capture_output=True, text=True, timeout=timeout,

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, Failure, check, check_close, main,
-                     process, run_dlbpf, workload)
+                     process, run_dlbpf, trace_waiting, workload)
 
 
 def cuda_truth(stdout):
@@ -58,19 +58,7 @@ def test_cuda_real_runtime_command():
 
 def test_cuda_real_runtime_pid():
     """--pid on an already running process: attach, then the calls."""
-    w = subprocess.Popen([workload("cuda_calls"), "--wait"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-    try:
-        check(w.stdout.readline().strip() == "ready", "workload did not start")
-        d = Dlbpf(["--pid", str(w.pid)])
-        d.started()
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        out, _ = w.communicate(timeout=30)
-        rc = d.wait()
-    finally:
-        if w.poll() is None:
-            w.kill()
+    w, out, d, rc = trace_waiting([workload("cuda_calls"), "--wait"])
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
     compare_cuda(process(d.summary(), w.pid), cuda_truth(out), expect_errors=True)
 
@@ -101,20 +89,7 @@ def make_data_file(mb=24):
 
 
 def run_ioread(extra):
-    data = make_data_file()
-    w = subprocess.Popen([workload("ioread"), data, "--wait"] + extra, stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-    try:
-        check(w.stdout.readline().strip() == "ready", "ioread did not start")
-        d = Dlbpf(["--pid", str(w.pid)])
-        d.started()
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        out, _ = w.communicate(timeout=60)
-        rc = d.wait()
-    finally:
-        if w.poll() is None:
-            w.kill()
+    w, out, d, rc = trace_waiting([workload("ioread"), make_data_file(), "--wait"] + extra)
     check(w.returncode == 0, f"ioread failed: {out}")
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
     return w.pid, json.loads(out.strip().splitlines()[-1]), d.summary()

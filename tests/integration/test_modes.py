@@ -8,7 +8,7 @@ assertions: the duty test checks the estimate against its own stated bounds."""
 import json
 import re
 
-from harness import Dlbpf, Failure, check, main, process, run_dlbpf, workload
+from harness import Dlbpf, Failure, check, main, process, run_dlbpf, trace_waiting, workload
 
 
 def truth_line(stdout, prefix):
@@ -47,20 +47,8 @@ def test_summary_exact_counts():
 
 def test_summary_pid_and_rate():
     """--summary on a running process at 20 k calls/s: exact count, zero drops."""
-    import subprocess
-    w = subprocess.Popen([workload("ratecalls"), "--wait", "--rate", "20000", "--seconds", "1"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        check(w.stdout.readline().strip() == "ready", "workload did not start")
-        d = Dlbpf(["--summary", "--pid", str(w.pid)])
-        d.started()
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        out, _ = w.communicate(timeout=30)
-        rc = d.wait()
-    finally:
-        if w.poll() is None:
-            w.kill()
+    w, out, d, rc = trace_waiting([workload("ratecalls"), "--wait", "--rate", "20000", "--seconds", "1"],
+                                  ["--summary"], timeout=30)
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
     truth = truth_line(out, "{\"api\"")
     s = d.summary()
