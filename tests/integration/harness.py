@@ -92,6 +92,27 @@ class Dlbpf:
             return json.load(f)
 
 
+def truth_line(stdout, prefix="{", last=False):
+    """The JSON line a workload printed about what it did (the first, or last, starting with prefix)."""
+    lines = stdout.splitlines()
+    for line in (reversed(lines) if last else lines):
+        if line.startswith(prefix):
+            return json.loads(line)
+    raise Failure("workload printed no truth line: " + stdout[-500:])
+
+
+def check_copies_and_calls(cuda, truth):
+    """Copies by direction (count, bytes) and calls per API equal the workload's own counts."""
+    check(cuda["found"], "CUDA runtime not found")
+    for d in ("h2d", "d2h"):
+        got = cuda["memcpy"][d]
+        check(got["count"] == truth[d]["count"], f"{d} count {got['count']} != {truth[d]['count']}")
+        check(got["bytes"] == truth[d]["bytes"], f"{d} bytes {got['bytes']} != {truth[d]['bytes']}")
+    for api, n in truth["calls"].items():
+        got = cuda["calls"].get(api, {}).get("count", 0)
+        check(got == n, f"{api}: {got} calls, workload made {n}")
+
+
 def process(summary, pid):
     for p in summary["processes"]:
         if p["pid"] == pid:

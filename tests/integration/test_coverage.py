@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import time
 
-from harness import process, OUT, WORK, Dlbpf, Failure, check, main, process
+from harness import truth_line, process, OUT, WORK, Dlbpf, Failure, check, main, process
 
 COV = os.path.join(OUT, "workloads", "coverage")
 CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
@@ -22,11 +22,8 @@ def cov(name):
     return os.path.join(COV, name)
 
 
-def truth_line(stdout):
-    for line in reversed(stdout.splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    raise Failure("workload printed no truth line: " + stdout[-500:])
+def last_truth(stdout):
+    return truth_line(stdout, last=True)
 
 
 def demangle(mangled):
@@ -65,7 +62,7 @@ def run_command(cmd, env=None):
 
 def check_nvcc_build(binary, sfx=""):
     d, p = run_command([binary])
-    truth = truth_line(d.stdout)
+    truth = last_truth(d.stdout)
     check(truth["sync_error"] != 0, "the workload ran on a GPU? it should fail fast here")
     got = kernels_by_name(p)
     want = {demangle(m): n for m, n in truth["launches"].items()}
@@ -117,7 +114,7 @@ def test_nvcc_per_thread_stream():
 def test_driver_api():
     """The driver API through the toolkit's stub libcuda: counts, bytes, launch dims."""
     d, p = run_command([cov("driver_calls")])
-    truth = truth_line(d.stdout)
+    truth = last_truth(d.stdout)
     c = calls(p)
     for api, n in truth["calls"].items():
         check(c.get(api, 0) == n, f"{api}: {c.get(api, 0)} calls, workload made {n}")
@@ -134,7 +131,7 @@ def test_driver_api():
 def test_runtime_over_driver_counted_once():
     """A runtime that forwards to the driver (as libcudart does): each call counted once."""
     d, p = run_command([cov("nest_calls")])
-    t = truth_line(d.stdout)
+    t = last_truth(d.stdout)
     c = calls(p)
     want = {"cudaMemcpy": t["rt_h2d"] + t["rt_d2h"], "cudaLaunchKernel": t["rt_launch"],
             "cudaStreamSynchronize": t["rt_sync"], "cuMemcpyHtoD_v2": t["drv_h2d"],
@@ -294,7 +291,7 @@ def run_selection(args, before, after, extra_checks=None):
 
 
 def check_exact(s, w, out):
-    truth = truth_line(out)
+    truth = last_truth(out)
     p = process(s, w.pid)
     c = calls(p)
     for api, n in truth["calls"].items():

@@ -10,26 +10,17 @@ import subprocess
 import time
 
 from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, Failure, check, check_close, main,
-                     process, run_dlbpf, trace_waiting, workload)
+                     process, run_dlbpf, trace_waiting, truth_line, check_copies_and_calls, workload)
 
 
 def cuda_truth(stdout):
-    for line in stdout.splitlines():
-        if line.startswith("{\"h2d\""):
-            return json.loads(line)
-    raise Failure("workload printed no truth line: " + stdout[-500:])
+    return truth_line(stdout, "{\"h2d\"")
 
 
 def compare_cuda(p, truth, expect_errors):
     cuda = p["cuda"]
-    check(cuda["found"], "CUDA runtime not found")
-    for d in ("h2d", "d2h"):
-        got = cuda["memcpy"][d]
-        check(got["count"] == truth[d]["count"], f"{d} count {got['count']} != {truth[d]['count']}")
-        check(got["bytes"] == truth[d]["bytes"], f"{d} bytes {got['bytes']} != {truth[d]['bytes']}")
+    check_copies_and_calls(cuda, truth)
     for api, n in truth["calls"].items():
-        got = cuda["calls"].get(api, {}).get("count", 0)
-        check(got == n, f"{api}: {got} calls, workload made {n}")
         if expect_errors and api != "cudaLaunchKernel":
             errs = cuda["calls"][api]["errors"]
             check(errs == n, f"{api}: {errs} errors of {n} (every call fails without a GPU)")
