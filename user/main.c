@@ -112,8 +112,9 @@ static int on_record(void *ctx, void *data, size_t len)
 {
 	struct run *r = ctx;
 	const struct dl_hdr *h = data;
+	bool valid = dl_record_check(data, len) == 0;
 
-	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_PROC) {
+	if (valid && h->kind == DL_EV_PROC) {
 		const struct dl_proc_ev *e = data;
 
 		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
@@ -124,7 +125,7 @@ static int on_record(void *ctx, void *data, size_t len)
 			note_load(r, &(struct dl_cuda_ev){ .h = *h });
 		}
 	}
-	if (dl_record_check(data, len) == 0 && h->kind == DL_EV_CUDA) {
+	if (valid && h->kind == DL_EV_CUDA) {
 		const struct dl_cuda_ev *e = data;
 		const struct dl_api *api = dl_api_by_id(e->api);
 
