@@ -125,8 +125,6 @@ static void test_pcie_link(void)
 	CHECK(dl_pcie_link_mbps("8.0 GT/s PCIe", "4") > 3938 && dl_pcie_link_mbps("8.0 GT/s PCIe", "4") < 3939, "gen3 x4");
 	CHECK(dl_pcie_link_mbps("Unknown", "16") == 0, "unknown speed");
 	CHECK(dl_pcie_link_mbps("16.0 GT/s PCIe", "0") == 0, "no lanes");
-	/* No NVIDIA device on this machine's bus: no link, not a guess. */
-	CHECK(dl_gpu_pcie_mbps() < 1000000, "implausible link");
 }
 
 int main(void)
