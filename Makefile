@@ -19,14 +19,52 @@ BPF_SRCS := bpf/maps.bpf.c $(filter-out bpf/maps.bpf.c,$(wildcard bpf/*.bpf.c))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_HDRS := $(wildcard bpf/*.bpf.h) bpf/vmlinux.h $(wildcard include/dlbpf/*.h)
 
-USER_SRCS := $(wildcard user/*.c)
-USER_HDRS := $(wildcard user/*.h) user/cuda_api.def include/dlbpf/events.h
-# Everything but main.c and the BPF-facing parts: what unit tests link against.
-PURE_SRCS := user/stream.c user/cuda_api.c user/procfs.c user/elfsym.c user/summary.c user/json.c \
-	user/report.c user/report_diag.c user/log.c user/breakdown.c user/steps.c user/correlate.c \
-	user/diagnose.c user/record.c user/correlate_learn.c \
-	user/discover.c user/demangle.c user/pcie.c \
-	user/pbwriter.c user/perfetto.c user/trace.c user/trace_json.c
+# The collector is built per object (with dependency files) into one static library per
+# pipeline stage; dlbpf and the unit tests link the libraries. Link order follows the
+# include rule (user/README.md): capture -> output -> analysis -> records -> base.
+STAGES := capture output analysis records
+BASE_SRCS := user/log.c user/util.c
+stage_srcs = $(wildcard user/$(1)/*.c)
+OBJ := $(OUTPUT)/obj
+SAN_OBJ := $(OUTPUT)/obj-san
+stage_lib = $(OUTPUT)/lib/libdl_$(1).a
+san_lib = $(OUTPUT)/lib-san/libdl_$(1).a
+LIB_NAMES := $(STAGES) base
+STAGE_LIBS := $(foreach s,$(LIB_NAMES),$(call stage_lib,$(s)))
+MAIN_OBJS := $(OBJ)/main.o $(OBJ)/cli.o
+# Pure stages for unit tests (no libbpf): output, analysis, records, base, and the
+# parts of capture that only read files (the library pulls in what a test uses).
+SAN_CAPTURE_SRCS := user/capture/procfs.c user/capture/elfsym.c user/capture/discover.c \
+	user/capture/demangle.c user/capture/pcie.c
+
+define stage_rules
+$(call stage_lib,$(1)): $(patsubst user/%.c,$(OBJ)/%.o,$(2)) | $(OUTPUT)/lib
+	rm -f $$@ && ar rcs $$@ $$^
+$(call san_lib,$(1)): $(patsubst user/%.c,$(SAN_OBJ)/%.o,$(2)) | $(OUTPUT)/lib-san
+	rm -f $$@ && ar rcs $$@ $$^
+endef
+$(foreach s,$(STAGES),$(eval $(call stage_rules,$(s),$(call stage_srcs,$(s)))))
+$(eval $(call stage_rules,base,$(BASE_SRCS)))
+$(eval $(call stage_rules,capture-pure,$(SAN_CAPTURE_SRCS)))
+SAN_LIBS := $(call san_lib,output) $(call san_lib,analysis) $(call san_lib,capture-pure) \
+	$(call san_lib,records) $(call san_lib,base)
+
+$(OUTPUT)/lib $(OUTPUT)/lib-san:
+	mkdir -p $@
+
+# capture/ includes the skeleton; the other stages never do (tests/unit/test_layout.sh).
+$(OBJ)/capture/%.o: user/capture/%.c | $(OUTPUT)/dlbpf.skel.h
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -MMD -MP -c $< -o $@
+$(OBJ)/%.o: user/%.c
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -MMD -MP -c $< -o $@
+$(SAN_OBJ)/%.o: user/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) -MMD -MP -c $< -o $@
+$(OBJ)/main.o: | $(OUTPUT)/dlbpf.skel.h
+
+-include $(shell find $(OBJ) $(SAN_OBJ) -name '*.d' 2>/dev/null)
 
 .PHONY: all test demo deps clean test-unit test-integration bench bench-run
 .DELETE_ON_ERROR:
@@ -45,8 +83,8 @@ $(OUTPUT)/dlbpf.bpf.o: $(BPF_OBJS)
 $(OUTPUT)/dlbpf.skel.h: $(OUTPUT)/dlbpf.bpf.o
 	$(BPFTOOL) gen skeleton $< name dlbpf > $@
 
-dlbpf: $(USER_SRCS) $(USER_HDRS) $(OUTPUT)/dlbpf.skel.h
-	$(CC) $(USER_CFLAGS) $(USER_SRCS) $(LIBS) -pthread -o $@
+dlbpf: $(MAIN_OBJS) $(STAGE_LIBS)
+	$(CC) $(USER_CFLAGS) $(MAIN_OBJS) $(STAGE_LIBS) $(LIBS) -pthread -o $@
 
 # --- tests -----------------------------------------------------------------
 -include tests/gpusim/gpusim.mk

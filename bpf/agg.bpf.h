@@ -4,7 +4,7 @@
  * instead of one ring-buffer record each. Chosen before load by a const
  * volatile flag, so the verifier drops the unused path and the per-event mode
  * pays nothing for it. A per-CPU aggregate costs no more than the trap itself
- * (~400 ns, FIELD-NOTES); a record costs ~490 ns.
+ * (~400 ns, measured on kernel 6.18); a record costs ~490 ns.
  */
 #ifndef DLBPF_AGG_BPF_H
 #define DLBPF_AGG_BPF_H
@@ -12,7 +12,7 @@
 #include "common.bpf.h"
 #include "dlbpf/agg.h"
 
-const volatile bool summary_mode;
+const volatile bool agg_mode;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -53,7 +53,7 @@ static __always_inline bool dl_agg_add(__u32 tgid, __u64 cookie, const __u64 *ar
 	__u64 bytes = 0, kind = 4;
 	__u32 zero = 0, b;
 
-	if (!summary_mode || !(cookie & DL_COOKIE_AGG))
+	if (!agg_mode || !(cookie & DL_COOKIE_AGG))
 		return false;
 	k.tgid = tgid;
 	k.api = cookie & DL_COOKIE_API_MASK;

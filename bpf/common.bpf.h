@@ -133,7 +133,7 @@ static __always_inline void *dl_reserve(__u32 size, __u16 kind, __u32 drop_src,
 
 /*
  * Submissions do not wake the consumer, which drains on a timer: a wake-up per
- * event costs the traced thread ~1.7 us against ~0.5 us (FIELD-NOTES). A
+ * event costs the traced thread ~1.7 us against ~0.5 us (measured on kernel 6.18). A
  * consumer that falls behind is woken so the buffer does not fill.
  */
 static __always_inline void dl_submit(void *ev)

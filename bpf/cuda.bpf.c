@@ -61,7 +61,7 @@ int BPF_KPROBE(cuda_entry_only)
 	struct call_stack *st = stack_of(tid, !driver);
 	struct dl_cuda_ev *e;
 
-	if (summary_mode && (cookie & DL_COOKIE_AGG)) {
+	if (agg_mode && (cookie & DL_COOKIE_AGG)) {
 		__u64 arg[DL_CUDA_NARGS] = {};
 		__u32 depth = st ? st->depth : 0;
 

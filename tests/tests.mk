@@ -11,8 +11,9 @@ $(OUTPUT)/unit $(OUTPUT)/workloads:
 	mkdir -p $@
 
 # Unit tests run under AddressSanitizer and UndefinedBehaviorSanitizer.
-$(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(PURE_SRCS) $(USER_HDRS) | $(OUTPUT)/unit
-	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) $< $(PURE_SRCS) -lelf -lz -lm -o $@
+$(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(SAN_LIBS) | $(OUTPUT)/unit
+	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) -MMD -MP $< $(SAN_LIBS) -lelf -lz -lm -o $@
+-include $(wildcard $(OUTPUT)/unit/*.d)
 
 $(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
@@ -33,6 +34,7 @@ TRAIN := $(OUTPUT)/workloads/train
 SIM_TESTS := "env LD_LIBRARY_PATH=$(OUTPUT)/gpusim $(GPUSIM_TEST)" \
 	"env ASAN_OPTIONS=detect_leaks=1 LD_LIBRARY_PATH=$(OUTPUT)/gpusim-asan $(GPUSIM_ASAN_TEST)" \
 	"tests/workloads/check-scenarios.sh $(TRAIN) $(OUTPUT)/gpusim $(OUTPUT)/truth"
+LAYOUT_TEST := python3 tests/unit/test_layout.py
 INTEGRATION := python3 tests/integration/test_dlbpf.py
 SCENARIOS := python3 tests/integration/test_scenarios.py
 include tests/workloads/coverage.mk
@@ -40,7 +42,7 @@ TRACE_TESTS := python3 tests/integration/test_trace.py
 MODES_TESTS := python3 tests/integration/test_modes.py
 
 test-unit: $(UNIT_BINS)
-	@tests/run-tests.sh $(UNIT_BINS)
+	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)"
 
 test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
 	@tests/run-tests.sh "$(INTEGRATION)" "$(SCENARIOS)"
@@ -48,7 +50,7 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
 # Every suite, each reporting "N passed, N failed"; the last line is the total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS)
-	@tests/run-tests.sh $(UNIT_BINS) $(SIM_TESTS) "$(INTEGRATION)" "$(SCENARIOS)" "$(COVERAGE_TESTS)" \
+	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" $(SIM_TESTS) "$(INTEGRATION)" "$(SCENARIOS)" "$(COVERAGE_TESTS)" \
 		"$(TRACE_TESTS)" "$(MODES_TESTS)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)

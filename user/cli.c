@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "trace.h"
-#include "duty.h"
+#include "output/timeline.h"
+#include "capture/duty.h"
 #include "version.h"
 
 const char *argp_program_version = "dlbpf " DLBPF_VERSION;
@@ -127,8 +127,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		cfg->record_path = arg;   /* the trace's, unless recording: sorted out at the end */
 		break;
 	case OPT_FORMAT:
-		cfg->trace_format = dl_trace_format_parse(arg);
-		if (cfg->trace_format < 0)
+		cfg->timeline_format = dl_timeline_format_parse(arg);
+		if (cfg->timeline_format < 0)
 			argp_error(state, "unknown trace format '%s' (expected pftrace or json)", arg);
 		break;
 	case OPT_STEP_ON:
@@ -160,7 +160,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		cfg->drain_ms = (unsigned)parse_long(state, "drain interval", arg, 1, 1000);
 		break;
 	case OPT_SUMMARY:
-		cfg->summary = true;
+		cfg->kernel_agg = true;
 		break;
 	case OPT_DUTY:
 		if (dl_duty_parse(arg, &cfg->duty_on_s, &cfg->duty_period_s))
@@ -183,11 +183,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		/* -o is the recording for record, the timeline otherwise */
 		if (cfg->mode != DL_MODE_RECORD && cfg->record_path) {
-			cfg->trace_path = cfg->record_path;
+			cfg->timeline_path = cfg->record_path;
 			cfg->record_path = NULL;
 		}
-		if (cfg->trace_format >= 0 && !cfg->trace_path)
-			cfg->trace_path = cfg->trace_format == DL_TRACE_JSON ? "trace.json" : "trace.pftrace";
+		if (cfg->timeline_format >= 0 && !cfg->timeline_path)
+			cfg->timeline_path = cfg->timeline_format == DL_TIMELINE_JSON ? "trace.json" : "trace.pftrace";
 		if (cfg->mode == DL_MODE_REPORT) {
 			if (!cfg->input_path)
 				argp_error(state, "report needs a recording: dlbpf report FILE");
@@ -217,7 +217,7 @@ void dl_cli_parse(int argc, char **argv, struct dl_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->ringbuf_mb = 16;
 	cfg->drain_ms = 10;
-	cfg->trace_format = -1;
+	cfg->timeline_format = -1;
 	if (argc > 1 && (!strcmp(argv[1], "record") || !strcmp(argv[1], "report"))) {
 		cfg->mode = !strcmp(argv[1], "record") ? DL_MODE_RECORD : DL_MODE_REPORT;
 		/* The subcommand takes argv[0]'s place, so usage messages name it. */

@@ -25,8 +25,8 @@ struct dl_config {
 	char **cmd;            /* -- CMD ARGS... (NULL-terminated), or NULL */
 	double duration_s;     /* 0: until the traced processes exit or a signal */
 	const char *json_path;
-	const char *trace_path;  /* -o FILE: timeline trace, or NULL */
-	int trace_format;        /* enum dl_trace_format; -1: by trace_path's extension */
+	const char *timeline_path;  /* -o FILE: timeline trace, or NULL */
+	int timeline_format;        /* enum dl_timeline_format; -1: by timeline_path's extension */
 	int verbose;
 	unsigned ringbuf_mb;
 	unsigned drain_ms;
@@ -34,8 +34,8 @@ struct dl_config {
 	char comms[DL_MAX_COMMS][16]; /* --comm: every process of these names, now and later */
 	int ncomms;
 	bool system_wide;      /* every process that maps a CUDA runtime, now and later */
-	bool summary;          /* --summary: CUDA calls aggregated in the kernel (user/aggregate.c) */
-	unsigned duty_on_s, duty_period_s;   /* --duty M/N (user/duty.c); 0: always on */
+	bool kernel_agg;       /* --summary: CUDA calls aggregated in the kernel (capture/aggregate.c) */
+	unsigned duty_on_s, duty_period_s;   /* --duty M/N (capture/duty.c); 0: always on */
 };
 
 /* Parses argv; on bad usage prints why and exits with status 2. */

@@ -13,28 +13,28 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "aggregate.h"
+#include "capture/aggregate.h"
 #include "cli.h"
-#include "clock.h"
-#include "duty.h"
-#include "correlate.h"
-#include "diagnose.h"
-#include "discover.h"
-#include "marker.h"
-#include "record.h"
-#include "report_diag.h"
-#include "env.h"
+#include "records/clock.h"
+#include "capture/duty.h"
+#include "analysis/correlate.h"
+#include "analysis/diagnose.h"
+#include "capture/discover.h"
+#include "capture/marker.h"
+#include "records/record.h"
+#include "output/report_diag.h"
+#include "capture/env.h"
 #include "log.h"
-#include "naming.h"
-#include "pcie.h"
-#include "procfs.h"
-#include "report.h"
-#include "spawn.h"
-#include "stream.h"
-#include "summary.h"
-#include "symbolize.h"
-#include "trace.h"
-#include "tracer.h"
+#include "capture/naming.h"
+#include "capture/pcie.h"
+#include "capture/procfs.h"
+#include "output/report.h"
+#include "capture/spawn.h"
+#include "records/stream.h"
+#include "analysis/summary.h"
+#include "capture/symbolize.h"
+#include "output/timeline.h"
+#include "capture/tracer.h"
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
 #define STATUS_NS 1000000000ull
@@ -66,7 +66,7 @@ struct run {
 	struct ring_buffer *rb;
 	struct dl_spawn spawn;
 	FILE *json;
-	struct dl_trace *trace;   /* -o: the timeline (records through the stream, steps through on_step) */
+	struct dl_timeline *trace;   /* -o: the timeline (records through the stream, steps through on_step) */
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
@@ -85,7 +85,7 @@ static void sync_kernel(void *ctx)
 	struct run *r = ctx;
 
 	ring_buffer__consume(r->rb);
-	if (r->cfg.summary)
+	if (r->cfg.kernel_agg)
 		dl_agg_poll(&r->agg, &r->sum, r->symbolizer, &r->stream, dl_now_ns());
 }
 
@@ -325,7 +325,7 @@ static int run_loop(struct run *r)
 				select_processes(r);
 		}
 		if (status && now - last_status >= STATUS_NS) {
-			if (r->cfg.summary)
+			if (r->cfg.kernel_agg)
 				sync_kernel(r);
 			show_status(r, now, now - last_status);
 			last_status = now;
@@ -375,7 +375,7 @@ static int command_status(struct run *r)
 }
 
 /* Live tracing: everything that needs the kernel, from checks to the last drained record. */
-static int trace(struct run *r)
+static int trace_live(struct run *r)
 {
 	uint64_t drops[DL_DROP_MAX];
 	int err;
@@ -389,8 +389,8 @@ static int trace(struct run *r)
 	err = dl_env_check();
 	if (err)
 		return err;
-	err = dl_tracer_open_load(&r->tracer, r->cfg.ringbuf_mb, r->cfg.summary);
-	if (!err && r->cfg.summary)
+	err = dl_tracer_open_load(&r->tracer, r->cfg.ringbuf_mb, r->cfg.kernel_agg);
+	if (!err && r->cfg.kernel_agg)
 		err = dl_agg_init(&r->agg, dl_tracer_agg_fd(&r->tracer));
 	if (err)
 		return err;
@@ -466,7 +466,7 @@ static int write_json(struct run *r, const struct dl_correlator *corr, const str
 /* Steps go to the live printer and to the timeline. */
 struct step_sinks {
 	struct dl_step_printer *printer;
-	struct dl_trace *trace;
+	struct dl_timeline *trace;
 };
 
 static void on_step(void *ctx, const struct dl_step *st)
@@ -475,11 +475,11 @@ static void on_step(void *ctx, const struct dl_step *st)
 
 	dl_print_step(s->printer, st);
 	if (s->trace)
-		dl_trace_step(s->trace, st);
+		dl_timeline_step(s->trace, st);
 }
 
 /* A replayed timeline shows the recording's own real time: its header's clock snapshot. */
-static void trace_clocks_of(struct dl_trace *t, const char *path)
+static void timeline_clocks_of(struct dl_timeline *t, const char *path)
 {
 	struct dl_rec_header h;
 	FILE *f = fopen(path, "r");
@@ -487,37 +487,37 @@ static void trace_clocks_of(struct dl_trace *t, const char *path)
 	if (!f)
 		return;   /* dl_replay says why */
 	if (fread(&h, sizeof(h), 1, f) == 1 && !memcmp(h.magic, DL_REC_MAGIC, sizeof(h.magic)))
-		dl_trace_set_clocks(t, h.mono_ns, h.boot_ns, h.real_ns);
+		dl_timeline_set_clocks(t, h.mono_ns, h.boot_ns, h.real_ns);
 	fclose(f);
 }
 
-static int open_trace(struct run *r)
+static int open_timeline(struct run *r)
 {
-	int err, fmt = r->cfg.trace_format >= 0 ? r->cfg.trace_format : (int)dl_trace_format_of_path(r->cfg.trace_path);
+	int err, fmt = r->cfg.timeline_format >= 0 ? r->cfg.timeline_format : (int)dl_timeline_format_of_path(r->cfg.timeline_path);
 
-	r->trace = dl_trace_open(r->cfg.trace_path, (enum dl_trace_format)fmt, &r->sum, &err);
+	r->trace = dl_timeline_open(r->cfg.timeline_path, (enum dl_timeline_format)fmt, &r->sum, &err);
 	if (!r->trace) {
-		dl_err("cannot write the trace to %s: %s", r->cfg.trace_path, strerror(-err));
+		dl_err("cannot write the trace to %s: %s", r->cfg.timeline_path, strerror(-err));
 		return err;
 	}
 	if (r->cfg.mode == DL_MODE_REPORT)
-		trace_clocks_of(r->trace, r->cfg.input_path);
+		timeline_clocks_of(r->trace, r->cfg.input_path);
 	return 0;
 }
 
-static int close_trace(struct run *r)
+static int close_timeline(struct run *r)
 {
-	struct dl_trace_stats ts;
-	int err = dl_trace_close(r->trace, &ts);
+	struct dl_timeline_stats ts;
+	int err = dl_timeline_close(r->trace, &ts);
 
 	r->trace = NULL;
 	if (err) {
-		dl_err("writing the trace to %s failed: %s; the file is incomplete", r->cfg.trace_path, strerror(-err));
+		dl_err("writing the trace to %s failed: %s; the file is incomplete", r->cfg.timeline_path, strerror(-err));
 		return err;
 	}
 	dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " events (%" PRIu64
 		" out of order), %" PRIu64 " bytes in %s", ts.slices, ts.counters, ts.events, ts.late, ts.bytes,
-		r->cfg.trace_path);
+		r->cfg.timeline_path);
 	if (ts.lane_overflow || ts.clipped)
 		dl_warn("trace: %" PRIu64 " disk requests left out (more in flight than lanes), %" PRIu64
 			" overlapping thread-state intervals cut", ts.lane_overflow, ts.clipped);
@@ -557,7 +557,7 @@ int main(int argc, char **argv)
 	}
 	if (r.cfg.mode == DL_MODE_RECORD && dl_recorder_open(&rec, r.cfg.record_path))
 		goto cleanup;
-	if (r.cfg.trace_path && open_trace(&r)) {
+	if (r.cfg.timeline_path && open_timeline(&r)) {
 		err = -EIO;
 		goto cleanup;
 	}
@@ -578,7 +578,7 @@ int main(int argc, char **argv)
 	if (r.cfg.mode == DL_MODE_RECORD)
 		dl_stream_add(&r.stream, dl_recorder_sink, &rec);
 	if (r.trace)
-		dl_stream_add(&r.stream, dl_trace_sink, r.trace);   /* after the summary: it reads its names */
+		dl_stream_add(&r.stream, dl_timeline_sink, r.trace);   /* after the summary: it reads its names */
 	/* Recording also diagnoses live: the recording replays to the same result. */
 	copts.step_on = r.cfg.step_on;
 	copts.pcie_gbps = r.cfg.pcie_gbps;
@@ -596,7 +596,7 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 	} else {
-		err = trace(&r);
+		err = trace_live(&r);
 		if (err)
 			goto cleanup;
 	}
@@ -616,7 +616,7 @@ int main(int argc, char **argv)
 		dl_warn("%" PRIu64 " malformed records ignored", r.sum.malformed);
 	dl_report_text(stdout, &r.sum);
 	dl_report_steps_text(stdout, corr, diag);
-	if (r.cfg.summary)
+	if (r.cfg.kernel_agg)
 		dl_agg_report(stdout, &r.agg);
 	if (r.cfg.duty_on_s)
 		dl_duty_report(stdout, &r.duty, &r.sum);
@@ -627,7 +627,7 @@ int main(int argc, char **argv)
 	if (r.json)
 		err = write_json(&r, corr, diag);
 	if (r.trace) {
-		int terr = close_trace(&r);
+		int terr = close_timeline(&r);
 
 		err = err ? err : terr;
 	}
@@ -639,7 +639,7 @@ cleanup:
 	if (r.json)
 		fclose(r.json);
 	if (r.trace)
-		dl_trace_close(r.trace, NULL);
+		dl_timeline_close(r.trace, NULL);
 	dl_markers_detach(&r.markers);
 	ring_buffer__free(r.rb);
 	if (r.tracer.skel)

@@ -15,7 +15,7 @@ GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan
 GPUSIM_SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Frame pointers make every function start with push %rbp, which uprobes emulate
-# instead of single-stepping (~0.4 us against ~14 us a hit, FIELD-NOTES).
+# instead of single-stepping (~0.4 us against ~14 us a hit, measured on kernel 6.18).
 GPUSIM_LIB_FLAGS = -fPIC -fno-omit-frame-pointer -fvisibility=hidden -I$(CUDA_HOME)/include -pthread -shared \
 	-Wl,-soname,libcudart.so.13 -Wl,--version-script=$(GPUSIM_MAP) -Wl,-z,defs
 # The test links against the toolkit's real library (no rpath): it runs on the

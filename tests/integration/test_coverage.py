@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""Integration tests of real-world CUDA coverage (issue 7): nvcc-built binaries
+"""Integration tests of real-world CUDA coverage: nvcc-built binaries
 with static and shared cudart, the driver API, a runtime call going through
 the driver counted once, late dlopen, wheel and mount-namespace layouts, and
 choosing processes (--pid, --comm, system-wide). Truth comes from the

@@ -2,12 +2,12 @@
 /* The breakdown and the correlator on synthetic streams, with exact expected partitions. */
 #include <stdlib.h>
 #include <string.h>
-#include "breakdown.h"
+#include "analysis/breakdown.h"
 #include "check.h"
-#include "correlate.h"
-#include "diagnose.h"
-#include "stream.h"
-#include "summary.h"
+#include "analysis/correlate.h"
+#include "analysis/diagnose.h"
+#include "records/stream.h"
+#include "analysis/summary.h"
 
 #define US 1000ull
 #define MS 1000000ull

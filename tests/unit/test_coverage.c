@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* Issue 7 pieces without root: which files are probed, trampolines, new layouts, demangling, nesting. */
+/* Real-world coverage without root: which files are probed, trampolines, new layouts, demangling, nesting. */
 #include <string.h>
 #include "check.h"
-#include "cuda_api.h"
-#include "demangle.h"
-#include "discover.h"
-#include "summary.h"
+#include "records/cuda_api.h"
+#include "capture/demangle.h"
+#include "capture/discover.h"
+#include "analysis/summary.h"
 
 static void test_lib_kinds(void)
 {

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
-#include "cuda_api.h"
-#include "stream.h"
-#include "summary.h"
+#include "records/cuda_api.h"
+#include "records/stream.h"
+#include "analysis/summary.h"
 
 static struct dl_cuda_ev cuda_ev(enum dl_api_id api, uint64_t ts, uint64_t dur, int64_t ret)
 {

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
-#include "elfsym.h"
-#include "procfs.h"
+#include "capture/elfsym.h"
+#include "capture/procfs.h"
 
 __attribute__((noinline, used)) int elfsym_probe_target(int x)
 {

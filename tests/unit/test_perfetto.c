@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
-#include "cuda_api.h"
-#include "pbwriter.h"
-#include "perfetto.h"
-#include "stream.h"
-#include "summary.h"
-#include "trace.h"
+#include "records/cuda_api.h"
+#include "output/pbwriter.h"
+#include "output/perfetto.h"
+#include "records/stream.h"
+#include "analysis/summary.h"
+#include "output/timeline.h"
 
 #define BYTES(pb, ...)                                                                \
 	do {                                                                          \
@@ -334,13 +334,13 @@ static int ev_cmp(const void *a, const void *b)
 #define TID 101
 #define WORKER 200
 
-static void feed(struct dl_summary *sum, struct dl_trace *t, const void *rec, size_t len)
+static void feed(struct dl_summary *sum, struct dl_timeline *t, const void *rec, size_t len)
 {
 	dl_summary_add(sum, rec, len);
-	CHECK(dl_trace_sink(t, rec, len) == 0, "sink failed");
+	CHECK(dl_timeline_sink(t, rec, len) == 0, "sink failed");
 }
 
-static void procinfo(struct dl_summary *sum, struct dl_trace *t, uint32_t pid, const char *comm)
+static void procinfo(struct dl_summary *sum, struct dl_timeline *t, uint32_t pid, const char *comm)
 {
 	struct dl_procinfo_ev e;
 
@@ -350,7 +350,7 @@ static void procinfo(struct dl_summary *sum, struct dl_trace *t, uint32_t pid, c
 	feed(sum, t, &e, sizeof(e));
 }
 
-static void sched(struct dl_summary *sum, struct dl_trace *t, uint32_t pid, uint32_t tid, uint64_t ts,
+static void sched(struct dl_summary *sum, struct dl_timeline *t, uint32_t pid, uint32_t tid, uint64_t ts,
 		  uint64_t dur, uint32_t state)
 {
 	struct dl_sched_ev e;
@@ -362,7 +362,7 @@ static void sched(struct dl_summary *sum, struct dl_trace *t, uint32_t pid, uint
 	feed(sum, t, &e, sizeof(e));
 }
 
-static void cuda(struct dl_summary *sum, struct dl_trace *t, enum dl_api_id api, uint64_t ts, uint64_t dur,
+static void cuda(struct dl_summary *sum, struct dl_timeline *t, enum dl_api_id api, uint64_t ts, uint64_t dur,
 		 uint32_t depth, uint64_t bytes)
 {
 	struct dl_cuda_ev e;
@@ -379,7 +379,7 @@ static void cuda(struct dl_summary *sum, struct dl_trace *t, enum dl_api_id api,
 	feed(sum, t, &e, sizeof(e));
 }
 
-static void bio(struct dl_summary *sum, struct dl_trace *t, uint64_t ts, uint64_t dur)
+static void bio(struct dl_summary *sum, struct dl_timeline *t, uint64_t ts, uint64_t dur)
 {
 	struct dl_bio_ev e;
 
@@ -395,7 +395,7 @@ static void bio(struct dl_summary *sum, struct dl_trace *t, uint64_t ts, uint64_
 #define STEP_NS 10000000ull
 
 /* One step: records in the order they complete (end time), as the collector delivers them. */
-static void one_step(struct dl_summary *sum, struct dl_trace *t, unsigned i)
+static void one_step(struct dl_summary *sum, struct dl_timeline *t, unsigned i)
 {
 	uint64_t s = T0 + i * STEP_NS;
 	struct dl_step st;
@@ -424,29 +424,29 @@ static void one_step(struct dl_summary *sum, struct dl_trace *t, unsigned i)
 	st.verdict = DL_V_GPU;
 	st.share = 0.6;
 	st.h2d_bytes = 4 << 20;
-	dl_trace_step(t, &st);
+	dl_timeline_step(t, &st);
 }
 
 static int set_clocks;
 
-static size_t run_synthetic(enum dl_trace_format fmt, char **buf, struct dl_trace_stats *stats)
+static size_t run_synthetic(enum dl_timeline_format fmt, char **buf, struct dl_timeline_stats *stats)
 {
 	struct dl_summary sum;
-	struct dl_trace *t;
+	struct dl_timeline *t;
 	size_t len = 0;
 	FILE *f = open_memstream(buf, &len);
 	int err;
 
 	dl_summary_init(&sum);
-	t = dl_trace_new(f, fmt, &sum);
+	t = dl_timeline_new(f, fmt, &sum);
 	CHECK(t != NULL, "no trace");
 	if (set_clocks)
-		dl_trace_set_clocks(t, 1000, 0, 1000 + 1700000000000000000ull);
+		dl_timeline_set_clocks(t, 1000, 0, 1000 + 1700000000000000000ull);
 	procinfo(&sum, t, PID, "train");
 	procinfo(&sum, t, WORKER, "loader");
 	for (unsigned i = 0; i < NSTEPS; i++)
 		one_step(&sum, t, i);
-	err = dl_trace_finish(t, stats);
+	err = dl_timeline_finish(t, stats);
 	CHECK(err == 0, "finish: %d", err);
 	fclose(f);
 	dl_summary_free(&sum);
@@ -456,9 +456,9 @@ static size_t run_synthetic(enum dl_trace_format fmt, char **buf, struct dl_trac
 static void test_sink_pftrace(void)
 {
 	static struct decoded d;
-	struct dl_trace_stats st;
+	struct dl_timeline_stats st;
 	char *buf = NULL;
-	size_t len = run_synthetic(DL_TRACE_PFTRACE, &buf, &st);
+	size_t len = run_synthetic(DL_TIMELINE_PFTRACE, &buf, &st);
 	int depth[64] = { 0 }, maxdepth[64] = { 0 }, begins = 0, ends = 0, named_step = 0, flows = 0, counters = 0;
 	uint64_t first_ts = UINT64_MAX;
 
@@ -521,7 +521,7 @@ static void test_sink_pftrace(void)
 	free(buf);
 	/* a replay's clocks: boot unknown → same as mono; realtime offset as given */
 	set_clocks = 1;
-	len = run_synthetic(DL_TRACE_PFTRACE, &buf, &st);
+	len = run_synthetic(DL_TIMELINE_PFTRACE, &buf, &st);
 	set_clocks = 0;
 	decode((const uint8_t *)buf, len, &d);
 	CHECK(d.snap_boot == d.snap_mono && d.snap_real - d.snap_mono == 1700000000000000000ull,
@@ -534,9 +534,9 @@ static void test_sink_pftrace(void)
 
 static void test_sink_json(void)
 {
-	struct dl_trace_stats st;
+	struct dl_timeline_stats st;
 	char *buf = NULL;
-	size_t len = run_synthetic(DL_TRACE_JSON, &buf, &st), x = 0, flows = 0;
+	size_t len = run_synthetic(DL_TIMELINE_JSON, &buf, &st), x = 0, flows = 0;
 
 	CHECK(len > 0 && buf[0] == '{', "not a JSON object");
 	for (const char *p = buf; (p = strstr(p, "\"ph\":\"X\"")); p++)
@@ -554,10 +554,10 @@ static void test_sink_json(void)
 
 static void test_write_error(void)
 {
-	for (int fmt = DL_TRACE_PFTRACE; fmt <= DL_TRACE_JSON; fmt++) {
+	for (int fmt = DL_TIMELINE_PFTRACE; fmt <= DL_TIMELINE_JSON; fmt++) {
 		struct dl_summary sum;
 		int err = 0;
-		struct dl_trace *t = dl_trace_open("/dev/full", (enum dl_trace_format)fmt, NULL, &err);
+		struct dl_timeline *t = dl_timeline_open("/dev/full", (enum dl_timeline_format)fmt, NULL, &err);
 
 		CHECK(t != NULL, "cannot open /dev/full: %d", err);
 		if (!t)
@@ -566,40 +566,40 @@ static void test_write_error(void)
 		procinfo(&sum, t, PID, "train");
 		for (unsigned i = 0; i < 3; i++)
 			sched(&sum, t, PID, TID, T0 + i * 1000, 1000, DL_ST_RUNNING);
-		err = dl_trace_close(t, NULL);
+		err = dl_timeline_close(t, NULL);
 		CHECK(err != 0, "format %d: a write to /dev/full reported no error", fmt);
 		dl_summary_free(&sum);
 	}
 	{
 		int err = 0;
 
-		CHECK(dl_trace_open("/nonexistent-dir/x.pftrace", DL_TRACE_PFTRACE, NULL, &err) == NULL && err < 0,
+		CHECK(dl_timeline_open("/nonexistent-dir/x.pftrace", DL_TIMELINE_PFTRACE, NULL, &err) == NULL && err < 0,
 		      "a bad path opened");
 	}
-	CHECK(dl_trace_format_of_path("a.json") == DL_TRACE_JSON, "json by extension");
-	CHECK(dl_trace_format_of_path("a.pftrace") == DL_TRACE_PFTRACE, "pftrace by default");
-	CHECK(dl_trace_format_parse("json") == DL_TRACE_JSON && dl_trace_format_parse("x") < 0, "format names");
+	CHECK(dl_timeline_format_of_path("a.json") == DL_TIMELINE_JSON, "json by extension");
+	CHECK(dl_timeline_format_of_path("a.pftrace") == DL_TIMELINE_PFTRACE, "pftrace by default");
+	CHECK(dl_timeline_format_parse("json") == DL_TIMELINE_JSON && dl_timeline_format_parse("x") < 0, "format names");
 }
 
 /* Overlapping intervals of one thread (should the kernel side ever produce them) are cut to nest. */
 static void test_state_clipping(void)
 {
 	static struct decoded d;
-	struct dl_trace_stats st;
+	struct dl_timeline_stats st;
 	struct dl_summary sum;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	struct dl_trace *t;
+	struct dl_timeline *t;
 	int depth = 0, maxd = 0;
 
 	dl_summary_init(&sum);
-	t = dl_trace_new(f, DL_TRACE_PFTRACE, &sum);
+	t = dl_timeline_new(f, DL_TIMELINE_PFTRACE, &sum);
 	sched(&sum, t, PID, TID, T0, 1000, DL_ST_RUNNING);
 	sched(&sum, t, PID, TID, T0 + 500, 1000, DL_ST_RUNQ);      /* overlaps: starts at T0 + 1000 */
 	sched(&sum, t, PID, TID, T0 + 600, 100, DL_ST_SLEEP);      /* inside the last: dropped */
 	sched(&sum, t, PID, TID, T0 + 1500, 1000, DL_ST_RUNNING);
-	CHECK(dl_trace_finish(t, &st) == 0, "finish");
+	CHECK(dl_timeline_finish(t, &st) == 0, "finish");
 	fclose(f);
 	CHECK_EQ_U64(st.clipped, 2);
 	CHECK_EQ_U64(st.slices, 3);

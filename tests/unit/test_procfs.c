@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
-#include "pcie.h"
-#include "procfs.h"
+#include "capture/pcie.h"
+#include "capture/procfs.h"
 
 static void test_maps_lines(void)
 {

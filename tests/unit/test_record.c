@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
-#include "record.h"
-#include "stream.h"
+#include "records/record.h"
+#include "records/stream.h"
 
 struct collect {
 	size_t n, bytes;

@@ -1,4 +1,4 @@
-# GNU make fragment: workloads of the coverage tests (issue 7), included from
+# GNU make fragment: workloads of the coverage tests, included from
 # tests/tests.mk. nvcc-built binaries (static and shared cudart), the driver
 # API through the toolkit's stub libcuda, a runtime stand-in that forwards to
 # the driver, and a late dlopen of the runtime.

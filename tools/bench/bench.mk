@@ -13,11 +13,16 @@ $(BENCH_OUT)/ref.bpf.o: tools/bench/ref.bpf.c bpf/vmlinux.h | $(BENCH_OUT)
 $(BENCH_OUT)/ref.skel.h: $(BENCH_OUT)/ref.bpf.o
 	$(BPFTOOL) gen skeleton $< name ref > $@
 
-$(BENCH_OUT)/reftrace: tools/bench/reftrace.c $(BENCH_OUT)/ref.skel.h user/elfsym.c user/elfsym.h include/dlbpf/events.h
-	$(CC) $(CFLAGS_COMMON) -O2 -I$(BENCH_OUT) $< user/elfsym.c $(LIBS) -o $@
+$(BENCH_OUT)/reftrace: tools/bench/reftrace.c $(BENCH_OUT)/ref.skel.h $(call stage_lib,capture) include/dlbpf/events.h
+	$(CC) $(CFLAGS_COMMON) -O2 -I$(BENCH_OUT) $< $(call stage_lib,capture) $(LIBS) -o $@
 
 bench: deps
 	$(MAKE) --no-print-directory bench-run
 
 bench-run: dlbpf $(BENCH_OUT)/reftrace $(OUTPUT)/workloads/ratecalls $(GPUSIM_LIB) $(TRAIN)
 	python3 tools/bench/bench.py $(BENCH_ARGS)
+
+# The timeline writers' own benchmark (tools/bench/trace_size.sh): pure stages only.
+$(BENCH_OUT)/trace_size: tools/bench/trace_size.c $(call stage_lib,output) $(call stage_lib,analysis) \
+		$(call stage_lib,records) $(call stage_lib,base) | $(BENCH_OUT)
+	$(CC) $(USER_CFLAGS) $^ -lm -o $@

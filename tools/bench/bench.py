@@ -372,7 +372,7 @@ def bench_size():
                      "records included); exported: `dlbpf report FILE -o X.pftrace|X.json`, bytes per recorded record.")
     else:
         notes.append("`dlbpf record` is not in this build: raw bytes per event are the record sizes of "
-                     "include/dlbpf/events.h (a recording stores records verbatim after a header, DESIGN.md).")
+                     "include/dlbpf/events.h (a recording stores records verbatim after a header).")
     return table("5. Trace size per event", ["record", "bytes raw (recorded)", "bytes in the ring buffer",
                                              "MB/s at 100 k events/s / exported"], rows, notes)
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "dlbpf/events.h"
-#include "elfsym.h"
+#include "capture/elfsym.h"
 #include "ref.skel.h"
 
 static volatile sig_atomic_t stop;

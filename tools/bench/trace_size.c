@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "cuda_api.h"
-#include "summary.h"
-#include "trace.h"
+#include "records/cuda_api.h"
+#include "analysis/summary.h"
+#include "output/timeline.h"
 
 #define MAX_BATCH 512
 #define STEP_NS 10000000ull
@@ -143,7 +143,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void feed_info(struct dl_summary *sum, struct dl_trace *t, uint32_t pid, const char *comm)
+static void feed_info(struct dl_summary *sum, struct dl_timeline *t, uint32_t pid, const char *comm)
 {
 	struct dl_procinfo_ev e;
 
@@ -152,20 +152,20 @@ static void feed_info(struct dl_summary *sum, struct dl_trace *t, uint32_t pid, 
 	snprintf(e.comm, sizeof(e.comm), "%s", comm);
 	dl_summary_add(sum, &e, sizeof(e));
 	if (t)
-		dl_trace_sink(t, &e, sizeof(e));
+		dl_timeline_sink(t, &e, sizeof(e));
 }
 
 /* Returns seconds spent; fills stats when writing a trace. */
-static double run(const char *path, int fmt, int steps, int workers, struct dl_trace_stats *st, uint64_t *records)
+static double run(const char *path, int fmt, int steps, int workers, struct dl_timeline_stats *st, uint64_t *records)
 {
 	struct dl_summary sum;
-	struct dl_trace *t = NULL;
+	struct dl_timeline *t = NULL;
 	int order[MAX_BATCH], err = 0;
 	double t0;
 
 	dl_summary_init(&sum);
 	if (path) {
-		t = dl_trace_open(path, (enum dl_trace_format)fmt, &sum, &err);
+		t = dl_timeline_open(path, (enum dl_timeline_format)fmt, &sum, &err);
 		if (!t) {
 			fprintf(stderr, "cannot open %s\n", path);
 			exit(1);
@@ -185,7 +185,7 @@ static double run(const char *path, int fmt, int steps, int workers, struct dl_t
 
 			dl_summary_add(&sum, r, r->h.size);
 			if (t)
-				dl_trace_sink(t, r, r->h.size);
+				dl_timeline_sink(t, r, r->h.size);
 		}
 		*records += (uint64_t)nbatch;
 		if (t) {
@@ -195,10 +195,10 @@ static double run(const char *path, int fmt, int steps, int workers, struct dl_t
 
 			s.cat_ns[DL_CAT_GPU_WAIT] = 5000000;
 			s.cat_ns[DL_CAT_CPU] = STEP_NS - 5000000;
-			dl_trace_step(t, &s);
+			dl_timeline_step(t, &s);
 		}
 	}
-	if (t && dl_trace_close(t, st)) {
+	if (t && dl_timeline_close(t, st)) {
 		fprintf(stderr, "writing %s failed\n", path);
 		exit(1);
 	}
@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 	int steps = argc > 1 ? atoi(argv[1]) : 20000, workers = argc > 2 ? atoi(argv[2]) : 4;
 	const char *dir = argc > 3 ? argv[3] : "/tmp";
 	static const char *const names[] = { "pftrace", "json" };
-	struct dl_trace_stats st;
+	struct dl_timeline_stats st;
 	uint64_t records;
 	double base = run(NULL, 0, steps, workers, &st, &records);
 

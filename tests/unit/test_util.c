@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The toolbox against plain references: the hash map against a flat array, vectors against hand-computed contents. */
+#include <stdlib.h>
+#include "check.h"
+#include "util.h"
+
+#define KEYS 4096
+
+/* Random puts, gets and deletes over a key space small enough to collide often. */
+static void test_map_matches_reference(void)
+{
+	static uint64_t ref[KEYS];
+	static bool present[KEYS];
+	struct dl_u64map m = { 0 };
+	unsigned seed = 12345, mismatches = 0;
+	size_t n = 0;
+
+	for (int op = 0; op < 200000; op++) {
+		uint64_t k = (uint64_t)(rand_r(&seed) % KEYS) * 0x10000;   /* strided keys: the hash must spread them */
+		size_t ki = (size_t)(k / 0x10000);
+		int what = rand_r(&seed) % 3;
+		uint64_t v;
+
+		if (what == 0) {
+			v = (uint64_t)rand_r(&seed);
+			dl_u64map_put(&m, k, v);
+			n += !present[ki];
+			present[ki] = true;
+			ref[ki] = v;
+		} else if (what == 1) {
+			bool had = dl_u64map_del(&m, k);
+
+			mismatches += had != present[ki];
+			n -= present[ki];
+			present[ki] = false;
+		} else {
+			bool got = dl_u64map_get(&m, k, &v);
+
+			mismatches += got != present[ki] || (got && v != ref[ki]);
+		}
+	}
+	for (size_t i = 0; i < KEYS; i++) {
+		uint64_t v;
+		bool got = dl_u64map_get(&m, (uint64_t)i * 0x10000, &v);
+
+		mismatches += got != present[i] || (got && v != ref[i]);
+	}
+	CHECK(mismatches == 0, "%u lookups disagree with the reference", mismatches);
+	CHECK_EQ_U64(m.n, n);
+	dl_u64map_free(&m);
+	CHECK(!dl_u64map_get(&m, 0, NULL), "a freed map is empty");
+}
+
+static void test_vec(void)
+{
+	DL_VEC(int) v = { 0 };
+	int three[3] = { 7, 8, 9 }, sum = 0;
+
+	for (int i = 0; i < 100; i++)
+		*dl_vec_push(&v) = i;
+	dl_vec_append(&v, three, 3);
+	dl_vec_drop_front(&v, 10);
+	dl_vec_remove(&v, 0);      /* drops 10 */
+	for (size_t i = 0; i < v.n; i++)
+		sum += v.v[i];
+	/* 11..99 is 4895, plus 7 + 8 + 9 */
+	CHECK(v.n == 92 && sum == 4895 + 24 && v.v[0] == 11 && v.v[v.n - 1] == 9, "n %zu sum %d", v.n, sum);
+	dl_vec_drop_front(&v, 1000);
+	CHECK(v.n == 0, "dropping more than n empties it");
+	dl_vec_free(&v);
+	CHECK(v.v == NULL && v.cap == 0, "freed");
+}
+
+int main(void)
+{
+	test_map_matches_reference();
+	test_vec();
+	return check_report("test_util");
+}

@@ -1,0 +1,631 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "analysis/breakdown.h"
+#include "analysis/correlate_int.h"
+#include "records/stream.h"
+
+void *dl_vec_push(struct vec *v, const void *item)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		void *nv = realloc(v->v, cap * v->elem);
+
+		if (!nv) {
+			fprintf(stderr, "dlbpf: out of memory\n");
+			abort();
+		}
+		v->v = nv;
+		v->cap = cap;
+	}
+	void *slot = (char *)v->v + v->n * v->elem;
+	memcpy(slot, item, v->elem);
+	v->n++;
+	return slot;
+}
+
+void *dl_vec_append(struct vec *v, const void *items, size_t n)
+{
+	void *slot;
+
+	if (v->n + n > v->cap) {
+		size_t cap = v->cap ? v->cap : 64;
+		void *nv;
+
+		while (cap < v->n + n)
+			cap *= 2;
+		nv = realloc(v->v, cap * v->elem);
+		if (!nv) {
+			fprintf(stderr, "dlbpf: out of memory\n");
+			abort();
+		}
+		v->v = nv;
+		v->cap = cap;
+	}
+	slot = (char *)v->v + v->n * v->elem;
+	memcpy(slot, items, n * v->elem);
+	v->n += n;
+	return slot;
+}
+
+void dl_vec_drop_front(struct vec *v, size_t k)
+{
+	if (k > v->n)
+		k = v->n;
+	if (!k)
+		return;
+	memmove(v->v, (char *)v->v + k * v->elem, (v->n - k) * v->elem);
+	v->n -= k;
+}
+
+void dl_vec_free(struct vec *v)
+{
+	free(v->v);
+	v->v = NULL;
+	v->n = v->cap = 0;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, const struct dl_summary *sum,
+				  dl_step_fn on_step, void *ctx)
+{
+	struct dl_correlator *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (opts)
+		c->opts = *opts;
+	if (!(c->opts.pcie_gbps > 0))
+		c->opts.pcie_gbps = 24;
+	if (!c->opts.finalize_delay_ns)
+		c->opts.finalize_delay_ns = 50000000ull;
+	if (c->opts.step_on) {
+		const struct dl_api *api = dl_api_by_name(c->opts.step_on);
+
+		c->step_on_api = api ? (int)api->id : 0;
+	}
+	c->sum = sum;
+	c->on_step = on_step;
+	c->ctx = ctx;
+	c->tree.elem = sizeof(struct tspan);
+	return c;
+}
+
+void dl_corr_free(struct dl_correlator *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nprocs; i++) {
+		struct cproc *p = &c->procs[i];
+
+		dl_vec_free(&p->learn);
+		dl_vec_free(&p->tids);
+		dl_vec_free(&p->calls);
+		dl_vec_free(&p->sched);
+		dl_vec_free(&p->pending);
+		free(p->pub.steps);
+	}
+	free(c->procs);
+	dl_vec_free(&c->tree);
+	free(c);
+}
+
+static struct cproc *proc_of(struct dl_correlator *c, pid_t pid, bool create)
+{
+	struct cproc *p;
+
+	for (size_t i = 0; i < c->nprocs; i++)
+		if (c->procs[i].pub.pid == pid)
+			return &c->procs[i];
+	if (!create)
+		return NULL;
+	if (c->nprocs == c->pcap) {
+		size_t cap = c->pcap ? c->pcap * 2 : 8;
+		struct cproc *v = realloc(c->procs, cap * sizeof(*v));
+
+		if (!v)
+			abort();
+		c->procs = v;
+		c->pcap = cap;
+	}
+	p = &c->procs[c->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->pub.pid = pid;
+	p->st = CP_LEARN;
+	p->learn.elem = 1;
+	p->tids.elem = sizeof(struct tidcount);
+	p->calls.elem = sizeof(struct mcall);
+	p->sched.elem = sizeof(struct dl_span);
+	p->pending.elem = sizeof(struct pending_step);
+	return p;
+}
+
+bool dl_corr_is_sync_point(const struct dl_call *k)
+{
+	return k->api->cls == DL_CLS_SYNC ||
+	       (k->api->cls == DL_CLS_COPY && !k->async && k->dir == DL_DIR_D2H);
+}
+
+static bool pageable_host(const struct dl_correlator *c, const struct dl_call *k, uint64_t *host)
+{
+	const struct dl_proc *sp = c->sum ? dl_summary_find(c->sum, (pid_t)k->tgid) : NULL;
+
+	*host = k->dir == DL_DIR_H2D ? k->src : k->dir == DL_DIR_D2H ? k->dst : 0;
+	return *host && (!sp || !dl_ranges_contains(&sp->pinned, *host));
+}
+
+/* --- steps ---------------------------------------------------------------- */
+
+static void copy_bw(const struct cproc *p, const struct dl_correlator *c, const struct mcall *m, double *gbps)
+{
+	double best = p->pub.copy.best_gbps[m->dir][m->pageable];
+
+	/* Until measured: the link's peak, a third of it from pageable memory (staging copy). */
+	*gbps = best > 0 ? best : c->opts.pcie_gbps / (m->pageable ? 3 : 1);
+}
+
+/* The pieces of one call in the breakdown: a synchronous copy is the transfer its bytes explain, after a wait. */
+static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, const struct mcall *m,
+			  uint64_t end, struct dl_span out[2])
+{
+	uint32_t copy_cat = m->dir == DL_DIR_H2D ? DL_CAT_H2D : m->dir == DL_DIR_D2H ? DL_CAT_D2H : DL_CAT_CUDA_OTHER;
+	uint64_t dur = end - m->start, explained;
+	double gbps;
+
+	switch (m->cls) {
+	case DL_CLS_SYNC:
+		out[0] = (struct dl_span){ m->start, end, DL_CAT_GPU_WAIT };
+		return 1;
+	case DL_CLS_LAUNCH:
+	case DL_CLS_GRAPH:
+		out[0] = (struct dl_span){ m->start, end, DL_CAT_LAUNCH };
+		return 1;
+	case DL_CLS_COPY:
+		if (m->async || copy_cat == DL_CAT_CUDA_OTHER) {
+			out[0] = (struct dl_span){ m->start, end, copy_cat };
+			return 1;
+		}
+		copy_bw(p, c, m, &gbps);
+		explained = min_u64(dur, COPY_LATENCY_NS + (uint64_t)((double)m->bytes / gbps));
+		if (explained == dur) {
+			out[0] = (struct dl_span){ m->start, end, copy_cat };
+			return 1;
+		}
+		out[0] = (struct dl_span){ m->start, end - explained, DL_CAT_GPU_WAIT };
+		out[1] = (struct dl_span){ end - explained, end, copy_cat };
+		return 2;
+	default:
+		out[0] = (struct dl_span){ m->start, end, DL_CAT_CUDA_OTHER };
+		return 1;
+	}
+}
+
+/*
+ * Entry-only launches: a launch owns the time to the next call of its thread,
+ * up to a cap of on-CPU time (a preempted launch is still inside the call).
+ */
+static uint64_t launch_end(const struct cproc *p, size_t i, uint64_t step_end)
+{
+	const struct mcall *calls = p->calls.v;
+	const struct dl_span *sc = p->sched.v;
+	uint64_t s = calls[i].start, e = step_end, off = 0;
+
+	if (i + 1 < p->calls.n)
+		e = min_u64(e, max_u64(s, calls[i + 1].start));
+	for (size_t k = 0; k < p->sched.n && sc[k].start < e; k++)
+		if (sc[k].kind != DL_ST_RUNNING && sc[k].end > s)
+			off += min_u64(sc[k].end, e) - max_u64(sc[k].start, s);
+	if (e - s - off <= LAUNCH_GAP_CAP_NS)
+		return e;
+	return min_u64(e, s + LAUNCH_GAP_CAP_NS + off);
+}
+
+static void attribute_tree(struct dl_step *st, uint32_t main_tid, const struct tspan *t)
+{
+	uint64_t s = max_u64(t->start, st->start_ns), e = min_u64(t->end, st->start_ns + st->dur_ns);
+
+	if (t->is_read) {
+		if (t->end >= st->start_ns && t->end < st->start_ns + st->dur_ns) {
+			st->io_read_bytes += t->bytes;
+			st->io_read_ops++;
+		}
+	} else if (e > s && t->tid != main_tid) {
+		st->workers_cpu_ns += e - s;
+	}
+}
+
+static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, uint64_t end)
+{
+	const struct mcall *calls = p->calls.v;
+	const struct tspan *tree = c->tree.v;
+	struct dl_span *cuda = calloc(2 * p->calls.n + 1, sizeof(*cuda)), *reads;
+	struct dl_span *sched = calloc(p->sched.n + 1, sizeof(*sched));
+	size_t ncuda = 0, nsched = 0, nreads = 0;
+	struct dl_step st = { 0 };
+	struct dl_step_input in;
+
+	reads = calloc(c->tree.n + 1, sizeof(*reads));
+	if (!cuda || !sched || !reads)
+		abort();
+	st.index = (uint32_t)p->pub.nsteps;
+	st.pid = p->pub.pid;
+	st.tid = (pid_t)p->pub.main_tid;
+	st.start_ns = start;
+	st.dur_ns = end - start;
+
+	for (size_t i = 0; i < p->calls.n; i++) {
+		const struct mcall *m = &calls[i];
+		uint64_t e = m->entry_only ? launch_end(p, i, end) : m->end;
+
+		if (e <= start || m->start >= end)
+			continue;
+		ncuda += call_pieces(c, p, m, e, &cuda[ncuda]);
+		if (m->start < start)
+			continue;
+		/* Per-step counts go to the step the call starts in. */
+		if (m->cls == DL_CLS_LAUNCH)
+			st.kernels++;
+		if (m->cls != DL_CLS_COPY)
+			continue;
+		if (m->dir == DL_DIR_H2D) {
+			st.h2d_bytes += m->bytes;
+			st.h2d_copies++;
+		} else if (m->dir == DL_DIR_D2H) {
+			st.d2h_bytes += m->bytes;
+			st.d2h_copies++;
+		}
+		st.small_copies += m->bytes < DL_SMALL_COPY_BYTES;
+		st.pageable_copies += m->pageable;
+	}
+	{
+		const struct dl_span *sc = p->sched.v;
+
+		for (size_t i = 0; i < p->sched.n; i++)
+			sched[nsched++] = sc[i];
+		/* After its last closed interval the thread is in the state it entered then. */
+		if (p->sched_next && p->sched_until < end)
+			sched[nsched++] = (struct dl_span){ max_u64(p->sched_until, start), end, p->sched_next };
+	}
+	for (size_t i = 0; i < c->tree.n; i++) {
+		attribute_tree(&st, p->pub.main_tid, &tree[i]);
+		if (tree[i].is_read && tree[i].end > start && tree[i].start < end)
+			reads[nreads++] = (struct dl_span){ tree[i].start, tree[i].end, 0 };
+	}
+	nreads = dl_spans_union(reads, nreads);
+	st.io_ns = dl_spans_overlap(reads, nreads, start, end);
+
+	in = (struct dl_step_input){ .start = start, .end = end, .cuda = cuda, .ncuda = ncuda,
+				     .sched = sched, .nsched = nsched, .reads = reads, .nreads = nreads };
+	dl_breakdown(&in, st.cat_ns);
+	st.wakeup_runq_ns = dl_wakeup_runq(&in);
+	st.verdict = dl_verdict_of(st.cat_ns, &st.share);
+	free(cuda);
+	free(sched);
+	free(reads);
+
+	if (p->pub.nsteps == p->pub.cap) {
+		size_t cap = p->pub.cap ? p->pub.cap * 2 : 64;
+		struct dl_step *v = realloc(p->pub.steps, cap * sizeof(*v));
+
+		if (!v)
+			abort();
+		p->pub.steps = v;
+		p->pub.cap = cap;
+	}
+	p->pub.steps[p->pub.nsteps++] = st;
+	if (c->on_step)
+		c->on_step(c->ctx, &st);
+
+	/* What ended before this step's end is no longer needed by later steps. */
+	{
+		size_t k = 0;
+		const struct mcall *mc = p->calls.v;
+		const struct dl_span *sc = p->sched.v;
+
+		for (k = 0; k < p->calls.n && mc[k].start < end; k++)
+			;
+		/* A call running across the boundary is the next step's too. */
+		if (k && !mc[k - 1].entry_only && mc[k - 1].end > end)
+			k--;
+		dl_vec_drop_front(&p->calls, k);
+		for (k = 0; k < p->sched.n && sc[k].end <= end; k++)
+			;
+		dl_vec_drop_front(&p->sched, k);
+	}
+}
+
+/* Oldest time any process may still need tree spans from. */
+static uint64_t tree_frontier(const struct dl_correlator *c)
+{
+	uint64_t f = c->watermark > 10000000000ull ? c->watermark - 10000000000ull : 0;
+
+	for (size_t i = 0; i < c->nprocs; i++) {
+		const struct cproc *p = &c->procs[i];
+
+		if (p->st == CP_LEARN && p->nlearn)
+			f = min_u64(f, p->learn_start);
+		else if (p->st == CP_TRACK && p->pending.n)
+			f = min_u64(f, ((const struct pending_step *)p->pending.v)[0].start);
+		else if (p->st == CP_TRACK && p->have_marker)
+			f = min_u64(f, p->last_marker);
+	}
+	return f;
+}
+
+static void trim_tree(struct dl_correlator *c)
+{
+	uint64_t f = tree_frontier(c);
+	struct tspan *t = c->tree.v;
+	size_t w = 0;
+
+	for (size_t i = 0; i < c->tree.n; i++)
+		if (t[i].end >= f)
+			t[w++] = t[i];
+	c->tree.n = w;
+}
+
+static void finalize_ready(struct dl_correlator *c, bool all)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < c->nprocs; i++) {
+		struct cproc *p = &c->procs[i];
+
+		while (p->pending.n) {
+			struct pending_step ps = ((struct pending_step *)p->pending.v)[0];
+
+			if (!all && c->watermark < ps.end + c->opts.finalize_delay_ns)
+				break;
+			dl_vec_drop_front(&p->pending, 1);
+			finalize(c, p, ps.start, ps.end);
+			any = true;
+		}
+	}
+	if (any)
+		trim_tree(c);
+}
+
+/* --- tracking ------------------------------------------------------------- */
+
+static bool marker_matches(const struct dl_marker *mk, const struct dl_call *k, bool after_sync)
+{
+	if (mk->kind == DL_MARK_API)
+		return k->api->id == mk->api;
+	if (mk->kind == DL_MARK_AFTER_SYNC)
+		return after_sync && k->api->id == mk->api && (mk->dir == 0xff || k->dir == mk->dir);
+	return false;
+}
+
+static void on_marker(struct cproc *p, uint64_t ts)
+{
+	if (p->have_marker && ts > p->last_marker) {
+		struct pending_step ps = { p->last_marker, ts };
+
+		dl_vec_push(&p->pending, &ps);
+	}
+	p->have_marker = true;
+	p->last_marker = ts;
+}
+
+static void note_bandwidth(struct cproc *p, const struct mcall *m)
+{
+	double gbps;
+
+	/* A pinned async copy returns before the transfer: its call time says nothing of bandwidth. */
+	if (m->bytes < BW_SAMPLE_BYTES || m->end <= m->start || (m->async && !m->pageable))
+		return;
+	gbps = (double)m->bytes / (double)(m->end - m->start);
+	if (gbps > p->pub.copy.best_gbps[m->dir][m->pageable])
+		p->pub.copy.best_gbps[m->dir][m->pageable] = gbps;
+}
+
+static void note_copy_facts(struct dl_copy_facts *f, const struct mcall *m)
+{
+	static const uint64_t bounds[] = { 256, 1024, 4096, 16384, 65536 };
+	uint64_t dur = m->end > m->start ? m->end - m->start : 0;
+
+	f->copies++;
+	f->bytes += m->bytes;
+	f->copy_ns += dur;
+	if (m->pageable) {
+		f->pageable++;
+		f->pageable_bytes += m->bytes;
+		f->pageable_ns += dur;
+	}
+	if (m->bytes < DL_SMALL_COPY_BYTES) {
+		int b = 0;
+
+		while (b < 5 && m->bytes > bounds[b])
+			b++;
+		f->small++;
+		f->small_ns += dur;
+		f->small_hist[b]++;
+	}
+	if (m->dir == DL_DIR_H2D && !m->async && m->bytes > DL_SMALL_COPY_BYTES)
+		f->sync_h2d_large++;
+	if (m->bytes >= ALIGN_CHECK_BYTES && m->host) {
+		f->aligned_checked++;
+		f->misaligned_ptr += (m->host & 63) != 0;
+		f->odd_size += (m->bytes & 15) != 0;
+	}
+}
+
+static void track_cuda(struct dl_correlator *c, struct cproc *p, const struct dl_cuda_ev *ev)
+{
+	struct dl_call k;
+	struct mcall m = { 0 };
+
+	if (ev->h.tid != p->pub.main_tid || ev->depth > 0 || dl_call_decode(ev, &k))
+		return;
+	/* The marker is the first call of its kind since the last sync point. */
+	if (marker_matches(&p->pub.marker, &k, p->after_sync)) {
+		on_marker(p, k.ts);
+		p->after_sync = false;
+	}
+	if (dl_corr_is_sync_point(&k))
+		p->after_sync = true;
+	m.start = k.ts;
+	m.end = k.entry_only ? k.ts : k.ts + k.dur_ns;
+	m.api = (uint16_t)k.api->id;
+	m.cls = (uint8_t)k.api->cls;
+	m.dir = (uint8_t)(k.dir < DL_DIR_DEFAULT ? k.dir : DL_DIR_H2H);
+	m.bytes = k.bytes;
+	m.async = k.async;
+	m.entry_only = k.entry_only;
+	if (m.cls == DL_CLS_COPY) {
+		m.pageable = pageable_host(c, &k, &m.host);
+		note_bandwidth(p, &m);
+		note_copy_facts(&p->pub.copy, &m);
+	}
+	dl_vec_push(&p->calls, &m);
+}
+
+static void track_sched(struct cproc *p, const struct dl_sched_ev *ev)
+{
+	struct dl_span s = { ev->h.ts, ev->h.ts + ev->dur_ns, ev->state };
+
+	if (ev->h.tid != p->pub.main_tid)
+		return;
+	if (p->sched.n && s.start < ((struct dl_span *)p->sched.v)[p->sched.n - 1].end)
+		s.start = ((struct dl_span *)p->sched.v)[p->sched.n - 1].end;
+	if (s.end > s.start)
+		dl_vec_push(&p->sched, &s);
+	p->sched_until = max_u64(p->sched_until, s.end);
+	p->sched_next = ev->next_state;
+}
+
+void dl_corr_track_record(struct dl_correlator *c, struct cproc *p, const struct dl_hdr *h)
+{
+	switch (h->kind) {
+	case DL_EV_CUDA:
+		track_cuda(c, p, (const void *)h);
+		break;
+	case DL_EV_SCHED:
+		track_sched(p, (const void *)h);
+		break;
+	case DL_EV_MARK:
+		if (p->pub.marker.kind == DL_MARK_SYMBOL && h->tid == p->pub.main_tid)
+			on_marker(p, h->ts);
+		break;
+	default:
+		break;
+	}
+}
+
+/* --- the sink ------------------------------------------------------------- */
+
+static void add_tree(struct dl_correlator *c, const struct tspan *t)
+{
+	/* Steps already finalized get their share now; later ones at their finalization. */
+	for (size_t i = 0; i < c->nprocs; i++) {
+		struct dl_corr_proc *p = &c->procs[i].pub;
+
+		for (size_t k = p->nsteps; k-- > 0;) {
+			struct dl_step *st = &p->steps[k];
+
+			if (st->start_ns + st->dur_ns <= t->start)
+				break;
+			attribute_tree(st, p->main_tid, t);
+		}
+	}
+	dl_vec_push(&c->tree, t);
+}
+
+int dl_corr_sink(void *ctx, const void *rec, size_t len)
+{
+	struct dl_correlator *c = ctx;
+	const struct dl_hdr *h = rec;
+	struct cproc *p;
+	uint64_t end = h->ts;
+
+	if (dl_record_check(rec, len) || h->kind == 0 || h->kind >= DL_EV_KIND_MAX)
+		return 0;
+	switch (h->kind) {
+	case DL_EV_CUDA:
+		end += ((const struct dl_cuda_ev *)rec)->dur_ns;
+		break;
+	case DL_EV_SCHED: {
+		const struct dl_sched_ev *e = rec;
+
+		end += e->dur_ns;
+		if (e->state == DL_ST_RUNNING) {
+			struct tspan t = { h->ts, end, 0, h->tgid, h->tid, 0 };
+
+			add_tree(c, &t);
+		}
+		break;
+	}
+	case DL_EV_BIO: {
+		const struct dl_bio_ev *e = rec;
+
+		end += e->dur_ns;
+		if (!(e->flags & (DL_BIO_WRITE | DL_BIO_ASYNC))) {
+			struct tspan t = { h->ts, end, e->bytes, h->tgid, h->tid, 1 };
+
+			add_tree(c, &t);
+		}
+		break;
+	}
+	case DL_EV_TRACE_END:
+		dl_corr_finish(c);
+		return 0;
+	default:
+		break;
+	}
+	if (end > c->watermark)
+		c->watermark = end;
+
+	if (h->kind == DL_EV_CUDA || h->kind == DL_EV_SCHED || h->kind == DL_EV_MARK) {
+		/* Processes without CUDA calls are workers: only their tree spans matter. */
+		p = proc_of(c, (pid_t)h->tgid, h->kind != DL_EV_SCHED);
+		if (p && p->st == CP_LEARN)
+			dl_corr_learn_record(c, p, h);
+		else if (p && p->st == CP_TRACK)
+			dl_corr_track_record(c, p, h);
+	}
+	finalize_ready(c, false);
+	if (c->tree.n > 4096 && !(c->tree.n & 1023))
+		trim_tree(c);
+	return 0;
+}
+
+void dl_corr_finish(struct dl_correlator *c)
+{
+	for (size_t i = 0; i < c->nprocs; i++)
+		if (c->procs[i].st == CP_LEARN)
+			dl_corr_try_decide(c, &c->procs[i], true);
+	finalize_ready(c, true);
+}
+
+size_t dl_corr_nprocs(const struct dl_correlator *c)
+{
+	return c->nprocs;
+}
+
+const struct dl_corr_proc *dl_corr_proc(const struct dl_correlator *c, size_t i)
+{
+	return i < c->nprocs ? &c->procs[i].pub : NULL;
+}
+
+const struct dl_corr_opts *dl_corr_options(const struct dl_correlator *c)
+{
+	return &c->opts;
+}
+
+double dl_steps_cv(const struct dl_step *steps, size_t n)
+{
+	double mean = 0, var = 0;
+
+	if (n < 2)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		mean += (double)steps[i].dur_ns;
+	mean /= (double)n;
+	for (size_t i = 0; i < n; i++)
+		var += ((double)steps[i].dur_ns - mean) * ((double)steps[i].dur_ns - mean);
+	return mean > 0 ? sqrt(var / (double)(n - 1)) / mean : 0;
+}

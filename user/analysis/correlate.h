@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The correlator: turns the record stream into steps per process. Pure: it
+ * sees only records (live or replayed), so a replay gives the same steps.
+ *
+ * Per process it first learns (which thread is the main thread, what marks a
+ * step), then tracks: each step is finalized once the stream's time has moved
+ * past its end, so records that complete late (scheduler intervals, disk
+ * requests) are in.
+ */
+#ifndef DLBPF_CORRELATE_H
+#define DLBPF_CORRELATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "analysis/steps.h"
+#include "analysis/summary.h"
+
+struct dl_corr_opts {
+	const char *step_on;        /* a CUDA API name, or NULL (automatic); DL_EV_MARK records always mark */
+	double pcie_gbps;           /* copy bandwidth assumed until measured (default 24, PCIe Gen4 x16) */
+	uint64_t finalize_delay_ns; /* default 50 ms */
+};
+
+enum dl_marker_kind { DL_MARK_NONE, DL_MARK_AFTER_SYNC, DL_MARK_API, DL_MARK_SYMBOL };
+
+struct dl_marker {
+	enum dl_marker_kind kind;
+	uint16_t api;             /* DL_MARK_AFTER_SYNC, DL_MARK_API */
+	uint8_t dir;              /* copies: direction, or 0xff for any */
+	uint32_t mark_id;         /* DL_MARK_SYMBOL */
+};
+
+/* Copy facts of a main thread that findings are made from. */
+struct dl_copy_facts {
+	uint64_t copies, bytes;
+	uint64_t pageable, pageable_bytes, pageable_ns;
+	uint64_t small, small_ns, small_hist[6];   /* <=256 B, <=1 KiB, <=4 KiB, <=16 KiB, <=64 KiB */
+	uint64_t sync_h2d_large;                   /* synchronous H2D copies over 64 KiB */
+	uint64_t misaligned_ptr, odd_size, aligned_checked;
+	uint64_t copy_ns;
+	double best_gbps[DL_DIR_COUNT][2];         /* measured, by direction and pageable */
+};
+
+struct dl_corr_proc {
+	pid_t pid;
+	uint32_t main_tid;
+	struct dl_marker marker;
+	char marker_desc[160];
+	bool decided;
+	struct dl_step *steps;
+	size_t nsteps, cap;
+	struct dl_copy_facts copy;
+};
+
+struct dl_correlator;
+
+struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, const struct dl_summary *sum,
+				  dl_step_fn on_step, void *ctx);
+void dl_corr_free(struct dl_correlator *c);
+/* A stream sink. */
+int dl_corr_sink(void *correlator, const void *rec, size_t len);
+/* End of the stream: decide what is undecided, finalize every pending step. */
+void dl_corr_finish(struct dl_correlator *c);
+
+size_t dl_corr_nprocs(const struct dl_correlator *c);
+const struct dl_corr_proc *dl_corr_proc(const struct dl_correlator *c, size_t i);
+const struct dl_corr_opts *dl_corr_options(const struct dl_correlator *c);
+
+/* Spread of step durations: coefficient of variation (stddev / mean). */
+double dl_steps_cv(const struct dl_step *steps, size_t n);
+
+#endif

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Learning, per process: which thread is the main thread and what marks a
+ * step, from the first records; then the records seen so far are replayed
+ * into tracking.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "analysis/correlate_int.h"
+
+static struct tidcount *tid_of(struct cproc *p, uint32_t tid)
+{
+	struct tidcount *t = p->tids.v, fresh = { .tid = tid };
+
+	for (size_t i = 0; i < p->tids.n; i++)
+		if (t[i].tid == tid)
+			return &t[i];
+	return dl_vec_push(&p->tids, &fresh);
+}
+
+static const struct tidcount *busiest(const struct cproc *p, bool by_marks)
+{
+	const struct tidcount *t = p->tids.v, *best = NULL;
+
+	for (size_t i = 0; i < p->tids.n; i++) {
+		uint32_t v = by_marks ? t[i].marks : t[i].calls, b = best ? (by_marks ? best->marks : best->calls) : 0;
+
+		if (v > b)
+			best = &t[i];
+	}
+	return best;
+}
+
+/* The automatic marker: the call that most often comes first after a sync point on the main thread. */
+static bool infer_marker(struct cproc *p)
+{
+	struct sig {
+		uint16_t api;
+		uint8_t dir;
+		uint32_t n;
+	} sigs[32];
+	size_t nsig = 0, best = 0;
+	const struct dl_hdr *h;
+	bool after = true;
+
+	DL_FOR_EACH_LEARNED(p, h) {
+		struct dl_call k;
+		size_t s;
+
+		if (h->kind != DL_EV_CUDA || h->tid != p->pub.main_tid ||
+		    ((const struct dl_cuda_ev *)h)->depth > 0 || dl_call_decode((const void *)h, &k))
+			continue;
+		if (after) {
+			for (s = 0; s < nsig && (sigs[s].api != k.api->id || sigs[s].dir != k.dir); s++)
+				;
+			if (s == nsig && nsig < 32)
+				sigs[nsig++] = (struct sig){ (uint16_t)k.api->id, (uint8_t)k.dir, 0 };
+			if (s < nsig)
+				sigs[s].n++;
+		}
+		after = dl_corr_is_sync_point(&k);
+	}
+	for (size_t s = 1; s < nsig; s++)
+		if (sigs[s].n > sigs[best].n)
+			best = s;
+	if (!nsig || sigs[best].n < 2)
+		return false;
+	p->pub.marker = (struct dl_marker){ .kind = DL_MARK_AFTER_SYNC, .api = sigs[best].api, .dir = sigs[best].dir };
+	{
+		const struct dl_api *api = dl_api_by_id(sigs[best].api);
+
+		if (api->cls == DL_CLS_COPY)
+			snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
+				 "automatic: the first %s (%s) after a blocking sync", api->name,
+				 dl_dir_name(sigs[best].dir));
+		else
+			snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
+				 "automatic: the first %s after a blocking sync", api->name);
+	}
+	return true;
+}
+
+static void forget_learned(struct cproc *p)
+{
+	dl_vec_free(&p->learn);
+	p->learn.elem = 1;
+	p->nlearn = 0;
+}
+
+static void start_tracking(struct dl_correlator *c, struct cproc *p)
+{
+	const struct dl_hdr *h;
+
+	p->st = CP_TRACK;
+	p->pub.decided = true;
+	/* The thread's first call of the marker's kind starts the first step. */
+	p->after_sync = true;
+	DL_FOR_EACH_LEARNED(p, h)
+		dl_corr_track_record(c, p, h);
+	forget_learned(p);
+}
+
+/* Decides main thread and marker once the learning window is enough; returns true when decided. */
+bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
+{
+	const struct tidcount *t;
+
+	if (c->opts.step_on && !c->step_on_api) {
+		/* A symbol marker: its thread is the main thread. */
+		t = busiest(p, true);
+		if (!t || (!final && t->marks < 2))
+			return false;
+		p->pub.main_tid = t->tid;
+		p->pub.marker = (struct dl_marker){ .kind = DL_MARK_SYMBOL };
+		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s (uprobe)", c->opts.step_on);
+	} else if (c->step_on_api) {
+		const struct tidcount *v = p->tids.v;
+
+		t = NULL;
+		for (size_t i = 0; i < p->tids.n; i++)
+			if (!t || v[i].api_calls > t->api_calls)
+				t = &v[i];
+		if (!t || !t->api_calls || (!final && t->api_calls < 3))
+			return false;
+		p->pub.main_tid = t->tid;
+		p->pub.marker = (struct dl_marker){ .kind = DL_MARK_API, .api = (uint16_t)c->step_on_api, .dir = 0xff };
+		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s", c->opts.step_on);
+	} else {
+		const struct tidcount *v = p->tids.v;
+		bool enough = final || p->nlearn >= LEARN_MAX_RECORDS;
+
+		for (size_t i = 0; i < p->tids.n && !enough; i++)
+			enough = v[i].syncs >= LEARN_SYNCS;
+		if (!enough)
+			return false;
+		t = busiest(p, false);
+		if (!t || (!final && p->nlearn < p->next_infer))
+			return false;
+		p->pub.main_tid = t->tid;
+		if (!infer_marker(p)) {
+			/* Scanning the window is linear: look again only after it has grown. */
+			p->next_infer = p->nlearn + 1024;
+			if (!final && p->nlearn < LEARN_MAX_RECORDS)
+				return false;
+			snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
+				 "none found: no call repeats after the blocking syncs (use --step-on SYMBOL)");
+			p->st = CP_NONE;
+			p->pub.decided = true;
+			forget_learned(p);
+			return true;
+		}
+	}
+	start_tracking(c, p);
+	return true;
+}
+
+void dl_corr_learn_record(struct dl_correlator *c, struct cproc *p, const struct dl_hdr *h)
+{
+	static const char pad[8];
+
+	if (h->kind == DL_EV_CUDA) {
+		const struct dl_cuda_ev *ev = (const void *)h;
+		struct tidcount *t = tid_of(p, h->tid);
+		struct dl_call k;
+
+		if (ev->depth == 0 && dl_call_decode(ev, &k) == 0) {
+			t->calls++;
+			t->syncs += dl_corr_is_sync_point(&k);
+			t->api_calls += c->step_on_api && k.api->id == (unsigned)c->step_on_api;
+		}
+	} else if (h->kind == DL_EV_MARK) {
+		tid_of(p, h->tid)->marks++;
+	} else if (h->kind != DL_EV_SCHED) {
+		return;
+	}
+	if (!p->nlearn)
+		p->learn_start = h->ts;
+	dl_vec_append(&p->learn, h, h->size);
+	dl_vec_append(&p->learn, pad, dl_learn_span(h) - h->size);
+	p->nlearn++;
+	if (h->kind != DL_EV_SCHED)
+		dl_corr_try_decide(c, p, false);
+}

@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "analysis/diagnose.h"
+
+#define SKETCH_FACTOR 10.0      /* a step 10x over its paper sketch is a finding of its own */
+#define SMALL_PER_STEP 16       /* small copies per step worth batching */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void dl_steps_percentiles(const struct dl_step *steps, size_t n, uint64_t *median, uint64_t *p90)
+{
+	uint64_t *d = malloc(n * sizeof(*d));
+
+	*median = *p90 = 0;
+	if (!d || !n) {
+		free(d);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		d[i] = steps[i].dur_ns;
+	qsort(d, n, sizeof(*d), cmp_u64);
+	*median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+	*p90 = d[(size_t)((double)(n - 1) * 0.9 + 0.5)];
+	free(d);
+}
+
+static struct dl_finding *add_finding(struct dl_diagnosis *d, const char *rule, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static struct dl_finding *add_finding(struct dl_diagnosis *d, const char *rule, const char *fmt, ...)
+{
+	struct dl_finding *f;
+	va_list ap;
+
+	if (d->nfindings == DL_MAX_FINDINGS)
+		return NULL;
+	f = &d->findings[d->nfindings++];
+	memset(f, 0, sizeof(*f));
+	f->rule = rule;
+	va_start(ap, fmt);
+	vsnprintf(f->message, sizeof(f->message), fmt, ap);
+	va_end(ap);
+	return f;
+}
+
+static void evidence(struct dl_finding *f, const char *key, double value)
+{
+	if (f && f->nev < DL_MAX_EVIDENCE)
+		f->ev[f->nev++] = (struct dl_evidence){ .key = key, .value = value };
+}
+
+static void evidence_text(struct dl_finding *f, const char *key, const char *text)
+{
+	if (f && f->nev < DL_MAX_EVIDENCE)
+		f->ev[f->nev++] = (struct dl_evidence){ .key = key, .text = text };
+}
+
+/* Per-step medians of the whole run, for messages. */
+struct run_facts {
+	size_t nsteps;
+	uint64_t median_ns, p90_ns;
+	double io_bytes, workers_cpu_ns, h2d_bytes, d2h_bytes, kernels, small, io_ns;
+	struct dl_copy_facts copy;   /* summed over processes */
+	double disk_peak_mbps;       /* fastest disk throughput over a step's reads in flight */
+};
+
+/* Sums the counters (not the bandwidths) of one process's copy facts into another's. */
+static void copy_facts_add(struct dl_copy_facts *to, const struct dl_copy_facts *f)
+{
+	const uint64_t *src = (const uint64_t *)f;
+	uint64_t *dst = (uint64_t *)to;
+
+	/* Every field up to best_gbps is a uint64_t counter. */
+	for (size_t i = 0; i < offsetof(struct dl_copy_facts, best_gbps) / sizeof(uint64_t); i++)
+		dst[i] += src[i];
+}
+
+static void gather(const struct dl_correlator *c, struct dl_diagnosis *d, struct run_facts *rf)
+{
+	size_t n = 0, k = 0;
+	struct dl_step *all;
+
+	memset(rf, 0, sizeof(*rf));
+	for (size_t i = 0; i < dl_corr_nprocs(c); i++)
+		n += dl_corr_proc(c, i)->nsteps;
+	all = calloc(n ? n : 1, sizeof(*all));
+	if (!all)
+		return;
+	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
+		const struct dl_corr_proc *p = dl_corr_proc(c, i);
+		const struct dl_copy_facts *f = &p->copy;
+
+		for (size_t s = 0; s < p->nsteps; s++) {
+			const struct dl_step *st = &p->steps[s];
+
+			all[k++] = *st;
+			for (int cat = 0; cat < DL_CAT_COUNT; cat++)
+				d->cat_ns[cat] += st->cat_ns[cat];
+			d->total_ns += st->dur_ns;
+			rf->io_bytes += (double)st->io_read_bytes;
+			rf->io_ns += (double)st->io_ns;
+			rf->workers_cpu_ns += (double)st->workers_cpu_ns;
+			rf->h2d_bytes += (double)st->h2d_bytes;
+			rf->d2h_bytes += (double)st->d2h_bytes;
+			rf->kernels += (double)st->kernels;
+			rf->small += (double)st->small_copies;
+			if (st->io_ns > 1000000 && (double)st->io_read_bytes * 1e3 / (double)st->io_ns > rf->disk_peak_mbps)
+				rf->disk_peak_mbps = (double)st->io_read_bytes * 1e3 / (double)st->io_ns;
+		}
+		copy_facts_add(&rf->copy, f);
+	}
+	rf->nsteps = n;
+	d->nsteps = n;
+	if (n) {
+		dl_steps_percentiles(all, n, &rf->median_ns, &rf->p90_ns);
+		rf->io_bytes /= (double)n;
+		rf->io_ns /= (double)n;
+		rf->workers_cpu_ns /= (double)n;
+		rf->h2d_bytes /= (double)n;
+		rf->d2h_bytes /= (double)n;
+		rf->kernels /= (double)n;
+		rf->small /= (double)n;
+	}
+	free(all);
+}
+
+static double pct(uint64_t part, uint64_t total)
+{
+	return total ? 100.0 * (double)part / (double)total : 0;
+}
+
+static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
+{
+	double share = 100 * d->share, ms = (double)d->total_ns / 1e6 / (double)(rf->nsteps ? rf->nsteps : 1);
+	const uint64_t *cat = d->cat_ns;
+
+	switch (d->verdict) {
+	case DL_V_GPU:
+		snprintf(d->message, sizeof(d->message),
+			 "%.0f%% of step time the host waits for the GPU: input, copies and launches keep up. "
+			 "Speed up the device work itself (fused or faster kernels, mixed precision, a larger batch).",
+			 share);
+		break;
+	case DL_V_INPUT: {
+		double inflight = ms > 0 ? 100.0 * rf->io_ns / 1e6 / ms : 0;
+		bool disk_bound = inflight >= 50;
+
+		snprintf(d->message, sizeof(d->message),
+			 "%.0f%% of step time the main thread waits for data (%.0f%% blocked on disk reads, %.0f%% on "
+			 "the data loaders); in an average step of %.1f ms the workers use %.1f ms of CPU and read "
+			 "%.1f MB, with reads in flight %.0f%% of the time. %s",
+			 share, pct(cat[DL_CAT_IO_WAIT], d->total_ns), pct(cat[DL_CAT_INPUT_WAIT], d->total_ns),
+			 ms, rf->workers_cpu_ns / 1e6, rf->io_bytes / 1e6, inflight,
+			 disk_bound ? "The loaders wait on the disk: read in larger requests, cache the data set in "
+				      "memory, or use faster storage."
+				    : "Add data-loader workers (num_workers), prefetch more, or cache / pre-process "
+				      "the data set.");
+		break;
+	}
+	case DL_V_COPY:
+		snprintf(d->message, sizeof(d->message),
+			 "%.0f%% of step time is spent in host-device copies (%.1f MB to the GPU per step, %.0f%% of "
+			 "copies from pageable memory, %.0f small copies per step). Pin host memory, copy "
+			 "asynchronously on a side stream to overlap compute, and batch small copies.",
+			 share, rf->h2d_bytes / 1e6, pct(rf->copy.pageable, rf->copy.copies), rf->small);
+		break;
+	case DL_V_LAUNCH:
+		snprintf(d->message, sizeof(d->message),
+			 "%.0f%% of step time goes to launching kernels (%.0f launches in an average %.1f ms step). Fuse "
+			 "kernels, capture the step in a CUDA graph (torch.compile mode=\"reduce-overhead\"), or do "
+			 "more work per launch with a larger batch.",
+			 share, rf->kernels, ms);
+		break;
+	case DL_V_HOST:
+		snprintf(d->message, sizeof(d->message),
+			 "%.0f%% of step time the main thread computes on the CPU outside CUDA. Move preprocessing "
+			 "into the data-loader workers and profile the framework / Python side of the step.",
+			 share);
+		break;
+	case DL_V_CONTENTION:
+		snprintf(d->message, sizeof(d->message),
+			 "%.0f%% of step time the main thread is runnable but waits for a CPU: other threads or "
+			 "processes compete for the cores. Use fewer worker threads (OMP_NUM_THREADS, num_workers) "
+			 "or give the main thread a core of its own.",
+			 share);
+		break;
+	default:
+		break;
+	}
+}
+
+static double pcie_peak(const struct dl_summary *s, const struct dl_diag_opts *o, const char **src)
+{
+	if (o && o->pcie_gbps > 0) {
+		*src = "option";
+		return o->pcie_gbps;
+	}
+	if (s->pcie_mbps) {
+		*src = "sysfs link";
+		return s->pcie_mbps / 1e3;
+	}
+	*src = "default (PCIe Gen4 x16)";
+	return 24;
+}
+
+static void copy_findings(struct dl_diagnosis *d, const struct run_facts *rf)
+{
+	const struct dl_copy_facts *f = &rf->copy;
+	struct dl_finding *x;
+
+	/* Pageable copies of real size: the driver stages them through a pinned bounce buffer. */
+	if (f->pageable_bytes >= (uint64_t)rf->nsteps << 20 && f->pageable_bytes >= 1u << 20) {
+		x = add_finding(d, "pageable-copies",
+				"%llu of %llu copies (%.1f MB per step) come from pageable memory: the driver stages "
+				"them through a bounce buffer at a fraction of the link's bandwidth and the async "
+				"ones block the caller. Pin the host buffers (DataLoader(pin_memory=True), "
+				"cudaHostAlloc or cudaHostRegister).",
+				(unsigned long long)f->pageable, (unsigned long long)f->copies,
+				rf->nsteps ? (double)f->pageable_bytes / 1e6 / (double)rf->nsteps : 0);
+		evidence(x, "pageable_copies", (double)f->pageable);
+		evidence(x, "pageable_bytes", (double)f->pageable_bytes);
+		evidence(x, "pageable_ms", (double)f->pageable_ns / 1e6);
+	}
+	if (rf->small >= SMALL_PER_STEP) {
+		x = add_finding(d, "small-copies",
+				"%.0f copies under 64 KiB per step (%.1f ms per step): each pays the per-transfer "
+				"latency. Batch them into fewer, larger transfers (one contiguous buffer per batch).",
+				rf->small, rf->nsteps ? (double)f->small_ns / 1e6 / (double)rf->nsteps : 0);
+		evidence(x, "small_per_step", rf->small);
+		evidence(x, "le_256B", (double)f->small_hist[0]);
+		evidence(x, "le_1KiB", (double)f->small_hist[1]);
+		evidence(x, "le_4KiB", (double)f->small_hist[2]);
+		evidence(x, "le_16KiB", (double)f->small_hist[3]);
+		evidence(x, "le_64KiB", (double)f->small_hist[4]);
+	}
+	if (f->sync_h2d_large) {
+		x = add_finding(d, "sync-copies",
+				"%llu synchronous host-to-device copies over 64 KiB: the host stops until each is "
+				"done. Use cudaMemcpyAsync from pinned memory on a stream (non_blocking=True) so "
+				"copies overlap with compute.",
+				(unsigned long long)f->sync_h2d_large);
+		evidence(x, "sync_h2d_over_64KiB", (double)f->sync_h2d_large);
+	}
+	if (f->misaligned_ptr || f->odd_size) {
+		x = add_finding(d, "misaligned-buffers",
+				"%llu of %llu copies of 4 KiB or more use host buffers not 64-byte aligned, and %llu "
+				"have sizes that are not a multiple of 16 bytes (tensor-core tiles want multiples of "
+				"8 fp16 elements). Allocate aligned buffers and pad dimensions.",
+				(unsigned long long)f->misaligned_ptr, (unsigned long long)f->aligned_checked,
+				(unsigned long long)f->odd_size);
+		evidence(x, "misaligned_host_ptr", (double)f->misaligned_ptr);
+		evidence(x, "size_not_multiple_of_16", (double)f->odd_size);
+		evidence(x, "checked", (double)f->aligned_checked);
+	}
+}
+
+static const char *verdict_phrase(enum dl_verdict v)
+{
+	static const char *const p[DL_V_COUNT] = {
+		"the GPU", "waiting for input", "host-device copies", "kernel launches", "host CPU work",
+		"waiting for a CPU",
+	};
+
+	return v < DL_V_COUNT ? p[v] : "?";
+}
+
+static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf, const struct dl_summary *s,
+			   const struct dl_diag_opts *o)
+{
+	const char *pcie_src, *disk_src = "measured", *what;
+	double pcie = pcie_peak(s, o, &pcie_src), disk = rf->disk_peak_mbps;
+	double t_disk = 0, t_pcie, bound, step = (double)rf->median_ns;
+	struct dl_finding *x;
+
+	if (o && o->disk_mbps > 0) {
+		disk = o->disk_mbps;
+		disk_src = "option";
+	}
+	if (disk > 0)
+		t_disk = rf->io_bytes / (disk * 1e6) * 1e9;
+	t_pcie = (rf->h2d_bytes + rf->d2h_bytes) / (pcie * 1e9) * 1e9;
+	bound = t_disk > t_pcie ? t_disk : t_pcie;
+	what = t_disk > t_pcie ? "disk" : "PCIe";
+	/* A step that waits on the GPU is bounded by compute, which the sketch does not know. */
+	if (d->verdict == DL_V_GPU || !rf->nsteps || step < SKETCH_FACTOR * bound)
+		return;
+	char disk_peak[64];
+
+	if (disk > 0)
+		snprintf(disk_peak, sizeof(disk_peak), "disk %.0f MB/s %s", disk, disk_src);
+	else
+		snprintf(disk_peak, sizeof(disk_peak), "disk peak unknown: too few reads to measure, see --disk-mbps");
+	x = add_finding(d, "below-paper-sketch",
+			"A step moves %.2f MB from disk and %.2f MB over PCIe: at the peaks (%s, PCIe %.1f GB/s "
+			"%s) that is %.3f ms, bounded by %s; steps take %.2f ms (median), %.0fx the sketch. The "
+			"time goes to %s, not to moving data.",
+			rf->io_bytes / 1e6, (rf->h2d_bytes + rf->d2h_bytes) / 1e6, disk_peak, pcie, pcie_src,
+			bound / 1e6, what, step / 1e6, bound > 0 ? step / bound : 0, verdict_phrase(d->verdict));
+	evidence(x, "sketch_ms", bound / 1e6);
+	evidence(x, "step_ms", step / 1e6);
+	evidence(x, "ratio", bound > 0 ? step / bound : 0);
+	evidence(x, "disk_mbps", disk);
+	evidence(x, "pcie_gbps", pcie);
+	evidence_text(x, "bound_by", what);
+}
+
+void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,
+		 struct dl_diagnosis *d)
+{
+	struct run_facts rf;
+	struct dl_finding *x;
+	uint64_t events = 0;
+
+	memset(d, 0, sizeof(*d));
+	gather(c, d, &rf);
+	if (d->nsteps) {
+		d->verdict = dl_verdict_of(d->cat_ns, &d->share);
+		d->severity = dl_severity_of(d->verdict, d->share);
+		verdict_message(d, &rf);
+		for (int v = 0; v < DL_V_COUNT; v++) {
+			double share = d->total_ns ? (double)dl_verdict_ns(d->cat_ns, v) / (double)d->total_ns : 0;
+
+			if (v == (int)d->verdict || v == DL_V_GPU || share < 0.05)
+				continue;
+			d->secondary[d->nsecondary].verdict = (enum dl_verdict)v;
+			d->secondary[d->nsecondary].share = share;
+			d->secondary[d->nsecondary].severity = dl_severity_of(v, share);
+			d->nsecondary++;
+		}
+		copy_findings(d, &rf);
+		sketch_finding(d, &rf, s, o);
+	}
+	if (s->async_io_ops) {
+		x = add_finding(d, "async-io",
+				"%.1f MB in %llu requests were read or written by kernel threads (readahead, "
+				"writeback) during the trace: they are not attributed to the job, so its disk time "
+				"may be under-counted.",
+				(double)s->async_io_bytes / 1e6, (unsigned long long)s->async_io_ops);
+		evidence(x, "bytes", (double)s->async_io_bytes);
+		evidence(x, "requests", (double)s->async_io_ops);
+	}
+	for (int k = 0; k < DL_EV_TRACE_START; k++)
+		events += s->records[k];
+	if (s->drops_total) {
+		double lost = 100.0 * (double)s->drops_total / (double)(events + s->drops_total);
+
+		x = add_finding(d, "dropped-events",
+				"%llu events (%.2f%%) were lost in the kernel: counts and breakdowns may be off by "
+				"about that much. Use a larger --ringbuf-mb or a shorter --drain-ms.",
+				(unsigned long long)s->drops_total, lost);
+		evidence(x, "dropped", (double)s->drops_total);
+		evidence(x, "percent", lost);
+	}
+}

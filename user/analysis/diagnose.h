@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The diagnosis: the overall verdict with its severity and evidence, and the
+ * findings (rule id, a message a person can act on, the numbers behind it).
+ * Computed from the correlator's steps and the summary, nothing else.
+ */
+#ifndef DLBPF_DIAGNOSE_H
+#define DLBPF_DIAGNOSE_H
+
+#include <stdbool.h>
+#include "analysis/correlate.h"
+#include "analysis/summary.h"
+
+#define DL_MAX_EVIDENCE 10
+#define DL_MAX_FINDINGS 16
+
+struct dl_evidence {
+	const char *key;
+	double value;
+	const char *text;     /* a string value instead of a number, when set */
+};
+
+struct dl_finding {
+	const char *rule;
+	char message[640];
+	struct dl_evidence ev[DL_MAX_EVIDENCE];
+	int nev;
+};
+
+struct dl_diag_opts {
+	double disk_mbps;     /* peak disk read bandwidth; 0: measured */
+	double pcie_gbps;     /* peak PCIe bandwidth; 0: sysfs link (in the recording) or 24 */
+};
+
+struct dl_diagnosis {
+	size_t nsteps;
+	uint64_t total_ns;
+	uint64_t cat_ns[DL_CAT_COUNT];   /* over every step of every process */
+	enum dl_verdict verdict;
+	enum dl_severity severity;
+	double share;
+	char message[640];
+	struct {
+		enum dl_verdict verdict;
+		enum dl_severity severity;
+		double share;
+	} secondary[DL_V_COUNT];
+	int nsecondary;
+	struct dl_finding findings[DL_MAX_FINDINGS];
+	int nfindings;
+};
+
+void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,
+		 struct dl_diagnosis *d);
+
+/* Median and 90th percentile of step durations (n >= 1). */
+void dl_steps_percentiles(const struct dl_step *steps, size_t n, uint64_t *median, uint64_t *p90);
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Steps: what the correlator produces. A step is the interval between two
+ * consecutive step markers on a process's main thread; each nanosecond of it
+ * is given to exactly one category (the README's "The breakdown" lists them by priority).
+ */
+#ifndef DLBPF_STEPS_H
+#define DLBPF_STEPS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* In priority order: an instant in several goes to the first. */
+enum dl_cat {
+	DL_CAT_GPU_WAIT,
+	DL_CAT_H2D,
+	DL_CAT_D2H,
+	DL_CAT_LAUNCH,
+	DL_CAT_CUDA_OTHER,
+	DL_CAT_IO_WAIT,
+	DL_CAT_INPUT_WAIT,
+	DL_CAT_RUNQ,
+	DL_CAT_CPU,
+	DL_CAT_COUNT,
+};
+
+enum dl_verdict {
+	DL_V_GPU,          /* gpu-bound: healthy, the host waits on the device */
+	DL_V_INPUT,        /* input-bound: io_wait + input_wait */
+	DL_V_COPY,         /* copy-bound: h2d + d2h */
+	DL_V_LAUNCH,       /* launch-bound */
+	DL_V_HOST,         /* host-compute-bound: cpu + cuda_other */
+	DL_V_CONTENTION,   /* cpu-contention: runq */
+	DL_V_COUNT,
+};
+
+enum dl_severity { DL_SEV_NONE, DL_SEV_LOW, DL_SEV_MODERATE, DL_SEV_HIGH };
+
+struct dl_step {
+	uint32_t index;            /* 0-based, per process */
+	pid_t pid, tid;            /* the process and its main thread */
+	uint64_t start_ns, dur_ns; /* CLOCK_MONOTONIC */
+	uint64_t cat_ns[DL_CAT_COUNT];   /* sums to dur_ns exactly */
+	/* the whole traced tree during the step */
+	uint64_t io_read_bytes, io_read_ops, io_ns, workers_cpu_ns;
+	/* the main thread's CUDA work in the step */
+	uint64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies;
+	uint64_t small_copies, pageable_copies, kernels;
+	uint64_t wakeup_runq_ns;   /* the part of runq right after a wake-up from blocking */
+	enum dl_verdict verdict;
+	double share;              /* of the verdict's categories in the step */
+	uint64_t first_event;      /* stream position of the marker; for sinks that link */
+};
+
+const char *dl_cat_name(enum dl_cat c);
+const char *dl_verdict_name(enum dl_verdict v);
+const char *dl_severity_name(enum dl_severity s);
+
+/* Time of a step's categories that make up a verdict. */
+uint64_t dl_verdict_ns(const uint64_t cat_ns[DL_CAT_COUNT], enum dl_verdict v);
+/* The verdict whose categories take the most time, and their share. */
+enum dl_verdict dl_verdict_of(const uint64_t cat_ns[DL_CAT_COUNT], double *share);
+enum dl_severity dl_severity_of(enum dl_verdict v, double share);
+
+typedef void (*dl_step_fn)(void *ctx, const struct dl_step *step);
+
+#endif

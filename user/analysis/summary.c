@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "records/stream.h"
+#include "analysis/summary.h"
+
+void dl_summary_init(struct dl_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+static void proc_free(struct dl_proc *p)
+{
+	for (size_t i = 0; i < p->nkernels; i++)
+		free(p->kernels[i].name);
+	free(p->kernels);
+	free(p->graphs);
+	free(p->pinned.v);
+	free(p->device.v);
+	free(p->tids);
+	for (size_t i = 0; i < p->nsyms; i++)
+		free(p->syms[i].name);
+	free(p->syms);
+}
+
+void dl_summary_free(struct dl_summary *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		proc_free(&s->procs[i]);
+	free(s->procs);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Grows a vector of elem-sized items to hold one more; aborts on OOM like the rest of the collector. */
+static void *grow(void *v, size_t n, size_t *cap, size_t elem)
+{
+	if (n < *cap)
+		return v;
+	*cap = *cap ? *cap * 2 : 16;
+	v = realloc(v, *cap * elem);
+	if (!v) {
+		fprintf(stderr, "dlbpf: out of memory\n");
+		abort();
+	}
+	return v;
+}
+
+struct dl_proc *dl_summary_find(const struct dl_summary *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid)
+{
+	struct dl_proc *p = dl_summary_find(s, pid);
+
+	if (p)
+		return p;
+	s->procs = grow(s->procs, s->n, &s->cap, sizeof(*s->procs));
+	p = &s->procs[s->n++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	return p;
+}
+
+static void note_thread(struct dl_proc *p, uint32_t tid)
+{
+	size_t lo = 0, hi = p->ntids;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (p->tids[mid] == tid)
+			return;
+		if (p->tids[mid] < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	p->tids = grow(p->tids, p->ntids, &p->tcap, sizeof(*p->tids));
+	memmove(&p->tids[lo + 1], &p->tids[lo], (p->ntids - lo) * sizeof(*p->tids));
+	p->tids[lo] = tid;
+	p->ntids++;
+	p->threads = (uint32_t)p->ntids;
+}
+
+/* Index of the last range starting at or before addr, or n. */
+static size_t range_floor(const struct dl_ranges *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (r->v[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : r->n;
+}
+
+bool dl_ranges_contains(const struct dl_ranges *r, uint64_t addr)
+{
+	size_t i = range_floor(r, addr);
+
+	return i < r->n && addr < r->v[i].end;
+}
+
+static void range_add(struct dl_ranges *r, uint64_t start, uint64_t size)
+{
+	size_t i = range_floor(r, start), at = i < r->n ? i + 1 : 0;
+
+	if (!size)
+		return;
+	if (i < r->n && r->v[i].start == start) {
+		r->v[i].end = start + size;
+		return;
+	}
+	r->v = grow(r->v, r->n, &r->cap, sizeof(*r->v));
+	memmove(&r->v[at + 1], &r->v[at], (r->n - at) * sizeof(*r->v));
+	r->v[at].start = start;
+	r->v[at].end = start + size;
+	r->n++;
+}
+
+static void range_remove(struct dl_ranges *r, uint64_t start)
+{
+	size_t i = range_floor(r, start);
+
+	if (i >= r->n || r->v[i].start != start)
+		return;
+	memmove(&r->v[i], &r->v[i + 1], (r->n - i - 1) * sizeof(*r->v));
+	r->n--;
+}
+
+/* cudaMemcpyDefault lets the runtime infer the direction from the pointers: so do we, from the allocations seen. */
+static enum dl_dir infer_dir(const struct dl_proc *p, const struct dl_call *c)
+{
+	bool dst_dev = dl_ranges_contains(&p->device, c->dst);
+	bool src_dev = dl_ranges_contains(&p->device, c->src);
+
+	return src_dev ? (dst_dev ? DL_DIR_D2D : DL_DIR_D2H) : (dst_dev ? DL_DIR_H2D : DL_DIR_H2H);
+}
+
+static void add_copy(struct dl_proc *p, const struct dl_call *c)
+{
+	enum dl_dir dir = c->dir == DL_DIR_DEFAULT ? infer_dir(p, c) : c->dir;
+	struct dl_copy_stat *cs = &p->copies[dir];
+	uint64_t host = dir == DL_DIR_H2D ? c->src : dir == DL_DIR_D2H ? c->dst : 0;
+
+	cs->count++;
+	cs->bytes += c->bytes;
+	cs->total_ns += c->dur_ns;
+	if (c->bytes < DL_SMALL_COPY_BYTES)
+		cs->small++;
+	if (host && !dl_ranges_contains(&p->pinned, host))
+		cs->pageable++;
+}
+
+static void add_launch(struct dl_proc *p, const struct dl_call *c)
+{
+	struct dl_kernel_stat *k;
+	char name[256];
+
+	for (size_t i = p->nkernels; i-- > 0;) {
+		k = &p->kernels[i];
+		if (k->func == c->func && k->shmem == c->shmem &&
+		    !memcmp(k->grid, c->grid, sizeof(k->grid)) && !memcmp(k->block, c->block, sizeof(k->block))) {
+			k->count++;
+			return;
+		}
+	}
+	p->kernels = grow(p->kernels, p->nkernels, &p->kcap, sizeof(*p->kernels));
+	k = &p->kernels[p->nkernels++];
+	memset(k, 0, sizeof(*k));
+	k->func = c->func;
+	memcpy(k->grid, c->grid, sizeof(k->grid));
+	memcpy(k->block, c->block, sizeof(k->block));
+	k->shmem = c->shmem;
+	k->count = 1;
+	for (size_t i = 0; i < p->nsyms && !k->name; i++)
+		if (p->syms[i].addr == c->func)
+			k->name = strdup(p->syms[i].name);
+	if (!k->name) {
+		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)c->func);
+		k->name = strdup(name);
+	}
+}
+
+static void add_graph(struct dl_proc *p, const struct dl_call *c)
+{
+	for (size_t i = 0; i < p->ngraphs; i++)
+		if (p->graphs[i].graph == c->func) {
+			p->graphs[i].count++;
+			return;
+		}
+	p->graphs = grow(p->graphs, p->ngraphs, &p->gcap, sizeof(*p->graphs));
+	p->graphs[p->ngraphs++] = (struct dl_graph_stat){ .graph = c->func, .count = 1 };
+}
+
+static void add_cuda(struct dl_summary *s, const struct dl_cuda_ev *ev)
+{
+	struct dl_call c;
+	struct dl_proc *p;
+	bool ok;
+
+	if (dl_call_decode(ev, &c)) {
+		s->unknown_records++;
+		return;
+	}
+	p = dl_summary_proc(s, (pid_t)c.tgid);
+	note_thread(p, c.tid);
+	/* A driver call the runtime made inside a runtime call is that call: counted once, there. */
+	if (c.depth > 0 && dl_api_is_driver(c.api)) {
+		p->driver_inner++;
+		return;
+	}
+	p->calls[c.api->id].count++;
+	p->calls[c.api->id].total_ns += c.dur_ns;
+	ok = !c.entry_only && c.ret == 0;
+	if (!c.entry_only && c.ret != 0)
+		p->calls[c.api->id].errors++;
+	/* A probed API called from inside another is part of the outer call. */
+	if (c.depth > 0)
+		return;
+	switch (c.api->cls) {
+	case DL_CLS_COPY:
+		add_copy(p, &c);
+		break;
+	case DL_CLS_LAUNCH:
+		add_launch(p, &c);
+		break;
+	case DL_CLS_GRAPH:
+		add_graph(p, &c);
+		break;
+	case DL_CLS_ALLOC:
+		/* Failed allocations (every one, without a GPU) must not mark memory pinned. */
+		if (ok && !c.args_fault)
+			range_add(c.api->pinned ? &p->pinned : &p->device, c.ptr, c.size);
+		break;
+	case DL_CLS_FREE:
+		if (ok)
+			range_remove(c.api->pinned ? &p->pinned : &p->device, c.ptr);
+		break;
+	default:
+		break;
+	}
+}
+
+static void add_bio(struct dl_summary *s, const struct dl_bio_ev *ev)
+{
+	bool final = !(ev->flags & DL_BIO_PARTIAL);
+	struct dl_proc *p;
+
+	if (ev->flags & DL_BIO_ASYNC) {
+		s->async_io_bytes += ev->bytes;
+		s->async_io_ops += final;
+		return;
+	}
+	p = dl_summary_proc(s, (pid_t)ev->h.tgid);
+	if (ev->flags & DL_BIO_WRITE) {
+		p->io.write_bytes += ev->bytes;
+		p->io.write_ops += final;
+	} else {
+		p->io.read_bytes += ev->bytes;
+		p->io.read_ops += final;
+	}
+	if (final)
+		p->io.wait_ns += ev->dur_ns;
+}
+
+static void add_sched(struct dl_summary *s, const struct dl_sched_ev *ev)
+{
+	struct dl_proc *p = dl_summary_proc(s, (pid_t)ev->h.tgid);
+
+	note_thread(p, ev->h.tid);
+	switch (ev->state) {
+	case DL_ST_RUNNING:
+		p->sched.oncpu_ns += ev->dur_ns;
+		p->sched.switches++;
+		break;
+	case DL_ST_RUNQ:
+		p->sched.runq_ns += ev->dur_ns;
+		break;
+	case DL_ST_SLEEP:
+		p->sched.sleep_ns += ev->dur_ns;
+		p->sched.blocked_ns += ev->dur_ns;
+		break;
+	case DL_ST_DISK:
+		p->sched.disk_ns += ev->dur_ns;
+		p->sched.blocked_ns += ev->dur_ns;
+		break;
+	default:
+		s->unknown_records++;
+		break;
+	}
+}
+
+static void set_comm(struct dl_proc *p, const char *comm)
+{
+	memcpy(p->comm, comm, sizeof(p->comm));
+	p->comm[sizeof(p->comm) - 1] = '\0';
+}
+
+static void add_proc(struct dl_summary *s, const struct dl_proc_ev *ev)
+{
+	struct dl_proc *p = dl_summary_proc(s, (pid_t)ev->h.tgid);
+
+	switch (ev->what) {
+	case DL_PROC_FORK:
+		p->ppid = (pid_t)ev->ppid;
+		p->seen_start = true;
+		set_comm(p, ev->comm);
+		note_thread(p, ev->h.tid);
+		break;
+	case DL_PROC_THREAD:
+		note_thread(p, ev->h.tid);
+		break;
+	case DL_PROC_EXEC:
+		set_comm(p, ev->comm);
+		break;
+	case DL_PROC_EXIT:
+		if (ev->group_dead) {
+			p->exited = true;
+			/* Like a wait status: exit code in bits 8-15, terminating signal in 0-6. */
+			p->exit_code = ev->exit_code & 0x7f ? 128 + (ev->exit_code & 0x7f) : (ev->exit_code >> 8) & 0xff;
+			p->exit_ts = ev->h.ts;
+		}
+		break;
+	default:
+		s->unknown_records++;
+		break;
+	}
+}
+
+static void add_sym(struct dl_summary *s, const struct dl_sym_ev *ev)
+{
+	struct dl_proc *p = dl_summary_proc(s, (pid_t)ev->h.tgid);
+	struct dl_sym_name *n;
+
+	p->syms = grow(p->syms, p->nsyms, &p->scap, sizeof(*p->syms));
+	n = &p->syms[p->nsyms];
+	n->addr = ev->addr;
+	n->name = strdup(ev->name);
+	if (n->name)
+		p->nsyms++;
+}
+
+int dl_summary_add(struct dl_summary *s, const void *rec, size_t len)
+{
+	const struct dl_hdr *h = rec;
+
+	if (dl_record_check(rec, len)) {
+		s->malformed++;
+		return -1;
+	}
+	if (h->kind == 0 || h->kind >= DL_EV_KIND_MAX) {
+		s->unknown_records++;
+		return 0;
+	}
+	s->records[h->kind]++;
+	if (h->kind <= DL_EV_MARK) {
+		if (!s->first_ts || h->ts < s->first_ts)
+			s->first_ts = h->ts;
+		if (h->ts > s->last_ts)
+			s->last_ts = h->ts;
+	}
+	switch (h->kind) {
+	case DL_EV_CUDA:
+		add_cuda(s, rec);
+		break;
+	case DL_EV_BIO:
+		add_bio(s, rec);
+		break;
+	case DL_EV_SCHED:
+		add_sched(s, rec);
+		break;
+	case DL_EV_PROC:
+		add_proc(s, rec);
+		break;
+	case DL_EV_TRACE_START:
+		s->start_ts = h->ts;
+		s->pcie_mbps = ((const struct dl_trace_start_ev *)rec)->pcie_mbps;
+		break;
+	case DL_EV_PROCINFO: {
+		const struct dl_procinfo_ev *e = rec;
+		struct dl_proc *p = dl_summary_proc(s, (pid_t)h->tgid);
+
+		p->ppid = (pid_t)e->ppid;
+		set_comm(p, e->comm);
+		p->nspid = (pid_t)e->nspid;
+		break;
+	}
+	case DL_EV_LIB:
+		dl_summary_proc(s, (pid_t)h->tgid)->cuda_libs++;
+		break;
+	case DL_EV_SYM:
+		add_sym(s, rec);
+		break;
+	case DL_EV_TRACE_END: {
+		const struct dl_trace_end_ev *e = rec;
+
+		s->end_ts = h->ts;
+		s->drops_total = 0;
+		for (int i = 0; i < DL_DROP_MAX; i++) {
+			s->drops[i] = e->drops[i];
+			s->drops_total += e->drops[i];
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	return 0;
+}
+
+int dl_summary_sink(void *summary, const void *rec, size_t len)
+{
+	dl_summary_add(summary, rec, len);
+	return 0;
+}
+
+uint64_t dl_summary_duration(const struct dl_summary *s)
+{
+	uint64_t start = s->start_ts ? s->start_ts : s->first_ts;
+	uint64_t end = s->end_ts ? s->end_ts : s->last_ts;
+
+	return end > start ? end - start : 0;
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Per-process aggregates of the event stream: the "processes" part of the
+ * JSON summary and of the final report. Pure: fed records, no system access
+ * (kernel names come through a callback).
+ */
+#ifndef DLBPF_SUMMARY_H
+#define DLBPF_SUMMARY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "records/cuda_api.h"
+#include "dlbpf/events.h"
+
+/* Copies under this size are "small": per-transfer latency dominates them. */
+#define DL_SMALL_COPY_BYTES (64u << 10)
+
+struct dl_api_stat {
+	uint64_t count, total_ns, errors;
+};
+
+struct dl_copy_stat {
+	uint64_t count, bytes, total_ns, pageable, small;
+};
+
+struct dl_kernel_stat {
+	uint64_t func;
+	uint32_t grid[3], block[3];
+	uint64_t shmem;
+	uint64_t count;
+	char *name;
+};
+
+struct dl_range {
+	uint64_t start, end;
+};
+
+struct dl_ranges {
+	struct dl_range *v;
+	size_t n, cap;
+};
+
+struct dl_sym_name {
+	uint64_t addr;
+	char *name;
+};
+
+struct dl_graph_stat {
+	uint64_t graph;        /* the cudaGraphExec_t / CUgraphExec launched */
+	uint64_t count;
+};
+
+struct dl_proc {
+	pid_t pid, ppid;
+	pid_t nspid;           /* inside its pid namespace; 0 when unknown */
+	char comm[DL_COMM_LEN];
+	bool seen_start;       /* forked while traced (else: already running at attach) */
+	bool exited;
+	int exit_code;
+	uint64_t exit_ts;
+	uint32_t threads;      /* distinct threads seen */
+	int cuda_libs;         /* CUDA runtimes attached in this process */
+	uint64_t driver_inner; /* driver calls made inside runtime calls (not counted again) */
+	struct dl_api_stat calls[DL_API_COUNT];
+	struct dl_copy_stat copies[DL_DIR_COUNT];
+	struct dl_kernel_stat *kernels;
+	size_t nkernels, kcap;
+	struct dl_graph_stat *graphs;
+	size_t ngraphs, gcap;
+	struct dl_ranges pinned, device;
+	struct {
+		uint64_t read_bytes, read_ops, write_bytes, write_ops, wait_ns;
+	} io;
+	struct {
+		uint64_t oncpu_ns, runq_ns, blocked_ns, sleep_ns, disk_ns, switches;
+	} sched;
+	uint32_t *tids;        /* sorted, for the thread count */
+	size_t ntids, tcap;
+	struct dl_sym_name *syms;   /* names of code addresses, from DL_EV_SYM */
+	size_t nsyms, scap;
+};
+
+struct dl_summary {
+	struct dl_proc *procs;
+	size_t n, cap;
+	uint64_t records[DL_EV_KIND_MAX];
+	uint64_t unknown_records;     /* kinds or APIs newer than this build */
+	uint64_t async_io_bytes, async_io_ops;   /* kernel-thread requests, not attributed */
+	uint64_t first_ts, last_ts;
+	uint64_t start_ts, end_ts;    /* from DL_EV_TRACE_START / DL_EV_TRACE_END */
+	uint32_t pcie_mbps;           /* from DL_EV_TRACE_START */
+	uint64_t drops[DL_DROP_MAX];
+	uint64_t drops_total;
+	uint64_t malformed;
+};
+
+void dl_summary_init(struct dl_summary *s);
+void dl_summary_free(struct dl_summary *s);
+/* Finds or adds a process. */
+struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid);
+struct dl_proc *dl_summary_find(const struct dl_summary *s, pid_t pid);
+/* Feeds one record of len bytes; a malformed one is counted and skipped (returns -1). */
+int dl_summary_add(struct dl_summary *s, const void *rec, size_t len);
+/* dl_summary_add as a stream sink. */
+int dl_summary_sink(void *summary, const void *rec, size_t len);
+uint64_t dl_summary_duration(const struct dl_summary *s);
+/* How a copy's host side was classified (exposed for tests). */
+bool dl_ranges_contains(const struct dl_ranges *r, uint64_t addr);
+
+#endif

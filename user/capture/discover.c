@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <string.h>
+#include "capture/discover.h"
+#include "capture/procfs.h"
+
+bool dl_is_cuda_driver_name(const char *path)
+{
+	const char *b = dl_basename(path);
+
+	return strncmp(b, "libcuda.so", 10) == 0 && (b[10] == '\0' || b[10] == '.');
+}
+
+enum dl_lib_kind dl_lib_kind_by_name(const char *path)
+{
+	const char *b = dl_basename(path);
+
+	if (dl_is_cudart_name(path))
+		return DL_LIB_RUNTIME;
+	if (dl_is_cuda_driver_name(path))
+		return DL_LIB_DRIVER;
+	if (strncmp(b, "libc.so.", 8) == 0 || strncmp(b, "libc-2.", 7) == 0)
+		return DL_LIB_LOADER;
+	return DL_LIB_NONE;
+}
+
+/*
+ * The runtime's own entry points; one defined (not imported) is enough. nvcc
+ * links libcudart_static.a by default, which leaves them as local (`t`)
+ * symbols of the executable, found in its .symtab.
+ */
+enum dl_lib_kind dl_lib_kind_by_syms(const struct dl_elf_syms *s)
+{
+	static const char *const markers[] = { "__cudaRegisterFatBinary", "cudaLaunchKernel", "cudaMalloc" };
+
+	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
+		if (dl_elf_sym_by_name(s, markers[i]))
+			return DL_LIB_RUNTIME;
+	return DL_LIB_NONE;
+}
+
+bool dl_trampoline_target(const uint8_t *c, size_t n, uint64_t off, uint64_t *target)
+{
+	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	static const uint8_t frame[5] = { 0x55, 0x48, 0x89, 0xe5, 0x5d }; /* push rbp; mov rsp,rbp; pop rbp */
+	size_t i = 0;
+
+	if (n >= 4 && !memcmp(c, endbr64, 4))
+		i += 4;
+	if (n >= i + 5 && !memcmp(c + i, frame, 5))
+		i += 5;
+	if (n >= i + 5 && c[i] == 0xe9) {
+		int32_t rel;
+
+		memcpy(&rel, c + i + 1, sizeof(rel));
+		*target = off + i + 5 + (int64_t)rel;
+		return true;
+	}
+	if (n >= i + 2 && c[i] == 0xeb) {
+		*target = off + i + 2 + (int8_t)c[i + 1];
+		return true;
+	}
+	return false;
+}

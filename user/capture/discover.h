@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Which mapped files dlbpf probes, and how: CUDA runtimes (libcudart by name,
+ * or any executable or library that contains the runtime, as nvcc's default
+ * static cudart does), the driver (libcuda), and the C library's loader.
+ */
+#ifndef DLBPF_DISCOVER_H
+#define DLBPF_DISCOVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "capture/elfsym.h"
+
+enum dl_lib_kind {
+	DL_LIB_NONE = 0,
+	DL_LIB_RUNTIME = 1,   /* libcudart.so*, or a file holding the runtime's functions */
+	DL_LIB_DRIVER = 2,    /* libcuda.so* */
+	DL_LIB_LOADER = 3,    /* the C library: dlopen */
+};
+
+/* Kind by file name alone; DL_LIB_NONE means "look at its symbols" (dl_lib_kind_by_syms). */
+enum dl_lib_kind dl_lib_kind_by_name(const char *path);
+/* True for libcuda.so, libcuda.so.1, libcuda.so.580.65.06 (not libcudart, libcudnn ...). */
+bool dl_is_cuda_driver_name(const char *path);
+/* DL_LIB_RUNTIME when the symbols define the runtime's own functions (static cudart). */
+enum dl_lib_kind dl_lib_kind_by_syms(const struct dl_elf_syms *s);
+
+/*
+ * If the code at file offset off is a trampoline (optionally endbr64, optionally
+ * push %rbp; mov %rsp,%rbp; pop %rbp, then jmp rel32/rel8), stores the file
+ * offset it jumps to and returns true. __cudaLaunchKernel is one: probing it and
+ * its target would count each launch twice.
+ */
+bool dl_trampoline_target(const uint8_t *code, size_t n, uint64_t off, uint64_t *target);
+
+#endif

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "capture/elfsym.h"
+
+static int add_sym(struct dl_elf_syms *s, size_t *cap, const char *name, uint64_t off,
+		   uint64_t size, uint8_t bind)
+{
+	if (s->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 1024;
+		struct dl_elf_sym *nv = realloc(s->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		s->v = nv;
+		*cap = ncap;
+	}
+	s->v[s->n].name = strdup(name);
+	if (!s->v[s->n].name)
+		return -ENOMEM;
+	s->v[s->n].offset = off;
+	s->v[s->n].size = size;
+	s->v[s->n].bind = bind;
+	s->n++;
+	return 0;
+}
+
+/* Symbol values are virtual addresses; uprobes want file offsets, found through the PT_LOAD holding it. */
+static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
+{
+	size_t nph;
+
+	if (elf_getphdrnum(elf, &nph))
+		return -1;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+			*off = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int load_section(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct dl_elf_syms *s, size_t *cap)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t count;
+
+	if (!data || !sh->sh_entsize)
+		return 0;
+	count = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < count; i++) {
+		GElf_Sym sym;
+		const char *name;
+		uint64_t off;
+		int err;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			continue;
+		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || !*name || vaddr_to_offset(elf, sym.st_value, &off))
+			continue;
+		err = add_sym(s, cap, name, off, sym.st_size, GELF_ST_BIND(sym.st_info));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int cmp_offset(const void *a, const void *b)
+{
+	const struct dl_elf_sym *x = a, *y = b;
+
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	/* Among aliases, a global sorts first so lookups by offset name it. */
+	return (x->bind != STB_GLOBAL) - (y->bind != STB_GLOBAL);
+}
+
+int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *s)
+{
+	Elf_Scn *scn = NULL;
+	size_t cap = 0;
+	Elf *elf;
+	int err = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -EINVAL;
+	if (elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		return -ENOEXEC;
+	}
+	while ((scn = elf_nextscn(elf, scn)) && !err) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			s->has_symtab = 1;
+		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
+			err = load_section(elf, scn, &sh, s, &cap);
+	}
+	elf_end(elf);
+	if (err) {
+		dl_elf_syms_free(s);
+		return err;
+	}
+	qsort(s->v, s->n, sizeof(*s->v), cmp_offset);
+	return 0;
+}
+
+int dl_elf_syms_load(const char *path, struct dl_elf_syms *s)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0) {
+		memset(s, 0, sizeof(*s));
+		return -errno;
+	}
+	err = dl_elf_syms_load_fd(fd, s);
+	close(fd);
+	return err;
+}
+
+void dl_elf_syms_free(struct dl_elf_syms *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i].name);
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+const struct dl_elf_sym *dl_elf_sym_by_name(const struct dl_elf_syms *s, const char *name)
+{
+	const struct dl_elf_sym *best = NULL;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (strcmp(s->v[i].name, name) != 0)
+			continue;
+		if (s->v[i].bind == STB_GLOBAL)
+			return &s->v[i];
+		if (!best)
+			best = &s->v[i];
+	}
+	return best;
+}
+
+const struct dl_elf_sym *dl_elf_sym_by_offset(const struct dl_elf_syms *s, uint64_t offset)
+{
+	const struct dl_elf_sym *c;
+	size_t lo = 0, hi = s->n;
+
+	/* Last symbol starting at or before offset. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->v[mid].offset <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	/* Back to the first alias at that offset, which sorts global first. */
+	while (lo > 1 && s->v[lo - 2].offset == s->v[lo - 1].offset)
+		lo--;
+	c = &s->v[lo - 1];
+	if (offset < c->offset + (c->size ? c->size : 1))
+		return c;
+	return NULL;
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "dlbpf.skel.h"
+#include "capture/elfsym.h"
+#include "log.h"
+#include "capture/marker.h"
+#include "capture/procfs.h"
+#include "capture/tracer.h"
+
+struct find_ctx {
+	const char *symbol;
+	pid_t pid;
+	char exe[4096];
+	char path[4200];
+	uint64_t offset;
+	int found;
+};
+
+static int try_file(struct find_ctx *c, const char *mapped_path)
+{
+	struct dl_elf_syms syms;
+	const struct dl_elf_sym *s;
+	char path[4200];
+
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)c->pid, mapped_path);
+	if (dl_elf_syms_load(path, &syms))
+		return 0;
+	s = dl_elf_sym_by_name(&syms, c->symbol);
+	if (s) {
+		snprintf(c->path, sizeof(c->path), "%s", path);
+		c->offset = s->offset;
+		c->found = 1;
+	}
+	dl_elf_syms_free(&syms);
+	return c->found;
+}
+
+static int scan(const struct dl_mapping *m, void *arg)
+{
+	struct find_ctx *c = arg;
+
+	if (m->perms[2] != 'x' || !strcmp(m->path, c->exe))
+		return 0;
+	return try_file(c, m->path);
+}
+
+int dl_markers_attached(const struct dl_markers *m, pid_t pid)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = 0);
+	struct find_ctx c = { .symbol = m->symbol, .pid = pid };
+	struct bpf_link *link;
+	char exe_link[64];
+	ssize_t n;
+
+	if (!m->symbol || dl_markers_attached(m, pid))
+		return 0;
+	snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", (int)pid);
+	n = readlink(exe_link, c.exe, sizeof(c.exe) - 1);
+	if (n > 0) {
+		c.exe[n] = '\0';
+		try_file(&c, c.exe);
+	}
+	if (!c.found)
+		dl_maps_foreach(pid, scan, &c);
+	if (!c.found)
+		return 0;
+	link = bpf_program__attach_uprobe_opts(t->skel->progs.step_mark, pid, c.path, c.offset, &o);
+	if (!link) {
+		int err = -errno;
+
+		dl_err("pid %d: cannot attach --step-on %s: %s", pid, m->symbol, strerror(errno));
+		return err;
+	}
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 8;
+		void *v = realloc(m->v, cap * sizeof(*m->v));
+
+		if (!v) {
+			bpf_link__destroy(link);
+			return -ENOMEM;
+		}
+		m->v = v;
+		m->cap = cap;
+	}
+	m->v[m->n].pid = pid;
+	m->v[m->n].link = link;
+	m->n++;
+	dl_info("pid %d: step marker on %s (%s+0x%llx)", pid, m->symbol, c.path, (unsigned long long)c.offset);
+	return 1;
+}
+
+void dl_markers_detach(struct dl_markers *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		bpf_link__destroy(m->v[i].link);
+	free(m->v);
+	m->v = NULL;
+	m->n = m->cap = 0;
+}

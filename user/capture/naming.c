@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "records/cuda_api.h"
+#include "capture/demangle.h"
+#include "capture/naming.h"
+#include "records/stream.h"
+#include "capture/symbolize.h"
+
+static void emit(struct dl_stream *st, uint64_t now, pid_t pid, uint64_t addr, const char *raw)
+{
+	char name[DL_SYM_NAME_MAX];
+
+	dl_demangle(raw, name, sizeof(name));
+	dl_emit_sym(st, now, pid, addr, name);
+}
+
+/* Names addr after the function holding code address code (a host stub). */
+static void name_by_code(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t now, pid_t pid,
+			 uint64_t addr, uint64_t code)
+{
+	char raw[DL_SYM_NAME_MAX];
+
+	if (!addr || !code || !dl_symbolizer_first(sz, pid, addr))
+		return;
+	dl_symbolize(sz, pid, code, raw, sizeof(raw));
+	if (raw[0])
+		emit(st, now, pid, addr, raw);
+}
+
+/*
+ * A name string in the process, read while it lives. Best effort: the event is
+ * drained some milliseconds after the call, and a string freed since is lost.
+ */
+static void name_by_string(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t now, pid_t pid,
+			   uint64_t addr, uint64_t str)
+{
+	char path[64], raw[DL_SYM_NAME_MAX];
+	ssize_t n;
+	int fd;
+
+	if (!addr || !str)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = pread(fd, raw, sizeof(raw) - 1, (off_t)str);
+	close(fd);
+	if (n <= 0)
+		return;
+	raw[n] = '\0';
+	if (!raw[0] || !dl_symbolizer_first(sz, pid, addr))
+		return;
+	emit(st, now, pid, addr, raw);
+}
+
+void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_cuda_ev *e, uint64_t now)
+{
+	const struct dl_api *api = dl_api_by_id(e->api);
+	pid_t pid = (pid_t)e->h.tgid;
+	struct dl_call c;
+
+	if (!api || (api->cls != DL_CLS_LAUNCH && api->cls != DL_CLS_NAMING) || dl_call_decode(e, &c))
+		return;
+	if (api->cls == DL_CLS_LAUNCH) {
+		/* cudaLaunchKernel with a host stub: the stub's symbol. A handle is named at its creation. */
+		name_by_code(sz, st, now, pid, c.func, c.func);
+		return;
+	}
+	switch (api->layout) {
+	case DL_L_GET_KERNEL:
+	case DL_L_REGISTER_FUNC:
+		/* handle (or the stub itself, registered) -> the host stub's name */
+		if (!c.args_fault)
+			name_by_code(sz, st, now, pid, c.func, c.host);
+		break;
+	case DL_L_GET_FUNC:
+		if (!c.args_fault && c.ret == 0)
+			name_by_string(sz, st, now, pid, c.func, c.name_ptr);
+		break;
+	default:
+		break;
+	}
+}

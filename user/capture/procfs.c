@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "capture/procfs.h"
+
+int dl_maps_parse_line(const char *line, struct dl_mapping *m)
+{
+	int n = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n",
+		   &m->start, &m->end, m->perms, &m->offset, &m->dev_major, &m->dev_minor,
+		   &m->inode, &n) != 7)
+		return -1;
+	if (m->end < m->start)
+		return -1;
+	line += n;
+	size_t len = strcspn(line, "\n");
+	if (len >= sizeof(m->path))
+		return -1;
+	memcpy(m->path, line, len);
+	m->path[len] = '\0';
+	return 0;
+}
+
+int dl_maps_foreach_file(FILE *f, int (*fn)(const struct dl_mapping *m, void *arg), void *arg)
+{
+	struct dl_mapping m;
+	char *line = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	while (getline(&line, &cap, f) > 0) {
+		if (dl_maps_parse_line(line, &m) || m.path[0] != '/' || m.inode == 0)
+			continue;
+		ret = fn(&m, arg);
+		if (ret)
+			break;
+	}
+	free(line);
+	return ret;
+}
+
+int dl_maps_foreach(pid_t pid, int (*fn)(const struct dl_mapping *m, void *arg), void *arg)
+{
+	char path[64];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	ret = dl_maps_foreach_file(f, fn, arg);
+	fclose(f);
+	return ret;
+}
+
+int dl_stat_parse(const char *buf, struct dl_proc_stat *st)
+{
+	const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+	size_t len;
+	int pid, ppid;
+
+	memset(st, 0, sizeof(*st));
+	if (!open || !close || close < open || sscanf(buf, "%d", &pid) != 1)
+		return -1;
+	len = (size_t)(close - open - 1);
+	if (len >= sizeof(st->comm))
+		len = sizeof(st->comm) - 1;
+	memcpy(st->comm, open + 1, len);
+	if (sscanf(close + 1, " %c %d", &st->state, &ppid) != 2)
+		return -1;
+	st->pid = pid;
+	st->ppid = ppid;
+	return 0;
+}
+
+int dl_proc_stat(pid_t pid, struct dl_proc_stat *st)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	return dl_stat_parse(buf, st) ? -EINVAL : 0;
+}
+
+bool dl_proc_alive(pid_t pid)
+{
+	struct dl_proc_stat st;
+
+	/* A zombie has exited: it only waits for its parent to reap it. */
+	return dl_proc_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X';
+}
+
+struct proc_node {
+	pid_t pid, ppid;
+};
+
+static bool is_descendant(const struct proc_node *v, size_t n, pid_t pid, pid_t root)
+{
+	/* Bounded walk up the parent links: pid namespaces never loop, but be safe. */
+	for (int hops = 0; hops < 4096 && pid > 1; hops++) {
+		size_t i;
+
+		for (i = 0; i < n && v[i].pid != pid; i++)
+			;
+		if (i == n)
+			return false;
+		if (v[i].ppid == root)
+			return true;
+		pid = v[i].ppid;
+	}
+	return false;
+}
+
+struct node_list {
+	struct proc_node *v;
+	size_t n, cap;
+	int err;
+};
+
+static void collect_node(pid_t pid, pid_t ppid, void *arg)
+{
+	struct node_list *l = arg;
+
+	if (l->err)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		struct proc_node *nv = realloc(l->v, cap * sizeof(*nv));
+
+		if (!nv) {
+			l->err = -ENOMEM;
+			return;
+		}
+		l->v = nv;
+		l->cap = cap;
+	}
+	l->v[l->n++] = (struct proc_node){ .pid = pid, .ppid = ppid };
+}
+
+int dl_proc_descendants(pid_t root, void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg)
+{
+	struct node_list l = { 0 };
+	int err = dl_proc_foreach(collect_node, &l);
+
+	if (!err)
+		err = l.err;
+	for (size_t i = 0; !err && i < l.n; i++)
+		if (l.v[i].pid != root && is_descendant(l.v, l.n, l.v[i].pid, root))
+			fn(l.v[i].pid, l.v[i].ppid, arg);
+	free(l.v);
+	return err;
+}
+
+const char *dl_basename(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+bool dl_is_cudart_name(const char *path)
+{
+	const char *b = dl_basename(path);
+
+	if (strncmp(b, "libcudart", 9) != 0)
+		return false;
+	b += 9;
+	/* libcudart-<hash>.so.N from some wheels */
+	if (*b == '-')
+		b += strcspn(b, ".");
+	return strncmp(b, ".so", 3) == 0 && (b[3] == '\0' || b[3] == '.');
+}
+
+int dl_proc_nspid(pid_t pid)
+{
+	char path[64], line[256];
+	int nspid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		/* One pid per nested namespace, outermost first: the last is the innermost. */
+		for (;;) {
+			long v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			nspid = (int)v;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return nspid;
+}
+
+int dl_proc_foreach(void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		struct dl_proc_stat st;
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0 || dl_proc_stat((pid_t)pid, &st))
+			continue;
+		fn(st.pid, st.ppid, arg);
+	}
+	closedir(d);
+	return 0;
+}
+
+bool dl_proc_running(pid_t pid)
+{
+	struct dl_proc_stat st;
+
+	return dl_proc_stat(pid, &st) == 0 && st.state != 'Z' && st.state != 'X';
+}

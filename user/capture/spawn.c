@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "log.h"
+#include "capture/spawn.h"
+
+int dl_spawn_start(struct dl_spawn *sp, char **argv)
+{
+	int pipefd[2], status, child_errno = 0;
+	pid_t pid;
+
+	memset(sp, 0, sizeof(*sp));
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return err;
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		/* The command must not inherit dlbpf's blocked signals. */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
+			execvp(argv[0], argv);
+		child_errno = errno;
+		if (write(pipefd[1], &child_errno, sizeof(child_errno)) < 0)
+			_exit(126);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	/* The pipe closes on a successful exec, or carries the errno of a failed one. */
+	if (read(pipefd[0], &child_errno, sizeof(child_errno)) == sizeof(child_errno)) {
+		close(pipefd[0]);
+		waitpid(pid, &status, 0);
+		dl_err("cannot run '%s': %s", argv[0], strerror(child_errno));
+		return -child_errno;
+	}
+	close(pipefd[0]);
+	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status)) {
+		dl_err("'%s' did not start", argv[0]);
+		return -ECHILD;
+	}
+	sp->pid = pid;
+	return 0;
+}
+
+static int read_entry(pid_t pid, unsigned long *entry)
+{
+	char path[64];
+	Elf64_auxv_t av;
+	int fd, err = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (read(fd, &av, sizeof(av)) == sizeof(av) && av.a_type != AT_NULL) {
+		if (av.a_type == AT_ENTRY) {
+			*entry = av.a_un.a_val;
+			err = 0;
+			break;
+		}
+	}
+	close(fd);
+	return err;
+}
+
+/* Continues the tracee until it stops with SIGTRAP, passing other signals on. */
+static int cont_until_trap(pid_t pid)
+{
+	int sig = 0, status;
+
+	for (;;) {
+		if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig))
+			return -errno;
+		if (waitpid(pid, &status, 0) != pid)
+			return -errno;
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			return -ESRCH;
+		sig = WSTOPSIG(status);
+		if (sig == SIGTRAP)
+			return 0;
+	}
+}
+
+int dl_spawn_run_to_entry(struct dl_spawn *sp)
+{
+	struct user_regs_struct regs;
+	unsigned long word;
+	int err;
+
+	err = read_entry(sp->pid, &sp->entry);
+	if (err)
+		return err;
+	errno = 0;
+	word = (unsigned long)ptrace(PTRACE_PEEKTEXT, sp->pid, (void *)sp->entry, NULL);
+	if (errno)
+		return -errno;
+	sp->saved_word = word;
+	if (ptrace(PTRACE_POKETEXT, sp->pid, (void *)sp->entry, (void *)((word & ~0xfful) | 0xcc)))
+		return -errno;
+	err = cont_until_trap(sp->pid);
+	if (err)
+		return err;
+	/* Undo the breakpoint and step back onto the entry instruction. */
+	if (ptrace(PTRACE_POKETEXT, sp->pid, (void *)sp->entry, (void *)sp->saved_word) ||
+	    ptrace(PTRACE_GETREGS, sp->pid, NULL, &regs))
+		return -errno;
+	if (regs.rip != sp->entry + 1)
+		return -EPROTO;
+	regs.rip = sp->entry;
+	if (ptrace(PTRACE_SETREGS, sp->pid, NULL, &regs))
+		return -errno;
+	return 0;
+}
+
+int dl_spawn_release(struct dl_spawn *sp)
+{
+	if (ptrace(PTRACE_DETACH, sp->pid, NULL, NULL))
+		return -errno;
+	return 0;
+}
+
+void dl_spawn_abort(struct dl_spawn *sp)
+{
+	if (sp->pid > 0) {
+		kill(sp->pid, SIGKILL);
+		waitpid(sp->pid, NULL, 0);
+		sp->pid = 0;
+	}
+}

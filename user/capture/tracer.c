@@ -1,0 +1,671 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "records/cuda_api.h"
+#include "records/clock.h"
+#include "capture/discover.h"
+#include "dlbpf.skel.h"
+#include "capture/elfsym.h"
+#include "log.h"
+#include "capture/procfs.h"
+#include "capture/tracer.h"
+
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
+{
+	struct dlbpf *skel;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	err = dl_env_probe(&t->feat);
+	if (err)
+		return err;
+	skel = dlbpf__open();
+	if (!skel) {
+		err = -errno;
+		dl_err("cannot open the BPF object: %s", strerror(errno));
+		return err;
+	}
+	t->skel = skel;
+	bpf_map__set_max_entries(skel->maps.rb, ringbuf_mb << 20);
+	/* Wake the consumer early once a quarter of the buffer is unread. */
+	skel->rodata->wakeup_bytes = ((uint64_t)ringbuf_mb << 20) / 4;
+	skel->rodata->agg_mode = agg_mode;
+	skel->rodata->switch_has_prev_state = t->feat.switch_prev_state;
+	skel->rodata->exit_has_group_dead = t->feat.exit_group_dead;
+	bpf_program__set_autoload(skel->progs.io_start, t->feat.block_io_start);
+	bpf_program__set_autoload(skel->progs.io_insert, !t->feat.block_io_start);
+	bpf_program__set_autoload(skel->progs.io_issue, !t->feat.block_io_start);
+	err = dlbpf__load(skel);
+	if (err) {
+		dl_err("cannot load the BPF programs: %s (run with -vv for the verifier's log)", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static int attach_tp(struct dl_tracer *t, struct bpf_program *prog)
+{
+	struct bpf_link *l;
+
+	if (!bpf_program__autoload(prog))
+		return 0;
+	l = bpf_program__attach(prog);
+	if (!l) {
+		int err = -errno;
+
+		dl_err("cannot attach %s: %s", bpf_program__section_name(prog), strerror(errno));
+		return err;
+	}
+	t->tp_links[t->ntp++] = l;
+	return 0;
+}
+
+int dl_tracer_attach_tracepoints(struct dl_tracer *t)
+{
+	struct dlbpf *s = t->skel;
+	struct bpf_program *progs[] = {
+		s->progs.proc_fork, s->progs.proc_exec, s->progs.proc_exit,
+		s->progs.sched_switch, s->progs.sched_wakeup, s->progs.sched_wakeup_new,
+		s->progs.io_start, s->progs.io_insert, s->progs.io_issue, s->progs.io_complete,
+	};
+	size_t n = sizeof(progs) / sizeof(progs[0]);
+
+	t->tp_links = calloc(n, sizeof(*t->tp_links));
+	if (!t->tp_links)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int err = attach_tp(t, progs[i]);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
+{
+	struct dl_traced v = { .ppid = (uint32_t)ppid };
+	uint32_t key = (uint32_t)pid;
+
+	if (bpf_map__update_elem(t->skel->maps.traced, &key, sizeof(key), &v, sizeof(v), BPF_ANY)) {
+		dl_err("cannot add pid %d to the traced set: %s", pid, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+_Static_assert(DL_API_COUNT <= DL_API_SLOTS, "raise DL_API_SLOTS");
+
+static struct bpf_link *attach_set(struct bpf_program *prog, pid_t pid, const char *path,
+				   const struct dl_probe_set *ps, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = ps->off, .cookies = (__u64 *)ps->cookie,
+		    .cnt = ps->n, .retprobe = ret);
+
+	if (!ps->n)
+		return NULL;
+	return bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o);
+}
+
+static void root_path(char *buf, size_t len, pid_t pid, const char *path)
+{
+	/* Through the process's root, so a library inside a container resolves. */
+	snprintf(buf, len, "/proc/%d/root%s", (int)pid, path);
+}
+
+/* Attaches the links of a's sets that are not attached; the launch set is entry-only, the others entry+return. */
+static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const struct dl_probe_set *sets[DL_LINK_MAX])
+{
+	struct bpf_program *progs[DL_LINK_MAX] = {
+		[DL_LINK_LAUNCH] = t->skel->progs.cuda_entry_only,
+		[DL_LINK_ENTER] = t->skel->progs.cuda_enter, [DL_LINK_RETURN] = t->skel->progs.cuda_return,
+		[DL_LINK_COPY_ENTER] = t->skel->progs.cuda_enter, [DL_LINK_COPY_RETURN] = t->skel->progs.cuda_return,
+		[DL_LINK_ENTRY_OTHER] = t->skel->progs.cuda_entry_only,
+	};
+	char path[4200];
+
+	root_path(path, sizeof(path), a->pid, a->path);
+	for (int i = 0; i < DL_LINK_MAX; i++) {
+		if (!sets[i] || !sets[i]->n || a->links[i])
+			continue;
+		a->links[i] = attach_set(progs[i], a->pid, path, sets[i],
+					 i == DL_LINK_RETURN || i == DL_LINK_COPY_RETURN);
+		if (!a->links[i]) {
+			int err = -errno;
+
+			dl_err("pid %d: cannot attach uprobes to %s: %s", a->pid, a->path, strerror(errno));
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void attach_free(struct dl_cuda_attach *a)
+{
+	for (int k = 0; k < DL_LINK_MAX; k++) {
+		bpf_link__destroy(a->links[k]);
+		a->links[k] = NULL;
+	}
+	free(a->hot_launch);
+	free(a->hot_copy);
+	a->hot_launch = a->hot_copy = NULL;
+}
+
+static bool is_plain(const struct dl_tracer *t, uint64_t dev, uint64_t inode)
+{
+	for (size_t i = 0; i < t->nplain; i++)
+		if (t->plain[i][0] == dev && t->plain[i][1] == inode)
+			return true;
+	return false;
+}
+
+static void note_plain(struct dl_tracer *t, uint64_t dev, uint64_t inode)
+{
+	if (t->nplain == t->plain_cap) {
+		size_t cap = t->plain_cap ? t->plain_cap * 2 : 64;
+		uint64_t (*v)[2] = realloc(t->plain, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		t->plain = v;
+		t->plain_cap = cap;
+	}
+	t->plain[t->nplain][0] = dev;
+	t->plain[t->nplain][1] = inode;
+	t->nplain++;
+}
+
+struct pick {
+	const struct dl_api *api;
+	uint64_t off;
+};
+
+/*
+ * Drops functions that only jump to another picked one (__cudaLaunchKernel ->
+ * cudaLaunchKernel in libcudart.so.13 and in static cudart alike): the target's
+ * probe sees the call, and both would count it twice.
+ */
+static size_t drop_trampolines(int fd, struct pick *p, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t code[16];
+		uint64_t target;
+		bool dup = false;
+		ssize_t got = pread(fd, code, sizeof(code), (off_t)p[i].off);
+
+		if (got > 0 && dl_trampoline_target(code, (size_t)got, p[i].off, &target))
+			for (size_t k = 0; k < n && !dup; k++)
+				dup = k != i && p[k].off == target;
+		if (dup) {
+			dl_debug("%s only jumps to another probed function: probed there", p[i].api->name);
+			continue;
+		}
+		p[w++] = p[i];
+	}
+	return w;
+}
+
+/*
+ * One uprobe_multi link per program and library: detaching 20 single uprobes
+ * takes ~2 s here, one multi link ~50 ms (measured on kernel 6.18). Offsets are resolved
+ * here because libbpf 1.4.6 fails .syms on a library without .symtab.
+ */
+static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind)
+{
+	static struct dl_probe_set launch, other, calls, copies;
+	const struct dl_probe_set *sets[DL_LINK_MAX] = {};
+	uint64_t t0 = dl_now_ns();
+	struct pick picks[DL_API_COUNT];
+	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	struct dl_cuda_attach *a;
+	struct dl_elf_syms syms;
+	size_t npicks = 0;
+	char path[4200];
+	int err, fd;
+
+	/* Through the process's root, so a library inside a container resolves. */
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		if (kind != DL_LIB_NONE)
+			dl_warn("pid %d: cannot open %s: %s", pid, m->path, strerror(errno));
+		return err;
+	}
+	err = dl_elf_syms_load_fd(fd, &syms);
+	if (err) {
+		if (kind != DL_LIB_NONE)
+			dl_warn("pid %d: cannot read %s: %s", pid, m->path, strerror(-err));
+		else
+			note_plain(t, dev, m->inode);
+		close(fd);
+		return kind != DL_LIB_NONE ? err : 0;
+	}
+	if (kind == DL_LIB_NONE) {
+		kind = dl_lib_kind_by_syms(&syms);
+		if (kind == DL_LIB_NONE) {
+			note_plain(t, dev, m->inode);
+			dl_elf_syms_free(&syms);
+			close(fd);
+			return 0;
+		}
+		dl_info("pid %d: %s contains the CUDA runtime (static cudart)", pid, m->path);
+	}
+	for (unsigned id = 1; id < DL_API_COUNT; id++) {
+		const struct dl_api *api = dl_api_by_id(id);
+		const struct dl_elf_sym *sym;
+
+		if ((api->cls == DL_CLS_LOADER) != (kind == DL_LIB_LOADER))
+			continue;
+		sym = dl_elf_sym_by_name(&syms, api->name);
+		if (sym)
+			picks[npicks++] = (struct pick){ api, sym->offset };
+	}
+	dl_elf_syms_free(&syms);
+	npicks = drop_trampolines(fd, picks, npicks);
+	close(fd);
+	launch.n = other.n = calls.n = copies.n = 0;
+	for (size_t i = 0; i < npicks; i++) {
+		const struct dl_api *api = picks[i].api;
+		/* With --duty, launches and copies go on links of their own. */
+		struct dl_probe_set *ps = dl_api_entry_only(api)
+			? (t->split_hot && api->cls != DL_CLS_LAUNCH ? &other : &launch)
+			: (t->split_hot && api->cls == DL_CLS_COPY ? &copies : &calls);
+
+		ps->off[ps->n] = picks[i].off;
+		ps->cookie[ps->n] = dl_api_cookie(picks[i].api);
+		ps->n++;
+	}
+	if (!launch.n && !other.n && !calls.n && !copies.n) {
+		if (kind != DL_LIB_LOADER)
+			dl_warn("pid %d: %s has none of the CUDA functions dlbpf probes", pid, m->path);
+		return 0;
+	}
+
+	if (t->ncuda == t->cuda_cap) {
+		size_t cap = t->cuda_cap ? t->cuda_cap * 2 : 8;
+		struct dl_cuda_attach *v = realloc(t->cuda, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->cuda = v;
+		t->cuda_cap = cap;
+	}
+	a = &t->cuda[t->ncuda];
+	memset(a, 0, sizeof(*a));
+	a->pid = pid;
+	a->kind = kind;
+	a->seen = true;
+	a->dev = dev;
+	a->inode = m->inode;
+	snprintf(a->path, sizeof(a->path), "%s", m->path);
+	if (t->split_hot) {
+		a->hot_launch = malloc(sizeof(*a->hot_launch));
+		a->hot_copy = malloc(sizeof(*a->hot_copy));
+		if (!a->hot_launch || !a->hot_copy) {
+			attach_free(a);
+			return -ENOMEM;
+		}
+		*a->hot_launch = launch;
+		*a->hot_copy = copies;
+	}
+	sets[DL_LINK_ENTER] = sets[DL_LINK_RETURN] = &calls;
+	sets[DL_LINK_ENTRY_OTHER] = &other;
+	if (!t->split_hot || t->hot_on) {
+		sets[DL_LINK_LAUNCH] = &launch;
+		sets[DL_LINK_COPY_ENTER] = sets[DL_LINK_COPY_RETURN] = &copies;
+	}
+	err = attach_links(t, a, sets);
+	if (err) {
+		attach_free(a);
+		return err;
+	}
+	a->nsyms = (int)(launch.n + other.n + calls.n + copies.n);
+	t->ncuda++;
+	t->last_attach_ns = dl_now_ns() - t0;
+	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, a->nsyms,
+		kind == DL_LIB_LOADER ? "loader" : kind == DL_LIB_DRIVER ? "CUDA driver" : "CUDA runtime", m->path,
+		(double)t->last_attach_ns / 1e6);
+	return 1;
+}
+
+void dl_tracer_split_hot(struct dl_tracer *t)
+{
+	t->split_hot = true;
+	t->hot_on = true;
+}
+
+/* Attaches the slots in want of every runtime's hot sets; returns the first error. */
+static int attach_hot_slots(struct dl_tracer *t, const int *want, int nwant)
+{
+	int first = 0;
+
+	for (size_t i = 0; i < t->ncuda; i++) {
+		struct dl_cuda_attach *a = &t->cuda[i];
+		const struct dl_probe_set *sets[DL_LINK_MAX] = {};
+		const struct dl_probe_set *hot[DL_LINK_MAX] = {
+			[DL_LINK_LAUNCH] = a->hot_launch,
+			[DL_LINK_COPY_ENTER] = a->hot_copy, [DL_LINK_COPY_RETURN] = a->hot_copy,
+		};
+		int err;
+
+		for (int k = 0; k < nwant; k++)
+			sets[want[k]] = hot[want[k]];
+		err = attach_links(t, a, sets);
+		if (err && !first)
+			first = err;
+	}
+	return first;
+}
+
+static void destroy_slots(struct dl_tracer *t, const int *which, int n)
+{
+	for (size_t i = 0; i < t->ncuda; i++)
+		for (int k = 0; k < n; k++) {
+			bpf_link__destroy(t->cuda[i].links[which[k]]);
+			t->cuda[i].links[which[k]] = NULL;
+		}
+}
+
+/*
+ * The window edge [edge_lo, edge_hi] brackets the change of the entry probes,
+ * which decide whether a call is counted: return probes are attached before
+ * them and detached after them, so no call is left entered with no return to
+ * pop it (a uprobe_multi detach takes 22-76 ms on kernel 6.18; most of it after
+ * the probe stopped firing, so bracketing only the entry links keeps the edge
+ * tight).
+ */
+int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e)
+{
+	static const int entry[DL_HOT_CLASSES] = { [DL_HOT_LAUNCH] = DL_LINK_LAUNCH, [DL_HOT_COPY] = DL_LINK_COPY_ENTER };
+	static const int returns[] = { DL_LINK_COPY_RETURN };
+	int err = 0;
+
+	for (int c = 0; c < DL_HOT_CLASSES; c++)
+		e->lo[c] = e->hi[c] = dl_now_ns();
+	if (!t->split_hot || t->hot_on == on)
+		return 0;
+	t->hot_on = on;
+	if (on)
+		err = attach_hot_slots(t, returns, 1);
+	for (int c = 0; c < DL_HOT_CLASSES; c++) {
+		e->lo[c] = dl_now_ns();
+		if (on) {
+			int e2 = attach_hot_slots(t, &entry[c], 1);
+
+			err = err ? err : e2;
+		} else {
+			destroy_slots(t, &entry[c], 1);
+		}
+		e->hi[c] = dl_now_ns();
+	}
+	if (!on)
+		destroy_slots(t, returns, 1);
+	return err;
+}
+
+struct scan_ctx {
+	struct dl_tracer *t;
+	pid_t pid;
+	int attached;
+	int err;
+	size_t mappings;
+};
+
+static struct dl_cuda_attach *find_attached(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
+{
+	for (size_t i = 0; i < t->ncuda; i++)
+		if (t->cuda[i].pid == pid && t->cuda[i].inode == m->inode &&
+		    t->cuda[i].dev == ((uint64_t)m->dev_major << 32 | m->dev_minor))
+			return &t->cuda[i];
+	return NULL;
+}
+
+static int scan_mapping(const struct dl_mapping *m, void *arg)
+{
+	struct scan_ctx *c = arg;
+	struct dl_cuda_attach *a = find_attached(c->t, c->pid, m);
+	int kind, r;
+
+	c->mappings++;
+	if (a) {
+		a->seen = true;
+		return 0;
+	}
+	kind = dl_lib_kind_by_name(m->path);
+	/* Other files are read once, for a runtime linked into them; only code mappings. */
+	if (kind == DL_LIB_NONE &&
+	    (m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
+	     is_plain(c->t, (uint64_t)m->dev_major << 32 | m->dev_minor, m->inode)))
+		return 0;
+	r = attach_library(c->t, c->pid, m, kind);
+	if (r > 0)
+		c->attached += r;
+	else if (r < 0 && !c->err)
+		c->err = r;
+	return 0;
+}
+
+static void destroy_links(struct dl_cuda_attach *a)
+{
+	attach_free(a);
+}
+
+int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
+{
+	struct scan_ctx c = { .t = t, .pid = pid };
+	size_t w = 0;
+	int err;
+
+	for (size_t i = 0; i < t->ncuda; i++)
+		if (t->cuda[i].pid == pid)
+			t->cuda[i].seen = false;
+	err = dl_maps_foreach(pid, scan_mapping, &c);
+	/* No file mapping at all: the process is exiting (its mm is gone), nothing was unmapped. */
+	if (err < 0 || !c.mappings || !dl_proc_running(pid)) {
+		for (size_t i = 0; i < t->ncuda; i++)
+			t->cuda[i].seen = true;
+		return err;
+	}
+	/* A library no longer mapped (dlclose) is forgotten: its probes go. */
+	for (size_t i = 0; i < t->ncuda; i++) {
+		if (t->cuda[i].pid == pid && !t->cuda[i].seen) {
+			dl_info("pid %d: %s unmapped, probes removed", pid, t->cuda[i].path);
+			destroy_links(&t->cuda[i]);
+			continue;
+		}
+		t->cuda[w++] = t->cuda[i];
+	}
+	t->ncuda = w;
+	return c.attached ? c.attached : c.err;
+}
+
+int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < t->ncuda; i++)
+		n += t->cuda[i].pid == pid && t->cuda[i].kind != DL_LIB_LOADER;
+	return n;
+}
+
+void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < t->ncuda; i++) {
+		if (t->cuda[i].pid == pid) {
+			attach_free(&t->cuda[i]);
+			continue;
+		}
+		t->cuda[w++] = t->cuda[i];
+	}
+	t->ncuda = w;
+}
+
+int dl_tracer_ringbuf_fd(const struct dl_tracer *t)
+{
+	return bpf_map__fd(t->skel->maps.rb);
+}
+
+int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *v;
+
+	memset(out, 0, DL_DROP_MAX * sizeof(*out));
+	if (ncpu <= 0)
+		return ncpu;
+	v = calloc((size_t)ncpu, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < DL_DROP_MAX; k++) {
+		if (bpf_map__lookup_elem(t->skel->maps.drops, &k, sizeof(k), v, (size_t)ncpu * sizeof(*v), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += v[c];
+	}
+	free(v);
+	return 0;
+}
+
+static void *destroy_link(void *l)
+{
+	bpf_link__destroy(l);
+	return NULL;
+}
+
+/*
+ * Most of a link's detach is waiting for a grace period (a uprobe_multi link
+ * takes 22-76 ms on kernel 6.18; one after the other, 3 of them and 10 tracepoints
+ * took ~230 ms). Destroyed from threads of their own, the waits overlap.
+ */
+static void destroy_links_parallel(struct bpf_link **links, size_t n)
+{
+	pthread_t th[32];
+	size_t i = 0;
+
+	while (i < n) {
+		size_t batch = n - i < 32 ? n - i : 32, started = 0;
+		bool ok[32];
+
+		for (size_t k = 0; k < batch; k++) {
+			ok[k] = pthread_create(&th[k], NULL, destroy_link, links[i + k]) == 0;
+			if (!ok[k])
+				bpf_link__destroy(links[i + k]);
+			started += ok[k];
+		}
+		for (size_t k = 0; k < batch; k++)
+			if (ok[k])
+				pthread_join(th[k], NULL);
+		i += batch;
+		(void)started;
+	}
+}
+
+void dl_tracer_detach(struct dl_tracer *t)
+{
+	uint64_t t0 = dl_now_ns();
+	size_t n = 0, cap = t->ncuda * DL_LINK_MAX + t->ntp;
+	struct bpf_link **all = cap ? calloc(cap, sizeof(*all)) : NULL;
+
+	for (size_t i = 0; i < t->ncuda; i++) {
+		for (int k = 0; all && k < DL_LINK_MAX; k++) {
+			if (t->cuda[i].links[k])
+				all[n++] = t->cuda[i].links[k];
+			t->cuda[i].links[k] = NULL;
+		}
+		attach_free(&t->cuda[i]);
+	}
+	t->ncuda = 0;
+	for (size_t i = 0; i < t->ntp; i++) {
+		if (all)
+			all[n++] = t->tp_links[i];
+		else
+			bpf_link__destroy(t->tp_links[i]);
+	}
+	t->ntp = 0;
+	destroy_links_parallel(all, n);
+	free(all);
+	t->last_detach_ns = dl_now_ns() - t0;
+}
+
+int dl_tracer_agg_fd(const struct dl_tracer *t)
+{
+	return bpf_map__fd(t->skel->maps.agg);
+}
+
+void dl_tracer_destroy(struct dl_tracer *t)
+{
+	dl_tracer_detach(t);
+	free(t->cuda);
+	free(t->tp_links);
+	free(t->plain);
+	dlbpf__destroy(t->skel);
+	memset(t, 0, sizeof(*t));
+}
+
+int dl_tracer_watch_comm(struct dl_tracer *t, const char *comm)
+{
+	char key[DL_COMM_LEN] = {};
+	uint32_t one = 1;
+
+	snprintf(key, sizeof(key), "%s", comm);
+	if (bpf_map__update_elem(t->skel->maps.comm_watch, key, sizeof(key), &one, sizeof(one), BPF_ANY)) {
+		dl_err("cannot watch for processes named %s: %s", comm, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+struct maps_cuda_ctx {
+	struct dl_tracer *t;
+	pid_t pid;
+	bool found;
+};
+
+static int maps_cuda_one(const struct dl_mapping *m, void *arg)
+{
+	struct maps_cuda_ctx *c = arg;
+	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	struct dl_elf_syms syms;
+	char path[4200];
+	int kind = dl_lib_kind_by_name(m->path);
+
+	if (kind == DL_LIB_RUNTIME || kind == DL_LIB_DRIVER) {
+		c->found = true;
+		return 1;
+	}
+	if (kind != DL_LIB_NONE || m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
+	    is_plain(c->t, dev, m->inode))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)c->pid, m->path);
+	if (dl_elf_syms_load(path, &syms))
+		return 0;
+	kind = dl_lib_kind_by_syms(&syms);
+	dl_elf_syms_free(&syms);
+	if (kind == DL_LIB_RUNTIME) {
+		c->found = true;
+		return 1;
+	}
+	note_plain(c->t, dev, m->inode);
+	return 0;
+}
+
+bool dl_tracer_maps_cuda(struct dl_tracer *t, pid_t pid)
+{
+	struct maps_cuda_ctx c = { .t = t, .pid = pid };
+
+	dl_maps_foreach(pid, maps_cuda_one, &c);
+	return c.found;
+}

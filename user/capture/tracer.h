@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The BPF side's life cycle: open, feature choice, load, attach, traced set, detach. */
+#ifndef DLBPF_TRACER_H
+#define DLBPF_TRACER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "capture/env.h"
+#include "dlbpf/events.h"
+
+struct dlbpf;
+struct bpf_link;
+
+#define DL_API_SLOTS 128      /* >= DL_API_COUNT (checked in tracer.c) */
+
+/* Probe offsets and cookies of one uprobe_multi link. */
+struct dl_probe_set {
+	unsigned long off[DL_API_SLOTS];
+	uint64_t cookie[DL_API_SLOTS];
+	size_t n;
+};
+
+/*
+ * Link slots, in attach order. A return probe attached before its entry probe
+ * (and detached after it) can only miss calls, never leave an entered call
+ * with no return to pop it off the in-flight stack. The copy and "other
+ * entry-only" slots are used with --duty only (launches and copies are then
+ * on links of their own).
+ */
+enum { DL_LINK_LAUNCH, DL_LINK_ENTER, DL_LINK_RETURN, DL_LINK_COPY_RETURN, DL_LINK_COPY_ENTER,
+       DL_LINK_ENTRY_OTHER, DL_LINK_MAX };
+
+/* One CUDA runtime, driver or C library (dlopen) attached in one process. */
+struct dl_cuda_attach {
+	pid_t pid;
+	int kind;                 /* enum dl_lib_kind */
+	bool seen;                /* still mapped at the last scan */
+	uint64_t dev, inode;
+	char path[4096];          /* as the process maps it */
+	struct bpf_link *links[DL_LINK_MAX];
+	int nsyms;
+	/* --duty: the hot probes (launches, copies), attached and detached by dl_tracer_set_hot */
+	struct dl_probe_set *hot_launch, *hot_copy;
+};
+
+struct dl_tracer {
+	struct dlbpf *skel;
+	struct dl_features feat;
+	struct dl_cuda_attach *cuda;
+	size_t ncuda, cuda_cap;
+	struct bpf_link **tp_links;
+	size_t ntp;
+	/* Files whose symbols hold no CUDA runtime: not read again (dev, inode pairs). */
+	uint64_t (*plain)[2];
+	size_t nplain, plain_cap;
+	bool split_hot;           /* --duty: launches and copies on their own links */
+	bool hot_on;              /* those links are attached */
+	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
+};
+
+/* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records. */
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode);
+/* Before the first scan: put launches and copies on links of their own, for --duty. */
+void dl_tracer_split_hot(struct dl_tracer *t);
+/*
+ * Attaches (on) or detaches (off) the hot links of every runtime; returns the
+ * first error. The entry probes of class c changed state within [e->lo[c], e->hi[c]].
+ */
+enum { DL_HOT_LAUNCH, DL_HOT_COPY, DL_HOT_CLASSES };
+struct dl_hot_edges {
+	uint64_t lo[DL_HOT_CLASSES], hi[DL_HOT_CLASSES];
+};
+int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e);
+int dl_tracer_agg_fd(const struct dl_tracer *t);
+int dl_tracer_attach_tracepoints(struct dl_tracer *t);
+/* Adds a process to the traced set (the kernel adds its future children). */
+int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid);
+/*
+ * Attaches to every CUDA runtime mapped by pid not attached yet; returns how
+ * many were newly attached, or -errno when the process cannot be read.
+ */
+int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid);
+/* Traces every process that execs with this name from now on (BPF side). */
+int dl_tracer_watch_comm(struct dl_tracer *t, const char *comm);
+/* True when pid maps a CUDA runtime or driver (by name, or a runtime linked into a file). */
+bool dl_tracer_maps_cuda(struct dl_tracer *t, pid_t pid);
+/* CUDA runtimes and drivers attached in pid (the C library's loader not counted). */
+int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid);
+/* Forgets the attachments of a process that exited. */
+void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid);
+int dl_tracer_ringbuf_fd(const struct dl_tracer *t);
+/* Sums the per-CPU drop counters. */
+int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX]);
+/* Removes every probe: nothing more is produced, the maps stay readable. */
+void dl_tracer_detach(struct dl_tracer *t);
+void dl_tracer_destroy(struct dl_tracer *t);
+
+#endif

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <inttypes.h>
+#include <math.h>
+#include "output/json.h"
+
+void dl_json_init(struct dl_json *j, FILE *f)
+{
+	j->f = f;
+	j->depth = 0;
+	j->first[0] = true;
+	j->after_key = false;
+}
+
+/* Separator before a value or key at the current level. */
+static void sep(struct dl_json *j)
+{
+	if (j->after_key) {
+		j->after_key = false;
+		return;
+	}
+	if (!j->first[j->depth])
+		fputc(',', j->f);
+	j->first[j->depth] = false;
+}
+
+static void put_escaped(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+void dl_json_key(struct dl_json *j, const char *key)
+{
+	sep(j);
+	put_escaped(j->f, key);
+	fputc(':', j->f);
+	j->after_key = true;
+}
+
+static void open_level(struct dl_json *j, char c)
+{
+	sep(j);
+	fputc(c, j->f);
+	if (j->depth < DL_JSON_MAX_DEPTH - 1)
+		j->depth++;
+	j->first[j->depth] = true;
+}
+
+static void close_level(struct dl_json *j, char c)
+{
+	if (j->depth > 0)
+		j->depth--;
+	fputc(c, j->f);
+}
+
+void dl_json_obj_begin(struct dl_json *j) { open_level(j, '{'); }
+void dl_json_obj_end(struct dl_json *j) { close_level(j, '}'); }
+void dl_json_arr_begin(struct dl_json *j) { open_level(j, '['); }
+void dl_json_arr_end(struct dl_json *j) { close_level(j, ']'); }
+
+void dl_json_str(struct dl_json *j, const char *s)
+{
+	sep(j);
+	put_escaped(j->f, s ? s : "");
+}
+
+void dl_json_u64(struct dl_json *j, uint64_t v)
+{
+	sep(j);
+	fprintf(j->f, "%" PRIu64, v);
+}
+
+void dl_json_i64(struct dl_json *j, int64_t v)
+{
+	sep(j);
+	fprintf(j->f, "%" PRId64, v);
+}
+
+void dl_json_double(struct dl_json *j, double v)
+{
+	sep(j);
+	/* JSON has no NaN or infinity. */
+	if (isfinite(v))
+		fprintf(j->f, "%.6g", v);
+	else
+		fputs("null", j->f);
+}
+
+void dl_json_milli(struct dl_json *j, uint64_t v)
+{
+	sep(j);
+	fprintf(j->f, "%" PRIu64 ".%03" PRIu64, v / 1000, v % 1000);
+}
+
+void dl_json_bool(struct dl_json *j, bool v)
+{
+	sep(j);
+	fputs(v ? "true" : "false", j->f);
+}
+
+void dl_json_kstr(struct dl_json *j, const char *key, const char *s)
+{
+	dl_json_key(j, key);
+	dl_json_str(j, s);
+}
+
+void dl_json_ku64(struct dl_json *j, const char *key, uint64_t v)
+{
+	dl_json_key(j, key);
+	dl_json_u64(j, v);
+}
+
+void dl_json_ki64(struct dl_json *j, const char *key, int64_t v)
+{
+	dl_json_key(j, key);
+	dl_json_i64(j, v);
+}
+
+void dl_json_ku32s(struct dl_json *j, const char *key, const uint32_t *v, int n)
+{
+	dl_json_key(j, key);
+	dl_json_arr_begin(j);
+	for (int i = 0; i < n; i++)
+		dl_json_u64(j, v[i]);
+	dl_json_arr_end(j);
+}

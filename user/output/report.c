@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include "output/json.h"
+#include "output/report.h"
+#include "output/report_diag.h"
+#include "version.h"
+
+static const char *const drop_names[DL_DROP_MAX] = {
+	[DL_DROP_CUDA] = "cuda", [DL_DROP_BIO] = "bio", [DL_DROP_SCHED] = "sched",
+	[DL_DROP_PROC] = "proc", [DL_DROP_INFLIGHT] = "inflight", [DL_DROP_TRACED] = "traced_full",
+	[DL_DROP_AGG] = "aggregate_full",
+};
+
+static void fmt_bytes(char *buf, size_t len, uint64_t b)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+}
+
+static double ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static void text_cuda(FILE *f, const struct dl_proc *p)
+{
+	char b[32];
+	uint64_t launches = 0, calls = 0;
+
+	for (unsigned i = 1; i < DL_API_COUNT; i++)
+		calls += p->calls[i].count;
+	fprintf(f, "  CUDA     %d runtime%s attached", p->cuda_libs, p->cuda_libs == 1 ? "" : "s");
+	if (!calls) {
+		fprintf(f, ", no calls\n");
+		return;
+	}
+	fputc('\n', f);
+	fprintf(f, "    %-28s %10s %12s %8s\n", "call", "count", "total ms", "errors");
+	for (unsigned i = 1; i < DL_API_COUNT; i++) {
+		const struct dl_api_stat *a = &p->calls[i];
+
+		if (a->count)
+			fprintf(f, "    %-28s %10" PRIu64 " %12.3f %8" PRIu64 "\n",
+				dl_api_by_id(i)->name, a->count, ms(a->total_ns), a->errors);
+	}
+	for (int d = 0; d < DL_DIR_COUNT; d++) {
+		const struct dl_copy_stat *c = &p->copies[d];
+
+		if (!c->count)
+			continue;
+		fmt_bytes(b, sizeof(b), c->bytes);
+		fprintf(f, "    memcpy %-4s %8" PRIu64 " copies %12s in %9.3f ms, %" PRIu64 " pageable, %" PRIu64 " small\n",
+			dl_dir_name(d), c->count, b, ms(c->total_ns), c->pageable, c->small);
+	}
+	for (size_t k = 0; k < p->nkernels; k++)
+		launches += p->kernels[k].count;
+	if (p->nkernels)
+		fprintf(f, "    kernels  %" PRIu64 " launches of %zu kernel/shape pairs\n", launches, p->nkernels);
+	for (size_t g = 0; g < p->ngraphs; g++)
+		fprintf(f, "    graph    0x%llx launched x%" PRIu64 "\n", (unsigned long long)p->graphs[g].graph,
+			p->graphs[g].count);
+	for (size_t k = 0; k < p->nkernels && k < 8; k++) {
+		const struct dl_kernel_stat *ks = &p->kernels[k];
+
+		fprintf(f, "      %-32s <<<(%u,%u,%u),(%u,%u,%u)>>> x%" PRIu64 "\n", ks->name, ks->grid[0],
+			ks->grid[1], ks->grid[2], ks->block[0], ks->block[1], ks->block[2], ks->count);
+	}
+}
+
+void dl_report_text(FILE *f, const struct dl_summary *s)
+{
+	uint64_t events = 0;
+	char r[32], w[32];
+
+	for (int k = 0; k < DL_EV_TRACE_START; k++)
+		events += s->records[k];
+	fprintf(f, "\ndlbpf: traced %zu process%s for %.2f s: %" PRIu64 " events, %" PRIu64 " dropped\n",
+		s->n, s->n == 1 ? "" : "es", (double)dl_summary_duration(s) / 1e9, events, s->drops_total);
+	if (s->drops_total) {
+		fprintf(f, "  WARNING: events were lost (");
+		for (int i = 0, first = 1; i < DL_DROP_MAX; i++)
+			if (s->drops[i]) {
+				fprintf(f, "%s%s %" PRIu64, first ? "" : ", ", drop_names[i] ? drop_names[i] : "?", s->drops[i]);
+				first = 0;
+			}
+		fprintf(f, "): the figures below undercount; try --ringbuf-mb or a shorter --drain-ms\n");
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		const struct dl_proc *p = &s->procs[i];
+
+		fprintf(f, "\nPID %d (%s)", p->pid, p->comm[0] ? p->comm : "?");
+		if (p->nspid && p->nspid != p->pid)
+			fprintf(f, " [pid %d in its namespace]", p->nspid);
+		if (p->ppid)
+			fprintf(f, ", parent %d", p->ppid);
+		if (p->exited)
+			fprintf(f, ", exited during the trace (code %d)", p->exit_code);
+		fputc('\n', f);
+		if (p->cuda_libs)
+			text_cuda(f, p);
+		else
+			fprintf(f, "  CUDA     not found (no CUDA runtime mapped in this process)\n");
+		fmt_bytes(r, sizeof(r), p->io.read_bytes);
+		fmt_bytes(w, sizeof(w), p->io.write_bytes);
+		fprintf(f, "  disk     read %s in %" PRIu64 " requests, wrote %s in %" PRIu64 " (%.3f ms waiting)\n",
+			r, p->io.read_ops, w, p->io.write_ops, ms(p->io.wait_ns));
+		fprintf(f, "  cpu      on-CPU %.3f ms, runqueue %.3f ms, blocked %.3f ms (S %.3f, D %.3f), "
+			"%" PRIu64 " switches, %u threads\n",
+			ms(p->sched.oncpu_ns), ms(p->sched.runq_ns), ms(p->sched.blocked_ns), ms(p->sched.sleep_ns),
+			ms(p->sched.disk_ns), p->sched.switches, p->threads);
+	}
+	if (s->async_io_ops) {
+		fmt_bytes(r, sizeof(r), s->async_io_bytes);
+		fprintf(f, "\nasync I/O by kernel threads (not attributed): %s in %" PRIu64 " requests\n", r,
+			s->async_io_ops);
+	}
+}
+
+static void json_proc(struct dl_json *j, const struct dl_proc *p)
+{
+	dl_json_obj_begin(j);
+	dl_json_ki64(j, "pid", p->pid);
+	dl_json_ki64(j, "ppid", p->ppid);
+	dl_json_ki64(j, "nspid", p->nspid ? p->nspid : p->pid);
+	dl_json_kstr(j, "comm", p->comm);
+	dl_json_key(j, "exited");
+	dl_json_bool(j, p->exited);
+	if (p->exited)
+		dl_json_ki64(j, "exit_code", p->exit_code);
+	dl_json_ku64(j, "threads", p->threads);
+
+	dl_json_key(j, "cuda");
+	dl_json_obj_begin(j);
+	dl_json_key(j, "found");
+	dl_json_bool(j, p->cuda_libs > 0);
+	dl_json_ku64(j, "runtimes", (uint64_t)p->cuda_libs);
+	dl_json_ku64(j, "driver_inner", p->driver_inner);
+	dl_json_key(j, "calls");
+	dl_json_obj_begin(j);
+	for (unsigned i = 1; i < DL_API_COUNT; i++) {
+		const struct dl_api_stat *a = &p->calls[i];
+
+		if (!a->count)
+			continue;
+		dl_json_key(j, dl_api_by_id(i)->name);
+		dl_json_obj_begin(j);
+		dl_json_ku64(j, "count", a->count);
+		dl_json_ku64(j, "total_ns", a->total_ns);
+		dl_json_ku64(j, "errors", a->errors);
+		dl_json_obj_end(j);
+	}
+	dl_json_obj_end(j);
+	dl_json_key(j, "memcpy");
+	dl_json_obj_begin(j);
+	for (int d = DL_DIR_H2D; d <= DL_DIR_D2D; d++) {
+		const struct dl_copy_stat *c = &p->copies[d];
+
+		dl_json_key(j, dl_dir_name(d));
+		dl_json_obj_begin(j);
+		dl_json_ku64(j, "count", c->count);
+		dl_json_ku64(j, "bytes", c->bytes);
+		dl_json_ku64(j, "total_ns", c->total_ns);
+		dl_json_ku64(j, "pageable", c->pageable);
+		dl_json_ku64(j, "small", c->small);
+		dl_json_obj_end(j);
+	}
+	dl_json_obj_end(j);
+	dl_json_key(j, "kernels");
+	dl_json_arr_begin(j);
+	for (size_t k = 0; k < p->nkernels; k++) {
+		const struct dl_kernel_stat *ks = &p->kernels[k];
+
+		dl_json_obj_begin(j);
+		dl_json_kstr(j, "name", ks->name);
+		dl_json_ku64(j, "count", ks->count);
+		dl_json_ku32s(j, "grid", ks->grid, 3);
+		dl_json_ku32s(j, "block", ks->block, 3);
+		dl_json_ku64(j, "shmem", ks->shmem);
+		dl_json_obj_end(j);
+	}
+	dl_json_arr_end(j);
+	dl_json_key(j, "graphs");
+	dl_json_arr_begin(j);
+	for (size_t g = 0; g < p->ngraphs; g++) {
+		char id[32];
+
+		snprintf(id, sizeof(id), "0x%llx", (unsigned long long)p->graphs[g].graph);
+		dl_json_obj_begin(j);
+		dl_json_kstr(j, "graph", id);
+		dl_json_ku64(j, "count", p->graphs[g].count);
+		dl_json_obj_end(j);
+	}
+	dl_json_arr_end(j);
+	dl_json_obj_end(j);
+
+	dl_json_key(j, "io");
+	dl_json_obj_begin(j);
+	dl_json_ku64(j, "read_bytes", p->io.read_bytes);
+	dl_json_ku64(j, "read_ops", p->io.read_ops);
+	dl_json_ku64(j, "write_bytes", p->io.write_bytes);
+	dl_json_ku64(j, "write_ops", p->io.write_ops);
+	dl_json_ku64(j, "wait_ns", p->io.wait_ns);
+	dl_json_obj_end(j);
+
+	dl_json_key(j, "sched");
+	dl_json_obj_begin(j);
+	dl_json_ku64(j, "oncpu_ns", p->sched.oncpu_ns);
+	dl_json_ku64(j, "runq_ns", p->sched.runq_ns);
+	dl_json_ku64(j, "blocked_ns", p->sched.blocked_ns);
+	dl_json_ku64(j, "sleep_ns", p->sched.sleep_ns);
+	dl_json_ku64(j, "disk_ns", p->sched.disk_ns);
+	dl_json_ku64(j, "switches", p->sched.switches);
+	dl_json_obj_end(j);
+	dl_json_obj_end(j);
+}
+
+int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
+		   const struct dl_diagnosis *d)
+{
+	struct dl_json j;
+
+	dl_json_init(&j, f);
+	dl_json_obj_begin(&j);
+	dl_json_ku64(&j, "schema", 1);
+	dl_json_kstr(&j, "version", DLBPF_VERSION);
+	dl_json_ku64(&j, "duration_ns", dl_summary_duration(s));
+	dl_json_key(&j, "drops");
+	dl_json_obj_begin(&j);
+	dl_json_ku64(&j, "events", s->drops_total);
+	for (int i = 0; i < DL_DROP_MAX; i++)
+		if (drop_names[i])
+			dl_json_ku64(&j, drop_names[i], s->drops[i]);
+	dl_json_obj_end(&j);
+	dl_json_key(&j, "async_io");
+	dl_json_obj_begin(&j);
+	dl_json_ku64(&j, "bytes", s->async_io_bytes);
+	dl_json_ku64(&j, "ops", s->async_io_ops);
+	dl_json_obj_end(&j);
+	dl_json_key(&j, "processes");
+	dl_json_arr_begin(&j);
+	for (size_t i = 0; i < s->n; i++)
+		json_proc(&j, &s->procs[i]);
+	dl_json_arr_end(&j);
+	dl_report_steps_json(&j, c, d);
+	dl_json_obj_end(&j);
+	fputc('\n', f);
+	if (fflush(f) || ferror(f)) {
+		if (!errno)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Final outputs of a trace: the text report and the JSON summary (schema 1). */
+#ifndef DLBPF_REPORT_H
+#define DLBPF_REPORT_H
+
+#include <stdio.h>
+#include "analysis/diagnose.h"
+#include "analysis/summary.h"
+
+void dl_report_text(FILE *f, const struct dl_summary *s);
+/* The whole JSON summary; c and d may be NULL. Returns 0, or -1 when writing failed (errno set). */
+int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
+		   const struct dl_diagnosis *d);
+
+#endif

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include "output/report_diag.h"
+
+#define STEP_LINE_INTERVAL_NS 200000000ull
+
+/* The categories of a step by time, largest first. */
+static void top_cats(const uint64_t cat_ns[DL_CAT_COUNT], int order[DL_CAT_COUNT])
+{
+	for (int i = 0; i < DL_CAT_COUNT; i++)
+		order[i] = i;
+	for (int i = 1; i < DL_CAT_COUNT; i++)
+		for (int k = i; k > 0 && cat_ns[order[k]] > cat_ns[order[k - 1]]; k--) {
+			int t = order[k];
+
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+}
+
+void dl_print_step(void *printer, const struct dl_step *st)
+{
+	struct dl_step_printer *pr = printer;
+	int order[DL_CAT_COUNT];
+
+	/* Bounded by stream time, not wall time, so a replay prints the same lines. */
+	if (st->index >= 3 && st->start_ns < pr->last_ts + STEP_LINE_INTERVAL_NS) {
+		pr->skipped++;
+		return;
+	}
+	pr->last_ts = st->start_ns;
+	top_cats(st->cat_ns, order);
+	if (pr->clear_status)
+		fputs("\r\033[K", stderr);
+	fprintf(pr->f, "step %4u  pid %-7d %8.2f ms ", st->index, st->pid, (double)st->dur_ns / 1e6);
+	for (int i = 0; i < 3 && st->cat_ns[order[i]]; i++)
+		fprintf(pr->f, " %s %2.0f%%", dl_cat_name(order[i]),
+			100.0 * (double)st->cat_ns[order[i]] / (double)(st->dur_ns ? st->dur_ns : 1));
+	fprintf(pr->f, "  %s", dl_verdict_name(st->verdict));
+	if (pr->skipped)
+		fprintf(pr->f, "  (+%" PRIu64 " steps not shown)", pr->skipped);
+	fputc('\n', pr->f);
+	fflush(pr->f);
+	pr->skipped = 0;
+}
+
+static const char *confidence(double cv, size_t n)
+{
+	if (n < 3)
+		return "low (fewer than 3 steps)";
+	return cv < 0.25 ? "high" : cv < 0.5 ? "medium" : "low (irregular steps)";
+}
+
+void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct dl_diagnosis *d)
+{
+	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
+		const struct dl_corr_proc *p = dl_corr_proc(c, i);
+		uint64_t med, p90, cat[DL_CAT_COUNT] = { 0 }, total = 0;
+
+		if (!p->decided)
+			continue;
+		fprintf(f, "\nSteps of pid %d (main thread %u)\n", p->pid, p->main_tid);
+		fprintf(f, "  marker   %s\n", p->marker_desc);
+		if (!p->nsteps) {
+			fprintf(f, "  no complete step\n");
+			continue;
+		}
+		dl_steps_percentiles(p->steps, p->nsteps, &med, &p90);
+		fprintf(f, "  steps    %zu, median %.2f ms, p90 %.2f ms, confidence %s (CV %.2f)\n", p->nsteps,
+			(double)med / 1e6, (double)p90 / 1e6, confidence(dl_steps_cv(p->steps, p->nsteps), p->nsteps),
+			dl_steps_cv(p->steps, p->nsteps));
+		for (size_t s = 0; s < p->nsteps; s++) {
+			for (int k = 0; k < DL_CAT_COUNT; k++)
+				cat[k] += p->steps[s].cat_ns[k];
+			total += p->steps[s].dur_ns;
+		}
+		fprintf(f, "  %-12s %12s %7s %12s\n", "category", "total ms", "share", "ms per step");
+		for (int k = 0; k < DL_CAT_COUNT; k++)
+			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)cat[k] / 1e6,
+				total ? 100.0 * (double)cat[k] / (double)total : 0,
+				(double)cat[k] / 1e6 / (double)p->nsteps);
+	}
+	if (!d->nsteps) {
+		fprintf(f, "\nDiagnosis: no steps found, so no verdict (a step needs a repeating marker: "
+			   "see --step-on)\n");
+	} else {
+		fprintf(f, "\nDiagnosis: %s (%s, %.0f%% of step time)\n  %s\n", dl_verdict_name(d->verdict),
+			d->severity == DL_SEV_NONE ? "healthy" : dl_severity_name(d->severity), 100 * d->share,
+			d->message);
+		for (int i = 0; i < d->nsecondary; i++)
+			fprintf(f, "  also %s: %.0f%% (%s)\n", dl_verdict_name(d->secondary[i].verdict),
+				100 * d->secondary[i].share, dl_severity_name(d->secondary[i].severity));
+	}
+	for (int i = 0; i < d->nfindings; i++)
+		fprintf(f, "\n  [%s] %s\n", d->findings[i].rule, d->findings[i].message);
+}
+
+static void json_step(struct dl_json *j, const struct dl_step *st)
+{
+	dl_json_obj_begin(j);
+	dl_json_ku64(j, "index", st->index);
+	dl_json_ki64(j, "pid", st->pid);
+	dl_json_ki64(j, "tid", st->tid);
+	dl_json_ku64(j, "start_ns", st->start_ns);
+	dl_json_ku64(j, "dur_ns", st->dur_ns);
+	dl_json_key(j, "breakdown_ns");
+	dl_json_obj_begin(j);
+	for (int k = 0; k < DL_CAT_COUNT; k++)
+		dl_json_ku64(j, dl_cat_name(k), st->cat_ns[k]);
+	dl_json_obj_end(j);
+	dl_json_ku64(j, "io_read_bytes", st->io_read_bytes);
+	dl_json_ku64(j, "io_read_ops", st->io_read_ops);
+	dl_json_ku64(j, "io_ns", st->io_ns);
+	dl_json_ku64(j, "workers_cpu_ns", st->workers_cpu_ns);
+	dl_json_ku64(j, "h2d_bytes", st->h2d_bytes);
+	dl_json_ku64(j, "d2h_bytes", st->d2h_bytes);
+	dl_json_ku64(j, "h2d_copies", st->h2d_copies);
+	dl_json_ku64(j, "d2h_copies", st->d2h_copies);
+	dl_json_key(j, "h2d_gbps");
+	dl_json_double(j, st->cat_ns[DL_CAT_H2D] ? (double)st->h2d_bytes / (double)st->cat_ns[DL_CAT_H2D] : 0);
+	dl_json_ku64(j, "small_copies", st->small_copies);
+	dl_json_ku64(j, "pageable_copies", st->pageable_copies);
+	dl_json_ku64(j, "kernels", st->kernels);
+	dl_json_ku64(j, "wakeup_runq_ns", st->wakeup_runq_ns);
+	dl_json_kstr(j, "verdict", dl_verdict_name(st->verdict));
+	dl_json_kstr(j, "severity", dl_severity_name(dl_severity_of(st->verdict, st->share)));
+	dl_json_key(j, "share");
+	dl_json_double(j, st->share);
+	dl_json_obj_end(j);
+}
+
+void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d)
+{
+	dl_json_key(j, "steps");
+	dl_json_arr_begin(j);
+	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
+		const struct dl_corr_proc *p = dl_corr_proc(c, i);
+
+		for (size_t s = 0; s < p->nsteps; s++)
+			json_step(j, &p->steps[s]);
+	}
+	dl_json_arr_end(j);
+
+	dl_json_key(j, "step_markers");
+	dl_json_arr_begin(j);
+	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
+		const struct dl_corr_proc *p = dl_corr_proc(c, i);
+		uint64_t med = 0, p90 = 0;
+		double cv = dl_steps_cv(p->steps, p->nsteps);
+
+		if (!p->decided)
+			continue;
+		dl_steps_percentiles(p->steps, p->nsteps, &med, &p90);
+		dl_json_obj_begin(j);
+		dl_json_ki64(j, "pid", p->pid);
+		dl_json_ku64(j, "main_tid", p->main_tid);
+		dl_json_kstr(j, "marker", p->marker_desc);
+		dl_json_ku64(j, "steps", p->nsteps);
+		dl_json_ku64(j, "median_ns", med);
+		dl_json_ku64(j, "p90_ns", p90);
+		dl_json_key(j, "cv");
+		dl_json_double(j, cv);
+		dl_json_kstr(j, "confidence", confidence(cv, p->nsteps));
+		dl_json_obj_end(j);
+	}
+	dl_json_arr_end(j);
+
+	dl_json_key(j, "diagnosis");
+	dl_json_obj_begin(j);
+	if (d && d->nsteps) {
+		dl_json_kstr(j, "verdict", dl_verdict_name(d->verdict));
+		dl_json_kstr(j, "severity", dl_severity_name(d->severity));
+		dl_json_key(j, "share");
+		dl_json_double(j, d->share);
+		dl_json_kstr(j, "message", d->message);
+		dl_json_key(j, "breakdown_ns");
+		dl_json_obj_begin(j);
+		for (int k = 0; k < DL_CAT_COUNT; k++)
+			dl_json_ku64(j, dl_cat_name(k), d->cat_ns[k]);
+		dl_json_obj_end(j);
+		dl_json_key(j, "secondary");
+		dl_json_arr_begin(j);
+		for (int i = 0; i < d->nsecondary; i++) {
+			dl_json_obj_begin(j);
+			dl_json_kstr(j, "verdict", dl_verdict_name(d->secondary[i].verdict));
+			dl_json_kstr(j, "severity", dl_severity_name(d->secondary[i].severity));
+			dl_json_key(j, "share");
+			dl_json_double(j, d->secondary[i].share);
+			dl_json_obj_end(j);
+		}
+		dl_json_arr_end(j);
+	}
+	dl_json_key(j, "findings");
+	dl_json_arr_begin(j);
+	for (int i = 0; d && i < d->nfindings; i++) {
+		const struct dl_finding *x = &d->findings[i];
+
+		dl_json_obj_begin(j);
+		dl_json_kstr(j, "rule", x->rule);
+		dl_json_kstr(j, "message", x->message);
+		dl_json_key(j, "evidence");
+		dl_json_obj_begin(j);
+		for (int e = 0; e < x->nev; e++) {
+			dl_json_key(j, x->ev[e].key);
+			if (x->ev[e].text)
+				dl_json_str(j, x->ev[e].text);
+			else if (x->ev[e].value == floor(x->ev[e].value) && fabs(x->ev[e].value) < 9e15)
+				dl_json_i64(j, (int64_t)x->ev[e].value);
+			else
+				dl_json_double(j, x->ev[e].value);
+		}
+		dl_json_obj_end(j);
+		dl_json_obj_end(j);
+	}
+	dl_json_arr_end(j);
+	dl_json_obj_end(j);
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Output of steps and the diagnosis: live step lines, the final report, the JSON parts. */
+#ifndef DLBPF_REPORT_DIAG_H
+#define DLBPF_REPORT_DIAG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "analysis/correlate.h"
+#include "analysis/diagnose.h"
+#include "output/json.h"
+
+struct dl_step_printer {
+	FILE *f;
+	bool clear_status;    /* a status line may be on the terminal: clear it before a step line */
+	uint64_t last_ts;     /* stream time of the last printed line */
+	uint64_t skipped;
+};
+
+/* A dl_step_fn: one line per step, at most five a second of stream time. */
+void dl_print_step(void *printer, const struct dl_step *st);
+
+void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct dl_diagnosis *d);
+void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d);
+
+#endif

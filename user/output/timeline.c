@@ -1,0 +1,683 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Record stream + steps → tracks, slices, counters and flows, handed to a
+ * writer (timeline_writer.h). State is per thread and per lane, never per event:
+ * memory does not grow with the trace's length.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "records/cuda_api.h"
+#include "log.h"
+#include "records/stream.h"
+#include "output/timeline.h"
+#include "records/clock.h"
+#include "output/timeline_writer.h"
+
+#define TREE_PID 0x3fffffff      /* JSON pseudo process of tree-wide tracks (lanes, counters) */
+#define PSEUDO_TID 0x20000000    /* JSON tids of per-thread state tracks: PSEUDO_TID + tid */
+#define MAX_LANES 128
+#define BIN_NS 10000000ull       /* counter resolution: 10 ms */
+#define NBINS 512
+#define BIN_LAG 50               /* bins kept open behind the newest end time (0.5 s, inside PF_WINDOW_NS) */
+#define RECENT 64                /* per thread: recent copies and syncs, for step flows */
+
+enum { C_H2D, C_DISK, C_RUNQ, NCOUNTERS };
+
+struct recent {
+	uint64_t ts, dur;
+	int sync;                    /* else an H2D copy */
+};
+
+struct tthread {
+	pid_t tid, pid;
+	struct dl_ttrack track, state;
+	char name[48], state_name[48];
+	struct recent *recent;       /* RECENT entries, allocated at the thread's first copy or sync */
+	unsigned nrecent;            /* total pushed; ring index = n % RECENT */
+	uint64_t state_end;          /* end of the last state slice: states never overlap */
+};
+
+struct tproc {
+	pid_t pid;
+	struct dl_ttrack track, steps;
+	char name[40];
+	bool named;                  /* comm known */
+	bool steps_declared;
+};
+
+struct lane {
+	struct dl_ttrack track;
+	char name[24];
+	uint64_t last_end;
+};
+
+struct dl_timeline {
+	struct dl_tout *out;
+	enum dl_timeline_format fmt;
+	const struct dl_summary *sum;
+	FILE *own;                   /* opened by dl_timeline_open */
+	uint64_t next_uuid;
+	struct tproc *procs;
+	size_t nprocs, pcap;
+	struct tthread *threads;
+	size_t nthreads, tcap;
+	uint32_t *thash;             /* open addressing on tid: index + 1, 0 = empty */
+	size_t thash_cap;
+	struct dl_ttrack tree, counters[NCOUNTERS];
+	bool tree_declared;
+	struct lane lanes[MAX_LANES];
+	int nlanes;
+	double bins[NCOUNTERS][NBINS];
+	double last_value[NCOUNTERS];
+	uint64_t bin_base;           /* first bin not yet written */
+	bool bins_started;
+	uint64_t next_flow;
+	struct dl_timeline_stats st;
+	int err;
+};
+
+static const char *const state_names[] = {
+	[DL_ST_RUNNING] = "running", [DL_ST_RUNQ] = "runnable",
+	[DL_ST_SLEEP] = "blocked (S)", [DL_ST_DISK] = "blocked (D)",
+};
+static const char *const counter_names[NCOUNTERS] = {
+	"H2D copy MB/s", "disk MB/s", "run-queue length (traced tree)",
+};
+
+static void *grow(void *v, size_t n, size_t *cap, size_t elem)
+{
+	if (n < *cap)
+		return v;
+	*cap = *cap ? *cap * 2 : 16;
+	v = realloc(v, *cap * elem);
+	if (!v) {
+		fprintf(stderr, "dlbpf: out of memory\n");
+		abort();
+	}
+	return v;
+}
+
+static void declare(struct dl_timeline *t, struct dl_ttrack *tr)
+{
+	t->out->track(t->out, tr);
+	t->st.tracks++;
+}
+
+static struct dl_ttrack *tree_track(struct dl_timeline *t)
+{
+	if (!t->tree_declared) {
+		t->tree = (struct dl_ttrack){ .uuid = t->next_uuid++, .kind = DL_TT_PROCESS, .pid = TREE_PID,
+					     .tid = TREE_PID, .name = "dlbpf: traced tree" };
+		declare(t, &t->tree);
+		t->tree_declared = true;
+	}
+	return &t->tree;
+}
+
+static struct tproc *find_proc(struct dl_timeline *t, pid_t pid)
+{
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i].pid == pid)
+			return &t->procs[i];
+	return NULL;
+}
+
+static void name_proc(struct tproc *p, const char *comm)
+{
+	if (comm && comm[0]) {
+		snprintf(p->name, sizeof(p->name), "%.*s %d", DL_COMM_LEN, comm, p->pid);
+		p->named = true;
+	} else {
+		snprintf(p->name, sizeof(p->name), "pid %d", p->pid);
+	}
+}
+
+static struct tproc *proc_of(struct dl_timeline *t, pid_t pid, const char *comm)
+{
+	struct tproc *p = find_proc(t, pid);
+
+	if (p) {
+		if (comm && comm[0] && (!p->named || strncmp(p->name, comm, strnlen(comm, DL_COMM_LEN)))) {
+			name_proc(p, comm);   /* exec or late-learned name: describe the track again */
+			declare(t, &p->track);
+		}
+		return p;
+	}
+	t->procs = grow(t->procs, t->nprocs, &t->pcap, sizeof(*t->procs));
+	p = &t->procs[t->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	name_proc(p, comm);
+	p->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .kind = DL_TT_PROCESS, .pid = pid, .tid = pid,
+				      .name = p->name };
+	declare(t, &p->track);
+	return p;
+}
+
+static size_t thash_slot(const struct dl_timeline *t, pid_t tid)
+{
+	return ((uint32_t)tid * 2654435761u) & (t->thash_cap - 1);
+}
+
+static void thash_put(struct dl_timeline *t, size_t idx)
+{
+	size_t i = thash_slot(t, t->threads[idx].tid);
+
+	while (t->thash[i])
+		i = (i + 1) & (t->thash_cap - 1);
+	t->thash[i] = (uint32_t)idx + 1;
+}
+
+static void push_recent(struct tthread *th, uint64_t ts, uint64_t dur, int sync)
+{
+	if (!th->recent && !(th->recent = calloc(RECENT, sizeof(*th->recent))))
+		return;
+	th->recent[th->nrecent++ % RECENT] = (struct recent){ ts, dur, sync };
+}
+
+static struct tthread *thread_of(struct dl_timeline *t, pid_t pid, pid_t tid)
+{
+	struct tthread *th;
+	struct tproc *p;
+
+	for (size_t i = t->thash_cap ? thash_slot(t, tid) : 0; t->thash_cap && t->thash[i];
+	     i = (i + 1) & (t->thash_cap - 1)) {
+		th = &t->threads[t->thash[i] - 1];
+		if (th->tid == tid && th->pid == pid)
+			return th;
+	}
+	p = proc_of(t, pid, NULL);
+	if (2 * (t->nthreads + 1) > t->thash_cap) {
+		size_t cap = t->thash_cap ? t->thash_cap * 2 : 64;
+		uint32_t *h = calloc(cap, sizeof(*h));
+
+		if (!h) {
+			fprintf(stderr, "dlbpf: out of memory\n");
+			abort();
+		}
+		free(t->thash);
+		t->thash = h;
+		t->thash_cap = cap;
+		for (size_t i = 0; i < t->nthreads; i++)
+			thash_put(t, i);
+	}
+	t->threads = grow(t->threads, t->nthreads, &t->tcap, sizeof(*t->threads));
+	th = &t->threads[t->nthreads++];
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	th->pid = pid;
+	snprintf(th->name, sizeof(th->name), "%s %d", tid == pid ? "main" : "thread", tid);
+	if (tid == pid && p->named)
+		snprintf(th->name, sizeof(th->name), "%s", p->name);
+	snprintf(th->state_name, sizeof(th->state_name), "state of %d", tid);
+	th->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_THREAD,
+				       .pid = pid, .tid = tid, .name = th->name };
+	declare(t, &th->track);
+	/* JSON pseudo tid for the state track, above any real tid (pid_max is at most 2^22). */
+	th->state = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_PLAIN,
+				       .pid = pid, .tid = PSEUDO_TID + tid, .name = th->state_name };
+	declare(t, &th->state);
+	thash_put(t, t->nthreads - 1);
+	return th;
+}
+
+static void emit_slice(struct dl_timeline *t, const struct dl_tslice *s)
+{
+	t->out->slice(t->out, s);
+	t->st.slices++;
+}
+
+/* --- counters: per 10 ms bins of the traced tree, written once they can no longer change --- */
+
+static void flush_bin(struct dl_timeline *t)
+{
+	size_t b = t->bin_base % NBINS;
+
+	for (int c = 0; c < NCOUNTERS; c++) {
+		double v = t->bins[c][b];
+
+		/* bytes per bin → MB/s; runnable ns per bin → mean number of runnable threads */
+		v = c == C_RUNQ ? v / (double)BIN_NS : v / 1e6 / ((double)BIN_NS / 1e9);
+		t->bins[c][b] = 0;
+		if (v == t->last_value[c])
+			continue;
+		if (!t->counters[c].uuid) {
+			uint64_t parent = tree_track(t)->uuid;
+
+			t->counters[c] = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = parent,
+							    .kind = DL_TT_COUNTER, .pid = TREE_PID, .tid = TREE_PID,
+							    .name = counter_names[c] };
+			declare(t, &t->counters[c]);
+		}
+		t->out->counter(t->out, &t->counters[c], t->bin_base * BIN_NS, v);
+		t->last_value[c] = v;
+		t->st.counters++;
+	}
+	t->bin_base++;
+}
+
+/* Spreads amount over [s, e) into the bins, writing bins that fall BIN_LAG behind e. */
+static void bin_add(struct dl_timeline *t, int c, uint64_t s, uint64_t e, double amount)
+{
+	uint64_t first, last;
+
+	if (!t->bins_started) {
+		t->bin_base = s / BIN_NS;
+		t->bins_started = true;
+	}
+	last = e / BIN_NS;
+	while (last >= t->bin_base + BIN_LAG && last - (t->bin_base + BIN_LAG) >= NBINS - BIN_LAG)
+		flush_bin(t);   /* far jump: write out (zero) bins until e fits */
+	while (t->bin_base + BIN_LAG < last)
+		flush_bin(t);
+	if (e <= s)
+		e = s + 1;
+	first = s / BIN_NS < t->bin_base ? t->bin_base : s / BIN_NS;
+	for (uint64_t b = first; b <= last && b < t->bin_base + NBINS; b++) {
+		uint64_t lo = b * BIN_NS > s ? b * BIN_NS : s, hi = (b + 1) * BIN_NS < e ? (b + 1) * BIN_NS : e;
+
+		if (hi > lo)
+			t->bins[c][b % NBINS] += amount * (double)(hi - lo) / (double)(e - s);
+	}
+}
+
+/* --- records --- */
+
+static const char *sym_name(const struct dl_timeline *t, pid_t pid, uint64_t addr)
+{
+	const struct dl_proc *p = t->sum ? dl_summary_find(t->sum, pid) : NULL;
+
+	for (size_t i = 0; p && i < p->nsyms; i++)
+		if (p->syms[i].addr == addr)
+			return p->syms[i].name;
+	return NULL;
+}
+
+static struct dl_targ *arg(struct dl_targ *a, int *n, const char *name, enum dl_targ_type type)
+{
+	struct dl_targ *x = &a[(*n)++];
+
+	memset(x, 0, sizeof(*x));
+	x->name = name;
+	x->type = type;
+	return x;
+}
+
+static void add_cuda(struct dl_timeline *t, const struct dl_cuda_ev *ev)
+{
+	const struct dl_proc *sp;
+	struct dl_targ a[DL_TMAX_ARGS];
+	char grid[40], block[40];
+	struct tthread *th;
+	struct dl_call c;
+	int n = 0;
+
+	if (dl_call_decode(ev, &c))
+		return;
+	th = thread_of(t, (pid_t)c.tgid, (pid_t)c.tid);
+	sp = t->sum ? dl_summary_find(t->sum, (pid_t)c.tgid) : NULL;
+	if (c.api->cls == DL_CLS_COPY || c.api->cls == DL_CLS_MEMSET) {
+		enum dl_dir dir = c.dir;
+
+		if (dir == DL_DIR_DEFAULT && sp) {
+			bool sd = dl_ranges_contains(&sp->device, c.src), dd = dl_ranges_contains(&sp->device, c.dst);
+
+			dir = sd ? (dd ? DL_DIR_D2D : DL_DIR_D2H) : (dd ? DL_DIR_H2D : DL_DIR_H2H);
+		}
+		arg(a, &n, "bytes", DL_TA_U64)->u = c.bytes;
+		arg(a, &n, "direction", DL_TA_STR)->s = dl_dir_name(dir);
+		if (sp && (dir == DL_DIR_H2D || dir == DL_DIR_D2H))
+			arg(a, &n, "host memory", DL_TA_STR)->s =
+				dl_ranges_contains(&sp->pinned, dir == DL_DIR_H2D ? c.src : c.dst) ? "pinned" : "pageable";
+		if (dir == DL_DIR_H2D && c.depth == 0) {
+			bin_add(t, C_H2D, c.ts, c.ts + c.dur_ns, (double)c.bytes);
+			push_recent(th, c.ts, c.dur_ns, 0);
+		}
+	}
+	if (c.api->cls == DL_CLS_LAUNCH) {
+		const char *k = sym_name(t, (pid_t)c.tgid, c.func);
+
+		if (k)
+			arg(a, &n, "kernel", DL_TA_STR)->s = k;
+		else
+			arg(a, &n, "kernel address", DL_TA_U64)->u = c.func;
+		snprintf(grid, sizeof(grid), "%ux%ux%u", c.grid[0], c.grid[1], c.grid[2]);
+		snprintf(block, sizeof(block), "%ux%ux%u", c.block[0], c.block[1], c.block[2]);
+		arg(a, &n, "grid", DL_TA_STR)->s = grid;
+		arg(a, &n, "block", DL_TA_STR)->s = block;
+		if (c.shmem)
+			arg(a, &n, "shared mem", DL_TA_U64)->u = c.shmem;
+	}
+	if (c.api->cls == DL_CLS_SYNC && c.depth == 0)
+		push_recent(th, c.ts, c.dur_ns, 1);
+	/* Absent stream: the default stream; absent ret: cudaSuccess (or entry-only: not known). */
+	if (c.stream)
+		arg(a, &n, "stream", DL_TA_U64)->u = c.stream;
+	if (c.api->cls == DL_CLS_ALLOC || c.api->cls == DL_CLS_FREE) {
+		if (c.ptr)
+			arg(a, &n, "ptr", DL_TA_U64)->u = c.ptr;
+		if (c.size)
+			arg(a, &n, "size", DL_TA_U64)->u = c.size;
+	}
+	if (!c.entry_only && c.ret)
+		arg(a, &n, "ret", DL_TA_I64)->i = c.ret;
+	emit_slice(t, &(struct dl_tslice){ .track = &th->track, .ts = c.ts, .dur = c.entry_only ? 0 : c.dur_ns,
+					   .cat = "cuda", .name = c.api->name, .args = a, .nargs = n });
+}
+
+static struct lane *lane_for(struct dl_timeline *t, uint64_t s)
+{
+	for (int i = 0; i < t->nlanes; i++)
+		if (t->lanes[i].last_end <= s)
+			return &t->lanes[i];
+	if (t->nlanes < MAX_LANES) {
+		struct lane *l = &t->lanes[t->nlanes];
+		uint64_t parent = tree_track(t)->uuid;
+
+		snprintf(l->name, sizeof(l->name), "disk I/O lane %d", t->nlanes);
+		l->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = parent,
+					      .kind = DL_TT_PLAIN, .pid = TREE_PID, .tid = t->nlanes + 1, .name = l->name };
+		declare(t, &l->track);
+		t->nlanes++;
+		return l;
+	}
+	return NULL;   /* more concurrent requests than lanes: none can take it without overlapping */
+}
+
+static void add_bio(struct dl_timeline *t, const struct dl_bio_ev *ev)
+{
+	bool async = ev->flags & DL_BIO_ASYNC, write = ev->flags & DL_BIO_WRITE;
+	struct dl_targ a[DL_TMAX_ARGS];
+	uint64_t e = ev->h.ts + ev->dur_ns;
+	char dev[24];
+	struct lane *l;
+	int n = 0;
+
+	bin_add(t, C_DISK, ev->h.ts, e, (double)ev->bytes);
+	if (ev->flags & DL_BIO_PARTIAL)
+		return;   /* one slice per request, at its final completion */
+	l = lane_for(t, ev->h.ts);
+	if (!l) {
+		t->st.lane_overflow++;
+		return;
+	}
+	l->last_end = e > ev->h.ts ? e : ev->h.ts + 1;
+	arg(a, &n, "bytes", DL_TA_U64)->u = ev->bytes;
+	arg(a, &n, "sector", DL_TA_U64)->u = ev->sector;
+	snprintf(dev, sizeof(dev), "%u:%u", ev->dev >> 20, ev->dev & 0xfffff);
+	arg(a, &n, "dev", DL_TA_STR)->s = dev;
+	if (!async) {
+		arg(a, &n, "pid", DL_TA_U64)->u = ev->h.tgid;
+		arg(a, &n, "tid", DL_TA_U64)->u = ev->h.tid;
+	}
+	if (ev->flags & DL_BIO_ERROR)
+		arg(a, &n, "error", DL_TA_U64)->u = 1;
+	emit_slice(t, &(struct dl_tslice){ .track = &l->track, .ts = ev->h.ts, .dur = ev->dur_ns, .cat = "io",
+					   .name = async ? (write ? "write (async)" : "read (async)") : write ? "write" : "read",
+					   .args = a, .nargs = n });
+}
+
+static void add_sched(struct dl_timeline *t, const struct dl_sched_ev *ev)
+{
+	struct tthread *th = thread_of(t, (pid_t)ev->h.tgid, (pid_t)ev->h.tid);
+	struct dl_targ a[2];
+	int n = 0;
+
+	uint64_t ts = ev->h.ts, end = ev->h.ts + ev->dur_ns;
+
+	if (ev->state < DL_ST_RUNNING || ev->state > DL_ST_DISK)
+		return;
+	/* A thread's intervals close in order; should one overlap the last, keep the track strictly nested. */
+	if (ts < th->state_end) {
+		t->st.clipped++;
+		if (end <= th->state_end)
+			return;
+		ts = th->state_end;
+	}
+	th->state_end = end;
+	if (ev->state == DL_ST_RUNQ)
+		bin_add(t, C_RUNQ, ev->h.ts, ev->h.ts + ev->dur_ns, (double)ev->dur_ns);
+	if (ev->waker_tid)
+		arg(a, &n, "woken by", DL_TA_U64)->u = ev->waker_tid;
+	emit_slice(t, &(struct dl_tslice){ .track = &th->state, .ts = ts, .dur = end - ts, .cat = "sched",
+					   .name = state_names[ev->state], .args = a, .nargs = n });
+}
+
+static void add_proc(struct dl_timeline *t, const struct dl_proc_ev *ev)
+{
+	char comm[DL_COMM_LEN + 1];
+
+	memcpy(comm, ev->comm, DL_COMM_LEN);
+	comm[DL_COMM_LEN] = '\0';
+	if (ev->what == DL_PROC_FORK || ev->what == DL_PROC_EXEC)
+		proc_of(t, (pid_t)ev->h.tgid, comm);
+	else if (ev->what == DL_PROC_THREAD) {
+		struct tthread *th = thread_of(t, (pid_t)ev->h.tgid, (pid_t)ev->h.tid);
+
+		/* a new thread's own name (data-loader threads often have one) */
+		if (comm[0] && th->tid != th->pid) {
+			snprintf(th->name, sizeof(th->name), "%s %d", comm, th->tid);
+			declare(t, &th->track);
+		}
+	}
+}
+
+/* The first write error stops the trace, said at once: tracing may go on for hours. */
+static void check_write(struct dl_timeline *t)
+{
+	if (t->err || !t->out->f || !ferror(t->out->f))
+		return;
+	t->err = errno ? -errno : -EIO;
+	dl_err("writing the trace failed: %s; the rest of the trace is left out", strerror(-t->err));
+}
+
+int dl_timeline_sink(void *trace, const void *rec, size_t len)
+{
+	struct dl_timeline *t = trace;
+	const struct dl_hdr *h = rec;
+
+	if (t->err)
+		return t->err;
+	if (dl_record_check(rec, len))
+		return 0;
+	t->st.records++;
+	switch (h->kind) {
+	case DL_EV_CUDA:
+		add_cuda(t, rec);
+		break;
+	case DL_EV_BIO:
+		add_bio(t, rec);
+		break;
+	case DL_EV_SCHED:
+		add_sched(t, rec);
+		break;
+	case DL_EV_PROC:
+		add_proc(t, rec);
+		break;
+	case DL_EV_PROCINFO: {
+		const struct dl_procinfo_ev *e = rec;
+		char comm[DL_COMM_LEN + 1];
+
+		memcpy(comm, e->comm, DL_COMM_LEN);
+		comm[DL_COMM_LEN] = '\0';
+		proc_of(t, (pid_t)h->tgid, comm);
+		break;
+	}
+	default:
+		break;
+	}
+	check_write(t);
+	return t->err;
+}
+
+void dl_timeline_step(void *trace, const struct dl_step *s)
+{
+	struct dl_timeline *t = trace;
+	struct dl_targ a[DL_TMAX_ARGS];
+	const struct recent *copy = NULL, *sync = NULL;
+	struct tthread *th;
+	struct tproc *p;
+	uint64_t end = s->start_ns + s->dur_ns, flow = 0;
+	int n = 0;
+
+	if (t->err)
+		return;
+	th = thread_of(t, s->pid, s->tid);
+	p = find_proc(t, s->pid);
+	if (!p->steps_declared) {
+		p->steps = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_PLAIN,
+					      .pid = s->pid, .tid = PSEUDO_TID - 1, .name = "steps" };
+		declare(t, &p->steps);
+		p->steps_declared = true;
+	}
+	/* The step's first H2D copy and the last sync inside it, among the thread's recent calls. */
+	for (unsigned i = th->nrecent > RECENT ? th->nrecent - RECENT : 0; th->recent && i < th->nrecent; i++) {
+		const struct recent *r = &th->recent[i % RECENT];
+
+		if (r->ts < s->start_ns || r->ts >= end)
+			continue;
+		if (!r->sync && (!copy || r->ts < copy->ts))
+			copy = r;
+		if (r->sync && (!sync || r->ts > sync->ts))
+			sync = r;
+	}
+	if (copy || sync) {
+		flow = ++t->next_flow;
+		t->st.flows++;
+	}
+	arg(a, &n, "index", DL_TA_U64)->u = s->index;
+	arg(a, &n, "share", DL_TA_DBL)->d = s->share;
+	for (int c = 0; c < DL_CAT_COUNT; c++)
+		if (s->cat_ns[c])
+			arg(a, &n, dl_cat_name((enum dl_cat)c), DL_TA_U64)->u = s->cat_ns[c];
+	if (s->h2d_bytes)
+		arg(a, &n, "h2d_bytes", DL_TA_U64)->u = s->h2d_bytes;
+	if (s->io_read_bytes)
+		arg(a, &n, "io_read_bytes", DL_TA_U64)->u = s->io_read_bytes;
+	if (s->kernels)
+		arg(a, &n, "kernels", DL_TA_U64)->u = s->kernels;
+	if (s->wakeup_runq_ns)
+		arg(a, &n, "wakeup_runq", DL_TA_U64)->u = s->wakeup_runq_ns;
+	emit_slice(t, &(struct dl_tslice){ .track = &p->steps, .ts = s->start_ns, .dur = s->dur_ns, .cat = "step",
+					   .name = (unsigned)s->verdict < DL_V_COUNT ? dl_verdict_name(s->verdict) : "step",
+					   .args = a, .nargs = n, .flow_out = flow });
+	if (copy)
+		t->out->flow_mark(t->out, &th->track, copy->ts + copy->dur / 2, "step h2d", flow, !sync);
+	if (sync)
+		t->out->flow_mark(t->out, &th->track, sync->ts + sync->dur / 2, "step sync", flow, 1);
+	check_write(t);
+}
+
+/* --- life cycle --- */
+
+int dl_timeline_format_parse(const char *name)
+{
+	if (!strcmp(name, "pftrace") || !strcmp(name, "perfetto") || !strcmp(name, "proto"))
+		return DL_TIMELINE_PFTRACE;
+	if (!strcmp(name, "json") || !strcmp(name, "chrome"))
+		return DL_TIMELINE_JSON;
+	return -1;
+}
+
+enum dl_timeline_format dl_timeline_format_of_path(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n >= 5 && !strcmp(path + n - 5, ".json") ? DL_TIMELINE_JSON : DL_TIMELINE_PFTRACE;
+}
+
+struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt, const struct dl_summary *sum)
+{
+	struct dl_timeline *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->fmt = fmt;
+	t->sum = sum;
+	t->next_uuid = 1;
+	t->out = fmt == DL_TIMELINE_JSON ? dl_chrome_json_out(f)
+				       : dl_perfetto_out(f, dl_clock_ns(CLOCK_MONOTONIC), dl_clock_ns(CLOCK_BOOTTIME),
+							 dl_clock_ns(CLOCK_REALTIME));
+	if (!t->out) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void dl_timeline_set_clocks(struct dl_timeline *t, uint64_t mono, uint64_t boot, uint64_t real)
+{
+	if (t->out->clocks)
+		t->out->clocks(t->out, mono, boot ? boot : mono, real);
+}
+
+int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
+{
+	int err;
+
+	if (!t)
+		return -EINVAL;
+	/* The counters' last bins: each series ends with a sample at its last value change. */
+	for (int i = 0; t->bins_started && i < NBINS; i++)
+		flush_bin(t);
+	err = t->out->finish(t->out);
+	if (!err)
+		err = t->err;
+	t->st.events = t->out->events;
+	t->st.late = t->out->late;
+	if (t->out->f) {
+		long pos = ftell(t->out->f);
+
+		t->st.bytes = pos > 0 ? (uint64_t)pos : 0;
+	}
+	if (stats)
+		*stats = t->st;
+	t->out->destroy(t->out);
+	free(t->procs);
+	for (size_t i = 0; i < t->nthreads; i++)
+		free(t->threads[i].recent);
+	free(t->threads);
+	free(t->thash);
+	free(t);
+	return err;
+}
+
+struct dl_timeline *dl_timeline_open(const char *path, enum dl_timeline_format fmt, const struct dl_summary *sum, int *err)
+{
+	FILE *f = fopen(path, "w");
+	struct dl_timeline *t;
+
+	if (!f) {
+		*err = -errno;
+		return NULL;
+	}
+	t = dl_timeline_new(f, fmt, sum);
+	if (!t) {
+		fclose(f);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	t->own = f;
+	*err = 0;
+	return t;
+}
+
+int dl_timeline_close(struct dl_timeline *t, struct dl_timeline_stats *stats)
+{
+	FILE *f = t ? t->own : NULL;
+	int err = dl_timeline_finish(t, stats);
+
+	if (f) {
+		if (fflush(f) && !err)
+			err = -errno;
+		if (fsync(fileno(f)) && errno != EINVAL && errno != EROFS && !err)
+			err = -errno;
+		if (fclose(f) && !err)
+			err = -errno;
+	}
+	return err;
+}

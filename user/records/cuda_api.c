@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <string.h>
+#include "records/cuda_api.h"
+
+static const struct dl_api apis[DL_API_COUNT] = {
+#define DL_API(id_, name_, cls_, layout_, pinned_) \
+	[id_] = { .id = id_, .name = name_, .cls = cls_, .layout = layout_, .pinned = pinned_ },
+#include "records/cuda_api.def"
+#undef DL_API
+};
+
+const struct dl_api *dl_api_by_id(unsigned id)
+{
+	if (id == DL_API_NONE || id >= DL_API_COUNT)
+		return NULL;
+	return &apis[id];
+}
+
+const struct dl_api *dl_api_by_name(const char *name)
+{
+	for (unsigned i = 1; i < DL_API_COUNT; i++)
+		if (strcmp(apis[i].name, name) == 0)
+			return &apis[i];
+	return NULL;
+}
+
+bool dl_api_is_driver(const struct dl_api *api)
+{
+	return api->name[0] == 'c' && api->name[1] == 'u' && strncmp(api->name, "cuda", 4) != 0;
+}
+
+bool dl_api_entry_only(const struct dl_api *api)
+{
+	return api->cls == DL_CLS_LAUNCH || api->cls == DL_CLS_GRAPH;
+}
+
+uint64_t dl_api_cookie(const struct dl_api *api)
+{
+	uint64_t c = api->id;
+
+	if (dl_api_is_driver(api))
+		c |= DL_COOKIE_DRIVER;
+	if (api->cls == DL_CLS_LOADER)
+		c |= DL_COOKIE_LOADER;
+	switch (api->layout) {
+	case DL_L_MEMCPY2D:
+	case DL_L_MEMCPY2D_ASYNC:
+	case DL_L_LAUNCH:
+		c |= DL_COOKIE_STACK;
+		break;
+	case DL_L_CU_LAUNCH:
+		c |= DL_COOKIE_STACK3;
+		break;
+	case DL_L_LAUNCH_EXC:
+	case DL_L_CU_LAUNCH_EX:
+		c |= DL_COOKIE_DEREF_CFG;
+		break;
+	case DL_L_OUT_SIZE:
+	case DL_L_GET_KERNEL:
+	case DL_L_GET_FUNC:
+		c |= DL_COOKIE_OUTPTR;
+		break;
+	default:
+		break;
+	}
+	/*
+	 * --summary mode: what BPF aggregates instead of recording. Runtime copies
+	 * carry where their bytes and kind are; driver copies (direction from the
+	 * API or the addresses), allocations (pinned ranges), naming and loader
+	 * calls stay records.
+	 */
+	switch (api->layout) {
+	case DL_L_MEMCPY:
+	case DL_L_MEMCPY_ASYNC:
+		c |= DL_COOKIE_BYTES_1D | DL_COOKIE_AGG;
+		break;
+	case DL_L_MEMCPY2D:
+	case DL_L_MEMCPY2D_ASYNC:
+		c |= DL_COOKIE_BYTES_2D | DL_COOKIE_AGG;
+		break;
+	default:
+		if (api->cls == DL_CLS_MEMSET || api->cls == DL_CLS_LAUNCH || api->cls == DL_CLS_SYNC ||
+		    api->cls == DL_CLS_EVENT || api->cls == DL_CLS_GRAPH)
+			c |= DL_COOKIE_AGG;
+		break;
+	}
+	return c;
+}
+
+static enum dl_dir dir_of(uint64_t kind)
+{
+	return kind < DL_DIR_COUNT ? (enum dl_dir)kind : DL_DIR_DEFAULT;
+}
+
+/* dim3 is passed by value as two registers: {x, y} packed in the first, z in the low half of the second. */
+static void dim3_of(uint64_t xy, uint64_t z, uint32_t out[3])
+{
+	out[0] = (uint32_t)xy;
+	out[1] = (uint32_t)(xy >> 32);
+	out[2] = (uint32_t)z;
+}
+
+int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *c)
+{
+	const struct dl_api *api = dl_api_by_id(ev->api);
+	const uint64_t *a = ev->arg;
+
+	memset(c, 0, sizeof(*c));
+	if (!api)
+		return -1;
+	c->api = api;
+	c->ts = ev->h.ts;
+	c->dur_ns = ev->dur_ns;
+	c->ret = ev->ret;
+	c->tgid = ev->h.tgid;
+	c->tid = ev->h.tid;
+	c->depth = ev->depth;
+	c->entry_only = ev->flags & DL_CUDA_ENTRY_ONLY;
+	c->args_fault = ev->flags & (DL_CUDA_ARGS_FAULT | DL_CUDA_OUT_FAULT);
+
+	switch (api->layout) {
+	case DL_L_MEMCPY_ASYNC:
+		c->stream = a[4];
+		c->async = true;
+		/* fallthrough */
+	case DL_L_MEMCPY:
+		c->dst = a[0];
+		c->src = a[1];
+		c->bytes = a[2];
+		c->dir = dir_of(a[3]);
+		break;
+	case DL_L_MEMCPY2D_ASYNC:
+		c->stream = a[7];
+		c->async = true;
+		/* fallthrough */
+	case DL_L_MEMCPY2D:
+		c->dst = a[0];
+		c->src = a[2];
+		c->bytes = a[4] * a[5];
+		c->dir = dir_of(a[6]);
+		break;
+	case DL_L_MEMSET_ASYNC:
+		c->stream = a[3];
+		c->async = true;
+		/* fallthrough */
+	case DL_L_MEMSET:
+		c->dst = a[0];
+		c->bytes = a[2];
+		c->dir = DL_DIR_D2D;
+		break;
+	case DL_L_LAUNCH:
+		c->func = a[0];
+		dim3_of(a[1], a[2], c->grid);
+		dim3_of(a[3], a[4], c->block);
+		c->shmem = a[6];
+		c->stream = a[7];
+		c->async = true;
+		break;
+	case DL_L_STREAM:
+		c->stream = a[0];
+		break;
+	case DL_L_EVENT:
+		c->event = a[0];
+		break;
+	case DL_L_EVENT_STREAM:
+		c->event = a[0];
+		c->stream = a[1];
+		break;
+	case DL_L_STREAM_EVENT:
+		c->stream = a[0];
+		c->event = a[1];
+		break;
+	case DL_L_OUT_SIZE:
+		c->ptr = ev->out;
+		c->size = a[1];
+		break;
+	case DL_L_PTR:
+		c->ptr = a[0];
+		break;
+	case DL_L_PTR_SIZE:
+		c->ptr = a[0];
+		c->size = a[1];
+		break;
+	case DL_L_LAUNCH_EXC:
+		/* cudaLaunchConfig_t: dim3 gridDim, dim3 blockDim, size_t dynamicSmemBytes, cudaStream_t stream */
+	case DL_L_CU_LAUNCH_EX:
+		/* CUlaunchConfig: unsigned grid x,y,z, block x,y,z, sharedMemBytes; CUstream hStream (same offsets) */
+		c->func = a[1];
+		dim3_of(a[3], a[4], c->grid);
+		c->block[0] = (uint32_t)(a[4] >> 32);
+		c->block[1] = (uint32_t)a[5];
+		c->block[2] = (uint32_t)(a[5] >> 32);
+		c->shmem = api->layout == DL_L_CU_LAUNCH_EX ? (uint32_t)a[6] : a[6];
+		c->stream = a[7];
+		c->async = true;
+		break;
+	case DL_L_CU_LAUNCH:
+		c->func = a[0];
+		c->grid[0] = (uint32_t)a[1];
+		c->grid[1] = (uint32_t)a[2];
+		c->grid[2] = (uint32_t)a[3];
+		c->block[0] = (uint32_t)a[4];
+		c->block[1] = (uint32_t)a[5];
+		c->block[2] = (uint32_t)a[6];
+		c->shmem = (uint32_t)a[7];
+		c->stream = ev->out;
+		c->async = true;
+		break;
+	case DL_L_GRAPH:
+		c->func = a[0];
+		c->stream = a[1];
+		c->async = true;
+		break;
+	case DL_L_GET_KERNEL:
+		c->func = ev->out;
+		c->host = a[1];
+		break;
+	case DL_L_REGISTER_FUNC:
+		c->host = a[1];
+		c->func = a[1];
+		c->name_ptr = a[3];
+		break;
+	case DL_L_GET_FUNC:
+		c->func = ev->out;
+		c->name_ptr = a[2];
+		break;
+	case DL_L_CU_COPY_ASYNC:
+	case DL_L_CU_HTOD_ASYNC:
+	case DL_L_CU_DTOH_ASYNC:
+	case DL_L_CU_DTOD_ASYNC:
+		c->stream = a[3];
+		c->async = true;
+		/* fallthrough */
+	case DL_L_CU_COPY:
+	case DL_L_CU_HTOD:
+	case DL_L_CU_DTOH:
+	case DL_L_CU_DTOD:
+		c->dst = a[0];
+		c->src = a[1];
+		c->bytes = a[2];
+		switch (api->layout) {
+		case DL_L_CU_HTOD:
+		case DL_L_CU_HTOD_ASYNC:
+			c->dir = DL_DIR_H2D;
+			break;
+		case DL_L_CU_DTOH:
+		case DL_L_CU_DTOH_ASYNC:
+			c->dir = DL_DIR_D2H;
+			break;
+		case DL_L_CU_DTOD:
+		case DL_L_CU_DTOD_ASYNC:
+			c->dir = DL_DIR_D2D;
+			break;
+		default:
+			c->dir = DL_DIR_DEFAULT;
+			break;
+		}
+		break;
+	case DL_L_NONE:
+		break;
+	}
+	return 0;
+}
+
+const char *dl_dir_name(enum dl_dir dir)
+{
+	static const char *const names[DL_DIR_COUNT] = { "h2h", "h2d", "d2h", "d2d", "default" };
+
+	return dir < DL_DIR_COUNT ? names[dir] : "?";
+}

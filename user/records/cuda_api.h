@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The CUDA runtime APIs dlbpf probes: how each is probed (the cookie the BPF
+ * side sees) and how its raw x86-64 arguments decode.
+ */
+#ifndef DLBPF_CUDA_API_H
+#define DLBPF_CUDA_API_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "dlbpf/events.h"
+
+enum dl_api_class {
+	DL_CLS_COPY,      /* cudaMemcpy family */
+	DL_CLS_MEMSET,
+	DL_CLS_LAUNCH,
+	DL_CLS_SYNC,      /* blocking synchronization */
+	DL_CLS_EVENT,     /* cudaEventRecord, cudaStreamWaitEvent */
+	DL_CLS_ALLOC,     /* device or pinned host allocation / registration */
+	DL_CLS_FREE,
+	DL_CLS_GRAPH,     /* cudaGraphLaunch, cuGraphLaunch: entry-only, like launches */
+	DL_CLS_NAMING,    /* kernel handles and registrations: names for launches, not work */
+	DL_CLS_LOADER,    /* dlopen: makes the collector rescan the process's mappings */
+};
+
+/* Where an API's arguments are; decoding is table-driven by this. */
+enum dl_api_layout {
+	DL_L_MEMCPY,          /* dst, src, count, kind */
+	DL_L_MEMCPY_ASYNC,    /* dst, src, count, kind, stream */
+	DL_L_MEMCPY2D,        /* dst, dpitch, src, spitch, width, height, [kind] */
+	DL_L_MEMCPY2D_ASYNC,  /* ... [kind], [stream] */
+	DL_L_MEMSET,          /* ptr, value, count */
+	DL_L_MEMSET_ASYNC,    /* ptr, value, count, stream */
+	DL_L_LAUNCH,          /* func, grid{xy,z}, block{xy,z}, args, [shmem], [stream] */
+	DL_L_STREAM,          /* stream */
+	DL_L_NONE,
+	DL_L_EVENT,           /* event */
+	DL_L_EVENT_STREAM,    /* event, stream */
+	DL_L_STREAM_EVENT,    /* stream, event */
+	DL_L_OUT_SIZE,        /* void **out, size [, flags] */
+	DL_L_PTR,             /* ptr */
+	DL_L_PTR_SIZE,        /* ptr, size, flags */
+	DL_L_LAUNCH_EXC,      /* const cudaLaunchConfig_t *cfg, func, args: *cfg copied into arg[3..7] */
+	DL_L_GRAPH,           /* graphExec, stream */
+	DL_L_GET_KERNEL,      /* handle *out, hostFun: out read at return */
+	DL_L_REGISTER_FUNC,   /* fatbin handle, hostFun, deviceFun, deviceName, ... */
+	DL_L_CU_LAUNCH,       /* f, gx, gy, gz, bx, by, [bz], [shmem], [stream] (the third stack slot in out) */
+	DL_L_CU_LAUNCH_EX,    /* const CUlaunchConfig *cfg, f, params, extra: *cfg copied into arg[3..7] */
+	DL_L_CU_COPY,         /* dst, src, bytes: direction from the addresses (unified addressing) */
+	DL_L_CU_COPY_ASYNC,   /* ... stream */
+	DL_L_CU_HTOD,         /* dst, src, bytes */
+	DL_L_CU_HTOD_ASYNC,   /* ... stream */
+	DL_L_CU_DTOH,
+	DL_L_CU_DTOH_ASYNC,
+	DL_L_CU_DTOD,
+	DL_L_CU_DTOD_ASYNC,
+	DL_L_GET_FUNC,        /* handle *out, module/library, const char *name: out read at return */
+};
+
+enum dl_api_id {
+	DL_API_NONE = 0,
+#define DL_API(id, name, cls, layout, pinned) id,
+#include "records/cuda_api.def"
+#undef DL_API
+	DL_API_COUNT,
+};
+
+struct dl_api {
+	enum dl_api_id id;
+	const char *name;        /* exported symbol name */
+	enum dl_api_class cls;
+	enum dl_api_layout layout;
+	bool pinned;             /* allocates / registers / frees pinned host memory */
+};
+
+enum dl_dir { DL_DIR_H2H = 0, DL_DIR_H2D = 1, DL_DIR_D2H = 2, DL_DIR_D2D = 3, DL_DIR_DEFAULT = 4, DL_DIR_COUNT };
+
+/* A CUDA call decoded from a struct dl_cuda_ev. Fields an API lacks are 0. */
+struct dl_call {
+	const struct dl_api *api;
+	uint64_t ts, dur_ns;
+	int64_t ret;
+	uint32_t tgid, tid, depth;
+	bool entry_only, args_fault;
+	/* copies and memsets */
+	enum dl_dir dir;      /* as passed (cudaMemcpyKind); DL_DIR_DEFAULT when inferred by the runtime */
+	uint64_t dst, src, bytes;
+	bool async;
+	/* launches */
+	uint64_t func, shmem;
+	uint32_t grid[3], block[3];
+	/* streams and events */
+	uint64_t stream, event;
+	/* allocations: ptr is the result for out-pointer APIs, the argument otherwise */
+	uint64_t ptr, size;
+	/* naming calls: the handle made (func) for a host function (host) or a name string (name_ptr) */
+	uint64_t host, name_ptr;
+};
+
+const struct dl_api *dl_api_by_id(unsigned id);
+const struct dl_api *dl_api_by_name(const char *name);
+/* uprobe_multi cookie for an API: its id and how BPF captures its arguments. */
+uint64_t dl_api_cookie(const struct dl_api *api);
+/* Decodes a raw record; returns -1 for an unknown API id (a newer recording). */
+int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *out);
+const char *dl_dir_name(enum dl_dir dir);
+/* A driver API (libcuda) function: calls the runtime makes into it are part of the runtime call. */
+bool dl_api_is_driver(const struct dl_api *api);
+/* Probed at entry only (launches, graph launches): no duration, no return code. */
+bool dl_api_entry_only(const struct dl_api *api);
+
+#endif

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stddef.h>
+#include <string.h>
+#include "records/stream.h"
+
+void dl_stream_add(struct dl_stream *s, dl_record_fn fn, void *ctx)
+{
+	if (s->n < DL_STREAM_MAX_SINKS) {
+		s->sinks[s->n].fn = fn;
+		s->sinks[s->n].ctx = ctx;
+		s->n++;
+	}
+}
+
+void dl_stream_emit(struct dl_stream *s, const void *rec, size_t len)
+{
+	for (int i = 0; i < s->n; i++) {
+		int err = s->sinks[i].fn(s->sinks[i].ctx, rec, len);
+
+		if (err && !s->err)
+			s->err = err;
+	}
+}
+
+static void fill_hdr(struct dl_hdr *h, size_t size, enum dl_kind kind, uint64_t ts, pid_t pid)
+{
+	h->size = (uint16_t)size;
+	h->kind = (uint16_t)kind;
+	h->cpu = 0;
+	h->ts = ts;
+	h->tgid = (uint32_t)pid;
+	h->tid = (uint32_t)pid;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = src ? strnlen(src, cap - 1) : 0;
+
+	memcpy(dst, src ? src : "", n);
+	memset(dst + n, 0, cap - n);
+}
+
+void dl_emit_trace_start(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps)
+{
+	struct dl_trace_start_ev e;
+
+	memset(&e, 0, sizeof(e));
+	fill_hdr(&e.h, sizeof(e), DL_EV_TRACE_START, ts, 0);
+	e.pcie_mbps = pcie_mbps;
+	dl_stream_emit(s, &e, sizeof(e));
+}
+
+void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid)
+{
+	struct dl_procinfo_ev e;
+
+	memset(&e, 0, sizeof(e));
+	fill_hdr(&e.h, sizeof(e), DL_EV_PROCINFO, ts, pid);
+	e.ppid = (uint32_t)ppid;
+	e.nspid = (uint32_t)(nspid > 0 ? nspid : pid);
+	copy_str(e.comm, sizeof(e.comm), comm);
+	dl_stream_emit(s, &e, sizeof(e));
+}
+
+void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms)
+{
+	struct dl_lib_ev e;
+
+	memset(&e, 0, sizeof(e));
+	fill_hdr(&e.h, sizeof(e), DL_EV_LIB, ts, pid);
+	e.nsyms = nsyms;
+	copy_str(e.path, sizeof(e.path), path);
+	dl_stream_emit(s, &e, sizeof(e));
+}
+
+void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *name)
+{
+	union {
+		struct dl_sym_ev e;
+		char buf[sizeof(struct dl_sym_ev) + DL_SYM_NAME_MAX + 8];
+	} u;
+	size_t n = strnlen(name, DL_SYM_NAME_MAX - 1), size;
+
+	size = (offsetof(struct dl_sym_ev, name) + n + 1 + 7) & ~(size_t)7;
+	memset(&u, 0, size);
+	fill_hdr(&u.e.h, size, DL_EV_SYM, ts, pid);
+	u.e.addr = addr;
+	memcpy(u.e.name, name, n);
+	dl_stream_emit(s, &u, size);
+}
+
+void dl_emit_trace_end(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX])
+{
+	struct dl_trace_end_ev e;
+
+	memset(&e, 0, sizeof(e));
+	fill_hdr(&e.h, sizeof(e), DL_EV_TRACE_END, ts, 0);
+	memcpy(e.drops, drops, sizeof(e.drops));
+	dl_stream_emit(s, &e, sizeof(e));
+}
+
+static const size_t min_size[DL_EV_KIND_MAX] = {
+	[DL_EV_CUDA] = sizeof(struct dl_cuda_ev),
+	[DL_EV_BIO] = sizeof(struct dl_bio_ev),
+	[DL_EV_SCHED] = sizeof(struct dl_sched_ev),
+	[DL_EV_PROC] = sizeof(struct dl_proc_ev),
+	[DL_EV_MARK] = sizeof(struct dl_mark_ev),
+	[DL_EV_TRACE_START] = sizeof(struct dl_trace_start_ev),
+	[DL_EV_PROCINFO] = sizeof(struct dl_procinfo_ev),
+	[DL_EV_LIB] = sizeof(struct dl_lib_ev),
+	[DL_EV_SYM] = offsetof(struct dl_sym_ev, name) + 1,
+	[DL_EV_TRACE_END] = sizeof(struct dl_trace_end_ev),
+};
+
+int dl_record_check(const void *rec, size_t len)
+{
+	const struct dl_hdr *h = rec;
+
+	if (len < sizeof(*h) || h->size < sizeof(*h) || h->size > len)
+		return -1;
+	/* Kinds newer than this build are skipped by readers, not rejected. */
+	if (h->kind == 0 || h->kind >= DL_EV_KIND_MAX)
+		return 0;
+	if (h->size < min_size[h->kind])
+		return -1;
+	if (h->kind == DL_EV_SYM && ((const char *)rec)[h->size - 1] != '\0')
+		return -1;
+	return 0;
+}

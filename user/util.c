@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util.h"
+
+static void out_of_memory(size_t size)
+{
+	fprintf(stderr, "dlbpf: out of memory (allocating %zu bytes)\n", size);
+	abort();
+}
+
+void *dl_xrealloc(void *p, size_t size)
+{
+	void *q = realloc(p, size ? size : 1);
+
+	if (!q)
+		out_of_memory(size);
+	return q;
+}
+
+void *dl_xcalloc(size_t n, size_t size)
+{
+	void *q = calloc(n ? n : 1, size ? size : 1);
+
+	if (!q)
+		out_of_memory(n * size);
+	return q;
+}
+
+char *dl_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(dl_xrealloc(NULL, n), s, n);
+}
+
+void dl_grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 16;
+
+	if (need <= *cap)
+		return;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / elem)
+			out_of_memory(SIZE_MAX);
+		ncap *= 2;
+	}
+	*v = dl_xrealloc(*v, ncap * elem);
+	memset((char *)*v + *cap * elem, 0, (ncap - *cap) * elem);
+	*cap = ncap;
+}
+
+void dl_drop_front(void *v, size_t *n, size_t k, size_t elem)
+{
+	if (k >= *n) {
+		*n = 0;
+		return;
+	}
+	memmove(v, (char *)v + k * elem, (*n - k) * elem);
+	*n -= k;
+}
+
+/* splitmix64's finalizer: every key bit moves every slot bit. */
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+uint64_t dl_hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a, then mixed */
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return mix(h);
+}
+
+static size_t slot_of(const struct dl_u64map *m, uint64_t key)
+{
+	size_t mask = m->cap - 1, i = (size_t)mix(key) & mask;
+
+	while (m->slots[i].used && m->slots[i].key != key)
+		i = (i + 1) & mask;
+	return i;
+}
+
+bool dl_u64map_get(const struct dl_u64map *m, uint64_t key, uint64_t *val)
+{
+	size_t i;
+
+	if (!m->cap)
+		return false;
+	i = slot_of(m, key);
+	if (!m->slots[i].used)
+		return false;
+	if (val)
+		*val = m->slots[i].val;
+	return true;
+}
+
+static void rehash(struct dl_u64map *m, size_t cap)
+{
+	struct dl_u64map old = *m;
+
+	m->slots = dl_xcalloc(cap, sizeof(*m->slots));
+	m->cap = cap;
+	m->n = 0;
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.slots[i].used)
+			dl_u64map_put(m, old.slots[i].key, old.slots[i].val);
+	free(old.slots);
+}
+
+void dl_u64map_put(struct dl_u64map *m, uint64_t key, uint64_t val)
+{
+	size_t i;
+
+	/* At most 3/4 full, so a probe sequence always ends at a free slot. */
+	if ((m->n + 1) * 4 > m->cap * 3)
+		rehash(m, m->cap ? m->cap * 2 : 16);
+	i = slot_of(m, key);
+	if (!m->slots[i].used) {
+		m->slots[i].used = true;
+		m->slots[i].key = key;
+		m->n++;
+	}
+	m->slots[i].val = val;
+}
+
+bool dl_u64map_del(struct dl_u64map *m, uint64_t key)
+{
+	size_t mask, i, j;
+
+	if (!m->cap)
+		return false;
+	mask = m->cap - 1;
+	i = slot_of(m, key);
+	if (!m->slots[i].used)
+		return false;
+	/* Backward shift: pull later members of the probe run into the hole. */
+	for (j = (i + 1) & mask; m->slots[j].used; j = (j + 1) & mask) {
+		size_t home = (size_t)mix(m->slots[j].key) & mask;
+
+		/* j stays if its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		m->slots[i] = m->slots[j];
+		i = j;
+	}
+	m->slots[i].used = false;
+	m->n--;
+	return true;
+}
+
+void dl_u64map_free(struct dl_u64map *m)
+{
+	free(m->slots);
+	m->slots = NULL;
+	m->n = m->cap = 0;
+}
