@@ -11,6 +11,7 @@
 
 #include "common.bpf.h"
 #include "dlbpf/agg.h"
+#include "dlbpf/copy.h"
 
 const volatile bool agg_mode;
 
@@ -50,7 +51,7 @@ static __always_inline bool dl_agg_add(__u32 tgid, __u64 cookie, const __u64 *ar
 {
 	struct dl_agg_key k = {};
 	struct dl_agg_val *v;
-	__u64 bytes = 0, kind = 4;
+	__u64 bytes = 0, kind = DL_DIR_DEFAULT;
 	__u32 zero = 0, b;
 
 	if (!agg_mode || !(cookie & DL_COOKIE_AGG))
@@ -66,7 +67,7 @@ static __always_inline bool dl_agg_add(__u32 tgid, __u64 cookie, const __u64 *ar
 		kind = arg[6];
 	}
 	if (cookie & (DL_COOKIE_BYTES_1D | DL_COOKIE_BYTES_2D))
-		k.dir = kind < 4 ? kind : 4;
+		k.dir = kind < DL_DIR_DEFAULT ? kind : DL_DIR_DEFAULT;
 	if (entry_only)
 		k.func = arg[0];
 	v = bpf_map_lookup_elem(&agg, &k);
@@ -86,7 +87,7 @@ static __always_inline bool dl_agg_add(__u32 tgid, __u64 cookie, const __u64 *ar
 	v->total_ns += dur;
 	v->errors += !entry_only && ret != 0;
 	v->bytes += bytes;
-	v->small += bytes < (64u << 10);  /* as DL_SMALL_COPY_BYTES; used for copies only */
+	v->small += bytes < DL_SMALL_COPY_BYTES;  /* used for copies only */
 	b = dl_log2_bucket(dur);
 	if (b >= DL_AGG_HIST)
 		b = DL_AGG_HIST - 1;

@@ -14,9 +14,6 @@
 #include "records/cuda_api.h"
 #include "dlbpf/events.h"
 
-/* Copies under this size are "small": per-transfer latency dominates them. */
-#define DL_SMALL_COPY_BYTES (64u << 10)
-
 struct dl_api_stat {
 	uint64_t count, total_ns, errors;
 };

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "dlbpf/copy.h"
 #include "dlbpf/events.h"
 
 enum dl_api_class {
@@ -72,8 +73,6 @@ struct dl_api {
 	enum dl_api_layout layout;
 	bool pinned;             /* allocates / registers / frees pinned host memory */
 };
-
-enum dl_dir { DL_DIR_H2H = 0, DL_DIR_H2D = 1, DL_DIR_D2H = 2, DL_DIR_D2D = 3, DL_DIR_DEFAULT = 4, DL_DIR_COUNT };
 
 /* A CUDA call decoded from a struct dl_cuda_ev. Fields an API lacks are 0. */
 struct dl_call {
