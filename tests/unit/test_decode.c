@@ -96,6 +96,24 @@ static void test_cookies(void)
 		CHECK(dl_api_by_id(id) && dl_api_by_id(id)->id == id, "table hole at %u", id);
 }
 
+/* The table's driver column: libcuda's cu* functions, not the runtime's cuda* nor __cuda* nor libc's. */
+static void test_driver_column(void)
+{
+	unsigned drivers = 0;
+
+	for (unsigned id = 1; id < DL_API_COUNT; id++) {
+		const struct dl_api *api = dl_api_by_id(id);
+		bool cu = !strncmp(api->name, "cu", 2) && strncmp(api->name, "cuda", 4);
+
+		CHECK(api->driver == cu, "%s: driver %d", api->name, api->driver);
+		CHECK(!(dl_api_cookie(api) & DL_COOKIE_DRIVER) == !api->driver, "%s: driver cookie", api->name);
+		drivers += api->driver;
+	}
+	CHECK(dl_api_by_name("cuMemcpy")->driver && !dl_api_by_name("cudaMemcpy")->driver &&
+	      !dl_api_by_name("__cudaLaunchKernel")->driver && !dl_api_by_name("dlopen")->driver, "driver column");
+	CHECK_EQ_U64(drivers, 36);
+}
+
 static void feed(struct dl_summary *s, const void *rec)
 {
 	const struct dl_hdr *h = rec;
@@ -373,6 +391,7 @@ int main(void)
 	test_launch_decode();
 	test_copy_decode();
 	test_cookies();
+	test_driver_column();
 	test_pinned_classification();
 	test_default_direction_and_nesting();
 	test_kernels_sched_io_proc();

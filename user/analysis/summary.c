@@ -216,7 +216,7 @@ static void add_cuda(struct dl_summary *s, const struct dl_cuda_ev *ev)
 	p = dl_summary_proc(s, (pid_t)c.tgid);
 	note_thread(p, c.tid);
 	/* A driver call the runtime made inside a runtime call is that call: counted once, there. */
-	if (c.depth > 0 && dl_api_is_driver(c.api)) {
+	if (c.depth > 0 && c.api->driver) {
 		p->driver_inner++;
 		return;
 	}

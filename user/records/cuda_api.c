@@ -3,8 +3,8 @@
 #include "records/cuda_api.h"
 
 static const struct dl_api apis[DL_API_COUNT] = {
-#define DL_API(id_, name_, cls_, layout_, pinned_) \
-	[id_] = { .id = id_, .name = name_, .cls = cls_, .layout = layout_, .pinned = pinned_ },
+#define DL_API(id_, name_, cls_, layout_, pinned_, driver_) \
+	[id_] = { .id = id_, .name = name_, .cls = cls_, .layout = layout_, .pinned = pinned_, .driver = driver_ },
 #include "records/cuda_api.def"
 #undef DL_API
 };
@@ -24,11 +24,6 @@ const struct dl_api *dl_api_by_name(const char *name)
 	return NULL;
 }
 
-bool dl_api_is_driver(const struct dl_api *api)
-{
-	return api->name[0] == 'c' && api->name[1] == 'u' && strncmp(api->name, "cuda", 4) != 0;
-}
-
 bool dl_api_entry_only(const struct dl_api *api)
 {
 	return api->cls == DL_CLS_LAUNCH || api->cls == DL_CLS_GRAPH;
@@ -38,7 +33,7 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 {
 	uint64_t c = api->id;
 
-	if (dl_api_is_driver(api))
+	if (api->driver)
 		c |= DL_COOKIE_DRIVER;
 	if (api->cls == DL_CLS_LOADER)
 		c |= DL_COOKIE_LOADER;

@@ -60,7 +60,7 @@ enum dl_api_layout {
 
 enum dl_api_id {
 	DL_API_NONE = 0,
-#define DL_API(id, name, cls, layout, pinned) id,
+#define DL_API(id, name, cls, layout, pinned, driver) id,
 #include "records/cuda_api.def"
 #undef DL_API
 	DL_API_COUNT,
@@ -72,6 +72,7 @@ struct dl_api {
 	enum dl_api_class cls;
 	enum dl_api_layout layout;
 	bool pinned;             /* allocates / registers / frees pinned host memory */
+	bool driver;             /* a driver API (libcuda): made inside a runtime call, it is part of it */
 };
 
 /* A CUDA call decoded from a struct dl_cuda_ev. Fields an API lacks are 0. */
@@ -103,8 +104,6 @@ uint64_t dl_api_cookie(const struct dl_api *api);
 /* Decodes a raw record; returns -1 for an unknown API id (a newer recording). */
 int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *out);
 const char *dl_dir_name(enum dl_dir dir);
-/* A driver API (libcuda) function: calls the runtime makes into it are part of the runtime call. */
-bool dl_api_is_driver(const struct dl_api *api);
 /* Probed at entry only (launches, graph launches): no duration, no return code. */
 bool dl_api_entry_only(const struct dl_api *api);
 
