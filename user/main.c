@@ -112,9 +112,11 @@ static int on_record(void *ctx, void *data, size_t len)
 {
 	struct run *r = ctx;
 	const struct dl_hdr *h = data;
-	bool valid = dl_record_check(data, len) == 0;
+	struct dl_rec_in in;
 
-	if (valid && h->kind == DL_EV_PROC) {
+	if (dl_stream_read(&r->stream, &in, data, len))
+		return 0;   /* malformed: counted by the stream */
+	if (h->kind == DL_EV_PROC) {
 		const struct dl_proc_ev *e = data;
 
 		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
@@ -125,17 +127,16 @@ static int on_record(void *ctx, void *data, size_t len)
 			note_load(r, &(struct dl_cuda_ev){ .h = *h });
 		}
 	}
-	if (valid && h->kind == DL_EV_CUDA) {
+	if (in.is_call) {
 		const struct dl_cuda_ev *e = data;
-		const struct dl_api *api = dl_api_by_id(e->api);
 
-		if (api && api->cls == DL_CLS_LOADER) {
+		if (in.call.api->cls == DL_CLS_LOADER) {
 			note_load(r, e);
 			return 0; /* a loader event, not a CUDA call */
 		}
-		dl_name_call(r->symbolizer, &r->stream, e, dl_now_ns());
+		dl_name_call(r->symbolizer, &r->stream, &in.call, dl_now_ns());
 	}
-	dl_stream_emit(&r->stream, data, len);
+	dl_stream_put(&r->stream, &in);
 	return 0;
 }
 
@@ -482,20 +483,17 @@ static void on_step(void *ctx, const struct dl_step *st)
 static void timeline_clocks_of(struct dl_timeline *t, const char *path)
 {
 	struct dl_rec_header h;
-	FILE *f = fopen(path, "r");
+	char err[512];
 
-	if (!f)
-		return;   /* dl_replay says why */
-	if (fread(&h, sizeof(h), 1, f) == 1 && !memcmp(h.magic, DL_REC_MAGIC, sizeof(h.magic)))
+	if (dl_rec_header_read(path, &h, err, sizeof(err)) == 0)   /* else dl_replay says why */
 		dl_timeline_set_clocks(t, h.mono_ns, h.boot_ns, h.real_ns);
-	fclose(f);
 }
 
 static int open_timeline(struct run *r)
 {
 	int err, fmt = r->cfg.timeline_format >= 0 ? r->cfg.timeline_format : (int)dl_timeline_format_of_path(r->cfg.timeline_path);
 
-	r->trace = dl_timeline_open(r->cfg.timeline_path, (enum dl_timeline_format)fmt, &r->sum, &err);
+	r->trace = dl_timeline_open(r->cfg.timeline_path, (enum dl_timeline_format)fmt, &err);
 	if (!r->trace) {
 		dl_err("cannot write the trace to %s: %s", r->cfg.timeline_path, strerror(-err));
 		return err;
@@ -573,16 +571,16 @@ int main(int argc, char **argv)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	/* The summary first: the correlator reads its pinned ranges. */
+	/* Sinks in any order: the stream hands each the record already decoded and resolved. */
 	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
 	if (r.cfg.mode == DL_MODE_RECORD)
 		dl_stream_add(&r.stream, dl_recorder_sink, &rec);
 	if (r.trace)
-		dl_stream_add(&r.stream, dl_timeline_sink, r.trace);   /* after the summary: it reads its names */
+		dl_stream_add(&r.stream, dl_timeline_sink, r.trace);
 	/* Recording also diagnoses live: the recording replays to the same result. */
 	copts.step_on = r.cfg.step_on;
 	copts.pcie_gbps = r.cfg.pcie_gbps;
-	corr = dl_corr_new(&copts, &r.sum, on_step, &steps);
+	corr = dl_corr_new(&copts, on_step, &steps);
 	if (!corr) {
 		err = -ENOMEM;
 		goto cleanup;
@@ -612,8 +610,8 @@ int main(int argc, char **argv)
 	dopts.pcie_gbps = r.cfg.pcie_gbps;
 	dopts.disk_mbps = r.cfg.disk_mbps;
 	dl_diagnose(corr, &r.sum, &dopts, diag);
-	if (r.sum.malformed)
-		dl_warn("%" PRIu64 " malformed records ignored", r.sum.malformed);
+	if (r.stream.malformed)
+		dl_warn("%" PRIu64 " malformed records ignored", r.stream.malformed);
 	dl_report_text(stdout, &r.sum);
 	dl_report_steps_text(stdout, corr, diag);
 	if (r.cfg.kernel_agg)
@@ -648,6 +646,7 @@ cleanup:
 	free(diag);
 	dl_symbolizer_free(r.symbolizer);
 	dl_summary_free(&r.sum);
+	dl_stream_free(&r.stream);
 	dl_agg_free(&r.agg);
 	dl_duty_free(&r.duty);
 	return err ? 1 : exit_code;

@@ -101,7 +101,7 @@ static void gen_init(struct gen *g, const char *step_on)
 
 	memset(g, 0, sizeof(*g));
 	dl_summary_init(&g->sum);
-	g->corr = dl_corr_new(&o, &g->sum, on_step, g);
+	g->corr = dl_corr_new(&o, on_step, g);
 	dl_stream_add(&g->st, dl_summary_sink, &g->sum);
 	dl_stream_add(&g->st, dl_corr_sink, g->corr);
 	dl_emit_trace_start(&g->st, 1, 0);
@@ -111,6 +111,7 @@ static void gen_free(struct gen *g)
 {
 	dl_corr_free(g->corr);
 	dl_summary_free(&g->sum);
+	dl_stream_free(&g->st);
 }
 
 static void hdr(struct dl_hdr *h, size_t size, int kind, uint64_t ts, uint32_t tid)

@@ -104,16 +104,18 @@ static void test_layouts(void)
 static void test_driver_inside_runtime(void)
 {
 	struct dl_summary s;
+	struct dl_stream st = {};
 	struct dl_cuda_ev outer = ev(DL_API_MEMCPY), inner = ev(DL_API_CU_HTOD_V2), direct = ev(DL_API_CU_HTOD_V2);
 	struct dl_proc *p;
 
 	dl_summary_init(&s);
+	dl_stream_add(&st, dl_summary_sink, &s);
 	outer.arg[2] = inner.arg[2] = 1000, outer.arg[3] = 1;
 	inner.depth = 1;
 	direct.arg[2] = 500;
-	dl_summary_add(&s, &inner, sizeof(inner));
-	dl_summary_add(&s, &outer, sizeof(outer));
-	dl_summary_add(&s, &direct, sizeof(direct));
+	dl_stream_emit(&st, &inner, sizeof(inner));
+	dl_stream_emit(&st, &outer, sizeof(outer));
+	dl_stream_emit(&st, &direct, sizeof(direct));
 	p = dl_summary_find(&s, 7);
 	CHECK(p, "process");
 	CHECK_EQ_U64(p->calls[DL_API_MEMCPY].count, 1);
@@ -122,6 +124,7 @@ static void test_driver_inside_runtime(void)
 	CHECK_EQ_U64(p->copies[DL_DIR_H2D].count, 2);
 	CHECK_EQ_U64(p->copies[DL_DIR_H2D].bytes, 1500);
 	dl_summary_free(&s);
+	dl_stream_free(&st);
 }
 
 static void test_demangle(void)

@@ -334,10 +334,24 @@ static int ev_cmp(const void *a, const void *b)
 #define TID 101
 #define WORKER 200
 
+/* The summary (when given) and the trace are fed through one stream, which decodes each record for both. */
+static struct dl_stream feed_stream;
+
+static void feed_start(struct dl_summary *sum, struct dl_timeline *t)
+{
+	memset(&feed_stream, 0, sizeof(feed_stream));
+	if (sum)
+		dl_stream_add(&feed_stream, dl_summary_sink, sum);
+	dl_stream_add(&feed_stream, dl_timeline_sink, t);
+}
+
 static void feed(struct dl_summary *sum, struct dl_timeline *t, const void *rec, size_t len)
 {
-	dl_summary_add(sum, rec, len);
-	CHECK(dl_timeline_sink(t, rec, len) == 0, "sink failed");
+	(void)sum;
+	(void)t;
+	feed_stream.err = 0;
+	dl_stream_emit(&feed_stream, rec, len);
+	CHECK(feed_stream.err == 0, "sink failed");
 }
 
 static void procinfo(struct dl_summary *sum, struct dl_timeline *t, uint32_t pid, const char *comm)
@@ -438,8 +452,9 @@ static size_t run_synthetic(enum dl_timeline_format fmt, char **buf, struct dl_t
 	int err;
 
 	dl_summary_init(&sum);
-	t = dl_timeline_new(f, fmt, &sum);
+	t = dl_timeline_new(f, fmt);
 	CHECK(t != NULL, "no trace");
+	feed_start(&sum, t);
 	if (set_clocks)
 		dl_timeline_set_clocks(t, 1000, 0, 1000 + 1700000000000000000ull);
 	procinfo(&sum, t, PID, "train");
@@ -450,6 +465,7 @@ static size_t run_synthetic(enum dl_timeline_format fmt, char **buf, struct dl_t
 	CHECK(err == 0, "finish: %d", err);
 	fclose(f);
 	dl_summary_free(&sum);
+	dl_stream_free(&feed_stream);
 	return len;
 }
 
@@ -557,23 +573,25 @@ static void test_write_error(void)
 	for (int fmt = DL_TIMELINE_PFTRACE; fmt <= DL_TIMELINE_JSON; fmt++) {
 		struct dl_summary sum;
 		int err = 0;
-		struct dl_timeline *t = dl_timeline_open("/dev/full", (enum dl_timeline_format)fmt, NULL, &err);
+		struct dl_timeline *t = dl_timeline_open("/dev/full", (enum dl_timeline_format)fmt, &err);
 
 		CHECK(t != NULL, "cannot open /dev/full: %d", err);
 		if (!t)
 			continue;
 		dl_summary_init(&sum);
+		feed_start(NULL, t);
 		procinfo(&sum, t, PID, "train");
 		for (unsigned i = 0; i < 3; i++)
 			sched(&sum, t, PID, TID, T0 + i * 1000, 1000, DL_ST_RUNNING);
 		err = dl_timeline_close(t, NULL);
 		CHECK(err != 0, "format %d: a write to /dev/full reported no error", fmt);
 		dl_summary_free(&sum);
+		dl_stream_free(&feed_stream);
 	}
 	{
 		int err = 0;
 
-		CHECK(dl_timeline_open("/nonexistent-dir/x.pftrace", DL_TIMELINE_PFTRACE, NULL, &err) == NULL && err < 0,
+		CHECK(dl_timeline_open("/nonexistent-dir/x.pftrace", DL_TIMELINE_PFTRACE, &err) == NULL && err < 0,
 		      "a bad path opened");
 	}
 	CHECK(dl_timeline_format_of_path("a.json") == DL_TIMELINE_JSON, "json by extension");
@@ -594,7 +612,8 @@ static void test_state_clipping(void)
 	int depth = 0, maxd = 0;
 
 	dl_summary_init(&sum);
-	t = dl_timeline_new(f, DL_TIMELINE_PFTRACE, &sum);
+	t = dl_timeline_new(f, DL_TIMELINE_PFTRACE);
+	feed_start(&sum, t);
 	sched(&sum, t, PID, TID, T0, 1000, DL_ST_RUNNING);
 	sched(&sum, t, PID, TID, T0 + 500, 1000, DL_ST_RUNQ);      /* overlaps: starts at T0 + 1000 */
 	sched(&sum, t, PID, TID, T0 + 600, 100, DL_ST_SLEEP);      /* inside the last: dropped */
@@ -613,6 +632,7 @@ static void test_state_clipping(void)
 	}
 	CHECK(maxd == 1 && depth == 0, "state slices nest: max depth %d, left open %d", maxd, depth);
 	dl_summary_free(&sum);
+	dl_stream_free(&feed_stream);
 	free(buf);
 }
 

@@ -13,9 +13,11 @@ struct collect {
 	unsigned char buf[1 << 16];
 };
 
-static int collect(void *ctx, const void *rec, size_t len)
+static int collect(void *ctx, const struct dl_rec *r)
 {
 	struct collect *c = ctx;
+	const void *rec = r->h;
+	size_t len = r->h->size;
 
 	if (c->bytes + len <= sizeof(c->buf))
 		memcpy(c->buf + c->bytes, rec, len);
@@ -81,6 +83,8 @@ int main(void)
 		dl_emit_trace_start(&(struct dl_stream){ .sinks = { { dl_recorder_sink, &r } }, .n = 1 }, 1, 0);
 	CHECK(dl_recorder_close(&r) < 0, "a full disk went unnoticed");
 	unlink(path);
+	dl_stream_free(&out);
+	dl_stream_free(&in);
 	free(a);
 	free(b);
 	return check_report("test_record");

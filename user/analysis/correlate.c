@@ -7,76 +7,10 @@
 #include "analysis/correlate_int.h"
 #include "records/stream.h"
 
-void *dl_vec_push(struct vec *v, const void *item)
+struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, dl_step_fn on_step, void *ctx)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		void *nv = realloc(v->v, cap * v->elem);
+	struct dl_correlator *c = dl_xcalloc(1, sizeof(*c));
 
-		if (!nv) {
-			fprintf(stderr, "dlbpf: out of memory\n");
-			abort();
-		}
-		v->v = nv;
-		v->cap = cap;
-	}
-	void *slot = (char *)v->v + v->n * v->elem;
-	memcpy(slot, item, v->elem);
-	v->n++;
-	return slot;
-}
-
-void *dl_vec_append(struct vec *v, const void *items, size_t n)
-{
-	void *slot;
-
-	if (v->n + n > v->cap) {
-		size_t cap = v->cap ? v->cap : 64;
-		void *nv;
-
-		while (cap < v->n + n)
-			cap *= 2;
-		nv = realloc(v->v, cap * v->elem);
-		if (!nv) {
-			fprintf(stderr, "dlbpf: out of memory\n");
-			abort();
-		}
-		v->v = nv;
-		v->cap = cap;
-	}
-	slot = (char *)v->v + v->n * v->elem;
-	memcpy(slot, items, n * v->elem);
-	v->n += n;
-	return slot;
-}
-
-void dl_vec_drop_front(struct vec *v, size_t k)
-{
-	if (k > v->n)
-		k = v->n;
-	if (!k)
-		return;
-	memmove(v->v, (char *)v->v + k * v->elem, (v->n - k) * v->elem);
-	v->n -= k;
-}
-
-void dl_vec_free(struct vec *v)
-{
-	free(v->v);
-	v->v = NULL;
-	v->n = v->cap = 0;
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
-
-struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, const struct dl_summary *sum,
-				  dl_step_fn on_step, void *ctx)
-{
-	struct dl_correlator *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return NULL;
 	if (opts)
 		c->opts = *opts;
 	if (!(c->opts.pcie_gbps > 0))
@@ -88,10 +22,8 @@ struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, const struct 
 
 		c->step_on_api = api ? (int)api->id : 0;
 	}
-	c->sum = sum;
 	c->on_step = on_step;
 	c->ctx = ctx;
-	c->tree.elem = sizeof(struct tspan);
 	return c;
 }
 
@@ -99,8 +31,8 @@ void dl_corr_free(struct dl_correlator *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nprocs; i++) {
-		struct cproc *p = &c->procs[i];
+	for (size_t i = 0; i < c->procs.n; i++) {
+		struct cproc *p = &c->procs.v[i];
 
 		dl_vec_free(&p->learn);
 		dl_vec_free(&p->tids);
@@ -109,7 +41,8 @@ void dl_corr_free(struct dl_correlator *c)
 		dl_vec_free(&p->pending);
 		free(p->pub.steps);
 	}
-	free(c->procs);
+	dl_vec_free(&c->procs);
+	dl_u64map_free(&c->proc_of);
 	dl_vec_free(&c->tree);
 	free(c);
 }
@@ -117,45 +50,22 @@ void dl_corr_free(struct dl_correlator *c)
 static struct cproc *proc_of(struct dl_correlator *c, pid_t pid, bool create)
 {
 	struct cproc *p;
+	uint64_t i;
 
-	for (size_t i = 0; i < c->nprocs; i++)
-		if (c->procs[i].pub.pid == pid)
-			return &c->procs[i];
+	if (dl_u64map_get(&c->proc_of, (uint32_t)pid, &i))
+		return &c->procs.v[i];
 	if (!create)
 		return NULL;
-	if (c->nprocs == c->pcap) {
-		size_t cap = c->pcap ? c->pcap * 2 : 8;
-		struct cproc *v = realloc(c->procs, cap * sizeof(*v));
-
-		if (!v)
-			abort();
-		c->procs = v;
-		c->pcap = cap;
-	}
-	p = &c->procs[c->nprocs++];
-	memset(p, 0, sizeof(*p));
+	dl_u64map_put(&c->proc_of, (uint32_t)pid, c->procs.n);
+	p = dl_vec_push(&c->procs);
 	p->pub.pid = pid;
 	p->st = CP_LEARN;
-	p->learn.elem = 1;
-	p->tids.elem = sizeof(struct tidcount);
-	p->calls.elem = sizeof(struct mcall);
-	p->sched.elem = sizeof(struct dl_span);
-	p->pending.elem = sizeof(struct pending_step);
 	return p;
 }
 
-bool dl_corr_is_sync_point(const struct dl_call *k)
+bool dl_corr_is_sync_point(const struct mcall *m)
 {
-	return k->api->cls == DL_CLS_SYNC ||
-	       (k->api->cls == DL_CLS_COPY && !k->async && k->dir == DL_DIR_D2H);
-}
-
-static bool pageable_host(const struct dl_correlator *c, const struct dl_call *k, uint64_t *host)
-{
-	const struct dl_proc *sp = c->sum ? dl_summary_find(c->sum, (pid_t)k->tgid) : NULL;
-
-	*host = k->dir == DL_DIR_H2D ? k->src : k->dir == DL_DIR_D2H ? k->dst : 0;
-	return *host && (!sp || !dl_ranges_contains(&sp->pinned, *host));
+	return m->cls == DL_CLS_SYNC || (m->cls == DL_CLS_COPY && !m->async && m->dir == DL_DIR_D2H);
 }
 
 /* --- steps ---------------------------------------------------------------- */
@@ -190,7 +100,7 @@ static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, 
 			return 1;
 		}
 		copy_bw(p, c, m, &gbps);
-		explained = min_u64(dur, COPY_LATENCY_NS + (uint64_t)((double)m->bytes / gbps));
+		explained = dl_min_u64(dur, COPY_LATENCY_NS + (uint64_t)((double)m->bytes / gbps));
 		if (explained == dur) {
 			out[0] = (struct dl_span){ m->start, end, copy_cat };
 			return 1;
@@ -215,18 +125,18 @@ static uint64_t launch_end(const struct cproc *p, size_t i, uint64_t step_end)
 	uint64_t s = calls[i].start, e = step_end, off = 0;
 
 	if (i + 1 < p->calls.n)
-		e = min_u64(e, max_u64(s, calls[i + 1].start));
+		e = dl_min_u64(e, dl_max_u64(s, calls[i + 1].start));
 	for (size_t k = 0; k < p->sched.n && sc[k].start < e; k++)
 		if (sc[k].kind != DL_ST_RUNNING && sc[k].end > s)
-			off += min_u64(sc[k].end, e) - max_u64(sc[k].start, s);
+			off += dl_min_u64(sc[k].end, e) - dl_max_u64(sc[k].start, s);
 	if (e - s - off <= LAUNCH_GAP_CAP_NS)
 		return e;
-	return min_u64(e, s + LAUNCH_GAP_CAP_NS + off);
+	return dl_min_u64(e, s + LAUNCH_GAP_CAP_NS + off);
 }
 
 static void attribute_tree(struct dl_step *st, uint32_t main_tid, const struct tspan *t)
 {
-	uint64_t s = max_u64(t->start, st->start_ns), e = min_u64(t->end, st->start_ns + st->dur_ns);
+	uint64_t s = dl_max_u64(t->start, st->start_ns), e = dl_min_u64(t->end, st->start_ns + st->dur_ns);
 
 	if (t->is_read) {
 		if (t->end >= st->start_ns && t->end < st->start_ns + st->dur_ns) {
@@ -242,15 +152,13 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 {
 	const struct mcall *calls = p->calls.v;
 	const struct tspan *tree = c->tree.v;
-	struct dl_span *cuda = calloc(2 * p->calls.n + 1, sizeof(*cuda)), *reads;
-	struct dl_span *sched = calloc(p->sched.n + 1, sizeof(*sched));
+	struct dl_span *cuda = dl_xcalloc(2 * p->calls.n + 1, sizeof(*cuda));
+	struct dl_span *sched = dl_xcalloc(p->sched.n + 1, sizeof(*sched));
+	struct dl_span *reads = dl_xcalloc(c->tree.n + 1, sizeof(*reads));
 	size_t ncuda = 0, nsched = 0, nreads = 0;
 	struct dl_step st = { 0 };
 	struct dl_step_input in;
 
-	reads = calloc(c->tree.n + 1, sizeof(*reads));
-	if (!cuda || !sched || !reads)
-		abort();
 	st.index = (uint32_t)p->pub.nsteps;
 	st.pid = p->pub.pid;
 	st.tid = (pid_t)p->pub.main_tid;
@@ -288,7 +196,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 			sched[nsched++] = sc[i];
 		/* After its last closed interval the thread is in the state it entered then. */
 		if (p->sched_next && p->sched_until < end)
-			sched[nsched++] = (struct dl_span){ max_u64(p->sched_until, start), end, p->sched_next };
+			sched[nsched++] = (struct dl_span){ dl_max_u64(p->sched_until, start), end, p->sched_next };
 	}
 	for (size_t i = 0; i < c->tree.n; i++) {
 		attribute_tree(&st, p->pub.main_tid, &tree[i]);
@@ -307,15 +215,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	free(sched);
 	free(reads);
 
-	if (p->pub.nsteps == p->pub.cap) {
-		size_t cap = p->pub.cap ? p->pub.cap * 2 : 64;
-		struct dl_step *v = realloc(p->pub.steps, cap * sizeof(*v));
-
-		if (!v)
-			abort();
-		p->pub.steps = v;
-		p->pub.cap = cap;
-	}
+	dl_grow((void **)&p->pub.steps, &p->pub.cap, p->pub.nsteps + 1, sizeof(*p->pub.steps));
 	p->pub.steps[p->pub.nsteps++] = st;
 	if (c->on_step)
 		c->on_step(c->ctx, &st);
@@ -343,15 +243,15 @@ static uint64_t tree_frontier(const struct dl_correlator *c)
 {
 	uint64_t f = c->watermark > 10000000000ull ? c->watermark - 10000000000ull : 0;
 
-	for (size_t i = 0; i < c->nprocs; i++) {
-		const struct cproc *p = &c->procs[i];
+	for (size_t i = 0; i < c->procs.n; i++) {
+		const struct cproc *p = &c->procs.v[i];
 
 		if (p->st == CP_LEARN && p->nlearn)
-			f = min_u64(f, p->learn_start);
+			f = dl_min_u64(f, p->learn_start);
 		else if (p->st == CP_TRACK && p->pending.n)
-			f = min_u64(f, ((const struct pending_step *)p->pending.v)[0].start);
+			f = dl_min_u64(f, p->pending.v[0].start);
 		else if (p->st == CP_TRACK && p->have_marker)
-			f = min_u64(f, p->last_marker);
+			f = dl_min_u64(f, p->last_marker);
 	}
 	return f;
 }
@@ -372,11 +272,11 @@ static void finalize_ready(struct dl_correlator *c, bool all)
 {
 	bool any = false;
 
-	for (size_t i = 0; i < c->nprocs; i++) {
-		struct cproc *p = &c->procs[i];
+	for (size_t i = 0; i < c->procs.n; i++) {
+		struct cproc *p = &c->procs.v[i];
 
 		while (p->pending.n) {
-			struct pending_step ps = ((struct pending_step *)p->pending.v)[0];
+			struct pending_step ps = p->pending.v[0];
 
 			if (!all && c->watermark < ps.end + c->opts.finalize_delay_ns)
 				break;
@@ -391,21 +291,19 @@ static void finalize_ready(struct dl_correlator *c, bool all)
 
 /* --- tracking ------------------------------------------------------------- */
 
-static bool marker_matches(const struct dl_marker *mk, const struct dl_call *k, bool after_sync)
+static bool marker_matches(const struct dl_marker *mk, const struct mcall *m, bool after_sync)
 {
 	if (mk->kind == DL_MARK_API)
-		return k->api->id == mk->api;
+		return m->api == mk->api;
 	if (mk->kind == DL_MARK_AFTER_SYNC)
-		return after_sync && k->api->id == mk->api && (mk->dir == 0xff || k->dir == mk->dir);
+		return after_sync && m->api == mk->api && (mk->dir == 0xff || m->dir == mk->dir);
 	return false;
 }
 
 static void on_marker(struct cproc *p, uint64_t ts)
 {
 	if (p->have_marker && ts > p->last_marker) {
-		struct pending_step ps = { p->last_marker, ts };
-
-		dl_vec_push(&p->pending, &ps);
+		*dl_vec_push(&p->pending) = (struct pending_step){ p->last_marker, ts };
 	}
 	p->have_marker = true;
 	p->last_marker = ts;
@@ -454,62 +352,48 @@ static void note_copy_facts(struct dl_copy_facts *f, const struct mcall *m)
 	}
 }
 
-static void track_cuda(struct dl_correlator *c, struct cproc *p, const struct dl_cuda_ev *ev)
+static void track_call(struct cproc *p, const struct mcall *m)
 {
-	struct dl_call k;
-	struct mcall m = { 0 };
-
-	if (ev->h.tid != p->pub.main_tid || ev->depth > 0 || dl_call_decode(ev, &k))
-		return;
 	/* The marker is the first call of its kind since the last sync point. */
-	if (marker_matches(&p->pub.marker, &k, p->after_sync)) {
-		on_marker(p, k.ts);
+	if (marker_matches(&p->pub.marker, m, p->after_sync)) {
+		on_marker(p, m->start);
 		p->after_sync = false;
 	}
-	if (dl_corr_is_sync_point(&k))
+	if (dl_corr_is_sync_point(m))
 		p->after_sync = true;
-	m.start = k.ts;
-	m.end = k.entry_only ? k.ts : k.ts + k.dur_ns;
-	m.api = (uint16_t)k.api->id;
-	m.cls = (uint8_t)k.api->cls;
-	m.dir = (uint8_t)(k.dir < DL_DIR_DEFAULT ? k.dir : DL_DIR_H2H);
-	m.bytes = k.bytes;
-	m.async = k.async;
-	m.entry_only = k.entry_only;
-	if (m.cls == DL_CLS_COPY) {
-		m.pageable = pageable_host(c, &k, &m.host);
-		note_bandwidth(p, &m);
-		note_copy_facts(&p->pub.copy, &m);
+	if (m->cls == DL_CLS_COPY) {
+		note_bandwidth(p, m);
+		note_copy_facts(&p->pub.copy, m);
 	}
-	dl_vec_push(&p->calls, &m);
+	*dl_vec_push(&p->calls) = *m;
 }
 
-static void track_sched(struct cproc *p, const struct dl_sched_ev *ev)
+static void track_sched(struct cproc *p, const struct cevent *e)
 {
-	struct dl_span s = { ev->h.ts, ev->h.ts + ev->dur_ns, ev->state };
+	struct dl_span s = e->u.sched.span;
 
-	if (ev->h.tid != p->pub.main_tid)
-		return;
-	if (p->sched.n && s.start < ((struct dl_span *)p->sched.v)[p->sched.n - 1].end)
-		s.start = ((struct dl_span *)p->sched.v)[p->sched.n - 1].end;
+	if (p->sched.n && s.start < p->sched.v[p->sched.n - 1].end)
+		s.start = p->sched.v[p->sched.n - 1].end;
 	if (s.end > s.start)
-		dl_vec_push(&p->sched, &s);
-	p->sched_until = max_u64(p->sched_until, s.end);
-	p->sched_next = ev->next_state;
+		*dl_vec_push(&p->sched) = s;
+	p->sched_until = dl_max_u64(p->sched_until, s.end);
+	p->sched_next = e->u.sched.next;
 }
 
-void dl_corr_track_record(struct dl_correlator *c, struct cproc *p, const struct dl_hdr *h)
+void dl_corr_track(struct cproc *p, const struct cevent *e)
 {
-	switch (h->kind) {
+	if (e->tid != p->pub.main_tid)
+		return;
+	switch (e->kind) {
 	case DL_EV_CUDA:
-		track_cuda(c, p, (const void *)h);
+		track_call(p, &e->u.call);
 		break;
 	case DL_EV_SCHED:
-		track_sched(p, (const void *)h);
+		track_sched(p, e);
 		break;
 	case DL_EV_MARK:
-		if (p->pub.marker.kind == DL_MARK_SYMBOL && h->tid == p->pub.main_tid)
-			on_marker(p, h->ts);
+		if (p->pub.marker.kind == DL_MARK_SYMBOL)
+			on_marker(p, e->u.mark_ts);
 		break;
 	default:
 		break;
@@ -521,8 +405,8 @@ void dl_corr_track_record(struct dl_correlator *c, struct cproc *p, const struct
 static void add_tree(struct dl_correlator *c, const struct tspan *t)
 {
 	/* Steps already finalized get their share now; later ones at their finalization. */
-	for (size_t i = 0; i < c->nprocs; i++) {
-		struct dl_corr_proc *p = &c->procs[i].pub;
+	for (size_t i = 0; i < c->procs.n; i++) {
+		struct dl_corr_proc *p = &c->procs.v[i].pub;
 
 		for (size_t k = p->nsteps; k-- > 0;) {
 			struct dl_step *st = &p->steps[k];
@@ -532,27 +416,73 @@ static void add_tree(struct dl_correlator *c, const struct tspan *t)
 			attribute_tree(st, p->main_tid, t);
 		}
 	}
-	dl_vec_push(&c->tree, t);
+	*dl_vec_push(&c->tree) = *t;
 }
 
-int dl_corr_sink(void *ctx, const void *rec, size_t len)
+/* The correlator's view of a record of a process: false for one it has no use for (nested, unknown API). */
+static bool event_of(const struct dl_rec *r, struct cevent *e)
+{
+	const struct dl_hdr *h = r->h;
+
+	memset(e, 0, sizeof(*e));
+	e->kind = h->kind;
+	e->tid = h->tid;
+	switch (h->kind) {
+	case DL_EV_CUDA: {
+		const struct dl_call *k = r->call;
+		struct mcall *m = &e->u.call;
+
+		if (!k || k->depth > 0)
+			return false;
+		m->start = k->ts;
+		m->end = k->entry_only ? k->ts : k->ts + k->dur_ns;
+		m->api = (uint16_t)k->api->id;
+		m->cls = (uint8_t)k->api->cls;
+		m->dir = (uint8_t)k->dir;
+		m->bytes = k->bytes;
+		m->async = k->async;
+		m->entry_only = k->entry_only;
+		if (m->cls == DL_CLS_COPY) {
+			m->pageable = k->pageable;
+			m->host = k->host_mem;
+		}
+		return true;
+	}
+	case DL_EV_SCHED: {
+		const struct dl_sched_ev *ev = (const void *)h;
+
+		e->u.sched.span = (struct dl_span){ h->ts, h->ts + ev->dur_ns, ev->state };
+		e->u.sched.next = ev->next_state;
+		return true;
+	}
+	case DL_EV_MARK:
+		e->u.mark_ts = h->ts;
+		return true;
+	default:
+		return false;
+	}
+}
+
+int dl_corr_sink(void *ctx, const struct dl_rec *r)
 {
 	struct dl_correlator *c = ctx;
-	const struct dl_hdr *h = rec;
+	const struct dl_hdr *h = r->h;
 	struct cproc *p;
+	struct cevent e;
 	uint64_t end = h->ts;
+	bool keep;
 
-	if (dl_record_check(rec, len) || h->kind == 0 || h->kind >= DL_EV_KIND_MAX)
+	if (h->kind == 0 || h->kind >= DL_EV_KIND_MAX)
 		return 0;
 	switch (h->kind) {
 	case DL_EV_CUDA:
-		end += ((const struct dl_cuda_ev *)rec)->dur_ns;
+		end += ((const struct dl_cuda_ev *)h)->dur_ns;
 		break;
 	case DL_EV_SCHED: {
-		const struct dl_sched_ev *e = rec;
+		const struct dl_sched_ev *ev = (const void *)h;
 
-		end += e->dur_ns;
-		if (e->state == DL_ST_RUNNING) {
+		end += ev->dur_ns;
+		if (ev->state == DL_ST_RUNNING) {
 			struct tspan t = { h->ts, end, 0, h->tgid, h->tid, 0 };
 
 			add_tree(c, &t);
@@ -560,11 +490,11 @@ int dl_corr_sink(void *ctx, const void *rec, size_t len)
 		break;
 	}
 	case DL_EV_BIO: {
-		const struct dl_bio_ev *e = rec;
+		const struct dl_bio_ev *ev = (const void *)h;
 
-		end += e->dur_ns;
-		if (!(e->flags & (DL_BIO_WRITE | DL_BIO_ASYNC))) {
-			struct tspan t = { h->ts, end, e->bytes, h->tgid, h->tid, 1 };
+		end += ev->dur_ns;
+		if (!(ev->flags & (DL_BIO_WRITE | DL_BIO_ASYNC))) {
+			struct tspan t = { h->ts, end, ev->bytes, h->tgid, h->tid, 1 };
 
 			add_tree(c, &t);
 		}
@@ -580,12 +510,13 @@ int dl_corr_sink(void *ctx, const void *rec, size_t len)
 		c->watermark = end;
 
 	if (h->kind == DL_EV_CUDA || h->kind == DL_EV_SCHED || h->kind == DL_EV_MARK) {
+		keep = event_of(r, &e);
 		/* Processes without CUDA calls are workers: only their tree spans matter. */
 		p = proc_of(c, (pid_t)h->tgid, h->kind != DL_EV_SCHED);
 		if (p && p->st == CP_LEARN)
-			dl_corr_learn_record(c, p, h);
-		else if (p && p->st == CP_TRACK)
-			dl_corr_track_record(c, p, h);
+			dl_corr_learn(c, p, keep ? &e : NULL, h);
+		else if (p && p->st == CP_TRACK && keep)
+			dl_corr_track(p, &e);
 	}
 	finalize_ready(c, false);
 	if (c->tree.n > 4096 && !(c->tree.n & 1023))
@@ -595,20 +526,20 @@ int dl_corr_sink(void *ctx, const void *rec, size_t len)
 
 void dl_corr_finish(struct dl_correlator *c)
 {
-	for (size_t i = 0; i < c->nprocs; i++)
-		if (c->procs[i].st == CP_LEARN)
-			dl_corr_try_decide(c, &c->procs[i], true);
+	for (size_t i = 0; i < c->procs.n; i++)
+		if (c->procs.v[i].st == CP_LEARN)
+			dl_corr_try_decide(c, &c->procs.v[i], true);
 	finalize_ready(c, true);
 }
 
 size_t dl_corr_nprocs(const struct dl_correlator *c)
 {
-	return c->nprocs;
+	return c->procs.n;
 }
 
 const struct dl_corr_proc *dl_corr_proc(const struct dl_correlator *c, size_t i)
 {
-	return i < c->nprocs ? &c->procs[i].pub : NULL;
+	return i < c->procs.n ? &c->procs.v[i].pub : NULL;
 }
 
 const struct dl_corr_opts *dl_corr_options(const struct dl_correlator *c)

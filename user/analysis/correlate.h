@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The correlator: turns the record stream into steps per process. Pure: it
- * sees only records (live or replayed), so a replay gives the same steps.
+ * sees only records (live or replayed), so a replay gives the same steps;
+ * what a copy is (direction, pageable) comes resolved with the record.
  *
  * Per process it first learns (which thread is the main thread, what marks a
  * step), then tracks: each step is finalized once the stream's time has moved
@@ -14,8 +15,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "analysis/steps.h"
-#include "analysis/summary.h"
+#include "records/stream.h"
+#include "dlbpf/copy.h"
 
 struct dl_corr_opts {
 	const char *step_on;        /* a CUDA API name, or NULL (automatic); DL_EV_MARK records always mark */
@@ -49,18 +52,17 @@ struct dl_corr_proc {
 	struct dl_marker marker;
 	char marker_desc[160];
 	bool decided;
-	struct dl_step *steps;
+	struct dl_step *steps;     /* grown with dl_grow */
 	size_t nsteps, cap;
 	struct dl_copy_facts copy;
 };
 
 struct dl_correlator;
 
-struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, const struct dl_summary *sum,
-				  dl_step_fn on_step, void *ctx);
+struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, dl_step_fn on_step, void *ctx);
 void dl_corr_free(struct dl_correlator *c);
 /* A stream sink. */
-int dl_corr_sink(void *correlator, const void *rec, size_t len);
+int dl_corr_sink(void *correlator, const struct dl_rec *r);
 /* End of the stream: decide what is undecided, finalize every pending step. */
 void dl_corr_finish(struct dl_correlator *c);
 

@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "analysis/correlate.h"
+#include "analysis/breakdown.h"
 #include "records/cuda_api.h"
+#include "util.h"
 
 #define LEARN_SYNCS 8                    /* sync points on one thread before deciding */
 #define LEARN_MAX_RECORDS 200000         /* decide anyway past this much */
@@ -21,8 +23,27 @@ struct mcall {
 	uint64_t start, end;
 	uint64_t bytes, host;
 	uint16_t api;
-	uint8_t cls, dir;
+	uint8_t cls, dir;         /* dir: resolved by the stream (never DL_DIR_DEFAULT) */
 	uint8_t async, pageable, entry_only, pad;
+};
+
+/*
+ * What the correlator keeps of a record of a process's own threads: an
+ * outermost CUDA call, a scheduler interval, a marker hit. While a process
+ * learns, its window is a vector of these, replayed into tracking once
+ * decided; a call is kept as resolved when it came, not read again.
+ */
+struct cevent {
+	uint16_t kind;            /* DL_EV_CUDA, DL_EV_SCHED, DL_EV_MARK */
+	uint32_t tid;
+	union {
+		struct mcall call;
+		struct {
+			struct dl_span span;   /* kind = enum dl_thread_state */
+			uint32_t next;         /* the state entered at its end */
+		} sched;
+		uint64_t mark_ts;
+	} u;
 };
 
 /* A disk read or a CPU interval of some thread of the traced tree. */
@@ -30,11 +51,6 @@ struct tspan {
 	uint64_t start, end, bytes;
 	uint32_t tgid, tid;
 	uint8_t is_read;
-};
-
-struct vec {
-	void *v;
-	size_t n, cap, elem;
 };
 
 enum cp_state { CP_LEARN, CP_TRACK, CP_NONE };
@@ -50,56 +66,41 @@ struct pending_step {
 struct cproc {
 	struct dl_corr_proc pub;
 	enum cp_state st;
-	struct vec learn;           /* this process's records while learning, back to back (bytes) */
-	size_t nlearn;              /* records in it */
-	struct vec tids;            /* struct tidcount */
+	DL_VEC(struct cevent) learn;    /* this process's events while learning */
+	size_t nlearn;              /* records seen while learning (nested or unknown calls are not kept) */
+	DL_VEC(struct tidcount) tids;
 	uint64_t learn_start;
-	size_t next_infer;          /* learn.n at which to look for a marker again */
+	size_t next_infer;          /* nlearn at which to look for a marker again */
 	/* tracking */
 	bool after_sync, have_marker;
 	uint64_t last_marker;
-	struct vec calls;           /* struct mcall, by start */
-	struct vec sched;           /* struct dl_span (kind = state), by start */
+	DL_VEC(struct mcall) calls;     /* by start */
+	DL_VEC(struct dl_span) sched;   /* kind = state, by start */
 	uint64_t sched_until;       /* end of the last scheduler interval */
 	uint32_t sched_next;        /* state entered then */
-	struct vec pending;         /* struct pending_step: closed, not finalized */
+	DL_VEC(struct pending_step) pending;   /* closed, not finalized */
 };
 
 struct dl_correlator {
 	struct dl_corr_opts opts;
-	const struct dl_summary *sum;
 	dl_step_fn on_step;
 	void *ctx;
-	struct cproc *procs;
-	size_t nprocs, pcap;
-	struct vec tree;            /* struct tspan, unordered */
+	DL_VEC(struct cproc) procs;
+	struct dl_u64map proc_of;   /* pid -> index in procs */
+	DL_VEC(struct tspan) tree;  /* unordered */
 	uint64_t watermark;
 	int step_on_api;            /* enum dl_api_id, or 0 */
 };
 
-void *dl_vec_push(struct vec *v, const void *item);
-/* Appends n items at once. */
-void *dl_vec_append(struct vec *v, const void *items, size_t n);
-/* Drops the first k items. */
-void dl_vec_drop_front(struct vec *v, size_t k);
-void dl_vec_free(struct vec *v);
-
-/* Records in the learning window are kept 8-byte aligned: each takes its size rounded up. */
-static inline size_t dl_learn_span(const struct dl_hdr *h)
-{
-	return ((size_t)h->size + 7) & ~(size_t)7;
-}
-
-#define DL_FOR_EACH_LEARNED(p, h) \
-	for (size_t _off = 0; _off < (p)->learn.n && ((h) = (const void *)((char *)(p)->learn.v + _off)); \
-	     _off += dl_learn_span(h))
-
 /* A blocking synchronization, or a synchronous copy back to the host (loss.item()). */
-bool dl_corr_is_sync_point(const struct dl_call *k);
-/* Feeds a record of a decided process's main thread to its steps. */
-void dl_corr_track_record(struct dl_correlator *c, struct cproc *p, const struct dl_hdr *h);
-/* Keeps a record of a process still learning; decides when the window is enough. */
-void dl_corr_learn_record(struct dl_correlator *c, struct cproc *p, const struct dl_hdr *h);
+bool dl_corr_is_sync_point(const struct mcall *m);
+/* Feeds an event of a decided process to its steps (only its main thread's count). */
+void dl_corr_track(struct cproc *p, const struct cevent *e);
+/*
+ * A record of a process still learning: counted, and its event e kept (NULL:
+ * a call of no use to steps); decides when the window is enough.
+ */
+void dl_corr_learn(struct dl_correlator *c, struct cproc *p, const struct cevent *e, const struct dl_hdr *h);
 /* Decides main thread and marker (final: with whatever was seen); true when decided. */
 bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final);
 

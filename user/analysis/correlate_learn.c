@@ -9,14 +9,17 @@
 #include <string.h>
 #include "analysis/correlate_int.h"
 
+/* Linear: only the few threads that call CUDA or hit a marker are counted. */
 static struct tidcount *tid_of(struct cproc *p, uint32_t tid)
 {
-	struct tidcount *t = p->tids.v, fresh = { .tid = tid };
+	struct tidcount *t;
 
 	for (size_t i = 0; i < p->tids.n; i++)
-		if (t[i].tid == tid)
-			return &t[i];
-	return dl_vec_push(&p->tids, &fresh);
+		if (p->tids.v[i].tid == tid)
+			return &p->tids.v[i];
+	t = dl_vec_push(&p->tids);
+	t->tid = tid;
+	return t;
 }
 
 static const struct tidcount *busiest(const struct cproc *p, bool by_marks)
@@ -41,25 +44,24 @@ static bool infer_marker(struct cproc *p)
 		uint32_t n;
 	} sigs[32];
 	size_t nsig = 0, best = 0;
-	const struct dl_hdr *h;
 	bool after = true;
 
-	DL_FOR_EACH_LEARNED(p, h) {
-		struct dl_call k;
+	for (size_t i = 0; i < p->learn.n; i++) {
+		const struct cevent *e = &p->learn.v[i];
+		const struct mcall *m = &e->u.call;
 		size_t s;
 
-		if (h->kind != DL_EV_CUDA || h->tid != p->pub.main_tid ||
-		    ((const struct dl_cuda_ev *)h)->depth > 0 || dl_call_decode((const void *)h, &k))
+		if (e->kind != DL_EV_CUDA || e->tid != p->pub.main_tid)
 			continue;
 		if (after) {
-			for (s = 0; s < nsig && (sigs[s].api != k.api->id || sigs[s].dir != k.dir); s++)
+			for (s = 0; s < nsig && (sigs[s].api != m->api || sigs[s].dir != m->dir); s++)
 				;
 			if (s == nsig && nsig < 32)
-				sigs[nsig++] = (struct sig){ (uint16_t)k.api->id, (uint8_t)k.dir, 0 };
+				sigs[nsig++] = (struct sig){ m->api, m->dir, 0 };
 			if (s < nsig)
 				sigs[s].n++;
 		}
-		after = dl_corr_is_sync_point(&k);
+		after = dl_corr_is_sync_point(m);
 	}
 	for (size_t s = 1; s < nsig; s++)
 		if (sigs[s].n > sigs[best].n)
@@ -84,20 +86,17 @@ static bool infer_marker(struct cproc *p)
 static void forget_learned(struct cproc *p)
 {
 	dl_vec_free(&p->learn);
-	p->learn.elem = 1;
 	p->nlearn = 0;
 }
 
-static void start_tracking(struct dl_correlator *c, struct cproc *p)
+static void start_tracking(struct cproc *p)
 {
-	const struct dl_hdr *h;
-
 	p->st = CP_TRACK;
 	p->pub.decided = true;
 	/* The thread's first call of the marker's kind starts the first step. */
 	p->after_sync = true;
-	DL_FOR_EACH_LEARNED(p, h)
-		dl_corr_track_record(c, p, h);
+	for (size_t i = 0; i < p->learn.n; i++)
+		dl_corr_track(p, &p->learn.v[i]);
 	forget_learned(p);
 }
 
@@ -151,23 +150,19 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 			return true;
 		}
 	}
-	start_tracking(c, p);
+	start_tracking(p);
 	return true;
 }
 
-void dl_corr_learn_record(struct dl_correlator *c, struct cproc *p, const struct dl_hdr *h)
+void dl_corr_learn(struct dl_correlator *c, struct cproc *p, const struct cevent *e, const struct dl_hdr *h)
 {
-	static const char pad[8];
-
 	if (h->kind == DL_EV_CUDA) {
-		const struct dl_cuda_ev *ev = (const void *)h;
 		struct tidcount *t = tid_of(p, h->tid);
-		struct dl_call k;
 
-		if (ev->depth == 0 && dl_call_decode(ev, &k) == 0) {
+		if (e) {
 			t->calls++;
-			t->syncs += dl_corr_is_sync_point(&k);
-			t->api_calls += c->step_on_api && k.api->id == (unsigned)c->step_on_api;
+			t->syncs += dl_corr_is_sync_point(&e->u.call);
+			t->api_calls += c->step_on_api && e->u.call.api == (unsigned)c->step_on_api;
 		}
 	} else if (h->kind == DL_EV_MARK) {
 		tid_of(p, h->tid)->marks++;
@@ -176,8 +171,8 @@ void dl_corr_learn_record(struct dl_correlator *c, struct cproc *p, const struct
 	}
 	if (!p->nlearn)
 		p->learn_start = h->ts;
-	dl_vec_append(&p->learn, h, h->size);
-	dl_vec_append(&p->learn, pad, dl_learn_span(h) - h->size);
+	if (e)
+		*dl_vec_push(&p->learn) = *e;
 	p->nlearn++;
 	if (h->kind != DL_EV_SCHED)
 		dl_corr_try_decide(c, p, false);

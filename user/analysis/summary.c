@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "records/stream.h"
 #include "analysis/summary.h"
 
 void dl_summary_init(struct dl_summary *s)
@@ -16,12 +15,7 @@ static void proc_free(struct dl_proc *p)
 		free(p->kernels[i].name);
 	free(p->kernels);
 	free(p->graphs);
-	free(p->pinned.v);
-	free(p->device.v);
 	free(p->tids);
-	for (size_t i = 0; i < p->nsyms; i++)
-		free(p->syms[i].name);
-	free(p->syms);
 }
 
 void dl_summary_free(struct dl_summary *s)
@@ -88,78 +82,16 @@ static void note_thread(struct dl_proc *p, uint32_t tid)
 	p->threads = (uint32_t)p->ntids;
 }
 
-/* Index of the last range starting at or before addr, or n. */
-static size_t range_floor(const struct dl_ranges *r, uint64_t addr)
-{
-	size_t lo = 0, hi = r->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (r->v[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? lo - 1 : r->n;
-}
-
-bool dl_ranges_contains(const struct dl_ranges *r, uint64_t addr)
-{
-	size_t i = range_floor(r, addr);
-
-	return i < r->n && addr < r->v[i].end;
-}
-
-static void range_add(struct dl_ranges *r, uint64_t start, uint64_t size)
-{
-	size_t i = range_floor(r, start), at = i < r->n ? i + 1 : 0;
-
-	if (!size)
-		return;
-	if (i < r->n && r->v[i].start == start) {
-		r->v[i].end = start + size;
-		return;
-	}
-	r->v = grow(r->v, r->n, &r->cap, sizeof(*r->v));
-	memmove(&r->v[at + 1], &r->v[at], (r->n - at) * sizeof(*r->v));
-	r->v[at].start = start;
-	r->v[at].end = start + size;
-	r->n++;
-}
-
-static void range_remove(struct dl_ranges *r, uint64_t start)
-{
-	size_t i = range_floor(r, start);
-
-	if (i >= r->n || r->v[i].start != start)
-		return;
-	memmove(&r->v[i], &r->v[i + 1], (r->n - i - 1) * sizeof(*r->v));
-	r->n--;
-}
-
-/* cudaMemcpyDefault lets the runtime infer the direction from the pointers: so do we, from the allocations seen. */
-static enum dl_dir infer_dir(const struct dl_proc *p, const struct dl_call *c)
-{
-	bool dst_dev = dl_ranges_contains(&p->device, c->dst);
-	bool src_dev = dl_ranges_contains(&p->device, c->src);
-
-	return src_dev ? (dst_dev ? DL_DIR_D2D : DL_DIR_D2H) : (dst_dev ? DL_DIR_H2D : DL_DIR_H2H);
-}
-
 static void add_copy(struct dl_proc *p, const struct dl_call *c)
 {
-	enum dl_dir dir = c->dir == DL_DIR_DEFAULT ? infer_dir(p, c) : c->dir;
-	struct dl_copy_stat *cs = &p->copies[dir];
-	uint64_t host = dir == DL_DIR_H2D ? c->src : dir == DL_DIR_D2H ? c->dst : 0;
+	struct dl_copy_stat *cs = &p->copies[c->dir];
 
 	cs->count++;
 	cs->bytes += c->bytes;
 	cs->total_ns += c->dur_ns;
 	if (c->bytes < DL_SMALL_COPY_BYTES)
 		cs->small++;
-	if (host && !dl_ranges_contains(&p->pinned, host))
-		cs->pageable++;
+	cs->pageable += c->pageable;
 }
 
 static void add_launch(struct dl_proc *p, const struct dl_call *c)
@@ -183,13 +115,10 @@ static void add_launch(struct dl_proc *p, const struct dl_call *c)
 	memcpy(k->block, c->block, sizeof(k->block));
 	k->shmem = c->shmem;
 	k->count = 1;
-	for (size_t i = 0; i < p->nsyms && !k->name; i++)
-		if (p->syms[i].addr == c->func)
-			k->name = strdup(p->syms[i].name);
-	if (!k->name) {
+	/* Named once, at its first launch: by the symbol record the stream had for it by then. */
+	if (!c->kernel)
 		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)c->func);
-		k->name = strdup(name);
-	}
+	k->name = strdup(c->kernel ? c->kernel : name);
 }
 
 static void add_graph(struct dl_proc *p, const struct dl_call *c)
@@ -203,49 +132,37 @@ static void add_graph(struct dl_proc *p, const struct dl_call *c)
 	p->graphs[p->ngraphs++] = (struct dl_graph_stat){ .graph = c->func, .count = 1 };
 }
 
-static void add_cuda(struct dl_summary *s, const struct dl_cuda_ev *ev)
+static void add_cuda(struct dl_summary *s, const struct dl_call *c)
 {
-	struct dl_call c;
 	struct dl_proc *p;
-	bool ok;
 
-	if (dl_call_decode(ev, &c)) {
+	if (!c) {
 		s->unknown_records++;
 		return;
 	}
-	p = dl_summary_proc(s, (pid_t)c.tgid);
-	note_thread(p, c.tid);
+	p = dl_summary_proc(s, (pid_t)c->tgid);
+	note_thread(p, c->tid);
 	/* A driver call the runtime made inside a runtime call is that call: counted once, there. */
-	if (c.depth > 0 && c.api->driver) {
+	if (c->depth > 0 && c->api->driver) {
 		p->driver_inner++;
 		return;
 	}
-	p->calls[c.api->id].count++;
-	p->calls[c.api->id].total_ns += c.dur_ns;
-	ok = !c.entry_only && c.ret == 0;
-	if (!c.entry_only && c.ret != 0)
-		p->calls[c.api->id].errors++;
+	p->calls[c->api->id].count++;
+	p->calls[c->api->id].total_ns += c->dur_ns;
+	if (!c->entry_only && c->ret != 0)
+		p->calls[c->api->id].errors++;
 	/* A probed API called from inside another is part of the outer call. */
-	if (c.depth > 0)
+	if (c->depth > 0)
 		return;
-	switch (c.api->cls) {
+	switch (c->api->cls) {
 	case DL_CLS_COPY:
-		add_copy(p, &c);
+		add_copy(p, c);
 		break;
 	case DL_CLS_LAUNCH:
-		add_launch(p, &c);
+		add_launch(p, c);
 		break;
 	case DL_CLS_GRAPH:
-		add_graph(p, &c);
-		break;
-	case DL_CLS_ALLOC:
-		/* Failed allocations (every one, without a GPU) must not mark memory pinned. */
-		if (ok && !c.args_fault)
-			range_add(c.api->pinned ? &p->pinned : &p->device, c.ptr, c.size);
-		break;
-	case DL_CLS_FREE:
-		if (ok)
-			range_remove(c.api->pinned ? &p->pinned : &p->device, c.ptr);
+		add_graph(p, c);
 		break;
 	default:
 		break;
@@ -338,27 +255,12 @@ static void add_proc(struct dl_summary *s, const struct dl_proc_ev *ev)
 	}
 }
 
-static void add_sym(struct dl_summary *s, const struct dl_sym_ev *ev)
+int dl_summary_sink(void *summary, const struct dl_rec *r)
 {
-	struct dl_proc *p = dl_summary_proc(s, (pid_t)ev->h.tgid);
-	struct dl_sym_name *n;
+	struct dl_summary *s = summary;
+	const struct dl_hdr *h = r->h;
+	const void *rec = h;
 
-	p->syms = grow(p->syms, p->nsyms, &p->scap, sizeof(*p->syms));
-	n = &p->syms[p->nsyms];
-	n->addr = ev->addr;
-	n->name = strdup(ev->name);
-	if (n->name)
-		p->nsyms++;
-}
-
-int dl_summary_add(struct dl_summary *s, const void *rec, size_t len)
-{
-	const struct dl_hdr *h = rec;
-
-	if (dl_record_check(rec, len)) {
-		s->malformed++;
-		return -1;
-	}
 	if (h->kind == 0 || h->kind >= DL_EV_KIND_MAX) {
 		s->unknown_records++;
 		return 0;
@@ -372,7 +274,7 @@ int dl_summary_add(struct dl_summary *s, const void *rec, size_t len)
 	}
 	switch (h->kind) {
 	case DL_EV_CUDA:
-		add_cuda(s, rec);
+		add_cuda(s, r->call);
 		break;
 	case DL_EV_BIO:
 		add_bio(s, rec);
@@ -400,7 +302,7 @@ int dl_summary_add(struct dl_summary *s, const void *rec, size_t len)
 		dl_summary_proc(s, (pid_t)h->tgid)->cuda_libs++;
 		break;
 	case DL_EV_SYM:
-		add_sym(s, rec);
+		dl_summary_proc(s, (pid_t)h->tgid);   /* the names themselves are the stream's */
 		break;
 	case DL_EV_TRACE_END: {
 		const struct dl_trace_end_ev *e = rec;
@@ -416,12 +318,6 @@ int dl_summary_add(struct dl_summary *s, const void *rec, size_t len)
 	default:
 		break;
 	}
-	return 0;
-}
-
-int dl_summary_sink(void *summary, const void *rec, size_t len)
-{
-	dl_summary_add(summary, rec, len);
 	return 0;
 }
 

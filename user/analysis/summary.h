@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "records/cuda_api.h"
+#include "records/stream.h"
 #include "dlbpf/events.h"
 
 struct dl_api_stat {
@@ -30,19 +31,6 @@ struct dl_kernel_stat {
 	char *name;
 };
 
-struct dl_range {
-	uint64_t start, end;
-};
-
-struct dl_ranges {
-	struct dl_range *v;
-	size_t n, cap;
-};
-
-struct dl_sym_name {
-	uint64_t addr;
-	char *name;
-};
 
 struct dl_graph_stat {
 	uint64_t graph;        /* the cudaGraphExec_t / CUgraphExec launched */
@@ -61,12 +49,11 @@ struct dl_proc {
 	int cuda_libs;         /* CUDA runtimes attached in this process */
 	uint64_t driver_inner; /* driver calls made inside runtime calls (not counted again) */
 	struct dl_api_stat calls[DL_API_COUNT];
-	struct dl_copy_stat copies[DL_DIR_COUNT];
+	struct dl_copy_stat copies[DL_DIR_COUNT];   /* by resolved direction: DL_DIR_DEFAULT only from --summary */
 	struct dl_kernel_stat *kernels;
 	size_t nkernels, kcap;
 	struct dl_graph_stat *graphs;
 	size_t ngraphs, gcap;
-	struct dl_ranges pinned, device;
 	struct {
 		uint64_t read_bytes, read_ops, write_bytes, write_ops, wait_ns;
 	} io;
@@ -75,8 +62,6 @@ struct dl_proc {
 	} sched;
 	uint32_t *tids;        /* sorted, for the thread count */
 	size_t ntids, tcap;
-	struct dl_sym_name *syms;   /* names of code addresses, from DL_EV_SYM */
-	size_t nsyms, scap;
 };
 
 struct dl_summary {
@@ -90,7 +75,6 @@ struct dl_summary {
 	uint32_t pcie_mbps;           /* from DL_EV_TRACE_START */
 	uint64_t drops[DL_DROP_MAX];
 	uint64_t drops_total;
-	uint64_t malformed;
 };
 
 void dl_summary_init(struct dl_summary *s);
@@ -98,12 +82,8 @@ void dl_summary_free(struct dl_summary *s);
 /* Finds or adds a process. */
 struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid);
 struct dl_proc *dl_summary_find(const struct dl_summary *s, pid_t pid);
-/* Feeds one record of len bytes; a malformed one is counted and skipped (returns -1). */
-int dl_summary_add(struct dl_summary *s, const void *rec, size_t len);
-/* dl_summary_add as a stream sink. */
-int dl_summary_sink(void *summary, const void *rec, size_t len);
+/* A stream sink: counts one record. */
+int dl_summary_sink(void *summary, const struct dl_rec *r);
 uint64_t dl_summary_duration(const struct dl_summary *s);
-/* How a copy's host side was classified (exposed for tests). */
-bool dl_ranges_contains(const struct dl_ranges *r, uint64_t addr);
 
 #endif

@@ -52,6 +52,7 @@ static void add_kernel(struct dl_proc *p, uint64_t func, uint64_t count, struct 
 		       struct dl_stream *stream, uint64_t now)
 {
 	struct dl_kernel_stat *k;
+	const char *known;
 	char name[DL_SYM_NAME_MAX];
 
 	for (size_t i = 0; i < p->nkernels; i++) {
@@ -74,10 +75,8 @@ static void add_kernel(struct dl_proc *p, uint64_t func, uint64_t count, struct 
 	memset(k, 0, sizeof(*k));
 	k->func = func;
 	k->count = count;
-	name[0] = '\0';
-	for (size_t i = 0; i < p->nsyms && !name[0]; i++)
-		if (p->syms[i].addr == func)
-			snprintf(name, sizeof(name), "%s", p->syms[i].name);
+	known = stream ? dl_addrspace_name(&stream->mem, (uint32_t)p->pid, func) : NULL;
+	snprintf(name, sizeof(name), "%s", known ? known : "");
 	if (!name[0] && sz) {
 		dl_symbolize(sz, p->pid, func, name, sizeof(name));
 		/* The symbol record keeps a recording of this run self-contained. */

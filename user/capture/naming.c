@@ -57,29 +57,26 @@ static void name_by_string(struct dl_symbolizer *sz, struct dl_stream *st, uint6
 	emit(st, now, pid, addr, raw);
 }
 
-void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_cuda_ev *e, uint64_t now)
+void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_call *c, uint64_t now)
 {
-	const struct dl_api *api = dl_api_by_id(e->api);
-	pid_t pid = (pid_t)e->h.tgid;
-	struct dl_call c;
+	pid_t pid = (pid_t)c->tgid;
 
-	if (!api || (api->cls != DL_CLS_LAUNCH && api->cls != DL_CLS_NAMING) || dl_call_decode(e, &c))
-		return;
-	if (api->cls == DL_CLS_LAUNCH) {
+	if (c->api->cls == DL_CLS_LAUNCH) {
 		/* cudaLaunchKernel with a host stub: the stub's symbol. A handle is named at its creation. */
-		name_by_code(sz, st, now, pid, c.func, c.func);
+		name_by_code(sz, st, now, pid, c->func, c->func);
 		return;
 	}
-	switch (api->layout) {
+	if (c->api->cls != DL_CLS_NAMING || c->args_fault)
+		return;
+	switch (c->api->layout) {
 	case DL_L_GET_KERNEL:
 	case DL_L_REGISTER_FUNC:
 		/* handle (or the stub itself, registered) -> the host stub's name */
-		if (!c.args_fault)
-			name_by_code(sz, st, now, pid, c.func, c.host);
+		name_by_code(sz, st, now, pid, c->func, c->host);
 		break;
 	case DL_L_GET_FUNC:
-		if (!c.args_fault && c.ret == 0)
-			name_by_string(sz, st, now, pid, c.func, c.name_ptr);
+		if (c->ret == 0)
+			name_by_string(sz, st, now, pid, c->func, c->name_ptr);
 		break;
 	default:
 		break;

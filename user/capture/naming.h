@@ -10,11 +10,12 @@
 #define DLBPF_NAMING_H
 
 #include <stdint.h>
-#include "dlbpf/events.h"
+#include "records/cuda_api.h"
 
 struct dl_symbolizer;
 struct dl_stream;
 
-void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_cuda_ev *e, uint64_t now);
+/* Names what a call (as the stream decoded it, before it reaches the sinks) launches or makes. */
+void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_call *c, uint64_t now);
 
 #endif

@@ -16,6 +16,7 @@
 #include "output/timeline.h"
 #include "records/clock.h"
 #include "output/timeline_writer.h"
+#include "util.h"
 
 #define TREE_PID 0x3fffffff      /* JSON pseudo process of tree-wide tracks (lanes, counters) */
 #define PSEUDO_TID 0x20000000    /* JSON tids of per-thread state tracks: PSEUDO_TID + tid */
@@ -58,7 +59,6 @@ struct lane {
 struct dl_timeline {
 	struct dl_tout *out;
 	enum dl_timeline_format fmt;
-	const struct dl_summary *sum;
 	FILE *own;                   /* opened by dl_timeline_open */
 	uint64_t next_uuid;
 	struct tproc *procs;
@@ -287,16 +287,6 @@ static void bin_add(struct dl_timeline *t, int c, uint64_t s, uint64_t e, double
 
 /* --- records --- */
 
-static const char *sym_name(const struct dl_timeline *t, pid_t pid, uint64_t addr)
-{
-	const struct dl_proc *p = t->sum ? dl_summary_find(t->sum, pid) : NULL;
-
-	for (size_t i = 0; p && i < p->nsyms; i++)
-		if (p->syms[i].addr == addr)
-			return p->syms[i].name;
-	return NULL;
-}
-
 static struct dl_targ *arg(struct dl_targ *a, int *n, const char *name, enum dl_targ_type type)
 {
 	struct dl_targ *x = &a[(*n)++];
@@ -307,66 +297,53 @@ static struct dl_targ *arg(struct dl_targ *a, int *n, const char *name, enum dl_
 	return x;
 }
 
-static void add_cuda(struct dl_timeline *t, const struct dl_cuda_ev *ev)
+static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 {
-	const struct dl_proc *sp;
 	struct dl_targ a[DL_TMAX_ARGS];
 	char grid[40], block[40];
 	struct tthread *th;
-	struct dl_call c;
 	int n = 0;
 
-	if (dl_call_decode(ev, &c))
+	if (!c)
 		return;
-	th = thread_of(t, (pid_t)c.tgid, (pid_t)c.tid);
-	sp = t->sum ? dl_summary_find(t->sum, (pid_t)c.tgid) : NULL;
-	if (c.api->cls == DL_CLS_COPY || c.api->cls == DL_CLS_MEMSET) {
-		enum dl_dir dir = c.dir;
-
-		if (dir == DL_DIR_DEFAULT && sp) {
-			bool sd = dl_ranges_contains(&sp->device, c.src), dd = dl_ranges_contains(&sp->device, c.dst);
-
-			dir = sd ? (dd ? DL_DIR_D2D : DL_DIR_D2H) : (dd ? DL_DIR_H2D : DL_DIR_H2H);
-		}
-		arg(a, &n, "bytes", DL_TA_U64)->u = c.bytes;
-		arg(a, &n, "direction", DL_TA_STR)->s = dl_dir_name(dir);
-		if (sp && (dir == DL_DIR_H2D || dir == DL_DIR_D2H))
-			arg(a, &n, "host memory", DL_TA_STR)->s =
-				dl_ranges_contains(&sp->pinned, dir == DL_DIR_H2D ? c.src : c.dst) ? "pinned" : "pageable";
-		if (dir == DL_DIR_H2D && c.depth == 0) {
-			bin_add(t, C_H2D, c.ts, c.ts + c.dur_ns, (double)c.bytes);
-			push_recent(th, c.ts, c.dur_ns, 0);
+	th = thread_of(t, (pid_t)c->tgid, (pid_t)c->tid);
+	if (c->api->cls == DL_CLS_COPY || c->api->cls == DL_CLS_MEMSET) {
+		arg(a, &n, "bytes", DL_TA_U64)->u = c->bytes;
+		arg(a, &n, "direction", DL_TA_STR)->s = dl_dir_name(c->dir);
+		if (c->dir == DL_DIR_H2D || c->dir == DL_DIR_D2H)
+			arg(a, &n, "host memory", DL_TA_STR)->s = c->pageable ? "pageable" : "pinned";
+		if (c->dir == DL_DIR_H2D && c->depth == 0) {
+			bin_add(t, C_H2D, c->ts, c->ts + c->dur_ns, (double)c->bytes);
+			push_recent(th, c->ts, c->dur_ns, 0);
 		}
 	}
-	if (c.api->cls == DL_CLS_LAUNCH) {
-		const char *k = sym_name(t, (pid_t)c.tgid, c.func);
-
-		if (k)
-			arg(a, &n, "kernel", DL_TA_STR)->s = k;
+	if (c->api->cls == DL_CLS_LAUNCH) {
+		if (c->kernel)
+			arg(a, &n, "kernel", DL_TA_STR)->s = c->kernel;
 		else
-			arg(a, &n, "kernel address", DL_TA_U64)->u = c.func;
-		snprintf(grid, sizeof(grid), "%ux%ux%u", c.grid[0], c.grid[1], c.grid[2]);
-		snprintf(block, sizeof(block), "%ux%ux%u", c.block[0], c.block[1], c.block[2]);
+			arg(a, &n, "kernel address", DL_TA_U64)->u = c->func;
+		snprintf(grid, sizeof(grid), "%ux%ux%u", c->grid[0], c->grid[1], c->grid[2]);
+		snprintf(block, sizeof(block), "%ux%ux%u", c->block[0], c->block[1], c->block[2]);
 		arg(a, &n, "grid", DL_TA_STR)->s = grid;
 		arg(a, &n, "block", DL_TA_STR)->s = block;
-		if (c.shmem)
-			arg(a, &n, "shared mem", DL_TA_U64)->u = c.shmem;
+		if (c->shmem)
+			arg(a, &n, "shared mem", DL_TA_U64)->u = c->shmem;
 	}
-	if (c.api->cls == DL_CLS_SYNC && c.depth == 0)
-		push_recent(th, c.ts, c.dur_ns, 1);
+	if (c->api->cls == DL_CLS_SYNC && c->depth == 0)
+		push_recent(th, c->ts, c->dur_ns, 1);
 	/* Absent stream: the default stream; absent ret: cudaSuccess (or entry-only: not known). */
-	if (c.stream)
-		arg(a, &n, "stream", DL_TA_U64)->u = c.stream;
-	if (c.api->cls == DL_CLS_ALLOC || c.api->cls == DL_CLS_FREE) {
-		if (c.ptr)
-			arg(a, &n, "ptr", DL_TA_U64)->u = c.ptr;
-		if (c.size)
-			arg(a, &n, "size", DL_TA_U64)->u = c.size;
+	if (c->stream)
+		arg(a, &n, "stream", DL_TA_U64)->u = c->stream;
+	if (c->api->cls == DL_CLS_ALLOC || c->api->cls == DL_CLS_FREE) {
+		if (c->ptr)
+			arg(a, &n, "ptr", DL_TA_U64)->u = c->ptr;
+		if (c->size)
+			arg(a, &n, "size", DL_TA_U64)->u = c->size;
 	}
-	if (!c.entry_only && c.ret)
-		arg(a, &n, "ret", DL_TA_I64)->i = c.ret;
-	emit_slice(t, &(struct dl_tslice){ .track = &th->track, .ts = c.ts, .dur = c.entry_only ? 0 : c.dur_ns,
-					   .cat = "cuda", .name = c.api->name, .args = a, .nargs = n });
+	if (!c->entry_only && c->ret)
+		arg(a, &n, "ret", DL_TA_I64)->i = c->ret;
+	emit_slice(t, &(struct dl_tslice){ .track = &th->track, .ts = c->ts, .dur = c->entry_only ? 0 : c->dur_ns,
+					   .cat = "cuda", .name = c->api->name, .args = a, .nargs = n });
 }
 
 static struct lane *lane_for(struct dl_timeline *t, uint64_t s)
@@ -475,19 +452,18 @@ static void check_write(struct dl_timeline *t)
 	dl_err("writing the trace failed: %s; the rest of the trace is left out", strerror(-t->err));
 }
 
-int dl_timeline_sink(void *trace, const void *rec, size_t len)
+int dl_timeline_sink(void *trace, const struct dl_rec *r)
 {
 	struct dl_timeline *t = trace;
-	const struct dl_hdr *h = rec;
+	const struct dl_hdr *h = r->h;
+	const void *rec = h;
 
 	if (t->err)
 		return t->err;
-	if (dl_record_check(rec, len))
-		return 0;
 	t->st.records++;
 	switch (h->kind) {
 	case DL_EV_CUDA:
-		add_cuda(t, rec);
+		add_cuda(t, r->call);
 		break;
 	case DL_EV_BIO:
 		add_bio(t, rec);
@@ -590,14 +566,11 @@ enum dl_timeline_format dl_timeline_format_of_path(const char *path)
 	return n >= 5 && !strcmp(path + n - 5, ".json") ? DL_TIMELINE_JSON : DL_TIMELINE_PFTRACE;
 }
 
-struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt, const struct dl_summary *sum)
+struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt)
 {
-	struct dl_timeline *t = calloc(1, sizeof(*t));
+	struct dl_timeline *t = dl_xcalloc(1, sizeof(*t));
 
-	if (!t)
-		return NULL;
 	t->fmt = fmt;
-	t->sum = sum;
 	t->next_uuid = 1;
 	t->out = fmt == DL_TIMELINE_JSON ? dl_chrome_json_out(f)
 				       : dl_perfetto_out(f, dl_clock_ns(CLOCK_MONOTONIC), dl_clock_ns(CLOCK_BOOTTIME),
@@ -646,7 +619,7 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 	return err;
 }
 
-struct dl_timeline *dl_timeline_open(const char *path, enum dl_timeline_format fmt, const struct dl_summary *sum, int *err)
+struct dl_timeline *dl_timeline_open(const char *path, enum dl_timeline_format fmt, int *err)
 {
 	FILE *f = fopen(path, "w");
 	struct dl_timeline *t;
@@ -655,7 +628,7 @@ struct dl_timeline *dl_timeline_open(const char *path, enum dl_timeline_format f
 		*err = -errno;
 		return NULL;
 	}
-	t = dl_timeline_new(f, fmt, sum);
+	t = dl_timeline_new(f, fmt);
 	if (!t) {
 		fclose(f);
 		*err = -ENOMEM;

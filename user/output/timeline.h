@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "analysis/steps.h"
-#include "analysis/summary.h"
+#include "records/stream.h"
 
 enum dl_timeline_format { DL_TIMELINE_PFTRACE, DL_TIMELINE_JSON };
 
@@ -33,11 +33,8 @@ struct dl_timeline_stats {
 
 struct dl_timeline;
 
-/*
- * Writes to f (not closed by the trace). The summary, when given, is consulted for
- * kernel names and pinned/device ranges; it must be a sink ahead of this one.
- */
-struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt, const struct dl_summary *sum);
+/* Writes to f (not closed by the trace). */
+struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt);
 /*
  * For replay: the recording's clock relation (one reading of CLOCK_MONOTONIC and
  * CLOCK_REALTIME; boot 0 if unknown: trace time is then CLOCK_MONOTONIC). Call it
@@ -45,14 +42,14 @@ struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt, const 
  */
 void dl_timeline_set_clocks(struct dl_timeline *t, uint64_t mono, uint64_t boot, uint64_t real);
 /* Stream sink: returns -EIO once a write has failed. */
-int dl_timeline_sink(void *trace, const void *rec, size_t len);
+int dl_timeline_sink(void *trace, const struct dl_rec *r);
 /* Step callback (dl_step_fn). */
 void dl_timeline_step(void *trace, const struct dl_step *step);
 /* Flushes everything still held and frees the trace; 0, or -errno of the first write error. */
 int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats);
 
 /* Opens path for writing and a trace on it; NULL with *err = -errno on failure. */
-struct dl_timeline *dl_timeline_open(const char *path, enum dl_timeline_format fmt, const struct dl_summary *sum, int *err);
+struct dl_timeline *dl_timeline_open(const char *path, enum dl_timeline_format fmt, int *err);
 /* dl_timeline_finish plus fclose of the file dl_timeline_open opened (fsync errors count). */
 int dl_timeline_close(struct dl_timeline *t, struct dl_timeline_stats *stats);
 

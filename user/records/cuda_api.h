@@ -75,7 +75,12 @@ struct dl_api {
 	bool driver;             /* a driver API (libcuda): made inside a runtime call, it is part of it */
 };
 
-/* A CUDA call decoded from a struct dl_cuda_ev. Fields an API lacks are 0. */
+/*
+ * A CUDA call decoded from a struct dl_cuda_ev. Fields an API lacks are 0.
+ * dl_call_decode fills what the record holds; the stream then resolves what
+ * the arguments mean in the process (the resolved fields below), so that every
+ * sink sees the call the same way.
+ */
 struct dl_call {
 	const struct dl_api *api;
 	uint64_t ts, dur_ns;
@@ -83,7 +88,7 @@ struct dl_call {
 	uint32_t tgid, tid, depth;
 	bool entry_only, args_fault;
 	/* copies and memsets */
-	enum dl_dir dir;      /* as passed (cudaMemcpyKind); DL_DIR_DEFAULT when inferred by the runtime */
+	enum dl_dir dir;      /* decoded: as passed (DL_DIR_DEFAULT: the runtime infers it); resolved: never DEFAULT */
 	uint64_t dst, src, bytes;
 	bool async;
 	/* launches */
@@ -95,6 +100,10 @@ struct dl_call {
 	uint64_t ptr, size;
 	/* naming calls: the handle made (func) for a host function (host) or a name string (name_ptr) */
 	uint64_t host, name_ptr;
+	/* resolved by the stream (records/addrspace.h) */
+	uint64_t host_mem;    /* copies: the host side (H2D source, D2H destination); 0 for other directions */
+	bool pageable;        /* copies: host_mem is not in a pinned range */
+	const char *kernel;   /* launches: func's name from a symbol record, or NULL */
 };
 
 const struct dl_api *dl_api_by_id(unsigned id);

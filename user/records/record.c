@@ -9,6 +9,7 @@
 #include "log.h"
 #include "records/clock.h"
 #include "records/record.h"
+#include "util.h"
 #include "version.h"
 
 int dl_recorder_open(struct dl_recorder *r, const char *path)
@@ -44,14 +45,14 @@ int dl_recorder_open(struct dl_recorder *r, const char *path)
 	return 0;
 }
 
-int dl_recorder_sink(void *ctx, const void *rec, size_t len)
+int dl_recorder_sink(void *ctx, const struct dl_rec *rec)
 {
 	struct dl_recorder *r = ctx;
-	const struct dl_hdr *h = rec;
+	const struct dl_hdr *h = rec->h;
 
-	if (r->err || len < sizeof(*h) || h->size > len)
-		return r->err ? -r->err : 0;
-	if (fwrite(rec, h->size, 1, r->f) != 1) {
+	if (r->err)
+		return -r->err;
+	if (fwrite(h, h->size, 1, r->f) != 1) {
 		r->err = errno ? errno : EIO;
 		return -r->err;
 	}
@@ -74,49 +75,67 @@ int dl_recorder_close(struct dl_recorder *r)
 	return r->err ? -r->err : 0;
 }
 
+/* Reads and checks the header; leaves f at the first record. */
+static int read_header(FILE *f, const char *path, struct dl_rec_header *h, char *err, size_t errlen)
+{
+	const size_t fixed = offsetof(struct dl_rec_header, mono_ns);
+
+	memset(h, 0, sizeof(*h));
+	if (fread(h, 1, fixed, f) != fixed || memcmp(h->magic, DL_REC_MAGIC, sizeof(h->magic))) {
+		snprintf(err, errlen, "%s is not a dlbpf recording (no %s header)", path, DL_REC_MAGIC);
+		return -1;
+	}
+	if (h->abi_version > DL_ABI_VERSION) {
+		snprintf(err, errlen, "%s was recorded with event ABI %u; this dlbpf reads ABI %d and older: "
+			 "use a newer dlbpf to report it", path, h->abi_version, DL_ABI_VERSION);
+		return -1;
+	}
+	if (h->header_size < sizeof(*h)) {
+		snprintf(err, errlen, "%s: header of %u bytes is too short (corrupt file)", path, h->header_size);
+		return -1;
+	}
+	if (fread((char *)h + fixed, 1, sizeof(*h) - fixed, f) != sizeof(*h) - fixed ||
+	    fseeko(f, (off_t)h->header_size, SEEK_SET)) {
+		snprintf(err, errlen, "%s: truncated header", path);
+		return -1;
+	}
+	return 0;
+}
+
+int dl_rec_header_read(const char *path, struct dl_rec_header *hdr, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	int ret;
+
+	if (!f) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	ret = read_header(f, path, hdr, err, errlen);
+	fclose(f);
+	return ret;
+}
+
 int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, char *err, size_t errlen)
 {
 	union {
 		struct dl_hdr h;
 		unsigned char buf[1 << 16];
-	} *rec = malloc(sizeof(*rec));
+	} *rec = dl_xrealloc(NULL, sizeof(*rec));
 	struct dl_rec_header h;
+	struct dl_rec_in in;
 	uint64_t offset, n = 0;
 	FILE *f;
 	int ret = -1;
 
-	if (!rec) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
 	f = fopen(path, "rb");
 	if (!f) {
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
 		free(rec);
 		return -1;
 	}
-	memset(&h, 0, sizeof(h));
-	if (fread(&h, 1, offsetof(struct dl_rec_header, mono_ns), f) != offsetof(struct dl_rec_header, mono_ns) ||
-	    memcmp(h.magic, DL_REC_MAGIC, sizeof(h.magic))) {
-		snprintf(err, errlen, "%s is not a dlbpf recording (no %s header)", path, DL_REC_MAGIC);
+	if (read_header(f, path, &h, err, errlen))
 		goto out;
-	}
-	if (h.abi_version > DL_ABI_VERSION) {
-		snprintf(err, errlen, "%s was recorded with event ABI %u; this dlbpf reads ABI %d and older: "
-			 "use a newer dlbpf to report it", path, h.abi_version, DL_ABI_VERSION);
-		goto out;
-	}
-	if (h.header_size < sizeof(h)) {
-		snprintf(err, errlen, "%s: header of %u bytes is too short (corrupt file)", path, h.header_size);
-		goto out;
-	}
-	if (fread((char *)&h + offsetof(struct dl_rec_header, mono_ns), 1,
-		  sizeof(h) - offsetof(struct dl_rec_header, mono_ns), f) !=
-		    sizeof(h) - offsetof(struct dl_rec_header, mono_ns) ||
-	    fseeko(f, (off_t)h.header_size, SEEK_SET)) {
-		snprintf(err, errlen, "%s: truncated header", path);
-		goto out;
-	}
 	if (hdr)
 		*hdr = h;
 	offset = h.header_size;
@@ -137,12 +156,13 @@ int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, 
 				 "the file is truncated", path, offset, n);
 			goto out;
 		}
-		if (dl_record_check(rec->buf, rec->h.size)) {
+		/* The same reading as a live record's: a recording holds only records that passed it. */
+		if (dl_stream_read(s, &in, rec->buf, rec->h.size)) {
 			snprintf(err, errlen, "%s: record at byte %" PRIu64 " (kind %u, %u bytes) is malformed: the "
 				 "file is corrupt", path, offset, rec->h.kind, rec->h.size);
 			goto out;
 		}
-		dl_stream_emit(s, rec->buf, rec->h.size);
+		dl_stream_put(s, &in);
 		offset += rec->h.size;
 		n++;
 	}

@@ -36,10 +36,12 @@ struct dl_recorder {
 /* Creates the file and writes the header; fails with a message. */
 int dl_recorder_open(struct dl_recorder *r, const char *path);
 /* A stream sink: appends one record. */
-int dl_recorder_sink(void *recorder, const void *rec, size_t len);
+int dl_recorder_sink(void *recorder, const struct dl_rec *rec);
 /* Flushes and closes; 0, or -errno of the first failed write. */
 int dl_recorder_close(struct dl_recorder *r);
 
+/* Reads a recording's header (to show its clocks, say); -1 with a message as dl_replay's. */
+int dl_rec_header_read(const char *path, struct dl_rec_header *hdr, char *err, size_t errlen);
 /*
  * Replays a recording into s. Returns 0, or -1 with a message in err: not a
  * recording, a newer ABI, a corrupt or truncated record. Records of kinds

@@ -3,7 +3,37 @@
 #include <string.h>
 #include "records/stream.h"
 
-void dl_stream_add(struct dl_stream *s, dl_record_fn fn, void *ctx)
+static const size_t min_size[DL_EV_KIND_MAX] = {
+	[DL_EV_CUDA] = sizeof(struct dl_cuda_ev),
+	[DL_EV_BIO] = sizeof(struct dl_bio_ev),
+	[DL_EV_SCHED] = sizeof(struct dl_sched_ev),
+	[DL_EV_PROC] = sizeof(struct dl_proc_ev),
+	[DL_EV_MARK] = sizeof(struct dl_mark_ev),
+	[DL_EV_TRACE_START] = sizeof(struct dl_trace_start_ev),
+	[DL_EV_PROCINFO] = sizeof(struct dl_procinfo_ev),
+	[DL_EV_LIB] = sizeof(struct dl_lib_ev),
+	[DL_EV_SYM] = offsetof(struct dl_sym_ev, name) + 1,
+	[DL_EV_TRACE_END] = sizeof(struct dl_trace_end_ev),
+};
+
+/* Checks the size a record claims against its kind; 0 if it can be read as that kind. */
+static int record_check(const void *rec, size_t len)
+{
+	const struct dl_hdr *h = rec;
+
+	if (len < sizeof(*h) || h->size < sizeof(*h) || h->size > len)
+		return -1;
+	/* Kinds newer than this build are skipped by readers, not rejected. */
+	if (h->kind == 0 || h->kind >= DL_EV_KIND_MAX)
+		return 0;
+	if (h->size < min_size[h->kind])
+		return -1;
+	if (h->kind == DL_EV_SYM && ((const char *)rec)[h->size - 1] != '\0')
+		return -1;
+	return 0;
+}
+
+void dl_stream_add(struct dl_stream *s, dl_sink_fn fn, void *ctx)
 {
 	if (s->n < DL_STREAM_MAX_SINKS) {
 		s->sinks[s->n].fn = fn;
@@ -12,14 +42,50 @@ void dl_stream_add(struct dl_stream *s, dl_record_fn fn, void *ctx)
 	}
 }
 
-void dl_stream_emit(struct dl_stream *s, const void *rec, size_t len)
+void dl_stream_free(struct dl_stream *s)
 {
+	dl_addrspaces_free(&s->mem);
+}
+
+int dl_stream_read(struct dl_stream *s, struct dl_rec_in *in, const void *rec, size_t len)
+{
+	in->h = rec;
+	in->is_call = false;
+	if (record_check(rec, len)) {
+		s->malformed++;
+		return -1;
+	}
+	/* An API newer than this build stays a bare record: sinks count it as unknown. */
+	in->is_call = in->h->kind == DL_EV_CUDA && dl_call_decode(rec, &in->call) == 0;
+	return 0;
+}
+
+void dl_stream_put(struct dl_stream *s, struct dl_rec_in *in)
+{
+	struct dl_rec r = { .h = in->h, .call = in->is_call ? &in->call : NULL };
+
+	if (in->is_call) {
+		dl_addrspaces_resolve(&s->mem, &in->call);
+		dl_addrspaces_note_call(&s->mem, &in->call);
+	} else if (in->h->kind == DL_EV_SYM) {
+		dl_addrspaces_note_sym(&s->mem, (const struct dl_sym_ev *)in->h);
+	}
 	for (int i = 0; i < s->n; i++) {
-		int err = s->sinks[i].fn(s->sinks[i].ctx, rec, len);
+		int err = s->sinks[i].fn(s->sinks[i].ctx, &r);
 
 		if (err && !s->err)
 			s->err = err;
 	}
+}
+
+int dl_stream_emit(struct dl_stream *s, const void *rec, size_t len)
+{
+	struct dl_rec_in in;
+
+	if (dl_stream_read(s, &in, rec, len))
+		return -1;
+	dl_stream_put(s, &in);
+	return 0;
 }
 
 static void fill_hdr(struct dl_hdr *h, size_t size, enum dl_kind kind, uint64_t ts, pid_t pid)
@@ -97,33 +163,4 @@ void dl_emit_trace_end(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL
 	fill_hdr(&e.h, sizeof(e), DL_EV_TRACE_END, ts, 0);
 	memcpy(e.drops, drops, sizeof(e.drops));
 	dl_stream_emit(s, &e, sizeof(e));
-}
-
-static const size_t min_size[DL_EV_KIND_MAX] = {
-	[DL_EV_CUDA] = sizeof(struct dl_cuda_ev),
-	[DL_EV_BIO] = sizeof(struct dl_bio_ev),
-	[DL_EV_SCHED] = sizeof(struct dl_sched_ev),
-	[DL_EV_PROC] = sizeof(struct dl_proc_ev),
-	[DL_EV_MARK] = sizeof(struct dl_mark_ev),
-	[DL_EV_TRACE_START] = sizeof(struct dl_trace_start_ev),
-	[DL_EV_PROCINFO] = sizeof(struct dl_procinfo_ev),
-	[DL_EV_LIB] = sizeof(struct dl_lib_ev),
-	[DL_EV_SYM] = offsetof(struct dl_sym_ev, name) + 1,
-	[DL_EV_TRACE_END] = sizeof(struct dl_trace_end_ev),
-};
-
-int dl_record_check(const void *rec, size_t len)
-{
-	const struct dl_hdr *h = rec;
-
-	if (len < sizeof(*h) || h->size < sizeof(*h) || h->size > len)
-		return -1;
-	/* Kinds newer than this build are skipped by readers, not rejected. */
-	if (h->kind == 0 || h->kind >= DL_EV_KIND_MAX)
-		return 0;
-	if (h->size < min_size[h->kind])
-		return -1;
-	if (h->kind == DL_EV_SYM && ((const char *)rec)[h->size - 1] != '\0')
-		return -1;
-	return 0;
 }

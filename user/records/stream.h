@@ -4,30 +4,61 @@
  * goes through here to each sink (summary, correlator, recorder, trace writer).
  * Live tracing and replay of a recording feed the same stream, so they give the
  * same results.
+ *
+ * The stream reads each record once for all sinks: it checks the record's size
+ * against its kind (a malformed record is counted and reaches no sink), decodes
+ * a CUDA call and resolves it against what earlier records said about the
+ * process's memory and code (records/addrspace.h). No sink reads another's
+ * state, so the order sinks are added in changes nothing.
  */
 #ifndef DLBPF_STREAM_H
 #define DLBPF_STREAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "records/addrspace.h"
+#include "records/cuda_api.h"
 #include "dlbpf/events.h"
 
 #define DL_STREAM_MAX_SINKS 8
 
-typedef int (*dl_record_fn)(void *ctx, const void *rec, size_t len);
+/* A record as a sink gets it. */
+struct dl_rec {
+	const struct dl_hdr *h;       /* as it came: h->size bytes, at least its kind's size */
+	const struct dl_call *call;   /* a DL_EV_CUDA of an API this build knows, decoded and resolved; else NULL */
+};
+
+typedef int (*dl_sink_fn)(void *ctx, const struct dl_rec *r);
 
 struct dl_stream {
 	struct {
-		dl_record_fn fn;
+		dl_sink_fn fn;
 		void *ctx;
 	} sinks[DL_STREAM_MAX_SINKS];
 	int n;
-	int err;      /* first error a sink returned */
+	int err;                      /* first error a sink returned */
+	uint64_t malformed;           /* records whose size does not fit their kind, given to no sink */
+	struct dl_addrspaces mem;
 };
 
-void dl_stream_add(struct dl_stream *s, dl_record_fn fn, void *ctx);
-void dl_stream_emit(struct dl_stream *s, const void *rec, size_t len);
+/* A record read into the stream, not yet given to the sinks: the collector looks at it in between. */
+struct dl_rec_in {
+	const struct dl_hdr *h;
+	bool is_call;                 /* call holds its decoded CUDA call (not yet resolved) */
+	struct dl_call call;
+};
+
+void dl_stream_add(struct dl_stream *s, dl_sink_fn fn, void *ctx);
+/* Frees what the stream learnt of the processes; the sinks are the caller's. */
+void dl_stream_free(struct dl_stream *s);
+/* Checks a record and decodes its CUDA call; -1 for a malformed record (counted). */
+int dl_stream_read(struct dl_stream *s, struct dl_rec_in *in, const void *rec, size_t len);
+/* Resolves a read record's call, notes what it says about the process, and gives it to every sink. */
+void dl_stream_put(struct dl_stream *s, struct dl_rec_in *in);
+/* dl_stream_read, then dl_stream_put; -1 for a malformed record. */
+int dl_stream_emit(struct dl_stream *s, const void *rec, size_t len);
 
 /* Records the collector writes (h.ts is CLOCK_MONOTONIC now, like the kernel's). */
 void dl_emit_trace_start(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps);
@@ -35,8 +66,5 @@ void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, c
 void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms);
 void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *name);
 void dl_emit_trace_end(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX]);
-
-/* Checks the size a record claims against its kind; 0 if it can be read as that kind. */
-int dl_record_check(const void *rec, size_t len);
 
 #endif

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <string.h>
+#include "records/addrspace.h"
+
+static void addrspace_free(struct dl_addrspace *s)
+{
+	for (size_t i = 0; i < s->names.n; i++)
+		free(s->names.v[i]);
+	dl_vec_free(&s->names);
+	dl_u64map_free(&s->name_of);
+	dl_vec_free(&s->pinned);
+	dl_vec_free(&s->device);
+}
+
+void dl_addrspaces_free(struct dl_addrspaces *a)
+{
+	for (size_t i = 0; i < a->v.n; i++)
+		addrspace_free(&a->v.v[i]);
+	dl_vec_free(&a->v);
+	dl_u64map_free(&a->by_pid);
+}
+
+const struct dl_addrspace *dl_addrspace_find(const struct dl_addrspaces *a, uint32_t pid)
+{
+	uint64_t i;
+
+	return dl_u64map_get(&a->by_pid, pid, &i) ? &a->v.v[i] : NULL;
+}
+
+static struct dl_addrspace *addrspace_of(struct dl_addrspaces *a, uint32_t pid)
+{
+	struct dl_addrspace *s = (struct dl_addrspace *)dl_addrspace_find(a, pid);
+
+	if (s)
+		return s;
+	dl_u64map_put(&a->by_pid, pid, a->v.n);
+	s = dl_vec_push(&a->v);
+	s->pid = pid;
+	return s;
+}
+
+const char *dl_addrspace_name(const struct dl_addrspaces *a, uint32_t pid, uint64_t addr)
+{
+	const struct dl_addrspace *s = dl_addrspace_find(a, pid);
+	uint64_t i;
+
+	return s && dl_u64map_get(&s->name_of, addr, &i) ? s->names.v[i] : NULL;
+}
+
+/* Index of the last range starting at or before addr, or n. */
+static size_t range_floor(const struct dl_ranges *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (r->v[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : r->n;
+}
+
+bool dl_ranges_contains(const struct dl_ranges *r, uint64_t addr)
+{
+	size_t i = range_floor(r, addr);
+
+	return i < r->n && addr < r->v[i].end;
+}
+
+static void range_add(struct dl_ranges *r, uint64_t start, uint64_t size)
+{
+	size_t i = range_floor(r, start), at = i < r->n ? i + 1 : 0;
+
+	if (!size)
+		return;
+	if (i < r->n && r->v[i].start == start) {
+		r->v[i].end = start + size;
+		return;
+	}
+	dl_vec_reserve(r, r->n + 1);
+	memmove(&r->v[at + 1], &r->v[at], (r->n - at) * sizeof(*r->v));
+	r->v[at] = (struct dl_range){ start, start + size };
+	r->n++;
+}
+
+static void range_remove(struct dl_ranges *r, uint64_t start)
+{
+	size_t i = range_floor(r, start);
+
+	if (i < r->n && r->v[i].start == start)
+		dl_vec_remove(r, i);
+}
+
+void dl_addrspaces_resolve(const struct dl_addrspaces *a, struct dl_call *c)
+{
+	const struct dl_addrspace *s = dl_addrspace_find(a, c->tgid);
+
+	if (c->api->cls == DL_CLS_LAUNCH) {
+		c->kernel = dl_addrspace_name(a, c->tgid, c->func);
+		return;
+	}
+	if (c->api->cls != DL_CLS_COPY && c->api->cls != DL_CLS_MEMSET)
+		return;
+	if (c->dir == DL_DIR_DEFAULT) {
+		bool src_dev = s && dl_ranges_contains(&s->device, c->src);
+		bool dst_dev = s && dl_ranges_contains(&s->device, c->dst);
+
+		c->dir = src_dev ? (dst_dev ? DL_DIR_D2D : DL_DIR_D2H) : (dst_dev ? DL_DIR_H2D : DL_DIR_H2H);
+	}
+	c->host_mem = c->dir == DL_DIR_H2D ? c->src : c->dir == DL_DIR_D2H ? c->dst : 0;
+	c->pageable = c->host_mem && !(s && dl_ranges_contains(&s->pinned, c->host_mem));
+}
+
+void dl_addrspaces_note_call(struct dl_addrspaces *a, const struct dl_call *c)
+{
+	bool ok = !c->entry_only && c->ret == 0;
+	struct dl_addrspace *s;
+
+	if (c->depth > 0 || !ok)
+		return;
+	if (c->api->cls == DL_CLS_ALLOC && !c->args_fault) {
+		s = addrspace_of(a, c->tgid);
+		range_add(c->api->pinned ? &s->pinned : &s->device, c->ptr, c->size);
+	} else if (c->api->cls == DL_CLS_FREE && (s = (struct dl_addrspace *)dl_addrspace_find(a, c->tgid))) {
+		range_remove(c->api->pinned ? &s->pinned : &s->device, c->ptr);
+	}
+}
+
+void dl_addrspaces_note_sym(struct dl_addrspaces *a, const struct dl_sym_ev *e)
+{
+	struct dl_addrspace *s = addrspace_of(a, e->h.tgid);
+
+	/* The first symbol record for an address names it; a later one changes nothing. */
+	if (dl_u64map_get(&s->name_of, e->addr, NULL))
+		return;
+	dl_u64map_put(&s->name_of, e->addr, s->names.n);
+	*dl_vec_push(&s->names) = dl_xstrdup(e->name);
+}
