@@ -14,8 +14,9 @@ static void proc_free(struct dl_proc *p)
 	for (size_t i = 0; i < p->nkernels; i++)
 		free(p->kernels[i].name);
 	free(p->kernels);
+	dl_u64map_free(&p->kernel_of);
 	free(p->graphs);
-	free(p->tids);
+	dl_u64map_free(&p->tids);
 }
 
 void dl_summary_free(struct dl_summary *s)
@@ -23,29 +24,15 @@ void dl_summary_free(struct dl_summary *s)
 	for (size_t i = 0; i < s->n; i++)
 		proc_free(&s->procs[i]);
 	free(s->procs);
+	dl_u64map_free(&s->proc_of);
 	memset(s, 0, sizeof(*s));
-}
-
-/* Grows a vector of elem-sized items to hold one more; aborts on OOM like the rest of the collector. */
-static void *grow(void *v, size_t n, size_t *cap, size_t elem)
-{
-	if (n < *cap)
-		return v;
-	*cap = *cap ? *cap * 2 : 16;
-	v = realloc(v, *cap * elem);
-	if (!v) {
-		fprintf(stderr, "dlbpf: out of memory\n");
-		abort();
-	}
-	return v;
 }
 
 struct dl_proc *dl_summary_find(const struct dl_summary *s, pid_t pid)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (s->procs[i].pid == pid)
-			return &s->procs[i];
-	return NULL;
+	uint64_t i;
+
+	return dl_u64map_get(&s->proc_of, (uint32_t)pid, &i) ? &s->procs[i] : NULL;
 }
 
 struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid)
@@ -54,7 +41,8 @@ struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid)
 
 	if (p)
 		return p;
-	s->procs = grow(s->procs, s->n, &s->cap, sizeof(*s->procs));
+	dl_grow((void **)&s->procs, &s->cap, s->n + 1, sizeof(*s->procs));
+	dl_u64map_put(&s->proc_of, (uint32_t)pid, s->n);
 	p = &s->procs[s->n++];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
@@ -63,23 +51,8 @@ struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid)
 
 static void note_thread(struct dl_proc *p, uint32_t tid)
 {
-	size_t lo = 0, hi = p->ntids;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (p->tids[mid] == tid)
-			return;
-		if (p->tids[mid] < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	p->tids = grow(p->tids, p->ntids, &p->tcap, sizeof(*p->tids));
-	memmove(&p->tids[lo + 1], &p->tids[lo], (p->ntids - lo) * sizeof(*p->tids));
-	p->tids[lo] = tid;
-	p->ntids++;
-	p->threads = (uint32_t)p->ntids;
+	dl_u64map_put(&p->tids, tid, 0);
+	p->threads = (uint32_t)p->tids.n;
 }
 
 static void add_copy(struct dl_proc *p, const struct dl_call *c)
@@ -94,31 +67,46 @@ static void add_copy(struct dl_proc *p, const struct dl_call *c)
 	cs->pageable += c->pageable;
 }
 
-static void add_launch(struct dl_proc *p, const struct dl_call *c)
+struct dl_kernel_stat *dl_proc_kernel(struct dl_proc *p, uint64_t func, const uint32_t grid[3],
+				      const uint32_t block[3], uint64_t shmem, bool *fresh)
 {
 	struct dl_kernel_stat *k;
-	char name[256];
+	uint64_t i = 0;
 
-	for (size_t i = p->nkernels; i-- > 0;) {
-		k = &p->kernels[i];
-		if (k->func == c->func && k->shmem == c->shmem &&
-		    !memcmp(k->grid, c->grid, sizeof(k->grid)) && !memcmp(k->block, c->block, sizeof(k->block))) {
-			k->count++;
-			return;
-		}
+	*fresh = false;
+	dl_u64map_get(&p->kernel_of, func, &i);
+	for (size_t at = (size_t)i; at; at = k->same_func) {
+		k = &p->kernels[at - 1];
+		if (k->shmem == shmem && !memcmp(k->grid, grid, sizeof(k->grid)) &&
+		    !memcmp(k->block, block, sizeof(k->block)))
+			return k;
 	}
-	p->kernels = grow(p->kernels, p->nkernels, &p->kcap, sizeof(*p->kernels));
+	dl_grow((void **)&p->kernels, &p->kcap, p->nkernels + 1, sizeof(*p->kernels));
 	k = &p->kernels[p->nkernels++];
 	memset(k, 0, sizeof(*k));
-	k->func = c->func;
-	memcpy(k->grid, c->grid, sizeof(k->grid));
-	memcpy(k->block, c->block, sizeof(k->block));
-	k->shmem = c->shmem;
-	k->count = 1;
+	k->func = func;
+	memcpy(k->grid, grid, sizeof(k->grid));
+	memcpy(k->block, block, sizeof(k->block));
+	k->shmem = shmem;
+	k->same_func = (size_t)i;
+	dl_u64map_put(&p->kernel_of, func, p->nkernels);
+	*fresh = true;
+	return k;
+}
+
+static void add_launch(struct dl_proc *p, const struct dl_call *c)
+{
+	bool fresh;
+	struct dl_kernel_stat *k = dl_proc_kernel(p, c->func, c->grid, c->block, c->shmem, &fresh);
+	char name[32];
+
+	k->count++;
+	if (!fresh)
+		return;
 	/* Named once, at its first launch: by the symbol record the stream had for it by then. */
 	if (!c->kernel)
 		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)c->func);
-	k->name = strdup(c->kernel ? c->kernel : name);
+	k->name = dl_xstrdup(c->kernel ? c->kernel : name);
 }
 
 static void add_graph(struct dl_proc *p, const struct dl_call *c)
@@ -128,7 +116,7 @@ static void add_graph(struct dl_proc *p, const struct dl_call *c)
 			p->graphs[i].count++;
 			return;
 		}
-	p->graphs = grow(p->graphs, p->ngraphs, &p->gcap, sizeof(*p->graphs));
+	dl_grow((void **)&p->graphs, &p->gcap, p->ngraphs + 1, sizeof(*p->graphs));
 	p->graphs[p->ngraphs++] = (struct dl_graph_stat){ .graph = c->func, .count = 1 };
 }
 

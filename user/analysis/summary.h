@@ -14,6 +14,7 @@
 #include "records/cuda_api.h"
 #include "records/stream.h"
 #include "dlbpf/events.h"
+#include "util.h"
 
 struct dl_api_stat {
 	uint64_t count, total_ns, errors;
@@ -29,8 +30,8 @@ struct dl_kernel_stat {
 	uint64_t shmem;
 	uint64_t count;
 	char *name;
+	size_t same_func;      /* index + 1 of the previous stat of this func (another shape); 0 if none */
 };
-
 
 struct dl_graph_stat {
 	uint64_t graph;        /* the cudaGraphExec_t / CUgraphExec launched */
@@ -50,8 +51,10 @@ struct dl_proc {
 	uint64_t driver_inner; /* driver calls made inside runtime calls (not counted again) */
 	struct dl_api_stat calls[DL_API_COUNT];
 	struct dl_copy_stat copies[DL_DIR_COUNT];   /* by resolved direction: DL_DIR_DEFAULT only from --summary */
+	/* Arrays grown with dl_grow: read by name elsewhere (duty.c, the tests). In order of first launch. */
 	struct dl_kernel_stat *kernels;
 	size_t nkernels, kcap;
+	struct dl_u64map kernel_of;    /* func -> index + 1 of its latest stat */
 	struct dl_graph_stat *graphs;
 	size_t ngraphs, gcap;
 	struct {
@@ -60,13 +63,13 @@ struct dl_proc {
 	struct {
 		uint64_t oncpu_ns, runq_ns, blocked_ns, sleep_ns, disk_ns, switches;
 	} sched;
-	uint32_t *tids;        /* sorted, for the thread count */
-	size_t ntids, tcap;
+	struct dl_u64map tids; /* the set of threads seen (values unused) */
 };
 
 struct dl_summary {
-	struct dl_proc *procs;
+	struct dl_proc *procs; /* grown with dl_grow; main.c and duty.c walk procs[0..n) */
 	size_t n, cap;
+	struct dl_u64map proc_of;   /* pid -> index in procs */
 	uint64_t records[DL_EV_KIND_MAX];
 	uint64_t unknown_records;     /* kinds or APIs newer than this build */
 	uint64_t async_io_bytes, async_io_ops;   /* kernel-thread requests, not attributed */
@@ -82,6 +85,12 @@ void dl_summary_free(struct dl_summary *s);
 /* Finds or adds a process. */
 struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid);
 struct dl_proc *dl_summary_find(const struct dl_summary *s, pid_t pid);
+/*
+ * The stats of a kernel launched with a shape, added (with *fresh set and no
+ * name yet) at its first launch. --summary passes a zero shape.
+ */
+struct dl_kernel_stat *dl_proc_kernel(struct dl_proc *p, uint64_t func, const uint32_t grid[3],
+				      const uint32_t block[3], uint64_t shmem, bool *fresh);
 /* A stream sink: counts one record. */
 int dl_summary_sink(void *summary, const struct dl_rec *r);
 uint64_t dl_summary_duration(const struct dl_summary *s);

@@ -15,66 +15,52 @@ int dl_agg_init(struct dl_agg *a, int map_fd)
 	a->ncpu = libbpf_num_possible_cpus();
 	if (a->ncpu <= 0)
 		return a->ncpu ? a->ncpu : -EINVAL;
-	a->percpu = calloc((size_t)a->ncpu, sizeof(*a->percpu));
-	return a->percpu ? 0 : -ENOMEM;
+	a->percpu = dl_xcalloc((size_t)a->ncpu, sizeof(*a->percpu));
+	return 0;
 }
 
 void dl_agg_free(struct dl_agg *a)
 {
-	free(a->v);
+	dl_vec_free(a);
+	dl_u64map_free(&a->index);
 	free(a->percpu);
 	memset(a, 0, sizeof(*a));
 }
 
-static struct dl_agg_entry *entry(struct dl_agg *a, const struct dl_agg_key *k, bool *fresh)
+static struct dl_agg_entry *entry(struct dl_agg *a, const struct dl_agg_key *k)
 {
-	*fresh = false;
-	for (size_t i = 0; i < a->n; i++)
+	uint64_t h = dl_hash_bytes(k, sizeof(*k)), i;
+	struct dl_agg_entry *e;
+
+	if (dl_u64map_get(&a->index, h, &i)) {
 		if (!memcmp(&a->v[i].key, k, sizeof(*k)))
 			return &a->v[i];
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		struct dl_agg_entry *v = realloc(a->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		a->v = v;
-		a->cap = cap;
+		/* Two keys of one hash: the map has the first; the others are found by a scan. */
+		for (i = 0; i < a->n; i++)
+			if (!memcmp(&a->v[i].key, k, sizeof(*k)))
+				return &a->v[i];
+	} else {
+		dl_u64map_put(&a->index, h, a->n);
 	}
-	*fresh = true;
-	memset(&a->v[a->n], 0, sizeof(a->v[a->n]));
-	a->v[a->n].key = *k;
-	return &a->v[a->n++];
+	e = dl_vec_push(a);
+	e->key = *k;
+	return e;
 }
 
 /* Launches aggregate per kernel handle: grid and block are not kept (they stay 0). */
 static void add_kernel(struct dl_proc *p, uint64_t func, uint64_t count, struct dl_symbolizer *sz,
 		       struct dl_stream *stream, uint64_t now)
 {
+	static const uint32_t none[3];
 	struct dl_kernel_stat *k;
 	const char *known;
 	char name[DL_SYM_NAME_MAX];
+	bool fresh;
 
-	for (size_t i = 0; i < p->nkernels; i++) {
-		k = &p->kernels[i];
-		if (k->func == func && !k->grid[0] && !k->block[0]) {
-			k->count += count;
-			return;
-		}
-	}
-	if (p->nkernels == p->kcap) {
-		size_t cap = p->kcap ? p->kcap * 2 : 16;
-		struct dl_kernel_stat *v = realloc(p->kernels, cap * sizeof(*v));
-
-		if (!v)
-			return;
-		p->kernels = v;
-		p->kcap = cap;
-	}
-	k = &p->kernels[p->nkernels++];
-	memset(k, 0, sizeof(*k));
-	k->func = func;
-	k->count = count;
+	k = dl_proc_kernel(p, func, none, none, 0, &fresh);
+	k->count += count;
+	if (!fresh)
+		return;
 	known = stream ? dl_addrspace_name(&stream->mem, (uint32_t)p->pid, func) : NULL;
 	snprintf(name, sizeof(name), "%s", known ? known : "");
 	if (!name[0] && sz) {
@@ -85,7 +71,7 @@ static void add_kernel(struct dl_proc *p, uint64_t func, uint64_t count, struct 
 	}
 	if (!name[0])
 		snprintf(name, sizeof(name), "0x%" PRIx64, func);
-	k->name = strdup(name);
+	k->name = dl_xstrdup(name);
 }
 
 static void apply(struct dl_summary *s, const struct dl_agg_key *k, const struct dl_agg_val *d,
@@ -127,7 +113,6 @@ int dl_agg_poll(struct dl_agg *a, struct dl_summary *s, struct dl_symbolizer *sz
 	while (!bpf_map_get_next_key(a->map_fd, first ? NULL : &key, &next)) {
 		struct dl_agg_val sum = {}, delta;
 		struct dl_agg_entry *e;
-		bool fresh;
 
 		first = false;
 		key = next;
@@ -144,9 +129,7 @@ int dl_agg_poll(struct dl_agg *a, struct dl_summary *s, struct dl_symbolizer *sz
 			for (int b = 0; b < DL_AGG_HIST; b++)
 				sum.hist[b] += v->hist[b];
 		}
-		e = entry(a, &key, &fresh);
-		if (!e)
-			return -ENOMEM;
+		e = entry(a, &key);
 		if (sum.count == e->val.count)
 			continue;
 		delta.count = sum.count - e->val.count;

@@ -13,6 +13,7 @@
 #include "records/stream.h"
 #include "analysis/summary.h"
 #include "capture/symbolize.h"
+#include "util.h"
 
 struct dl_agg_entry {
 	struct dl_agg_key key;
@@ -22,8 +23,9 @@ struct dl_agg_entry {
 struct dl_agg {
 	int map_fd;
 	int ncpu;
-	struct dl_agg_entry *v;
+	struct dl_agg_entry *v;     /* v, n, cap: a DL_VEC, in the order keys were first read */
 	size_t n, cap;
+	struct dl_u64map index;     /* hash of a key -> index in v */
 	struct dl_agg_val *percpu;  /* lookup buffer */
 };
 

@@ -61,12 +61,10 @@ struct dl_timeline {
 	enum dl_timeline_format fmt;
 	FILE *own;                   /* opened by dl_timeline_open */
 	uint64_t next_uuid;
-	struct tproc *procs;
-	size_t nprocs, pcap;
-	struct tthread *threads;
-	size_t nthreads, tcap;
-	uint32_t *thash;             /* open addressing on tid: index + 1, 0 = empty */
-	size_t thash_cap;
+	DL_VEC(struct tproc) procs;
+	struct dl_u64map proc_of;    /* pid -> index in procs */
+	DL_VEC(struct tthread) threads;
+	struct dl_u64map thread_of;  /* pid << 32 | tid -> index in threads */
 	struct dl_ttrack tree, counters[NCOUNTERS];
 	bool tree_declared;
 	struct lane lanes[MAX_LANES];
@@ -88,19 +86,6 @@ static const char *const counter_names[NCOUNTERS] = {
 	"H2D copy MB/s", "disk MB/s", "run-queue length (traced tree)",
 };
 
-static void *grow(void *v, size_t n, size_t *cap, size_t elem)
-{
-	if (n < *cap)
-		return v;
-	*cap = *cap ? *cap * 2 : 16;
-	v = realloc(v, *cap * elem);
-	if (!v) {
-		fprintf(stderr, "dlbpf: out of memory\n");
-		abort();
-	}
-	return v;
-}
-
 static void declare(struct dl_timeline *t, struct dl_ttrack *tr)
 {
 	t->out->track(t->out, tr);
@@ -120,10 +105,9 @@ static struct dl_ttrack *tree_track(struct dl_timeline *t)
 
 static struct tproc *find_proc(struct dl_timeline *t, pid_t pid)
 {
-	for (size_t i = 0; i < t->nprocs; i++)
-		if (t->procs[i].pid == pid)
-			return &t->procs[i];
-	return NULL;
+	uint64_t i;
+
+	return dl_u64map_get(&t->proc_of, (uint32_t)pid, &i) ? &t->procs.v[i] : NULL;
 }
 
 static void name_proc(struct tproc *p, const char *comm)
@@ -147,9 +131,8 @@ static struct tproc *proc_of(struct dl_timeline *t, pid_t pid, const char *comm)
 		}
 		return p;
 	}
-	t->procs = grow(t->procs, t->nprocs, &t->pcap, sizeof(*t->procs));
-	p = &t->procs[t->nprocs++];
-	memset(p, 0, sizeof(*p));
+	dl_u64map_put(&t->proc_of, (uint32_t)pid, t->procs.n);
+	p = dl_vec_push(&t->procs);
 	p->pid = pid;
 	name_proc(p, comm);
 	p->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .kind = DL_TT_PROCESS, .pid = pid, .tid = pid,
@@ -158,56 +141,24 @@ static struct tproc *proc_of(struct dl_timeline *t, pid_t pid, const char *comm)
 	return p;
 }
 
-static size_t thash_slot(const struct dl_timeline *t, pid_t tid)
-{
-	return ((uint32_t)tid * 2654435761u) & (t->thash_cap - 1);
-}
-
-static void thash_put(struct dl_timeline *t, size_t idx)
-{
-	size_t i = thash_slot(t, t->threads[idx].tid);
-
-	while (t->thash[i])
-		i = (i + 1) & (t->thash_cap - 1);
-	t->thash[i] = (uint32_t)idx + 1;
-}
-
 static void push_recent(struct tthread *th, uint64_t ts, uint64_t dur, int sync)
 {
-	if (!th->recent && !(th->recent = calloc(RECENT, sizeof(*th->recent))))
-		return;
+	if (!th->recent)
+		th->recent = dl_xcalloc(RECENT, sizeof(*th->recent));
 	th->recent[th->nrecent++ % RECENT] = (struct recent){ ts, dur, sync };
 }
 
 static struct tthread *thread_of(struct dl_timeline *t, pid_t pid, pid_t tid)
 {
+	uint64_t key = (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid, i;
 	struct tthread *th;
 	struct tproc *p;
 
-	for (size_t i = t->thash_cap ? thash_slot(t, tid) : 0; t->thash_cap && t->thash[i];
-	     i = (i + 1) & (t->thash_cap - 1)) {
-		th = &t->threads[t->thash[i] - 1];
-		if (th->tid == tid && th->pid == pid)
-			return th;
-	}
+	if (dl_u64map_get(&t->thread_of, key, &i))
+		return &t->threads.v[i];
 	p = proc_of(t, pid, NULL);
-	if (2 * (t->nthreads + 1) > t->thash_cap) {
-		size_t cap = t->thash_cap ? t->thash_cap * 2 : 64;
-		uint32_t *h = calloc(cap, sizeof(*h));
-
-		if (!h) {
-			fprintf(stderr, "dlbpf: out of memory\n");
-			abort();
-		}
-		free(t->thash);
-		t->thash = h;
-		t->thash_cap = cap;
-		for (size_t i = 0; i < t->nthreads; i++)
-			thash_put(t, i);
-	}
-	t->threads = grow(t->threads, t->nthreads, &t->tcap, sizeof(*t->threads));
-	th = &t->threads[t->nthreads++];
-	memset(th, 0, sizeof(*th));
+	dl_u64map_put(&t->thread_of, key, t->threads.n);
+	th = dl_vec_push(&t->threads);
 	th->tid = tid;
 	th->pid = pid;
 	snprintf(th->name, sizeof(th->name), "%s %d", tid == pid ? "main" : "thread", tid);
@@ -221,7 +172,6 @@ static struct tthread *thread_of(struct dl_timeline *t, pid_t pid, pid_t tid)
 	th->state = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_PLAIN,
 				       .pid = pid, .tid = PSEUDO_TID + tid, .name = th->state_name };
 	declare(t, &th->state);
-	thash_put(t, t->nthreads - 1);
 	return th;
 }
 
@@ -610,11 +560,12 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 	if (stats)
 		*stats = t->st;
 	t->out->destroy(t->out);
-	free(t->procs);
-	for (size_t i = 0; i < t->nthreads; i++)
-		free(t->threads[i].recent);
-	free(t->threads);
-	free(t->thash);
+	dl_vec_free(&t->procs);
+	dl_u64map_free(&t->proc_of);
+	for (size_t i = 0; i < t->threads.n; i++)
+		free(t->threads.v[i].recent);
+	dl_vec_free(&t->threads);
+	dl_u64map_free(&t->thread_of);
 	free(t);
 	return err;
 }
