@@ -164,6 +164,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	st.tid = (pid_t)p->pub.main_tid;
 	st.start_ns = start;
 	st.dur_ns = end - start;
+	st.closed_at = c->seq;
 
 	for (size_t i = 0; i < p->calls.n; i++) {
 		const struct mcall *m = &calls[i];
@@ -472,6 +473,7 @@ int dl_corr_sink(void *ctx, const struct dl_rec *r)
 	uint64_t end = h->ts;
 	bool keep;
 
+	c->seq = r->seq;
 	if (h->kind == 0 || h->kind >= DL_EV_KIND_MAX)
 		return 0;
 	switch (h->kind) {

@@ -50,6 +50,7 @@ struct dl_step {
 	enum dl_verdict verdict;
 	double share;              /* of the verdict's categories in the step */
 	uint64_t first_event;      /* stream position of the marker; for sinks that link */
+	uint64_t closed_at;        /* stream position (dl_rec.seq) of the record that finalized it */
 };
 
 const char *dl_cat_name(enum dl_cat c);

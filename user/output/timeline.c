@@ -67,6 +67,7 @@ struct dl_timeline {
 	struct dl_u64map thread_of;  /* pid << 32 | tid -> index in threads */
 	struct dl_ttrack tree, counters[NCOUNTERS];
 	bool tree_declared;
+	DL_VEC(struct dl_step) held;  /* steps told while a record passes, written before the next one */
 	struct lane lanes[MAX_LANES];
 	int nlanes;
 	double bins[NCOUNTERS][NBINS];
@@ -402,6 +403,8 @@ static void check_write(struct dl_timeline *t)
 	dl_err("writing the trace failed: %s; the rest of the trace is left out", strerror(-t->err));
 }
 
+static void write_held_steps(struct dl_timeline *t, uint64_t before_seq);
+
 int dl_timeline_sink(void *trace, const struct dl_rec *r)
 {
 	struct dl_timeline *t = trace;
@@ -410,6 +413,7 @@ int dl_timeline_sink(void *trace, const struct dl_rec *r)
 
 	if (t->err)
 		return t->err;
+	write_held_steps(t, r->seq);
 	t->st.records++;
 	switch (h->kind) {
 	case DL_EV_CUDA:
@@ -440,9 +444,8 @@ int dl_timeline_sink(void *trace, const struct dl_rec *r)
 	return t->err;
 }
 
-void dl_timeline_step(void *trace, const struct dl_step *s)
+static void write_step(struct dl_timeline *t, const struct dl_step *s)
 {
-	struct dl_timeline *t = trace;
 	struct dl_targ a[DL_TMAX_ARGS];
 	const struct recent *copy = NULL, *sync = NULL;
 	struct tthread *th;
@@ -498,6 +501,29 @@ void dl_timeline_step(void *trace, const struct dl_step *s)
 	check_write(t);
 }
 
+/*
+ * The correlator tells a step while some record passes through the stream;
+ * whether this sink has had that record yet depends on the order of sinks.
+ * Held until the next record (or the end), a step lands at the same place in
+ * the trace either way.
+ */
+void dl_timeline_step(void *trace, const struct dl_step *s)
+{
+	struct dl_timeline *t = trace;
+
+	if (!t->err)
+		*dl_vec_push(&t->held) = *s;
+}
+
+static void write_held_steps(struct dl_timeline *t, uint64_t before_seq)
+{
+	size_t k = 0;
+
+	while (k < t->held.n && t->held.v[k].closed_at < before_seq && !t->err)
+		write_step(t, &t->held.v[k++]);
+	dl_vec_drop_front(&t->held, t->err ? t->held.n : k);
+}
+
 /* --- life cycle --- */
 
 int dl_timeline_format_parse(const char *name)
@@ -544,6 +570,8 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 
 	if (!t)
 		return -EINVAL;
+	write_held_steps(t, UINT64_MAX);
+	dl_vec_free(&t->held);
 	/* The counters' last bins: each series ends with a sample at its last value change. */
 	for (int i = 0; t->bins_started && i < NBINS; i++)
 		flush_bin(t);

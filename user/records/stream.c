@@ -62,7 +62,7 @@ int dl_stream_read(struct dl_stream *s, struct dl_rec_in *in, const void *rec, s
 
 void dl_stream_put(struct dl_stream *s, struct dl_rec_in *in)
 {
-	struct dl_rec r = { .h = in->h, .call = in->is_call ? &in->call : NULL };
+	struct dl_rec r = { .h = in->h, .call = in->is_call ? &in->call : NULL, .seq = ++s->seq };
 
 	if (in->is_call) {
 		dl_addrspaces_resolve(&s->mem, &in->call);

@@ -28,6 +28,7 @@
 struct dl_rec {
 	const struct dl_hdr *h;       /* as it came: h->size bytes, at least its kind's size */
 	const struct dl_call *call;   /* a DL_EV_CUDA of an API this build knows, decoded and resolved; else NULL */
+	uint64_t seq;                 /* its position in the stream, from 1 */
 };
 
 typedef int (*dl_sink_fn)(void *ctx, const struct dl_rec *r);
@@ -40,6 +41,7 @@ struct dl_stream {
 	int n;
 	int err;                      /* first error a sink returned */
 	uint64_t malformed;           /* records whose size does not fit their kind, given to no sink */
+	uint64_t seq;                 /* records given to the sinks */
 	struct dl_addrspaces mem;
 };
 
