@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The stream reads each record once for every sink: the order sinks are added
+ * in changes no output byte, a replayed recording gives what the live stream
+ * gave, and a copy whose direction is left to the runtime (cudaMemcpyDefault,
+ * the driver's cuMemcpy) is the same copy to the summary, the steps and the
+ * timeline.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "check.h"
+#include "analysis/correlate.h"
+#include "analysis/diagnose.h"
+#include "records/record.h"
+#include "output/report.h"
+#include "output/report_diag.h"
+#include "records/stream.h"
+#include "analysis/summary.h"
+#include "output/timeline.h"
+#include "util.h"
+
+#define US 1000ull
+#define MS 1000000ull
+#define PID 100
+#define TID 101
+#define WORKER 200
+#define DEV 0x7f0000000000ull      /* a cudaMalloc'ed range of 64 MiB */
+#define PINNED 0x10000000ull       /* a cudaMallocHost'ed range of 4 MiB */
+#define UNPINNED 0x20000000ull     /* a cudaMallocHost that failed: pageable */
+#define PAGEABLE 0x30000000ull
+#define KERNEL 0x401000ull
+#define NSTEPS 12
+
+/* How the loop's copies say their direction. */
+enum variant { V_EXPLICIT, V_DEFAULT, V_DRIVER, V_DRIVER_DEFAULT, V_COUNT };
+
+/* Records back to back, as a recording holds them (every record's size is a multiple of 8). */
+typedef DL_VEC(unsigned char) recs_t;
+
+static void put(recs_t *r, const void *rec)
+{
+	dl_vec_append(r, rec, ((const struct dl_hdr *)rec)->size);
+}
+
+static struct dl_cuda_ev call(enum dl_api_id api, uint32_t tid, uint64_t ts, uint64_t dur, int64_t ret)
+{
+	struct dl_cuda_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_CUDA, .ts = ts, .tgid = PID, .tid = tid };
+	e.api = api;
+	e.dur_ns = dur;
+	e.ret = ret;
+	return e;
+}
+
+static void alloc(recs_t *r, enum dl_api_id api, uint64_t ts, uint64_t ptr, uint64_t size, int64_t ret)
+{
+	struct dl_cuda_ev e = call(api, TID, ts, 10 * US, ret);
+
+	e.out = ptr;
+	e.arg[1] = size;
+	put(r, &e);
+}
+
+static void copy(recs_t *r, enum variant v, uint64_t ts, uint64_t dur, uint64_t dst, uint64_t src, uint64_t bytes,
+		 enum dl_dir dir)
+{
+	static const enum dl_api_id driver[DL_DIR_COUNT] = { [DL_DIR_H2D] = DL_API_CU_HTOD_V2,
+							     [DL_DIR_D2H] = DL_API_CU_DTOH_V2 };
+	struct dl_cuda_ev e = call(v == V_DRIVER ? driver[dir] : v == V_DRIVER_DEFAULT ? DL_API_CU_MEMCPY
+							  : DL_API_MEMCPY, TID, ts, dur, 0);
+
+	e.arg[0] = dst;
+	e.arg[1] = src;
+	e.arg[2] = bytes;
+	if (v == V_EXPLICIT || v == V_DEFAULT)
+		e.arg[3] = v == V_DEFAULT ? DL_DIR_DEFAULT : dir;
+	put(r, &e);
+}
+
+static void sched(recs_t *r, uint32_t pid, uint32_t tid, uint32_t state, uint64_t ts, uint64_t dur, uint32_t next)
+{
+	struct dl_sched_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_SCHED, .ts = ts, .tgid = pid, .tid = tid };
+	e.dur_ns = dur;
+	e.state = state;
+	e.next_state = next;
+	put(r, &e);
+}
+
+static void procinfo(recs_t *r, uint32_t pid, const char *comm)
+{
+	struct dl_procinfo_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_PROCINFO, .ts = MS, .tgid = pid, .tid = pid };
+	e.nspid = pid;
+	strcpy(e.comm, comm);
+	put(r, &e);
+}
+
+/*
+ * A training loop, one step per 10 ms from t: the main thread waits 2 ms for
+ * input, copies a 1 MiB batch from pinned memory to the device, launches three
+ * kernels, works until 3.6 ms, then reads the 4-byte loss back into pageable
+ * memory, which waits 6.4 ms for the GPU. A loader process works meanwhile.
+ * extras: the loader reads the disk, and each step also copies 256 KiB from
+ * memory whose pinning failed.
+ */
+static void loop(recs_t *r, enum variant v, bool extras)
+{
+	struct dl_trace_start_ev ts = { .h = { .size = sizeof(ts), .kind = DL_EV_TRACE_START, .ts = MS } };
+	struct dl_trace_end_ev te = { .h = { .size = sizeof(te), .kind = DL_EV_TRACE_END, .ts = 200 * MS } };
+	union {
+		struct dl_sym_ev e;
+		char buf[sizeof(struct dl_sym_ev) + 16];
+	} sym = { .e = { .h = { .size = sizeof(sym), .kind = DL_EV_SYM, .ts = MS, .tgid = PID, .tid = PID },
+			 .addr = KERNEL } };
+
+	strcpy(sym.e.name, "k_forward");
+	put(r, &ts);
+	procinfo(r, PID, "train");
+	procinfo(r, WORKER, "loader");
+	put(r, &sym);
+	alloc(r, DL_API_MALLOC, 2 * MS, DEV, 64 << 20, 0);
+	alloc(r, DL_API_MALLOC_HOST, 2 * MS + 20 * US, PINNED, 4 << 20, 0);
+	/* Without a GPU every allocation fails: it must not make its range pinned. */
+	alloc(r, DL_API_MALLOC_HOST, 2 * MS + 40 * US, UNPINNED, 4 << 20, 2);
+	for (unsigned i = 0; i < NSTEPS; i++) {
+		uint64_t t = 5 * MS + i * 10 * MS;
+
+		sched(r, PID, TID, DL_ST_SLEEP, t, 2 * MS, DL_ST_RUNNING);
+		copy(r, v, t + 2 * MS, 200 * US, DEV + (i << 20), PINNED, 1 << 20, DL_DIR_H2D);
+		for (unsigned k = 0; k < 3; k++) {
+			struct dl_cuda_ev e = call(DL_API_LAUNCH_KERNEL, TID, t + 2200 * US + k * 100 * US, 0, 0);
+
+			e.flags = DL_CUDA_ENTRY_ONLY;
+			e.arg[0] = KERNEL;
+			e.arg[1] = 64 | 1ull << 32;
+			e.arg[2] = 1;
+			e.arg[3] = 256 | 1ull << 32;
+			e.arg[4] = 1;
+			put(r, &e);
+		}
+		/* Staged through the failed pinned allocation: a pageable copy. */
+		if (extras)
+			copy(r, v, t + 2500 * US, 50 * US, DEV, UNPINNED, 256 << 10, DL_DIR_H2D);
+		sched(r, PID, TID, DL_ST_RUNNING, t + 2 * MS, 1600 * US, DL_ST_SLEEP);
+		copy(r, v, t + 3600 * US, 6400 * US, PAGEABLE, DEV + (i << 20), 4, DL_DIR_D2H);
+		sched(r, PID, TID, DL_ST_SLEEP, t + 3600 * US, 6400 * US, DL_ST_RUNNING);
+		sched(r, WORKER, WORKER, DL_ST_RUNNING, t, 3 * MS, DL_ST_DISK);
+		if (extras) {
+			struct dl_bio_ev b = { .h = { .size = sizeof(b), .kind = DL_EV_BIO, .ts = t + 3 * MS,
+						      .tgid = WORKER, .tid = WORKER },
+					       .dur_ns = 2 * MS, .bytes = 1 << 20, .dev = 8 << 20 };
+
+			put(r, &b);
+		}
+	}
+	put(r, &te);
+}
+
+/* One run of a stream: its sinks and everything they write. */
+struct run {
+	struct dl_stream st;
+	struct dl_summary sum;
+	struct dl_correlator *corr;
+	struct dl_timeline *tl;
+	struct dl_step_printer printer;
+	FILE *steps_f, *tl_f;
+	char *steps_buf, *tl_buf, *json_buf, *text_buf;
+	size_t steps_len, tl_len, json_len, text_len;
+};
+
+static void on_step(void *ctx, const struct dl_step *s)
+{
+	struct run *r = ctx;
+
+	dl_print_step(&r->printer, s);
+	dl_timeline_step(r->tl, s);
+}
+
+enum sink { S_SUMMARY, S_CORR, S_TIMELINE, S_RECORDER, S_COUNT };
+
+static void run_start(struct run *r, enum dl_timeline_format fmt)
+{
+	memset(r, 0, sizeof(*r));
+	dl_summary_init(&r->sum);
+	r->corr = dl_corr_new(&(struct dl_corr_opts){ .pcie_gbps = 10 }, on_step, r);
+	r->tl_f = open_memstream(&r->tl_buf, &r->tl_len);
+	r->tl = dl_timeline_new(r->tl_f, fmt);
+	dl_timeline_set_clocks(r->tl, 1000, 2000, 1700000000000000000ull);
+	r->steps_f = open_memstream(&r->steps_buf, &r->steps_len);
+	r->printer.f = r->steps_f;
+}
+
+static void run_add(struct run *r, enum sink k, struct dl_recorder *rec)
+{
+	switch (k) {
+	case S_SUMMARY:
+		dl_stream_add(&r->st, dl_summary_sink, &r->sum);
+		break;
+	case S_CORR:
+		dl_stream_add(&r->st, dl_corr_sink, r->corr);
+		break;
+	case S_TIMELINE:
+		dl_stream_add(&r->st, dl_timeline_sink, r->tl);
+		break;
+	default:
+		if (rec)
+			dl_stream_add(&r->st, dl_recorder_sink, rec);
+		break;
+	}
+}
+
+static void play(struct run *r, const recs_t *recs)
+{
+	size_t rejected = 0;
+
+	for (size_t off = 0; off < recs->n; off += ((const struct dl_hdr *)&recs->v[off])->size)
+		rejected += dl_stream_emit(&r->st, &recs->v[off], recs->n - off) != 0;
+	CHECK_EQ_U64(rejected, 0);
+}
+
+static void run_finish(struct run *r, struct dl_diagnosis *d)
+{
+	FILE *f;
+
+	dl_corr_finish(r->corr);
+	dl_diagnose(r->corr, &r->sum, NULL, d);
+	f = open_memstream(&r->json_buf, &r->json_len);
+	CHECK(dl_report_json(f, &r->sum, r->corr, d) == 0, "json");
+	fclose(f);
+	f = open_memstream(&r->text_buf, &r->text_len);
+	dl_report_text(f, &r->sum);
+	dl_report_steps_text(f, r->corr, d);
+	fclose(f);
+	CHECK(dl_timeline_finish(r->tl, NULL) == 0, "timeline");
+	fclose(r->tl_f);
+	fclose(r->steps_f);
+}
+
+static void run_free(struct run *r)
+{
+	dl_corr_free(r->corr);
+	dl_summary_free(&r->sum);
+	dl_stream_free(&r->st);
+	free(r->steps_buf);
+	free(r->tl_buf);
+	free(r->json_buf);
+	free(r->text_buf);
+}
+
+static bool same(const char *a, size_t na, const char *b, size_t nb)
+{
+	return na == nb && !memcmp(a, b, na);
+}
+
+static void check_same(const struct run *a, const struct run *b, const char *what)
+{
+	CHECK(same(a->json_buf, a->json_len, b->json_buf, b->json_len), "%s: JSON differs", what);
+	CHECK(same(a->text_buf, a->text_len, b->text_buf, b->text_len), "%s: report differs", what);
+	CHECK(same(a->steps_buf, a->steps_len, b->steps_buf, b->steps_len), "%s: step lines differ", what);
+	CHECK(same(a->tl_buf, a->tl_len, b->tl_buf, b->tl_len), "%s: timeline differs (%zu vs %zu bytes)", what,
+	      a->tl_len, b->tl_len);
+}
+
+/* Fills perm with the n-th ordering of the sinks (base S_COUNT digits); false if one repeats. */
+static bool ordering(unsigned n, enum sink perm[S_COUNT])
+{
+	unsigned seen = 0;
+
+	for (int k = 0; k < S_COUNT; k++, n /= S_COUNT) {
+		perm[k] = (enum sink)(n % S_COUNT);
+		if (seen & 1u << perm[k])
+			return false;
+		seen |= 1u << perm[k];
+	}
+	return true;
+}
+
+/* Every order of the four sinks writes the same bytes, and the recording replays to them too. */
+static void test_sinks_in_any_order(void)
+{
+	static const enum dl_timeline_format fmts[] = { DL_TIMELINE_PFTRACE, DL_TIMELINE_JSON };
+	char path[] = "/tmp/dlbpf-test-stream-XXXXXX", err[256];
+	recs_t recs = { 0 };
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0, "mkstemp");
+	if (fd < 0)
+		return;
+	close(fd);
+	loop(&recs, V_DEFAULT, true);
+	for (size_t f = 0; f < sizeof(fmts) / sizeof(fmts[0]); f++) {
+		struct run first, replay;
+		struct dl_diagnosis d;
+		enum sink perm[S_COUNT];
+		int orders = 0;
+
+		for (unsigned n = 0; n < S_COUNT * S_COUNT * S_COUNT * S_COUNT; n++) {
+			struct dl_recorder rec;
+			struct run r;
+
+			if (!ordering(n, perm))
+				continue;
+			run_start(&r, fmts[f]);
+			CHECK(dl_recorder_open(&rec, path) == 0, "recorder");
+			for (int k = 0; k < S_COUNT; k++)
+				run_add(&r, perm[k], &rec);
+			play(&r, &recs);
+			CHECK(dl_recorder_close(&rec) == 0, "recorder close");
+			CHECK_EQ_U64(rec.records, r.st.seq);
+			run_finish(&r, &d);
+			if (orders++) {
+				check_same(&first, &r, "another sink order");
+				run_free(&r);
+				continue;
+			}
+			first = r;
+			CHECK(d.nsteps == NSTEPS - 1, "steps %zu", d.nsteps);
+		}
+		CHECK_EQ_U64(orders, 24);
+		/* The last order's recording through the same stream: the same bytes again. */
+		run_start(&replay, fmts[f]);
+		run_add(&replay, S_TIMELINE, NULL);
+		run_add(&replay, S_CORR, NULL);
+		run_add(&replay, S_SUMMARY, NULL);
+		CHECK(dl_replay(path, &replay.st, NULL, err, sizeof(err)) == 0, "replay: %s", err);
+		run_finish(&replay, &d);
+		check_same(&first, &replay, "replay");
+		run_free(&replay);
+		run_free(&first);
+	}
+	unlink(path);
+	dl_vec_free(&recs);
+}
+
+static struct run *run_loop(enum variant v, struct dl_diagnosis *d)
+{
+	struct run *r = dl_xcalloc(1, sizeof(*r));
+	recs_t recs = { 0 };
+
+	loop(&recs, v, false);
+	run_start(r, DL_TIMELINE_JSON);
+	for (int k = 0; k < S_RECORDER; k++)
+		run_add(r, (enum sink)k, NULL);
+	play(r, &recs);
+	run_finish(r, d);
+	dl_vec_free(&recs);
+	return r;
+}
+
+static size_t count(const char *buf, size_t len, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = buf; p && p < buf + len && (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/*
+ * Copies that leave the direction to the runtime, to and from a known device
+ * allocation: the summary, the steps (breakdown, the D2H as the sync that ends
+ * a step, the automatic marker) and the timeline see what they see for the
+ * same loop with explicit directions.
+ */
+static void test_default_copies_agree(void)
+{
+	static const char *const names[V_COUNT] = { "explicit kinds", "cudaMemcpyDefault", "cuMemcpyHtoD/DtoH",
+						     "cuMemcpy" };
+	struct dl_diagnosis d[V_COUNT];
+	const struct dl_corr_proc *ref;
+	struct run *r[V_COUNT];
+
+	for (int v = 0; v < V_COUNT; v++)
+		r[v] = run_loop((enum variant)v, &d[v]);
+	ref = dl_corr_proc(r[V_EXPLICIT]->corr, 0);
+	for (int v = 0; v < V_COUNT; v++) {
+		const struct dl_proc *p = dl_summary_find(&r[v]->sum, PID);
+		const struct dl_corr_proc *cp = dl_corr_proc(r[v]->corr, 0);
+		const char *n = names[v];
+
+		CHECK(p && cp && ref, "%s: process missing", n);
+		if (!p || !cp || !ref)
+			continue;
+		/* summary */
+		CHECK(p->copies[DL_DIR_H2D].count == NSTEPS && p->copies[DL_DIR_H2D].pageable == 0,
+		      "%s: h2d %llu copies, %llu pageable", n, (unsigned long long)p->copies[DL_DIR_H2D].count,
+		      (unsigned long long)p->copies[DL_DIR_H2D].pageable);
+		CHECK(p->copies[DL_DIR_D2H].count == NSTEPS && p->copies[DL_DIR_D2H].pageable == NSTEPS,
+		      "%s: d2h %llu copies, %llu pageable", n, (unsigned long long)p->copies[DL_DIR_D2H].count,
+		      (unsigned long long)p->copies[DL_DIR_D2H].pageable);
+		CHECK(!p->copies[DL_DIR_H2H].count && !p->copies[DL_DIR_DEFAULT].count, "%s: h2h/default copies", n);
+		/* steps: the loss copy is the sync, the batch copy after it the marker */
+		CHECK(cp->nsteps == NSTEPS - 1, "%s: %zu steps (%s)", n, cp->nsteps, cp->marker_desc);
+		CHECK(strstr(cp->marker_desc, "(h2d) after a blocking sync") != NULL, "%s: marker '%s'", n,
+		      cp->marker_desc);
+		CHECK(d[v].nsteps == NSTEPS - 1 && d[v].verdict == DL_V_GPU, "%s: %zu steps, verdict %s", n,
+		      d[v].nsteps, dl_verdict_name(d[v].verdict));
+		for (size_t i = 0; i < cp->nsteps; i++) {
+			const struct dl_step *s = &cp->steps[i];
+
+			CHECK(s->h2d_copies == 1 && s->d2h_copies == 1 && s->pageable_copies == 1,
+			      "%s: step %zu copies h2d %llu d2h %llu pageable %llu", n, i,
+			      (unsigned long long)s->h2d_copies, (unsigned long long)s->d2h_copies,
+			      (unsigned long long)s->pageable_copies);
+			CHECK(s->cat_ns[DL_CAT_H2D] == 200 * US && s->cat_ns[DL_CAT_D2H] > 0 &&
+			      s->cat_ns[DL_CAT_GPU_WAIT] > 6 * MS && s->cat_ns[DL_CAT_CUDA_OTHER] == 0,
+			      "%s: step %zu h2d %llu d2h %llu gpu_wait %llu cuda_other %llu", n, i,
+			      (unsigned long long)s->cat_ns[DL_CAT_H2D], (unsigned long long)s->cat_ns[DL_CAT_D2H],
+			      (unsigned long long)s->cat_ns[DL_CAT_GPU_WAIT],
+			      (unsigned long long)s->cat_ns[DL_CAT_CUDA_OTHER]);
+			if (i < ref->nsteps)
+				CHECK(!memcmp(s->cat_ns, ref->steps[i].cat_ns, sizeof(s->cat_ns)) &&
+				      s->verdict == ref->steps[i].verdict, "%s: step %zu differs from explicit kinds", n, i);
+		}
+		/* timeline */
+		CHECK(count(r[v]->tl_buf, r[v]->tl_len, "\"direction\":\"h2d\"") == NSTEPS &&
+		      count(r[v]->tl_buf, r[v]->tl_len, "\"direction\":\"d2h\"") == NSTEPS,
+		      "%s: timeline directions", n);
+		CHECK(!count(r[v]->tl_buf, r[v]->tl_len, "\"direction\":\"default\"") &&
+		      !count(r[v]->tl_buf, r[v]->tl_len, "\"direction\":\"h2h\""), "%s: unresolved copies", n);
+		CHECK(count(r[v]->tl_buf, r[v]->tl_len, "\"host memory\":\"pinned\"") == NSTEPS &&
+		      count(r[v]->tl_buf, r[v]->tl_len, "\"host memory\":\"pageable\"") == NSTEPS,
+		      "%s: timeline host memory", n);
+	}
+	/* cudaMemcpyDefault differs from explicit kinds only in an argument no output shows. */
+	check_same(r[V_EXPLICIT], r[V_DEFAULT], "cudaMemcpyDefault against explicit kinds");
+	for (int v = 0; v < V_COUNT; v++) {
+		run_free(r[v]);
+		free(r[v]);
+	}
+}
+
+/* A malformed record is counted once, by the stream, and no sink sees it. */
+static void test_malformed_counted_once(void)
+{
+	struct run r;
+	struct dl_diagnosis d;
+	struct dl_cuda_ev e = call(DL_API_MEMCPY, TID, MS, US, 0);
+
+	run_start(&r, DL_TIMELINE_JSON);
+	for (int k = 0; k < S_RECORDER; k++)
+		run_add(&r, (enum sink)k, NULL);
+	e.h.size = sizeof(struct dl_hdr) + 8;
+	CHECK(dl_stream_emit(&r.st, &e, sizeof(e)) == -1, "malformed record accepted");
+	e.h.size = sizeof(e);
+	e.h.kind = DL_EV_SYM;                 /* a symbol record without its terminating NUL */
+	memset(&e.dur_ns, 'x', sizeof(e) - sizeof(e.h));
+	CHECK(dl_stream_emit(&r.st, &e, sizeof(e)) == -1, "unterminated symbol accepted");
+	run_finish(&r, &d);
+	CHECK_EQ_U64(r.st.malformed, 2);
+	CHECK_EQ_U64(r.st.seq, 0);
+	CHECK_EQ_U64(r.sum.n, 0);
+	CHECK_EQ_U64(dl_corr_nprocs(r.corr), 0);
+	run_free(&r);
+}
+
+int main(void)
+{
+	test_sinks_in_any_order();
+	test_default_copies_agree();
+	test_malformed_counted_once();
+	return check_report("test_stream");
+}
