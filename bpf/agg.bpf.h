@@ -51,7 +51,7 @@ static __always_inline bool dl_agg_add(__u32 tgid, __u64 cookie, const __u64 *ar
 {
 	struct dl_agg_key k = {};
 	struct dl_agg_val *v;
-	__u64 bytes = 0, kind = DL_DIR_DEFAULT;
+	__u64 bytes = 0, kind = 0;
 	__u32 zero = 0, b;
 
 	if (!agg_mode || !(cookie & DL_COOKIE_AGG))
@@ -66,8 +66,12 @@ static __always_inline bool dl_agg_add(__u32 tgid, __u64 cookie, const __u64 *ar
 		bytes = arg[4] * arg[5];
 		kind = arg[6];
 	}
-	if (cookie & (DL_COOKIE_BYTES_1D | DL_COOKIE_BYTES_2D))
-		k.dir = kind < DL_DIR_DEFAULT ? kind : DL_DIR_DEFAULT;
+	if (cookie & (DL_COOKIE_BYTES_1D | DL_COOKIE_BYTES_2D)) {
+		/* Left to the runtime, the direction follows from allocations only user space has seen. */
+		if (kind >= DL_DIR_DEFAULT)
+			return false;
+		k.dir = kind;
+	}
 	if (entry_only)
 		k.func = arg[0];
 	v = bpf_map_lookup_elem(&agg, &k);

@@ -23,7 +23,7 @@ enum dl_agg_flags {
 struct dl_agg_key {
 	dl_u32 tgid;
 	dl_u16 api;
-	dl_u8 dir;        /* copies: enum dl_dir as passed (DL_DIR_DEFAULT is not inferred) */
+	dl_u8 dir;        /* copies: enum dl_dir as passed; DL_DIR_DEFAULT ones stay records */
 	dl_u8 flags;      /* enum dl_agg_flags */
 	dl_u64 func;      /* launches: the kernel handle; 0 otherwise */
 };

@@ -50,7 +50,7 @@ struct dl_proc {
 	int cuda_libs;         /* CUDA runtimes attached in this process */
 	uint64_t driver_inner; /* driver calls made inside runtime calls (not counted again) */
 	struct dl_api_stat calls[DL_API_COUNT];
-	struct dl_copy_stat copies[DL_DIR_COUNT];   /* by resolved direction: DL_DIR_DEFAULT only from --summary */
+	struct dl_copy_stat copies[DL_DIR_COUNT];   /* by resolved direction: DL_DIR_DEFAULT stays 0 */
 	/* Arrays grown with dl_grow: read by name elsewhere (duty.c, the tests). In order of first launch. */
 	struct dl_kernel_stat *kernels;
 	size_t nkernels, kcap;

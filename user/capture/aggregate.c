@@ -92,7 +92,7 @@ static void apply(struct dl_summary *s, const struct dl_agg_key *k, const struct
 	p->calls[api->id].errors += d->errors;
 	if (k->flags & DL_AGG_NESTED)
 		return;  /* part of the outer call, as in summary.c */
-	if (api->cls == DL_CLS_COPY && k->dir < DL_DIR_COUNT) {
+	if (api->cls == DL_CLS_COPY && k->dir < DL_DIR_DEFAULT) {
 		struct dl_copy_stat *c = &p->copies[k->dir];
 
 		c->count += d->count;

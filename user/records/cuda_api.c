@@ -60,9 +60,10 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 	}
 	/*
 	 * --summary mode: what BPF aggregates instead of recording. Runtime copies
-	 * carry where their bytes and kind are; driver copies (direction from the
-	 * API or the addresses), allocations (pinned ranges), naming and loader
-	 * calls stay records.
+	 * carry where their bytes and kind are (those of kind cudaMemcpyDefault stay
+	 * records: their direction needs the allocations); driver copies (direction
+	 * from the API or the addresses), allocations (pinned ranges), naming and
+	 * loader calls stay records.
 	 */
 	switch (api->layout) {
 	case DL_L_MEMCPY:
