@@ -599,6 +599,37 @@ static void test_write_error(void)
 	CHECK(dl_timeline_format_parse("json") == DL_TIMELINE_JSON && dl_timeline_format_parse("x") < 0, "format names");
 }
 
+/* A process renamed (exec) after the process table has grown: its track is described with the new name. */
+static void test_rename_after_growth(void)
+{
+	struct dl_proc_ev e;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct dl_timeline *t = dl_timeline_new(f, DL_TIMELINE_JSON);
+
+	feed_start(NULL, t);
+	for (uint32_t pid = PID; pid < PID + 40; pid++) {
+		procinfo(NULL, t, pid, "before");
+		sched(NULL, t, pid, pid + 1000, T0, 1000, DL_ST_RUNNING);
+	}
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_PROC, .ts = T0 + 2000, .tgid = PID, .tid = PID };
+	e.what = DL_PROC_EXEC;
+	strcpy(e.comm, "after");
+	feed(NULL, t, &e, sizeof(e));
+	e.what = DL_PROC_THREAD;
+	e.h.tid = PID + 1000;
+	strcpy(e.comm, "worker");
+	feed(NULL, t, &e, sizeof(e));
+	CHECK(dl_timeline_finish(t, NULL) == 0, "finish");
+	fclose(f);
+	CHECK(strstr(buf, "\"name\":\"after 100\"") != NULL, "renamed process not described");
+	CHECK(strstr(buf, "\"name\":\"worker 1100\"") != NULL, "named thread not described");
+	dl_stream_free(&feed_stream);
+	free(buf);
+}
+
 /* Overlapping intervals of one thread (should the kernel side ever produce them) are cut to nest. */
 static void test_state_clipping(void)
 {
@@ -645,5 +676,6 @@ int main(void)
 	test_sink_json();
 	test_write_error();
 	test_state_clipping();
+	test_rename_after_growth();
 	return check_report("test_perfetto");
 }

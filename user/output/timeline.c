@@ -93,6 +93,13 @@ static void declare(struct dl_timeline *t, struct dl_ttrack *tr)
 	t->st.tracks++;
 }
 
+/* Describes a process or thread track again; its name lives beside it, which growth of the table moves. */
+static void redeclare(struct dl_timeline *t, struct dl_ttrack *tr, const char *name)
+{
+	tr->name = name;
+	declare(t, tr);
+}
+
 static struct dl_ttrack *tree_track(struct dl_timeline *t)
 {
 	if (!t->tree_declared) {
@@ -128,7 +135,7 @@ static struct tproc *proc_of(struct dl_timeline *t, pid_t pid, const char *comm)
 	if (p) {
 		if (comm && comm[0] && (!p->named || strncmp(p->name, comm, strnlen(comm, DL_COMM_LEN)))) {
 			name_proc(p, comm);   /* exec or late-learned name: describe the track again */
-			declare(t, &p->track);
+			redeclare(t, &p->track, p->name);
 		}
 		return p;
 	}
@@ -389,7 +396,7 @@ static void add_proc(struct dl_timeline *t, const struct dl_proc_ev *ev)
 		/* a new thread's own name (data-loader threads often have one) */
 		if (comm[0] && th->tid != th->pid) {
 			snprintf(th->name, sizeof(th->name), "%s %d", comm, th->tid);
-			declare(t, &th->track);
+			redeclare(t, &th->track, th->name);
 		}
 	}
 }
