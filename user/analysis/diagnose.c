@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis/diagnose.h"
+#include "util.h"
 
 #define SKETCH_FACTOR 10.0      /* a step 10x over its paper sketch is a finding of its own */
 #define SMALL_PER_STEP 16       /* small copies per step worth batching */
@@ -18,13 +19,12 @@ static int cmp_u64(const void *a, const void *b)
 
 void dl_steps_percentiles(const struct dl_step *steps, size_t n, uint64_t *median, uint64_t *p90)
 {
-	uint64_t *d = malloc(n * sizeof(*d));
+	uint64_t *d;
 
 	*median = *p90 = 0;
-	if (!d || !n) {
-		free(d);
+	if (!n)
 		return;
-	}
+	d = dl_xcalloc(n, sizeof(*d));
 	for (size_t i = 0; i < n; i++)
 		d[i] = steps[i].dur_ns;
 	qsort(d, n, sizeof(*d), cmp_u64);
@@ -92,9 +92,7 @@ static void gather(const struct dl_correlator *c, struct dl_diagnosis *d, struct
 	memset(rf, 0, sizeof(*rf));
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++)
 		n += dl_corr_proc(c, i)->nsteps;
-	all = calloc(n ? n : 1, sizeof(*all));
-	if (!all)
-		return;
+	all = dl_xcalloc(n, sizeof(*all));
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 		const struct dl_copy_facts *f = &p->copy;

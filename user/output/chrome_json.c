@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include "output/json.h"
 #include "output/timeline_writer.h"
+#include "util.h"
 
 struct json_out {
 	struct dl_tout base;
@@ -142,10 +143,8 @@ static void js_destroy(struct dl_tout *o)
 
 struct dl_tout *dl_chrome_json_out(FILE *f)
 {
-	struct json_out *o = calloc(1, sizeof(*o));
+	struct json_out *o = dl_xcalloc(1, sizeof(*o));
 
-	if (!o)
-		return NULL;
 	o->base = (struct dl_tout){ .track = js_track, .slice = js_slice, .flow_mark = js_flow_mark,
 				    .counter = js_counter, .finish = js_finish, .destroy = js_destroy, .f = f };
 	dl_json_init(&o->j, f);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/pbwriter.h"
+#include "util.h"
 
 void dl_pb_init(struct dl_pb *pb)
 {
@@ -42,20 +43,8 @@ static uint8_t *room(struct dl_pb *pb, size_t n)
 {
 	if (pb->err)
 		return NULL;
-	if (pb->len + n > pb->cap) {
-		size_t cap = pb->cap ? pb->cap : 4096;
-		uint8_t *b;
-
-		while (cap < pb->len + n)
-			cap *= 2;
-		b = realloc(pb->buf, cap);
-		if (!b) {
-			pb->err = -ENOMEM;
-			return NULL;
-		}
-		pb->buf = b;
-		pb->cap = cap;
-	}
+	if (pb->len + n > pb->cap)
+		dl_grow((void **)&pb->buf, &pb->cap, pb->len + n, 1);
 	return pb->buf + pb->len;
 }
 

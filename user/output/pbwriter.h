@@ -23,7 +23,7 @@ struct dl_pb {
 	size_t len, cap;
 	size_t open[DL_PB_MAX_DEPTH];  /* offsets of reserved lengths */
 	int depth;
-	int err;                        /* -ENOMEM, -E2BIG (nesting or size), 0 */
+	int err;                        /* -E2BIG (nesting or size), 0 */
 };
 
 void dl_pb_init(struct dl_pb *pb);

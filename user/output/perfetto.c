@@ -4,6 +4,7 @@
 #include <string.h>
 #include "output/perfetto.h"
 #include "output/timeline_writer.h"
+#include "util.h"
 
 #define PF_BODY_MAX 240           /* bigger events (long kernel names) are written at once */
 #define PF_INTERN_SLOTS 4096      /* per kind; past that names are written inline */
@@ -136,8 +137,9 @@ static uint64_t intern(struct pf_out *o, int kind, const char *s)
 			return e->iid;
 		if (e->s)
 			continue;
-		if (i > PF_INTERN_SLOTS / 2 || !(e->s = strdup(s)))
+		if (i > PF_INTERN_SLOTS / 2)
 			return 0;     /* table crowded: the caller writes the string inline */
+		e->s = dl_xstrdup(s);
 		e->iid = ++o->next_iid[intern_index(kind)];
 		/* Interned data goes out at once: before, in file order, any packet using it. */
 		pf_encode_interned(&o->out, kind, e->iid, s);
@@ -420,17 +422,11 @@ static void pf_destroy(struct dl_tout *base)
 
 struct dl_tout *dl_perfetto_out(FILE *f, uint64_t mono, uint64_t boot, uint64_t real)
 {
-	struct pf_out *o = calloc(1, sizeof(*o));
+	struct pf_out *o = dl_xcalloc(1, sizeof(*o));
 
-	if (!o)
-		return NULL;
-	o->pool = calloc(PF_HEAP_CAP, sizeof(*o->pool));
-	o->heap = calloc(PF_HEAP_CAP, sizeof(*o->heap));
-	o->free_slots = calloc(PF_HEAP_CAP, sizeof(*o->free_slots));
-	if (!o->pool || !o->heap || !o->free_slots) {
-		pf_destroy(&o->base);
-		return NULL;
-	}
+	o->pool = dl_xcalloc(PF_HEAP_CAP, sizeof(*o->pool));
+	o->heap = dl_xcalloc(PF_HEAP_CAP, sizeof(*o->heap));
+	o->free_slots = dl_xcalloc(PF_HEAP_CAP, sizeof(*o->free_slots));
 	for (uint32_t i = 0; i < PF_HEAP_CAP; i++)
 		o->free_slots[o->nfree++] = PF_HEAP_CAP - 1 - i;
 	o->base = (struct dl_tout){ .track = pf_track, .slice = pf_slice, .flow_mark = pf_flow_mark,

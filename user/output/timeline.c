@@ -558,10 +558,6 @@ struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt)
 	t->out = fmt == DL_TIMELINE_JSON ? dl_chrome_json_out(f)
 				       : dl_perfetto_out(f, dl_clock_ns(CLOCK_MONOTONIC), dl_clock_ns(CLOCK_BOOTTIME),
 							 dl_clock_ns(CLOCK_REALTIME));
-	if (!t->out) {
-		free(t);
-		return NULL;
-	}
 	return t;
 }
 
@@ -615,11 +611,6 @@ struct dl_timeline *dl_timeline_open(const char *path, enum dl_timeline_format f
 		return NULL;
 	}
 	t = dl_timeline_new(f, fmt);
-	if (!t) {
-		fclose(f);
-		*err = -ENOMEM;
-		return NULL;
-	}
 	t->own = f;
 	*err = 0;
 	return t;
