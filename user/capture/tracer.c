@@ -188,72 +188,81 @@ struct pick {
 	uint64_t off;
 };
 
+/* The functions of one library that dlbpf probes. */
+struct picks {
+	struct pick v[DL_API_COUNT];
+	size_t n;
+};
+
+/* One library's probes by the link they go on (DL_LINK_*). */
+struct link_sets {
+	struct dl_probe_set launch;   /* entry-only: launches, and with no --duty every entry-only API */
+	struct dl_probe_set other;    /* --duty: entry-only APIs other than launches */
+	struct dl_probe_set calls;    /* entry and return */
+	struct dl_probe_set copies;   /* --duty: copies, entry and return */
+};
+
 /*
  * Drops functions that only jump to another picked one (__cudaLaunchKernel ->
  * cudaLaunchKernel in libcudart.so.13 and in static cudart alike): the target's
  * probe sees the call, and both would count it twice.
  */
-static size_t drop_trampolines(int fd, struct pick *p, size_t n)
+static void drop_trampolines(int fd, struct picks *p)
 {
 	size_t w = 0;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < p->n; i++) {
 		uint8_t code[16];
 		uint64_t target;
 		bool dup = false;
-		ssize_t got = pread(fd, code, sizeof(code), (off_t)p[i].off);
+		ssize_t got = pread(fd, code, sizeof(code), (off_t)p->v[i].off);
 
-		if (got > 0 && dl_trampoline_target(code, (size_t)got, p[i].off, &target))
-			for (size_t k = 0; k < n && !dup; k++)
-				dup = k != i && p[k].off == target;
+		if (got > 0 && dl_trampoline_target(code, (size_t)got, p->v[i].off, &target))
+			for (size_t k = 0; k < p->n && !dup; k++)
+				dup = k != i && p->v[k].off == target;
 		if (dup) {
-			dl_debug("%s only jumps to another probed function: probed there", p[i].api->name);
+			dl_debug("%s only jumps to another probed function: probed there", p->v[i].api->name);
 			continue;
 		}
-		p[w++] = p[i];
+		p->v[w++] = p->v[i];
 	}
-	return w;
+	p->n = w;
 }
 
 /*
- * One uprobe_multi link per program and library: detaching 20 single uprobes
- * takes ~2 s here, one multi link ~50 ms (measured on kernel 6.18). Offsets are resolved
- * here because libbpf 1.4.6 fails .syms on a library without .symtab.
+ * Reads m's symbols and picks the functions to probe. A file of kind
+ * DL_LIB_NONE that holds the runtime (static cudart) turns DL_LIB_RUNTIME;
+ * one that does not, or whose symbols cannot be read, stays DL_LIB_NONE and
+ * is remembered as plain. Returns 0 or -errno.
  */
-static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind)
+static int pick_symbols(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int *kind, struct picks *p)
 {
-	static struct dl_probe_set launch, other, calls, copies;
-	const struct dl_probe_set *sets[DL_LINK_MAX] = {};
-	uint64_t t0 = dl_now_ns();
-	struct pick picks[DL_API_COUNT];
 	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
-	struct dl_cuda_attach *a;
 	struct dl_elf_syms syms;
-	size_t npicks = 0;
 	char path[4200];
 	int err, fd;
 
-	/* Through the process's root, so a library inside a container resolves. */
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
+	p->n = 0;
+	root_path(path, sizeof(path), pid, m->path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
-		if (kind != DL_LIB_NONE)
+		if (*kind != DL_LIB_NONE)
 			dl_warn("pid %d: cannot open %s: %s", pid, m->path, strerror(errno));
 		return err;
 	}
 	err = dl_elf_syms_load_fd(fd, &syms);
 	if (err) {
-		if (kind != DL_LIB_NONE)
+		if (*kind != DL_LIB_NONE)
 			dl_warn("pid %d: cannot read %s: %s", pid, m->path, strerror(-err));
 		else
 			note_plain(t, dev, m->inode);
 		close(fd);
-		return kind != DL_LIB_NONE ? err : 0;
+		return *kind != DL_LIB_NONE ? err : 0;
 	}
-	if (kind == DL_LIB_NONE) {
-		kind = dl_lib_kind_by_syms(&syms);
-		if (kind == DL_LIB_NONE) {
+	if (*kind == DL_LIB_NONE) {
+		*kind = dl_lib_kind_by_syms(&syms);
+		if (*kind == DL_LIB_NONE) {
 			note_plain(t, dev, m->inode);
 			dl_elf_syms_free(&syms);
 			close(fd);
@@ -265,32 +274,44 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 		const struct dl_api *api = dl_api_by_id(id);
 		const struct dl_elf_sym *sym;
 
-		if ((api->cls == DL_CLS_LOADER) != (kind == DL_LIB_LOADER))
+		if ((api->cls == DL_CLS_LOADER) != (*kind == DL_LIB_LOADER))
 			continue;
 		sym = dl_elf_sym_by_name(&syms, api->name);
 		if (sym)
-			picks[npicks++] = (struct pick){ api, sym->offset };
+			p->v[p->n++] = (struct pick){ api, sym->offset };
 	}
 	dl_elf_syms_free(&syms);
-	npicks = drop_trampolines(fd, picks, npicks);
+	drop_trampolines(fd, p);
 	close(fd);
-	launch.n = other.n = calls.n = copies.n = 0;
-	for (size_t i = 0; i < npicks; i++) {
-		const struct dl_api *api = picks[i].api;
+	return 0;
+}
+
+static void partition(const struct dl_tracer *t, const struct picks *p, struct link_sets *s)
+{
+	s->launch.n = s->other.n = s->calls.n = s->copies.n = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct dl_api *api = p->v[i].api;
 		/* With --duty, launches and copies go on links of their own. */
 		struct dl_probe_set *ps = dl_api_entry_only(api)
-			? (t->split_hot && api->cls != DL_CLS_LAUNCH ? &other : &launch)
-			: (t->split_hot && api->cls == DL_CLS_COPY ? &copies : &calls);
+			? (t->split_hot && api->cls != DL_CLS_LAUNCH ? &s->other : &s->launch)
+			: (t->split_hot && api->cls == DL_CLS_COPY ? &s->copies : &s->calls);
 
-		ps->off[ps->n] = picks[i].off;
-		ps->cookie[ps->n] = dl_api_cookie(picks[i].api);
+		ps->off[ps->n] = p->v[i].off;
+		ps->cookie[ps->n] = dl_api_cookie(api);
 		ps->n++;
 	}
-	if (!launch.n && !other.n && !calls.n && !copies.n) {
-		if (kind != DL_LIB_LOADER)
-			dl_warn("pid %d: %s has none of the CUDA functions dlbpf probes", pid, m->path);
-		return 0;
-	}
+}
+
+/* Attaches s's links in pid and records the attachment; returns 1, or -errno. */
+static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind,
+		       const struct link_sets *s)
+{
+	const struct dl_probe_set *sets[DL_LINK_MAX] = {
+		[DL_LINK_ENTER] = &s->calls, [DL_LINK_RETURN] = &s->calls,
+		[DL_LINK_ENTRY_OTHER] = &s->other,
+	};
+	struct dl_cuda_attach *a;
+	int err;
 
 	if (t->ncuda == t->cuda_cap) {
 		size_t cap = t->cuda_cap ? t->cuda_cap * 2 : 8;
@@ -306,7 +327,7 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 	a->pid = pid;
 	a->kind = kind;
 	a->seen = true;
-	a->dev = dev;
+	a->dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
 	a->inode = m->inode;
 	snprintf(a->path, sizeof(a->path), "%s", m->path);
 	if (t->split_hot) {
@@ -316,27 +337,51 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 			attach_free(a);
 			return -ENOMEM;
 		}
-		*a->hot_launch = launch;
-		*a->hot_copy = copies;
+		*a->hot_launch = s->launch;
+		*a->hot_copy = s->copies;
 	}
-	sets[DL_LINK_ENTER] = sets[DL_LINK_RETURN] = &calls;
-	sets[DL_LINK_ENTRY_OTHER] = &other;
 	if (!t->split_hot || t->hot_on) {
-		sets[DL_LINK_LAUNCH] = &launch;
-		sets[DL_LINK_COPY_ENTER] = sets[DL_LINK_COPY_RETURN] = &copies;
+		sets[DL_LINK_LAUNCH] = &s->launch;
+		sets[DL_LINK_COPY_ENTER] = sets[DL_LINK_COPY_RETURN] = &s->copies;
 	}
 	err = attach_links(t, a, sets);
 	if (err) {
 		attach_free(a);
 		return err;
 	}
-	a->nsyms = (int)(launch.n + other.n + calls.n + copies.n);
+	a->nsyms = (int)(s->launch.n + s->other.n + s->calls.n + s->copies.n);
 	t->ncuda++;
+	return 1;
+}
+
+/*
+ * One uprobe_multi link per program and library: detaching 20 single uprobes
+ * takes ~2 s here, one multi link ~50 ms (measured on kernel 6.18). Offsets are resolved
+ * here because libbpf 1.4.6 fails .syms on a library without .symtab.
+ */
+static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind)
+{
+	uint64_t t0 = dl_now_ns();
+	struct picks picks;
+	struct link_sets sets;
+	int r = pick_symbols(t, pid, m, &kind, &picks);
+
+	if (r || kind == DL_LIB_NONE)
+		return r;
+	if (!picks.n) {
+		if (kind != DL_LIB_LOADER)
+			dl_warn("pid %d: %s has none of the CUDA functions dlbpf probes", pid, m->path);
+		return 0;
+	}
+	partition(t, &picks, &sets);
+	r = attach_sets(t, pid, m, kind, &sets);
+	if (r < 0)
+		return r;
 	t->last_attach_ns = dl_now_ns() - t0;
-	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, a->nsyms,
+	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, t->cuda[t->ncuda - 1].nsyms,
 		kind == DL_LIB_LOADER ? "loader" : kind == DL_LIB_DRIVER ? "CUDA driver" : "CUDA runtime", m->path,
 		(double)t->last_attach_ns / 1e6);
-	return 1;
+	return r;
 }
 
 void dl_tracer_split_hot(struct dl_tracer *t)
