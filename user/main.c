@@ -402,7 +402,7 @@ static int trace_live(struct run *r)
 		dl_err("cannot set up the ring buffer: %s", strerror(errno));
 		return err;
 	}
-	err = dl_tracer_attach_tracepoints(&r->tracer);
+	err = dl_tracer_attach_auto(&r->tracer);
 	if (err)
 		return err;
 

@@ -43,6 +43,11 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 	bpf_program__set_autoload(skel->progs.io_start, t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_insert, !t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_issue, !t->feat.block_io_start);
+	/* Attached by hand: per library (dl_tracer_scan_cuda) and per process (--step-on, marker.c). */
+	bpf_program__set_autoattach(skel->progs.cuda_entry_only, false);
+	bpf_program__set_autoattach(skel->progs.cuda_enter, false);
+	bpf_program__set_autoattach(skel->progs.cuda_return, false);
+	bpf_program__set_autoattach(skel->progs.step_mark, false);
 	err = dlbpf__load(skel);
 	if (err) {
 		dl_err("cannot load the BPF programs: %s (run with -vv for the verifier's log)", strerror(-err));
@@ -51,43 +56,28 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 	return 0;
 }
 
-static int attach_tp(struct dl_tracer *t, struct bpf_program *prog)
+/*
+ * Every program the skeleton can attach by itself is attached here, so a new
+ * SEC needs no list to be kept; one libbpf cannot attach (a section with no
+ * target) would be left silently off, so it is an error.
+ */
+int dl_tracer_attach_auto(struct dl_tracer *t)
 {
-	struct bpf_link *l;
+	const struct bpf_object_skeleton *sk = t->skel->skeleton;
+	int err = dlbpf__attach(t->skel);
 
-	if (!bpf_program__autoload(prog))
-		return 0;
-	l = bpf_program__attach(prog);
-	if (!l) {
-		int err = -errno;
+	for (int i = 0; i < sk->prog_cnt; i++) {
+		struct bpf_program *prog = *sk->progs[i].prog;
 
-		dl_err("cannot attach %s: %s", bpf_program__section_name(prog), strerror(errno));
-		return err;
+		if (!bpf_program__autoload(prog) || !bpf_program__autoattach(prog) || *sk->progs[i].link)
+			continue;
+		dl_err("cannot attach %s: %s", bpf_program__section_name(prog),
+		       err ? strerror(-err) : "libbpf cannot attach this section by itself");
+		return err ? err : -EINVAL;
 	}
-	t->tp_links[t->ntp++] = l;
-	return 0;
-}
-
-int dl_tracer_attach_tracepoints(struct dl_tracer *t)
-{
-	struct dlbpf *s = t->skel;
-	struct bpf_program *progs[] = {
-		s->progs.proc_fork, s->progs.proc_exec, s->progs.proc_exit,
-		s->progs.sched_switch, s->progs.sched_wakeup, s->progs.sched_wakeup_new,
-		s->progs.io_start, s->progs.io_insert, s->progs.io_issue, s->progs.io_complete,
-	};
-	size_t n = sizeof(progs) / sizeof(progs[0]);
-
-	t->tp_links = calloc(n, sizeof(*t->tp_links));
-	if (!t->tp_links)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		int err = attach_tp(t, progs[i]);
-
-		if (err)
-			return err;
-	}
-	return 0;
+	if (err)
+		dl_err("cannot attach the BPF programs: %s", strerror(-err));
+	return err;
 }
 
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
@@ -621,7 +611,8 @@ static void destroy_links_parallel(struct bpf_link **links, size_t n)
 void dl_tracer_detach(struct dl_tracer *t)
 {
 	uint64_t t0 = dl_now_ns();
-	size_t n = 0, cap = t->ncuda * DL_LINK_MAX + t->ntp;
+	const struct bpf_object_skeleton *sk = t->skel ? t->skel->skeleton : NULL;
+	size_t n = 0, cap = t->ncuda * DL_LINK_MAX + (sk ? (size_t)sk->prog_cnt : 0);
 	struct bpf_link **all = cap ? calloc(cap, sizeof(*all)) : NULL;
 
 	for (size_t i = 0; i < t->ncuda; i++) {
@@ -633,13 +624,18 @@ void dl_tracer_detach(struct dl_tracer *t)
 		attach_free(&t->cuda[i]);
 	}
 	t->ncuda = 0;
-	for (size_t i = 0; i < t->ntp; i++) {
+	/* The skeleton's links go in the same batch; dlbpf__destroy finds their slots empty. */
+	for (int i = 0; sk && i < sk->prog_cnt; i++) {
+		struct bpf_link **l = sk->progs[i].link;
+
+		if (!*l)
+			continue;
 		if (all)
-			all[n++] = t->tp_links[i];
+			all[n++] = *l;
 		else
-			bpf_link__destroy(t->tp_links[i]);
+			bpf_link__destroy(*l);
+		*l = NULL;
 	}
-	t->ntp = 0;
 	destroy_links_parallel(all, n);
 	free(all);
 	t->last_detach_ns = dl_now_ns() - t0;
@@ -654,7 +650,6 @@ void dl_tracer_destroy(struct dl_tracer *t)
 {
 	dl_tracer_detach(t);
 	free(t->cuda);
-	free(t->tp_links);
 	free(t->plain);
 	dlbpf__destroy(t->skel);
 	memset(t, 0, sizeof(*t));

@@ -49,8 +49,6 @@ struct dl_tracer {
 	struct dl_features feat;
 	struct dl_cuda_attach *cuda;
 	size_t ncuda, cuda_cap;
-	struct bpf_link **tp_links;
-	size_t ntp;
 	/* Files whose symbols hold no CUDA runtime: not read again (dev, inode pairs). */
 	uint64_t (*plain)[2];
 	size_t nplain, plain_cap;
@@ -73,7 +71,8 @@ struct dl_hot_edges {
 };
 int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e);
 int dl_tracer_agg_fd(const struct dl_tracer *t);
-int dl_tracer_attach_tracepoints(struct dl_tracer *t);
+/* Attaches every program but the CUDA uprobes (dl_tracer_scan_cuda) and --step-on's (marker.c). */
+int dl_tracer_attach_auto(struct dl_tracer *t);
 /* Adds a process to the traced set (the kernel adds its future children). */
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid);
 /*
