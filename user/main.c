@@ -24,6 +24,7 @@
 #include "records/record.h"
 #include "output/report_diag.h"
 #include "capture/env.h"
+#include "capture/held.h"
 #include "log.h"
 #include "capture/naming.h"
 #include "capture/pcie.h"
@@ -70,10 +71,7 @@ struct run {
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
-	/* Processes that loaded a library (dlopen returned): rescanned after this drain. */
-	pid_t loaded[64];
-	bool loaded_stopped[64];
-	int nloaded;
+	struct dl_held held;    /* rescanned after this drain */
 	unsigned selects;
 	struct dl_agg agg;      /* --summary */
 	struct dl_duty duty;    /* --duty */
@@ -92,20 +90,7 @@ static void sync_kernel(void *ctx)
 /* dlopen returned in a traced process: rescan it after the drain (and continue it if BPF stopped it). */
 static void note_load(struct run *r, const struct dl_cuda_ev *e)
 {
-	bool stopped = e->flags & DL_CUDA_STOPPED;
-
-	for (int i = 0; i < r->nloaded; i++) {
-		if (r->loaded[i] == (pid_t)e->h.tgid) {
-			r->loaded_stopped[i] |= stopped;
-			return;
-		}
-	}
-	if (r->nloaded < (int)(sizeof(r->loaded) / sizeof(r->loaded[0]))) {
-		r->loaded[r->nloaded] = (pid_t)e->h.tgid;
-		r->loaded_stopped[r->nloaded++] = stopped;
-	} else if (stopped) {
-		kill((pid_t)e->h.tgid, SIGCONT); /* the periodic rescan will find its library */
-	}
+	dl_held_note(&r->held, (pid_t)e->h.tgid, e->flags & DL_CUDA_STOPPED);
 }
 
 static int on_record(void *ctx, void *data, size_t len)
@@ -193,14 +178,9 @@ static void rescan(struct run *r, bool first)
 	}
 }
 
-static void rescan_loaded(struct run *r)
+static void rescan_held(pid_t pid, void *arg)
 {
-	for (int i = 0; i < r->nloaded; i++) {
-		rescan_pid(r, r->loaded[i], false);
-		if (r->loaded_stopped[i])
-			kill(r->loaded[i], SIGCONT);
-	}
-	r->nloaded = 0;
+	rescan_pid(arg, pid, false);
 }
 
 static bool wanted_comm(const struct run *r, const char *comm)
@@ -306,8 +286,7 @@ static int run_loop(struct run *r)
 			timeout = (int)r->cfg.drain_ms;
 		else if (timeout < IDLE_DRAIN_MS)
 			timeout = timeout * 2 < IDLE_DRAIN_MS ? timeout * 2 : IDLE_DRAIN_MS;
-		if (r->nloaded)
-			rescan_loaded(r);
+		dl_held_rescan_continue(&r->held, rescan_held, r);
 		now = dl_now_ns();
 		if (deadline && now >= deadline)
 			break;
@@ -442,10 +421,7 @@ static int trace_live(struct run *r)
 	dl_tracer_detach(&r->tracer);
 	dl_info("detached every probe in %.1f ms", (double)r->tracer.last_detach_ns / 1e6);
 	sync_kernel(r);
-	for (int i = 0; i < r->nloaded; i++)
-		if (r->loaded_stopped[i])
-			kill(r->loaded[i], SIGCONT); /* stopped by a dlopen probe; nothing to attach any more */
-	r->nloaded = 0;
+	dl_held_continue_all(&r->held);
 	dl_tracer_read_drops(&r->tracer, drops);
 	dl_emit_trace_end(&r->stream, dl_now_ns(), drops);
 	return err;
@@ -641,6 +617,7 @@ cleanup:
 	if (r.trace)
 		dl_timeline_close(r.trace, NULL);
 	dl_markers_detach(&r.markers);
+	dl_held_continue_all(&r.held);
 	ring_buffer__free(r.rb);
 	if (r.tracer.skel)
 		dl_tracer_destroy(&r.tracer);
