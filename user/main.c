@@ -401,10 +401,10 @@ static int trace_live(struct run *r)
 			select_processes(r);
 		}
 	}
-	if (!err && r->cfg.duty_on_s && dl_duty_start(&r->duty, r->cfg.duty_on_s, r->cfg.duty_period_s, duty_t0, dl_now_ns()))
-		err = -ENOMEM;
 	if (err)
 		return err;
+	if (r->cfg.duty_on_s)
+		dl_duty_start(&r->duty, r->cfg.duty_on_s, r->cfg.duty_period_s, duty_t0, dl_now_ns());
 	for (size_t i = 0; i < r->sum.n; i++)
 		if (!r->sum.procs[i].cuda_libs)
 			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
