@@ -409,7 +409,7 @@ static int trace_live(struct run *r)
 		if (!r->sum.procs[i].cuda_libs)
 			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
 				r->sum.procs[i].pid, r->sum.procs[i].comm);
-	if (r->cfg.step_on && !dl_api_by_name(r->cfg.step_on) && !r->markers.n)
+	if (r->cfg.step_on && !dl_api_by_name(r->cfg.step_on) && !r->markers.links.n)
 		dl_warn("--step-on %s: no such function in the traced processes yet (will keep looking)",
 			r->cfg.step_on);
 	dl_info("tracing %zu process%s; Ctrl-C to stop", r->sum.n, r->sum.n == 1 ? "" : "es");
