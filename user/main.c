@@ -36,6 +36,7 @@
 #include "capture/symbolize.h"
 #include "output/timeline.h"
 #include "capture/tracer.h"
+#include "util.h"
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
 #define STATUS_NS 1000000000ull
@@ -544,11 +545,7 @@ int main(int argc, char **argv)
 
 	dl_summary_init(&r.sum);
 	r.symbolizer = dl_symbolizer_new();
-	diag = calloc(1, sizeof(*diag));
-	if (!r.symbolizer || !diag) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
+	diag = dl_xcalloc(1, sizeof(*diag));
 	/* The summary first: the correlator reads its pinned ranges. */
 	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
 	if (r.cfg.mode == DL_MODE_RECORD)
