@@ -156,7 +156,7 @@ static int trace_root(struct run *r, pid_t pid)
 /* Attaches to CUDA runtimes that appeared in a traced process (exec, dlopen) since the last scan. */
 static void rescan_pid(struct run *r, pid_t pid, bool first)
 {
-	size_t before = r->tracer.ncuda;
+	size_t before = r->tracer.cuda.n;
 	int n;
 
 	dl_symbolizer_note(r->symbolizer, pid);
@@ -165,9 +165,12 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 	if (n > 0 && !first)
 		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
 	/* Attachments kept from before may have moved down (unmapped ones removed). */
-	for (size_t k = before < r->tracer.ncuda ? before : r->tracer.ncuda; k < r->tracer.ncuda; k++)
-		if (r->tracer.cuda[k].pid == pid && r->tracer.cuda[k].kind != DL_LIB_LOADER)
-			dl_emit_lib(&r->stream, dl_now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
+	for (size_t k = dl_min_u64(before, r->tracer.cuda.n); k < r->tracer.cuda.n; k++) {
+		const struct dl_cuda_attach *a = &r->tracer.cuda.v[k];
+
+		if (a->pid == pid && a->kind != DL_LIB_LOADER)
+			dl_emit_lib(&r->stream, dl_now_ns(), pid, a->path, (unsigned)a->nsyms);
+	}
 }
 
 static void rescan(struct run *r, bool first)
