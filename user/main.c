@@ -357,6 +357,20 @@ static int command_status(struct run *r)
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 0;
 }
 
+/* --ready-fd: whoever started dlbpf may start the traced work now. */
+static void signal_ready(int fd)
+{
+	static const char msg[] = "ready\n";
+	ssize_t n;
+
+	do
+		n = write(fd, msg, sizeof(msg) - 1);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(msg) - 1)
+		dl_warn("--ready-fd %d: %s", fd, n < 0 ? strerror(errno) : "short write");
+	close(fd);
+}
+
 /* Live tracing: everything that needs the kernel, from checks to the last drained record. */
 static int trace_live(struct run *r)
 {
@@ -417,6 +431,8 @@ static int trace_live(struct run *r)
 		dl_warn("--step-on %s: no such function in the traced processes yet (will keep looking)",
 			r->cfg.step_on);
 	dl_info("tracing %zu process%s; Ctrl-C to stop", r->sum.n, r->sum.n == 1 ? "" : "es");
+	if (r->cfg.ready_fd >= 0)
+		signal_ready(r->cfg.ready_fd);
 
 	err = run_loop(r);
 	if (r->cfg.duty_on_s)
