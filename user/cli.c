@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,7 @@ static const char doc[] =
 "  sudo dlbpf -v --pid 4242         # also say what is attached where";
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
-       OPT_SUMMARY, OPT_DUTY };
+       OPT_SUMMARY, OPT_DUTY, OPT_READY_FD };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -63,6 +64,8 @@ static const struct argp_option opts[] = {
 	  "records; kernels without grid/block, copies without pageable/pinned)", 0 },
 	{ "duty", OPT_DUTY, "M/N", 0, "Low overhead: probe launches and copies only M of every N seconds; the report "
 	  "scales their counts", 0 },
+	{ "ready-fd", OPT_READY_FD, "FD", 0, "Write 'ready\\n' to FD once every probe is attached and tracing has "
+	  "begun, then close it", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0 },
 	{},
 };
@@ -166,6 +169,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (dl_duty_parse(arg, &cfg->duty_on_s, &cfg->duty_period_s))
 			argp_error(state, "invalid duty cycle '%s' (expected M/N seconds, 0 < M < N)", arg);
 		break;
+	case OPT_READY_FD:
+		/* Not stdin, stdout or stderr: it is closed once written. */
+		cfg->ready_fd = (int)parse_long(state, "file descriptor", arg, 3, INT_MAX);
+		/* Close-on-exec: the command dlbpf starts must not hold it open. */
+		if (fcntl(cfg->ready_fd, F_SETFD, FD_CLOEXEC))
+			argp_error(state, "--ready-fd %d: %s", cfg->ready_fd, strerror(errno));
+		break;
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
@@ -194,6 +204,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			if (cfg->npids || cfg->ncomms || cfg->system_wide || cfg->duration_s > 0)
 				argp_error(state, "report replays a recording: --pid, --comm, --system-wide and "
 					   "--duration do not apply");
+			if (cfg->ready_fd >= 0)
+				argp_error(state, "report replays a recording: --ready-fd does not apply");
 			break;
 		}
 		if (!cfg->npids && !cfg->cmd && !cfg->ncomms && !cfg->system_wide)
@@ -218,6 +230,7 @@ void dl_cli_parse(int argc, char **argv, struct dl_config *cfg)
 	cfg->ringbuf_mb = 16;
 	cfg->drain_ms = 10;
 	cfg->timeline_format = -1;
+	cfg->ready_fd = -1;
 	if (argc > 1 && (!strcmp(argv[1], "record") || !strcmp(argv[1], "report"))) {
 		cfg->mode = !strcmp(argv[1], "record") ? DL_MODE_RECORD : DL_MODE_REPORT;
 		/* The subcommand takes argv[0]'s place, so usage messages name it. */

@@ -36,6 +36,7 @@ struct dl_config {
 	bool system_wide;      /* every process that maps a CUDA runtime, now and later */
 	bool kernel_agg;       /* --summary: CUDA calls aggregated in the kernel (capture/aggregate.c) */
 	unsigned duty_on_s, duty_period_s;   /* --duty M/N (capture/duty.c); 0: always on */
+	int ready_fd;          /* --ready-fd: told "ready" once tracing has begun; -1: none */
 };
 
 /* Parses argv; on bad usage prints why and exits with status 2. */

@@ -24,6 +24,7 @@
 #include "records/record.h"
 #include "output/report_diag.h"
 #include "capture/env.h"
+#include "capture/held.h"
 #include "log.h"
 #include "capture/naming.h"
 #include "capture/pcie.h"
@@ -35,6 +36,7 @@
 #include "capture/symbolize.h"
 #include "output/timeline.h"
 #include "capture/tracer.h"
+#include "util.h"
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
 #define STATUS_NS 1000000000ull
@@ -70,10 +72,7 @@ struct run {
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
-	/* Processes that loaded a library (dlopen returned): rescanned after this drain. */
-	pid_t loaded[64];
-	bool loaded_stopped[64];
-	int nloaded;
+	struct dl_held held;    /* rescanned after this drain */
 	unsigned selects;
 	struct dl_agg agg;      /* --summary */
 	struct dl_duty duty;    /* --duty */
@@ -92,20 +91,7 @@ static void sync_kernel(void *ctx)
 /* dlopen returned in a traced process: rescan it after the drain (and continue it if BPF stopped it). */
 static void note_load(struct run *r, const struct dl_cuda_ev *e)
 {
-	bool stopped = e->flags & DL_CUDA_STOPPED;
-
-	for (int i = 0; i < r->nloaded; i++) {
-		if (r->loaded[i] == (pid_t)e->h.tgid) {
-			r->loaded_stopped[i] |= stopped;
-			return;
-		}
-	}
-	if (r->nloaded < (int)(sizeof(r->loaded) / sizeof(r->loaded[0]))) {
-		r->loaded[r->nloaded] = (pid_t)e->h.tgid;
-		r->loaded_stopped[r->nloaded++] = stopped;
-	} else if (stopped) {
-		kill((pid_t)e->h.tgid, SIGCONT); /* the periodic rescan will find its library */
-	}
+	dl_held_note(&r->held, (pid_t)e->h.tgid, e->flags & DL_CUDA_STOPPED);
 }
 
 static int on_record(void *ctx, void *data, size_t len)
@@ -171,7 +157,7 @@ static int trace_root(struct run *r, pid_t pid)
 /* Attaches to CUDA runtimes that appeared in a traced process (exec, dlopen) since the last scan. */
 static void rescan_pid(struct run *r, pid_t pid, bool first)
 {
-	size_t before = r->tracer.ncuda;
+	size_t before = r->tracer.cuda.n;
 	int n;
 
 	dl_symbolizer_note(r->symbolizer, pid);
@@ -180,9 +166,12 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 	if (n > 0 && !first)
 		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
 	/* Attachments kept from before may have moved down (unmapped ones removed). */
-	for (size_t k = before < r->tracer.ncuda ? before : r->tracer.ncuda; k < r->tracer.ncuda; k++)
-		if (r->tracer.cuda[k].pid == pid && r->tracer.cuda[k].kind != DL_LIB_LOADER)
-			dl_emit_lib(&r->stream, dl_now_ns(), pid, r->tracer.cuda[k].path, (unsigned)r->tracer.cuda[k].nsyms);
+	for (size_t k = dl_min_u64(before, r->tracer.cuda.n); k < r->tracer.cuda.n; k++) {
+		const struct dl_cuda_attach *a = &r->tracer.cuda.v[k];
+
+		if (a->pid == pid && a->kind != DL_LIB_LOADER)
+			dl_emit_lib(&r->stream, dl_now_ns(), pid, a->path, (unsigned)a->nsyms);
+	}
 }
 
 static void rescan(struct run *r, bool first)
@@ -194,14 +183,9 @@ static void rescan(struct run *r, bool first)
 	}
 }
 
-static void rescan_loaded(struct run *r)
+static void rescan_held(pid_t pid, void *arg)
 {
-	for (int i = 0; i < r->nloaded; i++) {
-		rescan_pid(r, r->loaded[i], false);
-		if (r->loaded_stopped[i])
-			kill(r->loaded[i], SIGCONT);
-	}
-	r->nloaded = 0;
+	rescan_pid(arg, pid, false);
 }
 
 static bool wanted_comm(const struct run *r, const char *comm)
@@ -307,8 +291,7 @@ static int run_loop(struct run *r)
 			timeout = (int)r->cfg.drain_ms;
 		else if (timeout < IDLE_DRAIN_MS)
 			timeout = timeout * 2 < IDLE_DRAIN_MS ? timeout * 2 : IDLE_DRAIN_MS;
-		if (r->nloaded)
-			rescan_loaded(r);
+		dl_held_rescan_continue(&r->held, rescan_held, r);
 		now = dl_now_ns();
 		if (deadline && now >= deadline)
 			break;
@@ -375,6 +358,20 @@ static int command_status(struct run *r)
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 0;
 }
 
+/* --ready-fd: whoever started dlbpf may start the traced work now. */
+static void signal_ready(int fd)
+{
+	static const char msg[] = "ready\n";
+	ssize_t n;
+
+	do
+		n = write(fd, msg, sizeof(msg) - 1);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(msg) - 1)
+		dl_warn("--ready-fd %d: %s", fd, n < 0 ? strerror(errno) : "short write");
+	close(fd);
+}
+
 /* Live tracing: everything that needs the kernel, from checks to the last drained record. */
 static int trace_live(struct run *r)
 {
@@ -403,7 +400,7 @@ static int trace_live(struct run *r)
 		dl_err("cannot set up the ring buffer: %s", strerror(errno));
 		return err;
 	}
-	err = dl_tracer_attach_tracepoints(&r->tracer);
+	err = dl_tracer_attach_auto(&r->tracer);
 	if (err)
 		return err;
 
@@ -423,18 +420,20 @@ static int trace_live(struct run *r)
 			select_processes(r);
 		}
 	}
-	if (!err && r->cfg.duty_on_s && dl_duty_start(&r->duty, r->cfg.duty_on_s, r->cfg.duty_period_s, duty_t0, dl_now_ns()))
-		err = -ENOMEM;
 	if (err)
 		return err;
+	if (r->cfg.duty_on_s)
+		dl_duty_start(&r->duty, r->cfg.duty_on_s, r->cfg.duty_period_s, duty_t0, dl_now_ns());
 	for (size_t i = 0; i < r->sum.n; i++)
 		if (!r->sum.procs[i].cuda_libs)
 			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
 				r->sum.procs[i].pid, r->sum.procs[i].comm);
-	if (r->cfg.step_on && !dl_api_by_name(r->cfg.step_on) && !r->markers.n)
+	if (r->cfg.step_on && !dl_api_by_name(r->cfg.step_on) && !r->markers.links.n)
 		dl_warn("--step-on %s: no such function in the traced processes yet (will keep looking)",
 			r->cfg.step_on);
 	dl_info("tracing %zu process%s; Ctrl-C to stop", r->sum.n, r->sum.n == 1 ? "" : "es");
+	if (r->cfg.ready_fd >= 0)
+		signal_ready(r->cfg.ready_fd);
 
 	err = run_loop(r);
 	if (r->cfg.duty_on_s)
@@ -443,10 +442,7 @@ static int trace_live(struct run *r)
 	dl_tracer_detach(&r->tracer);
 	dl_info("detached every probe in %.1f ms", (double)r->tracer.last_detach_ns / 1e6);
 	sync_kernel(r);
-	for (int i = 0; i < r->nloaded; i++)
-		if (r->loaded_stopped[i])
-			kill(r->loaded[i], SIGCONT); /* stopped by a dlopen probe; nothing to attach any more */
-	r->nloaded = 0;
+	dl_held_continue_all(&r->held);
 	dl_tracer_read_drops(&r->tracer, drops);
 	dl_emit_trace_end(&r->stream, dl_now_ns(), drops);
 	return err;
@@ -566,11 +562,7 @@ int main(int argc, char **argv)
 
 	dl_summary_init(&r.sum);
 	r.symbolizer = dl_symbolizer_new();
-	diag = calloc(1, sizeof(*diag));
-	if (!r.symbolizer || !diag) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
+	diag = dl_xcalloc(1, sizeof(*diag));
 	/* Sinks in any order: the stream hands each the record already decoded and resolved. */
 	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
 	if (r.cfg.mode == DL_MODE_RECORD)
@@ -581,10 +573,6 @@ int main(int argc, char **argv)
 	copts.step_on = r.cfg.step_on;
 	copts.pcie_gbps = r.cfg.pcie_gbps;
 	corr = dl_corr_new(&copts, on_step, &steps);
-	if (!corr) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
 	dl_stream_add(&r.stream, dl_corr_sink, corr);
 
 	if (r.cfg.mode == DL_MODE_REPORT) {
@@ -639,6 +627,7 @@ cleanup:
 	if (r.trace)
 		dl_timeline_close(r.trace, NULL);
 	dl_markers_detach(&r.markers);
+	dl_held_continue_all(&r.held);
 	ring_buffer__free(r.rb);
 	if (r.tracer.skel)
 		dl_tracer_destroy(&r.tracer);

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Shared pieces of the integration tests: running dlbpf, waiting for it to
 attach, the checks, and the closing "N passed, N failed" line."""
+import inspect
 import json
 import os
 import subprocess
@@ -39,32 +40,49 @@ def check_close(value, truth, rel, what):
 
 
 class Dlbpf:
-    """dlbpf running in the background; started() returns once it traces."""
+    """dlbpf running in the background; started() returns once it traces (--ready-fd)."""
 
     def __init__(self, args, env=None, stdin=None):
         self.json_path = os.path.join(WORK, f"summary-{os.getpid()}-{time.monotonic_ns()}.json")
-        cmd = [DLBPF, "-v", "-q", "--json", self.json_path] + args
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                                     env=env, text=True)
+        ready_r, ready_w = os.pipe()
+        cmd = [DLBPF, "-v", "-q", "--ready-fd", str(ready_w), "--json", self.json_path] + args
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                                         env=env, text=True, pass_fds=(ready_w,))
+        finally:
+            os.close(ready_w)   # only dlbpf holds it: end of file once dlbpf wrote it or died
         self.stderr_lines = []
         self.stdout = ""
         self._out_chunks = []
-        self._tracing = threading.Event()
+        self._ready = None
         self._err = threading.Thread(target=self._read_stderr, daemon=True)
         self._out = threading.Thread(target=lambda: self._out_chunks.append(self.proc.stdout.read()), daemon=True)
+        self._ready_reader = threading.Thread(target=self._read_ready, args=(ready_r,), daemon=True)
         self._err.start()
         self._out.start()
+        self._ready_reader.start()
 
     def _read_stderr(self):
         for line in self.proc.stderr:
-            self.stderr_lines.append(line)
-            if "tracing " in line:
-                self._tracing.set()
+            self.stderr_lines.append(line)   # read while dlbpf runs (test_coverage's wait_attached)
+
+    def _read_ready(self, fd):
+        with os.fdopen(fd, "rb") as f:
+            self._ready = f.read()
 
     def started(self, timeout=20):
-        if not self._tracing.wait(timeout):
-            raise Failure("dlbpf did not start tracing: " + "".join(self.stderr_lines[-10:]))
+        self._ready_reader.join(timeout)
+        if self._ready_reader.is_alive():
+            raise Failure("dlbpf did not start tracing in time: " + "".join(self.stderr_lines[-10:]))
+        if self._ready != b"ready\n":
+            try:
+                self.proc.wait(5)   # closed without a word: dlbpf is ending, its stderr says why
+            except subprocess.TimeoutExpired:
+                pass
+            self._err.join(1)
+            raise Failure(f"dlbpf did not start tracing (ready fd: {self._ready!r}, exit {self.proc.poll()}): "
+                          + "".join(self.stderr_lines[-10:]))
 
     def wait(self, timeout=60):
         try:
@@ -146,13 +164,25 @@ def run_dlbpf(args, timeout=60, env=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def main(tests):
+def collect(namespace):
+    """The test_* functions of a module's namespace, in the order they were defined (or added)."""
+    return [f for name, f in namespace.items()
+            if name.startswith("test_") and inspect.isfunction(f) and f.__module__ == namespace["__name__"]]
+
+
+def main():
+    """Runs every test_* function of the script that called it, or those named on the command line."""
     if os.geteuid() != 0:
         print("integration tests need root (they load BPF programs)", file=sys.stderr)
         print("0 passed, 1 failed")
         sys.exit(1)
+    tests = collect(vars(sys.modules["__main__"]))
     only = sys.argv[1:]
     passed = failed = 0
+    for name in only:
+        if name not in [t.__name__ for t in tests]:
+            failed += 1
+            print(f"FAIL {name}: no such test", flush=True)
     for t in tests:
         if only and t.__name__ not in only:
             continue

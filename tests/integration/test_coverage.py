@@ -354,6 +354,4 @@ def test_system_wide():
 
 
 if __name__ == "__main__":
-    main([test_nvcc_static_cudart, test_nvcc_shared_cudart, test_nvcc_per_thread_stream, test_driver_api,
-          test_runtime_over_driver_counted_once, test_late_dlopen, test_wheel_renamed_path,
-          test_mount_and_pid_namespace, test_two_pids, test_comm, test_system_wide])
+    main()

@@ -254,18 +254,4 @@ def test_json_write_error():
 
 
 if __name__ == "__main__":
-    main([
-        test_cuda_real_runtime_command,
-        test_cuda_real_runtime_pid,
-        test_cuda_pinned_on_simulator,
-        test_block_io_matches_proc_io,
-        test_forked_child_traced,
-        test_sched_uncontended,
-        test_sched_contended,
-        test_no_cuda_target,
-        test_exit_mid_trace,
-        test_duration_and_signal,
-        test_sigkill_leaves_nothing,
-        test_bad_input,
-        test_json_write_error,
-    ])
+    main()

@@ -105,5 +105,4 @@ def test_mode_bad_input():
 
 
 if __name__ == "__main__":
-    main([test_summary_exact_counts, test_summary_pid_and_rate, test_duty_scaled_launches,
-          test_duty_scaled_copies_with_summary, test_mode_bad_input])
+    main()

@@ -120,6 +120,12 @@ def make_test(name):
     return t
 
 
+# One test per scenario, defined here so they run first, in EXPECTED's order.
+for _name in EXPECTED:
+    _t = make_test(_name)
+    globals()[_t.__name__] = _t
+
+
 def test_step_on_marker_symbol():
     """--step-on the workload's own marker function: steps match the workload's one for one."""
     s, truth, d = run_scenario("gpu", ["--step-on", "train_step_begin"])
@@ -197,6 +203,4 @@ def test_bad_recordings():
 
 
 if __name__ == "__main__":
-    tests = [make_test(n) for n in EXPECTED]
-    main(tests + [test_step_on_marker_symbol, test_step_on_cuda_api, test_replay_equals_live,
-                  test_bad_recordings])
+    main()

@@ -318,5 +318,4 @@ def test_full_disk():
 
 
 if __name__ == "__main__":
-    main([test_pftrace_demo, test_json_demo, test_pftrace_from_recording, test_format_option_and_default_name, test_bad_output_path,
-          test_full_disk])
+    main()

@@ -13,8 +13,9 @@ $(BENCH_OUT)/ref.bpf.o: tools/bench/ref.bpf.c bpf/vmlinux.h | $(BENCH_OUT)
 $(BENCH_OUT)/ref.skel.h: $(BENCH_OUT)/ref.bpf.o
 	$(BPFTOOL) gen skeleton $< name ref > $@
 
-$(BENCH_OUT)/reftrace: tools/bench/reftrace.c $(BENCH_OUT)/ref.skel.h $(call stage_lib,capture) include/dlbpf/events.h
-	$(CC) $(CFLAGS_COMMON) -O2 -I$(BENCH_OUT) $< $(call stage_lib,capture) $(LIBS) -o $@
+$(BENCH_OUT)/reftrace: tools/bench/reftrace.c $(BENCH_OUT)/ref.skel.h $(call stage_lib,capture) $(call stage_lib,base) \
+		include/dlbpf/events.h
+	$(CC) $(CFLAGS_COMMON) -O2 -I$(BENCH_OUT) $< $(call stage_lib,capture) $(call stage_lib,base) $(LIBS) -o $@
 
 bench: deps
 	$(MAKE) --no-print-directory bench-run

@@ -47,27 +47,15 @@ static void totals(const struct dl_summary *s, uint64_t v[DL_DUTY_NVALS])
 	}
 }
 
-static struct dl_duty_window *open_window(struct dl_duty *d, const struct dl_hot_edges *e)
+static void open_window(struct dl_duty *d, const struct dl_hot_edges *e)
 {
-	struct dl_duty_window *w;
+	struct dl_duty_window *w = dl_vec_push(&d->windows);
 
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 16;
-		struct dl_duty_window *v = realloc(d->w, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		d->w = v;
-		d->cap = cap;
-	}
-	w = &d->w[d->n++];
-	memset(w, 0, sizeof(*w));
 	memcpy(w->start_lo, e->lo, sizeof(w->start_lo));
 	memcpy(w->start_hi, e->hi, sizeof(w->start_hi));
-	return w;
 }
 
-int dl_duty_start(struct dl_duty *d, unsigned on_s, unsigned period_s, uint64_t t0, uint64_t attached)
+void dl_duty_start(struct dl_duty *d, unsigned on_s, unsigned period_s, uint64_t t0, uint64_t attached)
 {
 	memset(d, 0, sizeof(*d));
 	d->on_s = on_s;
@@ -81,13 +69,13 @@ int dl_duty_start(struct dl_duty *d, unsigned on_s, unsigned period_s, uint64_t 
 		e.lo[c] = t0;
 		e.hi[c] = attached;
 	}
-	return open_window(d, &e) ? 0 : -ENOMEM;
+	open_window(d, &e);
 }
 
 static void close_window(struct dl_duty *d, struct dl_tracer *t, const struct dl_summary *s,
 			 dl_duty_sync_fn sync, void *ctx, uint64_t lo, bool detach)
 {
-	struct dl_duty_window *w = &d->w[d->n - 1];
+	struct dl_duty_window *w = &d->windows.v[d->windows.n - 1];
 	uint64_t now[DL_DUTY_NVALS];
 
 	struct dl_hot_edges e;
@@ -119,11 +107,13 @@ void dl_duty_tick(struct dl_duty *d, struct dl_tracer *t, uint64_t now, const st
 	if (now < d->next_toggle)
 		return;
 	if (d->on) {
+		const struct dl_duty_window *w = &d->windows.v[d->windows.n - 1];
+
 		close_window(d, t, s, sync, ctx, now, true);
 		/* Phase-locked to the start: a slow detach shortens the off time, not the schedule. */
 		d->next_toggle = d->t0 + ((now - d->t0) / period + 1) * period;
 		dl_debug("duty: hot probes off (launch entry probes detached in %.1f ms)",
-			 (double)(d->w[d->n - 1].end_hi[0] - d->w[d->n - 1].end_lo[0]) / 1e6);
+			 (double)(w->end_hi[0] - w->end_lo[0]) / 1e6);
 		return;
 	}
 	sync(ctx);
@@ -134,10 +124,7 @@ void dl_duty_tick(struct dl_duty *d, struct dl_tracer *t, uint64_t now, const st
 
 		if (err && !d->err)
 			d->err = err;
-		if (!open_window(d, &e)) {
-			d->err = -ENOMEM;
-			return;
-		}
+		open_window(d, &e);
 	}
 	d->on = true;
 	d->next_toggle = d->t0 + (now - d->t0) / period * period + on;
@@ -162,8 +149,8 @@ void dl_duty_finish(struct dl_duty *d, struct dl_tracer *t, uint64_t end, const 
 	if (d->on)
 		close_window(d, t, s, sync, ctx, d->t_end, false);
 	/* The job may have ended inside a window: nothing was observed past its end. */
-	for (size_t i = 0; i < d->n; i++) {
-		struct dl_duty_window *w = &d->w[i];
+	for (size_t i = 0; i < d->windows.n; i++) {
+		struct dl_duty_window *w = &d->windows.v[i];
 
 		for (int c = 0; c < DL_HOT_CLASSES; c++) {
 			if (w->end_lo[c] > d->t_end)
@@ -186,8 +173,8 @@ void dl_duty_estimate(const struct dl_duty *d, int i, struct dl_duty_estimate *e
 	size_t used = 0;
 
 	memset(e, 0, sizeof(*e));
-	for (size_t k = 0; k < d->n; k++) {
-		const struct dl_duty_window *w = &d->w[k];
+	for (size_t k = 0; k < d->windows.n; k++) {
+		const struct dl_duty_window *w = &d->windows.v[k];
 
 		Wlo += (double)(w->end_lo[c] - w->start_hi[c]);
 		Whi += (double)(w->end_hi[c] - w->start_lo[c]);
@@ -212,8 +199,8 @@ void dl_duty_estimate(const struct dl_duty *d, int i, struct dl_duty_estimate *e
 	hb = (C * T / Wlo - C * T / Whi) / 2;
 	/* The unobserved time is estimated from the windows' rates: their spread bounds the error. */
 	rbar = C / W;
-	for (size_t k = 0; k < d->n; k++) {
-		const struct dl_duty_window *w = &d->w[k];
+	for (size_t k = 0; k < d->windows.n; k++) {
+		const struct dl_duty_window *w = &d->windows.v[k];
 		double wd = (double)(w->end_lo[c] - w->start_hi[c]);
 
 		if (wd < 0.2 * (double)d->on_s * 1e9 || wd <= 0)
@@ -239,12 +226,12 @@ void dl_duty_report(FILE *f, const struct dl_duty *d, const struct dl_summary *s
 	bool any = false;
 
 	(void)s;
-	if (!d->n)
+	if (!d->windows.n)
 		return;
 	dl_duty_estimate(d, DL_API_COUNT, &e);
 	fprintf(f, "\nduty cycle %u/%u s: launches and copies observed %.1f%% of %.2f s (%zu windows); "
 		"their counts above are as observed, scaled here (about 95%% bounds):\n",
-		d->on_s, d->period_s, e.observed * 100, (double)(d->t_end - d->t0) / 1e9, d->n);
+		d->on_s, d->period_s, e.observed * 100, (double)(d->t_end - d->t0) / 1e9, d->windows.n);
 	for (int a = 1; a < DL_API_COUNT; a++) {
 		const struct dl_api *api = dl_api_by_id((unsigned)a);
 
@@ -269,9 +256,9 @@ void dl_duty_report(FILE *f, const struct dl_duty *d, const struct dl_summary *s
 	if (!any)
 		fprintf(f, "  no launches or copies seen while the probes were on\n");
 	fprintf(f, "  fully observed windows (s from start):");
-	for (size_t k = 0; k < d->n; k++)
-		fprintf(f, " [%.3f-%.3f]", (double)(d->w[k].start_hi[DL_HOT_COPY] - d->t0) / 1e9,
-			(double)(d->w[k].end_lo[DL_HOT_COPY] - d->t0) / 1e9);
+	for (size_t k = 0; k < d->windows.n; k++)
+		fprintf(f, " [%.3f-%.3f]", (double)(d->windows.v[k].start_hi[DL_HOT_COPY] - d->t0) / 1e9,
+			(double)(d->windows.v[k].end_lo[DL_HOT_COPY] - d->t0) / 1e9);
 	fputc('\n', f);
 	if (d->err)
 		fprintf(f, "  warning: attaching or detaching the hot probes failed (%s): estimates are low\n",
@@ -280,6 +267,6 @@ void dl_duty_report(FILE *f, const struct dl_duty *d, const struct dl_summary *s
 
 void dl_duty_free(struct dl_duty *d)
 {
-	free(d->w);
+	dl_vec_free(&d->windows);
 	memset(d, 0, sizeof(*d));
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include "analysis/summary.h"
 #include "capture/tracer.h"
+#include "util.h"
 
 /* Scaled values: one per API (call count), then copy count and bytes per direction. */
 #define DL_DUTY_NVALS (DL_API_COUNT + 2 * DL_DIR_COUNT)
@@ -31,8 +32,7 @@ struct dl_duty {
 	uint64_t t0, t_end;
 	uint64_t next_toggle;
 	bool on;
-	struct dl_duty_window *w;
-	size_t n, cap;
+	DL_VEC(struct dl_duty_window) windows;
 	uint64_t snap[DL_DUTY_NVALS];  /* totals at the end of the last window */
 	int err;
 };
@@ -43,7 +43,7 @@ typedef void (*dl_duty_sync_fn)(void *ctx);
 /* Parses "M/N" (seconds, 0 < M < N); 0 or -1. */
 int dl_duty_parse(const char *s, unsigned *on_s, unsigned *period_s);
 /* The hot probes were attached in [t0, attached]: the first window is open. */
-int dl_duty_start(struct dl_duty *d, unsigned on_s, unsigned period_s, uint64_t t0, uint64_t attached);
+void dl_duty_start(struct dl_duty *d, unsigned on_s, unsigned period_s, uint64_t t0, uint64_t attached);
 /* Toggles the hot probes when due. */
 void dl_duty_tick(struct dl_duty *d, struct dl_tracer *t, uint64_t now, const struct dl_summary *s,
 		  dl_duty_sync_fn sync, void *ctx);

@@ -8,27 +8,6 @@
 #include <unistd.h>
 #include "capture/elfsym.h"
 
-static int add_sym(struct dl_elf_syms *s, size_t *cap, const char *name, uint64_t off,
-		   uint64_t size, uint8_t bind)
-{
-	if (s->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 1024;
-		struct dl_elf_sym *nv = realloc(s->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		s->v = nv;
-		*cap = ncap;
-	}
-	s->v[s->n].name = strdup(name);
-	if (!s->v[s->n].name)
-		return -ENOMEM;
-	s->v[s->n].offset = off;
-	s->v[s->n].size = size;
-	s->v[s->n].bind = bind;
-	s->n++;
-	return 0;
-}
 
 /* Symbol values are virtual addresses; uprobes want file offsets, found through the PT_LOAD holding it. */
 static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
@@ -50,19 +29,19 @@ static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 	return -1;
 }
 
-static int load_section(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct dl_elf_syms *s, size_t *cap)
+static void load_section(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct dl_elf_syms *s)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t count;
 
 	if (!data || !sh->sh_entsize)
-		return 0;
+		return;
 	count = sh->sh_size / sh->sh_entsize;
+	dl_vec_reserve(&s->by_offset, s->by_offset.n + count);
 	for (size_t i = 0; i < count; i++) {
 		GElf_Sym sym;
 		const char *name;
 		uint64_t off;
-		int err;
 
 		if (!gelf_getsym(data, (int)i, &sym))
 			continue;
@@ -73,11 +52,10 @@ static int load_section(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct dl_elf_sym
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !*name || vaddr_to_offset(elf, sym.st_value, &off))
 			continue;
-		err = add_sym(s, cap, name, off, sym.st_size, GELF_ST_BIND(sym.st_info));
-		if (err)
-			return err;
+		*dl_vec_push(&s->by_offset) = (struct dl_elf_sym){
+			.name = dl_xstrdup(name), .offset = off, .size = sym.st_size, .bind = GELF_ST_BIND(sym.st_info),
+		};
 	}
-	return 0;
 }
 
 static int cmp_offset(const void *a, const void *b)
@@ -93,9 +71,7 @@ static int cmp_offset(const void *a, const void *b)
 int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *s)
 {
 	Elf_Scn *scn = NULL;
-	size_t cap = 0;
 	Elf *elf;
-	int err = 0;
 
 	memset(s, 0, sizeof(*s));
 	if (elf_version(EV_CURRENT) == EV_NONE)
@@ -107,7 +83,7 @@ int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *s)
 		elf_end(elf);
 		return -ENOEXEC;
 	}
-	while ((scn = elf_nextscn(elf, scn)) && !err) {
+	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh))
@@ -115,14 +91,10 @@ int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *s)
 		if (sh.sh_type == SHT_SYMTAB)
 			s->has_symtab = 1;
 		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
-			err = load_section(elf, scn, &sh, s, &cap);
+			load_section(elf, scn, &sh, s);
 	}
 	elf_end(elf);
-	if (err) {
-		dl_elf_syms_free(s);
-		return err;
-	}
-	qsort(s->v, s->n, sizeof(*s->v), cmp_offset);
+	qsort(s->by_offset.v, s->by_offset.n, sizeof(*s->by_offset.v), cmp_offset);
 	return 0;
 }
 
@@ -141,9 +113,9 @@ int dl_elf_syms_load(const char *path, struct dl_elf_syms *s)
 
 void dl_elf_syms_free(struct dl_elf_syms *s)
 {
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i].name);
-	free(s->v);
+	for (size_t i = 0; i < s->by_offset.n; i++)
+		free(s->by_offset.v[i].name);
+	dl_vec_free(&s->by_offset);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -151,27 +123,29 @@ const struct dl_elf_sym *dl_elf_sym_by_name(const struct dl_elf_syms *s, const c
 {
 	const struct dl_elf_sym *best = NULL;
 
-	for (size_t i = 0; i < s->n; i++) {
-		if (strcmp(s->v[i].name, name) != 0)
+	for (size_t i = 0; i < s->by_offset.n; i++) {
+		const struct dl_elf_sym *c = &s->by_offset.v[i];
+
+		if (strcmp(c->name, name) != 0)
 			continue;
-		if (s->v[i].bind == STB_GLOBAL)
-			return &s->v[i];
+		if (c->bind == STB_GLOBAL)
+			return c;
 		if (!best)
-			best = &s->v[i];
+			best = c;
 	}
 	return best;
 }
 
 const struct dl_elf_sym *dl_elf_sym_by_offset(const struct dl_elf_syms *s, uint64_t offset)
 {
-	const struct dl_elf_sym *c;
-	size_t lo = 0, hi = s->n;
+	const struct dl_elf_sym *v = s->by_offset.v, *c;
+	size_t lo = 0, hi = s->by_offset.n;
 
 	/* Last symbol starting at or before offset. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (s->v[mid].offset <= offset)
+		if (v[mid].offset <= offset)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -179,9 +153,9 @@ const struct dl_elf_sym *dl_elf_sym_by_offset(const struct dl_elf_syms *s, uint6
 	if (lo == 0)
 		return NULL;
 	/* Back to the first alias at that offset, which sorts global first. */
-	while (lo > 1 && s->v[lo - 2].offset == s->v[lo - 1].offset)
+	while (lo > 1 && v[lo - 2].offset == v[lo - 1].offset)
 		lo--;
-	c = &s->v[lo - 1];
+	c = &v[lo - 1];
 	if (offset < c->offset + (c->size ? c->size : 1))
 		return c;
 	return NULL;

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "util.h"
 
 struct dl_elf_sym {
 	char *name;
@@ -14,8 +15,7 @@ struct dl_elf_sym {
 };
 
 struct dl_elf_syms {
-	struct dl_elf_sym *v;   /* sorted by offset */
-	size_t n;
+	DL_VEC(struct dl_elf_sym) by_offset;
 	int has_symtab;         /* .symtab present (not stripped) */
 };
 

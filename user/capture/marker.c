@@ -51,10 +51,7 @@ static int scan(const struct dl_mapping *m, void *arg)
 
 int dl_markers_attached(const struct dl_markers *m, pid_t pid)
 {
-	for (size_t i = 0; i < m->n; i++)
-		if (m->v[i].pid == pid)
-			return 1;
-	return 0;
+	return dl_u64map_get(&m->by_pid, (uint64_t)pid, NULL);
 }
 
 int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid)
@@ -84,29 +81,16 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid)
 		dl_err("pid %d: cannot attach --step-on %s: %s", pid, m->symbol, strerror(errno));
 		return err;
 	}
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 8;
-		void *v = realloc(m->v, cap * sizeof(*m->v));
-
-		if (!v) {
-			bpf_link__destroy(link);
-			return -ENOMEM;
-		}
-		m->v = v;
-		m->cap = cap;
-	}
-	m->v[m->n].pid = pid;
-	m->v[m->n].link = link;
-	m->n++;
+	dl_u64map_put(&m->by_pid, (uint64_t)pid, m->links.n);
+	*dl_vec_push(&m->links) = (struct dl_marker_link){ .pid = pid, .link = link };
 	dl_info("pid %d: step marker on %s (%s+0x%llx)", pid, m->symbol, c.path, (unsigned long long)c.offset);
 	return 1;
 }
 
 void dl_markers_detach(struct dl_markers *m)
 {
-	for (size_t i = 0; i < m->n; i++)
-		bpf_link__destroy(m->v[i].link);
-	free(m->v);
-	m->v = NULL;
-	m->n = m->cap = 0;
+	for (size_t i = 0; i < m->links.n; i++)
+		bpf_link__destroy(m->links.v[i].link);
+	dl_vec_free(&m->links);
+	dl_u64map_free(&m->by_pid);
 }

@@ -4,17 +4,20 @@
 #define DLBPF_MARKER_H
 
 #include <sys/types.h>
+#include "util.h"
 
 struct dl_tracer;
 struct bpf_link;
 
+struct dl_marker_link {
+	pid_t pid;
+	struct bpf_link *link;
+};
+
 struct dl_markers {
 	const char *symbol;
-	struct {
-		pid_t pid;
-		struct bpf_link *link;
-	} *v;
-	size_t n, cap;
+	DL_VEC(struct dl_marker_link) links;
+	struct dl_u64map by_pid;   /* pids in links (rescans ask for every traced process) */
 };
 
 /*

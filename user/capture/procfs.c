@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "capture/procfs.h"
+#include "util.h"
 
 int dl_maps_parse_line(const char *line, struct dl_mapping *m)
 {
@@ -111,60 +112,47 @@ struct proc_node {
 	pid_t pid, ppid;
 };
 
-static bool is_descendant(const struct proc_node *v, size_t n, pid_t pid, pid_t root)
+/* Every process of the system, and where each pid is among them. */
+struct proc_tree {
+	DL_VEC(struct proc_node) nodes;
+	struct dl_u64map index;   /* pid -> position in nodes */
+};
+
+static bool is_descendant(const struct proc_tree *t, pid_t pid, pid_t root)
 {
 	/* Bounded walk up the parent links: pid namespaces never loop, but be safe. */
 	for (int hops = 0; hops < 4096 && pid > 1; hops++) {
-		size_t i;
+		uint64_t i;
 
-		for (i = 0; i < n && v[i].pid != pid; i++)
-			;
-		if (i == n)
+		if (!dl_u64map_get(&t->index, (uint64_t)pid, &i))
 			return false;
-		if (v[i].ppid == root)
+		if (t->nodes.v[i].ppid == root)
 			return true;
-		pid = v[i].ppid;
+		pid = t->nodes.v[i].ppid;
 	}
 	return false;
 }
 
-struct node_list {
-	struct proc_node *v;
-	size_t n, cap;
-	int err;
-};
-
 static void collect_node(pid_t pid, pid_t ppid, void *arg)
 {
-	struct node_list *l = arg;
+	struct proc_tree *t = arg;
 
-	if (l->err)
-		return;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 256;
-		struct proc_node *nv = realloc(l->v, cap * sizeof(*nv));
-
-		if (!nv) {
-			l->err = -ENOMEM;
-			return;
-		}
-		l->v = nv;
-		l->cap = cap;
-	}
-	l->v[l->n++] = (struct proc_node){ .pid = pid, .ppid = ppid };
+	/* A pid read twice (reused while /proc was listed): the first one stays, as a scan would find it. */
+	if (!dl_u64map_get(&t->index, (uint64_t)pid, NULL))
+		dl_u64map_put(&t->index, (uint64_t)pid, t->nodes.n);
+	*dl_vec_push(&t->nodes) = (struct proc_node){ .pid = pid, .ppid = ppid };
 }
 
 int dl_proc_descendants(pid_t root, void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg)
 {
-	struct node_list l = { 0 };
-	int err = dl_proc_foreach(collect_node, &l);
+	struct proc_tree t = { 0 };
+	int err = dl_proc_foreach(collect_node, &t);
 
-	if (!err)
-		err = l.err;
-	for (size_t i = 0; !err && i < l.n; i++)
-		if (l.v[i].pid != root && is_descendant(l.v, l.n, l.v[i].pid, root))
-			fn(l.v[i].pid, l.v[i].ppid, arg);
-	free(l.v);
+	for (size_t i = 0; !err && i < t.nodes.n; i++)
+		if (t.nodes.v[i].pid != root && is_descendant(&t, t.nodes.v[i].pid, root))
+			fn(t.nodes.v[i].pid, t.nodes.v[i].ppid, arg);
+	dl_vec_free(&t.nodes);
+	dl_u64map_free(&t.index);
 	return err;
 }
 

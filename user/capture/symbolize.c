@@ -11,6 +11,7 @@
 #include "capture/elfsym.h"
 #include "capture/procfs.h"
 #include "capture/symbolize.h"
+#include "util.h"
 
 #define DL_SYMCACHE 16
 
@@ -25,37 +26,31 @@ struct exec_map {
 	char *path;
 };
 
+typedef DL_VEC(struct exec_map) exec_map_vec;
+
 struct pid_maps {
 	pid_t pid;
-	struct exec_map *v;
-	size_t n, cap;
-};
-
-struct seen_key {
-	uint64_t addr;
-	pid_t pid;
-	int used;
+	exec_map_vec maps;
+	struct dl_u64map seen;   /* addresses asked about (dl_symbolizer_first) */
 };
 
 struct dl_symbolizer {
-	struct seen_key *seen;   /* open addressing, power-of-two capacity */
-	size_t nseen, seen_cap;
 	struct cached_file files[DL_SYMCACHE];
 	unsigned next;   /* round-robin eviction */
-	struct pid_maps *pids;
-	size_t npids, pcap;
+	DL_VEC(struct pid_maps) pids;
+	struct dl_u64map pid_index;   /* pid -> position in pids */
 };
 
 struct dl_symbolizer *dl_symbolizer_new(void)
 {
-	return calloc(1, sizeof(struct dl_symbolizer));
+	return dl_xcalloc(1, sizeof(struct dl_symbolizer));
 }
 
-static void pid_maps_clear(struct pid_maps *pm)
+static void exec_maps_free(exec_map_vec *v)
 {
-	for (size_t i = 0; i < pm->n; i++)
-		free(pm->v[i].path);
-	pm->n = 0;
+	for (size_t i = 0; i < v->n; i++)
+		free(v->v[i].path);
+	dl_vec_free(v);
 }
 
 void dl_symbolizer_free(struct dl_symbolizer *sz)
@@ -65,121 +60,69 @@ void dl_symbolizer_free(struct dl_symbolizer *sz)
 	for (int i = 0; i < DL_SYMCACHE; i++)
 		if (sz->files[i].loaded)
 			dl_elf_syms_free(&sz->files[i].syms);
-	for (size_t i = 0; i < sz->npids; i++) {
-		pid_maps_clear(&sz->pids[i]);
-		free(sz->pids[i].v);
+	for (size_t i = 0; i < sz->pids.n; i++) {
+		exec_maps_free(&sz->pids.v[i].maps);
+		dl_u64map_free(&sz->pids.v[i].seen);
 	}
-	free(sz->pids);
-	free(sz->seen);
+	dl_vec_free(&sz->pids);
+	dl_u64map_free(&sz->pid_index);
 	free(sz);
-}
-
-static size_t seen_slot(const struct seen_key *v, size_t cap, pid_t pid, uint64_t addr)
-{
-	uint64_t h = (addr ^ ((uint64_t)(uint32_t)pid << 32)) * 0x9e3779b97f4a7c15ull;
-	size_t i = (size_t)(h >> 20) & (cap - 1);
-
-	while (v[i].used && (v[i].addr != addr || v[i].pid != pid))
-		i = (i + 1) & (cap - 1);
-	return i;
-}
-
-bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr)
-{
-	size_t i;
-
-	if (2 * (sz->nseen + 1) > sz->seen_cap) {
-		size_t cap = sz->seen_cap ? sz->seen_cap * 2 : 256;
-		struct seen_key *v = calloc(cap, sizeof(*v));
-
-		if (!v)
-			return false;
-		for (size_t k = 0; k < sz->seen_cap; k++)
-			if (sz->seen[k].used)
-				v[seen_slot(v, cap, sz->seen[k].pid, sz->seen[k].addr)] = sz->seen[k];
-		free(sz->seen);
-		sz->seen = v;
-		sz->seen_cap = cap;
-	}
-	i = seen_slot(sz->seen, sz->seen_cap, pid, addr);
-	if (sz->seen[i].used)
-		return false;
-	sz->seen[i] = (struct seen_key){ .addr = addr, .pid = pid, .used = 1 };
-	sz->nseen++;
-	return true;
 }
 
 static struct pid_maps *pid_maps_of(struct dl_symbolizer *sz, pid_t pid, bool create)
 {
-	for (size_t i = 0; i < sz->npids; i++)
-		if (sz->pids[i].pid == pid)
-			return &sz->pids[i];
+	uint64_t i;
+	struct pid_maps *pm;
+
+	if (dl_u64map_get(&sz->pid_index, (uint64_t)pid, &i))
+		return &sz->pids.v[i];
 	if (!create)
 		return NULL;
-	if (sz->npids == sz->pcap) {
-		size_t cap = sz->pcap ? sz->pcap * 2 : 8;
-		struct pid_maps *v = realloc(sz->pids, cap * sizeof(*v));
+	dl_u64map_put(&sz->pid_index, (uint64_t)pid, sz->pids.n);
+	pm = dl_vec_push(&sz->pids);
+	pm->pid = pid;
+	return pm;
+}
 
-		if (!v)
-			return NULL;
-		sz->pids = v;
-		sz->pcap = cap;
-	}
-	memset(&sz->pids[sz->npids], 0, sizeof(sz->pids[0]));
-	sz->pids[sz->npids].pid = pid;
-	return &sz->pids[sz->npids++];
+bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr)
+{
+	struct pid_maps *pm = pid_maps_of(sz, pid, true);
+
+	if (dl_u64map_get(&pm->seen, addr, NULL))
+		return false;
+	dl_u64map_put(&pm->seen, addr, 0);
+	return true;
 }
 
 static int note_mapping(const struct dl_mapping *m, void *arg)
 {
-	struct pid_maps *pm = arg;
-	struct exec_map *e;
+	exec_map_vec *maps = arg;
 
 	if (m->perms[2] != 'x')
 		return 0;
-	if (pm->n == pm->cap) {
-		size_t cap = pm->cap ? pm->cap * 2 : 32;
-		struct exec_map *v = realloc(pm->v, cap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		pm->v = v;
-		pm->cap = cap;
-	}
-	e = &pm->v[pm->n];
-	e->path = strdup(m->path);
-	if (!e->path)
-		return -1;
-	e->start = m->start;
-	e->end = m->end;
-	e->offset = m->offset;
-	e->dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
-	e->inode = m->inode;
-	pm->n++;
+	*dl_vec_push(maps) = (struct exec_map){
+		.start = m->start, .end = m->end, .offset = m->offset,
+		.dev = (uint64_t)m->dev_major << 32 | m->dev_minor, .inode = m->inode,
+		.path = dl_xstrdup(m->path),
+	};
 	return 0;
 }
 
 int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid)
 {
 	struct pid_maps *pm = pid_maps_of(sz, pid, true);
-	struct pid_maps fresh = { .pid = pid };
-	int err;
+	exec_map_vec fresh = { 0 };
+	int err = dl_maps_foreach(pid, note_mapping, &fresh);
 
-	if (!pm)
-		return -1;
-	err = dl_maps_foreach(pid, note_mapping, &fresh);
 	/* An exiting process shows no mappings: keep what was known (its events are still being named). */
 	if (!err && (!fresh.n || !dl_proc_running(pid)))
 		err = -ESRCH;
 	if (err) {
-		/* Keep what was known: the process may have just exited. */
-		pid_maps_clear(&fresh);
-		free(fresh.v);
+		exec_maps_free(&fresh);
 		return err;
 	}
-	pid_maps_clear(pm);
-	free(pm->v);
-	*pm = fresh;
+	exec_maps_free(&pm->maps);
+	pm->maps = fresh;
 	return 0;
 }
 
@@ -207,9 +150,9 @@ static struct cached_file *file_syms(struct dl_symbolizer *sz, pid_t pid, const 
 
 static const struct exec_map *find_map(const struct pid_maps *pm, uint64_t addr)
 {
-	for (size_t i = 0; pm && i < pm->n; i++)
-		if (addr >= pm->v[i].start && addr < pm->v[i].end)
-			return &pm->v[i];
+	for (size_t i = 0; pm && i < pm->maps.n; i++)
+		if (addr >= pm->maps.v[i].start && addr < pm->maps.v[i].end)
+			return &pm->maps.v[i];
 	return NULL;
 }
 

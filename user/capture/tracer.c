@@ -17,6 +17,7 @@
 #include "log.h"
 #include "capture/procfs.h"
 #include "capture/tracer.h"
+#include "util.h"
 
 int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 {
@@ -43,6 +44,11 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 	bpf_program__set_autoload(skel->progs.io_start, t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_insert, !t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_issue, !t->feat.block_io_start);
+	/* Attached by hand: per library (dl_tracer_scan_cuda) and per process (--step-on, marker.c). */
+	bpf_program__set_autoattach(skel->progs.cuda_entry_only, false);
+	bpf_program__set_autoattach(skel->progs.cuda_enter, false);
+	bpf_program__set_autoattach(skel->progs.cuda_return, false);
+	bpf_program__set_autoattach(skel->progs.step_mark, false);
 	err = dlbpf__load(skel);
 	if (err) {
 		dl_err("cannot load the BPF programs: %s (run with -vv for the verifier's log)", strerror(-err));
@@ -51,43 +57,28 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 	return 0;
 }
 
-static int attach_tp(struct dl_tracer *t, struct bpf_program *prog)
+/*
+ * Every program the skeleton can attach by itself is attached here, so a new
+ * SEC needs no list to be kept; one libbpf cannot attach (a section with no
+ * target) would be left silently off, so it is an error.
+ */
+int dl_tracer_attach_auto(struct dl_tracer *t)
 {
-	struct bpf_link *l;
+	const struct bpf_object_skeleton *sk = t->skel->skeleton;
+	int err = dlbpf__attach(t->skel);
 
-	if (!bpf_program__autoload(prog))
-		return 0;
-	l = bpf_program__attach(prog);
-	if (!l) {
-		int err = -errno;
+	for (int i = 0; i < sk->prog_cnt; i++) {
+		struct bpf_program *prog = *sk->progs[i].prog;
 
-		dl_err("cannot attach %s: %s", bpf_program__section_name(prog), strerror(errno));
-		return err;
+		if (!bpf_program__autoload(prog) || !bpf_program__autoattach(prog) || *sk->progs[i].link)
+			continue;
+		dl_err("cannot attach %s: %s", bpf_program__section_name(prog),
+		       err ? strerror(-err) : "libbpf cannot attach this section by itself");
+		return err ? err : -EINVAL;
 	}
-	t->tp_links[t->ntp++] = l;
-	return 0;
-}
-
-int dl_tracer_attach_tracepoints(struct dl_tracer *t)
-{
-	struct dlbpf *s = t->skel;
-	struct bpf_program *progs[] = {
-		s->progs.proc_fork, s->progs.proc_exec, s->progs.proc_exit,
-		s->progs.sched_switch, s->progs.sched_wakeup, s->progs.sched_wakeup_new,
-		s->progs.io_start, s->progs.io_insert, s->progs.io_issue, s->progs.io_complete,
-	};
-	size_t n = sizeof(progs) / sizeof(progs[0]);
-
-	t->tp_links = calloc(n, sizeof(*t->tp_links));
-	if (!t->tp_links)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		int err = attach_tp(t, progs[i]);
-
-		if (err)
-			return err;
-	}
-	return 0;
+	if (err)
+		dl_err("cannot attach the BPF programs: %s", strerror(-err));
+	return err;
 }
 
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
@@ -159,28 +150,81 @@ static void attach_free(struct dl_cuda_attach *a)
 	a->hot_launch = a->hot_copy = NULL;
 }
 
+static uint64_t mapping_dev(const struct dl_mapping *m)
+{
+	return (uint64_t)m->dev_major << 32 | m->dev_minor;
+}
+
+/*
+ * The indexes map a hash of the file (and pid) to a position: two files can
+ * share a hash, so a hit is checked, and a miss on the check falls back to a
+ * scan. Each hash maps to the first entry that has it, so every entry's hash
+ * is in its index and a hash not there means no entry.
+ */
+static uint64_t file_key(pid_t pid, uint64_t dev, uint64_t inode)
+{
+	uint64_t k[3] = { (uint64_t)(uint32_t)pid, dev, inode };
+
+	return dl_hash_bytes(k, sizeof(k));
+}
+
 static bool is_plain(const struct dl_tracer *t, uint64_t dev, uint64_t inode)
 {
-	for (size_t i = 0; i < t->nplain; i++)
-		if (t->plain[i][0] == dev && t->plain[i][1] == inode)
+	uint64_t i;
+
+	if (!dl_u64map_get(&t->plain_index, file_key(0, dev, inode), &i))
+		return false;
+	if (t->plain.v[i].dev == dev && t->plain.v[i].inode == inode)
+		return true;
+	for (i = 0; i < t->plain.n; i++)
+		if (t->plain.v[i].dev == dev && t->plain.v[i].inode == inode)
 			return true;
 	return false;
 }
 
 static void note_plain(struct dl_tracer *t, uint64_t dev, uint64_t inode)
 {
-	if (t->nplain == t->plain_cap) {
-		size_t cap = t->plain_cap ? t->plain_cap * 2 : 64;
-		uint64_t (*v)[2] = realloc(t->plain, cap * sizeof(*v));
+	uint64_t key = file_key(0, dev, inode);
 
-		if (!v)
-			return;
-		t->plain = v;
-		t->plain_cap = cap;
-	}
-	t->plain[t->nplain][0] = dev;
-	t->plain[t->nplain][1] = inode;
-	t->nplain++;
+	if (!dl_u64map_get(&t->plain_index, key, NULL))
+		dl_u64map_put(&t->plain_index, key, t->plain.n);
+	*dl_vec_push(&t->plain) = (struct dl_file_id){ .dev = dev, .inode = inode };
+}
+
+static bool attach_is(const struct dl_cuda_attach *a, pid_t pid, uint64_t dev, uint64_t inode)
+{
+	return a->pid == pid && a->dev == dev && a->inode == inode;
+}
+
+static struct dl_cuda_attach *find_attached(struct dl_tracer *t, pid_t pid, uint64_t dev, uint64_t inode)
+{
+	uint64_t i;
+
+	if (!dl_u64map_get(&t->cuda_index, file_key(pid, dev, inode), &i))
+		return NULL;
+	if (attach_is(&t->cuda.v[i], pid, dev, inode))
+		return &t->cuda.v[i];
+	for (i = 0; i < t->cuda.n; i++)
+		if (attach_is(&t->cuda.v[i], pid, dev, inode))
+			return &t->cuda.v[i];
+	return NULL;
+}
+
+static void index_attach(struct dl_tracer *t, size_t i)
+{
+	const struct dl_cuda_attach *a = &t->cuda.v[i];
+	uint64_t key = file_key(a->pid, a->dev, a->inode);
+
+	if (!dl_u64map_get(&t->cuda_index, key, NULL))
+		dl_u64map_put(&t->cuda_index, key, i);
+}
+
+/* Attachments were removed and the rest moved down: rebuilt on an exit or dlclose, not on every scan. */
+static void reindex(struct dl_tracer *t)
+{
+	dl_u64map_free(&t->cuda_index);
+	for (size_t i = 0; i < t->cuda.n; i++)
+		index_attach(t, i);
 }
 
 struct pick {
@@ -188,72 +232,81 @@ struct pick {
 	uint64_t off;
 };
 
+/* The functions of one library that dlbpf probes. */
+struct picks {
+	struct pick v[DL_API_COUNT];
+	size_t n;
+};
+
+/* One library's probes by the link they go on (DL_LINK_*). */
+struct link_sets {
+	struct dl_probe_set launch;   /* entry-only: launches, and with no --duty every entry-only API */
+	struct dl_probe_set other;    /* --duty: entry-only APIs other than launches */
+	struct dl_probe_set calls;    /* entry and return */
+	struct dl_probe_set copies;   /* --duty: copies, entry and return */
+};
+
 /*
  * Drops functions that only jump to another picked one (__cudaLaunchKernel ->
  * cudaLaunchKernel in libcudart.so.13 and in static cudart alike): the target's
  * probe sees the call, and both would count it twice.
  */
-static size_t drop_trampolines(int fd, struct pick *p, size_t n)
+static void drop_trampolines(int fd, struct picks *p)
 {
 	size_t w = 0;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < p->n; i++) {
 		uint8_t code[16];
 		uint64_t target;
 		bool dup = false;
-		ssize_t got = pread(fd, code, sizeof(code), (off_t)p[i].off);
+		ssize_t got = pread(fd, code, sizeof(code), (off_t)p->v[i].off);
 
-		if (got > 0 && dl_trampoline_target(code, (size_t)got, p[i].off, &target))
-			for (size_t k = 0; k < n && !dup; k++)
-				dup = k != i && p[k].off == target;
+		if (got > 0 && dl_trampoline_target(code, (size_t)got, p->v[i].off, &target))
+			for (size_t k = 0; k < p->n && !dup; k++)
+				dup = k != i && p->v[k].off == target;
 		if (dup) {
-			dl_debug("%s only jumps to another probed function: probed there", p[i].api->name);
+			dl_debug("%s only jumps to another probed function: probed there", p->v[i].api->name);
 			continue;
 		}
-		p[w++] = p[i];
+		p->v[w++] = p->v[i];
 	}
-	return w;
+	p->n = w;
 }
 
 /*
- * One uprobe_multi link per program and library: detaching 20 single uprobes
- * takes ~2 s here, one multi link ~50 ms (measured on kernel 6.18). Offsets are resolved
- * here because libbpf 1.4.6 fails .syms on a library without .symtab.
+ * Reads m's symbols and picks the functions to probe. A file of kind
+ * DL_LIB_NONE that holds the runtime (static cudart) turns DL_LIB_RUNTIME;
+ * one that does not, or whose symbols cannot be read, stays DL_LIB_NONE and
+ * is remembered as plain. Returns 0 or -errno.
  */
-static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind)
+static int pick_symbols(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int *kind, struct picks *p)
 {
-	static struct dl_probe_set launch, other, calls, copies;
-	const struct dl_probe_set *sets[DL_LINK_MAX] = {};
-	uint64_t t0 = dl_now_ns();
-	struct pick picks[DL_API_COUNT];
-	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
-	struct dl_cuda_attach *a;
+	uint64_t dev = mapping_dev(m);
 	struct dl_elf_syms syms;
-	size_t npicks = 0;
 	char path[4200];
 	int err, fd;
 
-	/* Through the process's root, so a library inside a container resolves. */
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
+	p->n = 0;
+	root_path(path, sizeof(path), pid, m->path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
-		if (kind != DL_LIB_NONE)
+		if (*kind != DL_LIB_NONE)
 			dl_warn("pid %d: cannot open %s: %s", pid, m->path, strerror(errno));
 		return err;
 	}
 	err = dl_elf_syms_load_fd(fd, &syms);
 	if (err) {
-		if (kind != DL_LIB_NONE)
+		if (*kind != DL_LIB_NONE)
 			dl_warn("pid %d: cannot read %s: %s", pid, m->path, strerror(-err));
 		else
 			note_plain(t, dev, m->inode);
 		close(fd);
-		return kind != DL_LIB_NONE ? err : 0;
+		return *kind != DL_LIB_NONE ? err : 0;
 	}
-	if (kind == DL_LIB_NONE) {
-		kind = dl_lib_kind_by_syms(&syms);
-		if (kind == DL_LIB_NONE) {
+	if (*kind == DL_LIB_NONE) {
+		*kind = dl_lib_kind_by_syms(&syms);
+		if (*kind == DL_LIB_NONE) {
 			note_plain(t, dev, m->inode);
 			dl_elf_syms_free(&syms);
 			close(fd);
@@ -265,78 +318,97 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 		const struct dl_api *api = dl_api_by_id(id);
 		const struct dl_elf_sym *sym;
 
-		if ((api->cls == DL_CLS_LOADER) != (kind == DL_LIB_LOADER))
+		if ((api->cls == DL_CLS_LOADER) != (*kind == DL_LIB_LOADER))
 			continue;
 		sym = dl_elf_sym_by_name(&syms, api->name);
 		if (sym)
-			picks[npicks++] = (struct pick){ api, sym->offset };
+			p->v[p->n++] = (struct pick){ api, sym->offset };
 	}
 	dl_elf_syms_free(&syms);
-	npicks = drop_trampolines(fd, picks, npicks);
+	drop_trampolines(fd, p);
 	close(fd);
-	launch.n = other.n = calls.n = copies.n = 0;
-	for (size_t i = 0; i < npicks; i++) {
-		const struct dl_api *api = picks[i].api;
+	return 0;
+}
+
+static void partition(const struct dl_tracer *t, const struct picks *p, struct link_sets *s)
+{
+	s->launch.n = s->other.n = s->calls.n = s->copies.n = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct dl_api *api = p->v[i].api;
 		/* With --duty, launches and copies go on links of their own. */
 		struct dl_probe_set *ps = dl_api_entry_only(api)
-			? (t->split_hot && api->cls != DL_CLS_LAUNCH ? &other : &launch)
-			: (t->split_hot && api->cls == DL_CLS_COPY ? &copies : &calls);
+			? (t->split_hot && api->cls != DL_CLS_LAUNCH ? &s->other : &s->launch)
+			: (t->split_hot && api->cls == DL_CLS_COPY ? &s->copies : &s->calls);
 
-		ps->off[ps->n] = picks[i].off;
-		ps->cookie[ps->n] = dl_api_cookie(picks[i].api);
+		ps->off[ps->n] = p->v[i].off;
+		ps->cookie[ps->n] = dl_api_cookie(api);
 		ps->n++;
 	}
-	if (!launch.n && !other.n && !calls.n && !copies.n) {
+}
+
+/* Attaches s's links in pid and records the attachment; returns 1, or -errno. */
+static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind,
+		       const struct link_sets *s)
+{
+	const struct dl_probe_set *sets[DL_LINK_MAX] = {
+		[DL_LINK_ENTER] = &s->calls, [DL_LINK_RETURN] = &s->calls,
+		[DL_LINK_ENTRY_OTHER] = &s->other,
+	};
+	struct dl_cuda_attach a = {
+		.pid = pid, .kind = kind, .seen = true, .dev = mapping_dev(m), .inode = m->inode,
+		.nsyms = (int)(s->launch.n + s->other.n + s->calls.n + s->copies.n),
+	};
+	int err;
+
+	snprintf(a.path, sizeof(a.path), "%s", m->path);
+	if (t->split_hot) {
+		a.hot_launch = dl_xcalloc(1, sizeof(*a.hot_launch));
+		a.hot_copy = dl_xcalloc(1, sizeof(*a.hot_copy));
+		*a.hot_launch = s->launch;
+		*a.hot_copy = s->copies;
+	}
+	if (!t->split_hot || t->hot_on) {
+		sets[DL_LINK_LAUNCH] = &s->launch;
+		sets[DL_LINK_COPY_ENTER] = sets[DL_LINK_COPY_RETURN] = &s->copies;
+	}
+	err = attach_links(t, &a, sets);
+	if (err) {
+		attach_free(&a);
+		return err;
+	}
+	*dl_vec_push(&t->cuda) = a;
+	index_attach(t, t->cuda.n - 1);
+	return 1;
+}
+
+/*
+ * One uprobe_multi link per program and library: detaching 20 single uprobes
+ * takes ~2 s here, one multi link ~50 ms (measured on kernel 6.18). Offsets are resolved
+ * here because libbpf 1.4.6 fails .syms on a library without .symtab.
+ */
+static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind)
+{
+	uint64_t t0 = dl_now_ns();
+	struct picks picks;
+	struct link_sets sets;
+	int r = pick_symbols(t, pid, m, &kind, &picks);
+
+	if (r || kind == DL_LIB_NONE)
+		return r;
+	if (!picks.n) {
 		if (kind != DL_LIB_LOADER)
 			dl_warn("pid %d: %s has none of the CUDA functions dlbpf probes", pid, m->path);
 		return 0;
 	}
-
-	if (t->ncuda == t->cuda_cap) {
-		size_t cap = t->cuda_cap ? t->cuda_cap * 2 : 8;
-		struct dl_cuda_attach *v = realloc(t->cuda, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->cuda = v;
-		t->cuda_cap = cap;
-	}
-	a = &t->cuda[t->ncuda];
-	memset(a, 0, sizeof(*a));
-	a->pid = pid;
-	a->kind = kind;
-	a->seen = true;
-	a->dev = dev;
-	a->inode = m->inode;
-	snprintf(a->path, sizeof(a->path), "%s", m->path);
-	if (t->split_hot) {
-		a->hot_launch = malloc(sizeof(*a->hot_launch));
-		a->hot_copy = malloc(sizeof(*a->hot_copy));
-		if (!a->hot_launch || !a->hot_copy) {
-			attach_free(a);
-			return -ENOMEM;
-		}
-		*a->hot_launch = launch;
-		*a->hot_copy = copies;
-	}
-	sets[DL_LINK_ENTER] = sets[DL_LINK_RETURN] = &calls;
-	sets[DL_LINK_ENTRY_OTHER] = &other;
-	if (!t->split_hot || t->hot_on) {
-		sets[DL_LINK_LAUNCH] = &launch;
-		sets[DL_LINK_COPY_ENTER] = sets[DL_LINK_COPY_RETURN] = &copies;
-	}
-	err = attach_links(t, a, sets);
-	if (err) {
-		attach_free(a);
-		return err;
-	}
-	a->nsyms = (int)(launch.n + other.n + calls.n + copies.n);
-	t->ncuda++;
+	partition(t, &picks, &sets);
+	r = attach_sets(t, pid, m, kind, &sets);
+	if (r < 0)
+		return r;
 	t->last_attach_ns = dl_now_ns() - t0;
-	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, a->nsyms,
+	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, t->cuda.v[t->cuda.n - 1].nsyms,
 		kind == DL_LIB_LOADER ? "loader" : kind == DL_LIB_DRIVER ? "CUDA driver" : "CUDA runtime", m->path,
 		(double)t->last_attach_ns / 1e6);
-	return 1;
+	return r;
 }
 
 void dl_tracer_split_hot(struct dl_tracer *t)
@@ -350,8 +422,8 @@ static int attach_hot_slots(struct dl_tracer *t, const int *want, int nwant)
 {
 	int first = 0;
 
-	for (size_t i = 0; i < t->ncuda; i++) {
-		struct dl_cuda_attach *a = &t->cuda[i];
+	for (size_t i = 0; i < t->cuda.n; i++) {
+		struct dl_cuda_attach *a = &t->cuda.v[i];
 		const struct dl_probe_set *sets[DL_LINK_MAX] = {};
 		const struct dl_probe_set *hot[DL_LINK_MAX] = {
 			[DL_LINK_LAUNCH] = a->hot_launch,
@@ -370,10 +442,10 @@ static int attach_hot_slots(struct dl_tracer *t, const int *want, int nwant)
 
 static void destroy_slots(struct dl_tracer *t, const int *which, int n)
 {
-	for (size_t i = 0; i < t->ncuda; i++)
+	for (size_t i = 0; i < t->cuda.n; i++)
 		for (int k = 0; k < n; k++) {
-			bpf_link__destroy(t->cuda[i].links[which[k]]);
-			t->cuda[i].links[which[k]] = NULL;
+			bpf_link__destroy(t->cuda.v[i].links[which[k]]);
+			t->cuda.v[i].links[which[k]] = NULL;
 		}
 }
 
@@ -422,19 +494,10 @@ struct scan_ctx {
 	size_t mappings;
 };
 
-static struct dl_cuda_attach *find_attached(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m)
-{
-	for (size_t i = 0; i < t->ncuda; i++)
-		if (t->cuda[i].pid == pid && t->cuda[i].inode == m->inode &&
-		    t->cuda[i].dev == ((uint64_t)m->dev_major << 32 | m->dev_minor))
-			return &t->cuda[i];
-	return NULL;
-}
-
 static int scan_mapping(const struct dl_mapping *m, void *arg)
 {
 	struct scan_ctx *c = arg;
-	struct dl_cuda_attach *a = find_attached(c->t, c->pid, m);
+	struct dl_cuda_attach *a = find_attached(c->t, c->pid, mapping_dev(m), m->inode);
 	int kind, r;
 
 	c->mappings++;
@@ -446,7 +509,7 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	/* Other files are read once, for a runtime linked into them; only code mappings. */
 	if (kind == DL_LIB_NONE &&
 	    (m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
-	     is_plain(c->t, (uint64_t)m->dev_major << 32 | m->dev_minor, m->inode)))
+	     is_plain(c->t, mapping_dev(m), m->inode)))
 		return 0;
 	r = attach_library(c->t, c->pid, m, kind);
 	if (r > 0)
@@ -456,37 +519,35 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	return 0;
 }
 
-static void destroy_links(struct dl_cuda_attach *a)
-{
-	attach_free(a);
-}
-
 int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
 {
 	struct scan_ctx c = { .t = t, .pid = pid };
 	size_t w = 0;
 	int err;
 
-	for (size_t i = 0; i < t->ncuda; i++)
-		if (t->cuda[i].pid == pid)
-			t->cuda[i].seen = false;
+	for (size_t i = 0; i < t->cuda.n; i++)
+		if (t->cuda.v[i].pid == pid)
+			t->cuda.v[i].seen = false;
 	err = dl_maps_foreach(pid, scan_mapping, &c);
 	/* No file mapping at all: the process is exiting (its mm is gone), nothing was unmapped. */
 	if (err < 0 || !c.mappings || !dl_proc_running(pid)) {
-		for (size_t i = 0; i < t->ncuda; i++)
-			t->cuda[i].seen = true;
+		for (size_t i = 0; i < t->cuda.n; i++)
+			t->cuda.v[i].seen = true;
 		return err;
 	}
 	/* A library no longer mapped (dlclose) is forgotten: its probes go. */
-	for (size_t i = 0; i < t->ncuda; i++) {
-		if (t->cuda[i].pid == pid && !t->cuda[i].seen) {
-			dl_info("pid %d: %s unmapped, probes removed", pid, t->cuda[i].path);
-			destroy_links(&t->cuda[i]);
+	for (size_t i = 0; i < t->cuda.n; i++) {
+		if (t->cuda.v[i].pid == pid && !t->cuda.v[i].seen) {
+			dl_info("pid %d: %s unmapped, probes removed", pid, t->cuda.v[i].path);
+			attach_free(&t->cuda.v[i]);
 			continue;
 		}
-		t->cuda[w++] = t->cuda[i];
+		t->cuda.v[w++] = t->cuda.v[i];
 	}
-	t->ncuda = w;
+	if (w != t->cuda.n) {
+		t->cuda.n = w;
+		reindex(t);
+	}
 	return c.attached ? c.attached : c.err;
 }
 
@@ -494,8 +555,8 @@ int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid)
 {
 	int n = 0;
 
-	for (size_t i = 0; i < t->ncuda; i++)
-		n += t->cuda[i].pid == pid && t->cuda[i].kind != DL_LIB_LOADER;
+	for (size_t i = 0; i < t->cuda.n; i++)
+		n += t->cuda.v[i].pid == pid && t->cuda.v[i].kind != DL_LIB_LOADER;
 	return n;
 }
 
@@ -503,14 +564,17 @@ void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid)
 {
 	size_t w = 0;
 
-	for (size_t i = 0; i < t->ncuda; i++) {
-		if (t->cuda[i].pid == pid) {
-			attach_free(&t->cuda[i]);
+	for (size_t i = 0; i < t->cuda.n; i++) {
+		if (t->cuda.v[i].pid == pid) {
+			attach_free(&t->cuda.v[i]);
 			continue;
 		}
-		t->cuda[w++] = t->cuda[i];
+		t->cuda.v[w++] = t->cuda.v[i];
 	}
-	t->ncuda = w;
+	if (w != t->cuda.n) {
+		t->cuda.n = w;
+		reindex(t);
+	}
 }
 
 int dl_tracer_ringbuf_fd(const struct dl_tracer *t)
@@ -526,9 +590,7 @@ int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX])
 	memset(out, 0, DL_DROP_MAX * sizeof(*out));
 	if (ncpu <= 0)
 		return ncpu;
-	v = calloc((size_t)ncpu, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
+	v = dl_xcalloc((size_t)ncpu, sizeof(*v));
 	for (uint32_t k = 0; k < DL_DROP_MAX; k++) {
 		if (bpf_map__lookup_elem(t->skel->maps.drops, &k, sizeof(k), v, (size_t)ncpu * sizeof(*v), 0))
 			continue;
@@ -576,27 +638,31 @@ static void destroy_links_parallel(struct bpf_link **links, size_t n)
 void dl_tracer_detach(struct dl_tracer *t)
 {
 	uint64_t t0 = dl_now_ns();
-	size_t n = 0, cap = t->ncuda * DL_LINK_MAX + t->ntp;
-	struct bpf_link **all = cap ? calloc(cap, sizeof(*all)) : NULL;
+	const struct bpf_object_skeleton *sk = t->skel ? t->skel->skeleton : NULL;
+	DL_VEC(struct bpf_link *) all = { 0 };
 
-	for (size_t i = 0; i < t->ncuda; i++) {
-		for (int k = 0; all && k < DL_LINK_MAX; k++) {
-			if (t->cuda[i].links[k])
-				all[n++] = t->cuda[i].links[k];
-			t->cuda[i].links[k] = NULL;
+	for (size_t i = 0; i < t->cuda.n; i++) {
+		struct dl_cuda_attach *a = &t->cuda.v[i];
+
+		for (int k = 0; k < DL_LINK_MAX; k++) {
+			if (a->links[k])
+				*dl_vec_push(&all) = a->links[k];
+			a->links[k] = NULL;
 		}
-		attach_free(&t->cuda[i]);
+		attach_free(a);
 	}
-	t->ncuda = 0;
-	for (size_t i = 0; i < t->ntp; i++) {
-		if (all)
-			all[n++] = t->tp_links[i];
-		else
-			bpf_link__destroy(t->tp_links[i]);
+	t->cuda.n = 0;
+	dl_u64map_free(&t->cuda_index);
+	/* The skeleton's links go in the same batch; dlbpf__destroy finds their slots empty. */
+	for (int i = 0; sk && i < sk->prog_cnt; i++) {
+		struct bpf_link **l = sk->progs[i].link;
+
+		if (*l)
+			*dl_vec_push(&all) = *l;
+		*l = NULL;
 	}
-	t->ntp = 0;
-	destroy_links_parallel(all, n);
-	free(all);
+	destroy_links_parallel(all.v, all.n);
+	dl_vec_free(&all);
 	t->last_detach_ns = dl_now_ns() - t0;
 }
 
@@ -608,9 +674,9 @@ int dl_tracer_agg_fd(const struct dl_tracer *t)
 void dl_tracer_destroy(struct dl_tracer *t)
 {
 	dl_tracer_detach(t);
-	free(t->cuda);
-	free(t->tp_links);
-	free(t->plain);
+	dl_vec_free(&t->cuda);
+	dl_vec_free(&t->plain);
+	dl_u64map_free(&t->plain_index);
 	dlbpf__destroy(t->skel);
 	memset(t, 0, sizeof(*t));
 }
@@ -637,7 +703,7 @@ struct maps_cuda_ctx {
 static int maps_cuda_one(const struct dl_mapping *m, void *arg)
 {
 	struct maps_cuda_ctx *c = arg;
-	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+	uint64_t dev = mapping_dev(m);
 	struct dl_elf_syms syms;
 	char path[4200];
 	int kind = dl_lib_kind_by_name(m->path);

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include "capture/env.h"
 #include "dlbpf/events.h"
+#include "util.h"
 
 struct dlbpf;
 struct bpf_link;
@@ -44,16 +45,19 @@ struct dl_cuda_attach {
 	struct dl_probe_set *hot_launch, *hot_copy;
 };
 
+/* A file, as its mappings name it. */
+struct dl_file_id {
+	uint64_t dev, inode;
+};
+
 struct dl_tracer {
 	struct dlbpf *skel;
 	struct dl_features feat;
-	struct dl_cuda_attach *cuda;
-	size_t ncuda, cuda_cap;
-	struct bpf_link **tp_links;
-	size_t ntp;
-	/* Files whose symbols hold no CUDA runtime: not read again (dev, inode pairs). */
-	uint64_t (*plain)[2];
-	size_t nplain, plain_cap;
+	DL_VEC(struct dl_cuda_attach) cuda;
+	struct dl_u64map cuda_index;    /* hash of (pid, dev, inode) -> position in cuda */
+	/* Files whose symbols hold no CUDA runtime: not read again. */
+	DL_VEC(struct dl_file_id) plain;
+	struct dl_u64map plain_index;   /* hash of (dev, inode) -> position in plain */
 	bool split_hot;           /* --duty: launches and copies on their own links */
 	bool hot_on;              /* those links are attached */
 	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
@@ -73,7 +77,8 @@ struct dl_hot_edges {
 };
 int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e);
 int dl_tracer_agg_fd(const struct dl_tracer *t);
-int dl_tracer_attach_tracepoints(struct dl_tracer *t);
+/* Attaches every program but the CUDA uprobes (dl_tracer_scan_cuda) and --step-on's (marker.c). */
+int dl_tracer_attach_auto(struct dl_tracer *t);
 /* Adds a process to the traced set (the kernel adds its future children). */
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid);
 /*
