@@ -40,6 +40,7 @@ SCENARIOS := python3 tests/integration/test_scenarios.py
 include tests/workloads/coverage.mk
 TRACE_TESTS := python3 tests/integration/test_trace.py
 MODES_TESTS := python3 tests/integration/test_modes.py
+FAULT_TESTS := python3 tests/integration/test_faults.py
 
 test-unit: $(UNIT_BINS)
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)"
@@ -51,7 +52,7 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS)
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" $(SIM_TESTS) "$(INTEGRATION)" "$(SCENARIOS)" "$(COVERAGE_TESTS)" \
-		"$(TRACE_TESTS)" "$(MODES_TESTS)"
+		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FAULT_TESTS)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input
