@@ -55,7 +55,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		return 0;
 	if (level != LIBBPF_DEBUG && dl_log_level < DL_LOG_INFO)
 		return 0;
-	return vfprintf(stderr, fmt, ap);
+	return dl_vlog_lines(fmt, ap);   /* it names the traced side's binaries */
 }
 
 struct run {

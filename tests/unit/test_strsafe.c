@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Traced-side text made safe, against hand-written bytes: the UTF-8 decoder
+ * on each class of sequence (Unicode Table 3-7 and the Standard's own
+ * maximal-subpart example), the U+FFFD fix, the terminal escaper, the log.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "check.h"
+#include "log.h"
+#include "strsafe.h"
+
+#define FFFD "\xef\xbf\xbd"
+/* A string literal and its length without the NUL (a literal may hold NULs). */
+#define L(lit) lit, sizeof(lit) - 1
+
+/* The input in a heap block of exactly n bytes, so that reading past it is an ASan error. */
+static char *exact(const char *s, size_t n)
+{
+	char *p = malloc(n ? n : 1);
+
+	memcpy(p, s, n);
+	return p;
+}
+
+static void next_case(const char *s, size_t n, size_t want_len, uint32_t want_cp, const char *what)
+{
+	char *in = exact(s, n);
+	uint32_t cp = 0;
+	size_t len = dl_utf8_next(in, n, &cp);
+
+	CHECK(len == want_len && cp == want_cp, "%s: %zu bytes, U+%04X; want %zu, U+%04X", what, len, cp, want_len,
+	      want_cp);
+	free(in);
+}
+
+#define BAD DL_UTF8_BAD
+
+static void test_decoder(void)
+{
+	next_case("A", 1, 1, 'A', "ASCII");
+	next_case("\0", 1, 1, 0, "NUL inside a bounded field");
+	next_case("\x7f", 1, 1, 0x7f, "DEL");
+	next_case("\xc2\x80", 2, 2, 0x80, "first C1 (well-formed, a control)");
+	next_case("\xc2\x9f", 2, 2, 0x9f, "last C1");
+	next_case("\xc3\xa9", 2, 2, 0xe9, "e acute");
+	next_case("\xdf\xbf", 2, 2, 0x7ff, "last 2-byte");
+	next_case("\xe0\xa0\x80", 3, 3, 0x800, "first 3-byte");
+	next_case("\xe2\x82\xac", 3, 3, 0x20ac, "euro sign");
+	next_case("\xed\x9f\xbf", 3, 3, 0xd7ff, "just below the surrogates");
+	next_case("\xee\x80\x80", 3, 3, 0xe000, "just above the surrogates");
+	next_case("\xef\xbf\xbf", 3, 3, 0xffff, "last 3-byte");
+	next_case("\xf0\x90\x80\x80", 4, 4, 0x10000, "first 4-byte");
+	next_case("\xf0\x9f\x98\x80", 4, 4, 0x1f600, "emoji");
+	next_case("\xf4\x8f\xbf\xbf", 4, 4, 0x10ffff, "last code point");
+	/* Overlong forms: each is one maximal subpart of one byte, as the lead or the second byte fails. */
+	next_case("\xc0\xaf", 2, 1, BAD, "overlong '/' in 2 bytes");
+	next_case("\xc1\xbf", 2, 1, BAD, "overlong DEL");
+	next_case("\xe0\x80\xaf", 3, 1, BAD, "overlong '/' in 3 bytes");
+	next_case("\xe0\x9f\xbf", 3, 1, BAD, "overlong U+07FF");
+	next_case("\xf0\x80\x80\xaf", 4, 1, BAD, "overlong '/' in 4 bytes");
+	next_case("\xf0\x8f\xbf\xbf", 4, 1, BAD, "overlong U+FFFF");
+	/* Surrogates encoded in UTF-8 (CESU-8 style) are ill-formed. */
+	next_case("\xed\xa0\x80", 3, 1, BAD, "U+D800");
+	next_case("\xed\xbf\xbf", 3, 1, BAD, "U+DFFF");
+	next_case("\xed\xa0\x80\xed\xb0\x80", 6, 1, BAD, "a surrogate pair");
+	next_case("\xf4\x90\x80\x80", 4, 1, BAD, "U+110000");
+	next_case("\xf5\x80\x80\x80", 4, 1, BAD, "lead F5");
+	next_case("\xfe", 1, 1, BAD, "FE");
+	next_case("\xff", 1, 1, BAD, "FF");
+	next_case("\x80", 1, 1, BAD, "a lone continuation");
+	next_case("\xbf\xbf", 2, 1, BAD, "continuations");
+	/* Truncated: the prefix that is right so far is one subpart. */
+	next_case("\xc3", 1, 1, BAD, "2-byte cut after 1");
+	next_case("\xe2\x82", 2, 2, BAD, "3-byte cut after 2");
+	next_case("\xf0\x9f\x98", 3, 3, BAD, "4-byte cut after 3");
+	next_case("\xe2\x82" "A", 3, 2, BAD, "3-byte broken by ASCII");
+	next_case("\xc3\xa9", 1, 1, BAD, "a field bounded mid-sequence");
+	next_case("\xf0\x9f\x98\x80", 2, 2, BAD, "a field bounded after 2 of 4");
+}
+
+static char *fixed(const char *s, size_t n)
+{
+	char *in = exact(s, n);
+	struct dl_sbuf b = { 0 };
+
+	dl_utf8_fix(&b, in, n);
+	free(in);
+	return b.v;
+}
+
+static void fix_case(const char *s, size_t n, const char *want)
+{
+	char *got = fixed(s, n);
+
+	CHECK(!strcmp(got, want), "fix of %zu bytes: got \"%s\", want \"%s\"", n, got, want);
+	CHECK(dl_utf8_valid(got, strlen(got)), "fixed string not valid");
+	free(got);
+}
+
+static void test_fix(void)
+{
+	/* The Unicode Standard's example (section 3.9, "U+FFFD Substitution of Maximal Subparts"). */
+	static const char ex[] = "\x61\xf1\x80\x80\xe1\x80\xc2\x62\x80\x63\x80\xbf\x64";
+
+	fix_case(ex, sizeof(ex) - 1, "a" FFFD FFFD FFFD "b" FFFD "c" FFFD FFFD "d");
+	fix_case(L(""), "");
+	fix_case(L("caf\xc3\xa9 \xe2\x82\xac"), "caf\xc3\xa9 \xe2\x82\xac");
+	fix_case(L("\xed\xa0\x80"), FFFD FFFD FFFD);
+	fix_case(L("\xc0\xaf"), FFFD FFFD);
+	fix_case(L("\xf0\x80\x80\xaf"), FFFD FFFD FFFD FFFD);
+	fix_case(L("x\xe2\x82"), "x" FFFD);
+	fix_case(L("\xff\xfe"), FFFD FFFD);
+	/* C1 and controls are well-formed: the fix keeps them (the writers decide what to do). */
+	fix_case(L("\x1b\xc2\x9b"), "\x1b\xc2\x9b");
+	CHECK(dl_utf8_valid("caf\xc3\xa9", 5), "valid");
+	CHECK(!dl_utf8_valid("caf\xc3", 4), "cut");
+	CHECK(!dl_utf8_valid("\xed\xa0\x80", 3), "surrogate");
+	CHECK(dl_utf8_valid("", 0), "empty");
+}
+
+static char *escaped(const char *s, size_t n, unsigned flags)
+{
+	char *in = exact(s, n);
+	struct dl_sbuf b = { 0 };
+
+	dl_text_escape(&b, in, n, flags);
+	free(in);
+	return b.v;
+}
+
+static void esc_case(const char *s, size_t n, unsigned flags, const char *want)
+{
+	char *got = escaped(s, n, flags), *again;
+
+	CHECK(!strcmp(got, want), "escape of %zu bytes: got \"%s\", want \"%s\"", n, got, want);
+	again = escaped(got, strlen(got), flags);
+	CHECK(!strcmp(again, got), "escaping twice changed \"%s\" to \"%s\"", got, again);
+	free(again);
+	free(got);
+}
+
+static void test_text(void)
+{
+	char all[256], *out;
+
+	esc_case(L("plain text"), 0, "plain text");
+	esc_case(L(""), 0, "");
+	esc_case(L("\x1b]0;pwn\x07\r\nX\xff"), 0, "\\x1b]0;pwn\\x07\\x0d\\x0aX\\xff");
+	esc_case(L("\x1b[2J"), 0, "\\x1b[2J");
+	esc_case(L("a\0b"), 0, "a\\x00b");
+	esc_case(L("\x7f"), 0, "\\x7f");
+	esc_case(L("\t"), 0, "\\x09");
+	esc_case(L("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), 0, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+	esc_case(L("\xc2\x9b" "2J"), 0, "\\xc2\\x9b2J");          /* C1 CSI as a code point */
+	esc_case(L("\xc2\x85"), 0, "\\xc2\\x85");                  /* NEL */
+	esc_case(L("\xc2\xa0"), 0, "\xc2\xa0");                    /* NBSP: printable, kept */
+	esc_case(L("\x9b"), 0, "\\x9b");                           /* C1 as a raw byte: ill-formed */
+	esc_case(L("ab\xe2\x80\xae" "cd"), 0, "ab\\xe2\\x80\\xaecd");   /* right-to-left override */
+	esc_case(L("\xe2\x81\xa6"), 0, "\\xe2\\x81\\xa6");         /* left-to-right isolate */
+	esc_case(L("\xe2\x80\xa8"), 0, "\\xe2\\x80\\xa8");         /* line separator */
+	esc_case(L("\xc0\xaf"), 0, "\\xc0\\xaf");
+	esc_case(L("\xed\xa0\x80"), 0, "\\xed\\xa0\\x80");
+	esc_case(L("\xf4\x90\x80\x80"), 0, "\\xf4\\x90\\x80\\x80");
+	esc_case(L("x\xe2\x82"), 0, "x\\xe2\\x82");
+	esc_case(L("a\\x1b"), 0, "a\\x1b");                        /* a backslash stays: escaping is idempotent */
+	esc_case(L("line 1\n\tline 2\r\x1b"), DL_TEXT_KEEP_LINES, "line 1\n\tline 2\\x0d\\x1b");
+
+	/* A process name fills its 16 bytes, no NUL, cut in the middle of a euro sign. */
+	{
+		char comm[16];
+
+		memcpy(comm, "abcdefghijklmn\xe2\x82", 16);
+		out = escaped(comm, strnlen(comm, sizeof(comm)), 0);
+		CHECK(!strcmp(out, "abcdefghijklmn\\xe2\\x82"), "16-byte comm: \"%s\"", out);
+		free(out);
+	}
+
+	/* Every byte value alone: only printable ASCII survives as itself. */
+	for (int c = 0; c < 256; c++) {
+		char want[8];
+
+		all[c] = (char)c;
+		if (c >= 0x20 && c < 0x7f)
+			snprintf(want, sizeof(want), "%c", c);
+		else
+			snprintf(want, sizeof(want), "\\x%02x", c);
+		out = escaped(&all[c], 1, 0);
+		CHECK(!strcmp(out, want), "byte 0x%02x: \"%s\"", c, out);
+		free(out);
+	}
+	out = escaped(all, sizeof(all), 0);
+	for (const unsigned char *p = (const unsigned char *)out; *p; p++)
+		CHECK(*p >= 0x20 && *p < 0x7f, "byte 0x%02x left in the escape of all bytes", *p);
+	free(out);
+
+	{
+		struct dl_sbuf b = { 0 };
+
+		CHECK(!strcmp(dl_text(&b, NULL), ""), "NULL");
+		CHECK(!strcmp(dl_text(&b, "a\x1b"), "a\\x1b"), "first use");
+		CHECK(!strcmp(dl_text(&b, "b"), "b"), "dl_text empties the buffer first");
+		dl_sbuf_free(&b);
+	}
+}
+
+/* What dl_log and dl_vlog_lines wrote to stderr, read back from a file standing in for it. */
+static char *stderr_of(void (*fn)(void))
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	char *buf;
+	long len;
+
+	fflush(stderr);
+	dup2(fileno(tmp), STDERR_FILENO);
+	fn();
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	len = ftell(tmp);
+	buf = calloc(1, (size_t)len + 1);
+	rewind(tmp);
+	CHECK(fread(buf, 1, (size_t)len, tmp) == (size_t)len, "read back");
+	fclose(tmp);
+	return buf;
+}
+
+static void log_short(void)
+{
+	dl_info("pid %d (%s): attached in %s", 42, "\x1b]0;pwn\x07\r\nX\xff", "/tmp/\xe2\x80\xaelib.so");
+}
+
+static char long_path[2000];
+
+static void log_long(void)
+{
+	dl_warn("cannot open %s", long_path);
+}
+
+static int lib_print(const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = dl_vlog_lines(fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static void log_lines(void)
+{
+	lib_print("libbpf: elf: failed to open %s\n-- log --\n\tline\n", "/x\x1b[2J\r");
+}
+
+static void test_log(void)
+{
+	int level = dl_log_level;
+	char *out;
+
+	dl_log_level = DL_LOG_INFO;
+	out = stderr_of(log_short);
+	CHECK(!strcmp(out, "dlbpf: pid 42 (\\x1b]0;pwn\\x07\\x0d\\x0aX\\xff): attached in /tmp/\\xe2\\x80\\xaelib.so\n"),
+	      "log: %s", out);
+	free(out);
+
+	/* Longer than the message buffer on the stack: escaped all the same, to its end. */
+	memset(long_path, 'a', sizeof(long_path) - 2);
+	long_path[sizeof(long_path) - 2] = '\x1b';
+	out = stderr_of(log_long);
+	CHECK(strlen(out) == strlen("dlbpf: warning: cannot open ") + sizeof(long_path) - 2 + 4 + 1 &&
+	      !strcmp(out + strlen(out) - 5, "\\x1b\n"), "long log line: %zu bytes", strlen(out));
+	free(out);
+
+	out = stderr_of(log_lines);
+	CHECK(!strcmp(out, "libbpf: elf: failed to open /x\\x1b[2J\\x0d\n-- log --\n\tline\n"), "library log: %s", out);
+	free(out);
+	dl_log_level = level;
+}
+
+int main(void)
+{
+	test_decoder();
+	test_fix();
+	test_text();
+	test_log();
+	return check_report("test_strsafe");
+}
