@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Traced-side text made safe, against hand-written bytes: the UTF-8 decoder
- * on each class of sequence (Unicode Table 3-7 and the Standard's own
- * maximal-subpart example), the U+FFFD fix, the terminal escaper, the log.
+ * Traced-side text through every output, against hand-written bytes: the
+ * UTF-8 decoder on each class of sequence (Unicode Table 3-7 and the
+ * Standard's own maximal-subpart example), the terminal escaper, the JSON
+ * string writer, protobuf strings, and a process name that fills its 16-byte
+ * field and is cut mid-sequence, through the summary, the text report, the
+ * JSON summary and both timelines.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -10,6 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "analysis/summary.h"
+#include "output/json.h"
+#include "output/pbwriter.h"
+#include "output/report.h"
+#include "output/timeline.h"
+#include "records/stream.h"
 #include "log.h"
 #include "strsafe.h"
 
@@ -207,6 +216,158 @@ static void test_text(void)
 	}
 }
 
+static char *json_of(const char *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct dl_json j;
+
+	dl_json_init(&j, f);
+	dl_json_str(&j, s);
+	fclose(f);
+	return buf;
+}
+
+static void json_case(const char *s, const char *want)
+{
+	char *got = json_of(s);
+
+	CHECK(!strcmp(got, want), "JSON of \"%s\": got %s, want %s", s, got, want);
+	free(got);
+}
+
+static void test_json(void)
+{
+	json_case("plain", "\"plain\"");
+	json_case("\x1b]0;pwn\x07\r\nX\xff", "\"\\u001b]0;pwn\\u0007\\r\\nX" FFFD "\"");
+	json_case("q\"b\\s/", "\"q\\\"b\\\\s/\"");
+	json_case("\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\"");
+	json_case("\xc2\x9b\xc2\x9f\xc2\xa0", "\"\\u009b\\u009f\xc2\xa0\"");
+	json_case("\xe2\x80\xae\xe2\x80\xa8", "\"\\u202e\\u2028\"");
+	json_case("caf\xc3\xa9 \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"");
+	json_case("\xed\xa0\x80", "\"" FFFD FFFD FFFD "\"");
+	json_case("\xc0\xaf", "\"" FFFD FFFD "\"");
+	json_case("abc\xe2\x82", "\"abc" FFFD "\"");
+	json_case("\x61\xf1\x80\x80\xe1\x80\xc2\x62\x80\x63\x80\xbf\x64",
+		  "\"a" FFFD FFFD FFFD "b" FFFD "c" FFFD FFFD "d\"");
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		struct dl_json j;
+
+		dl_json_init(&j, f);
+		dl_json_obj_begin(&j);
+		dl_json_kstr(&j, "k\xff", "v");
+		dl_json_obj_end(&j);
+		fclose(f);
+		CHECK(!strcmp(buf, "{\"k" FFFD "\":\"v\"}"), "a key is escaped too: %s", buf);
+		free(buf);
+	}
+}
+
+static void pb_case(const char *s, const char *want)
+{
+	struct dl_pb pb;
+	size_t n = strlen(want);
+
+	dl_pb_init(&pb);
+	dl_pb_str(&pb, 2, s);
+	/* tag (field 2, length-delimited), a one-byte length, the bytes */
+	CHECK(pb.len == 2 + n && pb.buf[0] == 0x12 && pb.buf[1] == n && !memcmp(pb.buf + 2, want, n),
+	      "pb string of \"%s\": %zu bytes", s, pb.len);
+	dl_pb_free(&pb);
+}
+
+static void test_pb(void)
+{
+	pb_case("name", "name");
+	pb_case("caf\xc3\xa9", "caf\xc3\xa9");
+	pb_case("\x1b]0;pwn\x07\r\nX\xff", "\x1b]0;pwn\x07\r\nX" FFFD);
+	pb_case("\xed\xa0\x80", FFFD FFFD FFFD);
+	pb_case("abc\xe2\x82", "abc" FFFD);
+	pb_case("", "");
+}
+
+/* --- a cut 16-byte name through the stream, the summary, the report and the timelines --- */
+
+static const char cut_comm[16] = "abcdefghijklmn\xe2\x82";   /* no NUL: the field is full */
+
+static void emit_procinfo(struct dl_stream *st)
+{
+	struct dl_procinfo_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_PROCINFO, .ts = 1000, .tgid = 100, .tid = 100 };
+	memcpy(e.comm, cut_comm, sizeof(e.comm));
+	st->err = 0;
+	dl_stream_emit(st, &e, sizeof(e));
+	CHECK(st->err == 0, "sink failed");
+}
+
+static char *timeline_of(enum dl_timeline_format fmt, size_t *len)
+{
+	struct dl_stream st;
+	struct dl_timeline *t;
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	int err;
+
+	memset(&st, 0, sizeof(st));
+	t = dl_timeline_new(f, fmt);
+	dl_stream_add(&st, dl_timeline_sink, t);
+	emit_procinfo(&st);
+	err = dl_timeline_finish(t, NULL);
+	CHECK(err == 0, "finish: %d", err);
+	fclose(f);
+	dl_stream_free(&st);
+	return buf;
+}
+
+static void test_cut_name_everywhere(void)
+{
+	struct dl_summary sum;
+	struct dl_stream st;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	dl_summary_init(&sum);
+	memset(&st, 0, sizeof(st));
+	dl_stream_add(&st, dl_summary_sink, &sum);
+	emit_procinfo(&st);
+
+	/* The summary keeps 15 bytes and a NUL: "abcdefghijklmn\xe2". */
+	f = open_memstream(&buf, &len);
+	dl_report_text(f, &sum);
+	fclose(f);
+	CHECK(strstr(buf, "PID 100 (abcdefghijklmn\\xe2)") != NULL, "text report: %s", buf);
+	for (size_t i = 0; i < len; i++)
+		CHECK(buf[i] == '\n' || ((unsigned char)buf[i] >= 0x20 && (unsigned char)buf[i] < 0x7f),
+		      "byte 0x%02x at %zu of the text report", (unsigned char)buf[i], i);
+	free(buf);
+
+	f = open_memstream(&buf, &len);
+	CHECK(dl_report_json(f, &sum, NULL, NULL) == 0, "json");
+	fclose(f);
+	CHECK(strstr(buf, "\"comm\":\"abcdefghijklmn" FFFD "\"") != NULL, "JSON summary: %s", buf);
+	CHECK(dl_utf8_valid(buf, len), "JSON summary not UTF-8");
+	free(buf);
+	dl_summary_free(&sum);
+	dl_stream_free(&st);
+
+	/* The timeline names the process with all 16 bytes: the cut euro sign is one U+FFFD. */
+	buf = timeline_of(DL_TIMELINE_JSON, &len);
+	CHECK(strstr(buf, "\"name\":\"abcdefghijklmn" FFFD " 100\"") != NULL, "Chrome JSON: %s", buf);
+	CHECK(dl_utf8_valid(buf, len), "Chrome JSON not UTF-8");
+	free(buf);
+	buf = timeline_of(DL_TIMELINE_PFTRACE, &len);
+	CHECK(memmem(buf, len, L("abcdefghijklmn" FFFD " 100")) != NULL, "Perfetto track name not fixed");
+	CHECK(memmem(buf, len, L("\xe2\x82 ")) == NULL, "Perfetto trace holds the cut sequence");
+	free(buf);
+}
+
 /* What dl_log and dl_vlog_lines wrote to stderr, read back from a file standing in for it. */
 static char *stderr_of(void (*fn)(void))
 {
@@ -287,6 +448,9 @@ int main(void)
 	test_decoder();
 	test_fix();
 	test_text();
+	test_json();
+	test_pb();
+	test_cut_name_everywhere();
 	test_log();
 	return check_report("test_strsafe");
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 #include "output/json.h"
+#include "strsafe.h"
 
 void dl_json_init(struct dl_json *j, FILE *f)
 {
@@ -23,21 +25,42 @@ static void sep(struct dl_json *j)
 	j->first[j->depth] = false;
 }
 
+/*
+ * Strings come from the traced side as bytes: the file stays valid UTF-8 (an
+ * ill-formed sequence becomes U+FFFD) and what a terminal would act on
+ * (dl_cp_acts: controls, C1 included, bidirectional overrides) is \uXXXX, the
+ * same string to a JSON reader, so that printing the file obeys none of it.
+ */
 static void put_escaped(FILE *f, const char *s)
 {
+	size_t n = strlen(s);
+	uint32_t cp;
+
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
+	for (size_t i = 0, k; i < n; i += k) {
+		size_t run = i;
+
+		while (run < n && (unsigned char)s[run] >= 0x20 && (unsigned char)s[run] < 0x7f && s[run] != '"' &&
+		       s[run] != '\\')
+			run++;
+		if (run > i) {
+			fwrite(s + i, 1, run - i, f);
+			k = run - i;
+			continue;
+		}
+		k = dl_utf8_next(s + i, n - i, &cp);
+		switch (cp) {
 		case '"': fputs("\\\"", f); break;
 		case '\\': fputs("\\\\", f); break;
 		case '\n': fputs("\\n", f); break;
 		case '\r': fputs("\\r", f); break;
 		case '\t': fputs("\\t", f); break;
+		case DL_UTF8_BAD: fputs(DL_UTF8_REPLACEMENT, f); break;
 		default:
-			if (*p < 0x20 || *p == 0x7f)
-				fprintf(f, "\\u%04x", *p);
+			if (dl_cp_acts(cp))
+				fprintf(f, "\\u%04x", (unsigned)cp);
 			else
-				fputc(*p, f);
+				fwrite(s + i, 1, k, f);
 		}
 	}
 	fputc('"', f);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/pbwriter.h"
+#include "strsafe.h"
 #include "util.h"
 
 void dl_pb_init(struct dl_pb *pb)
@@ -118,9 +119,19 @@ void dl_pb_bytes(struct dl_pb *pb, uint32_t field, const void *p, size_t n)
 	dl_pb_raw(pb, p, n);
 }
 
+/* A protobuf string must be UTF-8 (decoders refuse the message otherwise); names are the traced side's bytes. */
 void dl_pb_str(struct dl_pb *pb, uint32_t field, const char *s)
 {
-	dl_pb_bytes(pb, field, s, strlen(s));
+	size_t n = strlen(s);
+	struct dl_sbuf fixed = { 0 };
+
+	if (dl_utf8_valid(s, n)) {
+		dl_pb_bytes(pb, field, s, n);
+		return;
+	}
+	dl_utf8_fix(&fixed, s, n);
+	dl_pb_bytes(pb, field, fixed.v, fixed.n);
+	dl_sbuf_free(&fixed);
 }
 
 void dl_pb_begin(struct dl_pb *pb, uint32_t field)

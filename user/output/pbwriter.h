@@ -44,6 +44,7 @@ void dl_pb_bool(struct dl_pb *pb, uint32_t field, int v);
 void dl_pb_fixed64(struct dl_pb *pb, uint32_t field, uint64_t v);
 void dl_pb_double(struct dl_pb *pb, uint32_t field, double v);
 void dl_pb_bytes(struct dl_pb *pb, uint32_t field, const void *p, size_t n);
+/* s as valid UTF-8: an ill-formed sequence becomes U+FFFD. */
 void dl_pb_str(struct dl_pb *pb, uint32_t field, const char *s);
 /* Opens a nested message (or any length-delimited field) and closes the innermost one. */
 void dl_pb_begin(struct dl_pb *pb, uint32_t field);

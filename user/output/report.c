@@ -5,6 +5,7 @@
 #include "output/json.h"
 #include "output/report.h"
 #include "output/report_diag.h"
+#include "strsafe.h"
 #include "version.h"
 
 static const char *const drop_names[DL_DROP_MAX] = {
@@ -34,7 +35,7 @@ static double ms(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
-static void text_cuda(FILE *f, const struct dl_proc *p)
+static void text_cuda(FILE *f, const struct dl_proc *p, struct dl_sbuf *esc)
 {
 	char b[32];
 	uint64_t launches = 0, calls = 0;
@@ -74,7 +75,7 @@ static void text_cuda(FILE *f, const struct dl_proc *p)
 	for (size_t k = 0; k < p->nkernels && k < 8; k++) {
 		const struct dl_kernel_stat *ks = &p->kernels[k];
 
-		fprintf(f, "      %-32s <<<(%u,%u,%u),(%u,%u,%u)>>> x%" PRIu64 "\n", ks->name, ks->grid[0],
+		fprintf(f, "      %-32s <<<(%u,%u,%u),(%u,%u,%u)>>> x%" PRIu64 "\n", dl_text(esc, ks->name), ks->grid[0],
 			ks->grid[1], ks->grid[2], ks->block[0], ks->block[1], ks->block[2], ks->count);
 	}
 }
@@ -83,6 +84,7 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 {
 	uint64_t events = 0;
 	char r[32], w[32];
+	struct dl_sbuf esc = { 0 };   /* names are the traced side's bytes: escaped for the terminal */
 
 	for (int k = 0; k < DL_EV_TRACE_START; k++)
 		events += s->records[k];
@@ -100,7 +102,7 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct dl_proc *p = &s->procs[i];
 
-		fprintf(f, "\nPID %d (%s)", p->pid, p->comm[0] ? p->comm : "?");
+		fprintf(f, "\nPID %d (%s)", p->pid, p->comm[0] ? dl_text(&esc, p->comm) : "?");
 		if (p->nspid && p->nspid != p->pid)
 			fprintf(f, " [pid %d in its namespace]", p->nspid);
 		if (p->ppid)
@@ -109,7 +111,7 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 			fprintf(f, ", exited during the trace (code %d)", p->exit_code);
 		fputc('\n', f);
 		if (p->cuda_libs)
-			text_cuda(f, p);
+			text_cuda(f, p, &esc);
 		else
 			fprintf(f, "  CUDA     not found (no CUDA runtime mapped in this process)\n");
 		fmt_bytes(r, sizeof(r), p->io.read_bytes);
@@ -126,6 +128,7 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 		fprintf(f, "\nasync I/O by kernel threads (not attributed): %s in %" PRIu64 " requests\n", r,
 			s->async_io_ops);
 	}
+	dl_sbuf_free(&esc);
 }
 
 static void json_proc(struct dl_json *j, const struct dl_proc *p)

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "output/report_diag.h"
+#include "strsafe.h"
 
 #define STEP_LINE_INTERVAL_NS 200000000ull
 
@@ -55,6 +56,8 @@ static const char *confidence(double cv, size_t n)
 
 void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct dl_diagnosis *d)
 {
+	struct dl_sbuf esc = { 0 };
+
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 		uint64_t med, p90, cat[DL_CAT_COUNT] = { 0 }, total = 0;
@@ -62,7 +65,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 		if (!p->decided)
 			continue;
 		fprintf(f, "\nSteps of pid %d (main thread %u)\n", p->pid, p->main_tid);
-		fprintf(f, "  marker   %s\n", p->marker_desc);
+		fprintf(f, "  marker   %s\n", dl_text(&esc, p->marker_desc));   /* holds a symbol's name */
 		if (!p->nsteps) {
 			fprintf(f, "  no complete step\n");
 			continue;
@@ -95,6 +98,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 	}
 	for (int i = 0; i < d->nfindings; i++)
 		fprintf(f, "\n  [%s] %s\n", d->findings[i].rule, d->findings[i].message);
+	dl_sbuf_free(&esc);
 }
 
 static void json_step(struct dl_json *j, const struct dl_step *st)
