@@ -4,7 +4,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
 CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
-	$(OUTPUT)/workloads/ratecalls
+	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
 $(OUTPUT)/unit $(OUTPUT)/workloads:
@@ -19,6 +19,9 @@ $(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c | $(OUTPUT)/workloa
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
 
 $(OUTPUT)/workloads/ratecalls: tests/workloads/ratecalls.c | $(OUTPUT)/workloads
+	$(CC) $(WORKLOAD_CFLAGS) -pthread $< $(CUDART_LINK) -o $@
+
+$(OUTPUT)/workloads/hostile_names: tests/workloads/hostile_names.c | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) -pthread $< $(CUDART_LINK) -o $@
 
 $(OUTPUT)/workloads/ioread: tests/workloads/ioread.c | $(OUTPUT)/workloads

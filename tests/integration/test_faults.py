@@ -49,5 +49,247 @@ def test_missing_pid():
     check("tracing" not in err, "it traced something")
 
 
+
+# --- The traced side writes to the terminal: names and paths it chose, with escapes and bytes
+# that are not UTF-8. One traced run (recorded) and its replays serve the rows below.
+import json  # noqa: E402  (imports of this section, kept with it so that rows stay append-only)
+import os  # noqa: E402
+import re  # noqa: E402
+import select  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+from harness import DLBPF, GPUSIM_DIR, ROOT, WORK, Failure, workload  # noqa: E402
+
+HOSTILE_NAME = b"\x1b]0;pwn\x07\r\nX\xff"    # OSC "set title", BEL, CR LF (a forged line), not UTF-8
+HOSTILE_CHILD = b"abcdefghijklm\xe2\x82\xac"  # 16 bytes: the kernel keeps 15, cutting the euro sign
+HOSTILE_DIR = b"gpusim-\x1b[2J\r\xe2\x80\xae\xff"  # clear screen, CR, right-to-left override, not UTF-8
+# What a terminal acts on or hides instead of showing, besides C0 and C1 (bidi controls, separators).
+INVISIBLE = {0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
+_hostile = {}
+
+
+def shown(data, what):
+    """Bytes a terminal would only show: strict UTF-8 (no overlong form, no surrogate), no control
+    but LF, no C1, no bidirectional control. Python's decoder is the independent judge."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Failure(f"{what}: not UTF-8 at byte {e.start}: {data[max(0, e.start - 24):e.start + 8]!r}")
+    bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) <= 0x9F or ord(c) in INVISIBLE]
+    check(not bad, f"{what}: {len(bad)} characters a terminal acts on, the first U+{ord(bad[0]) if bad else 0:04X}")
+    return text
+
+
+def strict_json(data, what):
+    """json.loads of bytes would accept encoded surrogates (it decodes with surrogatepass): decode first."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise Failure(f"{what} does not parse as strict UTF-8 JSON: {e}")
+
+
+def hostile_run():
+    """hostile_names traced by --pid under `record`, with its runtime in a directory it named; then the
+    recording replayed into a Perfetto trace and a Chrome JSON trace. Everything kept as bytes."""
+    if "failed" in _hostile:
+        raise Failure(f"the traced run failed: {_hostile['failed']}")
+    if "truth" in _hostile:
+        return _hostile
+    try:
+        return run_hostile()
+    except Exception as e:
+        _hostile["failed"] = str(e)[-300:]   # once: every row reads the same run
+        raise
+
+
+def run_hostile():
+    libdir = os.path.join(os.fsencode(WORK), HOSTILE_DIR)
+    os.makedirs(libdir, exist_ok=True)
+    shutil.copy(os.path.join(GPUSIM_DIR, "libcudart.so.13"), os.path.join(libdir, b"libcudart.so.13"))
+    env = dict(os.environb, LD_LIBRARY_PATH=libdir)
+    rec, summary = os.path.join(WORK, "hostile.dlbpf"), os.path.join(WORK, "hostile-summary.json")
+    w = subprocess.Popen([workload("hostile_names"), HOSTILE_NAME, HOSTILE_CHILD], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, env=env)
+    d = None
+    try:
+        check(w.stdout.readline() == b"ready\n", "hostile_names did not start")
+        ready_r, ready_w = os.pipe()
+        d = subprocess.Popen([DLBPF, "record", "-o", rec, "-v", "-q", "--ready-fd", str(ready_w), "--json", summary,
+                              "--pid", str(w.pid)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, pass_fds=(ready_w,))
+        os.close(ready_w)
+        with os.fdopen(ready_r, "rb") as f:
+            check(select.select([f], [], [], 30)[0], "dlbpf did not start tracing in time")
+            ready = f.read()
+        if ready != b"ready\n":
+            raise Failure(f"dlbpf did not start tracing: {d.communicate(timeout=30)[1][-800:]!r}")
+        w.stdin.write(b"go\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=60)
+        check(w.returncode == 0, f"hostile_names exited {w.returncode}")
+        dout, derr = d.communicate(timeout=60)
+        check(d.returncode == 0, f"dlbpf exited {d.returncode}: {derr[-800:]!r}")
+    finally:
+        for p in (w, d):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+    truth = json.loads(out.decode().strip().splitlines()[-1])
+    with open(summary, "rb") as f:
+        _hostile.update(truth=truth, stdout=dout, stderr=derr, summary=f.read(), libdir=libdir)
+    for ext in ("pftrace", "json"):
+        trace = os.path.join(WORK, f"hostile.{ext}")
+        p = subprocess.run([DLBPF, "report", rec, "-o", trace, "-j", os.path.join(WORK, f"hostile-replay-{ext}.json")],
+                           capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+        check(p.returncode == 0, f"report of the recording exited {p.returncode}: {p.stderr[-800:]!r}")
+        with open(trace, "rb") as f:
+            _hostile[ext] = f.read()
+        _hostile[f"replay_{ext}"] = p.stdout
+    return _hostile
+
+
+def as_shown(name):
+    """A name as a UTF-8 reader sees it: each ill-formed part one U+FFFD (the Unicode Standard's practice)."""
+    return name.decode("utf-8", "replace")
+
+
+@fault("a traced process names itself ESC]0;pwn BEL CR LF X 0xff (prctl), and its kernel and its runtime's "
+       "directory with escapes, C1, bidi override, bad UTF-8",
+       "the report (live, replayed) and the log show each such byte as \\xHH: none reaches the terminal raw")
+def test_hostile_names_text():
+    h = hostile_run()
+    pid, child = h["truth"]["pid"], h["truth"]["child"]
+    for what, out in (("report", h["stdout"]), ("replayed report", h["replay_json"]), ("log", h["stderr"])):
+        shown(out, what)
+    for what, out in (("report", h["stdout"]), ("replayed report", h["replay_json"])):
+        name = b"PID %d (\\x1b]0;pwn\\x07\\x0d\\x0aX\\xff)" % pid
+        check(name in out, f"{what}: no {name!r} in {out[:300]!r}")
+        # The kernel: escapes, C1 CSI, overlong '/', a surrogate, RLO each byte as \xHH; the e acute is kept.
+        kernel = b"k\\x1b]0;pwn\\x07\\x0d\\xc2\\x9b\\xc0\\xaf\\xed\\xa0\\x80\\xe2\\x80\\xae\xc3\xa9\\xff"
+        check(kernel in out, f"{what}: no {kernel!r}")
+        cut = b"PID %d (abcdefghijklm\\xe2\\x82)" % child
+        check(cut in out, f"{what}: no {cut!r}")
+    path = os.fsencode(WORK) + b"/gpusim-\\x1b[2J\\x0d\\xe2\\x80\\xae\\xff/libcudart.so.13"
+    check(path in h["stderr"], f"log does not name the runtime escaped: {h['stderr'][-600:]!r}")
+
+
+@fault("names of the traced side that are not UTF-8 (0xff, overlong, a surrogate) or hold controls, in the "
+       "JSON summary (--json)", "the file is strict UTF-8 JSON: ill-formed parts as U+FFFD, controls as \\uXXXX; "
+       "the counts are the workload's")
+def test_hostile_names_json():
+    h = hostile_run()
+    truth = h["truth"]
+    shown(h["summary"], "JSON summary")   # controls and bidi are \uXXXX escapes: printing the file is safe too
+    s = strict_json(h["summary"], "JSON summary")
+    procs = {p["pid"]: p for p in s["processes"]}
+    check(truth["pid"] in procs and truth["child"] in procs, f"processes {sorted(procs)}")
+    comm = procs[truth["pid"]]["comm"]
+    check(comm == as_shown(HOSTILE_NAME[:15]), f"comm {comm!r}")
+    kernels = [k["name"] for k in procs[truth["pid"]]["cuda"]["kernels"]]
+    want = as_shown(bytes.fromhex(truth["kernel_hex"]))
+    check(kernels == [want], f"kernels {kernels!r}, want [{want!r}]")
+    cuda = procs[truth["pid"]]["cuda"]
+    for api, n in truth["calls"].items():
+        got = cuda["calls"].get(api, {}).get("count", 0)
+        check(got == n, f"{api}: {got} calls, the workload made {n}")
+    h2d = cuda["memcpy"]["h2d"]
+    check((h2d["count"], h2d["bytes"]) == (truth["h2d"]["count"], truth["h2d"]["bytes"]), f"h2d {h2d}")
+    return f"comm {comm!r}"
+
+
+@fault("a process name cut mid-character at its 15 bytes (prctl with a 16-byte UTF-8 name)",
+       "one U+FFFD where the cut character was, in the JSON and both traces; \\xe2\\x82 in the text report")
+def test_hostile_cut_name():
+    h = hostile_run()
+    child = h["truth"]["child"]
+    want = as_shown(HOSTILE_CHILD[:15])
+    check(want == "abcdefghijklm\ufffd", f"premise: {want!r}")
+    comm = {p["pid"]: p["comm"] for p in strict_json(h["summary"], "summary")["processes"]}[child]
+    check(comm == want, f"JSON summary: comm {comm!r}")
+    names = [e["args"]["name"] for e in strict_json(h["json"], "Chrome JSON")["traceEvents"] if e["ph"] == "M"]
+    check(f"{want} {child}" in names, f"Chrome JSON names {names!r}")
+    check(f"{want} {child}".encode() in pf_strings(h)["name"], "Perfetto track names lack the cut name")
+    check(b"PID %d (abcdefghijklm\\xe2\\x82)" % child in h["stdout"], "the text report lacks the cut name escaped")
+
+
+def protoc_unescape(s):
+    """protoc's text format writes a string's bytes C-escaped (octal for what is not printable ASCII)."""
+    out, i = bytearray(), 0
+    simple = {"n": 10, "r": 13, "t": 9, "\"": 34, "'": 39, "\\": 92, "a": 7, "b": 8, "f": 12, "v": 11}
+    while i < len(s):
+        if s[i] != "\\":
+            out += s[i].encode()
+            i += 1
+        elif s[i + 1] in simple:
+            out.append(simple[s[i + 1]])
+            i += 2
+        elif s[i + 1] == "x":
+            m = re.match(r"[0-9a-fA-F]{1,2}", s[i + 2:])
+            out.append(int(m.group(0), 16))
+            i += 2 + len(m.group(0))
+        else:
+            m = re.match(r"[0-7]{1,3}", s[i + 1:])
+            out.append(int(m.group(0), 8))
+            i += 1 + len(m.group(0))
+    return bytes(out)
+
+
+def protoc_decode(proto_dir, proto, data):
+    p = subprocess.run(["protoc", "--decode=dlbpf_test.Trace", "-I", proto_dir, proto], input=data,
+                       capture_output=True)
+    return p.returncode, p.stdout.decode("ascii", "replace"), p.stderr.decode("ascii", "replace")
+
+
+def pf_strings(h):
+    """The Perfetto trace's strings by field name, as bytes: decoded once with the test schema, once with a
+    proto3 copy of it in which every name is a `string`, which protoc refuses unless it is UTF-8."""
+    if "pf_strings" in h:
+        return h["pf_strings"]
+    proto_dir = os.path.join(ROOT, "tests", "proto")
+    rc, text, err = protoc_decode(proto_dir, "perfetto_min.proto", h["pftrace"])
+    check(rc == 0, f"protoc --decode failed: {err[-500:]}")
+    with open(os.path.join(proto_dir, "perfetto_min.proto")) as f:
+        schema = f.read()
+    strict = schema.replace('syntax = "proto2";', 'syntax = "proto3";').replace("optional bytes str", "optional string str")
+    check(strict.count("proto3") == 1 and "bytes" not in strict, "the test schema changed: adapt its proto3 copy")
+    with open(os.path.join(WORK, "perfetto_utf8.proto"), "w") as f:
+        f.write(strict)
+    rc, _, err = protoc_decode(WORK, "perfetto_utf8.proto", h["pftrace"])
+    check(rc == 0, f"a string of the Perfetto trace is not UTF-8: {err[-500:]}")
+    found = {}
+    for key, value in re.findall(r'^\s*(\w+): "(.*)"$', text, re.M):
+        found.setdefault(key, []).append(protoc_unescape(value))
+    h["pf_strings"] = found
+    return found
+
+
+@fault("names of the traced side that are not UTF-8 or hold controls, in a Perfetto trace (-o t.pftrace)",
+       "protoc decodes it, and as proto3 too (every string field valid UTF-8); names as a UTF-8 reader sees them")
+def test_hostile_names_perfetto():
+    h = hostile_run()
+    pid = h["truth"]["pid"]
+    strings = pf_strings(h)
+    name = f"{as_shown(HOSTILE_NAME[:15])} {pid}".encode()
+    check(name in strings.get("name", []) and name in strings.get("process_name", []),
+          f"no process track {name!r} in {strings.get('process_name')}")
+    kernel = as_shown(bytes.fromhex(h["truth"]["kernel_hex"])).encode()
+    check(kernel in strings.get("str", []) + strings.get("string_value", []), f"kernel name {kernel!r} not found")
+
+
+@fault("names of the traced side that are not UTF-8 or hold controls, in a Chrome JSON trace (-o t.json)",
+       "the trace is strict UTF-8 JSON; names as a UTF-8 reader sees them")
+def test_hostile_names_chrome_json():
+    h = hostile_run()
+    pid = h["truth"]["pid"]
+    shown(h["json"], "Chrome JSON")
+    events = strict_json(h["json"], "Chrome JSON")["traceEvents"]
+    names = {e["args"]["name"] for e in events if e["ph"] == "M"}
+    check(f"{as_shown(HOSTILE_NAME[:15])} {pid}" in names, f"names {names!r}")
+    kernel = as_shown(bytes.fromhex(h["truth"]["kernel_hex"]))
+    check(any(e.get("args", {}).get("kernel") == kernel for e in events), f"no launch of kernel {kernel!r}")
+
+
 if __name__ == "__main__":
     main()
