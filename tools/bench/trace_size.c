@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include "records/cuda_api.h"
+#include "records/stream.h"
 #include "analysis/summary.h"
 #include "output/timeline.h"
 
@@ -143,49 +144,49 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void feed_info(struct dl_summary *sum, struct dl_timeline *t, uint32_t pid, const char *comm)
+static void feed_info(struct dl_stream *stream, uint32_t pid, const char *comm)
 {
 	struct dl_procinfo_ev e;
 
 	memset(&e, 0, sizeof(e));
 	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_PROCINFO, .ts = 1, .tgid = pid, .tid = pid };
 	snprintf(e.comm, sizeof(e.comm), "%s", comm);
-	dl_summary_add(sum, &e, sizeof(e));
-	if (t)
-		dl_timeline_sink(t, &e, sizeof(e));
+	dl_stream_emit(stream, &e, sizeof(e));
 }
 
 /* Returns seconds spent; fills stats when writing a trace. */
 static double run(const char *path, int fmt, int steps, int workers, struct dl_timeline_stats *st, uint64_t *records)
 {
 	struct dl_summary sum;
+	struct dl_stream stream = { 0 };
 	struct dl_timeline *t = NULL;
 	int order[MAX_BATCH], err = 0;
 	double t0;
 
 	dl_summary_init(&sum);
 	if (path) {
-		t = dl_timeline_open(path, (enum dl_timeline_format)fmt, &sum, &err);
+		t = dl_timeline_open(path, (enum dl_timeline_format)fmt, &err);
 		if (!t) {
 			fprintf(stderr, "cannot open %s\n", path);
 			exit(1);
 		}
 	}
+	dl_stream_add(&stream, dl_summary_sink, &sum);
+	if (t)
+		dl_stream_add(&stream, dl_timeline_sink, t);
 	rng = 88172645463325252ull;
 	*records = 0;
 	t0 = now_s();
-	feed_info(&sum, t, PID, "train");
+	feed_info(&stream, PID, "train");
 	for (int w = 0; w < workers; w++)
-		feed_info(&sum, t, PID + 1 + (uint32_t)w, "loader");
+		feed_info(&stream, PID + 1 + (uint32_t)w, "loader");
 	for (int i = 0; i < steps; i++) {
 		make_step(1000000000ull + (uint64_t)i * STEP_NS, workers);
 		sort_batch(order);
 		for (int k = 0; k < nbatch; k++) {
 			union rec *r = &batch[order[k]];
 
-			dl_summary_add(&sum, r, r->h.size);
-			if (t)
-				dl_timeline_sink(t, r, r->h.size);
+			dl_stream_emit(&stream, r, r->h.size);
 		}
 		*records += (uint64_t)nbatch;
 		if (t) {
@@ -203,6 +204,7 @@ static double run(const char *path, int fmt, int steps, int workers, struct dl_t
 		exit(1);
 	}
 	t0 = now_s() - t0;
+	dl_stream_free(&stream);
 	dl_summary_free(&sum);
 	return t0;
 }
