@@ -6,6 +6,7 @@ parse the Chrome JSON with python3's json, and check both against the JSON
 summary of the same run. Run as root."""
 import json
 import os
+import re
 import subprocess
 from collections import Counter, defaultdict
 
@@ -177,18 +178,25 @@ def check_durations(summary, slices):
     check(got_cpu == oncpu, f"running slices last {got_cpu} ns, summary on-CPU {oncpu} ns")
 
 
+def disk_left_out(stderr):
+    """Disk requests the timeline says it left out. The summary also counts the machine's
+    kernel-thread requests (async_io); a burst of them can outnumber the disk lanes."""
+    m = re.search(r"(\d+) disk requests left out", stderr)
+    return int(m.group(1)) if m else 0
+
+
 def trace_demo(out_args, extra=()):
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
     d = Dlbpf(list(out_args) + list(extra) + ["--", TRAIN, "--scenario", "input"], env=env)
     rc = d.wait(timeout=120)
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-800:]}")
-    return d.summary()
+    return d.summary(), disk_left_out(d.stderr)
 
 
 def test_pftrace_demo():
     """Demo workload → .pftrace: decodes; tracks named; slices nest; counts equal the summary's."""
     path = os.path.join(WORK, "demo.pftrace")
-    summary = trace_demo(["-o", path])
+    summary, left_out = trace_demo(["-o", path])
     t = PfTrace(decode_pftrace(path))
     for uuid, td in t.tracks.items():
         check(one(td, "name"), f"track {uuid} has no name")
@@ -199,7 +207,8 @@ def test_pftrace_demo():
     cuda, bio, switches = summary_counts(summary)
     check(cuda > 0 and bio > 0, f"demo made no CUDA calls ({cuda}) or no disk reads ({bio})")
     check(len(t.by_cat("cuda")) == cuda, f"{len(t.by_cat('cuda'))} CUDA slices, summary counts {cuda} calls")
-    check(len(t.by_cat("io")) == bio, f"{len(t.by_cat('io'))} disk slices, summary counts {bio} requests")
+    check(len(t.by_cat("io")) + left_out == bio,
+          f"{len(t.by_cat('io'))} disk slices + {left_out} left out, summary counts {bio} requests")
     # The correlator's steps (the summary's "steps", once it writes them) each have a slice.
     steps = summary.get("steps", [])
     check(len(t.by_cat("step")) == len(steps), f"{len(t.by_cat('step'))} step slices, summary has {len(steps)} steps")
@@ -245,7 +254,10 @@ def test_pftrace_from_recording():
         summary = json.load(f)
     t = PfTrace(decode_pftrace(path))
     cuda, bio, switches = summary_counts(summary)
-    check(len(t.by_cat("cuda")) == cuda and len(t.by_cat("io")) == bio, "replayed counts differ from the summary")
+    left_out = disk_left_out(err)
+    check(len(t.by_cat("cuda")) == cuda, f"{len(t.by_cat('cuda'))} CUDA slices, the summary counts {cuda} calls")
+    check(len(t.by_cat("io")) + left_out == bio,
+          f"{len(t.by_cat('io'))} disk slices + {left_out} left out, the summary counts {bio} requests")
     check(len(t.by_cat("step")) == len(summary.get("steps", [])), "replayed steps differ")
     check_durations(summary, [(s[2], s[1], s[4], s[6]) for s in t.slices])
     return f"{len(t.slices)} slices from the recording"
@@ -254,7 +266,7 @@ def test_pftrace_from_recording():
 def test_json_demo():
     """Demo workload → Chrome JSON: parses; X events nest per thread; counts equal the summary's."""
     path = os.path.join(WORK, "demo.json")
-    summary = trace_demo(["-o", path])
+    summary, left_out = trace_demo(["-o", path])
     with open(path) as f:
         doc = json.load(f)
     evs = doc["traceEvents"]
@@ -266,7 +278,7 @@ def test_json_demo():
     cuda, bio, switches = summary_counts(summary)
     cats = Counter(e.get("cat") for e in xs)
     check(cats["cuda"] == cuda, f"{cats['cuda']} CUDA events, summary counts {cuda}")
-    check(cats["io"] == bio, f"{cats['io']} disk events, summary counts {bio}")
+    check(cats["io"] + left_out == bio, f"{cats['io']} disk events + {left_out} left out, summary counts {bio}")
     check(cats["step"] == len(summary.get("steps", [])), f"{cats['step']} step events vs summary steps")
     running = sum(1 for e in xs if e.get("cat") == "sched" and e["name"] == "running")
     check(running == switches, f"{running} running events, summary counts {switches} switches")
