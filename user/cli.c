@@ -58,7 +58,7 @@ static const struct argp_option opts[] = {
 	{ "disk-mbps", OPT_DISK, "MB/S", 0, "Peak disk read bandwidth for the paper sketch (default: measured)", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more (repeat for debug output, libbpf's included)", 0 },
-	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two (default 16)", 0 },
+	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two up to 2048 (default 16)", 0 },
 	{ "drain-ms", OPT_DRAIN_MS, "MS", 0, "Drain the ring buffer every MS ms (default 10)", 0 },
 	{ "summary", OPT_SUMMARY, NULL, 0, "Low overhead: count CUDA calls, bytes and durations in the kernel (no per-call "
 	  "records; kernels without grid/block, copies without pageable/pinned)", 0 },
@@ -152,7 +152,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		cfg->verbose++;
 		break;
 	case OPT_RINGBUF: {
-		long mb = parse_long(state, "ring buffer size", arg, 1, 4096);
+		/*
+		 * The kernel takes a ring buffer whose size is a power of two and a
+		 * multiple of the page size (kernel/bpf/ringbuf.c), given as the
+		 * map's max_entries, a u32: 2^31 bytes, 2048 MiB, is the largest.
+		 */
+		long mb = parse_long(state, "ring buffer size", arg, 1, DL_RINGBUF_MAX_MB);
 
 		if (mb & (mb - 1))
 			argp_error(state, "ring buffer size must be a power of two (got %ld)", mb);
@@ -227,6 +232,7 @@ void dl_cli_parse(int argc, char **argv, struct dl_config *cfg)
 					  .args_doc = "--pid PID...\n-- COMMAND [ARGS...]\nrecord -o FILE --pid PID...\nreport FILE" };
 
 	memset(cfg, 0, sizeof(*cfg));
+	argp_err_exit_status = 2;   /* usage errors exit 2, as cli.h says (argp's own default is 64) */
 	cfg->ringbuf_mb = 16;
 	cfg->drain_ms = 10;
 	cfg->timeline_format = -1;

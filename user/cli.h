@@ -7,6 +7,7 @@
 
 #define DL_MAX_PIDS 64
 #define DL_MAX_COMMS 16
+#define DL_RINGBUF_MAX_MB 2048   /* the largest ring buffer the kernel takes (cli.c says why) */
 
 enum dl_mode {
 	DL_MODE_LIVE,     /* dlbpf [--pid N | -- CMD]: trace and diagnose */

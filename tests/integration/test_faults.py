@@ -289,6 +289,18 @@ def test_hostile_names_chrome_json():
     check(f"{as_shown(HOSTILE_NAME[:15])} {pid}" in names, f"names {names!r}")
     kernel = as_shown(bytes.fromhex(h["truth"]["kernel_hex"]))
     check(any(e.get("args", {}).get("kernel") == kernel for e in events), f"no launch of kernel {kernel!r}")
+@fault("--ringbuf-mb larger than the kernel's ring buffer limit (4096)",
+       "rejected by the parser: a message naming the range, exit 2, nothing loaded")
+def test_ringbuf_too_large():
+    # The kernel's ring buffer size is a u32 power of two (kernel/bpf/ringbuf.c): 2^31 bytes is the
+    # largest; 4096 MiB is 2^32, which passed the parser and failed at load before.
+    rc, out, err = run_dlbpf(["--ringbuf-mb", "4096", "--pid", "1", "-d", "1"])
+    check(rc == 2, f"exit {rc}: {err.strip()}")
+    check("2048" in err and "ring buffer" in err, f"error does not give the range: {err.strip()}")
+    check("cannot load" not in err, "it got as far as loading")
+    # The largest accepted size reaches the next check (the pid), not a parse error.
+    rc, out, err = run_dlbpf(["--ringbuf-mb", "2048", "--pid", "999999"])
+    check(rc == 1 and "no process" in err, f"--ringbuf-mb 2048 refused: exit {rc}: {err.strip()}")
 
 
 if __name__ == "__main__":
