@@ -36,6 +36,7 @@
 #include "capture/symbolize.h"
 #include "output/timeline.h"
 #include "capture/tracer.h"
+#include "dlbpf/io.h"
 #include "util.h"
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
@@ -258,7 +259,8 @@ static void show_status(struct run *r, uint64_t now, uint64_t dt)
 			(double)(r->sum.records[k] - r->last_records[k]) * 1e9 / (double)(dt ? dt : 1));
 		r->last_records[k] = r->sum.records[k];
 	}
-	fprintf(stderr, " | %zu procs | drops %" PRIu64 " ", r->sum.n, total);
+	fprintf(stderr, " | %zu procs | drops %" PRIu64 ", recursion misses %" PRIu64 " ", r->sum.n, total,
+		dl_tracer_recursion_misses(&r->tracer, NULL, NULL));
 	r->status_shown = true;
 }
 
@@ -372,10 +374,26 @@ static void signal_ready(int fd)
 	close(fd);
 }
 
+/* A block request with no completion seen by the end: still in flight, or it ended where BPF does not run. */
+static void emit_unfinished(const struct dl_rq_start *rq, void *arg)
+{
+	struct run *r = arg;
+
+	dl_emit_bio_unseen(&r->stream, rq->ts, (pid_t)rq->tgid, (pid_t)rq->tid, rq->sector, rq->remaining, rq->dev,
+			   rq->flags & 0xffff);
+}
+
+static void emit_prog_misses(const char *prog, uint64_t misses, void *arg)
+{
+	struct run *r = arg;
+
+	dl_emit_prog(&r->stream, dl_now_ns(), prog, misses);
+}
+
 /* Live tracing: everything that needs the kernel, from checks to the last drained record. */
 static int trace_live(struct run *r)
 {
-	uint64_t drops[DL_DROP_MAX];
+	uint64_t drops[DL_DROP_MAX], misses;
 	int err;
 
 	for (int i = 0; i < r->cfg.npids; i++) {
@@ -405,7 +423,7 @@ static int trace_live(struct run *r)
 		return err;
 
 	r->start_ns = dl_now_ns();
-	dl_emit_trace_start(&r->stream, r->start_ns, dl_gpu_pcie_mbps());
+	dl_emit_trace_start_flags(&r->stream, r->start_ns, dl_gpu_pcie_mbps(), DL_TRACE_BIO_SUBMITS);
 	uint64_t duty_t0 = r->start_ns;
 	if (r->cfg.cmd) {
 		err = start_command(r);
@@ -443,8 +461,10 @@ static int trace_live(struct run *r)
 	dl_info("detached every probe in %.1f ms", (double)r->tracer.last_detach_ns / 1e6);
 	sync_kernel(r);
 	dl_held_continue_all(&r->held);
+	dl_tracer_unfinished_requests(&r->tracer, emit_unfinished, r);
+	misses = dl_tracer_recursion_misses(&r->tracer, emit_prog_misses, r);
 	dl_tracer_read_drops(&r->tracer, drops);
-	dl_emit_trace_end(&r->stream, dl_now_ns(), drops);
+	dl_emit_trace_end_misses(&r->stream, dl_now_ns(), drops, misses);
 	return err;
 }
 

@@ -48,6 +48,8 @@ enum dl_kind {
 	DL_EV_LIB = 8,         /* struct dl_lib_ev: a CUDA runtime attached in a process */
 	DL_EV_SYM = 9,         /* struct dl_sym_ev: the name of a code address (a kernel's host stub) */
 	DL_EV_TRACE_END = 10,  /* struct dl_trace_end_ev: tracing ended; final drop counts */
+	DL_EV_BIO_SUBMIT = 11, /* struct dl_bio_submit_ev: bytes a traced task put into a block request */
+	DL_EV_PROG = 12,       /* struct dl_prog_ev: one BPF program's runs the kernel skipped (collector) */
 	DL_EV_KIND_MAX,
 };
 
@@ -108,6 +110,14 @@ enum dl_bio_flags {
 	DL_BIO_ASYNC = 1u << 1,   /* submitted by a kernel thread (readahead, writeback, kworker) */
 	DL_BIO_ERROR = 1u << 2,
 	DL_BIO_PARTIAL = 1u << 3, /* completion of part of the request; more follow */
+	/*
+	 * No completion was seen for the request: it ended where no BPF program
+	 * ran (its pointer came back as a new request), or it was still in flight
+	 * when tracing stopped. bytes is what was outstanding; dur_ns is 0.
+	 */
+	DL_BIO_UNSEEN = 1u << 4,
+	DL_BIO_MERGED = 1u << 5,  /* dl_bio_submit_ev: a bio that joined a request already started */
+	DL_BIO_META = 1u << 6,    /* file system metadata (REQ_META) */
 };
 
 struct dl_bio_ev {
@@ -118,6 +128,21 @@ struct dl_bio_ev {
 	dl_u32 dev;               /* kernel dev_t: major << 20 | minor */
 	dl_u32 flags;             /* enum dl_bio_flags */
 	dl_u32 complete_cpu;
+};
+
+/*
+ * Bytes a traced task submitted: a request it started (the request's first
+ * bio), or a bio of its that joined a request already started (DL_BIO_MERGED).
+ * Written where the submitter runs, so it is there even when the request's
+ * completion is not seen; the sum is what /proc/PID/io counts for reads.
+ */
+struct dl_bio_submit_ev {
+	struct dl_hdr h;          /* ts = submission; tgid/tid = submitter */
+	dl_u64 sector;
+	dl_u32 bytes;
+	dl_u32 dev;               /* kernel dev_t: major << 20 | minor */
+	dl_u32 flags;             /* DL_BIO_WRITE, DL_BIO_MERGED, DL_BIO_META */
+	dl_u32 pad;
 };
 
 enum dl_thread_state {
@@ -160,9 +185,14 @@ struct dl_mark_ev {
 	dl_u32 pad;
 };
 
+enum dl_trace_flags {
+	/* Block bytes are counted at submission (DL_EV_BIO_SUBMIT); without it, at completion. */
+	DL_TRACE_BIO_SUBMITS = 1u << 0,
+};
+
 struct dl_trace_start_ev {
 	struct dl_hdr h;          /* ts = start of tracing */
-	dl_u32 flags;
+	dl_u32 flags;             /* enum dl_trace_flags */
 	dl_u32 pcie_mbps;         /* fastest GPU PCIe link in sysfs, MB/s; 0 if none */
 };
 
@@ -208,6 +238,17 @@ enum dl_drop_src {
 struct dl_trace_end_ev {
 	struct dl_hdr h;          /* ts = end of tracing */
 	dl_u64 drops[DL_DROP_MAX];
+	/* Appended: older recordings end before it (their h.size says so). */
+	dl_u64 recursion_misses;  /* runs of dlbpf's BPF programs the kernel's recursion guard skipped */
+};
+
+#define DL_PROG_NAME_LEN 16   /* BPF_OBJ_NAME_LEN */
+
+/* Written before DL_EV_TRACE_END for each program whose runs the kernel skipped. */
+struct dl_prog_ev {
+	struct dl_hdr h;          /* ts = end of tracing */
+	dl_u64 recursion_misses;
+	char name[DL_PROG_NAME_LEN];
 };
 
 /* Value of the "traced" map (key: tgid). */

@@ -6,8 +6,10 @@ the terminal, a count that is silently wrong), what dlbpf must do about it, and
 whether it did. Every row is a test function; the matrix is printed at the end.
 Run as root."""
 import atexit
+import os
+import subprocess
 
-from harness import check, main, run_dlbpf
+from harness import WORK, check, main, run_dlbpf, trace_waiting, workload
 
 ROWS = []
 
@@ -301,6 +303,40 @@ def test_ringbuf_too_large():
     # The largest accepted size reaches the next check (the pid), not a parse error.
     rc, out, err = run_dlbpf(["--ringbuf-mb", "2048", "--pid", "999999"])
     check(rc == 1 and "no process" in err, f"--ringbuf-mb 2048 refused: exit {rc}: {err.strip()}")
+
+
+def disk_load():
+    """Another process's I/O on the same disk: an O_DIRECT reader and a writer that fsyncs, so the
+    queue fills (requeues), requests merge and request structures are reused across processes."""
+    path = os.path.join(WORK, "load.dat")
+    if not os.path.exists(path) or os.path.getsize(path) != 64 << 20:
+        with open(path, "wb") as f:
+            f.write(os.urandom(64 << 20))
+            os.fsync(f.fileno())
+    sink = os.path.join(WORK, f"load-{os.getpid()}.out")
+    loops = [f"while :; do dd if={path} of=/dev/null bs=4M iflag=direct status=none; done",
+             f"while :; do dd if=/dev/zero of={sink} bs=1M count=32 conv=fsync status=none; done"]
+    return [subprocess.Popen(["sh", "-c", l]) for l in loops], sink
+
+
+@fault("block I/O of the traced job shares a busy disk with other processes (requeues, merges, reuse)",
+       "every round's bytes read == its /proc/PID/io delta exactly; data written == what it wrote")
+def test_block_bytes_under_load():
+    from test_dlbpf import ROUNDS, WRITE_MIB, check_io_rounds, make_data_file
+    loads, sink = disk_load()
+    try:
+        w, out, d, rc = trace_waiting([workload("ioread"), make_data_file(), "--wait", "--rounds", str(ROUNDS),
+                                       "--write", str(WRITE_MIB)], timeout=300)
+    finally:
+        for p in loads:   # the loop ends; the dd it was running finishes its few MiB
+            p.kill()
+            p.wait()
+        if os.path.exists(sink):
+            os.unlink(sink)
+    check(w.returncode == 0, f"ioread failed: {out}")
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
+    n, unseen = check_io_rounds(d.summary(), out, ROUNDS)
+    return f"{n} rounds exact under load; {unseen} completions not seen (counted at submission)"
 
 
 if __name__ == "__main__":

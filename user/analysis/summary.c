@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ void dl_summary_free(struct dl_summary *s)
 		proc_free(&s->procs[i]);
 	free(s->procs);
 	dl_u64map_free(&s->proc_of);
+	dl_vec_free(&s->prog_misses);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -159,7 +161,7 @@ static void add_cuda(struct dl_summary *s, const struct dl_call *c)
 
 static void add_bio(struct dl_summary *s, const struct dl_bio_ev *ev)
 {
-	bool final = !(ev->flags & DL_BIO_PARTIAL);
+	bool final = !(ev->flags & DL_BIO_PARTIAL), write = ev->flags & DL_BIO_WRITE;
 	struct dl_proc *p;
 
 	if (ev->flags & DL_BIO_ASYNC) {
@@ -168,15 +170,34 @@ static void add_bio(struct dl_summary *s, const struct dl_bio_ev *ev)
 		return;
 	}
 	p = dl_summary_proc(s, (pid_t)ev->h.tgid);
-	if (ev->flags & DL_BIO_WRITE) {
-		p->io.write_bytes += ev->bytes;
-		p->io.write_ops += final;
-	} else {
-		p->io.read_bytes += ev->bytes;
-		p->io.read_ops += final;
+	if (!s->bio_submits) {
+		*(write ? &p->io.write_bytes : &p->io.read_bytes) += ev->bytes;
+		*(write ? &p->io.write_ops : &p->io.read_ops) += final;
+	}
+	if (ev->flags & DL_BIO_UNSEEN) {
+		p->io.unseen_ops++;
+		p->io.unseen_bytes += ev->bytes;
+		return;
+	}
+	p->io.done_bytes += ev->bytes;
+	if (ev->flags & DL_BIO_ERROR) {
+		p->io.error_ops++;
+		p->io.error_bytes += ev->bytes;
 	}
 	if (final)
 		p->io.wait_ns += ev->dur_ns;
+}
+
+static void add_bio_submit(struct dl_summary *s, const struct dl_bio_submit_ev *ev)
+{
+	struct dl_proc *p = dl_summary_proc(s, (pid_t)ev->h.tgid);
+	bool write = ev->flags & DL_BIO_WRITE;
+
+	*(write ? &p->io.write_bytes : &p->io.read_bytes) += ev->bytes;
+	if (write && (ev->flags & DL_BIO_META))
+		p->io.write_meta_bytes += ev->bytes;
+	if (!(ev->flags & DL_BIO_MERGED))
+		*(write ? &p->io.write_ops : &p->io.read_ops) += 1;
 }
 
 static void add_sched(struct dl_summary *s, const struct dl_sched_ev *ev)
@@ -254,7 +275,7 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 		return 0;
 	}
 	s->records[h->kind]++;
-	if (h->kind <= DL_EV_MARK) {
+	if (h->kind <= DL_EV_MARK || h->kind == DL_EV_BIO_SUBMIT) {
 		if (!s->first_ts || h->ts < s->first_ts)
 			s->first_ts = h->ts;
 		if (h->ts > s->last_ts)
@@ -276,7 +297,20 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 	case DL_EV_TRACE_START:
 		s->start_ts = h->ts;
 		s->pcie_mbps = ((const struct dl_trace_start_ev *)rec)->pcie_mbps;
+		s->bio_submits = ((const struct dl_trace_start_ev *)rec)->flags & DL_TRACE_BIO_SUBMITS;
 		break;
+	case DL_EV_BIO_SUBMIT:
+		add_bio_submit(s, rec);
+		break;
+	case DL_EV_PROG: {
+		const struct dl_prog_ev *e = rec;
+		struct dl_prog_miss *m = dl_vec_push(&s->prog_misses);
+
+		memcpy(m->name, e->name, sizeof(m->name));
+		m->name[sizeof(m->name) - 1] = '\0';
+		m->misses = e->recursion_misses;
+		break;
+	}
 	case DL_EV_PROCINFO: {
 		const struct dl_procinfo_ev *e = rec;
 		struct dl_proc *p = dl_summary_proc(s, (pid_t)h->tgid);
@@ -301,6 +335,8 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 			s->drops[i] = e->drops[i];
 			s->drops_total += e->drops[i];
 		}
+		if (h->size >= offsetof(struct dl_trace_end_ev, recursion_misses) + sizeof(e->recursion_misses))
+			s->recursion_misses = e->recursion_misses;
 		break;
 	}
 	default:

@@ -57,13 +57,28 @@ struct dl_proc {
 	struct dl_u64map kernel_of;    /* func -> index + 1 of its latest stat */
 	struct dl_graph_stat *graphs;
 	size_t ngraphs, gcap;
+	/*
+	 * Bytes and requests as submitted by the process's tasks (what
+	 * /proc/PID/io counts for reads), or as completed in recordings made
+	 * before submissions were recorded. The rest is what the completions
+	 * said: bytes completed (an error included), those with an error, and
+	 * requests whose completion was not seen (DL_BIO_UNSEEN). write_meta_bytes
+	 * is the part of write_bytes that was file system metadata (REQ_META),
+	 * which /proc/PID/io's write_bytes leaves out.
+	 */
 	struct {
 		uint64_t read_bytes, read_ops, write_bytes, write_ops, wait_ns;
+		uint64_t done_bytes, error_ops, error_bytes, unseen_ops, unseen_bytes, write_meta_bytes;
 	} io;
 	struct {
 		uint64_t oncpu_ns, runq_ns, blocked_ns, sleep_ns, disk_ns, switches;
 	} sched;
 	struct dl_u64map tids; /* the set of threads seen (values unused) */
+};
+
+struct dl_prog_miss {
+	char name[DL_PROG_NAME_LEN];
+	uint64_t misses;
 };
 
 struct dl_summary {
@@ -78,6 +93,9 @@ struct dl_summary {
 	uint32_t pcie_mbps;           /* from DL_EV_TRACE_START */
 	uint64_t drops[DL_DROP_MAX];
 	uint64_t drops_total;
+	bool bio_submits;             /* DL_TRACE_BIO_SUBMITS: block bytes counted at submission */
+	uint64_t recursion_misses;    /* program runs the kernel's recursion guard skipped */
+	DL_VEC(struct dl_prog_miss) prog_misses;   /* from DL_EV_PROG, in the order they came */
 };
 
 void dl_summary_init(struct dl_summary *s);

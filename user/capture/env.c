@@ -77,9 +77,11 @@ int dl_env_probe(struct dl_features *f)
 	f->block_io_start = tp_param_count(btf, "block_io_start") >= 1;
 	f->switch_prev_state = tp_param_count(btf, "sched_switch") >= 4;
 	f->exit_group_dead = tp_param_count(btf, "sched_process_exit") >= 2;
-	dl_debug("kernel: block_io_start %s, sched_switch prev_state %s, sched_process_exit group_dead %s",
-		 f->block_io_start ? "yes" : "no", f->switch_prev_state ? "yes" : "no",
-		 f->exit_group_dead ? "yes" : "no");
+	f->bio_merge_bio_only = tp_param_count(btf, "block_bio_backmerge") == 1;
+	f->getrq_bio_only = tp_param_count(btf, "block_getrq") == 1;
+	dl_debug("kernel: block_io_start %s, sched_switch prev_state %s, sched_process_exit group_dead %s, "
+		 "block_bio_backmerge (%s)", f->block_io_start ? "yes" : "no", f->switch_prev_state ? "yes" : "no",
+		 f->exit_group_dead ? "yes" : "no", f->bio_merge_bio_only ? "bio" : "q, rq, bio");
 	btf__free(btf);
 	return 0;
 }

@@ -9,6 +9,8 @@ struct dl_features {
 	bool block_io_start;        /* tracepoint block_io_start exists (6.5+) */
 	bool switch_prev_state;     /* sched_switch passes prev_state */
 	bool exit_group_dead;       /* sched_process_exit passes group_dead */
+	bool bio_merge_bio_only;    /* block_bio_backmerge passes (bio), not (q, rq, bio) (5.11+) */
+	bool getrq_bio_only;        /* block_getrq passes (bio), not (q, bio, rw) (5.11+) */
 };
 
 /* Fails with a message that says what to do when dlbpf cannot load BPF here. */

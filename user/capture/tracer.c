@@ -13,6 +13,7 @@
 #include "records/clock.h"
 #include "capture/discover.h"
 #include "dlbpf.skel.h"
+#include "dlbpf/io.h"
 #include "capture/elfsym.h"
 #include "log.h"
 #include "capture/procfs.h"
@@ -41,9 +42,13 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 	skel->rodata->agg_mode = agg_mode;
 	skel->rodata->switch_has_prev_state = t->feat.switch_prev_state;
 	skel->rodata->exit_has_group_dead = t->feat.exit_group_dead;
+	skel->rodata->bio_merge_bio_only = t->feat.bio_merge_bio_only;
+	skel->rodata->getrq_bio_only = t->feat.getrq_bio_only;
 	bpf_program__set_autoload(skel->progs.io_start, t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_insert, !t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_issue, !t->feat.block_io_start);
+	bpf_program__set_autoload(skel->progs.io_requeue, !t->feat.block_io_start);
+	bpf_program__set_autoload(skel->progs.io_getrq, !t->feat.block_io_start);
 	/* Attached by hand: per library (dl_tracer_scan_cuda) and per process (--step-on, marker.c). */
 	bpf_program__set_autoattach(skel->progs.cuda_entry_only, false);
 	bpf_program__set_autoattach(skel->progs.cuda_enter, false);
@@ -599,6 +604,45 @@ int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX])
 	}
 	free(v);
 	return 0;
+}
+
+uint64_t dl_tracer_recursion_misses(const struct dl_tracer *t,
+				    void (*fn)(const char *prog, uint64_t misses, void *ctx), void *ctx)
+{
+	const struct bpf_object_skeleton *sk = t->skel ? t->skel->skeleton : NULL;
+	uint64_t total = 0;
+
+	for (int i = 0; sk && i < sk->prog_cnt; i++) {
+		struct bpf_program *prog = *sk->progs[i].prog;
+		struct bpf_prog_info info;
+		uint32_t len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		memset(&info, 0, sizeof(info));
+		if (fd < 0 || bpf_prog_get_info_by_fd(fd, &info, &len) || !info.recursion_misses)
+			continue;
+		total += info.recursion_misses;
+		if (fn)
+			fn(bpf_program__name(prog), info.recursion_misses, ctx);
+	}
+	return total;
+}
+
+void dl_tracer_unfinished_requests(const struct dl_tracer *t, void (*fn)(const struct dl_rq_start *rq, void *ctx),
+				   void *ctx)
+{
+	int fd = bpf_map__fd(t->skel->maps.requests);
+	uint64_t key, next;
+	struct dl_rq_start v;
+	bool first = true;
+
+	/* At most the map's size: a map that changed under the walk cannot make it loop. */
+	for (int n = 0; n < DL_MAX_REQUESTS && !bpf_map_get_next_key(fd, first ? NULL : &key, &next); n++) {
+		first = false;
+		key = next;
+		if (!bpf_map_lookup_elem(fd, &key, &v))
+			fn(&v, ctx);
+	}
 }
 
 static void *destroy_link(void *l)

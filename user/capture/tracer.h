@@ -97,6 +97,17 @@ void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid);
 int dl_tracer_ringbuf_fd(const struct dl_tracer *t);
 /* Sums the per-CPU drop counters. */
 int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX]);
+/*
+ * Runs of dlbpf's programs the kernel's recursion guard skipped (a program's
+ * tracepoint fired while it ran on that CPU): calls fn, if given, for each
+ * program with any, and returns the total.
+ */
+uint64_t dl_tracer_recursion_misses(const struct dl_tracer *t,
+				    void (*fn)(const char *prog, uint64_t misses, void *ctx), void *ctx);
+struct dl_rq_start;
+/* Calls fn for each block request left in the BPF side's table: started, no completion seen. */
+void dl_tracer_unfinished_requests(const struct dl_tracer *t, void (*fn)(const struct dl_rq_start *rq, void *ctx),
+				   void *ctx);
 /* Removes every probe: nothing more is produced, the maps stay readable. */
 void dl_tracer_detach(struct dl_tracer *t);
 void dl_tracer_destroy(struct dl_tracer *t);

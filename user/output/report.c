@@ -88,8 +88,16 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 
 	for (int k = 0; k < DL_EV_TRACE_START; k++)
 		events += s->records[k];
+	events += s->records[DL_EV_BIO_SUBMIT];
 	fprintf(f, "\ndlbpf: traced %zu process%s for %.2f s: %" PRIu64 " events, %" PRIu64 " dropped\n",
 		s->n, s->n == 1 ? "" : "es", (double)dl_summary_duration(s) / 1e9, events, s->drops_total);
+	if (s->recursion_misses) {
+		fprintf(f, "  WARNING: the kernel skipped %" PRIu64 " runs of dlbpf's programs (a tracepoint fired "
+			"while the same program ran on that CPU:", s->recursion_misses);
+		for (size_t i = 0; i < s->prog_misses.n; i++)
+			fprintf(f, "%s %s %" PRIu64, i ? "," : "", s->prog_misses.v[i].name, s->prog_misses.v[i].misses);
+		fprintf(f, "): what they would have seen is missing\n");
+	}
 	if (s->drops_total) {
 		fprintf(f, "  WARNING: events were lost (");
 		for (int i = 0, first = 1; i < DL_DROP_MAX; i++)
@@ -116,8 +124,16 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 			fprintf(f, "  CUDA     not found (no CUDA runtime mapped in this process)\n");
 		fmt_bytes(r, sizeof(r), p->io.read_bytes);
 		fmt_bytes(w, sizeof(w), p->io.write_bytes);
-		fprintf(f, "  disk     read %s in %" PRIu64 " requests, wrote %s in %" PRIu64 " (%.3f ms waiting)\n",
+		fprintf(f, "  disk     read %s in %" PRIu64 " requests, wrote %s in %" PRIu64 " (%.3f ms waiting)",
 			r, p->io.read_ops, w, p->io.write_ops, ms(p->io.wait_ns));
+		if (p->io.error_ops) {
+			fmt_bytes(r, sizeof(r), p->io.error_bytes);
+			fprintf(f, "; %" PRIu64 " completions with an I/O error (%s)", p->io.error_ops, r);
+		}
+		if (p->io.unseen_ops)
+			fprintf(f, "; %" PRIu64 " requests with no completion seen (in flight at the end, or "
+				"completed where BPF does not run)", p->io.unseen_ops);
+		fputc('\n', f);
 		fprintf(f, "  cpu      on-CPU %.3f ms, runqueue %.3f ms, blocked %.3f ms (S %.3f, D %.3f), "
 			"%" PRIu64 " switches, %u threads\n",
 			ms(p->sched.oncpu_ns), ms(p->sched.runq_ns), ms(p->sched.blocked_ns), ms(p->sched.sleep_ns),
@@ -214,7 +230,13 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_ku64(j, "read_ops", p->io.read_ops);
 	dl_json_ku64(j, "write_bytes", p->io.write_bytes);
 	dl_json_ku64(j, "write_ops", p->io.write_ops);
+	dl_json_ku64(j, "write_meta_bytes", p->io.write_meta_bytes);
 	dl_json_ku64(j, "wait_ns", p->io.wait_ns);
+	dl_json_ku64(j, "completed_bytes", p->io.done_bytes);
+	dl_json_ku64(j, "error_ops", p->io.error_ops);
+	dl_json_ku64(j, "error_bytes", p->io.error_bytes);
+	dl_json_ku64(j, "unseen_ops", p->io.unseen_ops);
+	dl_json_ku64(j, "unseen_bytes", p->io.unseen_bytes);
 	dl_json_obj_end(j);
 
 	dl_json_key(j, "sched");
@@ -245,6 +267,12 @@ int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlat
 	for (int i = 0; i < DL_DROP_MAX; i++)
 		if (drop_names[i])
 			dl_json_ku64(&j, drop_names[i], s->drops[i]);
+	dl_json_ku64(&j, "recursion_misses", s->recursion_misses);
+	dl_json_key(&j, "recursion_misses_by_program");
+	dl_json_obj_begin(&j);
+	for (size_t i = 0; i < s->prog_misses.n; i++)
+		dl_json_ku64(&j, s->prog_misses.v[i].name, s->prog_misses.v[i].misses);
+	dl_json_obj_end(&j);
 	dl_json_obj_end(&j);
 	dl_json_key(&j, "async_io");
 	dl_json_obj_begin(&j);

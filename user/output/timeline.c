@@ -332,6 +332,8 @@ static void add_bio(struct dl_timeline *t, const struct dl_bio_ev *ev)
 	struct lane *l;
 	int n = 0;
 
+	if (ev->flags & DL_BIO_UNSEEN)
+		return;   /* no completion, so no duration to draw */
 	bin_add(t, C_DISK, ev->h.ts, e, (double)ev->bytes);
 	if (ev->flags & DL_BIO_PARTIAL)
 		return;   /* one slice per request, at its final completion */

@@ -13,7 +13,10 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_PROCINFO] = sizeof(struct dl_procinfo_ev),
 	[DL_EV_LIB] = sizeof(struct dl_lib_ev),
 	[DL_EV_SYM] = offsetof(struct dl_sym_ev, name) + 1,
-	[DL_EV_TRACE_END] = sizeof(struct dl_trace_end_ev),
+	/* Older recordings' trace end holds the drops only. */
+	[DL_EV_TRACE_END] = offsetof(struct dl_trace_end_ev, recursion_misses),
+	[DL_EV_BIO_SUBMIT] = sizeof(struct dl_bio_submit_ev),
+	[DL_EV_PROG] = sizeof(struct dl_prog_ev),
 };
 
 /* Checks the size a record claims against its kind; 0 if it can be read as that kind. */
@@ -106,14 +109,20 @@ static void copy_str(char *dst, size_t cap, const char *src)
 	memset(dst + n, 0, cap - n);
 }
 
-void dl_emit_trace_start(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps)
+void dl_emit_trace_start_flags(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps, uint32_t flags)
 {
 	struct dl_trace_start_ev e;
 
 	memset(&e, 0, sizeof(e));
 	fill_hdr(&e.h, sizeof(e), DL_EV_TRACE_START, ts, 0);
+	e.flags = flags;
 	e.pcie_mbps = pcie_mbps;
 	dl_stream_emit(s, &e, sizeof(e));
+}
+
+void dl_emit_trace_start(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps)
+{
+	dl_emit_trace_start_flags(s, ts, pcie_mbps, 0);
 }
 
 void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid)
@@ -155,12 +164,45 @@ void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, con
 	dl_stream_emit(s, &u, size);
 }
 
-void dl_emit_trace_end(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX])
+void dl_emit_trace_end_misses(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX],
+			      uint64_t recursion_misses)
 {
 	struct dl_trace_end_ev e;
 
 	memset(&e, 0, sizeof(e));
 	fill_hdr(&e.h, sizeof(e), DL_EV_TRACE_END, ts, 0);
 	memcpy(e.drops, drops, sizeof(e.drops));
+	e.recursion_misses = recursion_misses;
+	dl_stream_emit(s, &e, sizeof(e));
+}
+
+void dl_emit_trace_end(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX])
+{
+	dl_emit_trace_end_misses(s, ts, drops, 0);
+}
+
+void dl_emit_prog(struct dl_stream *s, uint64_t ts, const char *name, uint64_t recursion_misses)
+{
+	struct dl_prog_ev e;
+
+	memset(&e, 0, sizeof(e));
+	fill_hdr(&e.h, sizeof(e), DL_EV_PROG, ts, 0);
+	e.recursion_misses = recursion_misses;
+	copy_str(e.name, sizeof(e.name), name);
+	dl_stream_emit(s, &e, sizeof(e));
+}
+
+void dl_emit_bio_unseen(struct dl_stream *s, uint64_t ts, pid_t tgid, pid_t tid, uint64_t sector, uint32_t bytes,
+			uint32_t dev, uint32_t flags)
+{
+	struct dl_bio_ev e;
+
+	memset(&e, 0, sizeof(e));
+	fill_hdr(&e.h, sizeof(e), DL_EV_BIO, ts, tgid);
+	e.h.tid = (uint32_t)tid;
+	e.sector = sector;
+	e.bytes = bytes;
+	e.dev = dev;
+	e.flags = flags | DL_BIO_UNSEEN;
 	dl_stream_emit(s, &e, sizeof(e));
 }

@@ -64,9 +64,18 @@ int dl_stream_emit(struct dl_stream *s, const void *rec, size_t len);
 
 /* Records the collector writes (h.ts is CLOCK_MONOTONIC now, like the kernel's). */
 void dl_emit_trace_start(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps);
+/* flags: enum dl_trace_flags (what the live side records, e.g. block submissions). */
+void dl_emit_trace_start_flags(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps, uint32_t flags);
 void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid);
 void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms);
 void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *name);
 void dl_emit_trace_end(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX]);
+void dl_emit_trace_end_misses(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX],
+			      uint64_t recursion_misses);
+/* One BPF program's runs skipped by the kernel's recursion guard (before the trace end). */
+void dl_emit_prog(struct dl_stream *s, uint64_t ts, const char *name, uint64_t recursion_misses);
+/* A block request still outstanding when tracing stopped (DL_BIO_UNSEEN is added to flags). */
+void dl_emit_bio_unseen(struct dl_stream *s, uint64_t ts, pid_t tgid, pid_t tid, uint64_t sector, uint32_t bytes,
+			uint32_t dev, uint32_t flags);
 
 #endif

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * What was lost, counted: block bytes at submission and at completion (errors,
+ * completions not seen), program runs the kernel skipped, through the
+ * summary, the reports and a recording. Every expected figure is worked out
+ * by hand from the records fed.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "check.h"
+#include "analysis/correlate.h"
+#include "analysis/diagnose.h"
+#include "analysis/summary.h"
+#include "output/report.h"
+#include "records/record.h"
+#include "records/stream.h"
+
+#define PID 100
+
+static struct dl_bio_submit_ev submit(uint64_t ts, uint32_t bytes, uint32_t flags)
+{
+	struct dl_bio_submit_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_BIO_SUBMIT, .ts = ts, .tgid = PID, .tid = PID + 1 };
+	e.bytes = bytes;
+	e.flags = flags;
+	return e;
+}
+
+static struct dl_bio_ev done(uint64_t ts, uint64_t dur, uint32_t bytes, uint32_t flags)
+{
+	struct dl_bio_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_BIO, .ts = ts, .tgid = PID, .tid = PID + 1 };
+	e.dur_ns = dur;
+	e.bytes = bytes;
+	e.flags = flags;
+	return e;
+}
+
+#define EMIT(st, rec) CHECK(dl_stream_emit((st), &(rec), sizeof(rec)) == 0, "record refused")
+
+/* The records of one traced process's disk I/O, submissions and completions. */
+static void feed_io(struct dl_stream *st, bool submissions)
+{
+	struct dl_bio_submit_ev s;
+	struct dl_bio_ev c;
+
+	dl_emit_trace_start_flags(st, 1000, 0, submissions ? DL_TRACE_BIO_SUBMITS : 0);
+	if (submissions) {
+		s = submit(1100, 4096, 0);                       /* read request A starts */
+		EMIT(st, s);
+		s = submit(1110, 8192, DL_BIO_MERGED);           /* a bio joins A */
+		EMIT(st, s);
+		s = submit(1200, 65536, DL_BIO_WRITE);           /* write request W */
+		EMIT(st, s);
+		s = submit(1300, 4096, 0);                       /* read request B */
+		EMIT(st, s);
+	}
+	c = done(1100, 100, 12288, 0);                          /* A, merged bio included */
+	EMIT(st, c);
+	c = done(1200, 200, 16384, DL_BIO_WRITE | DL_BIO_PARTIAL);  /* W: a first part */
+	EMIT(st, c);
+	c = done(1200, 300, 49152, DL_BIO_WRITE | DL_BIO_ERROR);    /* W: the rest, failed */
+	EMIT(st, c);
+	c = done(1300, 0, 4096, DL_BIO_UNSEEN);                 /* B: its completion never seen */
+	EMIT(st, c);
+}
+
+static void test_io_submitted(void)
+{
+	struct dl_summary s;
+	struct dl_stream st = {};
+	struct dl_proc *p;
+
+	dl_summary_init(&s);
+	dl_stream_add(&st, dl_summary_sink, &s);
+	feed_io(&st, true);
+	p = dl_summary_find(&s, PID);
+	CHECK(p != NULL, "process missing");
+	if (p) {
+		/* Submitted: A 4096 + its merged 8192 + B 4096; requests: A and B (the merge is no request). */
+		CHECK_EQ_U64(p->io.read_bytes, 16384);
+		CHECK_EQ_U64(p->io.read_ops, 2);
+		CHECK_EQ_U64(p->io.write_bytes, 65536);
+		CHECK_EQ_U64(p->io.write_ops, 1);
+		/* Completed: 12288 + 16384 + 49152; B's 4096 is unseen, not completed. */
+		CHECK_EQ_U64(p->io.done_bytes, 77824);
+		CHECK_EQ_U64(p->io.error_ops, 1);
+		CHECK_EQ_U64(p->io.error_bytes, 49152);
+		CHECK_EQ_U64(p->io.unseen_ops, 1);
+		CHECK_EQ_U64(p->io.unseen_bytes, 4096);
+		/* Waiting: A's 100 and W's final 300; a partial completion or an unseen one adds none. */
+		CHECK_EQ_U64(p->io.wait_ns, 400);
+	}
+	dl_summary_free(&s);
+	dl_stream_free(&st);
+}
+
+/* A recording made before submissions were recorded counts bytes as they completed. */
+static void test_io_completed_only(void)
+{
+	struct dl_summary s;
+	struct dl_stream st = {};
+	struct dl_proc *p;
+
+	dl_summary_init(&s);
+	dl_stream_add(&st, dl_summary_sink, &s);
+	feed_io(&st, false);
+	p = dl_summary_find(&s, PID);
+	CHECK(p != NULL, "process missing");
+	if (p) {
+		CHECK_EQ_U64(p->io.read_bytes, 12288 + 4096);
+		CHECK_EQ_U64(p->io.read_ops, 2);
+		CHECK_EQ_U64(p->io.write_bytes, 16384 + 49152);
+		CHECK_EQ_U64(p->io.write_ops, 1);   /* the partial completion is the same request */
+	}
+	dl_summary_free(&s);
+	dl_stream_free(&st);
+}
+
+struct out {
+	char *text, *json;
+	size_t text_len, json_len;
+};
+
+static void report(const struct dl_summary *s, struct out *o)
+{
+	struct dl_correlator *c = dl_corr_new(&(struct dl_corr_opts){ 0 }, NULL, NULL);
+	struct dl_diagnosis *d = calloc(1, sizeof(*d));
+	FILE *f;
+
+	dl_corr_finish(c);
+	dl_diagnose(c, s, NULL, d);
+	f = open_memstream(&o->json, &o->json_len);
+	CHECK(dl_report_json(f, s, c, d) == 0, "json");
+	fclose(f);
+	f = open_memstream(&o->text, &o->text_len);
+	dl_report_text(f, s);
+	fclose(f);
+	dl_corr_free(c);
+	free(d);
+}
+
+/* The end of a trace whose programs the kernel skipped 3 and 2 times. */
+static void feed_misses(struct dl_stream *st)
+{
+	uint64_t drops[DL_DROP_MAX] = { [DL_DROP_BIO] = 1 };
+
+	dl_emit_trace_start_flags(st, 1000, 0, DL_TRACE_BIO_SUBMITS);
+	dl_emit_procinfo(st, 1000, PID, 1, "job", PID);
+	dl_emit_prog(st, 5000, "io_complete", 3);
+	dl_emit_prog(st, 5000, "sched_switch", 2);
+	dl_emit_trace_end_misses(st, 5000, drops, 5);
+}
+
+static void check_misses(const struct dl_summary *s, const char *how)
+{
+	struct out o = {};
+
+	CHECK(s->recursion_misses == 5, "%s: %llu misses", how, (unsigned long long)s->recursion_misses);
+	CHECK(s->prog_misses.n == 2, "%s: %zu programs", how, s->prog_misses.n);
+	if (s->prog_misses.n == 2)
+		CHECK(!strcmp(s->prog_misses.v[0].name, "io_complete") && s->prog_misses.v[0].misses == 3 &&
+		      !strcmp(s->prog_misses.v[1].name, "sched_switch") && s->prog_misses.v[1].misses == 2,
+		      "%s: programs %s %llu, %s %llu", how, s->prog_misses.v[0].name,
+		      (unsigned long long)s->prog_misses.v[0].misses, s->prog_misses.v[1].name,
+		      (unsigned long long)s->prog_misses.v[1].misses);
+	report(s, &o);
+	CHECK(o.text && strstr(o.text, "skipped 5 runs") && strstr(o.text, "io_complete 3, sched_switch 2"),
+	      "%s: text report: %s", how, o.text);
+	/* Recursion misses are not ring-buffer drops: "events" stays the drop count. */
+	CHECK(o.json && strstr(o.json, "\"events\":1,") && strstr(o.json, "\"recursion_misses\":5,") &&
+	      strstr(o.json, "\"recursion_misses_by_program\":{\"io_complete\":3,\"sched_switch\":2}"),
+	      "%s: JSON: %s", how, o.json);
+	free(o.text);
+	free(o.json);
+}
+
+static void test_recursion_misses(void)
+{
+	struct dl_summary s;
+	struct dl_stream st = {};
+
+	dl_summary_init(&s);
+	dl_stream_add(&st, dl_summary_sink, &s);
+	feed_misses(&st);
+	check_misses(&s, "live");
+	dl_summary_free(&s);
+	dl_stream_free(&st);
+}
+
+/* Written to a recording and replayed, the counts come back. */
+static void test_misses_replayed(void)
+{
+	char path[] = "/tmp/dlbpf-test-counts-XXXXXX", err[512];
+	struct dl_recorder r;
+	struct dl_stream out = {}, in = {};
+	struct dl_summary s;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0, "mkstemp");
+	if (fd < 0)
+		return;
+	close(fd);
+	CHECK(dl_recorder_open(&r, path) == 0, "open");
+	dl_stream_add(&out, dl_recorder_sink, &r);
+	feed_misses(&out);
+	CHECK(dl_recorder_close(&r) == 0, "close");
+	dl_summary_init(&s);
+	dl_stream_add(&in, dl_summary_sink, &s);
+	CHECK(dl_replay(path, &in, NULL, err, sizeof(err)) == 0, "replay: %s", err);
+	check_misses(&s, "replayed");
+	unlink(path);
+	dl_summary_free(&s);
+	dl_stream_free(&out);
+	dl_stream_free(&in);
+}
+
+/* A trace end as versions before recursion_misses wrote it: read, with no misses. */
+static void test_old_trace_end(void)
+{
+	struct dl_summary s;
+	struct dl_stream st = {};
+	struct dl_trace_end_ev e;
+	struct out o = {};
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = offsetof(struct dl_trace_end_ev, recursion_misses), .kind = DL_EV_TRACE_END,
+			       .ts = 2000 };
+	e.drops[DL_DROP_SCHED] = 4;
+	e.recursion_misses = 99;   /* past h.size: not the record's */
+	dl_summary_init(&s);
+	dl_stream_add(&st, dl_summary_sink, &s);
+	CHECK(dl_stream_emit(&st, &e, e.h.size) == 0, "old trace end refused");
+	CHECK_EQ_U64(st.malformed, 0);
+	CHECK_EQ_U64(s.drops_total, 4);
+	CHECK_EQ_U64(s.recursion_misses, 0);
+	report(&s, &o);
+	CHECK(o.text && !strstr(o.text, "skipped"), "a warning with no misses: %s", o.text);
+	free(o.text);
+	free(o.json);
+	dl_summary_free(&s);
+	dl_stream_free(&st);
+}
+
+int main(void)
+{
+	test_io_submitted();
+	test_io_completed_only();
+	test_recursion_misses();
+	test_misses_replayed();
+	test_old_trace_end();
+	return check_report("test_counts");
+}
