@@ -108,8 +108,9 @@ static int on_record(void *ctx, void *data, size_t len)
 
 		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
 		if (e->what == DL_PROC_EXEC && !dl_summary_find(&r->sum, (pid_t)h->tgid)) {
-			dl_emit_procinfo(&r->stream, dl_now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm,
-					 dl_proc_nspid((pid_t)h->tgid));
+			/* One thread: exec leaves only the caller, and later ones are traced from their start. */
+			dl_emit_procinfo_threads(&r->stream, dl_now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm,
+						 dl_proc_nspid((pid_t)h->tgid), 1);
 			dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
 			note_load(r, &(struct dl_cuda_ev){ .h = *h });
 		}
@@ -133,7 +134,8 @@ static void trace_existing(pid_t pid, pid_t ppid, void *arg)
 	struct dl_proc_stat st;
 
 	if (dl_tracer_trace_pid(&r->tracer, pid, ppid) == 0 && dl_proc_stat(pid, &st) == 0)
-		dl_emit_procinfo(&r->stream, dl_now_ns(), pid, ppid, st.comm, dl_proc_nspid(pid));
+		dl_emit_procinfo_threads(&r->stream, dl_now_ns(), pid, ppid, st.comm, dl_proc_nspid(pid),
+					 (uint32_t)st.threads);
 }
 
 static int trace_root(struct run *r, pid_t pid)
@@ -148,7 +150,16 @@ static int trace_root(struct run *r, pid_t pid)
 	err = dl_tracer_trace_pid(&r->tracer, pid, st.ppid);
 	if (err)
 		return err;
-	dl_emit_procinfo(&r->stream, dl_now_ns(), pid, st.ppid, st.comm, dl_proc_nspid(pid));
+	/*
+	 * Its threads are counted once it is in the traced set, so none can
+	 * start unseen in between (one starting in that instant counts twice).
+	 */
+	if (dl_proc_stat(pid, &st)) {
+		dl_err("process %d is gone", pid);
+		return -ESRCH;
+	}
+	dl_emit_procinfo_threads(&r->stream, dl_now_ns(), pid, st.ppid, st.comm, dl_proc_nspid(pid),
+				 (uint32_t)st.threads);
 	if (dl_proc_nspid(pid) > 0 && dl_proc_nspid(pid) != pid)
 		dl_info("pid %d (%s) is pid %d in its pid namespace", pid, st.comm, dl_proc_nspid(pid));
 	/* Data-loader workers already running are part of the job. */

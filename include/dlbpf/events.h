@@ -203,6 +203,9 @@ struct dl_procinfo_ev {
 	char comm[DL_COMM_LEN];
 	dl_u32 nspid;             /* its pid inside its own pid namespace (= tgid outside containers) */
 	dl_u32 pad;
+	/* Appended: older recordings end before it (their h.size says so). */
+	dl_u32 threads;           /* threads it had when tracing of it began; 0 if not known */
+	dl_u32 pad2;
 };
 
 #define DL_PATH_LEN 256

@@ -9,7 +9,7 @@ import atexit
 import os
 import subprocess
 
-from harness import WORK, check, main, run_dlbpf, trace_waiting, workload
+from harness import WORK, Dlbpf, check, main, process, run_dlbpf, trace_waiting, truth_line, workload
 
 ROWS = []
 
@@ -337,6 +337,32 @@ def test_block_bytes_under_load():
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
     n, unseen = check_io_rounds(d.summary(), out, ROUNDS)
     return f"{n} rounds exact under load; {unseen} completions not seen (counted at submission)"
+
+
+THREADS = 40000   # more than pid_max (32768 here): thread ids repeat within the run
+
+
+@fault("a job starts more short threads than pid_max, so thread ids repeat",
+       "threads == the workload's pthread_create successes + its main thread")
+def test_thread_starts_counted():
+    d = Dlbpf(["--", workload("threads"), str(THREADS)])
+    rc = d.wait(timeout=300)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-500:]}")
+    truth = truth_line(d.stdout, '{"pid"')
+    check(truth["created"] == THREADS, f"workload: {truth}")
+    s = d.summary()
+    check(s["drops"]["events"] == 0, f"events dropped: {s['drops']}")
+    got = process(s, truth["pid"])["threads"]
+    distinct = truth["distinct_tids"]
+    check(got == truth["created"] + 1,
+          f"threads {got}, the workload started {truth['created']} (+1 main; {distinct} distinct tids)")
+    # Attached to a running process: the threads it has then, plus those it starts.
+    w, out, d, rc = trace_waiting([workload("threads"), "1000", "--hold", "7", "--wait"])
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-500:]}")
+    truth = truth_line(out, '{"pid"')
+    got = process(d.summary(), w.pid)["threads"]
+    check(got == 1 + truth["held"] + truth["created"], f"attached: threads {got} for {truth}")
+    return f"{THREADS + 1} threads counted, {distinct} distinct tids among them; attached: {got}"
 
 
 if __name__ == "__main__":

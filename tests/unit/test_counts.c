@@ -13,6 +13,7 @@
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
 #include "analysis/summary.h"
+#include "capture/procfs.h"
 #include "output/report.h"
 #include "records/record.h"
 #include "records/stream.h"
@@ -248,8 +249,89 @@ static void test_old_trace_end(void)
 	dl_stream_free(&st);
 }
 
+static struct dl_proc_ev proc_ev(uint32_t what, uint32_t tgid, uint32_t tid)
+{
+	struct dl_proc_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_PROC, .ts = 1500, .tgid = tgid, .tid = tid };
+	e.what = what;
+	e.ppid = 1;
+	return e;
+}
+
+static struct dl_sched_ev sched_ev(uint32_t tgid, uint32_t tid)
+{
+	struct dl_sched_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_SCHED, .ts = 1600, .tgid = tgid, .tid = tid };
+	e.dur_ns = 10;
+	e.state = DL_ST_RUNNING;
+	return e;
+}
+
+/* Threads are starts: a tid that comes back is another thread. */
+static void test_thread_starts(void)
+{
+	struct dl_summary s;
+	struct dl_stream st = {};
+	struct dl_procinfo_ev old;
+	struct dl_proc_ev e;
+	struct dl_sched_ev sc;
+	struct dl_proc *p;
+
+	dl_summary_init(&s);
+	dl_stream_add(&st, dl_summary_sink, &s);
+	/* Attached with 3 threads; then 2 starts, the second reusing the first's tid. */
+	dl_emit_procinfo_threads(&st, 1000, 100, 1, "job", 100, 3);
+	e = proc_ev(DL_PROC_THREAD, 100, 150);
+	EMIT(&st, e);
+	sc = sched_ev(100, 150);
+	EMIT(&st, sc);
+	e = proc_ev(DL_PROC_EXIT, 100, 150);
+	EMIT(&st, e);
+	e = proc_ev(DL_PROC_THREAD, 100, 150);
+	EMIT(&st, e);
+	/* Forked while traced: its first thread, then one start. */
+	e = proc_ev(DL_PROC_FORK, 200, 200);
+	EMIT(&st, e);
+	e = proc_ev(DL_PROC_THREAD, 200, 201);
+	EMIT(&st, e);
+	/* A procinfo as older versions wrote it (no thread count): the distinct tids seen. */
+	memset(&old, 0, sizeof(old));
+	old.h = (struct dl_hdr){ .size = offsetof(struct dl_procinfo_ev, threads), .kind = DL_EV_PROCINFO, .ts = 1000,
+				 .tgid = 300, .tid = 300 };
+	CHECK(dl_stream_emit(&st, &old, old.h.size) == 0, "old procinfo refused");
+	for (uint32_t tid = 300; tid < 304; tid++) {
+		sc = sched_ev(300, tid);
+		EMIT(&st, sc);
+		EMIT(&st, sc);
+	}
+	p = dl_summary_find(&s, 100);
+	CHECK(p && p->threads == 5, "attached with 3, 2 starts: %u", p ? p->threads : 0);
+	p = dl_summary_find(&s, 200);
+	CHECK(p && p->threads == 2, "forked, 1 start: %u", p ? p->threads : 0);
+	p = dl_summary_find(&s, 300);
+	CHECK(p && p->threads == 4, "old recording, 4 tids: %u", p ? p->threads : 0);
+	dl_summary_free(&s);
+	dl_stream_free(&st);
+}
+
+/* num_threads, the 20th field of /proc/PID/stat. */
+static void test_stat_threads(void)
+{
+	struct dl_proc_stat ps;
+
+	CHECK(dl_stat_parse("4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 37 0 123 456 78",
+			    &ps) == 0 && ps.threads == 37 && ps.ppid == 1, "threads %d ppid %d", ps.threads, ps.ppid);
+	CHECK(dl_stat_parse("4242 (job) R 1 4242", &ps) == 0 && ps.threads == 0, "short line: threads %d", ps.threads);
+}
+
 int main(void)
 {
+	test_thread_starts();
+	test_stat_threads();
 	test_io_submitted();
 	test_io_completed_only();
 	test_recursion_misses();

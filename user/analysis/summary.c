@@ -53,8 +53,18 @@ struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid)
 
 static void note_thread(struct dl_proc *p, uint32_t tid)
 {
+	if (p->threads_known)
+		return;
 	dl_u64map_put(&p->tids, tid, 0);
 	p->threads = (uint32_t)p->tids.n;
+}
+
+/* From now on threads counts starts, from n: the set of tids is no longer needed. */
+static void threads_from(struct dl_proc *p, uint32_t n)
+{
+	p->threads_known = true;
+	p->threads = n;
+	dl_u64map_free(&p->tids);
 }
 
 static void add_copy(struct dl_proc *p, const struct dl_call *c)
@@ -242,10 +252,13 @@ static void add_proc(struct dl_summary *s, const struct dl_proc_ev *ev)
 		p->ppid = (pid_t)ev->ppid;
 		p->seen_start = true;
 		set_comm(p, ev->comm);
-		note_thread(p, ev->h.tid);
+		threads_from(p, 1);
 		break;
 	case DL_PROC_THREAD:
-		note_thread(p, ev->h.tid);
+		if (p->threads_known)
+			p->threads++;
+		else
+			note_thread(p, ev->h.tid);
 		break;
 	case DL_PROC_EXEC:
 		set_comm(p, ev->comm);
@@ -318,6 +331,8 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 		p->ppid = (pid_t)e->ppid;
 		set_comm(p, e->comm);
 		p->nspid = (pid_t)e->nspid;
+		if (h->size >= offsetof(struct dl_procinfo_ev, threads) + sizeof(e->threads) && e->threads)
+			threads_from(p, e->threads);
 		break;
 	}
 	case DL_EV_LIB:

@@ -46,7 +46,13 @@ struct dl_proc {
 	bool exited;
 	int exit_code;
 	uint64_t exit_ts;
-	uint32_t threads;      /* distinct threads seen */
+	/*
+	 * Threads: those it had when tracing of it began (or 1, forked while
+	 * traced) plus every thread start since. In recordings that do not say
+	 * how many it had, the distinct thread ids seen (tids wrap at pid_max).
+	 */
+	uint32_t threads;
+	bool threads_known;    /* threads counts starts (else: distinct tids, kept in tids) */
 	int cuda_libs;         /* CUDA runtimes attached in this process */
 	uint64_t driver_inner; /* driver calls made inside runtime calls (not counted again) */
 	struct dl_api_stat calls[DL_API_COUNT];
@@ -73,7 +79,7 @@ struct dl_proc {
 	struct {
 		uint64_t oncpu_ns, runq_ns, blocked_ns, sleep_ns, disk_ns, switches;
 	} sched;
-	struct dl_u64map tids; /* the set of threads seen (values unused) */
+	struct dl_u64map tids; /* !threads_known: the set of threads seen (values unused) */
 };
 
 struct dl_prog_miss {

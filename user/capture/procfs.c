@@ -66,7 +66,7 @@ int dl_stat_parse(const char *buf, struct dl_proc_stat *st)
 {
 	const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
 	size_t len;
-	int pid, ppid;
+	int pid, ppid, threads = 0, n;
 
 	memset(st, 0, sizeof(*st));
 	if (!open || !close || close < open || sscanf(buf, "%d", &pid) != 1)
@@ -75,10 +75,14 @@ int dl_stat_parse(const char *buf, struct dl_proc_stat *st)
 	if (len >= sizeof(st->comm))
 		len = sizeof(st->comm) - 1;
 	memcpy(st->comm, open + 1, len);
-	if (sscanf(close + 1, " %c %d", &st->state, &ppid) != 2)
+	/* state ppid, then pgrp .. nice (15 fields), then num_threads (the 20th field) */
+	n = sscanf(close + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d", &st->state, &ppid,
+		   &threads);
+	if (n < 2)
 		return -1;
 	st->pid = pid;
 	st->ppid = ppid;
+	st->threads = n == 3 && threads > 0 ? threads : 0;
 	return 0;
 }
 

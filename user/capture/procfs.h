@@ -31,6 +31,7 @@ struct dl_proc_stat {
 	pid_t pid, ppid;
 	char state;
 	char comm[64];
+	int threads;           /* num_threads; 0 if the line stops short of it */
 };
 
 /* Parses the contents of /proc/PID/stat (comm may hold spaces and parentheses). */

@@ -10,7 +10,7 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_PROC] = sizeof(struct dl_proc_ev),
 	[DL_EV_MARK] = sizeof(struct dl_mark_ev),
 	[DL_EV_TRACE_START] = sizeof(struct dl_trace_start_ev),
-	[DL_EV_PROCINFO] = sizeof(struct dl_procinfo_ev),
+	[DL_EV_PROCINFO] = offsetof(struct dl_procinfo_ev, threads),
 	[DL_EV_LIB] = sizeof(struct dl_lib_ev),
 	[DL_EV_SYM] = offsetof(struct dl_sym_ev, name) + 1,
 	/* Older recordings' trace end holds the drops only. */
@@ -125,7 +125,8 @@ void dl_emit_trace_start(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps)
 	dl_emit_trace_start_flags(s, ts, pcie_mbps, 0);
 }
 
-void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid)
+void dl_emit_procinfo_threads(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid,
+			      uint32_t threads)
 {
 	struct dl_procinfo_ev e;
 
@@ -134,7 +135,13 @@ void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, c
 	e.ppid = (uint32_t)ppid;
 	e.nspid = (uint32_t)(nspid > 0 ? nspid : pid);
 	copy_str(e.comm, sizeof(e.comm), comm);
+	e.threads = threads;
 	dl_stream_emit(s, &e, sizeof(e));
+}
+
+void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid)
+{
+	dl_emit_procinfo_threads(s, ts, pid, ppid, comm, nspid, 0);
 }
 
 void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms)

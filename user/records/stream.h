@@ -67,6 +67,9 @@ void dl_emit_trace_start(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps);
 /* flags: enum dl_trace_flags (what the live side records, e.g. block submissions). */
 void dl_emit_trace_start_flags(struct dl_stream *s, uint64_t ts, uint32_t pcie_mbps, uint32_t flags);
 void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid);
+/* threads: how many it has as tracing of it begins (its later ones come as DL_PROC_THREAD); 0 if not known. */
+void dl_emit_procinfo_threads(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid,
+			      uint32_t threads);
 void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms);
 void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *name);
 void dl_emit_trace_end(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX]);
