@@ -541,8 +541,8 @@ static int close_timeline(struct run *r)
 		return err;
 	}
 	dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " events (%" PRIu64
-		" out of order), %" PRIu64 " bytes in %s", ts.slices, ts.counters, ts.events, ts.late, ts.bytes,
-		r->cfg.timeline_path);
+		" out of order), %" PRIu64 " bytes in %s; at most %" PRIu64 " threads held at once", ts.slices,
+		ts.counters, ts.events, ts.late, ts.bytes, r->cfg.timeline_path, ts.threads_max);
 	if (ts.lane_overflow || ts.clipped)
 		dl_warn("trace: %" PRIu64 " disk requests left out (more in flight than lanes), %" PRIu64
 			" overlapping thread-state intervals cut", ts.lane_overflow, ts.clipped);

@@ -15,6 +15,7 @@
 #include "analysis/summary.h"
 #include "capture/procfs.h"
 #include "output/report.h"
+#include "output/timeline.h"
 #include "records/record.h"
 #include "records/stream.h"
 
@@ -43,7 +44,9 @@ static struct dl_bio_ev done(uint64_t ts, uint64_t dur, uint32_t bytes, uint32_t
 	return e;
 }
 
-#define EMIT(st, rec) CHECK(dl_stream_emit((st), &(rec), sizeof(rec)) == 0, "record refused")
+/* Records the stream refused, checked once per test (a check per record would count for nothing). */
+static int refused;
+#define EMIT(st, rec) (refused += dl_stream_emit((st), &(rec), sizeof(rec)) != 0)
 
 /* The records of one traced process's disk I/O, submissions and completions. */
 static void feed_io(struct dl_stream *st, bool submissions)
@@ -98,6 +101,7 @@ static void test_io_submitted(void)
 		/* Waiting: A's 100 and W's final 300; a partial completion or an unseen one adds none. */
 		CHECK_EQ_U64(p->io.wait_ns, 400);
 	}
+	CHECK_EQ_U64(refused, 0);
 	dl_summary_free(&s);
 	dl_stream_free(&st);
 }
@@ -120,6 +124,7 @@ static void test_io_completed_only(void)
 		CHECK_EQ_U64(p->io.write_bytes, 16384 + 49152);
 		CHECK_EQ_U64(p->io.write_ops, 1);   /* the partial completion is the same request */
 	}
+	CHECK_EQ_U64(refused, 0);
 	dl_summary_free(&s);
 	dl_stream_free(&st);
 }
@@ -191,6 +196,7 @@ static void test_recursion_misses(void)
 	dl_stream_add(&st, dl_summary_sink, &s);
 	feed_misses(&st);
 	check_misses(&s, "live");
+	CHECK_EQ_U64(refused, 0);
 	dl_summary_free(&s);
 	dl_stream_free(&st);
 }
@@ -245,6 +251,7 @@ static void test_old_trace_end(void)
 	CHECK(o.text && !strstr(o.text, "skipped"), "a warning with no misses: %s", o.text);
 	free(o.text);
 	free(o.json);
+	CHECK_EQ_U64(refused, 0);
 	dl_summary_free(&s);
 	dl_stream_free(&st);
 }
@@ -314,7 +321,57 @@ static void test_thread_starts(void)
 	CHECK(p && p->threads == 2, "forked, 1 start: %u", p ? p->threads : 0);
 	p = dl_summary_find(&s, 300);
 	CHECK(p && p->threads == 4, "old recording, 4 tids: %u", p ? p->threads : 0);
+	CHECK_EQ_U64(refused, 0);
 	dl_summary_free(&s);
+	dl_stream_free(&st);
+}
+
+/*
+ * The timeline forgets a thread at its exit, unless it made CUDA calls (steps
+ * may still be drawn on it); a tid that comes back is a new thread's track.
+ */
+static void test_timeline_forgets_threads(void)
+{
+	struct dl_timeline_stats ts;
+	struct dl_stream st = {};
+	struct dl_cuda_ev c;
+	struct dl_timeline *t;
+	struct dl_proc_ev e;
+	struct dl_sched_ev sc;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	t = dl_timeline_new(f, DL_TIMELINE_JSON);
+	dl_stream_add(&st, dl_timeline_sink, t);
+	dl_emit_procinfo_threads(&st, 1000, 100, 1, "job", 100, 1);
+	/* A thread that calls CUDA, then exits: kept. */
+	memset(&c, 0, sizeof(c));
+	c.h = (struct dl_hdr){ .size = sizeof(c), .kind = DL_EV_CUDA, .ts = 1100, .tgid = 100, .tid = 101 };
+	c.api = DL_API_DEVICE_SYNC;
+	c.dur_ns = 5;
+	EMIT(&st, c);
+	e = proc_ev(DL_PROC_EXIT, 100, 101);
+	EMIT(&st, e);
+	/* 1000 short threads, one after the other, every one with the same tid. */
+	for (int i = 0; i < 1000; i++) {
+		e = proc_ev(DL_PROC_THREAD, 100, 150);
+		EMIT(&st, e);
+		sc = sched_ev(100, 150);
+		sc.h.ts = 2000 + 100 * (uint64_t)i;
+		EMIT(&st, sc);
+		e = proc_ev(DL_PROC_EXIT, 100, 150);
+		EMIT(&st, e);
+	}
+	CHECK(dl_timeline_finish(t, &ts) == 0, "finish");
+	fclose(f);
+	/* Held at once: the CUDA thread and one short one. */
+	CHECK_EQ_U64(ts.threads_max, 2);
+	/* Tracks: the process, the CUDA thread's and each short thread's pair (thread, state). */
+	CHECK_EQ_U64(ts.tracks, 1 + 2 + 2 * 1000);
+	CHECK_EQ_U64(ts.slices, 1 + 1000);
+	CHECK_EQ_U64(refused, 0);
+	free(buf);
 	dl_stream_free(&st);
 }
 
@@ -331,6 +388,7 @@ static void test_stat_threads(void)
 int main(void)
 {
 	test_thread_starts();
+	test_timeline_forgets_threads();
 	test_stat_threads();
 	test_io_submitted();
 	test_io_completed_only();

@@ -40,6 +40,7 @@ struct tthread {
 	struct recent *recent;       /* RECENT entries, allocated at the thread's first copy or sync */
 	unsigned nrecent;            /* total pushed; ring index = n % RECENT */
 	uint64_t state_end;          /* end of the last state slice: states never overlap */
+	bool keep;                   /* made CUDA calls or hit a step marker: steps may be drawn on it */
 };
 
 struct tproc {
@@ -167,6 +168,8 @@ static struct tthread *thread_of(struct dl_timeline *t, pid_t pid, pid_t tid)
 	p = proc_of(t, pid, NULL);
 	dl_u64map_put(&t->thread_of, key, t->threads.n);
 	th = dl_vec_push(&t->threads);
+	if (t->threads.n > t->st.threads_max)
+		t->st.threads_max = t->threads.n;
 	th->tid = tid;
 	th->pid = pid;
 	snprintf(th->name, sizeof(th->name), "%s %d", tid == pid ? "main" : "thread", tid);
@@ -181,6 +184,32 @@ static struct tthread *thread_of(struct dl_timeline *t, pid_t pid, pid_t tid)
 				       .pid = pid, .tid = PSEUDO_TID + tid, .name = th->state_name };
 	declare(t, &th->state);
 	return th;
+}
+
+/*
+ * A thread that exited is forgotten, unless steps may still be drawn on it
+ * (they are written late): short-lived threads would otherwise hold their
+ * state to the end of the trace, and a thread id given out again would
+ * continue the dead thread's track. The last entry moves into its place.
+ */
+static void forget_thread(struct dl_timeline *t, pid_t pid, pid_t tid)
+{
+	uint64_t key = (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid, i;
+	struct tthread *th, *last;
+
+	if (!dl_u64map_get(&t->thread_of, key, &i) || t->threads.v[i].keep)
+		return;
+	th = &t->threads.v[i];
+	free(th->recent);
+	dl_u64map_del(&t->thread_of, key);
+	last = &t->threads.v[--t->threads.n];
+	if (th != last) {
+		*th = *last;
+		/* Track names live beside the tracks: they moved with them. */
+		th->track.name = th->name;
+		th->state.name = th->state_name;
+		dl_u64map_put(&t->thread_of, (uint64_t)(uint32_t)th->pid << 32 | (uint32_t)th->tid, i);
+	}
 }
 
 static void emit_slice(struct dl_timeline *t, const struct dl_tslice *s)
@@ -265,6 +294,7 @@ static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 	if (!c)
 		return;
 	th = thread_of(t, (pid_t)c->tgid, (pid_t)c->tid);
+	th->keep = true;
 	if (c->api->cls == DL_CLS_COPY || c->api->cls == DL_CLS_MEMSET) {
 		arg(a, &n, "bytes", DL_TA_U64)->u = c->bytes;
 		arg(a, &n, "direction", DL_TA_STR)->s = dl_dir_name(c->dir);
@@ -400,6 +430,8 @@ static void add_proc(struct dl_timeline *t, const struct dl_proc_ev *ev)
 			snprintf(th->name, sizeof(th->name), "%s %d", comm, th->tid);
 			redeclare(t, &th->track, th->name);
 		}
+	} else if (ev->what == DL_PROC_EXIT) {
+		forget_thread(t, (pid_t)ev->h.tgid, (pid_t)ev->h.tid);
 	}
 }
 
@@ -436,6 +468,9 @@ int dl_timeline_sink(void *trace, const struct dl_rec *r)
 		break;
 	case DL_EV_PROC:
 		add_proc(t, rec);
+		break;
+	case DL_EV_MARK:
+		thread_of(t, (pid_t)h->tgid, (pid_t)h->tid)->keep = true;
 		break;
 	case DL_EV_PROCINFO: {
 		const struct dl_procinfo_ev *e = rec;

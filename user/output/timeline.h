@@ -28,6 +28,7 @@ struct dl_timeline_stats {
 	uint64_t late;         /* protobuf events written with an absolute timestamp (out of order) */
 	uint64_t lane_overflow;  /* disk requests left out: more in flight than lanes */
 	uint64_t clipped;        /* thread-state intervals overlapping the previous one, cut to fit */
+	uint64_t threads_max;    /* most threads held at once (exited ones are forgotten) */
 	uint64_t bytes;        /* bytes written */
 };
 
