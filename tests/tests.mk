@@ -5,7 +5,7 @@ WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
 CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
-WORKLOADS += $(OUTPUT)/workloads/threads
+WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/dlloop
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
 $(OUTPUT)/unit $(OUTPUT)/workloads:
@@ -33,6 +33,9 @@ $(OUTPUT)/workloads/spinsleep: tests/workloads/spinsleep.c | $(OUTPUT)/workloads
 
 $(OUTPUT)/workloads/threads: tests/workloads/threads.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) -pthread $< -o $@
+
+$(OUTPUT)/workloads/dlloop: tests/workloads/dlloop.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) $< -ldl -o $@
 
 GPUSIM_TEST := $(OUTPUT)/tests/test_gpusim
 GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan

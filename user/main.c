@@ -166,10 +166,17 @@ static int trace_root(struct run *r, pid_t pid)
 	return dl_proc_descendants(pid, trace_existing, r);
 }
 
+static void emit_lib(const struct dl_cuda_attach *a, void *arg)
+{
+	struct run *r = arg;
+
+	if (a->kind != DL_LIB_LOADER)
+		dl_emit_lib(&r->stream, dl_now_ns(), a->pid, a->path, (unsigned)a->nsyms);
+}
+
 /* Attaches to CUDA runtimes that appeared in a traced process (exec, dlopen) since the last scan. */
 static void rescan_pid(struct run *r, pid_t pid, bool first)
 {
-	size_t before = r->tracer.cuda.n;
 	int n;
 
 	dl_symbolizer_note(r->symbolizer, pid);
@@ -177,13 +184,11 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 	n = dl_tracer_scan_cuda(&r->tracer, pid);
 	if (n > 0 && !first)
 		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
-	/* Attachments kept from before may have moved down (unmapped ones removed). */
-	for (size_t k = dl_min_u64(before, r->tracer.cuda.n); k < r->tracer.cuda.n; k++) {
-		const struct dl_cuda_attach *a = &r->tracer.cuda.v[k];
-
-		if (a->pid == pid && a->kind != DL_LIB_LOADER)
-			dl_emit_lib(&r->stream, dl_now_ns(), pid, a->path, (unsigned)a->nsyms);
-	}
+	/*
+	 * What the scan attached, wherever it sits now: a dlclose seen in the
+	 * same scan removes an attachment and moves the new ones down.
+	 */
+	dl_tracer_take_fresh(&r->tracer, pid, emit_lib, r);
 }
 
 static void rescan(struct run *r, bool first)

@@ -9,7 +9,8 @@ import atexit
 import os
 import subprocess
 
-from harness import DLBPF, WORK, Dlbpf, check, main, process, run_dlbpf, trace_waiting, truth_line, workload
+from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, check, main, process, run_dlbpf, trace_waiting, truth_line,
+                     workload)
 
 ROWS = []
 
@@ -403,6 +404,37 @@ def test_thread_state_bounded():
     # each). 2 MiB allowed for allocator noise is below 60 bytes for each of the 36,000 more.
     check(large - small < 2048, f"peak RSS {small} KiB with {THREADS // 10} threads, {large} KiB with {THREADS}")
     return f"peak RSS {small} KiB with {THREADS // 10} threads, {large} KiB with {THREADS}"
+
+
+TOOLKIT_CUDART = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64", "libcudart.so.13")
+SIM_CUDART = os.path.join(GPUSIM_DIR, "libcudart.so.13")
+
+
+def dlloop(args):
+    """dlbpf -- dlloop ARGS: (the workload's truth, its process in the summary)."""
+    d = Dlbpf(["--", workload("dlloop")] + args)
+    rc = d.wait(timeout=120)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-500:]}")
+    truth = truth_line(d.stdout, '{"cycles"')
+    check(truth["still_mapped"] == 0, f"the library stayed mapped after dlclose: {truth}")
+    return truth, d.summary()["processes"][0]
+
+
+@fault("a job loads and unloads the CUDA runtime in a loop (dlopen, dlclose)",
+       "each load traced from its first call; runtimes counts distinct libraries, not attach events")
+def test_dlopen_loop_counted_once():
+    # The same library, unloaded long enough for a rescan to see it gone: attached again each time.
+    truth, p = dlloop(["12", "--lib", TOOLKIT_CUDART, "--sleep-ms", "300"])
+    calls = p["cuda"]["calls"].get("cudaDeviceSynchronize", {}).get("count", 0)
+    check(calls == truth["calls"] == 12, f"{calls} calls traced of {truth['calls']}")
+    check(p["cuda"]["runtimes"] == 1, f"one library reported as {p['cuda']['runtimes']} runtimes")
+    # Two libraries in turn: each load comes with the other's unload in the same rescan, where the
+    # new attachment moved down and was not told (reported as 1 runtime before).
+    truth, p = dlloop(["6", "--lib", TOOLKIT_CUDART, "--alt", SIM_CUDART])
+    calls = p["cuda"]["calls"].get("cudaDeviceSynchronize", {}).get("count", 0)
+    check(calls == truth["calls"] == 6, f"alternating: {calls} calls traced of {truth['calls']}")
+    check(p["cuda"]["runtimes"] == 2, f"two libraries reported as {p['cuda']['runtimes']} runtimes")
+    return "12 reloads: 1 runtime, every call traced; 2 libraries in turn: 2 runtimes"
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ static void proc_free(struct dl_proc *p)
 	dl_u64map_free(&p->kernel_of);
 	free(p->graphs);
 	dl_u64map_free(&p->tids);
+	dl_u64map_free(&p->lib_paths);
 }
 
 void dl_summary_free(struct dl_summary *s)
@@ -335,9 +336,18 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 			threads_from(p, e->threads);
 		break;
 	}
-	case DL_EV_LIB:
-		dl_summary_proc(s, (pid_t)h->tgid)->cuda_libs++;
+	case DL_EV_LIB: {
+		/* A library unloaded and loaded again (dlclose, dlopen) is attached again: one library still. */
+		const struct dl_lib_ev *e = rec;
+		struct dl_proc *p = dl_summary_proc(s, (pid_t)h->tgid);
+		uint64_t key = dl_hash_bytes(e->path, strnlen(e->path, sizeof(e->path)));
+
+		if (!dl_u64map_get(&p->lib_paths, key, NULL)) {
+			dl_u64map_put(&p->lib_paths, key, 0);
+			p->cuda_libs++;
+		}
 		break;
+	}
 	case DL_EV_SYM:
 		dl_summary_proc(s, (pid_t)h->tgid);   /* the names themselves are the stream's */
 		break;

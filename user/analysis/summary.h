@@ -53,7 +53,8 @@ struct dl_proc {
 	 */
 	uint32_t threads;
 	bool threads_known;    /* threads counts starts (else: distinct tids, kept in tids) */
-	int cuda_libs;         /* CUDA runtimes attached in this process */
+	int cuda_libs;         /* distinct CUDA runtimes and drivers attached in this process (by path) */
+	struct dl_u64map lib_paths;    /* hashes of the paths counted in cuda_libs */
 	uint64_t driver_inner; /* driver calls made inside runtime calls (not counted again) */
 	struct dl_api_stat calls[DL_API_COUNT];
 	struct dl_copy_stat copies[DL_DIR_COUNT];   /* by resolved direction: DL_DIR_DEFAULT stays 0 */

@@ -108,6 +108,42 @@ static int note_mapping(const struct dl_mapping *m, void *arg)
 	return 0;
 }
 
+static bool same_map(const struct exec_map *a, const struct exec_map *b)
+{
+	return a->start == b->start && a->end == b->end && a->dev == b->dev && a->inode == b->inode &&
+	       a->offset == b->offset;
+}
+
+/*
+ * Addresses asked about inside code that is no longer mapped (a dlclose) are
+ * forgotten: what is mapped there next is named afresh, and a library loaded
+ * and unloaded in a loop does not add to the set. /proc/PID/maps is sorted
+ * by address, so one pass over both lists finds the mappings that went.
+ */
+static void forget_unmapped(struct pid_maps *pm, const exec_map_vec *fresh)
+{
+	DL_VEC(uint64_t) gone = { 0 };
+	size_t k = 0;
+
+	for (size_t i = 0; i < pm->maps.n; i++) {
+		const struct exec_map *m = &pm->maps.v[i];
+
+		while (k < fresh->n && fresh->v[k].start < m->start)
+			k++;
+		if (k < fresh->n && same_map(&fresh->v[k], m))
+			continue;
+		for (size_t s = 0; s < pm->seen.cap; s++) {
+			uint64_t addr = pm->seen.slots[s].key;
+
+			if (pm->seen.slots[s].used && addr >= m->start && addr < m->end)
+				*dl_vec_push(&gone) = addr;
+		}
+	}
+	for (size_t i = 0; i < gone.n; i++)
+		dl_u64map_del(&pm->seen, gone.v[i]);
+	dl_vec_free(&gone);
+}
+
 int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid)
 {
 	struct pid_maps *pm = pid_maps_of(sz, pid, true);
@@ -121,6 +157,8 @@ int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid)
 		exec_maps_free(&fresh);
 		return err;
 	}
+	if (pm->seen.n)
+		forget_unmapped(pm, &fresh);
 	exec_maps_free(&pm->maps);
 	pm->maps = fresh;
 	return 0;

@@ -360,7 +360,7 @@ static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *
 		[DL_LINK_ENTRY_OTHER] = &s->other,
 	};
 	struct dl_cuda_attach a = {
-		.pid = pid, .kind = kind, .seen = true, .dev = mapping_dev(m), .inode = m->inode,
+		.pid = pid, .kind = kind, .seen = true, .fresh = true, .dev = mapping_dev(m), .inode = m->inode,
 		.nsyms = (int)(s->launch.n + s->other.n + s->calls.n + s->copies.n),
 	};
 	int err;
@@ -554,6 +554,19 @@ int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
 		reindex(t);
 	}
 	return c.attached ? c.attached : c.err;
+}
+
+void dl_tracer_take_fresh(struct dl_tracer *t, pid_t pid, void (*fn)(const struct dl_cuda_attach *a, void *ctx),
+			  void *ctx)
+{
+	for (size_t i = 0; i < t->cuda.n; i++) {
+		struct dl_cuda_attach *a = &t->cuda.v[i];
+
+		if (a->pid == pid && a->fresh) {
+			a->fresh = false;
+			fn(a, ctx);
+		}
+	}
 }
 
 int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid)

@@ -37,6 +37,7 @@ struct dl_cuda_attach {
 	pid_t pid;
 	int kind;                 /* enum dl_lib_kind */
 	bool seen;                /* still mapped at the last scan */
+	bool fresh;               /* attached by the last scan of its process, not yet told (dl_tracer_take_fresh) */
 	uint64_t dev, inode;
 	char path[4096];          /* as the process maps it */
 	struct bpf_link *links[DL_LINK_MAX];
@@ -86,6 +87,9 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid);
  * many were newly attached, or -errno when the process cannot be read.
  */
 int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid);
+/* Calls fn for each attachment of pid the scans made since the last call (loaders included). */
+void dl_tracer_take_fresh(struct dl_tracer *t, pid_t pid, void (*fn)(const struct dl_cuda_attach *a, void *ctx),
+			  void *ctx);
 /* Traces every process that execs with this name from now on (BPF side). */
 int dl_tracer_watch_comm(struct dl_tracer *t, const char *comm);
 /* True when pid maps a CUDA runtime or driver (by name, or a runtime linked into a file). */

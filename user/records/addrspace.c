@@ -132,10 +132,17 @@ void dl_addrspaces_note_call(struct dl_addrspaces *a, const struct dl_call *c)
 void dl_addrspaces_note_sym(struct dl_addrspaces *a, const struct dl_sym_ev *e)
 {
 	struct dl_addrspace *s = addrspace_of(a, e->h.tgid);
+	uint64_t i;
 
-	/* The first symbol record for an address names it; a later one changes nothing. */
-	if (dl_u64map_get(&s->name_of, e->addr, NULL))
+	/*
+	 * The collector names an address once while the code there stays
+	 * mapped; a later record for it is what was loaded there since.
+	 */
+	if (dl_u64map_get(&s->name_of, e->addr, &i)) {
+		free(s->names.v[i]);
+		s->names.v[i] = dl_xstrdup(e->name);
 		return;
+	}
 	dl_u64map_put(&s->name_of, e->addr, s->names.n);
 	*dl_vec_push(&s->names) = dl_xstrdup(e->name);
 }
