@@ -5,7 +5,7 @@ WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
 CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
-WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/dlloop
+WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/dlloop $(OUTPUT)/workloads/readdev
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
 $(OUTPUT)/unit $(OUTPUT)/workloads:
@@ -36,6 +36,9 @@ $(OUTPUT)/workloads/threads: tests/workloads/threads.c | $(OUTPUT)/workloads
 
 $(OUTPUT)/workloads/dlloop: tests/workloads/dlloop.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -ldl -o $@
+
+$(OUTPUT)/workloads/readdev: tests/workloads/readdev.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) $< -o $@
 
 GPUSIM_TEST := $(OUTPUT)/tests/test_gpusim
 GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan

@@ -437,5 +437,59 @@ def test_dlopen_loop_counted_once():
     return "12 reloads: 1 runtime, every call traced; 2 libraries in turn: 2 runtimes"
 
 
+class FailingDisk:
+    """A loop device that does direct I/O on an 8 MiB file, the file then cut to 4 MiB + 64 KiB: reads
+    past the cut fail at the device (EIO), and the request across it completes its first 64 KiB and
+    fails the rest (the loop driver completes a short read in part, then retries what is left)."""
+    SIZE, CUT = 8 << 20, (4 << 20) + (64 << 10)
+
+    def __enter__(self):
+        self.path = os.path.join(WORK, f"failing-{os.getpid()}.img")
+        with open(self.path, "wb") as f:
+            f.write(os.urandom(self.SIZE))
+            os.fsync(f.fileno())
+        p = subprocess.run(["losetup", "--direct-io=on", "--show", "-f", self.path], capture_output=True, text=True)
+        if p.returncode:
+            os.unlink(self.path)
+        check(p.returncode == 0, f"cannot set up a loop device: {p.stderr.strip()}")
+        self.dev = p.stdout.strip()
+        dio = open(f"/sys/block/{os.path.basename(self.dev)}/loop/dio").read().strip()
+        os.truncate(self.path, self.CUT)
+        check(dio == "1", f"{self.dev} does no direct I/O on its file: a short read would not fail")
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(["losetup", "-d", self.dev], check=False)
+        os.unlink(self.path)
+
+
+@fault("the disk fails a read (EIO), and completes another in part before failing the rest",
+       "the failed completions flagged as errors with the bytes the kernel failed; bytes read == /proc/PID/io")
+def test_io_errors_counted():
+    with FailingDisk() as disk:
+        d = Dlbpf(["--", workload("readdev"), disk.dev, str(disk.SIZE >> 20)])
+        rc = d.wait(timeout=120)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-500:]}")
+    truth = truth_line(d.stdout, '{"pid"')
+    io = process(d.summary(), truth["pid"])["io"]
+    # The workload's reads: those below the cut succeed; from the one across it, each fails with EIO.
+    check(truth["ok_bytes"] == 4 << 20 and truth["failed_reads"] == truth["eio"] == 4, f"workload: {truth}")
+    # Submitted bytes, whatever the device did with them: what /proc/PID/io counts too.
+    check(io["read_bytes"] == truth["read_bytes_delta"] == disk.SIZE,
+          f"read_bytes {io['read_bytes']}, /proc/PID/io {truth['read_bytes_delta']}, asked {disk.SIZE}")
+    check(io["error_ops"] >= 4, f"{io['error_ops']} completions with an error, 4 reads failed")
+    check("completions with an I/O error" in d.stdout, "the text report does not say reads failed")
+    failed = disk.SIZE - disk.CUT   # everything past the cut; the request across it fails its rest only
+    if io["unseen_ops"] == 0:
+        check(io["error_bytes"] == failed, f"error_bytes {io['error_bytes']}, the device failed {failed}")
+        check(io["completed_bytes"] - io["error_bytes"] == disk.CUT,
+              f"completed without error {io['completed_bytes'] - io['error_bytes']}, the file holds {disk.CUT}")
+    else:   # a completion ran where BPF does not: its bytes are unseen, no error can be said of them
+        check(io["error_bytes"] <= failed and io["completed_bytes"] + io["unseen_bytes"] == disk.SIZE,
+              f"io {io}")
+    return (f"{io['error_ops']} error completions, {io['error_bytes']} bytes failed, "
+            f"{io['completed_bytes'] - io['error_bytes']} completed (read() returned {truth['ok_bytes']})")
+
+
 if __name__ == "__main__":
     main()
