@@ -147,7 +147,8 @@ class PfTrace:
 
 def summary_counts(summary):
     cuda = sum(c["count"] for p in summary["processes"] for c in p["cuda"]["calls"].values())
-    bio = sum(p["io"]["read_ops"] + p["io"]["write_ops"] for p in summary["processes"])
+    # One disk slice per request seen completing (requests started can merge, or end unseen).
+    bio = sum(p["io"]["completed_ops"] for p in summary["processes"])
     bio += summary.get("async_io", {}).get("ops", 0)
     switches = sum(p["sched"]["switches"] for p in summary["processes"])
     return cuda, bio, switches

@@ -94,6 +94,7 @@ static void test_io_submitted(void)
 		CHECK_EQ_U64(p->io.write_ops, 1);
 		/* Completed: 12288 + 16384 + 49152; B's 4096 is unseen, not completed. */
 		CHECK_EQ_U64(p->io.done_bytes, 77824);
+		CHECK_EQ_U64(p->io.done_ops, 2);   /* A and W: a partial completion is not a request's end */
 		CHECK_EQ_U64(p->io.error_ops, 1);
 		CHECK_EQ_U64(p->io.error_bytes, 49152);
 		CHECK_EQ_U64(p->io.unseen_ops, 1);
@@ -180,6 +181,7 @@ static void check_misses(const struct dl_summary *s, const char *how)
 	CHECK(o.text && strstr(o.text, "skipped 5 runs") && strstr(o.text, "io_complete 3, sched_switch 2"),
 	      "%s: text report: %s", how, o.text);
 	/* Recursion misses are not ring-buffer drops: "events" stays the drop count. */
+	CHECK(o.json && strstr(o.json, "\"rule\":\"skipped-runs\""), "%s: no finding: %s", how, o.json);
 	CHECK(o.json && strstr(o.json, "\"events\":1,") && strstr(o.json, "\"recursion_misses\":5,") &&
 	      strstr(o.json, "\"recursion_misses_by_program\":{\"io_complete\":3,\"sched_switch\":2}"),
 	      "%s: JSON: %s", how, o.json);

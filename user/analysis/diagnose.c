@@ -358,4 +358,11 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 		evidence(x, "dropped", (double)s->drops_total);
 		evidence(x, "percent", lost);
 	}
+	if (s->recursion_misses) {
+		x = add_finding(d, "skipped-runs",
+				"the kernel skipped %llu runs of dlbpf's BPF programs (a tracepoint fired while the same "
+				"program ran on that CPU): what they would have recorded is missing.",
+				(unsigned long long)s->recursion_misses);
+		evidence(x, "skipped", (double)s->recursion_misses);
+	}
 }

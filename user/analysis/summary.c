@@ -176,6 +176,10 @@ static void add_bio(struct dl_summary *s, const struct dl_bio_ev *ev)
 	struct dl_proc *p;
 
 	if (ev->flags & DL_BIO_ASYNC) {
+		if (ev->flags & DL_BIO_UNSEEN) {
+			s->async_io_unseen++;
+			return;
+		}
 		s->async_io_bytes += ev->bytes;
 		s->async_io_ops += final;
 		return;
@@ -191,6 +195,7 @@ static void add_bio(struct dl_summary *s, const struct dl_bio_ev *ev)
 		return;
 	}
 	p->io.done_bytes += ev->bytes;
+	p->io.done_ops += final;
 	if (ev->flags & DL_BIO_ERROR) {
 		p->io.error_ops++;
 		p->io.error_bytes += ev->bytes;

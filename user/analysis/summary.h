@@ -75,7 +75,7 @@ struct dl_proc {
 	 */
 	struct {
 		uint64_t read_bytes, read_ops, write_bytes, write_ops, wait_ns;
-		uint64_t done_bytes, error_ops, error_bytes, unseen_ops, unseen_bytes, write_meta_bytes;
+		uint64_t done_bytes, done_ops, error_ops, error_bytes, unseen_ops, unseen_bytes, write_meta_bytes;
 	} io;
 	struct {
 		uint64_t oncpu_ns, runq_ns, blocked_ns, sleep_ns, disk_ns, switches;
@@ -94,7 +94,8 @@ struct dl_summary {
 	struct dl_u64map proc_of;   /* pid -> index in procs */
 	uint64_t records[DL_EV_KIND_MAX];
 	uint64_t unknown_records;     /* kinds or APIs newer than this build */
-	uint64_t async_io_bytes, async_io_ops;   /* kernel-thread requests, not attributed */
+	uint64_t async_io_bytes, async_io_ops;   /* kernel-thread requests, not attributed (completions seen) */
+	uint64_t async_io_unseen;     /* kernel-thread requests whose completion was not seen */
 	uint64_t first_ts, last_ts;
 	uint64_t start_ts, end_ts;    /* from DL_EV_TRACE_START / DL_EV_TRACE_END */
 	uint32_t pcie_mbps;           /* from DL_EV_TRACE_START */

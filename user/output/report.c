@@ -233,6 +233,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_ku64(j, "write_meta_bytes", p->io.write_meta_bytes);
 	dl_json_ku64(j, "wait_ns", p->io.wait_ns);
 	dl_json_ku64(j, "completed_bytes", p->io.done_bytes);
+	dl_json_ku64(j, "completed_ops", p->io.done_ops);
 	dl_json_ku64(j, "error_ops", p->io.error_ops);
 	dl_json_ku64(j, "error_bytes", p->io.error_bytes);
 	dl_json_ku64(j, "unseen_ops", p->io.unseen_ops);
@@ -278,6 +279,7 @@ int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlat
 	dl_json_obj_begin(&j);
 	dl_json_ku64(&j, "bytes", s->async_io_bytes);
 	dl_json_ku64(&j, "ops", s->async_io_ops);
+	dl_json_ku64(&j, "unseen_ops", s->async_io_unseen);
 	dl_json_obj_end(&j);
 	dl_json_key(&j, "processes");
 	dl_json_arr_begin(&j);
