@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "log.h"
+#include "capture/procfs.h"
 #include "capture/spawn.h"
 
 int dl_spawn_start(struct dl_spawn *sp, char **argv)
@@ -62,14 +63,11 @@ int dl_spawn_start(struct dl_spawn *sp, char **argv)
 
 static int read_entry(pid_t pid, unsigned long *entry)
 {
-	char path[64];
 	Elf64_auxv_t av;
-	int fd, err = -ENOENT;
+	int fd = dl_proc_open(pid, "auxv"), err = -ENOENT;
 
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (read(fd, &av, sizeof(av)) == sizeof(av) && av.a_type != AT_NULL) {
 		if (av.a_type == AT_ENTRY) {
 			*entry = av.a_un.a_val;
