@@ -36,6 +36,7 @@
 #include "capture/symbolize.h"
 #include "output/timeline.h"
 #include "capture/tracer.h"
+#include "capture/watchdog.h"
 #include "util.h"
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
@@ -76,6 +77,7 @@ struct run {
 	unsigned selects;
 	struct dl_agg agg;      /* --summary */
 	struct dl_duty duty;    /* --duty */
+	struct dl_watchdog watchdog;   /* continues held processes if dlbpf dies or stalls */
 };
 
 /* Low-overhead modes: makes everything the kernel holds visible in the summary. */
@@ -392,6 +394,12 @@ static int trace_live(struct run *r)
 		err = dl_agg_init(&r->agg, dl_tracer_agg_fd(&r->tracer));
 	if (err)
 		return err;
+	/* Before the first probe: no process can be held with no one to let it go. */
+	err = dl_watchdog_start(&r->watchdog, dl_tracer_held_fd(&r->tracer));
+	if (err) {
+		dl_err("cannot start the watchdog that continues held processes if dlbpf dies: %s", strerror(-err));
+		return err;
+	}
 	if (r->cfg.duty_on_s)
 		dl_tracer_split_hot(&r->tracer);
 	r->rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r->tracer), on_record, r, NULL);
@@ -631,6 +639,8 @@ cleanup:
 	ring_buffer__free(r.rb);
 	if (r.tracer.skel)
 		dl_tracer_destroy(&r.tracer);
+	/* Every probe is gone: nothing more can be held. */
+	dl_watchdog_stop(&r.watchdog);
 	dl_corr_free(corr);
 	free(diag);
 	dl_symbolizer_free(r.symbolizer);

@@ -736,6 +736,11 @@ void dl_tracer_detach(struct dl_tracer *t)
 	t->last_detach_ns = dl_now_ns() - t0;
 }
 
+int dl_tracer_held_fd(const struct dl_tracer *t)
+{
+	return bpf_map__fd(t->skel->maps.held);
+}
+
 int dl_tracer_agg_fd(const struct dl_tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.agg);

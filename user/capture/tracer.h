@@ -87,6 +87,8 @@ struct dl_hot_edges {
 };
 int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e);
 int dl_tracer_agg_fd(const struct dl_tracer *t);
+/* The processes the dlopen hold stopped and nobody continued yet: pid -> time of the stop (bpf/cuda.bpf.c). */
+int dl_tracer_held_fd(const struct dl_tracer *t);
 /* Attaches every program but the CUDA uprobes (dl_tracer_scan_cuda) and --step-on's (marker.c). */
 int dl_tracer_attach_auto(struct dl_tracer *t);
 /* Adds a process to the traced set (the kernel adds its future children). */
