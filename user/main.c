@@ -176,9 +176,10 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 	}
 }
 
+/* A job of many processes takes a while to attach: a stop signal ends the pass at the next process. */
 static void rescan(struct run *r, bool first)
 {
-	for (size_t i = 0; i < r->sum.n; i++) {
+	for (size_t i = 0; i < r->sum.n && !stop_signal; i++) {
 		/* The stream can add processes to the summary: index, not pointer. */
 		if (!r->sum.procs[i].exited)
 			rescan_pid(r, r->sum.procs[i].pid, first);
@@ -187,7 +188,9 @@ static void rescan(struct run *r, bool first)
 
 static void rescan_held(pid_t pid, void *arg)
 {
-	rescan_pid(arg, pid, false);
+	/* Stopping: the held process is continued without the attach. */
+	if (!stop_signal)
+		rescan_pid(arg, pid, false);
 }
 
 static bool wanted_comm(const struct run *r, const char *comm)
@@ -205,7 +208,8 @@ static void select_one(pid_t pid, pid_t ppid, void *arg)
 	struct dl_proc_stat st;
 
 	(void)ppid;
-	if (pid == getpid() || pid == getppid() || dl_summary_find(&r->sum, pid) || dl_proc_stat(pid, &st))
+	if (stop_signal || pid == getpid() || pid == getppid() || dl_summary_find(&r->sum, pid) ||
+	    dl_proc_stat(pid, &st))
 		return;
 	if (r->cfg.ncomms ? !wanted_comm(r, st.comm) : !dl_tracer_maps_cuda(&r->tracer, pid))
 		return;
@@ -333,8 +337,12 @@ static int start_command(struct run *r)
 	err = trace_root(r, r->spawn.pid);
 	if (!err)
 		err = dl_spawn_run_to_entry(&r->spawn);
-	if (err) {
+	if (err == -EINTR && stop_signal)
+		dl_err("signal %d while '%s' was held at its start: it was killed before its program started",
+		       (int)stop_signal, r->cfg.cmd[0]);
+	else if (err)
 		dl_err("cannot start '%s' under the tracer: %s", r->cfg.cmd[0], strerror(-err));
+	if (err) {
 		dl_spawn_abort(&r->spawn);
 		return err;
 	}
