@@ -305,6 +305,7 @@ static int run_loop(struct run *r)
 			dl_duty_tick(&r->duty, &r->tracer, now, &r->sum, sync_kernel, r);
 		if (now >= next_housekeep) {
 			next_housekeep = now + HOUSEKEEP_NS;
+			dl_watchdog_keep(&r->watchdog, dl_tracer_held_fd(&r->tracer));
 			/* Watching for processes by name or system-wide: keep going when none is left. */
 			if (!any_alive(r) && !r->cfg.ncomms && !r->cfg.system_wide) {
 				dl_info("every traced process has exited");

@@ -210,3 +210,21 @@ void dl_watchdog_stop(struct dl_watchdog *w)
 	w->pid = 0;
 	w->fd = -1;
 }
+
+void dl_watchdog_keep(struct dl_watchdog *w, int held_fd)
+{
+	int status, err;
+
+	if (w->pid <= 0 || waitpid(w->pid, &status, WNOHANG) != w->pid)
+		return;
+	if (WIFSIGNALED(status))
+		dl_warn("the watchdog (pid %d) was killed by signal %d: starting another", (int)w->pid, WTERMSIG(status));
+	else
+		dl_warn("the watchdog (pid %d) exited with status %d: starting another", (int)w->pid,
+			WEXITSTATUS(status));
+	close(w->fd);
+	err = dl_watchdog_start(w, held_fd);
+	if (err)
+		dl_warn("cannot start another watchdog: %s; a process held when dlbpf dies stays stopped",
+			strerror(-err));
+}

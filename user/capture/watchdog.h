@@ -39,6 +39,8 @@ struct dl_watchdog {
 
 /* Starts the watchdog over the held map (dl_tracer_held_fd); before any probe is attached. */
 int dl_watchdog_start(struct dl_watchdog *w, int held_fd);
+/* A watchdog that is gone (someone killed it) is said and replaced; from the housekeeping. */
+void dl_watchdog_keep(struct dl_watchdog *w, int held_fd);
 /* Every probe is detached: the watchdog continues what is left held, and exits; reaped here. */
 void dl_watchdog_stop(struct dl_watchdog *w);
 
