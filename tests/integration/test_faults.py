@@ -594,6 +594,43 @@ def test_dlbpf_stopped_during_hold():
     return "continued by the watchdog while dlbpf was stopped"
 
 
+def watchdog_of(pid, but=None, timeout=HANG_S):
+    """dlbpf's watchdog: its child named dlbpf-watchdog (other than but); the limit only catches a hang."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for k in children_of(pid):
+            try:
+                with open(f"/proc/{k}/comm") as f:
+                    if f.read().strip() == "dlbpf-watchdog" and k != but:
+                        return k
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise Failure(f"dlbpf {pid} has no watchdog")
+
+
+@fault("someone kills dlbpf's watchdog (kill -9), then dlbpf is SIGKILLed while the dlopen hold has a process stopped",
+       "dlbpf says so and starts another watchdog, which continues the process")
+def test_watchdog_killed():
+    w, d = start_dlopen_loop(), None
+    try:
+        d = Dlbpf(["--pid", str(w.pid)])
+        d.started()
+        first = watchdog_of(d.proc.pid)
+        os.kill(first, signal.SIGKILL)
+        second = watchdog_of(d.proc.pid, but=first)
+        check(wait_state(w.pid, "T", 10), "the process was never held")
+        d.proc.kill()
+        d.wait()
+        state = proc_state(w.pid)
+        check(state != "T", f"left stopped: {d.stderr[-500:]}")
+        check(f"the watchdog (pid {first}) was killed by signal 9" in d.stderr, "not said: " + d.stderr[-500:])
+        answers(w)
+    finally:
+        end_loop(w, d)
+    return f"watchdog {first} killed, {second} took over"
+
+
 PR_SET_CHILD_SUBREAPER = 36
 
 
