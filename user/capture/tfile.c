@@ -38,6 +38,14 @@ struct walk {
 	int links;
 };
 
+/* A descriptor of the directory the walk is in (the last component was "." or ".."), or -errno. */
+static int here(const struct walk *w)
+{
+	int fd = dup(w->dirs.v[w->dirs.n - 1]);
+
+	return fd < 0 ? -errno : fd;
+}
+
 static void walk_up_to(struct walk *w, size_t depth)
 {
 	while (w->dirs.n > depth)
@@ -63,57 +71,61 @@ static int splice_link(struct walk *w, const char *target, const char *after)
 
 /*
  * Steps on one component (NUL-terminated at name) from the directory on top
- * of w. Returns 1 when the walk goes on (w->rest then holds what is left; the
- * caller's pointer is stale), an O_PATH descriptor of the last component, or
- * -errno.
+ * of w. Returns true when the walk goes on (after a symlink w->rest holds
+ * what is left and *pos points into it), false when it ended with *out: an
+ * O_PATH descriptor of the last component, or -errno.
  */
-static int step(struct walk *w, const char *name, const char *after, bool last, const char **pos)
+static bool step(struct walk *w, const char *name, const char *after, bool last, const char **pos, int *out)
 {
 	char target[PATH_MAX];
 	struct stat st;
 	ssize_t n;
-	int fd, err;
+	int fd;
 
-	if (!strcmp(name, "."))
-		return last ? dup(w->dirs.v[w->dirs.n - 1]) : 1;
-	if (!strcmp(name, "..")) {
-		/* The parent we came through; at the root, the root (as RESOLVE_IN_ROOT does). */
-		walk_up_to(w, w->dirs.n > 1 ? w->dirs.n - 1 : 1);
-		return last ? dup(w->dirs.v[w->dirs.n - 1]) : 1;
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		/* ".." is the parent we came through; at the root, the root (as RESOLVE_IN_ROOT does). */
+		if (name[1])
+			walk_up_to(w, w->dirs.n > 1 ? w->dirs.n - 1 : 1);
+		if (last)
+			*out = here(w);
+		return !last;
 	}
 	fd = openat(w->dirs.v[w->dirs.n - 1], name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		close(fd);
-		return err;
+	if (fd < 0 || fstat(fd, &st)) {
+		*out = -errno;
+		if (fd >= 0)
+			close(fd);
+		return false;
 	}
 	if (S_ISLNK(st.st_mode)) {
 		/* Read, not followed: the kernel would follow an absolute one from dlbpf's root, a magic one anywhere. */
 		n = readlinkat(fd, "", target, sizeof(target));
+		*out = n < 0 ? -errno : 0;
 		close(fd);
-		if (n < 0)
-			return -errno;
-		if ((size_t)n >= sizeof(target))
-			return -ENAMETOOLONG;
+		if (!*out && (size_t)n >= sizeof(target))
+			*out = -ENAMETOOLONG;
+		if (!*out && ++w->links > MAX_LINKS)
+			*out = -ELOOP;
+		if (*out)
+			return false;
 		target[n] = '\0';
-		if (++w->links > MAX_LINKS)
-			return -ELOOP;
 		if (target[0] == '/')
 			walk_up_to(w, 1);
-		err = splice_link(w, target, after);
+		*out = splice_link(w, target, after);
 		*pos = w->rest;
-		return err ? err : 1;
+		return !*out;
 	}
-	if (last)
-		return fd;
+	if (last) {
+		*out = fd;
+		return false;
+	}
 	if (!S_ISDIR(st.st_mode)) {
 		close(fd);
-		return -ENOTDIR;
+		*out = -ENOTDIR;
+		return false;
 	}
 	*dl_vec_push(&w->dirs) = fd;
-	return 1;
+	return true;
 }
 
 static int walk_in_root(int rootfd, const char *path)
@@ -139,8 +151,8 @@ static int walk_in_root(int rootfd, const char *path)
 
 		pos += strspn(pos, "/");
 		if (!*pos) {
-			/* Ended on a directory ("/", "a/.."): the one the walk is in. */
-			r = dup(w.dirs.v[w.dirs.n - 1]);
+			/* Ended on a directory ("/", "a/"): the one the walk is in. */
+			r = here(&w);
 			break;
 		}
 		len = strcspn(pos, "/");
@@ -153,8 +165,7 @@ static int walk_in_root(int rootfd, const char *path)
 		after = pos + len;
 		last = !after[strspn(after, "/")];
 		pos = after;
-		r = step(&w, name, after, last, &pos);
-		if (r != 1)
+		if (!step(&w, name, after, last, &pos, &r))
 			break;
 	}
 out:
