@@ -127,8 +127,8 @@ __attribute__((noreturn)) static void watch(pid_t parent, int sock, int held_fd)
 	/* Smaller than anything it guards: the OOM killer should never pick it. */
 	fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		if (write(fd, "-1000", 5) < 0)
-			(void)0;
+		if (write(fd, "-1000", 5) != 5)
+			dl_debug("watchdog: oom_score_adj: %s", strerror(errno));
 		close(fd);
 	}
 	pidfd = (int)syscall(SYS_pidfd_open, parent, 0);
