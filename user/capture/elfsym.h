@@ -21,7 +21,9 @@ struct dl_elf_syms {
 
 /*
  * Loads the defined function symbols of .symtab and .dynsym; returns 0 or
- * -errno (-EFBIG: more symbols than one file may cost, elfsym.c).
+ * -errno (-EFBIG: more symbols than one file may cost, elfsym.c). By path
+ * for files of dlbpf's own choosing; a traced process's files are opened by
+ * capture/tfile.h.
  */
 int dl_elf_syms_load(const char *path, struct dl_elf_syms *out);
 /* Loads from an open descriptor (a traced process's file: capture/tfile.h). */
