@@ -35,7 +35,7 @@ MAIN_OBJS := $(OBJ)/main.o $(OBJ)/cli.o
 # Pure stages for unit tests (no libbpf): output, analysis, records, base, and the
 # parts of capture that only read files (the library pulls in what a test uses).
 SAN_CAPTURE_SRCS := user/capture/procfs.c user/capture/elfsym.c user/capture/discover.c \
-	user/capture/demangle.c user/capture/pcie.c
+	user/capture/demangle.c user/capture/pcie.c user/capture/tfile.c
 
 define stage_rules
 $(call stage_lib,$(1)): $(patsubst user/%.c,$(OBJ)/%.o,$(2)) | $(OUTPUT)/lib

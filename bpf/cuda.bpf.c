@@ -162,6 +162,41 @@ int BPF_KPROBE(cuda_enter)
 	return 0;
 }
 
+/*
+ * Processes the dlopen hold stopped and nobody has continued yet, with the
+ * time of the stop: an entry goes in before the SIGSTOP is sent and goes out
+ * when the process is sent SIGCONT (or SIGKILL), by anyone. The collector's
+ * watchdog keeps the map after the collector is gone and continues every
+ * process left in it (user/capture/watchdog.c). A process is stopped only
+ * once it is in the map: a full map holds no one. Key 0 (no process's) is
+ * the watchdog's: once there, the hold is off (the collector stopped
+ * answering).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} held SEC(".maps");
+
+/* The kernel's signal numbers (x86-64 and every architecture BPF runs on here). */
+#define DL_SIGKILL 9
+#define DL_SIGCONT 18
+#define DL_SIGSTOP 19
+
+/* A SIGCONT (or SIGKILL) for a held process, from anyone: it is held no more. */
+SEC("raw_tp/signal_generate")
+int BPF_PROG(hold_released, int sig, struct kernel_siginfo *info, struct task_struct *task)
+{
+	__u32 tgid;
+
+	if (sig != DL_SIGCONT && sig != DL_SIGKILL)
+		return 0;
+	tgid = BPF_CORE_READ(task, tgid);
+	bpf_map_delete_elem(&held, &tgid);
+	return 0;
+}
+
 /* Per-CPU scratch for the name dlopen was given. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -235,8 +270,16 @@ int BPF_KRETPROBE(cuda_return)
 		 * has attached to it, so its first call after the load is traced.
 		 * The collector continues it (SIGCONT) after its rescan.
 		 */
-		if (e->ret && name_mentions_cuda(f->arg[0]) && !bpf_send_signal(19 /* SIGSTOP */))
-			e->flags |= DL_CUDA_STOPPED;
+		if (e->ret && name_mentions_cuda(f->arg[0])) {
+			__u32 tgid = id >> 32, off = 0;
+
+			if (!bpf_map_lookup_elem(&held, &off) && !bpf_map_update_elem(&held, &tgid, &now, BPF_ANY)) {
+				if (!bpf_send_signal(DL_SIGSTOP))
+					e->flags |= DL_CUDA_STOPPED;
+				else
+					bpf_map_delete_elem(&held, &tgid);
+			}
+		}
 		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 		return 0;
 	}

@@ -40,6 +40,27 @@ $(OUTPUT)/workloads/dlloop: tests/workloads/dlloop.c | $(OUTPUT)/workloads
 $(OUTPUT)/workloads/readdev: tests/workloads/readdev.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
+# The fault matrix's hangs and holds: a path replaced under a mapped runtime, a
+# dlopen loop, a command held by a linked library's constructor, many CUDA processes.
+HANG_WORKLOADS := $(OUTPUT)/workloads/overmount $(OUTPUT)/workloads/dlopen_loop $(OUTPUT)/workloads/holdcmd \
+	$(OUTPUT)/workloads/cudafleet
+WORKLOADS += $(HANG_WORKLOADS)
+
+$(OUTPUT)/workloads/overmount: tests/workloads/overmount.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUTPUT)/workloads/dlopen_loop: tests/workloads/dlopen_loop.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) -pthread $< -o $@
+
+$(OUTPUT)/workloads/cudafleet: tests/workloads/cudafleet.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUTPUT)/workloads/libholdctor.so: tests/workloads/holdctor.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+
+$(OUTPUT)/workloads/holdcmd: tests/workloads/holdcmd.c $(OUTPUT)/workloads/libholdctor.so
+	$(CC) $(TEST_CFLAGS) $< -L$(OUTPUT)/workloads -lholdctor -Wl,-rpath,$(abspath $(OUTPUT)/workloads) -o $@
+
 GPUSIM_TEST := $(OUTPUT)/tests/test_gpusim
 GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan
 GPUSIM_ASAN_LIB := $(OUTPUT)/gpusim-asan/libcudart.so.13

@@ -37,6 +37,7 @@
 #include "output/timeline.h"
 #include "capture/tracer.h"
 #include "dlbpf/io.h"
+#include "capture/watchdog.h"
 #include "util.h"
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
@@ -77,6 +78,7 @@ struct run {
 	unsigned selects;
 	struct dl_agg agg;      /* --summary */
 	struct dl_duty duty;    /* --duty */
+	struct dl_watchdog watchdog;   /* continues held processes if dlbpf dies or stalls */
 };
 
 /* Low-overhead modes: makes everything the kernel holds visible in the summary. */
@@ -191,9 +193,10 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 	dl_tracer_take_fresh(&r->tracer, pid, emit_lib, r);
 }
 
+/* A job of many processes takes a while to attach: a stop signal ends the pass at the next process. */
 static void rescan(struct run *r, bool first)
 {
-	for (size_t i = 0; i < r->sum.n; i++) {
+	for (size_t i = 0; i < r->sum.n && !stop_signal; i++) {
 		/* The stream can add processes to the summary: index, not pointer. */
 		if (!r->sum.procs[i].exited)
 			rescan_pid(r, r->sum.procs[i].pid, first);
@@ -202,7 +205,9 @@ static void rescan(struct run *r, bool first)
 
 static void rescan_held(pid_t pid, void *arg)
 {
-	rescan_pid(arg, pid, false);
+	/* Stopping: the held process is continued without the attach. */
+	if (!stop_signal)
+		rescan_pid(arg, pid, false);
 }
 
 static bool wanted_comm(const struct run *r, const char *comm)
@@ -220,7 +225,8 @@ static void select_one(pid_t pid, pid_t ppid, void *arg)
 	struct dl_proc_stat st;
 
 	(void)ppid;
-	if (pid == getpid() || pid == getppid() || dl_summary_find(&r->sum, pid) || dl_proc_stat(pid, &st))
+	if (stop_signal || pid == getpid() || pid == getppid() || dl_summary_find(&r->sum, pid) ||
+	    dl_proc_stat(pid, &st))
 		return;
 	if (r->cfg.ncomms ? !wanted_comm(r, st.comm) : !dl_tracer_maps_cuda(&r->tracer, pid))
 		return;
@@ -317,6 +323,7 @@ static int run_loop(struct run *r)
 			dl_duty_tick(&r->duty, &r->tracer, now, &r->sum, sync_kernel, r);
 		if (now >= next_housekeep) {
 			next_housekeep = now + HOUSEKEEP_NS;
+			dl_watchdog_keep(&r->watchdog, dl_tracer_held_fd(&r->tracer));
 			/* Watching for processes by name or system-wide: keep going when none is left. */
 			if (!any_alive(r) && !r->cfg.ncomms && !r->cfg.system_wide) {
 				dl_info("every traced process has exited");
@@ -349,8 +356,12 @@ static int start_command(struct run *r)
 	err = trace_root(r, r->spawn.pid);
 	if (!err)
 		err = dl_spawn_run_to_entry(&r->spawn);
-	if (err) {
+	if (err == -EINTR && stop_signal)
+		dl_err("signal %d while '%s' was held at its start: it was killed before its program started",
+		       (int)stop_signal, r->cfg.cmd[0]);
+	else if (err)
 		dl_err("cannot start '%s' under the tracer: %s", r->cfg.cmd[0], strerror(-err));
+	if (err) {
 		dl_spawn_abort(&r->spawn);
 		return err;
 	}
@@ -426,6 +437,12 @@ static int trace_live(struct run *r)
 		err = dl_agg_init(&r->agg, dl_tracer_agg_fd(&r->tracer));
 	if (err)
 		return err;
+	/* Before the first probe: no process can be held with no one to let it go. */
+	err = dl_watchdog_start(&r->watchdog, dl_tracer_held_fd(&r->tracer));
+	if (err) {
+		dl_err("cannot start the watchdog that continues held processes if dlbpf dies: %s", strerror(-err));
+		return err;
+	}
 	if (r->cfg.duty_on_s)
 		dl_tracer_split_hot(&r->tracer);
 	r->rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r->tracer), on_record, r, NULL);
@@ -667,6 +684,8 @@ cleanup:
 	ring_buffer__free(r.rb);
 	if (r.tracer.skel)
 		dl_tracer_destroy(&r.tracer);
+	/* Every probe is gone: nothing more can be held. */
+	dl_watchdog_stop(&r.watchdog);
 	dl_corr_free(corr);
 	free(diag);
 	dl_symbolizer_free(r.symbolizer);

@@ -492,5 +492,455 @@ def test_io_errors_counted():
             f"{io['completed_bytes'] - io['error_bytes']} completed (read() returned {truth['ok_bytes']})")
 
 
+# --- hangs and frozen jobs, paths inside containers --------------------------
+import ctypes  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import select  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+from harness import DLBPF, GPUSIM_DIR, OUT, WORK, Dlbpf, Failure, process, workload  # noqa: E402
+
+TOOLKIT_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+REAL_CUDART = os.path.realpath(TOOLKIT_CUDART)
+# An unprivileged user: what it does to dlbpf, anyone on the machine can.
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+# A -d 2 run ends in about 3 s; the limit only tells a hang from a slow machine.
+HANG_S = 60
+
+
+def nobody_can_run(path):
+    """A checkout in a private home directory is out of an unprivileged user's reach: root then plays the user."""
+    return subprocess.run(AS_NOBODY + ["test", "-x", path], capture_output=True).returncode == 0
+
+
+class Overmount:
+    """tests/workloads/overmount in its own mount namespace: a mapped runtime's path replaced."""
+
+    def __init__(self, mode, *extra):
+        self.scratch = tempfile.mkdtemp(prefix=f"overmount-{mode}-", dir=WORK)
+        os.chmod(self.scratch, 0o777)
+        user = nobody_can_run(workload("overmount"))
+        argv = (AS_NOBODY if user else []) + [workload("overmount"), mode, TOOLKIT_CUDART, self.scratch, *extra]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.close()
+            raise Failure(f"overmount {mode} did not start: {line!r} {self.proc.stderr.read()}")
+        self.pid = self.proc.pid
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def run_bounded(args, env=None):
+    """dlbpf to completion; still running after HANG_S fails the test as a hang."""
+    try:
+        return run_dlbpf(args, timeout=HANG_S, env=env)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"dlbpf {' '.join(args)} still running after {HANG_S} s: it hangs")
+
+
+def warnings_about(err, pid, path):
+    return [line for line in err.splitlines() if "warning" in line and f"pid {pid}:" in line and path in line]
+
+
+def one_warning(err, pid, path, says):
+    ws = warnings_about(err, pid, path)
+    check(len(ws) == 1, f"{len(ws)} warnings about {path}, want exactly one: {ws[:3]}")
+    check(says in ws[0], f"the warning does not say '{says}': {ws[0]}")
+    return ws[0]
+
+
+def replaced_runtime(mode, says, extra_args=()):
+    """dlbpf -d 2 on a process whose runtime's path now holds something else: ends, warns once."""
+    w = Overmount(mode)
+    try:
+        rc, _, err = run_bounded(["-v", "--pid", str(w.pid), "-d", "2", *extra_args])
+    finally:
+        w.close()
+    check(rc == 0, f"exit {rc}: {err[-800:]}")
+    check(f"CUDA runtime functions in {REAL_CUDART}" not in err, "attached to what replaced the runtime")
+    check("stopping" not in err, "it took a signal to end")
+    return one_warning(err, w.pid, REAL_CUDART, says)
+
+
+@fault("a process maps libcudart.so.13, then (as any user, unshare -Urm) mounts a FIFO over that path",
+       "dlbpf -d 2 ends on time, one warning that it is a FIFO, the rest traced")
+def test_fifo_over_mapped_runtime():
+    return replaced_runtime("fifo", "a FIFO, not a regular file")
+
+
+@fault("the same with /dev/zero bind-mounted over the mapped runtime",
+       "never opened as a library: one warning (a character device), dlbpf -d 2 ends on time")
+def test_chardev_over_mapped_runtime():
+    return replaced_runtime("chardev", "a character device, not a regular file")
+
+
+@fault("the same with a 1 TiB sparse copy of the runtime bind-mounted over it",
+       "refused unread (over the 16 GiB bound), one warning, dlbpf -d 2 ends on time")
+def test_huge_sparse_over_mapped_runtime():
+    return replaced_runtime("sparse", "more than the 16 GiB dlbpf reads of one file")
+
+
+@fault("dlbpf --system-wide run by root while a user's process has a FIFO over its mapped runtime",
+       "dlbpf -d 2 ends on time with one warning about that process")
+def test_fifo_system_wide():
+    w = Overmount("fifo")
+    try:
+        rc, _, err = run_bounded(["--system-wide", "-d", "2"])
+    finally:
+        w.close()
+    check(rc == 0, f"exit {rc}: {err[-800:]}")
+    return one_warning(err, w.pid, REAL_CUDART, "a FIFO")
+
+
+def host_symlink(env):
+    # A runtime only the host has: the namespace's root is a fresh tmpfs.
+    host_only = os.path.join(GPUSIM_DIR, "libcudart.so.13")
+    check(os.path.exists(host_only), f"{host_only} not built")
+    w = Overmount("hostlink", host_only)
+    try:
+        rc, _, err = run_bounded(["-v", "--pid", str(w.pid), "-d", "2"], env=env)
+    finally:
+        w.close()
+    check(rc == 0, f"exit {rc}: {err[-800:]}")
+    check("CUDA runtime functions in /lib/libcudart.so.13" not in err,
+          f"probes attached to the host's {host_only} through the container's symlink")
+    return one_warning(err, w.pid, "/lib/libcudart.so.13", "No such file or directory")
+
+
+@fault("in a container (own root), the mapped runtime's path is now an absolute symlink to a file only the host has",
+       "resolved inside the container's root (openat2 RESOLVE_IN_ROOT): not found, one warning, no host file probed")
+def test_container_symlink_to_host_file():
+    return host_symlink(None)
+
+
+@fault("the same where the kernel lacks openat2 (forced: DLBPF_TEST_NO_OPENAT2=1)",
+       "the component walk confines the symlink the same way: not found, one warning, no host file probed")
+def test_container_symlink_to_host_file_walk():
+    return host_symlink(dict(os.environ, DLBPF_TEST_NO_OPENAT2="1"))
+
+
+def inner_symlink(env):
+    w = Overmount("innerlink")
+    try:
+        d = Dlbpf(["--pid", str(w.pid)], env=env)
+        d.started()
+        w.proc.stdin.write("call\n")
+        w.proc.stdin.flush()
+        truth = json.loads(w.proc.stdout.readline())
+        w.proc.stdin.close()
+        w.proc.wait(30)
+        rc = d.wait()
+    finally:
+        w.close()
+    check(rc == 0, f"exit {rc}: {d.stderr[-800:]}")
+    got = process(d.summary(), w.pid)["cuda"]["calls"].get("cudaStreamSynchronize", {}).get("count", 0)
+    check(got == truth["cudaStreamSynchronize"], f"{got} calls traced, the process made {truth}")
+    return f"{got} of {truth['cudaStreamSynchronize']} calls through the symlinked runtime"
+
+
+@fault("in a container, the runtime's path is an absolute symlink to the runtime inside the container's root",
+       "followed inside that root: the runtime is attached and every call traced")
+def test_container_symlink_inside_root():
+    return inner_symlink(None)
+
+
+@fault("the same where the kernel lacks openat2 (forced: DLBPF_TEST_NO_OPENAT2=1)",
+       "the component walk follows it inside the root the same way: every call traced")
+def test_container_symlink_inside_root_walk():
+    return inner_symlink(dict(os.environ, DLBPF_TEST_NO_OPENAT2="1"))
+
+
+def proc_state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def wait_state(pid, want, timeout):
+    """Polls pid's state until it is want; True when seen (timeout is a bound on a wait, nothing measured)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc_state(pid) == want:
+            return True
+    return False
+
+
+def answers(w, timeout=HANG_S):
+    """dlopen_loop answers a line with "alive N": a stopped process never does."""
+    w.stdin.write("?\n")
+    w.stdin.flush()
+    ready, _, _ = select.select([w.stdout], [], [], timeout)
+    check(ready, f"pid {w.pid} did not answer in {timeout} s: state {proc_state(w.pid)}")
+    line = w.stdout.readline()
+    check(line.startswith("alive "), f"pid {w.pid} answered {line!r}")
+    return int(line.split()[1])
+
+
+def start_dlopen_loop():
+    w = subprocess.Popen([workload("dlopen_loop"), TOOLKIT_CUDART], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    check(w.stdout.readline().strip() == "ready", "dlopen_loop did not start")
+    return w
+
+
+def end_loop(w, d=None):
+    """Ends what a test started, also after a failure that left the loop held or dlbpf stopped."""
+    if d is not None and d.proc.poll() is None:
+        d.proc.kill()
+        d.proc.wait()
+    if w.poll() is None:
+        os.kill(w.pid, signal.SIGCONT)
+        w.stdin.close()
+        try:
+            w.wait(30)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            w.wait()
+
+
+@fault("dlbpf is SIGKILLed while the dlopen hold has a process stopped (a job dlopening CUDA libraries in a loop), "
+       "20 times", "the process is continued every time: never left stopped (state T)")
+def test_sigkill_during_dlopen_hold():
+    w = start_dlopen_loop()
+    held_at_kill, d = 0, None
+    try:
+        for i in range(20):
+            d = Dlbpf(["--pid", str(w.pid)])
+            d.started()
+            # Killed while the hold is on: the state shows T between the stop and dlbpf's SIGCONT.
+            held_at_kill += wait_state(w.pid, "T", 10)
+            d.proc.kill()
+            d.wait()   # until stderr ends: the watchdog, which shares it, has exited
+            state = proc_state(w.pid)
+            if state == "T":
+                os.kill(w.pid, signal.SIGCONT)
+            check(state != "T", f"trial {i + 1}: left stopped after dlbpf was killed: {d.stderr[-500:]}")
+            answers(w)
+    finally:
+        end_loop(w, d)
+    check(held_at_kill > 0, "never caught the process held: the kill never hit the hold")
+    return f"20 kills, {held_at_kill} of them with the process held: continued every time"
+
+
+@fault("dlbpf is SIGKILLed around a single dlopen of the CUDA runtime, 10 times",
+       "the process loads, calls and exits every time: never left stopped")
+def test_sigkill_around_single_dlopen():
+    lateload = os.path.join(OUT, "workloads", "coverage", "lateload")
+    held_at_kill = 0
+    for i in range(10):
+        w = subprocess.Popen([lateload, TOOLKIT_CUDART, "3"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+        try:
+            check(w.stdout.readline().strip() == "ready", "lateload did not start")
+            d = Dlbpf(["--pid", str(w.pid)])
+            d.started()
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            held_at_kill += wait_state(w.pid, "T", 5)
+            d.proc.kill()
+            d.wait()
+            ready, _, _ = select.select([w.stdout], [], [], HANG_S)
+            check(ready, f"trial {i + 1}: lateload never got past its dlopen: state {proc_state(w.pid)}")
+            check(json.loads(w.stdout.readline())["cudaMemcpy"] == 3, "lateload did not make its calls")
+            w.stdin.write("done\n")
+            w.stdin.flush()
+            check(w.wait(HANG_S) == 0, f"lateload exited {w.returncode}")
+        finally:
+            if w.poll() is None:
+                w.kill()
+                w.wait()
+    return f"10 kills, {held_at_kill} with the process held"
+
+
+@fault("dlbpf is stopped (Ctrl-Z, SIGSTOP) while the dlopen hold has a process stopped",
+       "the watchdog continues it within 10 s and turns the hold off; dlbpf carries on once continued")
+def test_dlbpf_stopped_during_hold():
+    w, d = start_dlopen_loop(), None
+    try:
+        d = Dlbpf(["--pid", str(w.pid)])
+        d.started()
+        check(wait_state(w.pid, "T", 10), "the process was never held")
+        d.proc.send_signal(signal.SIGSTOP)
+        try:
+            check(wait_state(d.proc.pid, "T", 10), "dlbpf did not stop")
+            # Its next dlopen is held with dlbpf stopped: only the watchdog can let it go.
+            check(wait_state(w.pid, "T", 10), "not held while dlbpf was stopped")
+            # Bound 10 s (capture/watchdog.h) plus the watchdog's 1 s poll; the limit only catches a hang.
+            before = answers(w)
+            after = answers(w)
+        finally:
+            d.proc.send_signal(signal.SIGCONT)
+        check(after >= before, "the loop went backwards")
+        rc = d.stop()
+        check(rc == 0, f"dlbpf exited {rc} once continued: {d.stderr[-800:]}")
+        # Read once stderr has ended (d.stop): the watchdog writes there too.
+        check("held stopped for" in d.stderr and "the dlopen hold is off" in d.stderr,
+              f"the watchdog said nothing: {d.stderr[-800:]}")
+    finally:
+        end_loop(w, d)
+    return "continued by the watchdog while dlbpf was stopped"
+
+
+def watchdog_of(pid, but=None, timeout=HANG_S):
+    """dlbpf's watchdog: its child named dlbpf-watchdog (other than but); the limit only catches a hang."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for k in children_of(pid):
+            try:
+                with open(f"/proc/{k}/comm") as f:
+                    if f.read().strip() == "dlbpf-watchdog" and k != but:
+                        return k
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise Failure(f"dlbpf {pid} has no watchdog")
+
+
+@fault("someone kills dlbpf's watchdog (kill -9), then dlbpf is SIGKILLed while the dlopen hold has a process stopped",
+       "dlbpf says so and starts another watchdog, which continues the process")
+def test_watchdog_killed():
+    w, d = start_dlopen_loop(), None
+    try:
+        d = Dlbpf(["--pid", str(w.pid)])
+        d.started()
+        first = watchdog_of(d.proc.pid)
+        os.kill(first, signal.SIGKILL)
+        second = watchdog_of(d.proc.pid, but=first)
+        check(wait_state(w.pid, "T", 10), "the process was never held")
+        d.proc.kill()
+        d.wait()
+        state = proc_state(w.pid)
+        check(state != "T", f"left stopped: {d.stderr[-500:]}")
+        check(f"the watchdog (pid {first}) was killed by signal 9" in d.stderr, "not said: " + d.stderr[-500:])
+        answers(w)
+    finally:
+        end_loop(w, d)
+    return f"watchdog {first} killed, {second} took over"
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def children_of(pid):
+    kids = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/children") as f:
+            kids += [int(k) for k in f.read().split()]
+    return kids
+
+
+def reap(pid, timeout=HANG_S):
+    """Waits for an orphan this process adopted; its wait status."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got == pid:
+            return status
+        time.sleep(0.01)
+    raise Failure(f"pid {pid} still running after {timeout} s (state {proc_state(pid)})")
+
+
+@fault("dlbpf -- CMD is SIGKILLed while CMD is still held at its start (a linked library's constructor runs)",
+       "CMD dies with dlbpf (SIGKILL: its program never started), never left stopped or run on to a SIGTRAP")
+def test_sigkill_during_command_hold():
+    libc = ctypes.CDLL(None, use_errno=True)
+    # Adopt dlbpf's orphans (the command, the watchdog), to see how the command ends.
+    check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, "cannot become a subreaper")
+    try:
+        d = subprocess.Popen([DLBPF, "-q", "--", workload("holdcmd")], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, HOLDCTOR="1"))
+        line = d.stdout.readline()
+        check(line.startswith("ctor "), f"holdcmd did not reach its constructor: {line!r}")
+        cmd = int(line.split()[1])
+        kids = children_of(d.pid)
+        check(cmd in kids, f"the command {cmd} is not dlbpf's child ({kids})")
+        d.kill()
+        d.wait()
+        try:
+            d.stdin.write("go\n")   # lets a command that survived run on
+            d.stdin.flush()
+        except BrokenPipeError:
+            pass
+        status = reap(cmd)
+        for k in kids:
+            if k != cmd:
+                reap(k)   # the watchdog
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    check(os.WIFSIGNALED(status), f"the command exited {os.WEXITSTATUS(status)}: it ran on")
+    check(os.WTERMSIG(status) == signal.SIGKILL,
+          f"the command died of signal {os.WTERMSIG(status)}, not SIGKILL with dlbpf")
+    return "killed with dlbpf, before its program started"
+
+
+@fault("SIGTERM while dlbpf -- CMD holds CMD at its start (CMD's constructor blocks)",
+       "dlbpf ends at once, exit 1, saying the command was killed before its program started")
+def test_sigterm_during_command_hold():
+    d = subprocess.Popen([DLBPF, "-q", "--", workload("holdcmd")], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, HOLDCTOR="1"))
+    line = d.stdout.readline()
+    check(line.startswith("ctor "), f"holdcmd did not reach its constructor: {line!r}")
+    cmd = int(line.split()[1])
+    d.terminate()
+    try:
+        _, err = d.communicate(timeout=HANG_S)
+    except subprocess.TimeoutExpired:
+        d.kill()
+        d.wait()
+        raise Failure("dlbpf did not end on SIGTERM while holding the command")
+    check(d.returncode == 1, f"exit {d.returncode}: {err}")
+    check("killed before its program started" in err, f"unclear message: {err}")
+    check(not os.path.exists(f"/proc/{cmd}"), f"the command {cmd} is still there")
+
+
+@fault("SIGINT while dlbpf attaches to a job of 64 CUDA processes",
+       "the attach pass ends at once: no further process attached, the report, exit 0")
+def test_sigint_during_attach():
+    n = 64
+    w = subprocess.Popen([workload("cudafleet"), str(n), TOOLKIT_CUDART], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    d = None
+    try:
+        check(w.stdout.readline().strip() == "ready", "cudafleet did not start")
+        d = subprocess.Popen([DLBPF, "-v", "-q", "--pid", str(w.pid)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        attached, lines = 0, []
+        for line in d.stderr:
+            lines.append(line)
+            if "CUDA runtime functions" in line:
+                attached += 1
+                if attached == 1:
+                    d.send_signal(signal.SIGINT)
+        rc = d.wait(HANG_S)
+    finally:
+        if d is not None and d.poll() is None:
+            d.kill()
+            d.wait()
+        w.stdin.close()
+        w.wait(30)
+    err = "".join(lines)
+    check(rc == 0, f"exit {rc}: {err[-800:]}")
+    check("stopping on signal 2" in err, "no word of the signal")
+    # Each attach takes milliseconds: the signal came after the first, so a pass that stops is far from n.
+    check(attached < n, f"all {n} processes attached after SIGINT: the pass ignored it")
+    return f"{attached} of {n} attached when SIGINT came"
+
+
 if __name__ == "__main__":
     main()

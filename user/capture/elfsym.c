@@ -8,6 +8,15 @@
 #include <unistd.h>
 #include "capture/elfsym.h"
 
+/*
+ * What one file's symbols may cost. The largest unstripped C++ libraries of
+ * deep-learning stacks hold about a million function symbols of ~100-byte
+ * names; a file the traced side made could declare a symbol table as large as
+ * itself (16 GiB, capture/tfile.h) and make the reader allocate more than the
+ * machine has. Beyond these the file is refused.
+ */
+#define DL_ELF_MAX_SYMS (8u << 20)
+#define DL_ELF_MAX_NAME_BYTES (1ull << 30)
 
 /* Symbol values are virtual addresses; uprobes want file offsets, found through the PT_LOAD holding it. */
 static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
@@ -29,15 +38,16 @@ static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 	return -1;
 }
 
-static void load_section(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct dl_elf_syms *s)
+static int load_section(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct dl_elf_syms *s, uint64_t *name_bytes)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t count;
 
 	if (!data || !sh->sh_entsize)
-		return;
+		return 0;
 	count = sh->sh_size / sh->sh_entsize;
-	dl_vec_reserve(&s->by_offset, s->by_offset.n + count);
+	/* Most entries are not functions: reserve for what a real library has, grow past it. */
+	dl_vec_reserve(&s->by_offset, s->by_offset.n + (count < (1u << 16) ? count : (1u << 16)));
 	for (size_t i = 0; i < count; i++) {
 		GElf_Sym sym;
 		const char *name;
@@ -52,10 +62,14 @@ static void load_section(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct dl_elf_sy
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !*name || vaddr_to_offset(elf, sym.st_value, &off))
 			continue;
+		*name_bytes += strlen(name) + 1;
+		if (s->by_offset.n >= DL_ELF_MAX_SYMS || *name_bytes > DL_ELF_MAX_NAME_BYTES)
+			return -EFBIG;
 		*dl_vec_push(&s->by_offset) = (struct dl_elf_sym){
 			.name = dl_xstrdup(name), .offset = off, .size = sym.st_size, .bind = GELF_ST_BIND(sym.st_info),
 		};
 	}
+	return 0;
 }
 
 static int cmp_offset(const void *a, const void *b)
@@ -71,6 +85,8 @@ static int cmp_offset(const void *a, const void *b)
 int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *s)
 {
 	Elf_Scn *scn = NULL;
+	uint64_t name_bytes = 0;
+	int err = 0;
 	Elf *elf;
 
 	memset(s, 0, sizeof(*s));
@@ -83,7 +99,7 @@ int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *s)
 		elf_end(elf);
 		return -ENOEXEC;
 	}
-	while ((scn = elf_nextscn(elf, scn))) {
+	while (!err && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh))
@@ -91,9 +107,13 @@ int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *s)
 		if (sh.sh_type == SHT_SYMTAB)
 			s->has_symtab = 1;
 		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
-			load_section(elf, scn, &sh, s);
+			err = load_section(elf, scn, &sh, s, &name_bytes);
 	}
 	elf_end(elf);
+	if (err) {
+		dl_elf_syms_free(s);
+		return err;
+	}
 	qsort(s->by_offset.v, s->by_offset.n, sizeof(*s->by_offset.v), cmp_offset);
 	return 0;
 }

@@ -19,9 +19,14 @@ struct dl_elf_syms {
 	int has_symtab;         /* .symtab present (not stripped) */
 };
 
-/* Loads the defined function symbols of .symtab and .dynsym; returns 0 or -errno. */
+/*
+ * Loads the defined function symbols of .symtab and .dynsym; returns 0 or
+ * -errno (-EFBIG: more symbols than one file may cost, elfsym.c). By path
+ * for files of dlbpf's own choosing; a traced process's files are opened by
+ * capture/tfile.h.
+ */
 int dl_elf_syms_load(const char *path, struct dl_elf_syms *out);
-/* Loads from an open descriptor (e.g. a file opened through /proc/PID/root). */
+/* Loads from an open descriptor (a traced process's file: capture/tfile.h). */
 int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *out);
 void dl_elf_syms_free(struct dl_elf_syms *s);
 

@@ -10,13 +10,15 @@
 #include "log.h"
 #include "capture/marker.h"
 #include "capture/procfs.h"
+#include "capture/tfile.h"
 #include "capture/tracer.h"
 
 struct find_ctx {
 	const char *symbol;
 	pid_t pid;
 	char exe[4096];
-	char path[4200];
+	char path[4096];        /* as the process names the file */
+	struct dl_tfile file;   /* the file holding the symbol, open until the probe is attached */
 	uint64_t offset;
 	int found;
 };
@@ -25,16 +27,22 @@ static int try_file(struct find_ctx *c, const char *mapped_path)
 {
 	struct dl_elf_syms syms;
 	const struct dl_elf_sym *s;
-	char path[4200];
+	struct dl_tfile f;
 
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)c->pid, mapped_path);
-	if (dl_elf_syms_load(path, &syms))
+	if (dl_tfile_open(c->pid, mapped_path, &f, NULL, 0))
 		return 0;
+	if (dl_elf_syms_load_fd(f.fd, &syms)) {
+		dl_tfile_close(&f);
+		return 0;
+	}
 	s = dl_elf_sym_by_name(&syms, c->symbol);
 	if (s) {
-		snprintf(c->path, sizeof(c->path), "%s", path);
+		snprintf(c->path, sizeof(c->path), "%s", mapped_path);
 		c->offset = s->offset;
+		c->file = f;
 		c->found = 1;
+	} else {
+		dl_tfile_close(&f);
 	}
 	dl_elf_syms_free(&syms);
 	return c->found;
@@ -61,6 +69,7 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid)
 	struct bpf_link *link;
 	char exe_link[64];
 	ssize_t n;
+	int err;
 
 	if (!m->symbol || dl_markers_attached(m, pid))
 		return 0;
@@ -74,11 +83,12 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid)
 		dl_maps_foreach(pid, scan, &c);
 	if (!c.found)
 		return 0;
-	link = bpf_program__attach_uprobe_opts(t->skel->progs.step_mark, pid, c.path, c.offset, &o);
-	if (!link) {
-		int err = -errno;
-
-		dl_err("pid %d: cannot attach --step-on %s: %s", pid, m->symbol, strerror(errno));
+	/* By descriptor: the path looked up again could lead elsewhere (tfile.h). */
+	link = bpf_program__attach_uprobe_opts(t->skel->progs.step_mark, pid, c.file.self_path, c.offset, &o);
+	err = link ? 0 : -errno;
+	dl_tfile_close(&c.file);
+	if (err) {
+		dl_err("pid %d: cannot attach --step-on %s: %s", pid, m->symbol, strerror(-err));
 		return err;
 	}
 	dl_u64map_put(&m->by_pid, (uint64_t)pid, m->links.n);

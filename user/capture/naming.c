@@ -6,6 +6,7 @@
 #include "records/cuda_api.h"
 #include "capture/demangle.h"
 #include "capture/naming.h"
+#include "capture/procfs.h"
 #include "records/stream.h"
 #include "capture/symbolize.h"
 
@@ -37,14 +38,13 @@ static void name_by_code(struct dl_symbolizer *sz, struct dl_stream *st, uint64_
 static void name_by_string(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t now, pid_t pid,
 			   uint64_t addr, uint64_t str)
 {
-	char path[64], raw[DL_SYM_NAME_MAX];
+	char raw[DL_SYM_NAME_MAX];
 	ssize_t n;
 	int fd;
 
 	if (!addr || !str)
 		return;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = dl_proc_open(pid, "mem");
 	if (fd < 0)
 		return;
 	n = pread(fd, raw, sizeof(raw) - 1, (off_t)str);

@@ -9,6 +9,31 @@
 #include "capture/procfs.h"
 #include "util.h"
 
+int dl_proc_open(pid_t pid, const char *name)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+FILE *dl_proc_fopen(pid_t pid, const char *name)
+{
+	int fd = dl_proc_open(pid, name);
+	FILE *f;
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 int dl_maps_parse_line(const char *line, struct dl_mapping *m)
 {
 	int n = 0;
@@ -49,12 +74,9 @@ int dl_maps_foreach_file(FILE *f, int (*fn)(const struct dl_mapping *m, void *ar
 
 int dl_maps_foreach(pid_t pid, int (*fn)(const struct dl_mapping *m, void *arg), void *arg)
 {
-	char path[64];
-	FILE *f;
+	FILE *f = dl_proc_fopen(pid, "maps");
 	int ret;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	ret = dl_maps_foreach_file(f, fn, arg);
@@ -88,14 +110,12 @@ int dl_stat_parse(const char *buf, struct dl_proc_stat *st)
 
 int dl_proc_stat(pid_t pid, struct dl_proc_stat *st)
 {
-	char path[64], buf[1024];
+	char buf[1024];
 	ssize_t n;
-	int fd;
+	int fd = dl_proc_open(pid, "stat");
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
@@ -182,12 +202,10 @@ bool dl_is_cudart_name(const char *path)
 
 int dl_proc_nspid(pid_t pid)
 {
-	char path[64], line[256];
+	char line[256];
 	int nspid = -1;
-	FILE *f;
+	FILE *f = dl_proc_fopen(pid, "status");
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {

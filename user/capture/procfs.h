@@ -16,6 +16,14 @@ struct dl_mapping {
 	char path[4096];    /* empty for anonymous mappings */
 };
 
+/*
+ * Opens /proc/PID/<name> for reading (name: "maps", "auxv", "mem" ...): never
+ * a symlink, never a terminal, never waiting; -errno on failure. A FILE for
+ * line reading from dl_proc_fopen, NULL with errno set.
+ */
+int dl_proc_open(pid_t pid, const char *name);
+FILE *dl_proc_fopen(pid_t pid, const char *name);
+
 /* Parses one line of /proc/PID/maps; returns 0, or -1 for a malformed line. */
 int dl_maps_parse_line(const char *line, struct dl_mapping *m);
 

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "log.h"
+#include "capture/procfs.h"
 #include "capture/spawn.h"
 
 int dl_spawn_start(struct dl_spawn *sp, char **argv)
@@ -53,23 +54,37 @@ int dl_spawn_start(struct dl_spawn *sp, char **argv)
 	}
 	close(pipefd[0]);
 	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status)) {
-		dl_err("'%s' did not start", argv[0]);
-		return -ECHILD;
+		int err = errno == EINTR ? -EINTR : -ECHILD;
+
+		dl_err("'%s' did not start%s", argv[0], err == -EINTR ? ": interrupted" : "");
+		sp->pid = pid;
+		dl_spawn_abort(sp);
+		return err;
 	}
 	sp->pid = pid;
+	/*
+	 * Until it is released the command is held (at exec, then at its entry
+	 * point with a breakpoint planted there): if dlbpf dies meanwhile, the
+	 * kernel kills it, as none of its own code has run. Without this it
+	 * would go on, hit the breakpoint with no tracer and die of SIGTRAP.
+	 */
+	if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_EXITKILL)) {
+		int err = -errno;
+
+		dl_err("cannot hold '%s' at its start: %s", argv[0], strerror(errno));
+		dl_spawn_abort(sp);
+		return err;
+	}
 	return 0;
 }
 
 static int read_entry(pid_t pid, unsigned long *entry)
 {
-	char path[64];
 	Elf64_auxv_t av;
-	int fd, err = -ENOENT;
+	int fd = dl_proc_open(pid, "auxv"), err = -ENOENT;
 
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (read(fd, &av, sizeof(av)) == sizeof(av) && av.a_type != AT_NULL) {
 		if (av.a_type == AT_ENTRY) {
 			*entry = av.a_un.a_val;
@@ -141,7 +156,9 @@ void dl_spawn_abort(struct dl_spawn *sp)
 {
 	if (sp->pid > 0) {
 		kill(sp->pid, SIGKILL);
-		waitpid(sp->pid, NULL, 0);
+		/* SIGKILL ends it at once: the wait cannot hang, but a signal for dlbpf can interrupt it. */
+		while (waitpid(sp->pid, NULL, 0) < 0 && errno == EINTR)
+			;
 		sp->pid = 0;
 	}
 }

@@ -15,7 +15,11 @@ struct dl_spawn {
 	unsigned long saved_word;
 };
 
-/* Forks and execs argv held at its exec; fails with a message when the command cannot run. */
+/*
+ * Forks and execs argv held at its exec; fails with a message when the
+ * command cannot run. While held (until dl_spawn_release) the command dies
+ * with dlbpf (PTRACE_O_EXITKILL): it has not started its own code yet.
+ */
 int dl_spawn_start(struct dl_spawn *sp, char **argv);
 /* Runs the child up to its entry point and holds it there. */
 int dl_spawn_run_to_entry(struct dl_spawn *sp);

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#define _GNU_SOURCE
 /*
  * Events are drained after the fact, often after a short-lived process has
  * exited, so each traced process's executable mappings are remembered while it
  * lives (dl_symbolizer_note) and symbols are read from the files later.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "capture/elfsym.h"
 #include "capture/procfs.h"
 #include "capture/symbolize.h"
+#include "capture/tfile.h"
 #include "util.h"
 
 #define DL_SYMCACHE 16
@@ -30,6 +34,7 @@ typedef DL_VEC(struct exec_map) exec_map_vec;
 
 struct pid_maps {
 	pid_t pid;
+	bool shares_root;   /* resolves paths as dlbpf does (same mount namespace and root) */
 	exec_map_vec maps;
 	struct dl_u64map seen;   /* addresses asked about (dl_symbolizer_first) */
 };
@@ -161,13 +166,29 @@ int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid)
 		forget_unmapped(pm, &fresh);
 	exec_maps_free(&pm->maps);
 	pm->maps = fresh;
+	pm->shares_root = dl_tfile_shares_root(pid);
 	return 0;
+}
+
+/* m's file, inside pid's root while it lives; once it is gone, in ours only if it was the same. */
+static int open_mapped(const struct pid_maps *pm, pid_t pid, const struct exec_map *m, struct dl_tfile *f)
+{
+	int rootfd, err = dl_tfile_open(pid, m->path, f, NULL, 0);
+
+	if (err != -ENOENT || !pm || !pm->shares_root)
+		return err;
+	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return -errno;
+	err = dl_tfile_open_in(rootfd, m->path, f, NULL, 0);
+	close(rootfd);
+	return err;
 }
 
 static struct cached_file *file_syms(struct dl_symbolizer *sz, pid_t pid, const struct exec_map *m)
 {
 	struct cached_file *cf;
-	char path[4200];
+	struct dl_tfile f;
 
 	for (int i = 0; i < DL_SYMCACHE; i++)
 		if (sz->files[i].loaded && sz->files[i].dev == m->dev && sz->files[i].inode == m->inode)
@@ -176,10 +197,13 @@ static struct cached_file *file_syms(struct dl_symbolizer *sz, pid_t pid, const 
 	if (cf->loaded)
 		dl_elf_syms_free(&cf->syms);
 	cf->loaded = 0;
-	/* Through the process's root while it lives (containers), else the path as mapped. */
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, m->path);
-	if (dl_elf_syms_load(path, &cf->syms) && dl_elf_syms_load(m->path, &cf->syms))
+	if (open_mapped(pid_maps_of(sz, pid, false), pid, m, &f))
 		return NULL;
+	if (dl_elf_syms_load_fd(f.fd, &cf->syms)) {
+		dl_tfile_close(&f);
+		return NULL;
+	}
+	dl_tfile_close(&f);
 	cf->dev = m->dev;
 	cf->inode = m->inode;
 	cf->loaded = 1;

@@ -17,6 +17,7 @@
 #include "capture/elfsym.h"
 #include "log.h"
 #include "capture/procfs.h"
+#include "capture/tfile.h"
 #include "capture/tracer.h"
 #include "util.h"
 
@@ -111,13 +112,10 @@ static struct bpf_link *attach_set(struct bpf_program *prog, pid_t pid, const ch
 	return bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o);
 }
 
-static void root_path(char *buf, size_t len, pid_t pid, const char *path)
-{
-	/* Through the process's root, so a library inside a container resolves. */
-	snprintf(buf, len, "/proc/%d/root%s", (int)pid, path);
-}
-
-/* Attaches the links of a's sets that are not attached; the launch set is entry-only, the others entry+return. */
+/*
+ * Attaches the links of a's sets that are not attached; the launch set is
+ * entry-only, the others entry+return. Returns 0 or -errno.
+ */
 static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const struct dl_probe_set *sets[DL_LINK_MAX])
 {
 	struct bpf_program *progs[DL_LINK_MAX] = {
@@ -126,20 +124,17 @@ static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const str
 		[DL_LINK_COPY_ENTER] = t->skel->progs.cuda_enter, [DL_LINK_COPY_RETURN] = t->skel->progs.cuda_return,
 		[DL_LINK_ENTRY_OTHER] = t->skel->progs.cuda_entry_only,
 	};
-	char path[4200];
+	char path[32];
 
-	root_path(path, sizeof(path), a->pid, a->path);
+	/* The file a was opened as: a path the kernel looked up again could lead elsewhere (tfile.h). */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", a->fd);
 	for (int i = 0; i < DL_LINK_MAX; i++) {
 		if (!sets[i] || !sets[i]->n || a->links[i])
 			continue;
 		a->links[i] = attach_set(progs[i], a->pid, path, sets[i],
 					 i == DL_LINK_RETURN || i == DL_LINK_COPY_RETURN);
-		if (!a->links[i]) {
-			int err = -errno;
-
-			dl_err("pid %d: cannot attach uprobes to %s: %s", a->pid, a->path, strerror(errno));
-			return err;
-		}
+		if (!a->links[i])
+			return -errno;
 	}
 	return 0;
 }
@@ -153,6 +148,9 @@ static void attach_free(struct dl_cuda_attach *a)
 	free(a->hot_launch);
 	free(a->hot_copy);
 	a->hot_launch = a->hot_copy = NULL;
+	if (a->fd >= 0)
+		close(a->fd);
+	a->fd = -1;
 }
 
 static uint64_t mapping_dev(const struct dl_mapping *m)
@@ -194,6 +192,69 @@ static void note_plain(struct dl_tracer *t, uint64_t dev, uint64_t inode)
 	if (!dl_u64map_get(&t->plain_index, key, NULL))
 		dl_u64map_put(&t->plain_index, key, t->plain.n);
 	*dl_vec_push(&t->plain) = (struct dl_file_id){ .dev = dev, .inode = inode };
+}
+
+static bool refused_is(const struct dl_refused_file *r, pid_t pid, uint64_t dev, uint64_t inode)
+{
+	return r->pid == pid && r->dev == dev && r->inode == inode;
+}
+
+static bool is_refused(const struct dl_tracer *t, pid_t pid, uint64_t dev, uint64_t inode)
+{
+	uint64_t i;
+
+	if (!dl_u64map_get(&t->refused_index, file_key(pid, dev, inode), &i))
+		return false;
+	if (refused_is(&t->refused.v[i], pid, dev, inode))
+		return true;
+	for (i = 0; i < t->refused.n; i++)
+		if (refused_is(&t->refused.v[i], pid, dev, inode))
+			return true;
+	return false;
+}
+
+/*
+ * A file of pid that could not be opened, read or probed. Said once per file
+ * (what = "read", "probe"; why as dl_tfile_open gives it): rescans come four
+ * times a second and a job's processes map the same libraries; a hash shared
+ * by two files only costs the second one its warning. Not tried again in pid
+ * unless the error may pass by itself.
+ */
+static void refuse(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind, int err,
+		   const char *what, const char *why)
+{
+	uint64_t dev = mapping_dev(m), key = file_key(pid, dev, m->inode);
+
+	if (kind != DL_LIB_NONE && !dl_u64map_get(&t->warned, file_key(0, dev, m->inode), NULL)) {
+		dl_u64map_put(&t->warned, file_key(0, dev, m->inode), 1);
+		dl_warn("pid %d: cannot %s %s: %s", pid, what, m->path, why);
+	}
+	if (dl_tfile_transient(err) || is_refused(t, pid, dev, m->inode))
+		return;
+	if (!dl_u64map_get(&t->refused_index, key, NULL))
+		dl_u64map_put(&t->refused_index, key, t->refused.n);
+	*dl_vec_push(&t->refused) = (struct dl_refused_file){ .pid = pid, .dev = dev, .inode = m->inode };
+}
+
+/* pid exited: its refusals go (the pid may come back as another process). */
+static void forget_refused(struct dl_tracer *t, pid_t pid)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < t->refused.n; i++)
+		if (t->refused.v[i].pid != pid)
+			t->refused.v[w++] = t->refused.v[i];
+	if (w == t->refused.n)
+		return;
+	t->refused.n = w;
+	dl_u64map_free(&t->refused_index);
+	for (size_t i = 0; i < t->refused.n; i++) {
+		const struct dl_refused_file *r = &t->refused.v[i];
+		uint64_t key = file_key(r->pid, r->dev, r->inode);
+
+		if (!dl_u64map_get(&t->refused_index, key, NULL))
+			dl_u64map_put(&t->refused_index, key, i);
+	}
 }
 
 static bool attach_is(const struct dl_cuda_attach *a, pid_t pid, uint64_t dev, uint64_t inode)
@@ -279,34 +340,25 @@ static void drop_trampolines(int fd, struct picks *p)
 }
 
 /*
- * Reads m's symbols and picks the functions to probe. A file of kind
- * DL_LIB_NONE that holds the runtime (static cudart) turns DL_LIB_RUNTIME;
- * one that does not, or whose symbols cannot be read, stays DL_LIB_NONE and
- * is remembered as plain. Returns 0 or -errno.
+ * Reads the symbols of m (open as fd) and picks the functions to probe. A
+ * file of kind DL_LIB_NONE that holds the runtime (static cudart) turns
+ * DL_LIB_RUNTIME; one that does not, or whose symbols cannot be read, stays
+ * DL_LIB_NONE and is remembered as plain. Returns 0 or -errno.
  */
-static int pick_symbols(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int *kind, struct picks *p)
+static int pick_symbols(struct dl_tracer *t, int fd, pid_t pid, const struct dl_mapping *m, int *kind,
+			struct picks *p)
 {
 	uint64_t dev = mapping_dev(m);
 	struct dl_elf_syms syms;
-	char path[4200];
-	int err, fd;
+	int err;
 
 	p->n = 0;
-	root_path(path, sizeof(path), pid, m->path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		if (*kind != DL_LIB_NONE)
-			dl_warn("pid %d: cannot open %s: %s", pid, m->path, strerror(errno));
-		return err;
-	}
 	err = dl_elf_syms_load_fd(fd, &syms);
 	if (err) {
 		if (*kind != DL_LIB_NONE)
-			dl_warn("pid %d: cannot read %s: %s", pid, m->path, strerror(-err));
+			refuse(t, pid, m, *kind, err, "read", strerror(-err));
 		else
 			note_plain(t, dev, m->inode);
-		close(fd);
 		return *kind != DL_LIB_NONE ? err : 0;
 	}
 	if (*kind == DL_LIB_NONE) {
@@ -314,7 +366,6 @@ static int pick_symbols(struct dl_tracer *t, pid_t pid, const struct dl_mapping 
 		if (*kind == DL_LIB_NONE) {
 			note_plain(t, dev, m->inode);
 			dl_elf_syms_free(&syms);
-			close(fd);
 			return 0;
 		}
 		dl_info("pid %d: %s contains the CUDA runtime (static cudart)", pid, m->path);
@@ -331,7 +382,6 @@ static int pick_symbols(struct dl_tracer *t, pid_t pid, const struct dl_mapping 
 	}
 	dl_elf_syms_free(&syms);
 	drop_trampolines(fd, p);
-	close(fd);
 	return 0;
 }
 
@@ -351,16 +401,16 @@ static void partition(const struct dl_tracer *t, const struct picks *p, struct l
 	}
 }
 
-/* Attaches s's links in pid and records the attachment; returns 1, or -errno. */
+/* Attaches s's links in pid and records the attachment, which then owns f's descriptor; returns 1, or -errno. */
 static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind,
-		       const struct link_sets *s)
+		       const struct link_sets *s, struct dl_tfile *f)
 {
 	const struct dl_probe_set *sets[DL_LINK_MAX] = {
 		[DL_LINK_ENTER] = &s->calls, [DL_LINK_RETURN] = &s->calls,
 		[DL_LINK_ENTRY_OTHER] = &s->other,
 	};
 	struct dl_cuda_attach a = {
-		.pid = pid, .kind = kind, .seen = true, .fresh = true, .dev = mapping_dev(m), .inode = m->inode,
+		.pid = pid, .kind = kind, .seen = true, .fresh = true, .dev = mapping_dev(m), .inode = m->inode, .fd = f->fd,
 		.nsyms = (int)(s->launch.n + s->other.n + s->calls.n + s->copies.n),
 	};
 	int err;
@@ -378,9 +428,11 @@ static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *
 	}
 	err = attach_links(t, &a, sets);
 	if (err) {
+		a.fd = -1;   /* still the caller's */
 		attach_free(&a);
 		return err;
 	}
+	f->fd = -1;
 	*dl_vec_push(&t->cuda) = a;
 	index_attach(t, t->cuda.n - 1);
 	return 1;
@@ -396,19 +448,32 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 	uint64_t t0 = dl_now_ns();
 	struct picks picks;
 	struct link_sets sets;
-	int r = pick_symbols(t, pid, m, &kind, &picks);
+	struct dl_tfile f;
+	char why[160];
+	int r = dl_tfile_open(pid, m->path, &f, why, sizeof(why));
 
-	if (r || kind == DL_LIB_NONE)
+	if (r) {
+		refuse(t, pid, m, kind, r, "read", why);
+		return kind != DL_LIB_NONE ? r : 0;
+	}
+	r = pick_symbols(t, f.fd, pid, m, &kind, &picks);
+	if (r || kind == DL_LIB_NONE) {
+		dl_tfile_close(&f);
 		return r;
+	}
 	if (!picks.n) {
 		if (kind != DL_LIB_LOADER)
 			dl_warn("pid %d: %s has none of the CUDA functions dlbpf probes", pid, m->path);
+		dl_tfile_close(&f);
 		return 0;
 	}
 	partition(t, &picks, &sets);
-	r = attach_sets(t, pid, m, kind, &sets);
-	if (r < 0)
+	r = attach_sets(t, pid, m, kind, &sets, &f);
+	if (r < 0) {
+		refuse(t, pid, m, kind, r, "probe", strerror(-r));
+		dl_tfile_close(&f);
 		return r;
+	}
 	t->last_attach_ns = dl_now_ns() - t0;
 	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, t->cuda.v[t->cuda.n - 1].nsyms,
 		kind == DL_LIB_LOADER ? "loader" : kind == DL_LIB_DRIVER ? "CUDA driver" : "CUDA runtime", m->path,
@@ -439,6 +504,8 @@ static int attach_hot_slots(struct dl_tracer *t, const int *want, int nwant)
 		for (int k = 0; k < nwant; k++)
 			sets[want[k]] = hot[want[k]];
 		err = attach_links(t, a, sets);
+		if (err)
+			dl_err("pid %d: cannot attach uprobes to %s: %s", a->pid, a->path, strerror(-err));
 		if (err && !first)
 			first = err;
 	}
@@ -510,6 +577,8 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 		a->seen = true;
 		return 0;
 	}
+	if (is_refused(c->t, c->pid, mapping_dev(m), m->inode))
+		return 0;
 	kind = dl_lib_kind_by_name(m->path);
 	/* Other files are read once, for a runtime linked into them; only code mappings. */
 	if (kind == DL_LIB_NONE &&
@@ -582,6 +651,7 @@ void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid)
 {
 	size_t w = 0;
 
+	forget_refused(t, pid);
 	for (size_t i = 0; i < t->cuda.n; i++) {
 		if (t->cuda.v[i].pid == pid) {
 			attach_free(&t->cuda.v[i]);
@@ -723,6 +793,11 @@ void dl_tracer_detach(struct dl_tracer *t)
 	t->last_detach_ns = dl_now_ns() - t0;
 }
 
+int dl_tracer_held_fd(const struct dl_tracer *t)
+{
+	return bpf_map__fd(t->skel->maps.held);
+}
+
 int dl_tracer_agg_fd(const struct dl_tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.agg);
@@ -734,6 +809,9 @@ void dl_tracer_destroy(struct dl_tracer *t)
 	dl_vec_free(&t->cuda);
 	dl_vec_free(&t->plain);
 	dl_u64map_free(&t->plain_index);
+	dl_vec_free(&t->refused);
+	dl_u64map_free(&t->refused_index);
+	dl_u64map_free(&t->warned);
 	dlbpf__destroy(t->skel);
 	memset(t, 0, sizeof(*t));
 }
@@ -762,19 +840,26 @@ static int maps_cuda_one(const struct dl_mapping *m, void *arg)
 	struct maps_cuda_ctx *c = arg;
 	uint64_t dev = mapping_dev(m);
 	struct dl_elf_syms syms;
-	char path[4200];
-	int kind = dl_lib_kind_by_name(m->path);
+	struct dl_tfile f;
+	int kind = dl_lib_kind_by_name(m->path), err;
 
 	if (kind == DL_LIB_RUNTIME || kind == DL_LIB_DRIVER) {
 		c->found = true;
 		return 1;
 	}
 	if (kind != DL_LIB_NONE || m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
-	    is_plain(c->t, dev, m->inode))
+	    is_plain(c->t, dev, m->inode) || is_refused(c->t, c->pid, dev, m->inode))
 		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)c->pid, m->path);
-	if (dl_elf_syms_load(path, &syms))
+	err = dl_tfile_open(c->pid, m->path, &f, NULL, 0);
+	if (!err) {
+		err = dl_elf_syms_load_fd(f.fd, &syms);
+		dl_tfile_close(&f);
+	}
+	if (err) {
+		/* Every executable mapping of every process, at each --system-wide pass: a bad one is read once. */
+		refuse(c->t, c->pid, m, DL_LIB_NONE, err, "read", NULL);
 		return 0;
+	}
 	kind = dl_lib_kind_by_syms(&syms);
 	dl_elf_syms_free(&syms);
 	if (kind == DL_LIB_RUNTIME) {

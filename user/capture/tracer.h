@@ -40,6 +40,7 @@ struct dl_cuda_attach {
 	bool fresh;               /* attached by the last scan of its process, not yet told (dl_tracer_take_fresh) */
 	uint64_t dev, inode;
 	char path[4096];          /* as the process maps it */
+	int fd;                   /* the file, opened inside the process's root (capture/tfile.h): links name it by fd */
 	struct bpf_link *links[DL_LINK_MAX];
 	int nsyms;
 	/* --duty: the hot probes (launches, copies), attached and detached by dl_tracer_set_hot */
@@ -51,6 +52,11 @@ struct dl_file_id {
 	uint64_t dev, inode;
 };
 
+struct dl_refused_file {
+	pid_t pid;
+	uint64_t dev, inode;
+};
+
 struct dl_tracer {
 	struct dlbpf *skel;
 	struct dl_features feat;
@@ -59,6 +65,10 @@ struct dl_tracer {
 	/* Files whose symbols hold no CUDA runtime: not read again. */
 	DL_VEC(struct dl_file_id) plain;
 	struct dl_u64map plain_index;   /* hash of (dev, inode) -> position in plain */
+	/* Files a process maps that could not be read or probed: not tried again for that process. */
+	DL_VEC(struct dl_refused_file) refused;
+	struct dl_u64map refused_index; /* hash of (pid, dev, inode) -> position in refused */
+	struct dl_u64map warned;        /* hash of (dev, inode): said once why, for every process */
 	bool split_hot;           /* --duty: launches and copies on their own links */
 	bool hot_on;              /* those links are attached */
 	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
@@ -78,6 +88,8 @@ struct dl_hot_edges {
 };
 int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e);
 int dl_tracer_agg_fd(const struct dl_tracer *t);
+/* The processes the dlopen hold stopped and nobody continued yet: pid -> time of the stop (bpf/cuda.bpf.c). */
+int dl_tracer_held_fd(const struct dl_tracer *t);
 /* Attaches every program but the CUDA uprobes (dl_tracer_scan_cuda) and --step-on's (marker.c). */
 int dl_tracer_attach_auto(struct dl_tracer *t);
 /* Adds a process to the traced set (the kernel adds its future children). */
