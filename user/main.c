@@ -356,7 +356,8 @@ static int start_command(struct run *r)
 	err = trace_root(r, r->spawn.pid);
 	if (!err)
 		err = dl_spawn_run_to_entry(&r->spawn);
-	if (err == -EINTR && stop_signal)
+	/* A signal can cut the hold in waitpid (EINTR) or in a ptrace call on a tracee not yet stopped (ESRCH). */
+	if (err && stop_signal)
 		dl_err("signal %d while '%s' was held at its start: it was killed before its program started",
 		       (int)stop_signal, r->cfg.cmd[0]);
 	else if (err)
