@@ -257,8 +257,16 @@ static void bin_add(struct dl_timeline *t, int c, uint64_t s, uint64_t e, double
 		t->bins_started = true;
 	}
 	last = e / BIN_NS;
-	while (last >= t->bin_base + BIN_LAG && last - (t->bin_base + BIN_LAG) >= NBINS - BIN_LAG)
-		flush_bin(t);   /* far jump: write out (zero) bins until e fits */
+	/*
+	 * A far jump writes out the NBINS bins held (and one more, zero, so each
+	 * series has said it fell to 0); every bin after those is zero and writes
+	 * nothing, so the base jumps over them. A corrupt end years away costs
+	 * NBINS + 1 flushes, not one per 10 ms of the gap.
+	 */
+	for (int k = 0; k <= NBINS && last - dl_min_u64(last, t->bin_base + BIN_LAG) >= NBINS - BIN_LAG; k++)
+		flush_bin(t);
+	if (last - dl_min_u64(last, t->bin_base + BIN_LAG) >= NBINS - BIN_LAG)
+		t->bin_base = last - BIN_LAG;
 	while (t->bin_base + BIN_LAG < last)
 		flush_bin(t);
 	if (e <= s)
