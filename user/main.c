@@ -52,6 +52,16 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
+/*
+ * A closed stdout (`dlbpf ... | head -1`) ends the step lines, not the trace:
+ * the write fails with EPIPE instead. Caught rather than ignored, because
+ * exec resets a caught signal: the command dlbpf starts gets SIGPIPE as usual.
+ */
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+}
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	if (level == LIBBPF_DEBUG && dl_log_level < DL_LOG_DEBUG)
@@ -518,7 +528,13 @@ static void on_step(void *ctx, const struct dl_step *st)
 {
 	struct step_sinks *s = ctx;
 
-	dl_print_step(s->printer, st);
+	/* A closed stdout (EPIPE) ends the step lines; the trace goes on. */
+	if (s->printer->f && ferror(s->printer->f)) {
+		dl_info("writing to stdout failed (closed?): no more step lines");
+		s->printer->f = NULL;
+	}
+	if (s->printer->f)
+		dl_print_step(s->printer, st);
 	if (s->trace)
 		dl_timeline_step(s->trace, st);
 }
@@ -570,7 +586,7 @@ static int close_timeline(struct run *r)
 int main(int argc, char **argv)
 {
 	struct run r = {};
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_handler = on_signal }, pipe_sa = { .sa_handler = on_sigpipe };
 	struct dl_corr_opts copts = { 0 };
 	struct dl_diag_opts dopts = { 0 };
 	struct dl_step_printer printer = { .f = stdout };
@@ -581,6 +597,7 @@ int main(int argc, char **argv)
 	char replay_err[512];
 	int err = 0, exit_code = 1;
 
+	sigaction(SIGPIPE, &pipe_sa, NULL);
 	dl_cli_parse(argc, argv, &r.cfg);
 	/* The status line (stderr) and step lines (stdout) share a terminal. */
 	printer.clear_status = !r.cfg.quiet && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO);
