@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -543,8 +544,12 @@ static void on_step(void *ctx, const struct dl_step *st)
 static void timeline_clocks_of(struct dl_timeline *t, const char *path)
 {
 	struct dl_rec_header h;
+	struct stat st;
 	char err[512];
 
+	/* A pipe is read once, by dl_replay: its timeline keeps the host's clocks. */
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return;
 	if (dl_rec_header_read(path, &h, err, sizeof(err)) == 0)   /* else dl_replay says why */
 		dl_timeline_set_clocks(t, h.mono_ns, h.boot_ns, h.real_ns);
 }

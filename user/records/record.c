@@ -131,10 +131,25 @@ static int read_header(FILE *f, const char *path, struct dl_rec_header *h, char 
 		snprintf(err, errlen, "%s: header of %u bytes is too short (corrupt file)", path, h->header_size);
 		return -1;
 	}
-	if (fread((char *)h + fixed, 1, sizeof(*h) - fixed, f) != sizeof(*h) - fixed ||
-	    fseeko(f, (off_t)h->header_size, SEEK_SET)) {
+	/* Fields a later version appended are skipped; a header of megabytes is a corrupt size. */
+	if (h->header_size > DL_REC_HEADER_MAX) {
+		snprintf(err, errlen, "%s: header of %u bytes is too long (corrupt file)", path, h->header_size);
+		return -1;
+	}
+	if (fread((char *)h + fixed, 1, sizeof(*h) - fixed, f) != sizeof(*h) - fixed) {
 		snprintf(err, errlen, "%s: truncated header", path);
 		return -1;
+	}
+	/* Read, not sought past: a recording may come through a pipe (report <(zcat run.dlbpf.gz)). */
+	for (size_t left = h->header_size - sizeof(*h); left;) {
+		char skip[512];
+		size_t n = fread(skip, 1, left < sizeof(skip) ? left : sizeof(skip), f);
+
+		if (!n) {
+			snprintf(err, errlen, "%s: truncated header", path);
+			return -1;
+		}
+		left -= n;
 	}
 	return 0;
 }

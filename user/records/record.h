@@ -14,6 +14,7 @@
 #include "records/stream.h"
 
 #define DL_REC_MAGIC "DLBPFREC"
+#define DL_REC_HEADER_MAX 65536   /* header_size beyond this is corrupt, not a longer header */
 
 struct dl_rec_header {
 	char magic[8];
