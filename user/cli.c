@@ -37,7 +37,23 @@ static const char doc[] =
 "  sudo dlbpf --system-wide -d 60   # every process using CUDA, for a minute\n"
 "  sudo dlbpf -p 4242 -o t.pftrace  # also write a timeline for the Perfetto UI\n"
 "  dlbpf report run.dlbpf -o t.json # a recording's timeline, Chrome JSON\n"
-"  sudo dlbpf -v --pid 4242         # also say what is attached where";
+"  sudo dlbpf -v --pid 4242         # also say what is attached where"
+"\v"
+"OUTPUT FILES:\n"
+"  -j, -o and record -o are written to a hidden temporary beside FILE, mode\n"
+"  0600 (a trace names every process, file and kernel of the job), renamed\n"
+"  over FILE once complete and on disk: a failed run leaves an existing\n"
+"  FILE as it was. A symlink at FILE owned by another user is replaced,\n"
+"  never followed; a pipe or a device (/dev/stdout, /dev/null) is written\n"
+"  in place. A recording is at its path once tracing begins and flushed\n"
+"  every 250 ms: a killed record leaves all but its last moment, and report\n"
+"  reads a recording cut short or damaged past its header up to its last\n"
+"  complete record, saying where it stopped. An output naming the recording\n"
+"  being reported, or two outputs naming one file, is a usage error.\n"
+"\n"
+"EXIT STATUS:\n"
+"  0 success (with -- COMMAND: the command's status); 1 an error; 2 a usage\n"
+"  error; 128+N a report that signal N stopped (it reports what it read).";
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD };
