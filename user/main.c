@@ -512,8 +512,8 @@ static int write_json(struct run *r, const struct dl_correlator *corr, const str
 	else
 		err = dl_outfile_commit(&r->json);
 	if (err) {
-		dl_err("writing the JSON summary to %s failed: %s; %s is left as it was", r->cfg.json_path,
-		       strerror(-err), r->cfg.json_path);
+		dl_err("writing the JSON summary to %s failed: %s; it is not written (a file of that name is left "
+		       "as it was)", r->cfg.json_path, strerror(-err));
 		return -EIO;
 	}
 	return 0;
@@ -575,8 +575,8 @@ static int close_timeline(struct run *r)
 
 	r->trace = NULL;
 	if (err) {
-		dl_err("writing the trace to %s failed: %s; %s is left as it was", r->cfg.timeline_path, strerror(-err),
-		       r->cfg.timeline_path);
+		dl_err("writing the trace to %s failed: %s; it is not written (a file of that name is left as it "
+		       "was)", r->cfg.timeline_path, strerror(-err));
 		return err;
 	}
 	dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " events (%" PRIu64
