@@ -600,6 +600,7 @@ int main(int argc, char **argv)
 	struct dl_diagnosis *diag = NULL;
 	struct dl_recorder rec = { 0 };
 	char replay_err[512];
+	bool replay_stopped = false;   /* by a signal: the report is of part of the recording */
 	int err = 0, exit_code = 1;
 
 	sigaction(SIGPIPE, &pipe_sa, NULL);
@@ -666,6 +667,7 @@ int main(int argc, char **argv)
 		/* Cut short or stopped: the report is of the records read, and says so. */
 		if (ret > 0)
 			dl_warn("%s", replay_err);
+		replay_stopped = ret > 0 && stop_signal;
 	} else {
 		err = trace_live(&r);
 		if (err)
@@ -704,7 +706,7 @@ int main(int argc, char **argv)
 	}
 	exit_code = err ? 1 : command_status(&r);
 	/* A replay a signal stopped is not the whole recording's report. */
-	if (!err && r.cfg.mode == DL_MODE_REPORT && stop_signal)
+	if (!err && replay_stopped)
 		exit_code = 128 + stop_signal;
 
 cleanup:
