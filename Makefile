@@ -23,7 +23,7 @@ BPF_HDRS := $(wildcard bpf/*.bpf.h) bpf/vmlinux.h $(wildcard include/dlbpf/*.h)
 # pipeline stage; dlbpf and the unit tests link the libraries. Link order follows the
 # include rule (user/README.md): capture -> output -> analysis -> records -> base.
 STAGES := capture output analysis records
-BASE_SRCS := user/log.c user/util.c user/strsafe.c
+BASE_SRCS := $(filter-out user/main.c user/cli.c,$(wildcard user/*.c))
 stage_srcs = $(wildcard user/$(1)/*.c)
 OBJ := $(OUTPUT)/obj
 SAN_OBJ := $(OUTPUT)/obj-san

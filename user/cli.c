@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "outfile.h"
 #include "output/timeline.h"
 #include "capture/duty.h"
 #include "version.h"
@@ -36,7 +37,23 @@ static const char doc[] =
 "  sudo dlbpf --system-wide -d 60   # every process using CUDA, for a minute\n"
 "  sudo dlbpf -p 4242 -o t.pftrace  # also write a timeline for the Perfetto UI\n"
 "  dlbpf report run.dlbpf -o t.json # a recording's timeline, Chrome JSON\n"
-"  sudo dlbpf -v --pid 4242         # also say what is attached where";
+"  sudo dlbpf -v --pid 4242         # also say what is attached where"
+"\v"
+"OUTPUT FILES:\n"
+"  -j, -o and record -o are written to a hidden temporary beside FILE, mode\n"
+"  0600 (a trace names every process, file and kernel of the job), renamed\n"
+"  over FILE once complete and on disk: a failed run leaves an existing\n"
+"  FILE as it was. A symlink at FILE owned by another user is replaced,\n"
+"  never followed; a pipe or a device (/dev/stdout, /dev/null) is written\n"
+"  in place. A recording is at its path once tracing begins and flushed\n"
+"  every 250 ms: a killed record leaves all but its last moment, and report\n"
+"  reads a recording cut short or damaged past its header up to its last\n"
+"  complete record, saying where it stopped. An output naming the recording\n"
+"  being reported, or two outputs naming one file, is a usage error.\n"
+"\n"
+"EXIT STATUS:\n"
+"  0 success (with -- COMMAND: the command's status); 1 an error; 2 a usage\n"
+"  error; 128+N a report that signal N stopped (it reports what it read).";
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD };
@@ -92,6 +109,38 @@ static long parse_long(struct argp_state *state, const char *what, const char *a
 	if (errno || end == arg || *end || v < min || v > max)
 		argp_error(state, "invalid %s '%s' (expected an integer from %ld to %ld)", what, arg, min, max);
 	return v;
+}
+
+/*
+ * Two names of one file would lose data: an output renamed over the recording
+ * being reported, or two outputs over each other (the last one wins, the
+ * other is gone). A usage error, said before anything is written.
+ */
+static void check_files(struct argp_state *state, const struct dl_config *cfg)
+{
+	struct { const char *opt, *path; struct dl_fileref id; bool known; } out[] = {
+		{ .opt = "-j", .path = cfg->json_path },
+		{ .opt = "-o", .path = cfg->mode == DL_MODE_RECORD ? cfg->record_path : NULL },
+		{ .opt = cfg->mode == DL_MODE_RECORD ? "--format's timeline" : "-o", .path = cfg->timeline_path },
+	};
+	struct dl_fileref in;
+	bool have_in = cfg->input_path && dl_input_id(cfg->input_path, &in) == 0;
+	size_t n = sizeof(out) / sizeof(out[0]);
+
+	/* One that cannot be resolved (no such directory, no access) fails when it is opened, with its reason. */
+	for (size_t i = 0; i < n; i++)
+		out[i].known = out[i].path && dl_output_id(out[i].path, &out[i].id) == 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!out[i].known)
+			continue;
+		if (have_in && dl_fileref_clash(&out[i].id, &in))
+			argp_failure(state, 2, 0, "%s %s is the recording being reported (%s): it would be "
+				     "overwritten; write to another file", out[i].opt, out[i].path, cfg->input_path);
+		for (size_t k = i + 1; k < n; k++)
+			if (out[k].known && dl_fileref_clash(&out[i].id, &out[k].id))
+				argp_failure(state, 2, 0, "%s %s and %s %s are the same file: one output would "
+					     "overwrite the other", out[i].opt, out[i].path, out[k].opt, out[k].path);
+	}
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -211,6 +260,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 					   "--duration do not apply");
 			if (cfg->ready_fd >= 0)
 				argp_error(state, "report replays a recording: --ready-fd does not apply");
+			check_files(state, cfg);
 			break;
 		}
 		if (!cfg->npids && !cfg->cmd && !cfg->ncomms && !cfg->system_wide)
@@ -219,6 +269,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either --pid or a command, not both (--comm and --system-wide count as --pid)");
 		if (cfg->mode == DL_MODE_RECORD && !cfg->record_path)
 			argp_error(state, "record needs -o FILE");
+		check_files(state, cfg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

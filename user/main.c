@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "analysis/diagnose.h"
 #include "capture/discover.h"
 #include "capture/marker.h"
+#include "outfile.h"
 #include "records/record.h"
 #include "output/report_diag.h"
 #include "capture/env.h"
@@ -42,6 +44,7 @@
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
 #define STATUS_NS 1000000000ull
+#define REC_FLUSH_NS 250000000ull  /* a killed `record` loses at most this much of the recording */
 #define IDLE_DRAIN_MS 80        /* drain interval while no record arrives */
 
 static volatile sig_atomic_t stop_signal;
@@ -49,6 +52,16 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+/*
+ * A closed stdout (`dlbpf ... | head -1`) ends the step lines, not the trace:
+ * the write fails with EPIPE instead. Caught rather than ignored, because
+ * exec resets a caught signal: the command dlbpf starts gets SIGPIPE as usual.
+ */
+static void on_sigpipe(int sig)
+{
+	(void)sig;
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -69,7 +82,8 @@ struct run {
 	struct dl_markers markers;
 	struct ring_buffer *rb;
 	struct dl_spawn spawn;
-	FILE *json;
+	struct dl_outfile json;
+	struct dl_recorder *rec;     /* record: flushed as it goes */
 	struct dl_timeline *trace;   /* -o: the timeline (records through the stream, steps through on_step) */
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
@@ -289,7 +303,7 @@ static void show_status(struct run *r, uint64_t now, uint64_t dt)
 static int run_loop(struct run *r)
 {
 	uint64_t deadline = r->cfg.duration_s > 0 ? r->start_ns + (uint64_t)(r->cfg.duration_s * 1e9) : 0;
-	uint64_t next_housekeep = 0, last_status = r->start_ns;
+	uint64_t next_housekeep = 0, next_flush = 0, last_status = r->start_ns;
 	bool status = !r->cfg.quiet && isatty(STDERR_FILENO);
 	int timeout = (int)r->cfg.drain_ms;
 
@@ -321,6 +335,11 @@ static int run_loop(struct run *r)
 			break;
 		if (r->cfg.duty_on_s)
 			dl_duty_tick(&r->duty, &r->tracer, now, &r->sum, sync_kernel, r);
+		/* The first flush puts the recording at its path; a write error is said at the end. */
+		if (r->rec && now >= next_flush) {
+			next_flush = now + REC_FLUSH_NS;
+			dl_recorder_flush(r->rec);
+		}
 		if (now >= next_housekeep) {
 			next_housekeep = now + HOUSEKEEP_NS;
 			dl_watchdog_keep(&r->watchdog, dl_tracer_held_fd(&r->tracer));
@@ -504,11 +523,15 @@ static int trace_live(struct run *r)
 
 static int write_json(struct run *r, const struct dl_correlator *corr, const struct dl_diagnosis *diag)
 {
-	FILE *f = r->json;
+	int err = dl_report_json(r->json.f, &r->sum, corr, diag) ? -(errno ? errno : EIO) : 0;
 
-	r->json = NULL;
-	if (dl_report_json(f, &r->sum, corr, diag) || fclose(f)) {
-		dl_err("writing the JSON summary to %s failed: %s", r->cfg.json_path, strerror(errno));
+	if (err)
+		dl_outfile_abort(&r->json);
+	else
+		err = dl_outfile_commit(&r->json);
+	if (err) {
+		dl_err("writing the JSON summary to %s failed: %s; it is not written (a file of that name is left "
+		       "as it was)", r->cfg.json_path, strerror(-err));
 		return -EIO;
 	}
 	return 0;
@@ -524,7 +547,13 @@ static void on_step(void *ctx, const struct dl_step *st)
 {
 	struct step_sinks *s = ctx;
 
-	dl_print_step(s->printer, st);
+	/* A closed stdout (EPIPE) ends the step lines; the trace goes on. */
+	if (s->printer->f && ferror(s->printer->f)) {
+		dl_info("writing to stdout failed (closed?): no more step lines");
+		s->printer->f = NULL;
+	}
+	if (s->printer->f)
+		dl_print_step(s->printer, st);
 	if (s->trace)
 		dl_timeline_step(s->trace, st);
 }
@@ -533,8 +562,12 @@ static void on_step(void *ctx, const struct dl_step *st)
 static void timeline_clocks_of(struct dl_timeline *t, const char *path)
 {
 	struct dl_rec_header h;
+	struct stat st;
 	char err[512];
 
+	/* A pipe is read once, by dl_replay: its timeline keeps the host's clocks. */
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return;
 	if (dl_rec_header_read(path, &h, err, sizeof(err)) == 0)   /* else dl_replay says why */
 		dl_timeline_set_clocks(t, h.mono_ns, h.boot_ns, h.real_ns);
 }
@@ -560,7 +593,8 @@ static int close_timeline(struct run *r)
 
 	r->trace = NULL;
 	if (err) {
-		dl_err("writing the trace to %s failed: %s; the file is incomplete", r->cfg.timeline_path, strerror(-err));
+		dl_err("writing the trace to %s failed: %s; it is not written (a file of that name is left as it "
+		       "was)", r->cfg.timeline_path, strerror(-err));
 		return err;
 	}
 	dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " events (%" PRIu64
@@ -575,7 +609,7 @@ static int close_timeline(struct run *r)
 int main(int argc, char **argv)
 {
 	struct run r = {};
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_handler = on_signal }, pipe_sa = { .sa_handler = on_sigpipe };
 	struct dl_corr_opts copts = { 0 };
 	struct dl_diag_opts dopts = { 0 };
 	struct dl_step_printer printer = { .f = stdout };
@@ -584,8 +618,10 @@ int main(int argc, char **argv)
 	struct dl_diagnosis *diag = NULL;
 	struct dl_recorder rec = { 0 };
 	char replay_err[512];
+	bool replay_stopped = false;   /* by a signal: the report is of part of the recording */
 	int err = 0, exit_code = 1;
 
+	sigaction(SIGPIPE, &pipe_sa, NULL);
 	dl_cli_parse(argc, argv, &r.cfg);
 	/* The status line (stderr) and step lines (stdout) share a terminal. */
 	printer.clear_status = !r.cfg.quiet && isatty(STDERR_FILENO) && isatty(STDOUT_FILENO);
@@ -595,16 +631,24 @@ int main(int argc, char **argv)
 	libbpf_set_print(libbpf_print);
 	r.markers.symbol = r.cfg.step_on && !dl_api_by_name(r.cfg.step_on) ? r.cfg.step_on : NULL;
 
-	/* Outputs are opened first: an unwritable path fails before anything is traced. */
+	/*
+	 * Outputs are opened first: an unwritable path fails before anything is
+	 * traced. Each is a temporary until complete (outfile.h): a run that fails
+	 * leaves an existing file of that name as it was.
+	 */
 	if (r.cfg.json_path) {
-		r.json = fopen(r.cfg.json_path, "w");
-		if (!r.json) {
-			dl_err("cannot write the JSON summary to %s: %s", r.cfg.json_path, strerror(errno));
+		err = dl_outfile_open(&r.json, r.cfg.json_path);
+		if (err) {
+			dl_err("cannot write the JSON summary to %s: %s", r.cfg.json_path, strerror(-err));
 			return 1;
 		}
 	}
-	if (r.cfg.mode == DL_MODE_RECORD && dl_recorder_open(&rec, r.cfg.record_path))
-		goto cleanup;
+	if (r.cfg.mode == DL_MODE_RECORD) {
+		err = dl_recorder_open(&rec, r.cfg.record_path);
+		if (err)
+			goto cleanup;
+		r.rec = &rec;
+	}
 	if (r.cfg.timeline_path && open_timeline(&r)) {
 		err = -EIO;
 		goto cleanup;
@@ -613,6 +657,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	r.stream.stop = &stop_signal;   /* a replay stops between records */
 
 	dl_summary_init(&r.sum);
 	r.symbolizer = dl_symbolizer_new();
@@ -630,11 +675,17 @@ int main(int argc, char **argv)
 	dl_stream_add(&r.stream, dl_corr_sink, corr);
 
 	if (r.cfg.mode == DL_MODE_REPORT) {
-		if (dl_replay(r.cfg.input_path, &r.stream, NULL, replay_err, sizeof(replay_err))) {
+		int ret = dl_replay(r.cfg.input_path, &r.stream, NULL, replay_err, sizeof(replay_err));
+
+		if (ret < 0) {
 			dl_err("%s", replay_err);
 			err = -EINVAL;
 			goto cleanup;
 		}
+		/* Cut short or stopped: the report is of the records read, and says so. */
+		if (ret > 0)
+			dl_warn("%s", replay_err);
+		replay_stopped = ret > 0 && stop_signal;
 	} else {
 		err = trace_live(&r);
 		if (err)
@@ -664,7 +715,7 @@ int main(int argc, char **argv)
 		printf("\ndlbpf: recorded %" PRIu64 " records (%.1f MiB) to %s; `dlbpf report %s` replays it\n",
 		       rec.records, (double)rec.bytes / (1 << 20), r.cfg.record_path, r.cfg.record_path);
 	fflush(stdout);
-	if (r.json)
+	if (r.json.f)
 		err = write_json(&r, corr, diag);
 	if (r.trace) {
 		int terr = close_timeline(&r);
@@ -672,14 +723,15 @@ int main(int argc, char **argv)
 		err = err ? err : terr;
 	}
 	exit_code = err ? 1 : command_status(&r);
+	/* A replay a signal stopped is not the whole recording's report. */
+	if (!err && replay_stopped)
+		exit_code = 128 + stop_signal;
 
 cleanup:
-	if (rec.f)
-		dl_recorder_close(&rec);
-	if (r.json)
-		fclose(r.json);
+	dl_recorder_abort(&rec);
+	dl_outfile_abort(&r.json);
 	if (r.trace)
-		dl_timeline_close(r.trace, NULL);
+		dl_timeline_discard(r.trace);
 	dl_markers_detach(&r.markers);
 	dl_held_continue_all(&r.held);
 	ring_buffer__free(r.rb);

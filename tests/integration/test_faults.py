@@ -942,5 +942,351 @@ def test_sigint_during_attach():
     return f"{attached} of {n} attached when SIGINT came"
 
 
+# --- Output files and recordings: nothing clobbered, nothing followed, damage salvaged, every
+# loop bounded and every phase stopped by a signal.
+import hashlib  # noqa: E402  (imports of this section, kept with it so that rows stay append-only)
+import json  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import signal  # noqa: E402
+import stat  # noqa: E402
+import struct  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from harness import DLBPF, GPUSIM_DIR, WORK, Failure, workload  # noqa: E402
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def leftovers(d):
+    """Hidden files in d: the temporaries dlbpf writes outputs to before renaming them."""
+    return sorted(n for n in os.listdir(d) if n.startswith("."))
+
+
+def fresh_dir(name):
+    d = os.path.join(WORK, name)
+    subprocess.run(["rm", "-rf", "--", d], check=True)
+    os.makedirs(d)
+    return d
+
+
+def complete_records(path):
+    """Read independently of dlbpf: (complete records, the byte offset where they end, file size)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    check(data[:8] == b"DLBPFREC", f"{path} has no recording header")
+    off = struct.unpack_from("<I", data, 8)[0]
+    n = 0
+    while off + 24 <= len(data):
+        size = struct.unpack_from("<H", data, off)[0]
+        if size < 24 or off + size > len(data):
+            break
+        off += size
+        n += 1
+    return n, off, len(data)
+
+
+TRAIN_ENV = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+
+
+def small_recording(name, steps=20):
+    """A short recording of the simulated training job, for the tests that damage one."""
+    d = fresh_dir(name)
+    rec = os.path.join(d, "run.dlbpf")
+    p = subprocess.run([DLBPF, "record", "-q", "-o", rec, "--", workload("train"), "--scenario", "input",
+                        "--steps", str(steps), "--quiet"], capture_output=True, text=True, env=TRAIN_ENV,
+                       timeout=120)
+    check(p.returncode == 0, f"record failed: {p.stderr[-500:]}")
+    return d, rec
+
+
+class Background:
+    """dlbpf with its own argv (record, report), told ready through --ready-fd when it traces."""
+
+    def __init__(self, argv, ready=True, **kw):
+        fds = ()
+        if ready:
+            self.ready_r, ready_w = os.pipe()
+            argv = argv[:1] + ["--ready-fd", str(ready_w)] + argv[1:]
+            fds = (ready_w,)
+        self.proc = subprocess.Popen([DLBPF] + argv, stdin=subprocess.DEVNULL, pass_fds=fds, **kw)
+        if ready:
+            os.close(ready_w)
+
+    def started(self, timeout=30):
+        with os.fdopen(self.ready_r, "rb") as f:
+            got = f.read()
+        check(got == b"ready\n", f"dlbpf did not start tracing (exit {self.proc.poll()})")
+
+
+@fault("report R -j R, report R -o R (or through a link to R), record -o X -j X",
+       "refused before anything is written: exit 2 naming both, the recording unchanged")
+def test_output_same_as_input():
+    d, rec = small_recording("same-file")
+    before = digest(rec)
+    os.symlink("run.dlbpf", os.path.join(d, "link.dlbpf"))
+    cases = [["report", rec, "-j", rec], ["report", rec, "-o", rec], ["report", rec, "-o", os.path.join(d, "x.json"),
+             "-j", os.path.join(d, "..", os.path.basename(d), "x.json")],
+             ["report", rec, "-j", os.path.join(d, "link.dlbpf")],
+             ["record", "-o", os.path.join(d, "x.dlbpf"), "-j", os.path.join(d, "x.dlbpf"), "--", "true"]]
+    for args in cases:
+        rc, _, err = run_dlbpf(args)
+        check(rc == 2, f"{' '.join(args[:4])}: exit {rc} (expected 2): {err.strip()[-300:]}")
+        check("same file" in err or "recording being reported" in err, f"unclear error: {err.strip()}")
+        check(digest(rec) == before, f"{' '.join(args[:4])}: the recording changed")
+    check(not os.path.exists(os.path.join(d, "x.json")) and not os.path.exists(os.path.join(d, "x.dlbpf")),
+          "an output was written anyway")
+    check(not leftovers(d), f"temporaries left: {leftovers(d)}")
+    return f"{len(cases)} cases refused, recording intact"
+
+
+@fault("a run that fails (-p 999999) with -j/-o naming existing files",
+       "exit 1, each existing file exactly as it was, no temporary left")
+def test_failed_run_keeps_old_files():
+    d = fresh_dir("failed-run")
+    paths = {name: os.path.join(d, name) for name in ("old.json", "old.pftrace", "old.dlbpf")}
+    for name, path in paths.items():
+        with open(path, "w") as f:
+            f.write(f"the previous run's {name}\n")
+    before = {p: digest(p) for p in paths.values()}
+    for args in (["-p", "999999", "-j", paths["old.json"], "-o", paths["old.pftrace"]],
+                 ["record", "-o", paths["old.dlbpf"], "-j", paths["old.json"], "-p", "999999"]):
+        rc, _, err = run_dlbpf(args)
+        check(rc == 1 and "no process with pid 999999" in err, f"exit {rc}: {err.strip()}")
+        for p, h in before.items():
+            check(digest(p) == h, f"{os.path.basename(p)} changed by a failed run")
+    check(not leftovers(d), f"temporaries left: {leftovers(d)}")
+    return "3 files untouched"
+
+
+@fault("another user plants a symlink at the output path (-j, -o, record -o) pointing at a file of root's",
+       "the link is replaced by dlbpf's own file, mode 0600 whatever the umask; the target untouched")
+def test_planted_symlink_not_followed():
+    d = fresh_dir("planted")
+    os.chmod(d, 0o1777)   # a /tmp of its own: anyone may plant a link in it
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("root's file\n")
+    before = digest(victim)
+    links = [os.path.join(d, n) for n in ("s.json", "t.pftrace", "r.dlbpf")]
+    for link in links:
+        os.symlink(victim, link)
+        os.lchown(link, 65534, 65534)
+    umask0 = lambda: os.umask(0)
+    for args in (["-q", "-j", links[0], "-o", links[1], "--", "true"], ["record", "-q", "-o", links[2], "--", "true"]):
+        p = subprocess.run([DLBPF] + args, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                           preexec_fn=umask0)
+        check(p.returncode == 0, f"dlbpf {' '.join(args[:3])}: exit {p.returncode}: {p.stderr[-300:]}")
+    check(digest(victim) == before, "the link's target was written through")
+    for link in links:
+        st = os.lstat(link)
+        check(stat.S_ISREG(st.st_mode), f"{os.path.basename(link)} is still a link")
+        check(st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600,
+              f"{os.path.basename(link)}: uid {st.st_uid} mode {stat.S_IMODE(st.st_mode):o}, expected root 0600")
+    with open(links[0]) as f:
+        check(json.load(f)["schema"] == 1, "the JSON written in the link's place is not the summary")
+    n, end, size = complete_records(links[2])
+    check(n > 0 and end == size, f"the recording in the link's place: {n} records, {end} of {size} bytes")
+    check(not leftovers(d), f"temporaries left: {leftovers(d)}")
+    return "3 links replaced, target intact, 0600"
+
+
+@fault("dlbpf record is SIGKILLed mid-recording (or crashes, or the disk fills)",
+       "the recording is at its path, flushed; report salvages every complete record, says where it stopped, exit 0")
+def test_sigkill_mid_record_salvaged():
+    d = fresh_dir("sigkill-record")
+    rec = os.path.join(d, "run.dlbpf")
+    w = subprocess.Popen([workload("train"), "--scenario", "input", "--steps", "100000", "--quiet"],
+                         env=TRAIN_ENV, stdout=subprocess.DEVNULL)
+    try:
+        b = Background(["record", "-q", "-o", rec, "--pid", str(w.pid)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        b.started()
+        # The periodic flush puts the recording at its path and keeps it growing while dlbpf runs.
+        deadline = time.monotonic() + 60
+        while (not os.path.exists(rec) or os.path.getsize(rec) < 256 * 1024) and time.monotonic() < deadline:
+            check(b.proc.poll() is None, f"dlbpf exited {b.proc.returncode}")
+            time.sleep(0.05)
+        check(os.path.exists(rec) and os.path.getsize(rec) >= 256 * 1024,
+              "the recording is not at its path while recording")
+        b.proc.send_signal(signal.SIGKILL)
+        b.proc.wait()
+    finally:
+        w.terminate()
+        w.wait()
+    check(not leftovers(d), f"temporaries left: {leftovers(d)}")
+    n, end, size = complete_records(rec)
+    summary = os.path.join(d, "salvaged.json")
+    p = subprocess.run([DLBPF, "report", rec, "-j", summary], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"report exit {p.returncode}: {p.stderr[-500:]}")
+    if end < size:
+        want = f"at byte {end}; the {n} records before it are reported"
+        check(want in p.stderr and "cut short" in p.stderr, f"no warning '{want}': {p.stderr.strip()[-500:]}")
+    with open(summary) as f:
+        s = json.load(f)
+    procs = {q["pid"]: q for q in s["processes"]}
+    check(w.pid in procs, f"the job (pid {w.pid}) is not in the salvaged report")
+    copies = procs[w.pid]["cuda"]["memcpy"]["h2d"]["count"]
+    check(copies > 0 and len(s["steps"]) > 0, f"salvaged: {copies} copies, {len(s['steps'])} steps")
+    return f"{n} records salvaged ({size - end} bytes cut), {len(s['steps'])} steps, {copies} h2d copies"
+
+
+@fault("dlbpf ... | head -1: the reader of stdout goes away while dlbpf records",
+       "step lines stop; the recording, JSON and timeline complete; exit status as normal")
+def test_sigpipe():
+    d = fresh_dir("sigpipe")
+    rec, summary, trace = (os.path.join(d, n) for n in ("run.dlbpf", "s.json", "trace.json"))
+    steps = 40
+    p = subprocess.Popen([DLBPF, "record", "-o", rec, "-j", summary, "--format", "json", "--", workload("train"),
+                          "--scenario", "input", "--steps", str(steps), "--quiet"], cwd=d, env=TRAIN_ENV,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    first = p.stdout.readline()
+    p.stdout.close()   # what head -1 does
+    _, err = p.communicate(timeout=120)
+    err = err.decode(errors="replace")
+    check(first.startswith(b"step"), f"first line is not a step line: {first!r}")
+    check(p.returncode == 0, f"exit {p.returncode} (-13 is SIGPIPE): {err[-500:]}")
+    with open(summary) as f:
+        s = json.load(f)
+    with open(trace) as f:
+        check(json.load(f)["traceEvents"], "empty timeline")
+    # The workload's own step count: every step after the first is closed by the next one's start.
+    check(len(s["steps"]) >= steps - 2, f"{len(s['steps'])} steps in the JSON, the job ran {steps}")
+    n, end, size = complete_records(rec)
+    check(end == size and n > 1000, f"recording: {n} records, {end} of {size} bytes")
+    r = subprocess.run([DLBPF, "report", rec, "-j", os.path.join(d, "replay.json")], capture_output=True, text=True,
+                       timeout=120)
+    check(r.returncode == 0 and "cut short" not in r.stderr, f"report of it: {r.returncode}: {r.stderr[-300:]}")
+    return f"{len(s['steps'])} steps, {n} records after stdout closed at the first line"
+
+
+def set_sched_dur(data, nth, dur):
+    """Sets dur_ns of the nth run-queue sched record (state 2) of a recording; returns its offset."""
+    off = struct.unpack_from("<I", data, 8)[0]
+    k = 0
+    while off + 24 <= len(data):
+        size, kind = struct.unpack_from("<HH", data, off)
+        if kind == 3 and struct.unpack_from("<I", data, off + 32)[0] == 2:
+            k += 1
+            if k == nth:
+                struct.pack_into("<Q", data, off + 24, dur)
+                return off
+        off += size
+    raise Failure(f"fewer than {nth} run-queue records")
+
+
+@fault("a corrupt recording: a sched record's duration is 2^63-1 ns (or 2^62), or random bytes flipped",
+       "report -o x.pftrace finishes promptly: a record past the clock's range is counted malformed and left out")
+def test_corrupt_durations():
+    d, rec = small_recording("corrupt-dur")
+    data = open(rec, "rb").read()
+    # Before the fix the first case spun in the timeline's counter bins for over 10 minutes: a 60 s
+    # kill is a failure with a wide margin, and no assertion on time.
+    for dur, malformed in ((2**63 - 1, True), (2**62, False)):
+        bad = bytearray(data)
+        set_sched_dur(bad, 5, dur)
+        path = os.path.join(d, f"dur-{dur}.dlbpf")
+        with open(path, "wb") as f:
+            f.write(bad)
+        try:
+            p = subprocess.run([DLBPF, "report", path, "-o", os.path.join(d, "x.pftrace"), "-j",
+                                os.path.join(d, "x.json")], capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise Failure(f"dur {dur}: report still running after 60 s")
+        check(p.returncode == 0, f"dur {dur}: exit {p.returncode}: {p.stderr[-300:]}")
+        check(("1 malformed records ignored" in p.stderr) == malformed, f"dur {dur}: {p.stderr.strip()[-300:]}")
+        check(os.path.getsize(os.path.join(d, "x.pftrace")) > 0, "no timeline")
+    # Random mutants: each reported (0) or refused (1) in time, never a hang or a crash.
+    rng = random.Random(1234)
+    hsize = struct.unpack_from("<I", data, 8)[0]
+    mutants = 150
+    for i in range(mutants):
+        bad = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            at = rng.randrange(hsize, len(bad))
+            bad[at] = rng.randrange(256)
+        path = os.path.join(d, "mutant.dlbpf")
+        with open(path, "wb") as f:
+            f.write(bad)
+        try:
+            # Bytes, not text: a flipped name is not UTF-8 (the text report's escaping is not this row's).
+            p = subprocess.run([DLBPF, "report", path, "-o", os.path.join(d, "m.pftrace")], capture_output=True,
+                               timeout=60)
+        except subprocess.TimeoutExpired:
+            os.rename(path, os.path.join(d, f"hang-{i}.dlbpf"))
+            raise Failure(f"mutant {i} still running after 60 s (kept as hang-{i}.dlbpf)")
+        check(p.returncode in (0, 1), f"mutant {i}: exit {p.returncode}: {p.stderr[-300:].decode(errors='replace')}")
+    return f"2 crafted durations and {mutants} mutants, each finished"
+
+
+def feed_endless(path, stop):
+    """Writes a recording that never ends into the FIFO at path: a header, then sched records forever."""
+    header = bytearray(200)
+    header[:8] = b"DLBPFREC"
+    struct.pack_into("<II", header, 8, 200, 1)
+    chunk = bytearray()
+    ts = 10**9
+    try:
+        with open(path, "wb") as f:
+            f.write(header)
+            while not stop.is_set():
+                chunk.clear()
+                for _ in range(1000):
+                    # size, kind, cpu, ts, tgid, tid, dur, state, waker, next_state, pad
+                    chunk += struct.pack("<HHIQIIQIIII", 48, 3, 0, ts, 7, 7, 1000, 1, 0, 2, 0)
+                    ts += 1000
+                f.write(chunk)
+    except (BrokenPipeError, OSError):
+        pass   # dlbpf stopped reading
+
+
+@fault("SIGTERM (or Ctrl-C) during a long replay (a recording that never ends, through a FIFO)",
+       "the replay stops between records: a report of what was read, a warning, exit 143")
+def test_sigterm_during_replay():
+    d = fresh_dir("sigterm-replay")
+    fifo = os.path.join(d, "endless.dlbpf")
+    os.mkfifo(fifo)
+    stop = threading.Event()
+    feeder = threading.Thread(target=feed_endless, args=(fifo, stop), daemon=True)
+    feeder.start()
+    summary = os.path.join(d, "s.json")
+    p = subprocess.Popen([DLBPF, "report", fifo, "-j", summary], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL)
+    try:
+        # Replaying: dlbpf has read its first MiB.
+        read = 0
+        while read < 1 << 20 and p.poll() is None:
+            with open(f"/proc/{p.pid}/io") as f:
+                read = int(next(l for l in f if l.startswith("rchar")).split()[1])
+            time.sleep(0.01)
+        check(p.poll() is None, f"the replay of an endless recording ended by itself: {p.returncode}")
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        try:
+            _, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise Failure("SIGTERM did not stop the replay in 30 s")
+        latency = time.monotonic() - t0
+    finally:
+        stop.set()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    err = err.decode(errors="replace")
+    check(p.returncode == 128 + signal.SIGTERM, f"exit {p.returncode}: {err[-300:]}")
+    check("stopped by signal 15" in err, f"no warning: {err.strip()[-300:]}")
+    with open(summary) as f:
+        s = json.load(f)
+    check(s["processes"] and s["processes"][0]["pid"] == 7, "no report of the records read")
+    return f"stopped {latency * 1e3:.0f} ms after SIGTERM, having read {read >> 20} MiB"
+
+
 if __name__ == "__main__":
     main()

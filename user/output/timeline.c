@@ -16,6 +16,7 @@
 #include "output/timeline.h"
 #include "records/clock.h"
 #include "output/timeline_writer.h"
+#include "outfile.h"
 #include "util.h"
 
 #define TREE_PID 0x3fffffff      /* JSON pseudo process of tree-wide tracks (lanes, counters) */
@@ -60,7 +61,7 @@ struct lane {
 struct dl_timeline {
 	struct dl_tout *out;
 	enum dl_timeline_format fmt;
-	FILE *own;                   /* opened by dl_timeline_open */
+	struct dl_outfile own;       /* opened by dl_timeline_open */
 	uint64_t next_uuid;
 	DL_VEC(struct tproc) procs;
 	struct dl_u64map proc_of;    /* pid -> index in procs */
@@ -257,8 +258,16 @@ static void bin_add(struct dl_timeline *t, int c, uint64_t s, uint64_t e, double
 		t->bins_started = true;
 	}
 	last = e / BIN_NS;
-	while (last >= t->bin_base + BIN_LAG && last - (t->bin_base + BIN_LAG) >= NBINS - BIN_LAG)
-		flush_bin(t);   /* far jump: write out (zero) bins until e fits */
+	/*
+	 * A far jump writes out the NBINS bins held (and one more, zero, so each
+	 * series has said it fell to 0); every bin after those is zero and writes
+	 * nothing, so the base jumps over them. A corrupt end years away costs
+	 * NBINS + 1 flushes, not one per 10 ms of the gap.
+	 */
+	for (int k = 0; k <= NBINS && last - dl_min_u64(last, t->bin_base + BIN_LAG) >= NBINS - BIN_LAG; k++)
+		flush_bin(t);
+	if (last - dl_min_u64(last, t->bin_base + BIN_LAG) >= NBINS - BIN_LAG)
+		t->bin_base = last - BIN_LAG;
 	while (t->bin_base + BIN_LAG < last)
 		flush_bin(t);
 	if (e <= s)
@@ -640,31 +649,39 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 
 struct dl_timeline *dl_timeline_open(const char *path, enum dl_timeline_format fmt, int *err)
 {
-	FILE *f = fopen(path, "w");
+	struct dl_outfile o;
 	struct dl_timeline *t;
 
-	if (!f) {
-		*err = -errno;
+	*err = dl_outfile_open(&o, path);
+	if (*err)
 		return NULL;
-	}
-	t = dl_timeline_new(f, fmt);
-	t->own = f;
-	*err = 0;
+	t = dl_timeline_new(o.f, fmt);
+	t->own = o;
 	return t;
 }
 
 int dl_timeline_close(struct dl_timeline *t, struct dl_timeline_stats *stats)
 {
-	FILE *f = t ? t->own : NULL;
-	int err = dl_timeline_finish(t, stats);
+	struct dl_outfile o = {};
+	int err;
 
-	if (f) {
-		if (fflush(f) && !err)
-			err = -errno;
-		if (fsync(fileno(f)) && errno != EINVAL && errno != EROFS && !err)
-			err = -errno;
-		if (fclose(f) && !err)
-			err = -errno;
-	}
+	if (t)
+		o = t->own;
+	err = dl_timeline_finish(t, stats);
+	/* Incomplete, it is not put in place: an existing file of that name stays as it was. */
+	if (err)
+		dl_outfile_abort(&o);
+	else
+		err = dl_outfile_commit(&o);
 	return err;
+}
+
+void dl_timeline_discard(struct dl_timeline *t)
+{
+	struct dl_outfile o = {};
+
+	if (t)
+		o = t->own;
+	dl_timeline_finish(t, NULL);
+	dl_outfile_abort(&o);
 }

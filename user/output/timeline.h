@@ -49,9 +49,14 @@ void dl_timeline_step(void *trace, const struct dl_step *step);
 /* Flushes everything still held and frees the trace; 0, or -errno of the first write error. */
 int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats);
 
-/* Opens path for writing and a trace on it; NULL with *err = -errno on failure. */
+/* A trace written to path (through a temporary, outfile.h); NULL with *err = -errno on failure. */
 struct dl_timeline *dl_timeline_open(const char *path, enum dl_timeline_format fmt, int *err);
-/* dl_timeline_finish plus fclose of the file dl_timeline_open opened (fsync errors count). */
+/*
+ * dl_timeline_finish, then the file dl_timeline_open made is synced and put
+ * at its path; after any write error it is removed instead (path left as it was).
+ */
 int dl_timeline_close(struct dl_timeline *t, struct dl_timeline_stats *stats);
+/* A run that failed: the trace is freed and its file removed, path left as it was. */
+void dl_timeline_discard(struct dl_timeline *t);
 
 #endif

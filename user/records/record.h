@@ -10,9 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "outfile.h"
 #include "records/stream.h"
 
 #define DL_REC_MAGIC "DLBPFREC"
+#define DL_REC_HEADER_MAX 65536   /* header_size beyond this is corrupt, not a longer header */
 
 struct dl_rec_header {
 	char magic[8];
@@ -26,25 +28,42 @@ struct dl_rec_header {
 	char version[32];          /* dlbpf that wrote it */
 };
 
+/*
+ * A recording is written to a temporary beside its path (outfile.h) and put
+ * at its path by the first dl_recorder_flush, once tracing has begun: a run
+ * that fails before that leaves an existing file of that name as it was; one
+ * killed after it leaves a recording of everything up to the last flush,
+ * which dl_replay reads up to its last complete record.
+ */
 struct dl_recorder {
-	FILE *f;
+	struct dl_outfile out;
 	const char *path;
 	uint64_t records, bytes;
 	int err;                   /* first write error (errno) */
+	bool published;            /* at its path (the first flush) */
 };
 
-/* Creates the file and writes the header; fails with a message. */
+/* Creates the temporary and writes the header; fails with a message. */
 int dl_recorder_open(struct dl_recorder *r, const char *path);
 /* A stream sink: appends one record. */
 int dl_recorder_sink(void *recorder, const struct dl_rec *rec);
-/* Flushes and closes; 0, or -errno of the first failed write. */
+/* Hands what is buffered to the kernel (it survives dlbpf's death) and, the first time, puts the file at its path. */
+int dl_recorder_flush(struct dl_recorder *r);
+/* Flushes, syncs and closes the complete recording at its path; 0, or -errno of the first failed write. */
 int dl_recorder_close(struct dl_recorder *r);
+/* A run that failed: the temporary is removed, or a published recording closed as it is. */
+void dl_recorder_abort(struct dl_recorder *r);
 
 /* Reads a recording's header (to show its clocks, say); -1 with a message as dl_replay's. */
 int dl_rec_header_read(const char *path, struct dl_rec_header *hdr, char *err, size_t errlen);
 /*
- * Replays a recording into s. Returns 0, or -1 with a message in err: not a
- * recording, a newer ABI, a corrupt or truncated record. Records of kinds
+ * Replays a recording into s. Returns 0 when every record was read; 1 when
+ * it stopped early, every complete record before that point replayed, with
+ * the reason in err (where the file is cut short or corrupt: the byte offset
+ * and the records read; or s->stop was set); -1 with a message in err when
+ * the file is refused: it cannot be read, it is not a recording, its header is
+ * corrupt or from a newer ABI. A malformed record whose size can be trusted is
+ * counted by the stream and skipped, as a live one would be. Records of kinds
  * newer than this build are skipped.
  */
 int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, char *err, size_t errlen);

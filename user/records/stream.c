@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include "records/stream.h"
 
@@ -19,7 +20,30 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_PROG] = sizeof(struct dl_prog_ev),
 };
 
-/* Checks the size a record claims against its kind; 0 if it can be read as that kind. */
+/* The interval a timed record covers (0 for the others). */
+static uint64_t dur_of(const void *rec, unsigned kind)
+{
+	uint64_t dur;
+	size_t at;
+
+	switch (kind) {
+	case DL_EV_CUDA:
+		at = offsetof(struct dl_cuda_ev, dur_ns);
+		break;
+	case DL_EV_BIO:
+		at = offsetof(struct dl_bio_ev, dur_ns);
+		break;
+	case DL_EV_SCHED:
+		at = offsetof(struct dl_sched_ev, dur_ns);
+		break;
+	default:
+		return 0;
+	}
+	memcpy(&dur, (const char *)rec + at, sizeof(dur));
+	return dur;
+}
+
+/* Checks the size a record claims against its kind, and its times; 0 if it can be read as that kind. */
 static int record_check(const void *rec, size_t len)
 {
 	const struct dl_hdr *h = rec;
@@ -32,6 +56,13 @@ static int record_check(const void *rec, size_t len)
 	if (h->size < min_size[h->kind])
 		return -1;
 	if (h->kind == DL_EV_SYM && ((const char *)rec)[h->size - 1] != '\0')
+		return -1;
+	/*
+	 * The kernel's clock is an s64 (ktime_t): no real interval ends past
+	 * INT64_MAX. One that does is corrupt, and would make sinks' ts + dur
+	 * wrap, or walk a counter's bins for centuries.
+	 */
+	if (h->ts > INT64_MAX || dur_of(rec, h->kind) > INT64_MAX - h->ts)
 		return -1;
 	return 0;
 }

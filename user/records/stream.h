@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "records/addrspace.h"
@@ -42,6 +43,8 @@ struct dl_stream {
 	int err;                      /* first error a sink returned */
 	uint64_t malformed;           /* records whose size does not fit their kind, given to no sink */
 	uint64_t seq;                 /* records given to the sinks */
+	/* Set (by a signal handler): a reader of the stream (dl_replay) stops between records. NULL: never. */
+	const volatile sig_atomic_t *stop;
 	struct dl_addrspaces mem;
 };
 
