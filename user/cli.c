@@ -36,7 +36,12 @@ static const char doc[] =
 "  sudo dlbpf --system-wide -d 60   # every process using CUDA, for a minute\n"
 "  sudo dlbpf -p 4242 -o t.pftrace  # also write a timeline for the Perfetto UI\n"
 "  dlbpf report run.dlbpf -o t.json # a recording's timeline, Chrome JSON\n"
-"  sudo dlbpf -v --pid 4242         # also say what is attached where";
+"  sudo dlbpf -v --pid 4242         # also say what is attached where\n"
+"\n"
+"EXIT STATUS: with -- COMMAND, the command's (128+N when a signal N killed it;\n"
+"127 when it was not found, 126 when it could not be run) once it has ended; 2\n"
+"for a usage error; 1 when dlbpf failed; 0 otherwise (a command still running\n"
+"when dlbpf stops, on --duration or a signal, goes on untraced).";
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD };
@@ -122,6 +127,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid duration '%s' (expected seconds > 0)", arg);
 		break;
 	case 'j':
+		if (!*arg)
+			argp_error(state, "-j needs a file name");
 		cfg->json_path = arg;
 		break;
 	case 'o':
@@ -211,6 +218,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 					   "--duration do not apply");
 			if (cfg->ready_fd >= 0)
 				argp_error(state, "report replays a recording: --ready-fd does not apply");
+			/* Both read BPF maps of a live trace; a recording holds per-call records only. */
+			if (cfg->kernel_agg || cfg->duty_on_s)
+				argp_error(state, "report replays a recording: --summary and --duty do not apply");
 			break;
 		}
 		if (!cfg->npids && !cfg->cmd && !cfg->ncomms && !cfg->system_wide)

@@ -13,9 +13,10 @@ struct dl_spawn {
 	pid_t pid;
 	unsigned long entry;
 	unsigned long saved_word;
+	int exec_errno;   /* why execvp failed (the command never ran); 0 otherwise */
 };
 
-/* Forks and execs argv held at its exec; fails with a message when the command cannot run. */
+/* Forks and execs argv held at its exec; fails with a message (and exec_errno) when the command cannot run. */
 int dl_spawn_start(struct dl_spawn *sp, char **argv);
 /* Runs the child up to its entry point and holds it there. */
 int dl_spawn_run_to_entry(struct dl_spawn *sp);
