@@ -11,7 +11,7 @@
 static const char *const drop_names[DL_DROP_MAX] = {
 	[DL_DROP_CUDA] = "cuda", [DL_DROP_BIO] = "bio", [DL_DROP_SCHED] = "sched",
 	[DL_DROP_PROC] = "proc", [DL_DROP_INFLIGHT] = "inflight", [DL_DROP_TRACED] = "traced_full",
-	[DL_DROP_AGG] = "aggregate_full",
+	[DL_DROP_AGG] = "aggregate_full", [DL_DROP_DEPTH] = "depth",
 };
 
 static void fmt_bytes(char *buf, size_t len, uint64_t b)
@@ -105,7 +105,11 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 				fprintf(f, "%s%s %" PRIu64, first ? "" : ", ", drop_names[i] ? drop_names[i] : "?", s->drops[i]);
 				first = 0;
 			}
-		fprintf(f, "): the figures below undercount; try --ringbuf-mb or a shorter --drain-ms\n");
+		/* Only a full ring buffer is the collector's to fix; a full map or a deep nest is not. */
+		if (s->drops[DL_DROP_CUDA] + s->drops[DL_DROP_BIO] + s->drops[DL_DROP_SCHED] + s->drops[DL_DROP_PROC])
+			fprintf(f, "): the figures below undercount; try --ringbuf-mb or a shorter --drain-ms\n");
+		else
+			fprintf(f, "): the figures below undercount (a BPF map was full, or calls nested too deep)\n");
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		const struct dl_proc *p = &s->procs[i];
