@@ -884,6 +884,7 @@ def test_nesting_past_depth_limit():
         check(launches == truth["launch_ok"] + truth["launch_fault"],
               f"depth {depth}: {launches} kernel launches of {truth['launch_ok'] + truth['launch_fault']}")
         check(f"depth {lost}" in out, f"depth {depth}: the text report does not say so")
+        check("--ringbuf-mb" not in out, f"depth {depth}: advice to grow the ring buffer, which cannot help")
         notes.append(f"{depth}: {chain} + {lost}")
     return ", ".join(notes)
 
