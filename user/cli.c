@@ -229,6 +229,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either --pid or a command, not both (--comm and --system-wide count as --pid)");
 		if (cfg->mode == DL_MODE_RECORD && !cfg->record_path)
 			argp_error(state, "record needs -o FILE");
+		/* A recording replays its records; these modes' counts live in BPF maps and the live report. */
+		if (cfg->mode == DL_MODE_RECORD && (cfg->kernel_agg || cfg->duty_on_s))
+			argp_error(state, "record keeps every record for report; --summary and --duty keep counts "
+				   "only the live run sees");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

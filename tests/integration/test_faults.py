@@ -556,6 +556,8 @@ def test_cli_conflicts():
         (["--pid", NO_PID, "--", "true"], "either --pid or a command"),
         (["--comm", "x", "--", "true"], "either --pid or a command"),
         (["record", "--pid", NO_PID], "record needs -o"),
+        (["record", "-o", os.path.join(WORK, "x.dlbpf"), "--summary", "--pid", NO_PID], "--summary and --duty"),
+        (["record", "-o", os.path.join(WORK, "x.dlbpf"), "--duty", "1/2", "--pid", NO_PID], "--summary and --duty"),
         (["report"], "report needs a recording"),
         (["report", "a.dlbpf", "b.dlbpf"], "one recording"),
         (["report", "a.dlbpf", "--pid", "1"], "do not apply"),
