@@ -48,13 +48,15 @@ DL_SHARED struct {
 struct call_frame {
 	__u64 ts;
 	__u64 arg[DL_CUDA_NARGS];
+	__u64 sp;      /* at entry: where the return address is, unique to the call while it runs */
 	__u32 cookie;
 	__u32 flags;
 };
 
 struct call_stack {
-	__u32 depth;
+	__u32 depth;   /* calls in flight, the ones past DL_MAX_DEPTH (no frame) included */
 	__u32 pad;
+	__u64 deep_sp; /* entry sp of the outermost call without a frame, while depth > DL_MAX_DEPTH */
 	/*
 	 * The last entry-only runtime call (a launch) of the thread: its entry sp
 	 * and return address. While [rt_sp] still holds rt_ret and a driver probe

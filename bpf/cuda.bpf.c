@@ -35,6 +35,36 @@ static __always_inline struct call_stack *stack_of(__u32 tid, bool create)
 }
 
 /*
+ * Forgets the calls that returned without their return probe firing: the
+ * kernel installs no return probe past 64 nested ones per thread, and a
+ * longjmp or an exception skips it. The stack grows down, so a call still
+ * running has its entry sp at or above sp (at, when it tail-called the
+ * next); one below has returned. Without this a missed return would leave
+ * every later call of the thread nested inside it. Each forgotten frame is
+ * a call never recorded: counted with the calls too deep for a frame. A call
+ * made on another stack above the live frames (a signal handler on a
+ * sigaltstack mapped higher) makes them look returned: they are lost and
+ * counted the same way, never nested wrongly.
+ */
+static __always_inline void unwind(struct call_stack *st, __u64 sp)
+{
+	if (st->depth > DL_MAX_DEPTH) {
+		if (st->deep_sp >= sp)
+			return;
+		/* The calls without a frame were counted when they were entered. */
+		st->depth = DL_MAX_DEPTH;
+	}
+	for (int i = 0; i < DL_MAX_DEPTH; i++) {
+		__u32 d = st->depth;
+
+		if (d == 0 || d > DL_MAX_DEPTH || st->f[d - 1].sp >= sp)
+			break;
+		st->depth = d - 1;
+		dl_count_drop(DL_DROP_DEPTH);
+	}
+}
+
+/*
  * True when a driver API is entered inside an entry-only runtime call (a
  * launch the runtime forwards to the driver): that launch's frame is still
  * live above us. Calls with a return probe are nested through depth instead.
@@ -61,6 +91,8 @@ int BPF_KPROBE(cuda_entry_only)
 	struct call_stack *st = stack_of(tid, !driver);
 	struct dl_cuda_ev *e;
 
+	if (st)
+		unwind(st, sp);
 	if (agg_mode && (cookie & DL_COOKIE_AGG)) {
 		__u64 arg[DL_CUDA_NARGS] = {};
 		__u32 depth = st ? st->depth : 0;
@@ -139,22 +171,27 @@ int BPF_KPROBE(cuda_enter)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct call_stack *st = stack_of(tid, true);
+	__u64 sp = PT_REGS_SP(ctx);
 	struct call_frame *f;
 	__u32 d;
 
 	if (!st)
 		return 0;
+	unwind(st, sp);
 	d = st->depth;
 	if (d >= DL_MAX_DEPTH) {
-		/* Still counted so the return probe pops in step. */
+		/* Still counted so the return probe pops in step; the call itself is lost, and says so. */
+		if (d == DL_MAX_DEPTH)
+			st->deep_sp = sp;
 		st->depth = d + 1;
-		dl_count_drop(DL_DROP_INFLIGHT);
+		dl_count_drop(DL_DROP_DEPTH);
 		return 0;
 	}
 	f = &st->f[d];
 	f->cookie = cookie;
+	f->sp = sp;
 	f->flags = capture_args(ctx, cookie, f->arg);
-	if ((cookie & DL_COOKIE_DRIVER) && inside_runtime_launch(st, PT_REGS_SP(ctx)))
+	if ((cookie & DL_COOKIE_DRIVER) && inside_runtime_launch(st, sp))
 		f->flags |= DL_CUDA_IN_RUNTIME;
 	st->depth = d + 1;
 	/* Last, so the recorded duration excludes the capture above. */
@@ -234,18 +271,33 @@ int BPF_KRETPROBE(cuda_return)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
 	struct call_stack *st = dl_calls(false);
+	/* The return address has been popped: the call's entry sp is one slot below. */
+	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
 	struct call_frame *f;
 	struct dl_cuda_ev *e;
 	__u32 d;
 
-	if (!st || st->depth == 0)
+	if (!st)
+		return 0;
+	unwind(st, entry_sp);
+	if (st->depth > DL_MAX_DEPTH) {
+		/* A call without a frame; the outermost of them leaves the frames' calls in flight. */
+		st->depth = entry_sp == st->deep_sp ? DL_MAX_DEPTH : st->depth - 1;
+		return 0;
+	}
+	if (st->depth == 0)
 		return 0; /* entered before we attached */
-	d = --st->depth;
+	d = st->depth - 1;
+	/* The compiler knows d < DL_MAX_DEPTH from above; the verifier must see it checked. */
+	barrier_var(d);
 	if (d >= DL_MAX_DEPTH)
 		return 0;
 	f = &st->f[d];
+	if (f->sp != entry_sp)
+		return 0; /* a call with no frame (its entry probe came later, or found no stack): keep the others */
+	st->depth = d;
 	if ((f->cookie & DL_COOKIE_API_MASK) != (cookie & DL_COOKIE_API_MASK))
-		return 0; /* unbalanced (a longjmp, or attach mid-call): nothing reliable to emit */
+		return 0; /* the same call under two names: nothing reliable to emit */
 	if (!(cookie & DL_COOKIE_LOADER) &&
 	    dl_agg_add(id >> 32, cookie, f->arg, d + !!(f->flags & DL_CUDA_IN_RUNTIME), now - f->ts, false,
 		       PT_REGS_RC(ctx)))

@@ -72,6 +72,7 @@ LAYOUT_TEST := python3 tests/unit/test_layout.py
 INTEGRATION := python3 tests/integration/test_dlbpf.py
 SCENARIOS := python3 tests/integration/test_scenarios.py
 include tests/workloads/coverage.mk
+include tests/workloads/paths.mk
 TRACE_TESTS := python3 tests/integration/test_trace.py
 MODES_TESTS := python3 tests/integration/test_modes.py
 FAULT_TESTS := python3 tests/integration/test_faults.py

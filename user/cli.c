@@ -52,8 +52,11 @@ static const char doc[] =
 "  being reported, or two outputs naming one file, is a usage error.\n"
 "\n"
 "EXIT STATUS:\n"
-"  0 success (with -- COMMAND: the command's status); 1 an error; 2 a usage\n"
-"  error; 128+N a report that signal N stopped (it reports what it read).";
+"  with -- COMMAND, the command's (128+N when a signal N killed it; 127 when\n"
+"  it was not found, 126 when it could not be run) once it has ended; 2 a\n"
+"  usage error; 1 when dlbpf failed; 128+N a report that signal N stopped (it\n"
+"  reports what it read); 0 otherwise (a command still running when dlbpf\n"
+"  stops, on --duration or a signal, goes on untraced).";
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD };
@@ -171,6 +174,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid duration '%s' (expected seconds > 0)", arg);
 		break;
 	case 'j':
+		if (!*arg)
+			argp_error(state, "-j needs a file name");
 		cfg->json_path = arg;
 		break;
 	case 'o':
@@ -260,6 +265,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 					   "--duration do not apply");
 			if (cfg->ready_fd >= 0)
 				argp_error(state, "report replays a recording: --ready-fd does not apply");
+			/* Both read BPF maps of a live trace; a recording holds per-call records only. */
+			if (cfg->kernel_agg || cfg->duty_on_s)
+				argp_error(state, "report replays a recording: --summary and --duty do not apply");
 			check_files(state, cfg);
 			break;
 		}
@@ -269,6 +277,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either --pid or a command, not both (--comm and --system-wide count as --pid)");
 		if (cfg->mode == DL_MODE_RECORD && !cfg->record_path)
 			argp_error(state, "record needs -o FILE");
+		/* A recording replays its records; these modes' counts live in BPF maps and the live report. */
+		if (cfg->mode == DL_MODE_RECORD && (cfg->kernel_agg || cfg->duty_on_s))
+			argp_error(state, "record keeps every record for report; --summary and --duty keep counts "
+				   "only the live run sees");
 		check_files(state, cfg);
 		break;
 	default:

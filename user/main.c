@@ -746,5 +746,8 @@ cleanup:
 	dl_stream_free(&r.stream);
 	dl_agg_free(&r.agg);
 	dl_duty_free(&r.duty);
+	/* A command that never ran: the statuses env(1), nice(1) and the shell give it. */
+	if (err && r.spawn.exec_errno)
+		return r.spawn.exec_errno == ENOENT ? 127 : 126;
 	return err ? 1 : exit_code;
 }

@@ -235,6 +235,7 @@ enum dl_drop_src {
 	DL_DROP_INFLIGHT = 4, /* an in-flight map (calls, requests, thread states) was full */
 	DL_DROP_TRACED = 5,   /* the traced-process set was full: a child is not traced */
 	DL_DROP_AGG = 6,      /* --summary mode: the aggregation map was full */
+	DL_DROP_DEPTH = 7,    /* a CUDA call nested deeper than BPF keeps frames for: not recorded */
 	DL_DROP_MAX = 8,
 };
 

@@ -1288,5 +1288,422 @@ def test_sigterm_during_replay():
     return f"stopped {latency * 1e3:.0f} ms after SIGTERM, having read {read >> 20} MiB"
 
 
+# --- Paths no other test reaches: the command line, exit status, a full ring buffer, the
+# older-kernel programs, full maps, deep nesting, unreadable arguments.
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import stat  # noqa: E402
+import subprocess  # noqa: E402
+
+from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, Failure, check_close, process,  # noqa: E402
+                     truth_line, workload)
+
+USAGE = 2          # a usage error's status, as cli.h and --help promise (argp's own default is 64)
+NO_PID = "999999"  # a target that fails at once (exit 1) if a bad option were wrongly accepted
+
+
+def usage_error(args, needle, pass_fds=()):
+    """dlbpf ARGS must be refused as a usage error: status 2, why on stderr, argp's hint, no output."""
+    p = subprocess.run([DLBPF] + args, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+                       pass_fds=pass_fds)
+    what = " ".join(repr(a) for a in args)
+    check(p.returncode == USAGE, f"{what}: exit {p.returncode}, expected {USAGE}: {p.stderr.strip()[:200]}")
+    check(needle in p.stderr, f"{what}: stderr lacks {needle!r}: {p.stderr.strip()[:200]}")
+    check("--help" in p.stderr, f"{what}: no pointer to --help: {p.stderr.strip()[:200]}")
+    check(p.stdout == "", f"{what}: wrote to stdout: {p.stdout[:200]}")
+    check("tracing" not in p.stderr, f"{what}: it began tracing")
+
+
+# (option and its bad value, what the message must name): every option of user/cli.c that takes a value.
+BAD_VALUES = [
+    (["--pid", "abc"], "'abc'"), (["--pid", "0"], "'0'"), (["--pid", "-3"], "'-3'"),
+    (["--pid", "2147483648"], "'2147483648'"), (["--pid", ""], "invalid pid ''"),
+    (["--comm", ""], "invalid --comm ''"), (["--comm", "sixteen-chars-xx"], "'sixteen-chars-xx'"),
+    (["-d", "0"], "'0'"), (["-d", "-1"], "'-1'"), (["-d", "soon"], "'soon'"), (["-d", "nan"], "'nan'"),
+    (["-d", "inf"], "'inf'"), (["-d", "1e8"], "'1e8'"),
+    (["-j", ""], "-j needs a file name"), (["-o", ""], "-o needs a file name"),
+    (["--format", "xml"], "'xml'"), (["--step-on", ""], "--step-on needs a symbol"),
+    (["--pcie-gbps", "0"], "'0'"), (["--pcie-gbps", "-1"], "'-1'"), (["--pcie-gbps", "fast"], "'fast'"),
+    (["--pcie-gbps", "inf"], "'inf'"), (["--disk-mbps", "0"], "'0'"), (["--disk-mbps", "abc"], "'abc'"),
+    (["--ringbuf-mb", "0"], "'0'"), (["--ringbuf-mb", "3"], "3"), (["--ringbuf-mb", "abc"], "'abc'"),
+    (["--ringbuf-mb", "8192"], "8192"),
+    (["--drain-ms", "0"], "'0'"), (["--drain-ms", "1001"], "'1001'"), (["--drain-ms", "x"], "'x'"),
+    (["--duty", "2/1"], "'2/1'"), (["--duty", "0/4"], "'0/4'"), (["--duty", "1"], "'1'"),
+    (["--duty", "a/b"], "'a/b'"), (["--duty", "1/0"], "'1/0'"), (["--duty", "+1/2"], "'+1/2'"),
+    (["--duty", "1/ 2"], "'1/ 2'"),
+    (["--ready-fd", "2"], "'2'"), (["--ready-fd", "abc"], "'abc'"), (["--ready-fd", "99"], "--ready-fd 99"),
+]
+
+
+@fault("an option given a malformed or out-of-range value (each option that takes one)",
+       "a usage error naming the value, exit 2, nothing traced")
+def test_cli_bad_values():
+    for args, needle in BAD_VALUES:
+        usage_error(args + ([] if args[0] == "--pid" else ["--pid", NO_PID]), needle)
+    return f"{len(BAD_VALUES)} bad values refused"
+
+
+@fault("options that contradict each other or the subcommand",
+       "a usage error saying which, exit 2, nothing traced")
+def test_cli_conflicts():
+    cases = [
+        ([], "nothing to trace"),
+        (["--pid", NO_PID, "--", "true"], "either --pid or a command"),
+        (["--comm", "x", "--", "true"], "either --pid or a command"),
+        (["record", "--pid", NO_PID], "record needs -o"),
+        (["record", "-o", os.path.join(WORK, "x.dlbpf"), "--summary", "--pid", NO_PID], "--summary and --duty"),
+        (["record", "-o", os.path.join(WORK, "x.dlbpf"), "--duty", "1/2", "--pid", NO_PID], "--summary and --duty"),
+        (["report"], "report needs a recording"),
+        (["report", "a.dlbpf", "b.dlbpf"], "one recording"),
+        (["report", "a.dlbpf", "--pid", "1"], "do not apply"),
+        (["report", "a.dlbpf", "-d", "1"], "do not apply"),
+        (["report", "a.dlbpf", "--summary"], "do not apply"),
+        (["report", "a.dlbpf", "--duty", "1/2"], "do not apply"),
+        (sum((["--pid", str(1000 + i)] for i in range(65)), []), "at most"),
+        (sum((["--comm", f"c{i}"] for i in range(17)), []), "at most"),
+    ]
+    for args, needle in cases:
+        usage_error(args, needle)
+    # --ready-fd with report: an fd that is open, so that the mode is what is refused.
+    r, w = os.pipe()
+    try:
+        usage_error(["report", "a.dlbpf", "--ready-fd", str(w)], "--ready-fd does not apply", pass_fds=(w,))
+    finally:
+        os.close(r)
+        os.close(w)
+    return f"{len(cases) + 1} conflicts refused"
+
+
+@fault("an unknown option, or an option missing its argument", "argp's message, exit 2")
+def test_cli_unknown_options():
+    usage_error(["--bogus", "--pid", NO_PID], "unrecognized option '--bogus'")
+    usage_error(["-x", "--pid", NO_PID], "invalid option -- 'x'")
+    usage_error(["--pid"], "requires an argument")
+    usage_error(["--summary=yes", "--pid", NO_PID], "doesn't allow an argument")
+    for ok in (["--help"], ["--usage"], ["--version"]):
+        p = subprocess.run([DLBPF] + ok, capture_output=True, text=True, timeout=30)
+        check(p.returncode == 0 and p.stdout, f"{ok[0]}: exit {p.returncode}")
+
+
+@fault("-- COMMAND that does not exist, or is not executable",
+       "the error names it; exit 127 or 126, as env(1) and the shell")
+def test_command_cannot_run():
+    rc, out, err = run_dlbpf(["-q", "--", "/nonexistent/program"])
+    check(rc == 127, f"missing command: exit {rc}")
+    check("cannot run '/nonexistent/program'" in err, f"unclear error: {err.strip()}")
+    path = os.path.join(WORK, "not-executable")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+    rc, out, err = run_dlbpf(["-q", "--", path])
+    check(rc == 126, f"non-executable command: exit {rc}")
+    check(f"cannot run '{path}'" in err and "Permission denied" in err, f"unclear error: {err.strip()}")
+
+
+def command_status(script):
+    d = Dlbpf(["--", "sh", "-c", script])
+    rc = d.wait()
+    return rc, d
+
+
+@fault("the traced command exits with status 7", "dlbpf exits 7, after its full report")
+def test_exit_status_of_command():
+    rc, d = command_status("exit 7")
+    check(rc == 7, f"dlbpf exited {rc}: {d.stderr[-300:]}")
+    p = d.summary()["processes"][0]
+    check(p["exited"] and p["exit_code"] == 7, f"summary: exited {p['exited']}, code {p.get('exit_code')}")
+    check("exited during the trace (code 7)" in d.stdout, "text report lacks the exit")
+
+
+@fault("the traced command is killed by a signal (SIGKILL, SIGTERM)", "dlbpf exits 128 + the signal's number")
+def test_exit_status_of_killed_command():
+    for sig in (signal.SIGKILL, signal.SIGTERM):
+        rc, d = command_status(f"kill -{sig.name[3:]} $$")
+        check(rc == 128 + sig.value, f"{sig.name}: dlbpf exited {rc}, expected {128 + sig.value}")
+        p = d.summary()["processes"][0]
+        check(p["exit_code"] == 128 + sig.value, f"{sig.name}: summary exit_code {p['exit_code']}")
+
+
+@fault("the command exits 7 but the JSON summary cannot be written", "dlbpf's own failure wins: exit 1")
+def test_exit_status_own_failure_first():
+    rc, out, err = run_dlbpf(["-q", "--json", "/dev/full", "--", "sh", "-c", "exit 7"])
+    check(rc == 1, f"exit {rc}")
+    check("/dev/full" in err, f"unclear error: {err.strip()}")
+
+
+@fault("the collector stalls while the job bursts CUDA calls into a 1 MiB ring buffer",
+       "every lost record counted: records received + drops == calls made, exactly")
+def test_ringbuf_overflow_exact():
+    calls = 100_000   # records of ~128 bytes: 1 MiB holds about 8 k, so most must drop
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, GPUSIM_LAUNCH_US="0")
+    w = subprocess.Popen([workload("ratecalls"), "--wait", "--count", str(calls)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        check(w.stdout.readline().strip() == "ready", "ratecalls did not start")
+        d = Dlbpf(["--ringbuf-mb", "1", "--pid", str(w.pid)])
+        d.started()
+        # Stopped, the collector drains nothing: the burst meets a full buffer, whatever the machine's speed.
+        d.proc.send_signal(signal.SIGSTOP)
+        try:
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            out, _ = w.communicate(timeout=120)
+        finally:
+            d.proc.send_signal(signal.SIGCONT)
+        rc = d.wait()
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
+    truth = truth_line(out, "{\"api\"")
+    check(truth["calls"] == calls, f"ratecalls made {truth['calls']} calls")
+    s = d.summary()
+    got = process(s, w.pid)["cuda"]["calls"].get("cudaLaunchKernel", {}).get("count", 0)
+    lost = s["drops"]["cuda"]
+    check(got > 0 and lost > 0, f"received {got}, dropped {lost}: the buffer never filled, or nothing came")
+    check(got + lost == calls, f"received {got} + dropped {lost} = {got + lost}, the workload made {calls}")
+    check(f"cuda {lost}" in d.stdout and "--ringbuf-mb" in d.stdout, "the report does not warn of the loss")
+    return f"{got} received + {lost} dropped == {calls} calls"
+
+
+def bpf_objects(pid):
+    """What a process holds of BPF: the tracepoints of its links and the ids of its maps (from fdinfo)."""
+    tps, maps = set(), []
+    fd_dir = f"/proc/{pid}/fd"
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        except OSError:
+            continue
+        if target == "anon_inode:bpf_link" and "tp_name" in info:
+            tps.add(info["tp_name"].strip())
+        elif target == "anon_inode:bpf-map":
+            maps.append(info["map_id"].strip())
+    return tps, maps
+
+
+def rodata_of(pid):
+    """The read-only globals the BPF programs were loaded with, by name (bpftool, from the BTF)."""
+    for map_id in bpf_objects(pid)[1]:
+        show = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", map_id], capture_output=True,
+                                         text=True).stdout or "{}")
+        if show.get("name", "").endswith(".rodata"):
+            dump = json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "id", map_id], capture_output=True,
+                                             text=True, check=True).stdout)
+            return {k: v for var in dump[0]["formatted"]["value"][".rodata"] for k, v in var.items()}
+    raise Failure(f"pid {pid} holds no .rodata map")
+
+
+TWINS = dict(os.environ, DLBPF_FORCE_TWINS="old")
+
+
+def data_file(mb=24):
+    """A file of random bytes for ioread, on disk (fsync'd); ioread drops it from the page cache."""
+    path = os.path.join(WORK, "faults-ioread.dat")
+    if not os.path.exists(path) or os.path.getsize(path) != mb << 20:
+        with open(path, "wb") as f:
+            f.write(os.urandom(mb << 20))
+            f.flush()
+            os.fsync(f.fileno())
+    return path
+
+
+@fault("a kernel older than block_io_start (5.x): block_rq_insert/issue instead (forced: DLBPF_FORCE_TWINS=old)",
+       "disk reads still equal /proc/PID/io read_bytes")
+def test_old_twins_block_io():
+    w = subprocess.Popen([workload("ioread"), data_file(), "--wait"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        check(w.stdout.readline().strip() == "ready", "ioread did not start")
+        d = Dlbpf(["--pid", str(w.pid)], env=TWINS)
+        d.started()
+        tps = bpf_objects(d.proc.pid)[0]
+        check({"block_rq_insert", "block_rq_issue", "block_rq_complete"} <= tps and "block_io_start" not in tps,
+              f"not the older programs: {sorted(tps)}")
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=60)
+        rc = d.wait()
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    check(rc == 0 and w.returncode == 0, f"dlbpf exited {rc}, ioread {w.returncode}: {d.stderr[-300:]}")
+    truth = json.loads(out.strip().splitlines()[-1])
+    p = process(d.summary(), w.pid)
+    check(truth["read_bytes_delta"] >= truth["buffered"] + truth["direct"] - (1 << 20),
+          f"reads did not reach the disk: {truth}")
+    check(p["io"]["read_bytes"] == truth["read_bytes_delta"],
+          f"read_bytes {p['io']['read_bytes']} != /proc/PID/io delta {truth['read_bytes_delta']}")
+    return f"{p['io']['read_bytes']} bytes in {p['io']['read_ops']} requests through block_rq_insert/issue"
+
+
+@fault("a kernel whose sched_switch lacks prev_state, sched_process_exit group_dead (forced)",
+       "on-CPU time within 2% of schedstat; exits still seen")
+def test_old_twins_sched_and_exit():
+    d = Dlbpf(["--", workload("spinsleep"), "--seconds", "2", "--spin-ms", "4", "--sleep-ms", "3"], env=TWINS)
+    d.started()
+    ro = rodata_of(d.proc.pid)
+    check(ro.get("switch_has_prev_state") is False and ro.get("exit_has_group_dead") is False,
+          f"loaded with {ro}")
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
+    truth = json.loads(d.stdout.strip().splitlines()[0])
+    p = process(d.summary(), truth["pid"])
+    # The same 2% as test_dlbpf's test_sched_uncontended: the same switches, only their state read differently.
+    err = check_close(p["sched"]["oncpu_ns"], truth["oncpu_ns"], 0.02, "on-CPU")
+    check(p["sched"]["sleep_ns"] > 0 and p["sched"]["switches"] > 100, f"no sleeps seen: {p['sched']}")
+    check(p["exited"] and p["exit_code"] == 0, f"exit not seen: exited {p['exited']}")
+    return f"on-CPU {err * 100:.2f}% off schedstat"
+
+
+def fanout(args, env):
+    """dlbpf -- fanout ARGS with env; returns (fanout's truth, the summary, dlbpf's stdout)."""
+    d = Dlbpf(["--", workload("fanout")] + args, env=env)
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
+    return truth_line(d.stdout, "{\"pid\""), d.summary(), d.stdout
+
+
+def children_in(summary, pid):
+    return [p for p in summary["processes"] if p["ppid"] == pid]
+
+
+@fault("a job forks more processes than the traced set holds (shrunk: DLBPF_TEST_MAP_ENTRIES=traced=3)",
+       "each child left out counted in traced_full: traced + counted == forked")
+def test_traced_set_full_at_fork():
+    truth, s, out = fanout(["--children", "6"], dict(os.environ, DLBPF_TEST_MAP_ENTRIES="traced=3"))
+    kids, lost = len(children_in(s, truth["pid"])), s["drops"]["traced_full"]
+    check(lost > 0, f"nothing counted: {kids} children traced of {truth['children']}")
+    check(kids + lost == truth["children"], f"{kids} traced + {lost} counted != {truth['children']} forked")
+    check(f"traced_full {lost}" in out, "the text report does not say so")
+    return f"{kids} traced + {lost} counted == {truth['children']} forked"
+
+
+@fault("--pid on a job whose running children do not fit the traced set (shrunk: traced=2)",
+       "each one left out counted in traced_full, with a warning")
+def test_traced_set_full_at_attach():
+    w = subprocess.Popen([workload("fanout"), "--children", "4", "--hold"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        check(w.stdout.readline().strip() == "ready", "fanout did not start")
+        d = Dlbpf(["--pid", str(w.pid)], env=dict(os.environ, DLBPF_TEST_MAP_ENTRIES="traced=2"))
+        d.started()
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=60)
+        rc = d.wait()
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
+    truth = truth_line(out, "{\"pid\"")
+    s = d.summary()
+    kids, lost = len(children_in(s, w.pid)), s["drops"]["traced_full"]
+    check(lost > 0 and kids + lost == truth["children"],
+          f"{kids} traced + {lost} counted != {truth['children']} running at attach")
+    check(d.stderr.count("set of traced processes is full") == lost, "no warning for each one left out")
+    return f"{kids} traced + {lost} counted == {truth['children']}"
+
+
+@fault("more live threads than the thread-state map holds (shrunk: threads=4)",
+       "the lost intervals counted as inflight drops (none with the map at full size)")
+def test_thread_map_full():
+    args = ["--children", "0", "--threads", "16"]
+    _, s, out = fanout(args, dict(os.environ, DLBPF_TEST_MAP_ENTRIES="threads=4"))
+    check(s["drops"]["inflight"] > 0, f"a full thread map went uncounted: {s['drops']}")
+    check("inflight" in out and "a BPF map was full" in out, "the text report does not say so")
+    _, s2, _ = fanout(args, None)
+    check(s2["drops"]["inflight"] == 0, f"inflight drops without the hook: {s2['drops']}")
+    return f"{s['drops']['inflight']} lost intervals counted; 0 at full size"
+
+
+@fault("more disk requests in flight than the request map holds (shrunk: requests=1)",
+       "bytes still equal /proc/PID/io (counted at submission); completions not followed counted as inflight")
+def test_request_map_full():
+    w = subprocess.Popen([workload("ioread"), data_file(), "--wait"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        check(w.stdout.readline().strip() == "ready", "ioread did not start")
+        d = Dlbpf(["--pid", str(w.pid)], env=dict(os.environ, DLBPF_TEST_MAP_ENTRIES="requests=1"))
+        d.started()
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=60)
+        rc = d.wait()
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
+    truth = json.loads(out.strip().splitlines()[-1])
+    s = d.summary()
+    io = process(s, w.pid)["io"]
+    # Readahead keeps several requests in flight at once: with room for one, some completions cannot be followed.
+    check(s["drops"]["inflight"] > 0, f"nothing counted with room for one request: {io}")
+    check(io["read_bytes"] == truth["read_bytes_delta"],
+          f"read_bytes {io['read_bytes']} != /proc/PID/io delta {truth['read_bytes_delta']}")
+    check(io["completed_bytes"] < io["read_bytes"],
+          f"completed_bytes {io['completed_bytes']}: completions of requests not followed, counted anyway")
+    return (f"{io['read_bytes']} bytes exact; {s['drops']['inflight']} requests not followed, "
+            f"{io['completed_bytes']} bytes seen complete")
+
+
+def deep_calls(args):
+    d = Dlbpf(["--", workload("deep/deep_calls")] + args)
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
+    truth = truth_line(d.stdout, "{\"nested_chain\"")
+    s = d.summary()
+    return truth, s, process(s, s["processes"][0]["pid"])["cuda"], d.stdout
+
+
+@fault("CUDA calls nested deeper than BPF keeps frames for (10, and 100: past the kernel's return-probe limit)",
+       "each call recorded or counted (depth); later calls on the thread unaffected")
+def test_nesting_past_depth_limit():
+    notes = []
+    for depth in (10, 100):
+        truth, s, cuda, out = deep_calls(["--depth", str(depth)])
+        syncs = cuda["calls"].get("cudaStreamSynchronize", {}).get("count", 0)
+        lost = s["drops"]["depth"]
+        chain = syncs - truth["single_syncs"]
+        check(lost > 0, f"depth {depth}: nothing counted ({syncs} syncs recorded)")
+        check(chain > 0 and chain + lost == truth["nested_chain"],
+              f"depth {depth}: {chain} recorded + {lost} counted != {truth['nested_chain']} nested calls")
+        # What follows the chain: not nested in a call that has long returned.
+        mallocs = cuda["calls"].get("cudaMalloc", {}).get("count", 0)
+        launches = sum(k["count"] for k in cuda["kernels"])
+        check(mallocs == truth["malloc_fault"], f"depth {depth}: {mallocs} cudaMalloc of {truth['malloc_fault']}")
+        check(launches == truth["launch_ok"] + truth["launch_fault"],
+              f"depth {depth}: {launches} kernel launches of {truth['launch_ok'] + truth['launch_fault']}")
+        check(f"depth {lost}" in out, f"depth {depth}: the text report does not say so")
+        check("--ringbuf-mb" not in out, f"depth {depth}: advice to grow the ring buffer, which cannot help")
+        notes.append(f"{depth}: {chain} + {lost}")
+    return ", ".join(notes)
+
+
+@fault("a kernel launch whose launch-config pointer is unmapped; a cudaMalloc whose out pointer is",
+       "each flagged and counted (args_faults); no shape or size made up")
+def test_unreadable_arguments():
+    truth, s, cuda, out = deep_calls(["--depth", "1", "--launches", "5", "--faults", "3"])
+    exc, malloc = cuda["calls"]["cudaLaunchKernelExC"], cuda["calls"]["cudaMalloc"]
+    check(exc["count"] == truth["launch_ok"] + truth["launch_fault"], f"launches: {exc}")
+    check(exc["args_faults"] == truth["launch_fault"], f"launch faults {exc['args_faults']} != {truth['launch_fault']}")
+    check(malloc["args_faults"] == truth["malloc_fault"], f"malloc faults {malloc['args_faults']}")
+    shapes = {(tuple(k["grid"]), tuple(k["block"]), k["shmem"]): k["count"] for k in cuda["kernels"]}
+    readable = (tuple(truth["grid"]), tuple(truth["block"]), truth["shmem"])
+    check(shapes.get(readable) == truth["launch_ok"], f"readable launches' shape: {shapes}")
+    check(shapes.get(((0, 0, 0), (0, 0, 0), 0)) == truth["launch_fault"], f"unreadable ones not unknown: {shapes}")
+    check(len(shapes) == 2, f"shapes made up: {shapes}")
+    n = truth["launch_fault"] + truth["malloc_fault"]
+    check(f"{n} calls passed pointers dlbpf could not read" in out, "the text report does not say so")
+    return f"{exc['args_faults']} launches and {malloc['args_faults']} allocations flagged"
+
+
 if __name__ == "__main__":
     main()

@@ -351,10 +351,16 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 	if (s->drops_total) {
 		double lost = 100.0 * (double)s->drops_total / (double)(events + s->drops_total);
 
+		/* Only ring-buffer drops have an option to fix them; full maps and deep nesting do not. */
+		bool ring = s->drops[DL_DROP_CUDA] + s->drops[DL_DROP_BIO] + s->drops[DL_DROP_SCHED] +
+			    s->drops[DL_DROP_PROC];
+
 		x = add_finding(d, "dropped-events",
 				"%llu events (%.2f%%) were lost in the kernel: counts and breakdowns may be off by "
-				"about that much. Use a larger --ringbuf-mb or a shorter --drain-ms.",
-				(unsigned long long)s->drops_total, lost);
+				"about that much. %s",
+				(unsigned long long)s->drops_total, lost,
+				ring ? "Use a larger --ringbuf-mb or a shorter --drain-ms."
+				     : "A BPF map was full, or CUDA calls nested too deep: see the drops by source.");
 		evidence(x, "dropped", (double)s->drops_total);
 		evidence(x, "percent", lost);
 	}

@@ -109,8 +109,11 @@ struct dl_kernel_stat *dl_proc_kernel(struct dl_proc *p, uint64_t func, const ui
 
 static void add_launch(struct dl_proc *p, const struct dl_call *c)
 {
+	static const uint32_t unknown[3];
 	bool fresh;
-	struct dl_kernel_stat *k = dl_proc_kernel(p, c->func, c->grid, c->block, c->shmem, &fresh);
+	/* A shape read from memory that faulted is not the launch's: the zero shape says unknown. */
+	struct dl_kernel_stat *k = c->args_fault ? dl_proc_kernel(p, c->func, unknown, unknown, 0, &fresh)
+						 : dl_proc_kernel(p, c->func, c->grid, c->block, c->shmem, &fresh);
 	char name[32];
 
 	k->count++;
@@ -152,6 +155,8 @@ static void add_cuda(struct dl_summary *s, const struct dl_call *c)
 	p->calls[c->api->id].total_ns += c->dur_ns;
 	if (!c->entry_only && c->ret != 0)
 		p->calls[c->api->id].errors++;
+	if (c->args_fault)
+		p->calls[c->api->id].args_faults++;
 	/* A probed API called from inside another is part of the outer call. */
 	if (c->depth > 0)
 		return;

@@ -18,6 +18,7 @@
 
 struct dl_api_stat {
 	uint64_t count, total_ns, errors;
+	uint64_t args_faults;   /* calls whose pointed-to arguments BPF could not read */
 };
 
 struct dl_copy_stat {

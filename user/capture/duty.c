@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -19,11 +20,16 @@ int dl_duty_parse(const char *s, unsigned *on_s, unsigned *period_s)
 	char *end;
 	unsigned long m, n;
 
+	/* strtoul alone would take " 1", "+1" and "-1" (as ULONG_MAX): digits only. */
 	errno = 0;
+	if (!isdigit((unsigned char)*s))
+		return -1;
 	m = strtoul(s, &end, 10);
 	if (errno || end == s || *end != '/')
 		return -1;
 	s = end + 1;
+	if (!isdigit((unsigned char)*s))
+		return -1;
 	n = strtoul(s, &end, 10);
 	if (errno || end == s || *end || m == 0 || n <= m || n > 86400)
 		return -1;

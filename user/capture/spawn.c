@@ -49,6 +49,7 @@ int dl_spawn_start(struct dl_spawn *sp, char **argv)
 	if (read(pipefd[0], &child_errno, sizeof(child_errno)) == sizeof(child_errno)) {
 		close(pipefd[0]);
 		waitpid(pid, &status, 0);
+		sp->exec_errno = child_errno;
 		dl_err("cannot run '%s': %s", argv[0], strerror(child_errno));
 		return -child_errno;
 	}

@@ -13,12 +13,13 @@ struct dl_spawn {
 	pid_t pid;
 	unsigned long entry;
 	unsigned long saved_word;
+	int exec_errno;   /* why execvp failed (the command never ran); 0 otherwise */
 };
 
 /*
- * Forks and execs argv held at its exec; fails with a message when the
- * command cannot run. While held (until dl_spawn_release) the command dies
- * with dlbpf (PTRACE_O_EXITKILL): it has not started its own code yet.
+ * Forks and execs argv held at its exec; fails with a message (and exec_errno)
+ * when the command cannot run. While held (until dl_spawn_release) the command
+ * dies with dlbpf (PTRACE_O_EXITKILL): it has not started its own code yet.
  */
 int dl_spawn_start(struct dl_spawn *sp, char **argv);
 /* Runs the child up to its entry point and holds it there. */

@@ -15,6 +15,7 @@
 #include "dlbpf.skel.h"
 #include "dlbpf/io.h"
 #include "capture/elfsym.h"
+#include "capture/hooks.h"
 #include "log.h"
 #include "capture/procfs.h"
 #include "capture/tfile.h"
@@ -28,6 +29,8 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 
 	memset(t, 0, sizeof(*t));
 	err = dl_env_probe(&t->feat);
+	if (!err)
+		err = dl_hooks_features(&t->feat);
 	if (err)
 		return err;
 	skel = dlbpf__open();
@@ -37,6 +40,9 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 		return err;
 	}
 	t->skel = skel;
+	err = dl_hooks_map_entries(skel->obj);
+	if (err)
+		return err;
 	bpf_map__set_max_entries(skel->maps.rb, ringbuf_mb << 20);
 	/* Wake the consumer early once a quarter of the buffer is unread. */
 	skel->rodata->wakeup_bytes = ((uint64_t)ringbuf_mb << 20) / 4;
@@ -93,8 +99,16 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
 	uint32_t key = (uint32_t)pid;
 
 	if (bpf_map__update_elem(t->skel->maps.traced, &key, sizeof(key), &v, sizeof(v), BPF_ANY)) {
-		dl_err("cannot add pid %d to the traced set: %s", pid, strerror(errno));
-		return -errno;
+		int err = -errno;
+
+		/* Full: the process goes untraced, counted with the children BPF could not add. */
+		if (err == -E2BIG) {
+			t->traced_full++;
+			dl_warn("pid %d not traced: the set of traced processes is full", pid);
+		} else {
+			dl_err("cannot add pid %d to the traced set: %s", pid, strerror(-err));
+		}
+		return err;
 	}
 	return 0;
 }
@@ -685,6 +699,7 @@ int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX])
 		for (int c = 0; c < ncpu; c++)
 			out[k] += v[c];
 	}
+	out[DL_DROP_TRACED] += t->traced_full;
 	free(v);
 	return 0;
 }

@@ -72,6 +72,7 @@ struct dl_tracer {
 	bool split_hot;           /* --duty: launches and copies on their own links */
 	bool hot_on;              /* those links are attached */
 	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
+	uint64_t traced_full;     /* processes user space could not add to the full traced set */
 };
 
 /* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records. */

@@ -11,7 +11,7 @@
 static const char *const drop_names[DL_DROP_MAX] = {
 	[DL_DROP_CUDA] = "cuda", [DL_DROP_BIO] = "bio", [DL_DROP_SCHED] = "sched",
 	[DL_DROP_PROC] = "proc", [DL_DROP_INFLIGHT] = "inflight", [DL_DROP_TRACED] = "traced_full",
-	[DL_DROP_AGG] = "aggregate_full",
+	[DL_DROP_AGG] = "aggregate_full", [DL_DROP_DEPTH] = "depth",
 };
 
 static void fmt_bytes(char *buf, size_t len, uint64_t b)
@@ -38,10 +38,12 @@ static double ms(uint64_t ns)
 static void text_cuda(FILE *f, const struct dl_proc *p, struct dl_sbuf *esc)
 {
 	char b[32];
-	uint64_t launches = 0, calls = 0;
+	uint64_t launches = 0, calls = 0, faults = 0;
 
-	for (unsigned i = 1; i < DL_API_COUNT; i++)
+	for (unsigned i = 1; i < DL_API_COUNT; i++) {
 		calls += p->calls[i].count;
+		faults += p->calls[i].args_faults;
+	}
 	fprintf(f, "  CUDA     %d runtime%s attached", p->cuda_libs, p->cuda_libs == 1 ? "" : "s");
 	if (!calls) {
 		fprintf(f, ", no calls\n");
@@ -56,6 +58,9 @@ static void text_cuda(FILE *f, const struct dl_proc *p, struct dl_sbuf *esc)
 			fprintf(f, "    %-28s %10" PRIu64 " %12.3f %8" PRIu64 "\n",
 				dl_api_by_id(i)->name, a->count, ms(a->total_ns), a->errors);
 	}
+	if (faults)
+		fprintf(f, "    %" PRIu64 " call%s passed pointers dlbpf could not read: their sizes, shapes or results "
+			"are unknown (kernels of shape (0,0,0))\n", faults, faults == 1 ? "" : "s");
 	for (int d = 0; d < DL_DIR_COUNT; d++) {
 		const struct dl_copy_stat *c = &p->copies[d];
 
@@ -105,7 +110,11 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 				fprintf(f, "%s%s %" PRIu64, first ? "" : ", ", drop_names[i] ? drop_names[i] : "?", s->drops[i]);
 				first = 0;
 			}
-		fprintf(f, "): the figures below undercount; try --ringbuf-mb or a shorter --drain-ms\n");
+		/* Only a full ring buffer is the collector's to fix; a full map or a deep nest is not. */
+		if (s->drops[DL_DROP_CUDA] + s->drops[DL_DROP_BIO] + s->drops[DL_DROP_SCHED] + s->drops[DL_DROP_PROC])
+			fprintf(f, "): the figures below undercount; try --ringbuf-mb or a shorter --drain-ms\n");
+		else
+			fprintf(f, "): the figures below undercount (a BPF map was full, or calls nested too deep)\n");
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		const struct dl_proc *p = &s->procs[i];
@@ -178,6 +187,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 		dl_json_ku64(j, "count", a->count);
 		dl_json_ku64(j, "total_ns", a->total_ns);
 		dl_json_ku64(j, "errors", a->errors);
+		dl_json_ku64(j, "args_faults", a->args_faults);
 		dl_json_obj_end(j);
 	}
 	dl_json_obj_end(j);

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "capture/hooks.h"
+#include "log.h"
+
+#define FORCE_TWINS "DLBPF_FORCE_TWINS"
+#define MAP_ENTRIES "DLBPF_TEST_MAP_ENTRIES"
+
+int dl_hooks_features(struct dl_features *f)
+{
+	const char *v = getenv(FORCE_TWINS);
+
+	if (!v)
+		return 0;
+	if (strcmp(v, "old")) {
+		dl_err("%s=%s: the only value is 'old'", FORCE_TWINS, v);
+		return -EINVAL;
+	}
+	f->block_io_start = false;
+	f->switch_prev_state = false;
+	f->exit_group_dead = false;
+	dl_warn("test hook %s=old: the block programs for kernels without block_io_start; sched_switch and "
+		"sched_process_exit read without their newer arguments", FORCE_TWINS);
+	return 0;
+}
+
+/* One "name=N" of the list; the name is the BPF map's as the object defines it. */
+static int resize_one(struct bpf_object *obj, const char *item, size_t len)
+{
+	char name[64], *end;
+	const char *eq = memchr(item, '=', len);
+	struct bpf_map *map;
+	unsigned long n;
+
+	if (!eq || eq == item || (size_t)(eq - item) >= sizeof(name))
+		goto bad;
+	memcpy(name, item, (size_t)(eq - item));
+	name[eq - item] = '\0';
+	errno = 0;
+	n = strtoul(eq + 1, &end, 10);
+	if (errno || end == eq + 1 || end != item + len || n == 0 || n > 1ul << 24)
+		goto bad;
+	map = bpf_object__find_map_by_name(obj, name);
+	if (!map) {
+		dl_err("%s: the BPF object has no map named '%s'", MAP_ENTRIES, name);
+		return -EINVAL;
+	}
+	if (bpf_map__set_max_entries(map, (unsigned)n)) {
+		dl_err("%s: cannot resize map '%s' to %lu entries", MAP_ENTRIES, name, n);
+		return -EINVAL;
+	}
+	dl_warn("test hook %s: map %s holds %lu entries", MAP_ENTRIES, name, n);
+	return 0;
+bad:
+	dl_err("%s: '%.*s' is not NAME=ENTRIES (1 to %lu)", MAP_ENTRIES, (int)len, item, 1ul << 24);
+	return -EINVAL;
+}
+
+int dl_hooks_map_entries(struct bpf_object *obj)
+{
+	const char *v = getenv(MAP_ENTRIES);
+
+	while (v && *v) {
+		size_t len = strcspn(v, ",");
+		int err = resize_one(obj, v, len);
+
+		if (err)
+			return err;
+		v += len + (v[len] == ',');
+	}
+	return 0;
+}

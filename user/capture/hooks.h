@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Test hooks: environment variables that let the integration tests reach
+ * paths this machine would never take by itself. Not an interface; each one
+ * in use is announced with a warning, so it cannot go unnoticed.
+ *
+ *   DLBPF_FORCE_TWINS=old        the programs for kernels without
+ *                                block_io_start (6.5) and without the newer
+ *                                arguments of sched_switch (prev_state) and
+ *                                sched_process_exit (group_dead): the block
+ *                                twins, the task's state, signal->live. The
+ *                                argument layouts this kernel's tracepoints
+ *                                have (block_getrq's, ...) cannot be faked.
+ *   DLBPF_TEST_MAP_ENTRIES=M=N,… BPF map M gets N entries (e.g. traced=4), so
+ *                                that a full map is cheap to reach
+ *
+ * A bad value is an error: a test that asked for a hook must not silently run
+ * without it.
+ */
+#ifndef DLBPF_HOOKS_H
+#define DLBPF_HOOKS_H
+
+#include "capture/env.h"
+
+struct bpf_object;
+
+/* DLBPF_FORCE_TWINS: overrides what the feature probes found; 0 or -EINVAL. */
+int dl_hooks_features(struct dl_features *f);
+/* DLBPF_TEST_MAP_ENTRIES: resizes maps of obj before it is loaded; 0 or -EINVAL. */
+int dl_hooks_map_entries(struct bpf_object *obj);
+
+#endif
