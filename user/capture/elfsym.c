@@ -114,7 +114,9 @@ int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *s)
 		dl_elf_syms_free(s);
 		return err;
 	}
-	qsort(s->by_offset.v, s->by_offset.n, sizeof(*s->by_offset.v), cmp_offset);
+	/* A file without function symbols leaves v NULL, which qsort may not be given even for 0 items. */
+	if (s->by_offset.n)
+		qsort(s->by_offset.v, s->by_offset.n, sizeof(*s->by_offset.v), cmp_offset);
 	return 0;
 }
 
