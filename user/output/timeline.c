@@ -262,8 +262,17 @@ static void bin_add(struct dl_timeline *t, int c, uint64_t s, uint64_t e, double
 		t->bins_started = true;
 	}
 	last = e / BIN_NS;
-	while (last >= t->bin_base + BIN_LAG && last - (t->bin_base + BIN_LAG) >= NBINS - BIN_LAG)
-		flush_bin(t);   /* far jump: write out (zero) bins until e fits */
+	if (last >= t->bin_base + BIN_LAG && last - (t->bin_base + BIN_LAG) >= NBINS - BIN_LAG) {
+		/*
+		 * Far jump: write out the held bins, and one more for the drop to zero after them. Every
+		 * later bin is zero and writes nothing, so that stretch (2^63 ns in a corrupt record:
+		 * 10^12 bins) is skipped, not walked, to where e fits.
+		 */
+		for (int i = 0; i <= NBINS; i++)
+			flush_bin(t);
+		if (t->bin_base < last - (NBINS - 1))
+			t->bin_base = last - (NBINS - 1);
+	}
 	while (t->bin_base + BIN_LAG < last)
 		flush_bin(t);
 	if (e <= s)
