@@ -9,6 +9,7 @@
  * next starts where its header says it ends. What a sink gets is checked
  * against the raw record and against a plain re-reading of the ABI here.
  */
+#define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,8 +17,8 @@
 #include <string.h>
 #include "records/cuda_api.h"
 #include "records/stream.h"
+#include "harness.h"
 
-#define FAIL(...) do { fprintf(stderr, "fuzz_decode: " __VA_ARGS__); fputc('\n', stderr); abort(); } while (0)
 
 /* The smallest record of each kind the ABI (include/dlbpf/events.h) lets a reader use. */
 static size_t abi_size(unsigned kind)
@@ -135,6 +136,14 @@ static int names_sink(void *ctx, const struct dl_rec *r)
 	if (k->nnames < sizeof(k->names) / sizeof(k->names[0]))
 		k->names[k->nnames] = (struct name){ e->h.tgid, e->addr, e->name };
 	k->nnames++;
+	return 0;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	fail_init();
 	return 0;
 }
 

@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "capture/elfsym.h"
-#include "memfile.h"
+#include "harness.h"
 
-#define FAIL(...) do { fprintf(stderr, "fuzz_elfsym: " __VA_ARGS__); fputc('\n', stderr); abort(); } while (0)
 /* Lookups by name are linear: checking each of a big table would be quadratic. */
 #define CHECKED 64
 
@@ -27,6 +26,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
+	fail_init();
 	memfile_open(&input, "fuzz-elf");
 	return 0;
 }

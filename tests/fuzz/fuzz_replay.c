@@ -23,12 +23,11 @@
 #include "records/record.h"
 #include "records/stream.h"
 #include "util.h"
-#include "memfile.h"
+#include "harness.h"
 
 static struct memfile input, rerecorded;
 static FILE *devnull;
 
-#define FAIL(...) do { fprintf(stderr, "fuzz_replay: " __VA_ARGS__); fputc('\n', stderr); abort(); } while (0)
 
 /* What the sinks were given, as a count and a running hash of the bytes. */
 struct digest {
@@ -68,6 +67,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
+	fail_init();
 	memfile_open(&input, "fuzz-recording");
 	memfile_open(&rerecorded, "fuzz-rerecorded");
 	devnull = fopen("/dev/null", "w");

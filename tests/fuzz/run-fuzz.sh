@@ -35,9 +35,11 @@ for bin in "$@"; do
   fi
   units=$(grep -Eo 'corp: [0-9]+' "$log" | tail -n1 | grep -Eo '[0-9]+')
   echo "$(date '+%F %T') $name $execs executions in ${secs}s rc=$rc" >>"$out/executions.log"
+  total=$(awk -v n="$name" '$3 == n {t += $4} END {printf "%d", t}' "$out/executions.log")
   if [ "$rc" -eq 0 ]; then
     pass=$((pass + 1))
-    echo "$name: 1 passed, 0 failed ($execs executions in ${secs}s, corpus ${units:-0} inputs)"
+    echo "$name: 1 passed, 0 failed ($execs executions in ${secs}s, corpus ${units:-0} inputs;" \
+      "$total over every run logged)"
   else
     fail=$((fail + 1))
     echo "$name: 0 passed, 1 failed (exit $rc after $execs executions; log $log)"
