@@ -178,7 +178,8 @@ const struct dl_elf_sym *dl_elf_sym_by_offset(const struct dl_elf_syms *s, uint6
 	while (lo > 1 && v[lo - 2].offset == v[lo - 1].offset)
 		lo--;
 	c = &v[lo - 1];
-	if (offset < c->offset + (c->size ? c->size : 1))
+	/* Measured from the symbol's start: a corrupt size near 2^64 would wrap start + size. */
+	if (offset - c->offset < (c->size ? c->size : 1))
 		return c;
 	return NULL;
 }
