@@ -18,6 +18,7 @@
 #include "records/cuda_api.h"
 #include "records/stream.h"
 #include "harness.h"
+#include "mutate_records.h"
 
 
 /* The smallest record of each kind the ABI (include/dlbpf/events.h) lets a reader use. */
@@ -145,6 +146,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	fail_init();
 	return 0;
+}
+
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned seed)
+{
+	return mutate_records(data, size, max_size, seed, 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

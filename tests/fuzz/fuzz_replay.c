@@ -24,6 +24,7 @@
 #include "records/stream.h"
 #include "util.h"
 #include "harness.h"
+#include "mutate_records.h"
 
 static struct memfile input, rerecorded;
 static FILE *devnull;
@@ -91,6 +92,16 @@ static void options_of(const uint8_t *data, size_t size, struct dl_corr_opts *co
 		copts->pcie_gbps = dopts->pcie_gbps = 16;
 	if (h & 0x20)
 		dopts->disk_mbps = 500;
+}
+
+/* Records are mutated as records past the header the input has (a broken one: bytes only). */
+size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned seed)
+{
+	uint32_t header_size = 0;
+
+	if (size >= sizeof(struct dl_rec_header) && !memcmp(data, DL_REC_MAGIC, 8))
+		memcpy(&header_size, data + 8, sizeof(header_size));
+	return mutate_records(data, size, max_size, seed, header_size ? header_size : size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
