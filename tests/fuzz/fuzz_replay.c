@@ -5,8 +5,10 @@
  * report (text, steps, JSON), as a replay would run them.
  *
  * Besides "no crash, no hang, no sanitizer report", it checks what a recording
- * promises: what the recorder writes replays record for record, and a step's
- * categories add up to its duration.
+ * promises: what the recorder writes replays record for record, a step's
+ * categories add up to its duration, both JSON outputs (the summary and the
+ * Chrome timeline) are JSON and the Perfetto trace is whole packets, whatever
+ * the recording held.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -24,9 +26,10 @@
 #include "records/stream.h"
 #include "util.h"
 #include "harness.h"
+#include "json_check.h"
 #include "mutate_records.h"
 
-static struct memfile input, rerecorded;
+static struct memfile input, rerecorded, trace_json, trace_pb, summary_json;
 static FILE *devnull;
 
 
@@ -48,6 +51,47 @@ struct steps {
 	struct dl_step_printer printer;
 	struct dl_timeline *trace[2];
 };
+
+static void check_json(struct memfile *m, const char *what)
+{
+	size_t size, at;
+	char *buf = memfile_get(m, &size);
+	const char *why = json_check(buf, size, &at);
+
+	if (why)
+		FAIL("the %s is not JSON: %s at byte %zu of %zu: '%.40s'", what, why, at, size,
+		     buf + (at > 20 ? at - 20 : 0));
+	free(buf);
+}
+
+/*
+ * A Perfetto trace is packets end to end, each field 1 (TracePacket) with a length that
+ * stays inside the file; what is inside them test_perfetto decodes.
+ */
+static void check_packets(struct memfile *m)
+{
+	size_t size, at = 0, n = 0;
+	unsigned char *buf = (unsigned char *)memfile_get(m, &size);
+
+	while (at < size) {
+		uint64_t len = 0;
+		int shift = 0;
+
+		if (buf[at++] != 0x0a)
+			FAIL("pftrace: byte %zu (packet %zu) is not the tag of a TracePacket", at - 1, n);
+		do {
+			if (at >= size || shift > 63)
+				FAIL("pftrace: packet %zu's length is cut short", n);
+			len |= (uint64_t)(buf[at] & 0x7f) << shift;
+			shift += 7;
+		} while (buf[at++] & 0x80);
+		if (len > size - at)
+			FAIL("pftrace: packet %zu claims %llu bytes, %zu remain", n, (unsigned long long)len, size - at);
+		at += len;
+		n++;
+	}
+	free(buf);
+}
 
 static void on_step(void *ctx, const struct dl_step *st)
 {
@@ -71,6 +115,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fail_init();
 	memfile_open(&input, "fuzz-recording");
 	memfile_open(&rerecorded, "fuzz-rerecorded");
+	memfile_open(&trace_json, "fuzz-trace-json");
+	memfile_open(&trace_pb, "fuzz-trace-pftrace");
+	memfile_open(&summary_json, "fuzz-summary-json");
 	devnull = fopen("/dev/null", "w");
 	if (!devnull)
 		abort();
@@ -119,13 +166,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dl_diagnosis *diag;
 	char err[512] = "", err2[512] = "";
 	int ret, err_open;
+	FILE *json;
 
 	memfile_put(&input, data, size);
 	options_of(data, size, &copts, &dopts);
 	for (int i = 0; i < 2; i++) {
-		steps.trace[i] = dl_timeline_open("/dev/null", fmts[i], &err_open);
+		const char *path = fmts[i] == DL_TIMELINE_JSON ? trace_json.path : trace_pb.path;
+
+		steps.trace[i] = dl_timeline_open(path, fmts[i], &err_open);
 		if (!steps.trace[i])
-			FAIL("cannot open /dev/null: %d", err_open);
+			FAIL("cannot open %s: %d", path, err_open);
 		if (dl_rec_header_read(input.path, &h, err, sizeof(err)) == 0)
 			dl_timeline_set_clocks(steps.trace[i], h.mono_ns, h.boot_ns, h.real_ns);
 	}
@@ -154,9 +204,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dl_diagnose(corr, &sum, &dopts, diag);
 	dl_report_text(devnull, &sum);
 	dl_report_steps_text(devnull, corr, diag);
-	dl_report_json(devnull, &sum, corr, diag);
+	json = fopen(summary_json.path, "w");
+	if (!json || dl_report_json(json, &sum, corr, diag) || fclose(json))
+		FAIL("writing the JSON summary to %s failed", summary_json.path);
+	check_json(&summary_json, "JSON summary");
 	for (int i = 0; i < 2; i++)
-		dl_timeline_close(steps.trace[i], NULL);
+		if (dl_timeline_close(steps.trace[i], NULL))
+			FAIL("writing the %s timeline failed", fmts[i] == DL_TIMELINE_JSON ? "JSON" : "protobuf");
+	check_json(&trace_json, "JSON timeline");
+	check_packets(&trace_pb);
 	if (dl_recorder_close(&rec))
 		FAIL("writing %s failed", rerecorded.path);
 	if (rec.records != given.n)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -72,6 +73,34 @@ static inline void memfile_put(struct memfile *m, const uint8_t *data, size_t si
 		}
 		done += (size_t)n;
 	}
+}
+
+/* What the file holds now (written through its path by the code under test); free() it. */
+static inline char *memfile_get(struct memfile *m, size_t *size)
+{
+	struct stat st;
+	char *buf;
+	size_t done = 0;
+
+	if (fstat(m->fd, &st)) {
+		perror("fstat");
+		abort();
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		abort();
+	while (done < (size_t)st.st_size) {
+		ssize_t n = pread(m->fd, buf + done, (size_t)st.st_size - done, (off_t)done);
+
+		if (n <= 0) {
+			perror("pread");
+			abort();
+		}
+		done += (size_t)n;
+	}
+	buf[done] = '\0';
+	*size = done;
+	return buf;
 }
 
 #endif
