@@ -2,7 +2,8 @@
 /*
  * The ELF symbol reader (capture/elfsym.c) on arbitrary bytes. The files it
  * reads come from the traced side (a CUDA runtime in the job's container, the
- * binary a --step-on symbol is looked up in), so any bytes may be there.
+ * binary a --step-on symbol is looked up in), so any bytes may be there; the
+ * size caps of the reader apply (a file past them is refused, not a crash).
  *
  * Besides "no crash, no hang, no sanitizer report", the lookups must agree
  * with the table they are built on: sorted by offset, each symbol found by
@@ -10,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <elf.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,10 +60,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dl_elf_syms s;
 
+	int fd;
+
 	memfile_put(&input, data, size);
-	/* By path, as tracer.c and marker.c open a runtime through /proc/PID/root. */
-	if (dl_elf_syms_load(input.path, &s) == 0)
+	/* A descriptor of its own, as capture/tfile hands over a traced process's file once opened. */
+	fd = open(input.path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		FAIL("cannot open %s", input.path);
+	if (dl_elf_syms_load_fd(fd, &s) == 0)
 		check_lookups(&s);
+	close(fd);
 	dl_elf_syms_free(&s);
 	return 0;
 }

@@ -7,6 +7,7 @@
  * in DIR/replay, NAME.bin files in DIR/decode).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ static int raw_sink(void *ctx, const struct dl_rec *r)
 }
 
 struct seed {
+	bool submits;                /* block bytes come as submissions (the live side's choice) */
 	struct dl_stream s;
 	struct dl_recorder rec;
 	struct raw raw;
@@ -127,6 +129,19 @@ static void bio(struct seed *sd, uint32_t pid, uint32_t tid, uint64_t ts, uint64
 	dl_stream_emit(&sd->s, &e, sizeof(e));
 }
 
+static void bio_submit(struct seed *sd, uint32_t pid, uint32_t tid, uint64_t ts, uint32_t bytes, uint32_t flags)
+{
+	struct dl_bio_submit_ev e;
+
+	memset(&e, 0, sizeof(e));
+	hdr(&e.h, sizeof(e), DL_EV_BIO_SUBMIT, ts, pid, tid);
+	e.sector = ts / 512;
+	e.bytes = bytes;
+	e.dev = 8u << 20 | 16;
+	e.flags = flags;
+	dl_stream_emit(&sd->s, &e, sizeof(e));
+}
+
 static void proc(struct seed *sd, enum dl_proc_what what, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t ppid,
 		 const char *comm)
 {
@@ -154,8 +169,8 @@ static void preamble(struct seed *sd)
 {
 	uint64_t a[8] = { 0 };
 
-	dl_emit_trace_start(&sd->s, 1 * MS, 16000);
-	dl_emit_procinfo(&sd->s, 1 * MS, PID, 1, "python3", 7);
+	dl_emit_trace_start_flags(&sd->s, 1 * MS, 16000, sd->submits ? DL_TRACE_BIO_SUBMITS : 0);
+	dl_emit_procinfo_threads(&sd->s, 1 * MS, PID, 1, "python3", 7, 2);
 	dl_emit_lib(&sd->s, 1 * MS, PID, "/usr/local/cuda/lib64/libcudart.so.13", 40);
 	dl_emit_sym(&sd->s, 1 * MS, PID, KERNEL_FN, "_Z10sgemm_nn_kPfS_S_i");
 	a[1] = 4u << 20;
@@ -174,6 +189,8 @@ static void step(struct seed *sd, uint64_t t0, int i, int marks)
 
 	if (marks)
 		mark(sd, t0);
+	if (sd->submits)
+		bio_submit(sd, PID, LOADER, t0, 1u << 19, i % 4 == 3 ? DL_BIO_MERGED : 0);
 	bio(sd, PID, LOADER, t0, 2 * MS, 1u << 19, i % 3 == 2 ? DL_BIO_PARTIAL : 0);
 	sched(sd, PID, LOADER, t0, 2 * MS, DL_ST_DISK, DL_ST_RUNNING);
 	sched(sd, PID, PID, t0, 3 * MS, DL_ST_SLEEP, DL_ST_RUNNING);
@@ -199,15 +216,22 @@ static void trace_end(struct seed *sd, uint64_t ts)
 {
 	uint64_t drops[DL_DROP_MAX] = { 0 };
 
+	if (sd->submits) {
+		dl_emit_bio_unseen(&sd->s, ts, PID, LOADER, 4096, 1u << 16, 8u << 20 | 16, 0);
+		dl_emit_prog(&sd->s, ts, "on_sched_switch", 3);
+		dl_emit_trace_end_misses(&sd->s, ts, drops, 3);
+		return;
+	}
 	dl_emit_trace_end(&sd->s, ts, drops);
 }
 
-static void seed_steps(const char *dir, const char *name, int marks)
+static void seed_steps(const char *dir, const char *name, int marks, bool submits)
 {
 	struct seed sd;
 	uint64_t t = 10 * MS;
 
 	seed_open(&sd, dir, name);
+	sd.submits = submits;
 	preamble(&sd);
 	for (int i = 0; i < 8; i++, t += 10 * MS)
 		step(&sd, t, i, marks);
@@ -239,6 +263,7 @@ static void seed_kinds(const char *dir)
 	bio(&sd, WORKER, WORKER, t, MS, 4096, DL_BIO_ASYNC | DL_BIO_WRITE | DL_BIO_ERROR);
 	sched(&sd, WORKER, WORKER, t, MS, DL_ST_RUNQ, DL_ST_RUNNING);
 	mark(&sd, t + MS);
+	bio_submit(&sd, WORKER, WORKER, t, 4096, DL_BIO_WRITE | DL_BIO_META);
 	proc(&sd, DL_PROC_EXIT, t + 2 * MS, WORKER, WORKER, PID, "pt_data_worker");
 	memset(&future, 0, sizeof(future));
 	hdr(&future.h, sizeof(future), (enum dl_kind)(DL_EV_KIND_MAX + 3), t + 3 * MS, PID, PID);
@@ -253,8 +278,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: seedgen DIR (DIR/replay and DIR/decode must exist)\n");
 		return 2;
 	}
-	seed_steps(argv[1], "steps", 0);
-	seed_steps(argv[1], "marks", 1);
+	seed_steps(argv[1], "steps", 0, false);
+	seed_steps(argv[1], "marks", 1, false);
+	seed_steps(argv[1], "submits", 0, true);
 	seed_kinds(argv[1]);
 	return 0;
 }
