@@ -40,6 +40,10 @@ for bin in "$@"; do
     pass=$((pass + 1))
     echo "$name: 1 passed, 0 failed ($execs executions in ${secs}s, corpus ${units:-0} inputs;" \
       "$total over every run logged)"
+  elif [ "$rc" -eq 72 ]; then   # libFuzzer's status for SIGINT or SIGTERM: stopped, not failed by an input
+    fail=$((fail + 1))
+    echo "$name: 0 passed, 1 failed (interrupted after $execs executions)"
+    continue
   else
     fail=$((fail + 1))
     echo "$name: 0 passed, 1 failed (exit $rc after $execs executions; log $log)"
