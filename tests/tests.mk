@@ -73,6 +73,7 @@ INTEGRATION := python3 tests/integration/test_dlbpf.py
 SCENARIOS := python3 tests/integration/test_scenarios.py
 include tests/workloads/coverage.mk
 include tests/workloads/paths.mk
+include tests/fuzz/fuzz.mk
 TRACE_TESTS := python3 tests/integration/test_trace.py
 MODES_TESTS := python3 tests/integration/test_modes.py
 FAULT_TESTS := python3 tests/integration/test_faults.py
@@ -85,9 +86,9 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
 
 # Every suite, each reporting "N passed, N failed"; the last line is the total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
-		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS)
+		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" $(SIM_TESTS) "$(INTEGRATION)" "$(SCENARIOS)" "$(COVERAGE_TESTS)" \
-		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FAULT_TESTS)"
+		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FAULT_TESTS)" $(FUZZ_TESTS)
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

@@ -22,8 +22,7 @@
 #include "output/json.h"
 #include "output/pbwriter.h"
 #include "strsafe.h"
-
-#define FAIL(...) do { fprintf(stderr, "fuzz_escape: " __VA_ARGS__); fputc('\n', stderr); abort(); } while (0)
+#include "harness.h"
 
 /* --- the reference: well-formed UTF-8 by Table 3-7 --- */
 
@@ -352,6 +351,14 @@ static void check_fix(const char *s, size_t n)
 	dl_sbuf_free(&once);
 	dl_sbuf_free(&twice);
 	free(want.v);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	fail_init();
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

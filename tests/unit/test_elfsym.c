@@ -6,6 +6,9 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -90,11 +93,60 @@ static void test_cudart(const char *lib)
 	dlclose(h);
 }
 
+/*
+ * The traced side may hand over a sparse file whose symbol table is mostly zeros: no function
+ * in it stops the reader, each entry must still be looked at. A table of 10^8 entries (2.4 GB,
+ * a hundred times the largest deep-learning library's) is refused, not walked.
+ */
+static void test_huge_symtab(void)
+{
+	const uint64_t entries = 100000000;
+	char path[] = "/tmp/dlbpf-test-elfsym-XXXXXX";
+	struct dl_elf_syms s;
+	Elf64_Ehdr *eh;
+	Elf64_Shdr *sh = NULL;
+	FILE *f = fopen("/proc/self/exe", "rb");
+	char *img = malloc(64u << 20);
+	size_t n = f && img ? fread(img, 1, 64u << 20, f) : 0;
+	int fd = mkstemp(path), patched = 0;
+
+	CHECK(f && img && n > sizeof(*eh) && fd >= 0, "setup");
+	if (f)
+		fclose(f);
+	if (!img || n <= sizeof(*eh) || fd < 0)
+		goto out;
+	eh = (Elf64_Ehdr *)img;
+	for (unsigned i = 0; eh->e_shoff + (i + 1) * sizeof(*sh) <= n && i < eh->e_shnum; i++) {
+		sh = (Elf64_Shdr *)(img + eh->e_shoff) + i;
+		if (sh->sh_type == SHT_SYMTAB) {
+			/* Past the end of the file: the hole a sparse file reads as zeros. */
+			sh->sh_offset = (n + 4095) & ~(uint64_t)4095;
+			sh->sh_size = entries * sizeof(Elf64_Sym);
+			patched = 1;
+			break;
+		}
+	}
+	CHECK(patched, "no .symtab in the test's own executable");
+	if (!patched)
+		goto out;
+	CHECK(write(fd, img, n) == (ssize_t)n && ftruncate(fd, (off_t)(sh->sh_offset + sh->sh_size)) == 0,
+	      "writing %s", path);
+	CHECK(dl_elf_syms_load(path, &s) == -EFBIG, "a table of %llu entries was read", (unsigned long long)entries);
+	dl_elf_syms_free(&s);
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	free(img);
+}
+
 int main(int argc, char **argv)
 {
 	struct dl_elf_syms s;
 
 	test_own_executable();
+	test_huge_symtab();
 	test_cudart(argc > 1 ? argv[1] : "/usr/local/cuda/lib64/libcudart.so.13");
 	CHECK(dl_elf_syms_load("/nonexistent/lib.so", &s) < 0, "missing file loaded");
 	CHECK(dl_elf_syms_load("/proc/self/status", &s) < 0, "non-ELF loaded");

@@ -17,6 +17,12 @@
  */
 #define DL_ELF_MAX_SYMS (8u << 20)
 #define DL_ELF_MAX_NAME_BYTES (1ull << 30)
+/*
+ * Entries looked at, functions or not: a table of zeros in a sparse file of
+ * the traced side's holds no function to stop at the caps above, and walking
+ * 16 GiB of it takes minutes.
+ */
+#define DL_ELF_MAX_ENTRIES (2u * DL_ELF_MAX_SYMS)
 
 /* Symbol values are virtual addresses; uprobes want file offsets, found through the PT_LOAD holding it. */
 static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
@@ -41,11 +47,14 @@ static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 static int load_section(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct dl_elf_syms *s, uint64_t *name_bytes)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t count;
+	size_t entry = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT), count;
 
-	if (!data || !sh->sh_entsize)
+	if (!data || !entry)
 		return 0;
-	count = sh->sh_size / sh->sh_entsize;
+	/* Entries as libelf holds them: sh_size / sh_entsize is the file's claim, any number when corrupt. */
+	count = data->d_size / entry;
+	if (count > DL_ELF_MAX_ENTRIES)
+		return -EFBIG;
 	/* Most entries are not functions: reserve for what a real library has, grow past it. */
 	dl_vec_reserve(&s->by_offset, s->by_offset.n + (count < (1u << 16) ? count : (1u << 16)));
 	for (size_t i = 0; i < count; i++) {
@@ -114,7 +123,9 @@ int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *s)
 		dl_elf_syms_free(s);
 		return err;
 	}
-	qsort(s->by_offset.v, s->by_offset.n, sizeof(*s->by_offset.v), cmp_offset);
+	/* A file without function symbols leaves v NULL, which qsort may not be given even for 0 items. */
+	if (s->by_offset.n)
+		qsort(s->by_offset.v, s->by_offset.n, sizeof(*s->by_offset.v), cmp_offset);
 	return 0;
 }
 
@@ -176,7 +187,8 @@ const struct dl_elf_sym *dl_elf_sym_by_offset(const struct dl_elf_syms *s, uint6
 	while (lo > 1 && v[lo - 2].offset == v[lo - 1].offset)
 		lo--;
 	c = &v[lo - 1];
-	if (offset < c->offset + (c->size ? c->size : 1))
+	/* Measured from the symbol's start: a corrupt size near 2^64 would wrap start + size. */
+	if (offset - c->offset < (c->size ? c->size : 1))
 		return c;
 	return NULL;
 }

@@ -21,6 +21,7 @@
 
 #define TREE_PID 0x3fffffff      /* JSON pseudo process of tree-wide tracks (lanes, counters) */
 #define PSEUDO_TID 0x20000000    /* JSON tids of per-thread state tracks: PSEUDO_TID + tid */
+#define PID_LIMIT (1u << 22)      /* the kernel's PID_MAX_LIMIT: no tid reaches it */
 #define MAX_LANES 128
 #define BIN_NS 10000000ull       /* counter resolution: 10 ms */
 #define NBINS 512
@@ -180,9 +181,13 @@ static struct tthread *thread_of(struct dl_timeline *t, pid_t pid, pid_t tid)
 	th->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_THREAD,
 				       .pid = pid, .tid = tid, .name = th->name };
 	declare(t, &th->track);
-	/* JSON pseudo tid for the state track, above any real tid (pid_max is at most 2^22). */
+	/*
+	 * JSON pseudo tid for the state track, above any real tid (pid_max is at most 2^22). Only a
+	 * corrupt record has a tid past that: kept to 22 bits, it cannot overflow into a negative id.
+	 */
 	th->state = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_PLAIN,
-				       .pid = pid, .tid = PSEUDO_TID + tid, .name = th->state_name };
+				       .pid = pid, .tid = PSEUDO_TID + (int)((uint32_t)tid & (PID_LIMIT - 1)),
+				       .name = th->state_name };
 	declare(t, &th->state);
 	return th;
 }

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What every harness needs: a place to say why it failed, and inputs as files. */
+#ifndef DLBPF_FUZZ_HARNESS_H
+#define DLBPF_FUZZ_HARNESS_H
+
+/* memfd_create and program_invocation_short_name need _GNU_SOURCE, defined before the first include. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/*
+ * run-fuzz.sh passes -close_fd_mask=3, which drops the collector's messages on
+ * stderr once the harness is initialized; a copy of stderr taken before that
+ * keeps the harness's own verdict in the log.
+ */
+static int fail_fd = 2;
+
+static inline void fail_init(void)
+{
+	int fd = dup(2);
+
+	if (fd >= 0)
+		fail_fd = fd;
+}
+
+/* A broken invariant: said, then abort(), which libFuzzer reports with the input. */
+#define FAIL(...) do { \
+		dprintf(fail_fd, "%s: ", program_invocation_short_name); \
+		dprintf(fail_fd, __VA_ARGS__); \
+		dprintf(fail_fd, "\n"); \
+		abort(); \
+	} while (0)
+
+/*
+ * A fuzz input as a file: dlbpf reads recordings and ELF files by path or
+ * descriptor, so the harnesses hand it a memfd, through /proc/self/fd/N like
+ * any path. One memfd per harness, rewritten for each input: no disk I/O.
+ */
+struct memfile {
+	int fd;
+	char path[32];
+};
+
+static inline void memfile_open(struct memfile *m, const char *name)
+{
+	m->fd = memfd_create(name, MFD_CLOEXEC);
+	if (m->fd < 0) {
+		perror("memfd_create");
+		abort();
+	}
+	snprintf(m->path, sizeof(m->path), "/proc/self/fd/%d", m->fd);
+}
+
+/* Makes the file hold exactly data[0..size). */
+static inline void memfile_put(struct memfile *m, const uint8_t *data, size_t size)
+{
+	size_t done = 0;
+
+	if (ftruncate(m->fd, 0)) {
+		perror("ftruncate");
+		abort();
+	}
+	while (done < size) {
+		ssize_t n = pwrite(m->fd, data + done, size - done, (off_t)done);
+
+		if (n <= 0) {
+			perror("pwrite");
+			abort();
+		}
+		done += (size_t)n;
+	}
+}
+
+/* What the file holds now (written through its path by the code under test); free() it. */
+static inline char *memfile_get(struct memfile *m, size_t *size)
+{
+	struct stat st;
+	char *buf;
+	size_t done = 0;
+
+	if (fstat(m->fd, &st)) {
+		perror("fstat");
+		abort();
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		abort();
+	while (done < (size_t)st.st_size) {
+		ssize_t n = pread(m->fd, buf + done, (size_t)st.st_size - done, (off_t)done);
+
+		if (n <= 0) {
+			perror("pread");
+			abort();
+		}
+		done += (size_t)n;
+	}
+	buf[done] = '\0';
+	*size = done;
+	return buf;
+}
+
+#endif
