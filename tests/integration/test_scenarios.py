@@ -8,6 +8,7 @@ compares medians: only totals, means and steps matched one to one. Run as root."
 import bisect
 import json
 import os
+import re
 import struct
 import subprocess
 
@@ -153,10 +154,19 @@ def judge(name, s, truth):
         want = expected_verdicts(name, tsum)
         check(verdict in want, f"{name}: verdict {verdict}, expected {' or '.join(sorted(want))} (workload's "
               f"runq {tsum['runq_share'] * 100:.0f}%, on CPU {tsum['oncpu_share'] * 100:.0f}%); {note}")
-    # Input-bound has two causes with different advice: loaders on the CPU or on the disk.
+    # Input-bound has two causes with different advice: loaders on the CPU or on the disk, told
+    # apart by the disk reads in flight, half the step time or more. The workload cannot count
+    # device time in flight (its loaders time their read calls, which a busy CPU stretches too):
+    # within SHARE_PP points of that line, where a loaded machine moves the disk scenario (49%
+    # seen), either advice is right.
+    msg = s["diagnosis"]["message"]
     advice = {"input": "Add data-loader workers", "disk": "The loaders wait on the disk"}.get(name)
+    inflight = re.search(r"reads in flight (\d+)% of the time", msg)
+    if name == "disk" and inflight and abs(int(inflight.group(1)) - 50) < SHARE_PP:
+        advice = None
+        check("The loaders wait on the disk" in msg or "Add data-loader workers" in msg, f"{name}: no advice: {msg}")
     if advice:
-        check(advice in s["diagnosis"]["message"], f"{name}: advice lacks '{advice}': {s['diagnosis']['message']}")
+        check(advice in msg, f"{name}: advice lacks '{advice}': {msg}")
     # Every step but one (at the edge of the run, where a boundary may have no counterpart).
     check(len(matched) >= len(steps) - 1, f"{name}: {len(steps) - len(matched)} steps match none of the "
           f"workload's; {note}")
