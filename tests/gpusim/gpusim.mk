@@ -12,6 +12,8 @@ GPUSIM_LIB      := $(OUTPUT)/gpusim/libcudart.so.13
 GPUSIM_TEST     := $(OUTPUT)/tests/test_gpusim
 GPUSIM_ASAN_LIB := $(OUTPUT)/gpusim-asan/libcudart.so.13
 GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan
+GPUSIM_TEST_SRC := tests/gpusim/test_gpusim.c tests/gpusim/test_gpusim_timing.c
+GPUSIM_TEST_DEPS := $(GPUSIM_TEST_SRC) tests/gpusim/test_gpusim.h tests/gpusim/gpusim.mk
 GPUSIM_SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Frame pointers make every function start with push %rbp, which uprobes emulate
@@ -26,17 +28,17 @@ $(GPUSIM_LIB): $(GPUSIM_SRC) $(GPUSIM_HDR) $(GPUSIM_MAP) tests/gpusim/gpusim.mk
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $(GPUSIM_LIB_FLAGS) -o $@ $(GPUSIM_SRC)
 
-$(GPUSIM_TEST): tests/gpusim/test_gpusim.c tests/gpusim/gpusim.mk
+$(GPUSIM_TEST): $(GPUSIM_TEST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ tests/gpusim/test_gpusim.c $(GPUSIM_TEST_FLAGS)
+	$(CC) $(TEST_CFLAGS) -o $@ $(GPUSIM_TEST_SRC) $(GPUSIM_TEST_FLAGS)
 
 $(GPUSIM_ASAN_LIB): $(GPUSIM_SRC) $(GPUSIM_HDR) $(GPUSIM_MAP) tests/gpusim/gpusim.mk
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $(GPUSIM_SAN) $(GPUSIM_LIB_FLAGS) -o $@ $(GPUSIM_SRC)
 
-$(GPUSIM_ASAN_TEST): tests/gpusim/test_gpusim.c tests/gpusim/gpusim.mk
+$(GPUSIM_ASAN_TEST): $(GPUSIM_TEST_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) $(GPUSIM_SAN) -o $@ tests/gpusim/test_gpusim.c $(GPUSIM_TEST_FLAGS)
+	$(CC) $(TEST_CFLAGS) $(GPUSIM_SAN) -o $@ $(GPUSIM_TEST_SRC) $(GPUSIM_TEST_FLAGS)
 
 .PHONY: gpusim test-gpusim test-gpusim-asan
 gpusim: $(GPUSIM_LIB)

@@ -42,6 +42,8 @@ def check_close(value, truth, rel, what):
 class Dlbpf:
     """dlbpf running in the background; started() returns once it traces (--ready-fd)."""
 
+    instances = []   # every one started, so that main() can stop those a test left running
+
     def __init__(self, args, env=None, stdin=None):
         self.json_path = os.path.join(WORK, f"summary-{os.getpid()}-{time.monotonic_ns()}.json")
         ready_r, ready_w = os.pipe()
@@ -62,6 +64,17 @@ class Dlbpf:
         self._err.start()
         self._out.start()
         self._ready_reader.start()
+        Dlbpf.instances.append(self)
+
+    @classmethod
+    def kill_leftovers(cls):
+        """Kills the instances still running (a test that failed midway leaves them); how many."""
+        left = [d for d in cls.instances if d.proc.poll() is None]
+        for d in left:
+            d.proc.kill()
+            d.proc.wait()
+        cls.instances = []
+        return len(left)
 
     def _read_stderr(self):
         for line in self.proc.stderr:
@@ -74,6 +87,10 @@ class Dlbpf:
     def started(self, timeout=20):
         self._ready_reader.join(timeout)
         if self._ready_reader.is_alive():
+            # Stopped, not left behind: a dlbpf that outlives its test (one --system-wide ran on
+            # for half an hour) traces every later test's workload and other sessions' jobs.
+            self.proc.kill()
+            self.proc.wait()
             raise Failure("dlbpf did not start tracing in time: " + "".join(self.stderr_lines[-10:]))
         if self._ready != b"ready\n":
             try:
@@ -189,14 +206,25 @@ def main():
         start = time.monotonic()
         try:
             note = t()
-            passed += 1
-            print(f"PASS {t.__name__} ({time.monotonic() - start:.1f}s){': ' + note if note else ''}", flush=True)
+            ok = True
         except Failure as e:
-            failed += 1
+            ok = False
             print(f"FAIL {t.__name__}: {e}", flush=True)
         except Exception:
-            failed += 1
+            ok = False
             print(f"FAIL {t.__name__}: exception", flush=True)
             traceback.print_exc()
+        # A dlbpf outliving its test would trace the next tests' workloads (and other sessions').
+        left = Dlbpf.kill_leftovers()
+        if ok and left:
+            ok = False
+            print(f"FAIL {t.__name__}: left {left} dlbpf running (killed)", flush=True)
+        elif left:
+            print(f"     {t.__name__}: {left} dlbpf left running, killed", flush=True)
+        if ok:
+            passed += 1
+            print(f"PASS {t.__name__} ({time.monotonic() - start:.1f}s){': ' + note if note else ''}", flush=True)
+        else:
+            failed += 1
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Every training scenario of the GPU simulator traced by dlbpf, judged against
-the workload's own ground truth: the verdict, the step count, the median step
-time and each phase's share. Run as root."""
+the workload's own ground truth: the verdict, the steps matched one to one, the
+total time of the matched steps and each phase's share. Step times can have two
+modes (two loaders: a step that waits, then one that does not), so no check
+compares medians: only totals, means and steps matched one to one. Run as root."""
+import bisect
 import json
 import os
-import statistics
+import re
 import struct
 import subprocess
 
@@ -23,7 +26,10 @@ EXPECTED = {
     "balanced": None,
 }
 SHARE_PP = 5.0        # each phase within 5 percentage points
-MEDIAN_REL = 0.05     # median step time within 5%
+# The matched steps' total time. dlbpf's step boundaries lie about 10 us from the workload's own
+# clock reads (the uprobe's cost; at most 40 us seen), so over seconds of steps the totals agree
+# to 1e-5; 1% leaves room for preempted boundaries and still fails a step time computed wrong.
+TOTAL_REL = 0.01
 
 
 def truth_of(path):
@@ -73,23 +79,64 @@ def run_scenario(name, extra=()):
     return d.summary(), truth_of(truth_path), d
 
 
-def judge(name, s, truth, marker_hint=None):
+def expected_verdicts(name, tsum):
+    """The verdicts the workload's own counters allow. A host-compute scenario on a machine busy
+    with other work waits for a CPU: when its main thread's schedstat run-queue time beats its
+    on-CPU time by more than SHARE_PP points, contention is the right answer; within SHARE_PP of
+    each other, either is."""
+    want = EXPECTED[name]
+    if want != "host-compute-bound":
+        return {want}
+    lead = 100.0 * (tsum["runq_share"] - tsum["oncpu_share"])
+    if lead > SHARE_PP:
+        return {"cpu-contention"}
+    return {want} if lead < -SHARE_PP else {want, "cpu-contention"}
+
+
+def truth_cuts(tsteps, marker):
+    """Where the workload's own clocks put the boundaries dlbpf's steps should have."""
+    if "(h2d) after a blocking sync" in marker or "--step-on cudaMemcpyAsync" in marker:
+        # These steps start at the batch's host-to-device copy, the workload's at train_step_begin,
+        # before it waits for the batch: the same loop cut at another phase. Cut the workload's own
+        # clocks at its copy too (its clock read right before the call, not a sum of phases, which
+        # leaves out its own bookkeeping and any preemption in it).
+        cuts = [t["h2d_start_ns"] for t in tsteps]
+    else:
+        cuts = [t["start_ns"] for t in tsteps]
+    return cuts + [tsteps[-1]["end_ns"]]
+
+
+def nearest_cut(cuts, ts):
+    """The index of the workload's boundary ts stands for, or None: the nearest one, when ts is
+    closer to it than half of either step beside it (then no other boundary can be meant)."""
+    i = bisect.bisect_left(cuts, ts)
+    j = min((k for k in (i - 1, i) if 0 <= k < len(cuts)), key=lambda k: abs(cuts[k] - ts))
+    half = min(cuts[k + 1] - cuts[k] for k in (j - 1, j) if 0 <= k < len(cuts) - 1) / 2
+    return j if abs(cuts[j] - ts) < half else None
+
+
+def match_steps(steps, cuts):
+    """dlbpf's steps matched one to one to the workload's: [(dlbpf step, truth duration)] for each
+    step whose start and end stand for consecutive boundaries of the workload."""
+    out = []
+    for st in steps:
+        a, b = nearest_cut(cuts, st["start_ns"]), nearest_cut(cuts, st["start_ns"] + st["dur_ns"])
+        if a is not None and b == a + 1:
+            out.append((st, cuts[b] - cuts[a]))
+    return out
+
+
+def judge(name, s, truth):
     tsteps, tsum = truth
     steps = s["steps"]
     check(len(steps) >= 2, f"{name}: {len(steps)} steps found")
     n_truth = len(tsteps)
     check(abs(len(steps) - n_truth) <= 1, f"{name}: {len(steps)} steps, the workload made {n_truth}")
-    med = statistics.median(st["dur_ns"] for st in steps)
     marker = s["step_markers"][0]["marker"] if s["step_markers"] else ""
-    if "(h2d) after a blocking sync" in marker:
-        # dlbpf's automatic steps start at the batch's host-to-device copy, the workload's at
-        # train_step_begin, before it waits for the batch: the same loop cut at another phase.
-        # Cut the workload's own clocks at its copy too, so both medians measure the same steps.
-        starts = [t["start_ns"] + t["phases_ns"]["input_wait"] + t["phases_ns"]["host_cpu"] for t in tsteps]
-        tmed = statistics.median(b - a for a, b in zip(starts, starts[1:]))
-    else:
-        tmed = statistics.median(t["end_ns"] - t["start_ns"] for t in tsteps)
-    rel = abs(med - tmed) / tmed
+    matched = match_steps(steps, truth_cuts(tsteps, marker))
+    ours_total = sum(st["dur_ns"] for st, _ in matched)
+    truth_total = sum(t for _, t in matched)
+    rel = abs(ours_total - truth_total) / truth_total if truth_total else 1.0
     ours, raw = our_shares(steps)
     ts = truth_shares(tsteps)
     worst = max(abs(ours[k] - ts[k]) for k in ours)
@@ -99,15 +146,31 @@ def judge(name, s, truth, marker_hint=None):
         # shown, not compared (the scheduler tests compare run-queue time with schedstat directly).
         detail += f" runq {raw['runq']:.1f}/{ts['runq']:.1f}"
     verdict = s["diagnosis"].get("verdict")
-    note = (f"{len(steps)}/{n_truth} steps, median {med / 1e6:.2f}/{tmed / 1e6:.2f} ms ({rel * 100:.1f}%), "
+    mean = lambda total: total / len(matched) / 1e6 if matched else 0.0
+    note = (f"{len(steps)}/{n_truth} steps, {len(matched)} matched one to one, mean "
+            f"{mean(ours_total):.2f}/{mean(truth_total):.2f} ms ({rel * 100:.3f}%), "
             f"{verdict}; shares dlbpf/truth: {detail}")
     if EXPECTED[name]:
-        check(verdict == EXPECTED[name], f"{name}: verdict {verdict}, expected {EXPECTED[name]}; {note}")
-    # Input-bound has two causes with different advice: loaders on the CPU or on the disk.
+        want = expected_verdicts(name, tsum)
+        check(verdict in want, f"{name}: verdict {verdict}, expected {' or '.join(sorted(want))} (workload's "
+              f"runq {tsum['runq_share'] * 100:.0f}%, on CPU {tsum['oncpu_share'] * 100:.0f}%); {note}")
+    # Input-bound has two causes with different advice: loaders on the CPU or on the disk, told
+    # apart by the disk reads in flight, half the step time or more. The workload cannot count
+    # device time in flight (its loaders time their read calls, which a busy CPU stretches too):
+    # within SHARE_PP points of that line, where a loaded machine moves the disk scenario (49%
+    # seen), either advice is right.
+    msg = s["diagnosis"]["message"]
     advice = {"input": "Add data-loader workers", "disk": "The loaders wait on the disk"}.get(name)
+    inflight = re.search(r"reads in flight (\d+)% of the time", msg)
+    if name == "disk" and inflight and abs(int(inflight.group(1)) - 50) < SHARE_PP:
+        advice = None
+        check("The loaders wait on the disk" in msg or "Add data-loader workers" in msg, f"{name}: no advice: {msg}")
     if advice:
-        check(advice in s["diagnosis"]["message"], f"{name}: advice lacks '{advice}': {s['diagnosis']['message']}")
-    check(rel <= MEDIAN_REL, f"{name}: median off by {rel * 100:.1f}%; {note}")
+        check(advice in msg, f"{name}: advice lacks '{advice}': {msg}")
+    # Every step but one (at the edge of the run, where a boundary may have no counterpart).
+    check(len(matched) >= len(steps) - 1, f"{name}: {len(steps) - len(matched)} steps match none of the "
+          f"workload's; {note}")
+    check(rel <= TOTAL_REL, f"{name}: matched steps' total off by {rel * 100:.2f}%; {note}")
     check(worst <= SHARE_PP, f"{name}: a share is {worst:.1f} points off; {note}")
     return note
 
@@ -134,11 +197,12 @@ def test_step_on_marker_symbol():
     tsteps = truth[0]
     check(len(s["steps"]) == len(tsteps) - 1, f"{len(s['steps'])} steps for {len(tsteps)} markers")
     # Step k of dlbpf starts at the workload's step k: the uprobe fires at the marker's first
-    # instruction, the workload reads its clock right after (later by a preemption, at worst).
-    diffs = sorted(abs(st["start_ns"] - t["start_ns"]) for st, t in zip(s["steps"], tsteps))
-    p90 = diffs[int(0.9 * (len(diffs) - 1))]
-    check(p90 < 200_000, f"step starts differ from the workload's by {p90} ns or more in 10% of steps")
-    return judge("gpu", s, truth) + f"; 90% of starts within {p90 / 1e3:.0f} us"
+    # instruction, the workload reads its clock right after (later by a preemption, at worst, so a
+    # count of the starts more than 200 us apart, not their mean, which one preemption can move).
+    far = sum(abs(st["start_ns"] - t["start_ns"]) >= 200_000 for st, t in zip(s["steps"], tsteps))
+    check(far * 10 <= len(s["steps"]), f"{far} of {len(s['steps'])} step starts differ from the workload's "
+          "by 200 us or more")
+    return judge("gpu", s, truth) + f"; {far} of {len(s['steps'])} starts 200 us or more apart"
 
 
 def test_step_on_cuda_api():

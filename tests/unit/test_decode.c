@@ -92,23 +92,187 @@ static void test_cookies(void)
 	CHECK(dl_api_cookie(mh) & DL_COOKIE_OUTPTR, "cudaMallocHost must read its out pointer");
 	CHECK(!(dl_api_cookie(sync) & (DL_COOKIE_STACK | DL_COOKIE_OUTPTR)), "sync needs no extras");
 	CHECK(dl_api_by_name("cudaNoSuchThing") == NULL, "unknown name found");
-	for (unsigned id = 1; id < DL_API_COUNT; id++)
-		CHECK(dl_api_by_id(id) && dl_api_by_id(id)->id == id, "table hole at %u", id);
+	CHECK(dl_api_by_id(DL_API_NONE) == NULL && dl_api_by_id(DL_API_COUNT) == NULL, "ids out of the table found");
+}
+
+/* Symbols are what uprobes attach to and what recordings are read back by: one name, one API. */
+static void test_names_unique(void)
+{
+	unsigned dups = 0, lost = 0;
+	const char *first = "";
+
+	for (unsigned i = 1; i < DL_API_COUNT; i++) {
+		const struct dl_api *a = dl_api_by_id(i);
+
+		for (unsigned k = i + 1; k < DL_API_COUNT; k++)
+			if (!strcmp(a->name, dl_api_by_id(k)->name) && dups++ == 0)
+				first = a->name;
+		lost += dl_api_by_name(a->name) != a;
+	}
+	CHECK(dups == 0 && lost == 0, "%u names given twice (first %s); %u APIs not found by their name", dups,
+	      first, lost);
+}
+
+/*
+ * Every API's layout against one hand-made record. The argument registers hold values whose
+ * halves differ, so a field read from the wrong register or half shows; what each layout must
+ * make of them is worked out by hand below, not read off the decoder.
+ */
+#define A0 0xa000ull
+#define A1 0x0000000300000002ull   /* as dim3 {x, y}: 2, 3 */
+#define A2 0xdead000000000004ull   /* as dim3 z: 4 (the upper half is garbage) */
+#define A3 2ull                    /* as cudaMemcpyKind: device to host */
+#define A4 0x0000000600000005ull
+#define A5 7ull
+#define A6 1ull                    /* as cudaMemcpyKind: host to device */
+#define A7 0xb000ull
+#define OUT 0xc000ull
+
+/* The fields an API of this layout must decode from the record above; 0 if the test has no answer. */
+static int layout_expect(enum dl_api_layout l, struct dl_call *w)
+{
+	switch (l) {
+	case DL_L_MEMCPY_ASYNC:
+		w->stream = A4, w->async = true;
+		/* fallthrough */
+	case DL_L_MEMCPY:
+		w->dst = A0, w->src = A1, w->bytes = A2, w->dir = DL_DIR_D2H;
+		return 1;
+	case DL_L_MEMCPY2D_ASYNC:
+		w->stream = A7, w->async = true;
+		/* fallthrough */
+	case DL_L_MEMCPY2D:
+		/* width a4 x height a5: 0x600000005 * 7 = 0x2a00000023 */
+		w->dst = A0, w->src = A2, w->bytes = 0x2a00000023ull, w->dir = DL_DIR_H2D;
+		return 1;
+	case DL_L_MEMSET_ASYNC:
+		w->stream = A3, w->async = true;
+		/* fallthrough */
+	case DL_L_MEMSET:
+		w->dst = A0, w->bytes = A2, w->dir = DL_DIR_D2D;
+		return 1;
+	case DL_L_LAUNCH:
+		/* grid {2, 3} and z 4; block {x, y} from a3 = {2, 0}, z from a4's low half = 5 */
+		w->func = A0, w->shmem = A6, w->stream = A7, w->async = true;
+		w->grid[0] = 2, w->grid[1] = 3, w->grid[2] = 4;
+		w->block[0] = 2, w->block[1] = 0, w->block[2] = 5;
+		return 1;
+	case DL_L_STREAM:
+		w->stream = A0;
+		return 1;
+	case DL_L_NONE:
+		return 1;
+	case DL_L_EVENT:
+		w->event = A0;
+		return 1;
+	case DL_L_EVENT_STREAM:
+		w->event = A0, w->stream = A1;
+		return 1;
+	case DL_L_STREAM_EVENT:
+		w->stream = A0, w->event = A1;
+		return 1;
+	case DL_L_OUT_SIZE:
+		w->ptr = OUT, w->size = A1;
+		return 1;
+	case DL_L_PTR:
+		w->ptr = A0;
+		return 1;
+	case DL_L_PTR_SIZE:
+		w->ptr = A0, w->size = A1;
+		return 1;
+	case DL_L_LAUNCH_EXC:
+	case DL_L_CU_LAUNCH_EX:
+		/* The config copied into a3..a7 as 32-bit words: grid 2, 0, 5; block 6, 7, 0; then the
+		 * shared memory (1) and the stream (a7). */
+		w->func = A1, w->shmem = 1, w->stream = A7, w->async = true;
+		w->grid[0] = 2, w->grid[1] = 0, w->grid[2] = 5;
+		w->block[0] = 6, w->block[1] = 7, w->block[2] = 0;
+		return 1;
+	case DL_L_GRAPH:
+		w->func = A0, w->stream = A1, w->async = true;
+		return 1;
+	case DL_L_GET_KERNEL:
+		w->func = OUT, w->host = A1;
+		return 1;
+	case DL_L_REGISTER_FUNC:
+		w->host = A1, w->func = A1, w->name_ptr = A3;
+		return 1;
+	case DL_L_CU_LAUNCH:
+		/* Each dimension a register of its own (low halves): grid 2, 4, 2; block 5, 7, 1; shared
+		 * memory a7's low half; the stream is the third stack slot, kept in out. */
+		w->func = A0, w->shmem = A7, w->stream = OUT, w->async = true;
+		w->grid[0] = 2, w->grid[1] = 4, w->grid[2] = 2;
+		w->block[0] = 5, w->block[1] = 7, w->block[2] = 1;
+		return 1;
+	case DL_L_CU_COPY_ASYNC:
+	case DL_L_CU_HTOD_ASYNC:
+	case DL_L_CU_DTOH_ASYNC:
+	case DL_L_CU_DTOD_ASYNC:
+		w->stream = A3, w->async = true;
+		/* fallthrough */
+	case DL_L_CU_COPY:
+	case DL_L_CU_HTOD:
+	case DL_L_CU_DTOH:
+	case DL_L_CU_DTOD:
+		w->dst = A0, w->src = A1, w->bytes = A2;
+		w->dir = l == DL_L_CU_HTOD || l == DL_L_CU_HTOD_ASYNC	? DL_DIR_H2D
+			 : l == DL_L_CU_DTOH || l == DL_L_CU_DTOH_ASYNC ? DL_DIR_D2H
+			 : l == DL_L_CU_DTOD || l == DL_L_CU_DTOD_ASYNC ? DL_DIR_D2D
+									: DL_DIR_DEFAULT;
+		return 1;
+	case DL_L_GET_FUNC:
+		w->func = OUT, w->name_ptr = A2;
+		return 1;
+	}
+	return 0;
+}
+
+static void test_every_layout_decodes(void)
+{
+	static const uint64_t args[8] = { A0, A1, A2, A3, A4, A5, A6, A7 };
+	unsigned wrong = 0, unknown = 0;
+	const char *first = "";
+
+	for (unsigned id = 1; id < DL_API_COUNT; id++) {
+		const struct dl_api *api = dl_api_by_id(id);
+		struct dl_cuda_ev e = cuda_ev((enum dl_api_id)id, 77, 55, -3);
+		struct dl_call got, want;
+
+		memcpy(e.arg, args, sizeof(args));
+		e.out = OUT;
+		e.depth = 2;
+		e.flags = DL_CUDA_ARGS_FAULT;
+		memset(&want, 0, sizeof(want));
+		want.api = api, want.ts = 77, want.dur_ns = 55, want.ret = -3, want.tgid = 100, want.tid = 101;
+		want.depth = 2, want.args_fault = true;
+		if (!layout_expect(api->layout, &want)) {
+			unknown++;
+			continue;
+		}
+		if ((dl_call_decode(&e, &got) != 0 || memcmp(&got, &want, sizeof(got))) && wrong++ == 0)
+			first = api->name;
+	}
+	CHECK(wrong == 0 && unknown == 0, "%u APIs decode the hand-made record wrongly (first %s); %u layouts "
+	      "the test has no answer for", wrong, first, unknown);
 }
 
 /* The table's driver column: libcuda's cu* functions, not the runtime's cuda* nor __cuda* nor libc's. */
 static void test_driver_column(void)
 {
-	unsigned drivers = 0;
+	unsigned drivers = 0, wrong = 0, cookie = 0;
+	const char *first = "";
 
 	for (unsigned id = 1; id < DL_API_COUNT; id++) {
 		const struct dl_api *api = dl_api_by_id(id);
 		bool cu = !strncmp(api->name, "cu", 2) && strncmp(api->name, "cuda", 4);
 
-		CHECK(api->driver == cu, "%s: driver %d", api->name, api->driver);
-		CHECK(!(dl_api_cookie(api) & DL_COOKIE_DRIVER) == !api->driver, "%s: driver cookie", api->name);
+		if (api->driver != cu && wrong++ == 0)
+			first = api->name;
+		cookie += !(dl_api_cookie(api) & DL_COOKIE_DRIVER) != !api->driver;
 		drivers += api->driver;
 	}
+	CHECK(wrong == 0 && cookie == 0, "%u APIs in the wrong column (first %s), %u cookies disagree", wrong,
+	      first, cookie);
 	CHECK(dl_api_by_name("cuMemcpy")->driver && !dl_api_by_name("cudaMemcpy")->driver &&
 	      !dl_api_by_name("__cudaLaunchKernel")->driver && !dl_api_by_name("dlopen")->driver, "driver column");
 	CHECK_EQ_U64(drivers, 36);
@@ -117,8 +281,12 @@ static void test_driver_column(void)
 /* The summary is fed through a stream, which resolves copies against the allocations seen. */
 static struct dl_stream feed_stream;
 
+/* Records the stream refused since feed_start: checked once, in feed_end. */
+static unsigned feed_refused;
+
 static void feed_start(struct dl_summary *s)
 {
+	feed_refused = 0;
 	dl_summary_init(s);
 	memset(&feed_stream, 0, sizeof(feed_stream));
 	dl_stream_add(&feed_stream, dl_summary_sink, s);
@@ -126,6 +294,7 @@ static void feed_start(struct dl_summary *s)
 
 static void feed_end(struct dl_summary *s)
 {
+	CHECK(feed_refused == 0, "%u records refused", feed_refused);
 	dl_summary_free(s);
 	dl_stream_free(&feed_stream);
 }
@@ -135,7 +304,8 @@ static void feed(struct dl_summary *s, const void *rec)
 	const struct dl_hdr *h = rec;
 
 	(void)s;
-	CHECK(dl_stream_emit(&feed_stream, rec, h->size) == 0, "record rejected");
+	if (dl_stream_emit(&feed_stream, rec, h->size) != 0)
+		feed_refused++;
 }
 
 static void test_pinned_classification(void)
@@ -416,6 +586,8 @@ int main(void)
 	test_launch_decode();
 	test_copy_decode();
 	test_cookies();
+	test_names_unique();
+	test_every_layout_decodes();
 	test_driver_column();
 	test_pinned_classification();
 	test_default_direction_and_nesting();

@@ -336,10 +336,29 @@ static int ev_cmp(const void *a, const void *b)
 
 /* The summary (when given) and the trace are fed through one stream, which decodes each record for both. */
 static struct dl_stream feed_stream;
+/* Records fed since feed_start, and how many of them a sink refused (checked once, by the caller). */
+static unsigned fed, refused;
+
+/* A slice as the test made it: where it starts and how long it lasts. */
+struct slice {
+	uint64_t ts, dur;
+};
+
+/* The slices the records fed since feed_start describe, in the order they were fed. */
+static struct slice want[MAX_EVS];
+static int nwant;
+
+static void want_slice(uint64_t ts, uint64_t dur)
+{
+	if (nwant < MAX_EVS)
+		want[nwant++] = (struct slice){ ts, dur };
+}
 
 static void feed_start(struct dl_summary *sum, struct dl_timeline *t)
 {
 	memset(&feed_stream, 0, sizeof(feed_stream));
+	fed = refused = 0;
+	nwant = 0;
 	if (sum)
 		dl_stream_add(&feed_stream, dl_summary_sink, sum);
 	dl_stream_add(&feed_stream, dl_timeline_sink, t);
@@ -351,7 +370,33 @@ static void feed(struct dl_summary *sum, struct dl_timeline *t, const void *rec,
 	(void)t;
 	feed_stream.err = 0;
 	dl_stream_emit(&feed_stream, rec, len);
-	CHECK(feed_stream.err == 0, "sink failed");
+	fed++;
+	refused += feed_stream.err != 0;
+}
+
+static int slice_cmp(const void *a, const void *b)
+{
+	const struct slice *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->dur < y->dur ? -1 : x->dur > y->dur;
+}
+
+/* got (n of them) equals want[0..nwant) as sets of (start, duration): one check, naming the first difference. */
+static void check_slices(struct slice *got, int n, const char *what)
+{
+	static struct slice w[MAX_EVS];
+	int i = 0;
+
+	memcpy(w, want, sizeof(w[0]) * (size_t)nwant);
+	qsort(w, (size_t)nwant, sizeof(w[0]), slice_cmp);
+	qsort(got, (size_t)n, sizeof(got[0]), slice_cmp);
+	while (i < n && i < nwant && !slice_cmp(&got[i], &w[i]))
+		i++;
+	CHECK(n == nwant && i == n, "%s: %d slices, want %d; first difference at %d: %llu+%llu, want %llu+%llu", what,
+	      n, nwant, i, i < n ? (unsigned long long)got[i].ts : 0, i < n ? (unsigned long long)got[i].dur : 0,
+	      i < nwant ? (unsigned long long)w[i].ts : 0, i < nwant ? (unsigned long long)w[i].dur : 0);
 }
 
 static void procinfo(struct dl_summary *sum, struct dl_timeline *t, uint32_t pid, const char *comm)
@@ -374,6 +419,7 @@ static void sched(struct dl_summary *sum, struct dl_timeline *t, uint32_t pid, u
 	e.dur_ns = dur;
 	e.state = state;
 	feed(sum, t, &e, sizeof(e));
+	want_slice(ts, dur);
 }
 
 static void cuda(struct dl_summary *sum, struct dl_timeline *t, enum dl_api_id api, uint64_t ts, uint64_t dur,
@@ -391,6 +437,7 @@ static void cuda(struct dl_summary *sum, struct dl_timeline *t, enum dl_api_id a
 	e.arg[2] = bytes;
 	e.arg[3] = DL_DIR_H2D;
 	feed(sum, t, &e, sizeof(e));
+	want_slice(ts, dur);
 }
 
 static void bio(struct dl_summary *sum, struct dl_timeline *t, uint64_t ts, uint64_t dur)
@@ -403,6 +450,7 @@ static void bio(struct dl_summary *sum, struct dl_timeline *t, uint64_t ts, uint
 	e.bytes = 1 << 20;
 	e.dev = 8 << 20;
 	feed(sum, t, &e, sizeof(e));
+	want_slice(ts, dur);
 }
 
 #define NSTEPS 20
@@ -439,6 +487,7 @@ static void one_step(struct dl_summary *sum, struct dl_timeline *t, unsigned i)
 	st.share = 0.6;
 	st.h2d_bytes = 4 << 20;
 	dl_timeline_step(t, &st);
+	want_slice(st.start_ns, st.dur_ns);
 }
 
 static int set_clocks;
@@ -462,20 +511,61 @@ static size_t run_synthetic(enum dl_timeline_format fmt, char **buf, struct dl_t
 	for (unsigned i = 0; i < NSTEPS; i++)
 		one_step(&sum, t, i);
 	err = dl_timeline_finish(t, stats);
-	CHECK(err == 0, "finish: %d", err);
+	CHECK(err == 0 && refused == 0, "finish: %d, %u of %u records refused", err, refused, fed);
+	/* Every record reached the trace: 2 process records, then 10 a step (one_step). */
+	CHECK(stats->records == fed && fed == 2 + NSTEPS * 10, "trace saw %llu records of %u fed",
+	      (unsigned long long)stats->records, fed);
 	fclose(f);
 	dl_summary_free(&sum);
 	dl_stream_free(&feed_stream);
 	return len;
 }
 
+/*
+ * The decoded events (sorted by time) paired into slices, track by track: an end closes the
+ * innermost open begin of its track. Counts what does not pair (an end with nothing open, a
+ * begin left open, a track out of range) in *unpaired, and the deepest nesting in *maxdepth.
+ */
+static int pair_slices(const struct decoded *d, struct slice *out, int *unpaired, int *maxdepth)
+{
+	enum { TRACKS = 64, DEPTH = 8 };
+	static uint64_t open_ts[TRACKS][DEPTH];
+	int depth[TRACKS] = { 0 }, n = 0;
+
+	*unpaired = *maxdepth = 0;
+	for (int i = 0; i < d->n; i++) {
+		const struct ev *e = &d->ev[i];
+		int *dp = e->track < TRACKS ? &depth[e->track] : NULL;
+
+		if (e->type != PF_TYPE_BEGIN && e->type != PF_TYPE_END)
+			continue;
+		if (!dp || (e->type == PF_TYPE_BEGIN && *dp == DEPTH) || (e->type == PF_TYPE_END && *dp == 0)) {
+			(*unpaired)++;
+			continue;
+		}
+		if (e->type == PF_TYPE_BEGIN) {
+			open_ts[e->track][(*dp)++] = e->ts;
+			if (*dp > *maxdepth)
+				*maxdepth = *dp;
+		} else {
+			uint64_t ts = open_ts[e->track][--(*dp)];
+
+			out[n++] = (struct slice){ ts, e->ts - ts };
+		}
+	}
+	for (int k = 0; k < TRACKS; k++)
+		*unpaired += depth[k];
+	return n;
+}
+
 static void test_sink_pftrace(void)
 {
 	static struct decoded d;
+	static struct slice got[MAX_EVS];
 	struct dl_timeline_stats st;
 	char *buf = NULL;
 	size_t len = run_synthetic(DL_TIMELINE_PFTRACE, &buf, &st);
-	int depth[64] = { 0 }, maxdepth[64] = { 0 }, begins = 0, ends = 0, named_step = 0, flows = 0, counters = 0;
+	int named_step = 0, flows = 0, counters = 0, nslices, unpaired, maxd;
 	uint64_t first_ts = UINT64_MAX;
 
 	decode((const uint8_t *)buf, len, &d);
@@ -487,31 +577,21 @@ static void test_sink_pftrace(void)
 	CHECK(d.absolute == 0, "%d events out of order in a stream that fits the window", d.absolute);
 	qsort(d.ev, (size_t)d.n, sizeof(d.ev[0]), ev_cmp);
 	for (int i = 0; i < d.n; i++) {
-		struct ev *e = &d.ev[i];
+		const struct ev *e = &d.ev[i];
 
 		if (e->ts < first_ts)
 			first_ts = e->ts;
-		CHECK(e->track < 64, "track %llu", (unsigned long long)e->track);
-		if (e->track >= 64)
-			continue;
-		if (e->type == PF_TYPE_BEGIN) {
-			begins++;
-			if (++depth[e->track] > maxdepth[e->track])
-				maxdepth[e->track] = depth[e->track];
-			if (e->name_iid < 64 && !strcmp(d.names[e->name_iid], "gpu-bound"))
-				named_step++;
-		} else if (e->type == PF_TYPE_END) {
-			ends++;
-			CHECK(depth[e->track] > 0, "end without begin on track %llu", (unsigned long long)e->track);
-			depth[e->track]--;
-		} else if (e->type == PF_TYPE_COUNTER) {
-			counters++;
-		}
+		if (e->type == PF_TYPE_BEGIN && e->name_iid < 64 && !strcmp(d.names[e->name_iid], "gpu-bound"))
+			named_step++;
+		counters += e->type == PF_TYPE_COUNTER;
 		flows += (e->flow != 0) + (e->flow_end != 0);
 	}
-	/* slices: per step 2 bio + 4 sched main + 1 sched worker + 3 cuda + 1 step */
-	CHECK_EQ_U64(begins, NSTEPS * 11);
-	CHECK_EQ_U64(ends, begins);
+	/* slices: per step 2 bio + 4 sched main + 1 sched worker + 3 cuda + 1 step, each as long as
+	 * its record or step said */
+	nslices = pair_slices(&d, got, &unpaired, &maxd);
+	CHECK(unpaired == 0, "%d begin/end events do not pair", unpaired);
+	CHECK_EQ_U64(nwant, NSTEPS * 11);
+	check_slices(got, nslices, "pftrace");
 	CHECK_EQ_U64(st.slices, NSTEPS * 11);
 	CHECK_EQ_U64(named_step, NSTEPS);
 	/* each step: flow out of the step slice, through the copy, ends in the sync */
@@ -520,14 +600,6 @@ static void test_sink_pftrace(void)
 	CHECK(counters > 0 && (uint64_t)counters == st.counters, "%d counter events, stats %llu", counters,
 	      (unsigned long long)st.counters);
 	CHECK_EQ_U64(first_ts, T0);   /* the incremental clock adds up to the records' own times */
-	int maxd = 0, lanes_used = 0;
-
-	for (int k = 0; k < 64; k++) {
-		CHECK(depth[k] == 0, "track %d: %d slices left open", k, depth[k]);
-		if (maxdepth[k] > maxd)
-			maxd = maxdepth[k];
-		lanes_used += maxdepth[k] > 0;
-	}
 	/* the only nesting: the async copy inside the sync on the main thread */
 	CHECK_EQ_U64(maxd, 2);
 	/* the snapshot, at the first event: the incremental clock is CLOCK_MONOTONIC itself */
@@ -548,6 +620,37 @@ static void test_sink_pftrace(void)
 	free(buf);
 }
 
+/* A JSON time in microseconds with three decimals ("5000000.123") back to nanoseconds, exactly. */
+static uint64_t json_us_to_ns(const char *p)
+{
+	uint64_t us = 0, frac = 0;
+	int digits = 0;
+
+	while (*p >= '0' && *p <= '9')
+		us = us * 10 + (uint64_t)(*p++ - '0');
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9' && digits < 3; p++, digits++)
+			frac = frac * 10 + (uint64_t)(*p - '0');
+	for (; digits < 3; digits++)
+		frac *= 10;
+	return us * 1000 + frac;
+}
+
+/* The complete ("X") events of a Chrome JSON trace as slices; -1 for one without ts or dur. */
+static int json_slices(const char *buf, struct slice *out, int max)
+{
+	int n = 0;
+
+	for (const char *p = buf; (p = strstr(p, "\"ph\":\"X\"")); p++) {
+		const char *end = strchr(p, '}'), *ts = strstr(p, "\"ts\":"), *dur = strstr(p, "\"dur\":");
+
+		if (!end || !ts || !dur || ts > end || dur > end || n == max)
+			return -1;
+		out[n++] = (struct slice){ json_us_to_ns(ts + 5), json_us_to_ns(dur + 6) };
+	}
+	return n;
+}
+
 static void test_sink_json(void)
 {
 	struct dl_timeline_stats st;
@@ -560,6 +663,14 @@ static void test_sink_json(void)
 	for (const char *p = buf; (p = strstr(p, "\"cat\":\"flow\"")); p++)
 		flows++;
 	CHECK_EQ_U64(x, NSTEPS * 11);
+	{
+		static struct slice got[MAX_EVS];
+		int n = json_slices(buf, got, MAX_EVS);
+
+		CHECK(n >= 0, "a complete event without ts or dur");
+		if (n >= 0)
+			check_slices(got, n, "json");
+	}
 	CHECK_EQ_U64(flows, NSTEPS * 3);
 	CHECK(strstr(buf, "\"name\":\"thread_name\"") && strstr(buf, "\"name\":\"process_name\""), "no names");
 	CHECK(strstr(buf, "\"displayTimeUnit\":\"ns\"}") != NULL, "not closed");
@@ -622,7 +733,7 @@ static void test_rename_after_growth(void)
 	e.h.tid = PID + 1000;
 	strcpy(e.comm, "worker");
 	feed(NULL, t, &e, sizeof(e));
-	CHECK(dl_timeline_finish(t, NULL) == 0, "finish");
+	CHECK(dl_timeline_finish(t, NULL) == 0 && refused == 0, "finish; %u of %u records refused", refused, fed);
 	fclose(f);
 	CHECK(strstr(buf, "\"name\":\"after 100\"") != NULL, "renamed process not described");
 	CHECK(strstr(buf, "\"name\":\"worker 1100\"") != NULL, "named thread not described");
@@ -640,7 +751,7 @@ static void test_state_clipping(void)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	struct dl_timeline *t;
-	int depth = 0, maxd = 0;
+	int unpaired = 0, maxd = 0;
 
 	dl_summary_init(&sum);
 	t = dl_timeline_new(f, DL_TIMELINE_PFTRACE);
@@ -655,13 +766,19 @@ static void test_state_clipping(void)
 	CHECK_EQ_U64(st.slices, 3);
 	decode((const uint8_t *)buf, len, &d);
 	qsort(d.ev, (size_t)d.n, sizeof(d.ev[0]), ev_cmp);
-	for (int i = 0; i < d.n; i++) {
-		if (d.ev[i].type == PF_TYPE_BEGIN && ++depth > maxd)
-			maxd = depth;
-		if (d.ev[i].type == PF_TYPE_END)
-			depth--;
+	{
+		static struct slice got[MAX_EVS];
+		int n = pair_slices(&d, got, &unpaired, &maxd);
+
+		CHECK(maxd == 1 && unpaired == 0, "state slices nest: max depth %d, %d unpaired", maxd, unpaired);
+		/* What is left: the first whole, the second from the first's end (T0 + 1000, 500 ns of
+		 * its 1000), the third whole; the sleep inside the second is gone. */
+		nwant = 0;
+		want_slice(T0, 1000);
+		want_slice(T0 + 1000, 500);
+		want_slice(T0 + 1500, 1000);
+		check_slices(got, n, "clipped states");
 	}
-	CHECK(maxd == 1 && depth == 0, "state slices nest: max depth %d, left open %d", maxd, depth);
 	dl_summary_free(&sum);
 	dl_stream_free(&feed_stream);
 	free(buf);

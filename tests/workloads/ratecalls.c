@@ -7,7 +7,9 @@
  *
  *   ratecalls [--api launch|copy|sync] [--rate N/s] [--seconds S | --count N]
  *             [--threads T] [--wait]
- *   prints {"api":..,"calls":N,"seconds":S,"ns_per_call":X,"rate":R}
+ *   prints {"api":..,"calls":N,"seconds":S,"ns_per_call":X,"rate":R,"max_lag_s":L}
+ *   (L: when paced, the furthest any call fell behind its due time; so the calls
+ *   made in any interval of length D are rate * D within rate * L)
  */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -49,9 +51,16 @@ static void one_call(void *dev, char *host)
 	}
 }
 
+struct result {
+	long long n;
+	double max_lag;
+};
+
 static void *worker(void *arg)
 {
-	long long *out = arg, n = 0;
+	struct result *out = arg;
+	long long n = 0;
+	double max_lag = 0;
 	char host[256] = { 0 };
 	void *dev = (void *)0x7000000000ull;
 	double start = now_s(), per = rate > 0 ? threads / rate : 0;
@@ -70,18 +79,23 @@ static void *worker(void *arg)
 			}
 			while (now_s() < due)
 				;
+			if (now_s() - due > max_lag)
+				max_lag = now_s() - due;
 		}
 		one_call(dev, host);
 		n++;
 	}
-	*out = n;
+	out->n = n;
+	out->max_lag = max_lag;
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	pthread_t th[64];
-	long long n[64] = { 0 }, total = 0;
+	struct result n[64] = { 0 };
+	long long total = 0;
+	double max_lag = 0;
 	int wait = 0;
 	double start, el;
 
@@ -122,11 +136,14 @@ int main(int argc, char **argv)
 			return 1;
 	for (int t = 0; t < threads; t++) {
 		pthread_join(th[t], NULL);
-		total += n[t];
+		total += n[t].n;
+		if (n[t].max_lag > max_lag)
+			max_lag = n[t].max_lag;
 	}
 	el = now_s() - start;
-	printf("{\"api\":\"%s\",\"calls\":%lld,\"seconds\":%.6f,\"ns_per_call\":%.1f,\"rate\":%.0f}\n",
+	printf("{\"api\":\"%s\",\"calls\":%lld,\"seconds\":%.6f,\"ns_per_call\":%.1f,\"rate\":%.0f,"
+	       "\"max_lag_s\":%.6f}\n",
 	       api[0] == 'l' ? "cudaLaunchKernel" : api[0] == 'c' ? "cudaMemcpy" : "cudaDeviceSynchronize",
-	       total, el, total ? el * 1e9 * threads / (double)total : 0, total / el);
+	       total, el, total ? el * 1e9 * threads / (double)total : 0, total / el, max_lag);
 	return 0;
 }

@@ -220,7 +220,7 @@ int main(int argc, char **argv)
 		ph[PH_HOST] = now_ns() - t;
 
 		/* 3. H2D: pinned (registered ring) or pageable, in chunks */
-		t = now_ns();
+		t = r.h2d_start_ns = now_ns();
 		chunk = (batch_bytes + (size_t)O.h2d_chunks - 1) / (size_t)O.h2d_chunks;
 		for (off = 0; off < batch_bytes; off += chunk) {
 			size_t n = batch_bytes - off < chunk ? batch_bytes - off : chunk;

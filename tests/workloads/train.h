@@ -129,6 +129,7 @@ extern const char *const phase_names[NPH];
 struct step_record {
 	int step;
 	uint64_t start_ns, end_ns;
+	uint64_t h2d_start_ns;      /* the clock read right before the batch's first copy */
 	uint64_t ph[NPH];
 	uint64_t oncpu_ns, runq_ns; /* schedstat deltas of the main thread */
 	struct slot_hdr hdr;        /* the batch's worker report */
