@@ -5,6 +5,7 @@
 
 /* memfd_create and program_invocation_short_name need _GNU_SOURCE, defined before the first include. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,59 @@ static inline char *memfile_get(struct memfile *m, size_t *size)
 	}
 	buf[done] = '\0';
 	*size = done;
+	return buf;
+}
+
+/*
+ * An output file: dlbpf writes each output to a temporary beside its path and
+ * renames it over the path when complete, so outputs cannot be memfds. They are
+ * real files in a private directory (tmpfs where /dev/shm is), read back by
+ * path, and removed at exit.
+ */
+struct outpath {
+	char path[320];
+};
+
+static char outpath_dir[256];
+static struct outpath *outpath_all[8];
+static int outpath_n;
+
+static inline void outpath_cleanup(void)
+{
+	for (int i = 0; i < outpath_n; i++)
+		unlink(outpath_all[i]->path);
+	rmdir(outpath_dir);
+}
+
+static inline void outpath_open(struct outpath *o, const char *name)
+{
+	if (!outpath_dir[0]) {
+		snprintf(outpath_dir, sizeof(outpath_dir), "%s/dlbpf-fuzz-XXXXXX",
+			 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+		if (!mkdtemp(outpath_dir)) {
+			perror("mkdtemp");
+			abort();
+		}
+		atexit(outpath_cleanup);
+	}
+	if (outpath_n == (int)(sizeof(outpath_all) / sizeof(outpath_all[0])))
+		abort();
+	outpath_all[outpath_n++] = o;
+	snprintf(o->path, sizeof(o->path), "%s/%s", outpath_dir, name);
+}
+
+/* What the code under test wrote at the path; free() it. */
+static inline char *outpath_get(const struct outpath *o, size_t *size)
+{
+	struct memfile m = { .fd = open(o->path, O_RDONLY | O_CLOEXEC) };
+	char *buf;
+
+	if (m.fd < 0) {
+		perror(o->path);
+		abort();
+	}
+	buf = memfile_get(&m, size);
+	close(m.fd);
 	return buf;
 }
 
