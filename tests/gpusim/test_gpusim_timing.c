@@ -102,10 +102,17 @@ static uint64_t schedstat_runq_ns(void)
 }
 
 /* Differences of mark() are wall time less run-queue time. (The timing tests
- * run on the main thread only.) */
+ * run on the main thread only.) The clock is read between two reads of the
+ * run-queue time that agree: a wait for the CPU between the clock and a single
+ * read would be subtracted from a time it is not in. */
 static uint64_t mark(void)
 {
-	return now_ns() - schedstat_runq_ns();
+	for (;;) {
+		uint64_t before = schedstat_runq_ns(), t = now_ns();
+
+		if (schedstat_runq_ns() == before)
+			return t - before;
+	}
 }
 
 /* This thread's voluntary context switches so far (it blocked that often),

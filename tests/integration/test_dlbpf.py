@@ -142,35 +142,60 @@ def test_forked_child_traced():
     check(process(s, pid)["io"]["read_bytes"] == 0, "the child's reads were given to the parent")
 
 
+def stolen_ns():
+    """Time the hypervisor took from all CPUs so far (/proc/stat's steal column, in USER_HZ ticks)."""
+    with open("/proc/stat") as f:
+        ticks = int(f.readline().split()[8])
+    return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
 def run_spinsleep(contended):
     spinner = None
     if contended:
         # A competitor on CPU 0, where the measured thread pins itself.
         spinner = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", "while :; do :; done"])
     try:
+        stolen = stolen_ns()
         d = Dlbpf(["--", workload("spinsleep"), "--seconds", "2", "--spin-ms", "4", "--sleep-ms", "3"])
         rc = d.wait()
+        stolen = stolen_ns() - stolen
     finally:
         if spinner:
             spinner.kill()
             spinner.wait()
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
     truth = json.loads(d.stdout.strip().splitlines()[0])
-    return truth, process(d.summary(), truth["pid"])
+    return truth, process(d.summary(), truth["pid"]), stolen
+
+
+def check_oncpu(p, truth, stolen):
+    """dlbpf's on-CPU time (switch to switch) against schedstat's, within 2%. schedstat runs on the
+    task clock, which leaves out what the hypervisor stole while the task ran (paravirt steal
+    accounting); dlbpf cannot see steal, so above schedstat it may also be off by the steal of the run,
+    as /proc/stat counts it, plus one tick of that counter's resolution at each of the two reads."""
+    got, want = p["sched"]["oncpu_ns"], truth["oncpu_ns"]
+    tick = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    err = (got - want) / want
+    excess = max(0, got - want - 0.02 * want)
+    check(err >= -0.02 and excess <= stolen + 2 * tick,
+          f"on-CPU: dlbpf {got} vs schedstat {want} ({err * 100:.2f}% off, allowed 2% and above that "
+          f"the {stolen} ns stolen)")
+    return err
 
 
 def test_sched_uncontended():
-    """Spin/sleep thread alone: on-CPU within 2% of schedstat."""
-    truth, p = run_spinsleep(False)
-    err = check_close(p["sched"]["oncpu_ns"], truth["oncpu_ns"], 0.02, "on-CPU")
+    """Spin/sleep thread alone: on-CPU within 2% of schedstat (plus steal, above)."""
+    truth, p, stolen = run_spinsleep(False)
+    err = check_oncpu(p, truth, stolen)
     check(p["sched"]["blocked_ns"] > 0 and p["sched"]["switches"] > 100, f"no blocking seen: {p['sched']}")
     return f"on-CPU {p['sched']['oncpu_ns']} vs schedstat {truth['oncpu_ns']} ({err * 100:.2f}%)"
 
 
 def test_sched_contended():
-    """Spin/sleep thread sharing CPU 0 with a spinner: on-CPU within 2%, run-queue wait within 5%."""
-    truth, p = run_spinsleep(True)
-    e1 = check_close(p["sched"]["oncpu_ns"], truth["oncpu_ns"], 0.02, "on-CPU")
+    """Spin/sleep thread sharing CPU 0 with a spinner: on-CPU within 2% (plus steal, above), run-queue
+    wait within 5%."""
+    truth, p, stolen = run_spinsleep(True)
+    e1 = check_oncpu(p, truth, stolen)
     check(truth["runq_ns"] > 50_000_000, f"no contention happened: runq {truth['runq_ns']} ns")
     e2 = check_close(p["sched"]["runq_ns"], truth["runq_ns"], 0.05, "run-queue wait")
     return (f"on-CPU {e1 * 100:.2f}% off, runq {p['sched']['runq_ns']} vs {truth['runq_ns']} "
