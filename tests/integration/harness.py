@@ -118,6 +118,10 @@ class Dlbpf:
         self.proc.terminate()
         return self.wait(timeout)
 
+    def stderr_open(self):
+        """True while someone (dlbpf, or a child that shares its stderr) still holds dlbpf's stderr."""
+        return self._err.is_alive()
+
     @property
     def stderr(self):
         return "".join(self.stderr_lines)

@@ -670,6 +670,16 @@ def proc_state(pid):
         return f.read().rsplit(")", 1)[1].split()[0]
 
 
+def signal_state(pid):
+    """The job-control view of pid, for a failure's message: each thread's state and pending signals."""
+    parts = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task")):
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            got = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        parts.append(f"tid {tid} {got.get('State')} SigPnd {got.get('SigPnd')} ShdPnd {got.get('ShdPnd')}")
+    return "; ".join(parts)
+
+
 def wait_state(pid, want, timeout):
     """Polls pid's state until it is want; True when seen (timeout is a bound on a wait, nothing measured)."""
     end = time.monotonic() + timeout
@@ -725,10 +735,11 @@ def test_sigkill_during_dlopen_hold():
             held_at_kill += wait_state(w.pid, "T", 10)
             d.proc.kill()
             d.wait()   # until stderr ends: the watchdog, which shares it, has exited
-            state = proc_state(w.pid)
+            state, signals = proc_state(w.pid), signal_state(w.pid)
             if state == "T":
                 os.kill(w.pid, signal.SIGCONT)
-            check(state != "T", f"trial {i + 1}: left stopped after dlbpf was killed: {d.stderr[-500:]}")
+            check(state != "T", f"trial {i + 1}: left stopped after dlbpf was killed ({signals}; the watchdog "
+                  f"{'still ran' if d.stderr_open() else 'had exited'}): {d.stderr[-500:]}")
             answers(w)
     finally:
         end_loop(w, d)
