@@ -59,7 +59,7 @@ static const char doc[] =
 "  stops, on --duration or a signal, goes on untraced).";
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
-       OPT_SUMMARY, OPT_DUTY, OPT_READY_FD };
+       OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -76,6 +76,8 @@ static const struct argp_option opts[] = {
 	{ "pcie-gbps", OPT_PCIE, "GB/S", 0, "Peak host-device bandwidth for the paper sketch (default: the "
 	  "GPU's PCIe link in sysfs, else 24)", 0 },
 	{ "disk-mbps", OPT_DISK, "MB/S", 0, "Peak disk read bandwidth for the paper sketch (default: measured)", 0 },
+	{ "keep-steps", OPT_KEEP_STEPS, "N", 0, "Keep the latest N steps of each process in full (listed in the JSON); "
+	  "older ones are folded into totals, so memory stays flat on long runs (default 10000, 0: keep all)", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more (repeat for debug output, libbpf's included)", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two up to 2048 (default 16)", 0 },
@@ -221,6 +223,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_DRAIN_MS:
 		cfg->drain_ms = (unsigned)parse_long(state, "drain interval", arg, 1, 1000);
 		break;
+	case OPT_KEEP_STEPS:
+		cfg->keep_steps = (size_t)parse_long(state, "steps to keep", arg, 0, 1L << 30);
+		break;
 	case OPT_SUMMARY:
 		cfg->kernel_agg = true;
 		break;
@@ -298,6 +303,7 @@ void dl_cli_parse(int argc, char **argv, struct dl_config *cfg)
 	argp_err_exit_status = 2;   /* usage errors exit 2, as cli.h says (argp's own default is 64) */
 	cfg->ringbuf_mb = 16;
 	cfg->drain_ms = 10;
+	cfg->keep_steps = DL_KEEP_STEPS_DEFAULT;
 	cfg->timeline_format = -1;
 	cfg->ready_fd = -1;
 	if (argc > 1 && (!strcmp(argv[1], "record") || !strcmp(argv[1], "report"))) {

@@ -15,6 +15,9 @@ enum dl_mode {
 	DL_MODE_REPORT,   /* dlbpf report FILE: replay a recording */
 };
 
+/* Steps kept in full per process: up to twice this many of about 200 B each, 4 MB, before a fold. */
+#define DL_KEEP_STEPS_DEFAULT 10000
+
 struct dl_config {
 	enum dl_mode mode;
 	const char *record_path;   /* record: -o FILE */
@@ -37,6 +40,7 @@ struct dl_config {
 	bool system_wide;      /* every process that maps a CUDA runtime, now and later */
 	bool kernel_agg;       /* --summary: CUDA calls aggregated in the kernel (capture/aggregate.c) */
 	unsigned duty_on_s, duty_period_s;   /* --duty M/N (capture/duty.c); 0: always on */
+	size_t keep_steps;     /* --keep-steps: the latest steps kept in full per process; 0: all */
 	int ready_fd;          /* --ready-fd: told "ready" once tracing has begun; -1: none */
 };
 

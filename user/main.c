@@ -671,6 +671,7 @@ int main(int argc, char **argv)
 	/* Recording also diagnoses live: the recording replays to the same result. */
 	copts.step_on = r.cfg.step_on;
 	copts.pcie_gbps = r.cfg.pcie_gbps;
+	copts.keep_steps = r.cfg.keep_steps;
 	corr = dl_corr_new(&copts, on_step, &steps);
 	dl_stream_add(&r.stream, dl_corr_sink, corr);
 

@@ -235,6 +235,42 @@ def test_replay_equals_live():
     return f"{len(a['steps'])} steps, identical JSON and report"
 
 
+def test_keep_steps_folds():
+    """--keep-steps 25 on a run of a few hundred steps: the latest 25 listed in full, the same as a
+    run that keeps every step; the totals and the diagnosis unchanged by the fold; the median and
+    p90 within the fold's histogram resolution (half a bucket of 1/128 octave: 0.39%)."""
+    rec = os.path.join(WORK, "keep.dlbpf")
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    live = os.path.join(WORK, "keep-live.json")
+    r = subprocess.run([DLBPF, "record", "-q", "--keep-steps", "25", "-o", rec, "--json", live, "--",
+                        workload("train"), "--scenario", "gpu", "--steps", "300", "--kernels", "3",
+                        "--kernel-us", "700", "--quiet"], capture_output=True, text=True, env=env, timeout=120)
+    check(r.returncode == 0, f"record failed: {r.stderr}")
+    runs = {}
+    for keep in ("0", "25"):
+        out = os.path.join(WORK, f"keep-{keep}.json")
+        p = subprocess.run([DLBPF, "report", rec, "--keep-steps", keep, "--json", out], capture_output=True,
+                           text=True, timeout=60)
+        check(p.returncode == 0, f"report --keep-steps {keep} failed: {p.stderr}")
+        runs[keep] = json.load(open(out))
+    full, kept = runs["0"], runs["25"]
+    check(json.load(open(live)) == kept, "the live run's JSON differs from its replay with the same --keep-steps")
+    fm, km = full["step_markers"][0], kept["step_markers"][0]
+    n = fm["steps"]
+    check(n >= 290 and fm["steps_listed"] == n == len(full["steps"]) and fm["percentiles_exact"],
+          f"full run: {fm}, {len(full['steps'])} listed")
+    check(km["steps"] == n and km["steps_listed"] == 25 and not km["percentiles_exact"], f"kept run: {km}")
+    check(kept["steps"] == full["steps"][-25:], "the 25 listed steps are not the run's last 25")
+    check(kept["diagnosis"]["breakdown_ns"] == full["diagnosis"]["breakdown_ns"]
+          and kept["diagnosis"]["verdict"] == full["diagnosis"]["verdict"],
+          f"diagnosis changed by the fold: {kept['diagnosis']['verdict']} vs {full['diagnosis']['verdict']}")
+    for q in ("median_ns", "p90_ns"):
+        check(abs(km[q] - fm[q]) <= fm[q] / 256, f"{q}: {km[q]} folded vs {fm[q]} exact")
+    # The same durations summed in another order: double rounding only.
+    check(abs(km["cv"] - fm["cv"]) <= 1e-9, f"CV {km['cv']} folded vs {fm['cv']}")
+    return f"{n} steps, 25 listed, median {km['median_ns']} vs exact {fm['median_ns']}"
+
+
 def write_bytes(path, data):
     with open(path, "wb") as f:
         f.write(data)

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The breakdown and the correlator on synthetic streams, with exact expected partitions. */
+#include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "analysis/breakdown.h"
@@ -111,9 +113,9 @@ static void on_step(void *ctx, const struct dl_step *s)
 	((struct gen *)ctx)->steps_seen++;
 }
 
-static void gen_init(struct gen *g, const char *step_on)
+static void gen_init_keep(struct gen *g, const char *step_on, size_t keep_steps)
 {
-	struct dl_corr_opts o = { .step_on = step_on, .pcie_gbps = 10 };
+	struct dl_corr_opts o = { .step_on = step_on, .pcie_gbps = 10, .keep_steps = keep_steps };
 
 	memset(g, 0, sizeof(*g));
 	dl_summary_init(&g->sum);
@@ -121,6 +123,11 @@ static void gen_init(struct gen *g, const char *step_on)
 	dl_stream_add(&g->st, dl_summary_sink, &g->sum);
 	dl_stream_add(&g->st, dl_corr_sink, g->corr);
 	dl_emit_trace_start(&g->st, 1, 0);
+}
+
+static void gen_init(struct gen *g, const char *step_on)
+{
+	gen_init_keep(g, step_on, 0);
 }
 
 static void gen_free(struct gen *g)
@@ -387,6 +394,102 @@ static void test_api_marker_and_findings(void)
 	gen_free(&g);
 }
 
+/* The durations' histogram: every value within DL_FOLD_REL_ERR of its bucket's midpoint, buckets in order. */
+static void test_fold_buckets(void)
+{
+	uint64_t worst_off = 0, v = 1, prev_b = 0;
+	double worst_rel = 0;
+	bool ordered = true, in_range = true;
+
+	/* Every value below 2^10, then a geometric walk with odd strides over the whole u64 range. */
+	for (uint64_t x = 0; x < 1024; x++) {
+		uint32_t b = dl_fold_bucket(x);
+		uint64_t mid = dl_fold_bucket_mid(b);
+
+		ordered &= b >= prev_b;
+		prev_b = b;
+		if (x < 128)
+			worst_off = mid > x ? mid - x : x - mid;
+		else
+			worst_rel = fmax(worst_rel, fabs((double)mid - (double)x) / (double)x);
+	}
+	prev_b = 0;
+	for (int i = 0; i < 200000 && v < UINT64_MAX / 2; i++, v += v / 97 + 13) {
+		uint32_t b = dl_fold_bucket(v);
+
+		in_range &= b < DL_FOLD_BUCKETS;
+		ordered &= b >= prev_b;
+		prev_b = b;
+		worst_rel = fmax(worst_rel, fabs((double)dl_fold_bucket_mid(b) - (double)v) / (double)v);
+	}
+	in_range &= dl_fold_bucket(UINT64_MAX) == DL_FOLD_BUCKETS - 1;
+	CHECK(worst_off == 0, "a duration under 128 ns is not its own bucket (off by %" PRIu64 ")", worst_off);
+	CHECK(worst_rel <= DL_FOLD_REL_ERR, "a duration %.4f%% from its bucket's midpoint", 100 * worst_rel);
+	CHECK(ordered && in_range, "buckets out of order or out of range");
+}
+
+/*
+ * 40 steps of uneven length through two correlators, one keeping every step and one keeping 4
+ * (folding the rest): the same totals to the nanosecond, the same diagnosis, the spread to
+ * double rounding, the median and p90 to the histogram's resolution, and the latest steps in full.
+ */
+static void test_fold_matches_full(void)
+{
+	struct gen full, folded;
+	struct dl_step_stats a, b;
+	const struct dl_corr_proc *p, *q;
+	struct dl_diagnosis da, db;
+
+	gen_init_keep(&full, NULL, 0);
+	gen_init_keep(&folded, NULL, 4);
+	for (int k = 0; k < 2; k++) {
+		struct gen *g = k ? &folded : &full;
+		uint64_t t = MS;
+
+		cuda(g, 101, DL_API_MALLOC, 50 * US, 10 * US, 0, 0);
+		for (int i = 0; i < 41; i++) {
+			loop_step(g, t);
+			t += 10 * MS + (uint64_t)(i * 7919 % 13) * 311 * US;
+		}
+		end(g, t + 100 * MS, 0);
+	}
+	p = dl_corr_proc(full.corr, 0);
+	q = dl_corr_proc(folded.corr, 0);
+	CHECK(p && q, "no process");
+	if (!p || !q)
+		goto out;
+	CHECK_EQ_U64(p->nsteps, 40);
+	CHECK_EQ_U64(dl_corr_steps_total(q), 40);
+	/* A fold at 8 kept steps leaves 4: between 4 and 7 stay in full. */
+	CHECK(q->nsteps >= 4 && q->nsteps < 8 && q->folded.n == 40 - q->nsteps, "%zu kept, %" PRIu64 " folded",
+	      q->nsteps, q->folded.n);
+	CHECK(!memcmp(&q->steps[q->nsteps - 1], &p->steps[39], sizeof(p->steps[39])), "the last step differs");
+	dl_corr_stats(full.corr, NULL, &a);
+	dl_corr_stats(folded.corr, NULL, &b);
+	CHECK(a.exact && !b.exact, "exact: %d and %d", a.exact, b.exact);
+	CHECK(!memcmp(a.sum.cat_ns, b.sum.cat_ns, sizeof(a.sum.cat_ns)) && a.sum.dur_ns == b.sum.dur_ns &&
+		      a.sum.kernels == b.sum.kernels && a.sum.h2d_bytes == b.sum.h2d_bytes &&
+		      a.sum.workers_cpu_ns == b.sum.workers_cpu_ns &&
+		      !memcmp(a.sum.verdicts, b.sum.verdicts, sizeof(a.sum.verdicts)),
+	      "totals differ once folded");
+	/* The same 40 durations summed in another order: double rounding, ~1e-16 a step. */
+	CHECK(a.cv > 0.05 && fabs(a.cv - b.cv) <= 1e-12, "CV %.15f and %.15f", a.cv, b.cv);
+	CHECK(fabs((double)b.median_ns - (double)a.median_ns) <= DL_FOLD_REL_ERR * (double)a.median_ns &&
+		      fabs((double)b.p90_ns - (double)a.p90_ns) <= DL_FOLD_REL_ERR * (double)a.p90_ns,
+	      "median %" PRIu64 " vs %" PRIu64 ", p90 %" PRIu64 " vs %" PRIu64, b.median_ns, a.median_ns, b.p90_ns,
+	      a.p90_ns);
+	dl_diagnose(full.corr, &full.sum, NULL, &da);
+	dl_diagnose(folded.corr, &folded.sum, NULL, &db);
+	CHECK(da.verdict == db.verdict && da.share == db.share && da.nsteps == db.nsteps && da.nsteps == 40,
+	      "diagnosis %s %.6f (%zu steps) vs %s %.6f (%zu)", dl_verdict_name(da.verdict), da.share, da.nsteps,
+	      dl_verdict_name(db.verdict), db.share, db.nsteps);
+	dl_fold_free(&a.sum);
+	dl_fold_free(&b.sum);
+out:
+	gen_free(&full);
+	gen_free(&folded);
+}
+
 int main(void)
 {
 	test_breakdown_priorities();
@@ -397,5 +500,7 @@ int main(void)
 	test_no_marker_and_drops();
 	test_api_marker_and_findings();
 	test_learning_window_bounded();
+	test_fold_buckets();
+	test_fold_matches_full();
 	return check_report("test_correlate");
 }

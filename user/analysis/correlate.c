@@ -40,6 +40,7 @@ void dl_corr_free(struct dl_correlator *c)
 		dl_vec_free(&p->sched);
 		dl_vec_free(&p->pending);
 		free(p->pub.steps);
+		dl_fold_free(&p->pub.folded);
 	}
 	dl_vec_free(&c->procs);
 	dl_u64map_free(&c->proc_of);
@@ -148,6 +149,25 @@ static void attribute_tree(struct dl_step *st, uint32_t main_tid, const struct t
 	}
 }
 
+/*
+ * Past twice --keep-steps, the older half is folded: each step is moved once,
+ * and at least keep_steps stay in full. A step is folded keep_steps steps after
+ * its end, long after the last late record (a data loader's span, a disk
+ * completion) could still be given to it.
+ */
+static void fold_old_steps(struct dl_correlator *c, struct dl_corr_proc *p)
+{
+	size_t keep = c->opts.keep_steps, old;
+
+	if (!keep || p->nsteps < 2 * keep)
+		return;
+	old = p->nsteps - keep;
+	for (size_t i = 0; i < old; i++)
+		dl_fold_add(&p->folded, &p->steps[i], true);
+	memmove(p->steps, p->steps + old, keep * sizeof(*p->steps));
+	p->nsteps = keep;
+}
+
 static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, uint64_t end)
 {
 	const struct mcall *calls = p->calls.v;
@@ -159,7 +179,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	struct dl_step st = { 0 };
 	struct dl_step_input in;
 
-	st.index = (uint32_t)p->pub.nsteps;
+	st.index = (uint32_t)dl_corr_steps_total(&p->pub);
 	st.pid = p->pub.pid;
 	st.tid = (pid_t)p->pub.main_tid;
 	st.start_ns = start;
@@ -220,6 +240,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	p->pub.steps[p->pub.nsteps++] = st;
 	if (c->on_step)
 		c->on_step(c->ctx, &st);
+	fold_old_steps(c, &p->pub);
 
 	/* What ended before this step's end is no longer needed by later steps. */
 	{
@@ -549,16 +570,39 @@ const struct dl_corr_opts *dl_corr_options(const struct dl_correlator *c)
 	return &c->opts;
 }
 
-double dl_steps_cv(const struct dl_step *steps, size_t n)
+void dl_corr_stats(const struct dl_correlator *c, const struct dl_corr_proc *only, struct dl_step_stats *out)
 {
-	double mean = 0, var = 0;
+	bool folded = false;
+	size_t n = 0, k = 0;
+	uint64_t *durs;
 
-	if (n < 2)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		mean += (double)steps[i].dur_ns;
-	mean /= (double)n;
-	for (size_t i = 0; i < n; i++)
-		var += ((double)steps[i].dur_ns - mean) * ((double)steps[i].dur_ns - mean);
-	return mean > 0 ? sqrt(var / (double)(n - 1)) / mean : 0;
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < c->procs.n; i++) {
+		const struct dl_corr_proc *p = &c->procs.v[i].pub;
+
+		if (!only || p == only) {
+			folded |= p->folded.n > 0;
+			n += p->nsteps;
+		}
+	}
+	durs = folded ? NULL : dl_xcalloc(n + 1, sizeof(*durs));
+	for (size_t i = 0; i < c->procs.n; i++) {
+		const struct dl_corr_proc *p = &c->procs.v[i].pub;
+
+		if (only && p != only)
+			continue;
+		dl_fold_merge(&out->sum, &p->folded);
+		for (size_t s = 0; s < p->nsteps; s++) {
+			dl_fold_add(&out->sum, &p->steps[s], folded);
+			if (durs)
+				durs[k++] = p->steps[s].dur_ns;
+		}
+	}
+	out->cv = dl_fold_cv(&out->sum);
+	out->exact = !folded;
+	if (durs)
+		dl_durations_percentiles(durs, k, &out->median_ns, &out->p90_ns);
+	else
+		dl_fold_percentiles(&out->sum, &out->median_ns, &out->p90_ns);
+	free(durs);
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "analysis/stepfold.h"
 #include "analysis/steps.h"
 #include "records/stream.h"
 #include "dlbpf/copy.h"
@@ -24,6 +25,7 @@ struct dl_corr_opts {
 	const char *step_on;        /* a CUDA API name, or NULL (automatic); DL_EV_MARK records always mark */
 	double pcie_gbps;           /* copy bandwidth assumed until measured (default 24, PCIe Gen4 x16) */
 	uint64_t finalize_delay_ns; /* default 50 ms */
+	size_t keep_steps;          /* the latest steps kept in full per process (at least; 0: all); the rest folded */
 };
 
 enum dl_marker_kind { DL_MARK_NONE, DL_MARK_AFTER_SYNC, DL_MARK_API, DL_MARK_SYMBOL };
@@ -52,8 +54,9 @@ struct dl_corr_proc {
 	struct dl_marker marker;
 	char marker_desc[160];
 	bool decided;
-	struct dl_step *steps;     /* grown with dl_grow */
+	struct dl_step *steps;     /* the latest steps, oldest first; grown with dl_grow */
 	size_t nsteps, cap;
+	struct dl_step_fold folded;   /* the steps before those (--keep-steps) */
 	struct dl_copy_facts copy;
 };
 
@@ -70,7 +73,21 @@ size_t dl_corr_nprocs(const struct dl_correlator *c);
 const struct dl_corr_proc *dl_corr_proc(const struct dl_correlator *c, size_t i);
 const struct dl_corr_opts *dl_corr_options(const struct dl_correlator *c);
 
-/* Spread of step durations: coefficient of variation (stddev / mean). */
-double dl_steps_cv(const struct dl_step *steps, size_t n);
+/* Steps of a process, kept and folded. */
+static inline uint64_t dl_corr_steps_total(const struct dl_corr_proc *p)
+{
+	return p->folded.n + p->nsteps;
+}
+
+/* What every step of a run adds up to. */
+struct dl_step_stats {
+	struct dl_step_fold sum;   /* its histogram is the caller's: dl_fold_free */
+	uint64_t median_ns, p90_ns;
+	double cv;                 /* coefficient of variation of the durations */
+	bool exact;                /* median and p90 of every step; else to DL_FOLD_REL_ERR (steps were folded) */
+};
+
+/* Every step of one process (only), or of every process (only NULL). */
+void dl_corr_stats(const struct dl_correlator *c, const struct dl_corr_proc *only, struct dl_step_stats *out);
 
 #endif

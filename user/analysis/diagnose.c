@@ -10,29 +10,6 @@
 #define SKETCH_FACTOR 10.0      /* a step 10x over its paper sketch is a finding of its own */
 #define SMALL_PER_STEP 16       /* small copies per step worth batching */
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-void dl_steps_percentiles(const struct dl_step *steps, size_t n, uint64_t *median, uint64_t *p90)
-{
-	uint64_t *d;
-
-	*median = *p90 = 0;
-	if (!n)
-		return;
-	d = dl_xcalloc(n, sizeof(*d));
-	for (size_t i = 0; i < n; i++)
-		d[i] = steps[i].dur_ns;
-	qsort(d, n, sizeof(*d), cmp_u64);
-	*median = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
-	*p90 = d[(size_t)((double)(n - 1) * 0.9 + 0.5)];
-	free(d);
-}
-
 static struct dl_finding *add_finding(struct dl_diagnosis *d, const char *rule, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -86,49 +63,32 @@ static void copy_facts_add(struct dl_copy_facts *to, const struct dl_copy_facts 
 
 static void gather(const struct dl_correlator *c, struct dl_diagnosis *d, struct run_facts *rf)
 {
-	size_t n = 0, k = 0;
-	struct dl_step *all;
+	struct dl_step_stats st;
+	const struct dl_step_fold *f = &st.sum;
 
 	memset(rf, 0, sizeof(*rf));
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++)
-		n += dl_corr_proc(c, i)->nsteps;
-	all = dl_xcalloc(n, sizeof(*all));
-	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
-		const struct dl_corr_proc *p = dl_corr_proc(c, i);
-		const struct dl_copy_facts *f = &p->copy;
+		copy_facts_add(&rf->copy, &dl_corr_proc(c, i)->copy);
+	dl_corr_stats(c, NULL, &st);
+	for (int cat = 0; cat < DL_CAT_COUNT; cat++)
+		d->cat_ns[cat] += f->cat_ns[cat];
+	d->total_ns += f->dur_ns;
+	rf->disk_peak_mbps = f->io_peak_mbps;
+	rf->nsteps = d->nsteps = f->n;
+	if (f->n) {
+		double n = (double)f->n;
 
-		for (size_t s = 0; s < p->nsteps; s++) {
-			const struct dl_step *st = &p->steps[s];
-
-			all[k++] = *st;
-			for (int cat = 0; cat < DL_CAT_COUNT; cat++)
-				d->cat_ns[cat] += st->cat_ns[cat];
-			d->total_ns += st->dur_ns;
-			rf->io_bytes += (double)st->io_read_bytes;
-			rf->io_ns += (double)st->io_ns;
-			rf->workers_cpu_ns += (double)st->workers_cpu_ns;
-			rf->h2d_bytes += (double)st->h2d_bytes;
-			rf->d2h_bytes += (double)st->d2h_bytes;
-			rf->kernels += (double)st->kernels;
-			rf->small += (double)st->small_copies;
-			if (st->io_ns > 1000000 && (double)st->io_read_bytes * 1e3 / (double)st->io_ns > rf->disk_peak_mbps)
-				rf->disk_peak_mbps = (double)st->io_read_bytes * 1e3 / (double)st->io_ns;
-		}
-		copy_facts_add(&rf->copy, f);
+		rf->median_ns = st.median_ns;
+		rf->p90_ns = st.p90_ns;
+		rf->io_bytes = (double)f->io_read_bytes / n;
+		rf->io_ns = (double)f->io_ns / n;
+		rf->workers_cpu_ns = (double)f->workers_cpu_ns / n;
+		rf->h2d_bytes = (double)f->h2d_bytes / n;
+		rf->d2h_bytes = (double)f->d2h_bytes / n;
+		rf->kernels = (double)f->kernels / n;
+		rf->small = (double)f->small_copies / n;
 	}
-	rf->nsteps = n;
-	d->nsteps = n;
-	if (n) {
-		dl_steps_percentiles(all, n, &rf->median_ns, &rf->p90_ns);
-		rf->io_bytes /= (double)n;
-		rf->io_ns /= (double)n;
-		rf->workers_cpu_ns /= (double)n;
-		rf->h2d_bytes /= (double)n;
-		rf->d2h_bytes /= (double)n;
-		rf->kernels /= (double)n;
-		rf->small /= (double)n;
-	}
-	free(all);
+	dl_fold_free(&st.sum);
 }
 
 static double pct(uint64_t part, uint64_t total)

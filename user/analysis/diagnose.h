@@ -53,7 +53,4 @@ struct dl_diagnosis {
 void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,
 		 struct dl_diagnosis *d);
 
-/* Median and 90th percentile of step durations (n >= 1). */
-void dl_steps_percentiles(const struct dl_step *steps, size_t n, uint64_t *median, uint64_t *p90);
-
 #endif

@@ -47,7 +47,7 @@ void dl_print_step(void *printer, const struct dl_step *st)
 	pr->skipped = 0;
 }
 
-static const char *confidence(double cv, size_t n)
+static const char *confidence(double cv, uint64_t n)
 {
 	if (n < 3)
 		return "low (fewer than 3 steps)";
@@ -60,30 +60,32 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
-		uint64_t med, p90, cat[DL_CAT_COUNT] = { 0 }, total = 0;
+		struct dl_step_stats st;
+		uint64_t n, total;
 
 		if (!p->decided)
 			continue;
 		fprintf(f, "\nSteps of pid %d (main thread %u)\n", p->pid, p->main_tid);
 		fprintf(f, "  marker   %s\n", dl_text(&esc, p->marker_desc));   /* holds a symbol's name */
-		if (!p->nsteps) {
+		n = dl_corr_steps_total(p);
+		if (!n) {
 			fprintf(f, "  no complete step\n");
 			continue;
 		}
-		dl_steps_percentiles(p->steps, p->nsteps, &med, &p90);
-		fprintf(f, "  steps    %zu, median %.2f ms, p90 %.2f ms, confidence %s (CV %.2f)\n", p->nsteps,
-			(double)med / 1e6, (double)p90 / 1e6, confidence(dl_steps_cv(p->steps, p->nsteps), p->nsteps),
-			dl_steps_cv(p->steps, p->nsteps));
-		for (size_t s = 0; s < p->nsteps; s++) {
-			for (int k = 0; k < DL_CAT_COUNT; k++)
-				cat[k] += p->steps[s].cat_ns[k];
-			total += p->steps[s].dur_ns;
-		}
+		dl_corr_stats(c, p, &st);
+		total = st.sum.dur_ns;
+		fprintf(f, "  steps    %" PRIu64 ", median %s%.2f ms, p90 %s%.2f ms, confidence %s (CV %.2f)\n", n,
+			st.exact ? "" : "~", (double)st.median_ns / 1e6, st.exact ? "" : "~", (double)st.p90_ns / 1e6,
+			confidence(st.cv, n), st.cv);
+		if (!st.exact)
+			fprintf(f, "  kept     the last %zu steps in full, %" PRIu64 " older ones folded into totals "
+				"(--keep-steps); ~: within %.1f%%\n", p->nsteps, p->folded.n, 100 * DL_FOLD_REL_ERR);
 		fprintf(f, "  %-12s %12s %7s %12s\n", "category", "total ms", "share", "ms per step");
 		for (int k = 0; k < DL_CAT_COUNT; k++)
-			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)cat[k] / 1e6,
-				total ? 100.0 * (double)cat[k] / (double)total : 0,
-				(double)cat[k] / 1e6 / (double)p->nsteps);
+			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)st.sum.cat_ns[k] / 1e6,
+				total ? 100.0 * (double)st.sum.cat_ns[k] / (double)total : 0,
+				(double)st.sum.cat_ns[k] / 1e6 / (double)n);
+		dl_fold_free(&st.sum);
 	}
 	if (!d->nsteps) {
 		fprintf(f, "\nDiagnosis: no steps found, so no verdict (a step needs a repeating marker: "
@@ -135,6 +137,14 @@ static void json_step(struct dl_json *j, const struct dl_step *st)
 	dl_json_obj_end(j);
 }
 
+/* The kept steps past the --keep-steps latest: kept until the next fold, not listed. */
+static size_t steps_unlisted(const struct dl_correlator *c, const struct dl_corr_proc *p)
+{
+	size_t keep = dl_corr_options(c)->keep_steps;
+
+	return keep && p->nsteps > keep ? p->nsteps - keep : 0;
+}
+
 void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d)
 {
 	dl_json_key(j, "steps");
@@ -142,7 +152,7 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 
-		for (size_t s = 0; s < p->nsteps; s++)
+		for (size_t s = steps_unlisted(c, p); s < p->nsteps; s++)
 			json_step(j, &p->steps[s]);
 	}
 	dl_json_arr_end(j);
@@ -151,23 +161,26 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 	dl_json_arr_begin(j);
 	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
-		uint64_t med = 0, p90 = 0;
-		double cv = dl_steps_cv(p->steps, p->nsteps);
+		struct dl_step_stats st;
 
 		if (!p->decided)
 			continue;
-		dl_steps_percentiles(p->steps, p->nsteps, &med, &p90);
+		dl_corr_stats(c, p, &st);
 		dl_json_obj_begin(j);
 		dl_json_ki64(j, "pid", p->pid);
 		dl_json_ku64(j, "main_tid", p->main_tid);
 		dl_json_kstr(j, "marker", p->marker_desc);
-		dl_json_ku64(j, "steps", p->nsteps);
-		dl_json_ku64(j, "median_ns", med);
-		dl_json_ku64(j, "p90_ns", p90);
+		dl_json_ku64(j, "steps", st.sum.n);
+		dl_json_ku64(j, "steps_listed", p->nsteps - steps_unlisted(c, p));
+		dl_json_ku64(j, "median_ns", st.median_ns);
+		dl_json_ku64(j, "p90_ns", st.p90_ns);
+		dl_json_key(j, "percentiles_exact");
+		dl_json_bool(j, st.exact);
 		dl_json_key(j, "cv");
-		dl_json_double(j, cv);
-		dl_json_kstr(j, "confidence", confidence(cv, p->nsteps));
+		dl_json_double(j, st.cv);
+		dl_json_kstr(j, "confidence", confidence(st.cv, st.sum.n));
 		dl_json_obj_end(j);
+		dl_fold_free(&st.sum);
 	}
 	dl_json_arr_end(j);
 
