@@ -411,9 +411,9 @@ TOOLKIT_CUDART = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "l
 SIM_CUDART = os.path.join(GPUSIM_DIR, "libcudart.so.13")
 
 
-def dlloop(args):
-    """dlbpf -- dlloop ARGS: (the workload's truth, its process in the summary)."""
-    d = Dlbpf(["--", workload("dlloop")] + args)
+def dlopen_cycles(args):
+    """dlbpf -- dlopen_loop TOOLKIT_CUDART --cycles ARGS: (the workload's truth, its process in the summary)."""
+    d = Dlbpf(["--", workload("dlopen_loop"), TOOLKIT_CUDART, "--cycles"] + args)
     rc = d.wait(timeout=120)
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-500:]}")
     truth = truth_line(d.stdout, '{"cycles"')
@@ -425,13 +425,13 @@ def dlloop(args):
        "each load traced from its first call; runtimes counts distinct libraries, not attach events")
 def test_dlopen_loop_counted_once():
     # The same library, unloaded long enough for a rescan to see it gone: attached again each time.
-    truth, p = dlloop(["12", "--lib", TOOLKIT_CUDART, "--sleep-ms", "300"])
+    truth, p = dlopen_cycles(["12", "--calls", "1", "--sleep-ms", "300"])
     calls = p["cuda"]["calls"].get("cudaDeviceSynchronize", {}).get("count", 0)
     check(calls == truth["calls"] == 12, f"{calls} calls traced of {truth['calls']}")
     check(p["cuda"]["runtimes"] == 1, f"one library reported as {p['cuda']['runtimes']} runtimes")
     # Two libraries in turn: each load comes with the other's unload in the same rescan, where the
     # new attachment moved down and was not told (reported as 1 runtime before).
-    truth, p = dlloop(["6", "--lib", TOOLKIT_CUDART, "--alt", SIM_CUDART])
+    truth, p = dlopen_cycles(["6", "--calls", "1", "--alt", SIM_CUDART])
     calls = p["cuda"]["calls"].get("cudaDeviceSynchronize", {}).get("count", 0)
     check(calls == truth["calls"] == 6, f"alternating: {calls} calls traced of {truth['calls']}")
     check(p["cuda"]["runtimes"] == 2, f"two libraries reported as {p['cuda']['runtimes']} runtimes")
