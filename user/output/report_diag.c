@@ -82,7 +82,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 		fprintf(f, "  %-12s %12s %7s %12s\n", "category", "total ms", "share", "ms per step");
 		for (int k = 0; k < DL_CAT_COUNT; k++)
 			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)cat[k] / 1e6,
-				total ? 100.0 * (double)cat[k] / (double)total : 0,
+				dl_pct(cat[k], total),
 				(double)cat[k] / 1e6 / (double)p->nsteps);
 	}
 	if (!d->nsteps) {
