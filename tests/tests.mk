@@ -5,7 +5,8 @@ WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
 CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
-WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/dlloop $(OUTPUT)/workloads/readdev
+WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev
+HANDSHAKE := tests/workloads/handshake.h
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
 $(OUTPUT)/unit $(OUTPUT)/workloads:
@@ -16,26 +17,23 @@ $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(SAN_LIBS) | $(OU
 	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) -MMD -MP $< $(SAN_LIBS) -lelf -lz -lm -o $@
 -include $(wildcard $(OUTPUT)/unit/*.d)
 
-$(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c | $(OUTPUT)/workloads
+$(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
 
-$(OUTPUT)/workloads/ratecalls: tests/workloads/ratecalls.c | $(OUTPUT)/workloads
+$(OUTPUT)/workloads/ratecalls: tests/workloads/ratecalls.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) -pthread $< $(CUDART_LINK) -o $@
 
-$(OUTPUT)/workloads/hostile_names: tests/workloads/hostile_names.c | $(OUTPUT)/workloads
+$(OUTPUT)/workloads/hostile_names: tests/workloads/hostile_names.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) -pthread $< $(CUDART_LINK) -o $@
 
-$(OUTPUT)/workloads/ioread: tests/workloads/ioread.c | $(OUTPUT)/workloads
+$(OUTPUT)/workloads/ioread: tests/workloads/ioread.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
 $(OUTPUT)/workloads/spinsleep: tests/workloads/spinsleep.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) -pthread $< -o $@
 
-$(OUTPUT)/workloads/threads: tests/workloads/threads.c | $(OUTPUT)/workloads
+$(OUTPUT)/workloads/threads: tests/workloads/threads.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) -pthread $< -o $@
-
-$(OUTPUT)/workloads/dlloop: tests/workloads/dlloop.c | $(OUTPUT)/workloads
-	$(CC) $(TEST_CFLAGS) $< -ldl -o $@
 
 $(OUTPUT)/workloads/readdev: tests/workloads/readdev.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
@@ -49,7 +47,7 @@ WORKLOADS += $(HANG_WORKLOADS)
 $(OUTPUT)/workloads/overmount: tests/workloads/overmount.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
-$(OUTPUT)/workloads/dlopen_loop: tests/workloads/dlopen_loop.c | $(OUTPUT)/workloads
+$(OUTPUT)/workloads/dlopen_loop: tests/workloads/dlopen_loop.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) -pthread $< -o $@
 
 $(OUTPUT)/workloads/cudafleet: tests/workloads/cudafleet.c | $(OUTPUT)/workloads

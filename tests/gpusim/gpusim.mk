@@ -13,7 +13,7 @@ GPUSIM_TEST     := $(OUTPUT)/tests/test_gpusim
 GPUSIM_ASAN_LIB := $(OUTPUT)/gpusim-asan/libcudart.so.13
 GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan
 GPUSIM_TEST_SRC := tests/gpusim/test_gpusim.c tests/gpusim/test_gpusim_timing.c
-GPUSIM_TEST_DEPS := $(GPUSIM_TEST_SRC) tests/gpusim/test_gpusim.h tests/gpusim/gpusim.mk
+GPUSIM_TEST_DEPS := $(GPUSIM_TEST_SRC) tests/gpusim/test_gpusim.h tests/common/thread_clock.h tests/gpusim/gpusim.mk
 GPUSIM_SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Frame pointers make every function start with push %rbp, which uprobes emulate
@@ -22,7 +22,7 @@ GPUSIM_LIB_FLAGS = -fPIC -fno-omit-frame-pointer -fvisibility=hidden -I$(CUDA_HO
 	-Wl,-soname,libcudart.so.13 -Wl,--version-script=$(GPUSIM_MAP) -Wl,-z,defs
 # The test links against the toolkit's real library (no rpath): it runs on the
 # simulator only through LD_LIBRARY_PATH, which is the point.
-GPUSIM_TEST_FLAGS = -I$(CUDA_HOME)/include -pthread -L$(CUDA_HOME)/lib64 -l:libcudart.so.13
+GPUSIM_TEST_FLAGS = -Itests/common -I$(CUDA_HOME)/include -pthread -L$(CUDA_HOME)/lib64 -l:libcudart.so.13
 
 $(GPUSIM_LIB): $(GPUSIM_SRC) $(GPUSIM_HDR) $(GPUSIM_MAP) tests/gpusim/gpusim.mk
 	@mkdir -p $(@D)

@@ -12,7 +12,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
+
+#include "thread_clock.h"
 
 /* Model parameters the tests pin (set in the environment before the first
  * CUDA call, overriding whatever the caller's environment says). */
@@ -53,20 +54,6 @@ void kern_c(void);
 void kern_zero(void);
 
 void timing_tests(void);
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static inline dim3 d3(unsigned x)
 {

@@ -63,21 +63,14 @@ static const char *call_failed;
 /* On-CPU time of this thread as the scheduler accounts it (schedstat field 1). */
 static uint64_t schedstat_oncpu_ns(void)
 {
-	char path[64];
-	unsigned long long v = 0;
-	FILE *f;
+	uint64_t oncpu, runq;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)syscall(SYS_gettid));
-	f = fopen(path, "r");
-	if (!f)
-		return thread_cpu_ns();
-	if (fscanf(f, "%llu", &v) != 1)
-		v = thread_cpu_ns();
-	fclose(f);
-	return v;
+	return thread_schedstat(&oncpu, &runq) ? thread_cpu_ns() : oncpu;
 }
 
-/* Run-queue wait of this thread so far (schedstat field 2), in ns. */
+/* Run-queue wait of this thread so far (schedstat field 2), in ns. A held
+ * descriptor, not thread_schedstat()'s open each read: mark() reads it twice
+ * around every clock read. */
 static uint64_t schedstat_runq_ns(void)
 {
 	static int fd = -1;

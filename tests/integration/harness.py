@@ -159,14 +159,28 @@ def process(summary, pid):
     raise Failure(f"pid {pid} not in the summary (has {[p['pid'] for p in summary['processes']]})")
 
 
-def trace_waiting(argv, dlbpf_args=(), timeout=60):
-    """Starts a workload that prints "ready" and waits for a line, attaches dlbpf --pid to it,
-    lets it go, and waits for both. Returns (workload, its stdout, the finished Dlbpf, dlbpf's rc)."""
+def make_data_file(mb=24):
+    """A file of random bytes for ioread, on disk (fsync'd); ioread drops it from the page cache."""
+    path = os.path.join(WORK, "ioread.dat")
+    if not os.path.exists(path) or os.path.getsize(path) != mb << 20:
+        with open(path, "wb") as f:
+            f.write(os.urandom(mb << 20))
+            f.flush()
+            os.fsync(f.fileno())
+    return path
+
+
+def trace_waiting(argv, dlbpf_args=(), timeout=60, env=None, attached=None):
+    """Starts a workload that prints "ready" and waits for a line, attaches dlbpf --pid to it (with env),
+    calls attached(dlbpf) if given, lets the workload go, and waits for both. Returns (workload, its
+    stdout, the finished Dlbpf, dlbpf's rc)."""
     w = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         check(w.stdout.readline().strip() == "ready", f"{argv[0]} did not start")
-        d = Dlbpf(list(dlbpf_args) + ["--pid", str(w.pid)])
+        d = Dlbpf(list(dlbpf_args) + ["--pid", str(w.pid)], env=env)
         d.started()
+        if attached is not None:
+            attached(d)
         w.stdin.write("go\n")
         w.stdin.flush()
         out, _ = w.communicate(timeout=timeout)

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, Failure, check, check_close, main,
+from harness import (DLBPF, GPUSIM_DIR, Dlbpf, Failure, check, check_close, main, make_data_file,
                      process, run_dlbpf, trace_waiting, truth_line, check_copies_and_calls, workload)
 
 
@@ -67,16 +67,6 @@ def test_cuda_pinned_on_simulator():
     compare_cuda(p, truth, expect_errors=False)
     check(p["cuda"]["calls"]["cudaMemcpy"]["errors"] == 0, "simulated copies failed")
     return f"{truth['pinned_h2d']} pinned of {truth['h2d']['count']} h2d"
-
-
-def make_data_file(mb=24):
-    path = os.path.join(WORK, "ioread.dat")
-    if not os.path.exists(path) or os.path.getsize(path) != mb << 20:
-        with open(path, "wb") as f:
-            f.write(os.urandom(mb << 20))
-            f.flush()
-            os.fsync(f.fileno())
-    return path
 
 
 def run_ioread(extra):

@@ -304,7 +304,7 @@ def test_ringbuf_too_large():
 
 
 # --- Counts that must be exact: what was read and written, threads, libraries, failed I/O.
-from harness import Dlbpf, process, trace_waiting, truth_line  # noqa: E402
+from harness import Dlbpf, make_data_file, process, trace_waiting, truth_line  # noqa: E402
 
 
 def disk_load():
@@ -324,7 +324,7 @@ def disk_load():
 @fault("block I/O of the traced job shares a busy disk with other processes (requeues, merges, reuse)",
        "every round's bytes read == its /proc/PID/io delta exactly; data written == what it wrote")
 def test_block_bytes_under_load():
-    from test_dlbpf import ROUNDS, WRITE_MIB, check_io_rounds, make_data_file
+    from test_dlbpf import ROUNDS, WRITE_MIB, check_io_rounds
     loads, sink = disk_load()
     try:
         w, out, d, rc = trace_waiting([workload("ioread"), make_data_file(), "--wait", "--rounds", str(ROUNDS),
@@ -411,9 +411,9 @@ TOOLKIT_CUDART = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "l
 SIM_CUDART = os.path.join(GPUSIM_DIR, "libcudart.so.13")
 
 
-def dlloop(args):
-    """dlbpf -- dlloop ARGS: (the workload's truth, its process in the summary)."""
-    d = Dlbpf(["--", workload("dlloop")] + args)
+def dlopen_cycles(args):
+    """dlbpf -- dlopen_loop TOOLKIT_CUDART --cycles ARGS: (the workload's truth, its process in the summary)."""
+    d = Dlbpf(["--", workload("dlopen_loop"), TOOLKIT_CUDART, "--cycles"] + args)
     rc = d.wait(timeout=120)
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-500:]}")
     truth = truth_line(d.stdout, '{"cycles"')
@@ -425,13 +425,13 @@ def dlloop(args):
        "each load traced from its first call; runtimes counts distinct libraries, not attach events")
 def test_dlopen_loop_counted_once():
     # The same library, unloaded long enough for a rescan to see it gone: attached again each time.
-    truth, p = dlloop(["12", "--lib", TOOLKIT_CUDART, "--sleep-ms", "300"])
+    truth, p = dlopen_cycles(["12", "--calls", "1", "--sleep-ms", "300"])
     calls = p["cuda"]["calls"].get("cudaDeviceSynchronize", {}).get("count", 0)
     check(calls == truth["calls"] == 12, f"{calls} calls traced of {truth['calls']}")
     check(p["cuda"]["runtimes"] == 1, f"one library reported as {p['cuda']['runtimes']} runtimes")
     # Two libraries in turn: each load comes with the other's unload in the same rescan, where the
     # new attachment moved down and was not told (reported as 1 runtime before).
-    truth, p = dlloop(["6", "--lib", TOOLKIT_CUDART, "--alt", SIM_CUDART])
+    truth, p = dlopen_cycles(["6", "--calls", "1", "--alt", SIM_CUDART])
     calls = p["cuda"]["calls"].get("cudaDeviceSynchronize", {}).get("count", 0)
     check(calls == truth["calls"] == 6, f"alternating: {calls} calls traced of {truth['calls']}")
     check(p["cuda"]["runtimes"] == 2, f"two libraries reported as {p['cuda']['runtimes']} runtimes")
@@ -1512,37 +1512,16 @@ def rodata_of(pid):
 TWINS = dict(os.environ, DLBPF_FORCE_TWINS="old")
 
 
-def data_file(mb=24):
-    """A file of random bytes for ioread, on disk (fsync'd); ioread drops it from the page cache."""
-    path = os.path.join(WORK, "faults-ioread.dat")
-    if not os.path.exists(path) or os.path.getsize(path) != mb << 20:
-        with open(path, "wb") as f:
-            f.write(os.urandom(mb << 20))
-            f.flush()
-            os.fsync(f.fileno())
-    return path
-
-
 @fault("a kernel older than block_io_start (5.x): block_rq_insert/issue instead (forced: DLBPF_FORCE_TWINS=old)",
        "disk reads still equal /proc/PID/io read_bytes")
 def test_old_twins_block_io():
-    w = subprocess.Popen([workload("ioread"), data_file(), "--wait"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-    try:
-        check(w.stdout.readline().strip() == "ready", "ioread did not start")
-        d = Dlbpf(["--pid", str(w.pid)], env=TWINS)
-        d.started()
+    def older_programs(d):
         tps = bpf_objects(d.proc.pid)[0]
         check({"block_rq_insert", "block_rq_issue", "block_rq_complete"} <= tps and "block_io_start" not in tps,
               f"not the older programs: {sorted(tps)}")
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        out, _ = w.communicate(timeout=60)
-        rc = d.wait()
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.wait()
+
+    w, out, d, rc = trace_waiting([workload("ioread"), make_data_file(), "--wait"], env=TWINS,
+                                  attached=older_programs)
     check(rc == 0 and w.returncode == 0, f"dlbpf exited {rc}, ioread {w.returncode}: {d.stderr[-300:]}")
     truth = json.loads(out.strip().splitlines()[-1])
     p = process(d.summary(), w.pid)
@@ -1598,20 +1577,8 @@ def test_traced_set_full_at_fork():
 @fault("--pid on a job whose running children do not fit the traced set (shrunk: traced=2)",
        "each one left out counted in traced_full, with a warning")
 def test_traced_set_full_at_attach():
-    w = subprocess.Popen([workload("fanout"), "--children", "4", "--hold"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-    try:
-        check(w.stdout.readline().strip() == "ready", "fanout did not start")
-        d = Dlbpf(["--pid", str(w.pid)], env=dict(os.environ, DLBPF_TEST_MAP_ENTRIES="traced=2"))
-        d.started()
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        out, _ = w.communicate(timeout=60)
-        rc = d.wait()
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.wait()
+    w, out, d, rc = trace_waiting([workload("fanout"), "--children", "4", "--hold"],
+                                  env=dict(os.environ, DLBPF_TEST_MAP_ENTRIES="traced=2"))
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
     truth = truth_line(out, "{\"pid\"")
     s = d.summary()
@@ -1637,20 +1604,8 @@ def test_thread_map_full():
 @fault("more disk requests in flight than the request map holds (shrunk: requests=1)",
        "bytes still equal /proc/PID/io (counted at submission); completions not followed counted as inflight")
 def test_request_map_full():
-    w = subprocess.Popen([workload("ioread"), data_file(), "--wait"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-    try:
-        check(w.stdout.readline().strip() == "ready", "ioread did not start")
-        d = Dlbpf(["--pid", str(w.pid)], env=dict(os.environ, DLBPF_TEST_MAP_ENTRIES="requests=1"))
-        d.started()
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        out, _ = w.communicate(timeout=60)
-        rc = d.wait()
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.wait()
+    w, out, d, rc = trace_waiting([workload("ioread"), make_data_file(), "--wait"],
+                                  env=dict(os.environ, DLBPF_TEST_MAP_ENTRIES="requests=1"))
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
     truth = json.loads(out.strip().splitlines()[-1])
     s = d.summary()

@@ -112,6 +112,40 @@ static void test_estimate_round_numbers(void)
 	dl_duty_free(&d);
 }
 
+/* A 1/4 s schedule from B, on from the start with edges [B, B + 10 ms], the stand-in switch reset:
+ * the schedule, what drives it, and the summary its sync callback fills. */
+struct rig {
+	struct dl_summary s;
+	struct dl_tracer t;
+	struct dl_duty d;
+	struct pending p;
+};
+
+static void rig_start(struct rig *r, uint64_t B)
+{
+	memset(r, 0, sizeof(*r));
+	dl_summary_init(&r->s);
+	r->p.s = &r->s;
+	memset(&hot, 0, sizeof(hot));
+	dl_duty_start(&r->d, 1, 4, B, B + 10 * MS);
+}
+
+static void rig_tick(struct rig *r, uint64_t now)
+{
+	dl_duty_tick(&r->d, &r->t, now, &r->s, sync_pending, &r->p);
+}
+
+static void rig_finish(struct rig *r, uint64_t now)
+{
+	dl_duty_finish(&r->d, &r->t, now, &r->s, sync_pending, &r->p);
+}
+
+static void rig_free(struct rig *r)
+{
+	dl_duty_free(&r->d);
+	dl_summary_free(&r->s);
+}
+
 /*
  * 1/4 s from B, driven by ticks. The stand-in switch reports these edges:
  *   window 0: on from dl_duty_start: [B, B+10ms]; off at tick B+1s: launches
@@ -127,59 +161,53 @@ static void test_estimate_round_numbers(void)
  */
 static void test_schedule_and_windows(uint64_t B)
 {
-	struct dl_summary s;
-	struct dl_tracer t = { 0 };
-	struct dl_duty d;
-	struct pending p = { .s = &s };
+	struct rig r;
 	struct dl_duty_estimate e;
 
-	dl_summary_init(&s);
-	memset(&hot, 0, sizeof(hot));
-	dl_duty_start(&d, 1, 4, B, B + 10 * MS);
-	CHECK(d.on && d.windows.n == 1, "not on after start");
-	CHECK_EQ_U64(d.next_toggle, B + S);
+	rig_start(&r, B);
+	CHECK(r.d.on && r.d.windows.n == 1, "not on after start");
+	CHECK_EQ_U64(r.d.next_toggle, B + S);
 
-	p.launches = 1000;
-	dl_duty_tick(&d, &t, B + 500 * MS, &s, sync_pending, &p);
-	CHECK(hot.calls == 0 && p.syncs_called == 0, "toggled before the window's end");
+	r.p.launches = 1000;
+	rig_tick(&r, B + 500 * MS);
+	CHECK(hot.calls == 0 && r.p.syncs_called == 0, "toggled before the window's end");
 	set_edges(B + 1000 * MS, B + 1030 * MS, B + 1030 * MS, B + 1050 * MS);
-	dl_duty_tick(&d, &t, B + S, &s, sync_pending, &p);
-	CHECK(hot.calls == 1 && !hot.last_on && !d.on, "window 0 not closed");
-	CHECK_EQ_U64(d.windows.v[0].v[DL_API_LAUNCH_KERNEL], 1000);
-	CHECK_EQ_U64(d.windows.v[0].end_lo[DL_HOT_LAUNCH], B + 1000 * MS);
-	CHECK_EQ_U64(d.windows.v[0].end_hi[DL_HOT_COPY], B + 1050 * MS);
+	rig_tick(&r, B + S);
+	CHECK(hot.calls == 1 && !hot.last_on && !r.d.on, "window 0 not closed");
+	CHECK_EQ_U64(r.d.windows.v[0].v[DL_API_LAUNCH_KERNEL], 1000);
+	CHECK_EQ_U64(r.d.windows.v[0].end_lo[DL_HOT_LAUNCH], B + 1000 * MS);
+	CHECK_EQ_U64(r.d.windows.v[0].end_hi[DL_HOT_COPY], B + 1050 * MS);
 	/* Phase-locked to B: back on at B + 4 s whatever the detach took. */
-	CHECK_EQ_U64(d.next_toggle, B + 4 * S);
+	CHECK_EQ_U64(r.d.next_toggle, B + 4 * S);
 
-	p.launches = 5;
-	p.syncs = 7;
-	dl_duty_tick(&d, &t, B + 2 * S, &s, sync_pending, &p);
+	r.p.launches = 5;
+	r.p.syncs = 7;
+	rig_tick(&r, B + 2 * S);
 	CHECK(hot.calls == 1, "toggled while off before the period's end");
 	set_edges(B + 4200 * MS, B + 4250 * MS, B + 4200 * MS, B + 4250 * MS);
-	dl_duty_tick(&d, &t, B + 4200 * MS, &s, sync_pending, &p);
-	CHECK(hot.calls == 2 && hot.last_on && d.on && d.windows.n == 2, "window 1 not opened");
+	rig_tick(&r, B + 4200 * MS);
+	CHECK(hot.calls == 2 && hot.last_on && r.d.on && r.d.windows.n == 2, "window 1 not opened");
 	/* Opened late (at 4.2 s): it still closes on the schedule, at 4 + 1 s. */
-	CHECK_EQ_U64(d.next_toggle, B + 5 * S);
-	CHECK_EQ_U64(d.windows.v[1].start_lo[DL_HOT_LAUNCH], B + 4200 * MS);
+	CHECK_EQ_U64(r.d.next_toggle, B + 5 * S);
+	CHECK_EQ_U64(r.d.windows.v[1].start_lo[DL_HOT_LAUNCH], B + 4200 * MS);
 
-	p.launches = 2000;
+	r.p.launches = 2000;
 	set_edges(B + 5000 * MS, B + 5040 * MS, B + 5040 * MS, B + 5060 * MS);
-	dl_duty_tick(&d, &t, B + 5 * S, &s, sync_pending, &p);
-	CHECK_EQ_U64(d.windows.v[1].v[DL_API_LAUNCH_KERNEL], 2000);
-	CHECK_EQ_U64(d.windows.v[1].v[DL_API_STREAM_SYNC], 0);
+	rig_tick(&r, B + 5 * S);
+	CHECK_EQ_U64(r.d.windows.v[1].v[DL_API_LAUNCH_KERNEL], 2000);
+	CHECK_EQ_U64(r.d.windows.v[1].v[DL_API_STREAM_SYNC], 0);
 
 	/* The job is still running (no exit seen): the trace ends at the given end. */
-	dl_duty_finish(&d, &t, B + 8 * S, &s, sync_pending, &p);
-	CHECK_EQ_U64(d.t_end, B + 8 * S);
+	rig_finish(&r, B + 8 * S);
+	CHECK_EQ_U64(r.d.t_end, B + 8 * S);
 	CHECK(hot.calls == 3, "finish switched the probes while they were off");
-	dl_duty_estimate(&d, DL_API_LAUNCH_KERNEL, &e);
+	dl_duty_estimate(&r.d, DL_API_LAUNCH_KERNEL, &e);
 	CHECK_NEAR(e.observed, 1.740 / 8, 1e-9);
 	CHECK_NEAR(e.seen, 3000, 1e-12);
 	CHECK_NEAR(e.scaled, 13793.103448, 1e-9);
 	/* The bound holds the edge term and more (the windows' rates differ: 1010/s and 2667/s). */
 	CHECK(e.uncertainty > 479.439 && e.uncertainty < e.scaled, "uncertainty %.1f", e.uncertainty);
-	dl_duty_free(&d);
-	dl_summary_free(&s);
+	rig_free(&r);
 }
 
 /*
@@ -191,41 +219,35 @@ static void test_schedule_and_windows(uint64_t B)
  */
 static void test_finish_clips_at_exit(uint64_t B)
 {
-	struct dl_summary s;
-	struct dl_tracer t = { 0 };
-	struct dl_duty d;
-	struct pending p = { .s = &s };
+	struct rig r;
 	struct dl_duty_estimate e;
 	struct dl_proc *proc;
 
-	dl_summary_init(&s);
-	memset(&hot, 0, sizeof(hot));
-	dl_duty_start(&d, 1, 4, B, B + 10 * MS);
-	p.launches = 1000;
+	rig_start(&r, B);
+	r.p.launches = 1000;
 	set_edges(B + 1000 * MS, B + 1030 * MS, B + 1000 * MS, B + 1030 * MS);
-	dl_duty_tick(&d, &t, B + S, &s, sync_pending, &p);
+	rig_tick(&r, B + S);
 	set_edges(B + 4200 * MS, B + 4250 * MS, B + 4200 * MS, B + 4250 * MS);
-	dl_duty_tick(&d, &t, B + 4200 * MS, &s, sync_pending, &p);
-	proc = dl_summary_proc(&s, 42);
+	rig_tick(&r, B + 4200 * MS);
+	proc = dl_summary_proc(&r.s, 42);
 	proc->exited = true;
 	proc->exit_ts = B + 4100 * MS;
-	dl_duty_finish(&d, &t, B + 6 * S, &s, sync_pending, &p);
-	CHECK_EQ_U64(d.t_end, B + 4100 * MS);
-	CHECK(!d.on, "window 1 left open");
+	rig_finish(&r, B + 6 * S);
+	CHECK_EQ_U64(r.d.t_end, B + 4100 * MS);
+	CHECK(!r.d.on, "window 1 left open");
 	for (int c = 0; c < DL_HOT_CLASSES; c++) {
-		const struct dl_duty_window *w = &d.windows.v[1];
+		const struct dl_duty_window *w = &r.d.windows.v[1];
 
 		CHECK(w->start_lo[c] <= w->start_hi[c] && w->start_hi[c] <= w->end_lo[c] && w->end_lo[c] <= w->end_hi[c] &&
-		      w->end_hi[c] <= d.t_end, "window 1 class %d: [%llu %llu] [%llu %llu]", c,
+		      w->end_hi[c] <= r.d.t_end, "window 1 class %d: [%llu %llu] [%llu %llu]", c,
 		      (unsigned long long)w->start_lo[c], (unsigned long long)w->start_hi[c],
 		      (unsigned long long)w->end_lo[c], (unsigned long long)w->end_hi[c]);
 		CHECK_EQ_U64(w->end_lo[c] - w->start_hi[c], 0);
 	}
-	dl_duty_estimate(&d, DL_API_LAUNCH_KERNEL, &e);
+	dl_duty_estimate(&r.d, DL_API_LAUNCH_KERNEL, &e);
 	CHECK_NEAR(e.observed, 0.990 / 4.1, 1e-9);
 	CHECK_NEAR(e.scaled, 4141.414141, 1e-9);
-	dl_duty_free(&d);
-	dl_summary_free(&s);
+	rig_free(&r);
 }
 
 int main(void)

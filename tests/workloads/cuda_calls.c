@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handshake.h"
+
 /* Host functions standing in for kernels: their addresses are the launch handles. */
 __attribute__((noinline, used)) void kernel_alpha(void) { __asm__ volatile(""); }
 __attribute__((noinline, used)) void kernel_beta(void) { __asm__ volatile(""); }
@@ -46,14 +48,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (wait) {
-		char line[16];
-
-		printf("ready\n");
-		fflush(stdout);
-		if (!fgets(line, sizeof(line), stdin))
-			return 1;
-	}
+	if (wait && ready_then_wait())
+		return 1;
 	memset(host, 1, sizeof(host));
 	if (cudaMalloc(&dev, H2D_BYTES) != cudaSuccess)
 		dev = (void *)0x7000000000ull;

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "handshake.h"
+
 static int gate[2];
 
 static void wait_gate(void)
@@ -67,14 +69,8 @@ int main(int argc, char **argv)
 	for (; threads < nthreads; threads++)
 		if (pthread_create(&th[threads], NULL, thread_main, NULL))
 			break;
-	if (hold) {
-		char line[16];
-
-		printf("ready\n");
-		fflush(stdout);
-		if (!fgets(line, sizeof(line), stdin))
-			failed = 1;
-	}
+	if (hold && ready_then_wait())
+		failed = 1;
 	printf("{\"pid\": %d, \"children\": %ld, \"threads\": %ld}\n", (int)getpid(), made, threads);
 	fflush(stdout);
 	close(gate[1]);

@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "handshake.h"
+
 /* OSC title, BEL, CR, C1 CSI, an overlong '/', a UTF-8 surrogate, a right-to-left override, e acute, FF. */
 #define KERNEL_SYM "k\033]0;pwn\a\r\xc2\x9b\xc0\xaf\xed\xa0\x80\xe2\x80\xae\xc3\xa9\xff"
 
@@ -70,7 +72,6 @@ static void hex(const char *s)
 
 int main(int argc, char **argv)
 {
-	char line[16];
 	pthread_t t;
 	pid_t child;
 	int status;
@@ -83,9 +84,7 @@ int main(int argc, char **argv)
 		perror("prctl");
 		return 1;
 	}
-	printf("ready\n");
-	fflush(stdout);
-	if (!fgets(line, sizeof(line), stdin))
+	if (ready_then_wait())
 		return 1;
 	if (pthread_create(&t, NULL, calls, NULL) != 0 || pthread_join(t, NULL) != 0)
 		return 1;

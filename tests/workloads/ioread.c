@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "handshake.h"
+
 #define CHUNK (1 << 20)
 
 struct io_acct {
@@ -185,20 +187,12 @@ int main(int argc, char **argv)
 			rounds = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--write") && i + 1 < argc)
 			write_mib = atoi(argv[++i]);
-		else {
-			fprintf(stderr, "%s: unknown argument '%s'\n", argv[0], argv[i]);
-			return 2;
-		}
+		else
+			return unknown_argument(argv[0], argv[i]);
 	}
 	warm_up(argv[1], write_mib);
-	if (wait) {
-		char line[16];
-
-		printf("ready\n");
-		fflush(stdout);
-		if (!fgets(line, sizeof(line), stdin))
-			return 1;
-	}
+	if (wait && ready_then_wait())
+		return 1;
 	for (int r = 0; r < rounds; r++) {
 		int status;
 		pid_t pid = fork();

@@ -16,5 +16,5 @@ $(DEEP_DIR)/libcudart.so.13: $(DEEP_SRC)/deep_cudart.c | $(DEEP_DIR)
 $(DEEP_DIR)/deep_calls: $(DEEP_SRC)/deep_calls.c $(DEEP_DIR)/libcudart.so.13
 	$(CC) $(TEST_CFLAGS) $< -L$(DEEP_DIR) -l:libcudart.so.13 -Wl,-rpath,$(abspath $(DEEP_DIR)) -o $@
 
-$(OUTPUT)/workloads/fanout: tests/workloads/fanout.c | $(OUTPUT)/workloads
+$(OUTPUT)/workloads/fanout: tests/workloads/fanout.c tests/workloads/handshake.h | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) -pthread $< -o $@

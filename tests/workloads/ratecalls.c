@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "handshake.h"
+
 __attribute__((noinline, used)) void ratecalls_kernel(void) { __asm__ volatile(""); }
 
 static const char *api = "launch";
@@ -122,14 +124,8 @@ int main(int argc, char **argv)
 	}
 	if (threads < 1 || threads > 64 || strchr("lcs", api[0]) == NULL)
 		return 2;
-	if (wait) {
-		char line[16];
-
-		printf("ready\n");
-		fflush(stdout);
-		if (!fgets(line, sizeof(line), stdin))
-			return 1;
-	}
+	if (wait && ready_then_wait())
+		return 1;
 	start = now_s();
 	for (int t = 0; t < threads; t++)
 		if (pthread_create(&th[t], NULL, worker, &n[t]))

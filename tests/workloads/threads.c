@@ -18,6 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "handshake.h"
+
 static void *body(void *arg)
 {
 	/* Its tid, so the workload can say how many distinct ids its threads had. */
@@ -60,10 +62,8 @@ int main(int argc, char **argv)
 			hold = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--wait"))
 			wait = 1;
-		else {
-			fprintf(stderr, "%s: unknown argument '%s'\n", argv[0], argv[i]);
-			return 2;
-		}
+		else
+			return unknown_argument(argv[0], argv[i]);
 	}
 	if (batch <= 0)
 		batch = 1;
@@ -77,14 +77,8 @@ int main(int argc, char **argv)
 	for (; holding < hold; holding++)
 		if (pthread_create(&hth[holding], NULL, held, NULL))
 			break;
-	if (wait) {
-		char line[16];
-
-		printf("ready\n");
-		fflush(stdout);
-		if (!fgets(line, sizeof(line), stdin))
-			return 1;
-	}
+	if (wait && ready_then_wait())
+		return 1;
 	while (created + failed < n) {
 		long started = 0;
 

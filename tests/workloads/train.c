@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "train.h"
@@ -50,26 +49,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	g_stop = 1;
-}
-
-/* schedstat of the calling thread: on-CPU ns, run-queue wait ns. */
-static void schedstat(uint64_t *oncpu, uint64_t *runq)
-{
-	static char path[64];
-	unsigned long long a = 0, b = 0;
-	FILE *f;
-
-	if (!path[0])
-		snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat",
-			 (long)syscall(SYS_gettid));
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu %llu", &a, &b) != 2)
-			a = b = 0;
-		fclose(f);
-	}
-	*oncpu = a;
-	*runq = b;
 }
 
 /* -------------------------------------------------------------- CUDA -- */
@@ -206,7 +185,7 @@ int main(int argc, char **argv)
 		size_t chunk, off;
 
 		train_step_begin(step);
-		schedstat(&oc0, &rq0);
+		thread_schedstat(&oc0, &rq0);
 
 		/* 1. take a batch */
 		t = now_ns();
@@ -247,7 +226,7 @@ int main(int argc, char **argv)
 
 		r.hdr = ring->hdr[s];
 		sem_post(&ring->empty[s]);
-		schedstat(&oc1, &rq1);
+		thread_schedstat(&oc1, &rq1);
 		t = now_ns();
 		uint64_t dur = t - r.start_ns, busy = 0;
 		for (int i = 0; i < PH_OTHER; i++)

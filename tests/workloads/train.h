@@ -19,6 +19,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "thread_clock.h"
+
 #define MAX_WORKERS 32
 #define MAX_SLOTS (2 * MAX_WORKERS)
 #define MAX_SPINNERS 64
@@ -45,23 +47,6 @@ extern struct opts O;
 /* Sets O from argv (--scenario first, so later options override it); exits 0
  * on --help, 2 on a bad option. */
 void parse_options(int argc, char **argv);
-
-/* -------------------------------------------------------------- clocks -- */
-
-/* Inline: they time every phase and sit in the CPU-burning loops. */
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---------------------------------- loader and ring (train_loader.c) -- */
 

@@ -14,9 +14,9 @@ TRAIN_SCENARIOS := gpu input disk pageable small-copies launch host-cpu contenti
 # what they share)
 TRAIN_SRCS := $(addprefix tests/workloads/,train.c train_opts.c train_loader.c train_truth.c)
 
-$(TRAIN_BIN): $(TRAIN_SRCS) tests/workloads/train.h tests/workloads/train.mk
+$(TRAIN_BIN): $(TRAIN_SRCS) tests/workloads/train.h tests/common/thread_clock.h tests/workloads/train.mk
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -I$(CUDA_HOME)/include -o $@ $(TRAIN_SRCS) \
+	$(CC) $(TEST_CFLAGS) -Itests/common -I$(CUDA_HOME)/include -o $@ $(TRAIN_SRCS) \
 		-L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -pthread
 
 .PHONY: train test-train test-train-real

@@ -91,11 +91,6 @@ static void gather(const struct dl_correlator *c, struct dl_diagnosis *d, struct
 	dl_fold_free(&st.sum);
 }
 
-static double pct(uint64_t part, uint64_t total)
-{
-	return total ? 100.0 * (double)part / (double)total : 0;
-}
-
 static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
 {
 	double share = 100 * d->share, ms = (double)d->total_ns / 1e6 / (double)(rf->nsteps ? rf->nsteps : 1);
@@ -116,7 +111,7 @@ static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
 			 "%.0f%% of step time the main thread waits for data (%.0f%% blocked on disk reads, %.0f%% on "
 			 "the data loaders); in an average step of %.1f ms the workers use %.1f ms of CPU and read "
 			 "%.1f MB, with reads in flight %.0f%% of the time. %s",
-			 share, pct(cat[DL_CAT_IO_WAIT], d->total_ns), pct(cat[DL_CAT_INPUT_WAIT], d->total_ns),
+			 share, dl_pct(cat[DL_CAT_IO_WAIT], d->total_ns), dl_pct(cat[DL_CAT_INPUT_WAIT], d->total_ns),
 			 ms, rf->workers_cpu_ns / 1e6, rf->io_bytes / 1e6, inflight,
 			 disk_bound ? "The loaders wait on the disk: read in larger requests, cache the data set in "
 				      "memory, or use faster storage."
@@ -129,7 +124,7 @@ static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
 			 "%.0f%% of step time is spent in host-device copies (%.1f MB to the GPU per step, %.0f%% of "
 			 "copies from pageable memory, %.0f small copies per step). Pin host memory, copy "
 			 "asynchronously on a side stream to overlap compute, and batch small copies.",
-			 share, rf->h2d_bytes / 1e6, pct(rf->copy.pageable, rf->copy.copies), rf->small);
+			 share, rf->h2d_bytes / 1e6, dl_pct(rf->copy.pageable, rf->copy.copies), rf->small);
 		break;
 	case DL_V_LAUNCH:
 		snprintf(d->message, sizeof(d->message),

@@ -66,6 +66,11 @@ enum dl_verdict dl_verdict_of(const uint64_t cat_ns[DL_CAT_COUNT], double *share
 	return v;
 }
 
+double dl_pct(uint64_t part, uint64_t total)
+{
+	return total ? 100.0 * (double)part / (double)total : 0;
+}
+
 enum dl_severity dl_severity_of(enum dl_verdict v, double share)
 {
 	/* TensorFlow's input-pipeline analyzer: >= 20% highly, >= 5% moderately bound. */

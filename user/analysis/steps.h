@@ -62,6 +62,8 @@ uint64_t dl_verdict_ns(const uint64_t cat_ns[DL_CAT_COUNT], enum dl_verdict v);
 /* The verdict whose categories take the most time, and their share. */
 enum dl_verdict dl_verdict_of(const uint64_t cat_ns[DL_CAT_COUNT], double *share);
 enum dl_severity dl_severity_of(enum dl_verdict v, double share);
+/* part as a percentage of total; 0 of a total of 0. */
+double dl_pct(uint64_t part, uint64_t total);
 
 typedef void (*dl_step_fn)(void *ctx, const struct dl_step *step);
 

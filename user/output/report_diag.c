@@ -83,8 +83,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 		fprintf(f, "  %-12s %12s %7s %12s\n", "category", "total ms", "share", "ms per step");
 		for (int k = 0; k < DL_CAT_COUNT; k++)
 			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)st.sum.cat_ns[k] / 1e6,
-				total ? 100.0 * (double)st.sum.cat_ns[k] / (double)total : 0,
-				(double)st.sum.cat_ns[k] / 1e6 / (double)n);
+				dl_pct(st.sum.cat_ns[k], total), (double)st.sum.cat_ns[k] / 1e6 / (double)n);
 		dl_fold_free(&st.sum);
 	}
 	if (!d->nsteps) {

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The clocks the workloads and the simulator's tests measure themselves
+ * with: the monotonic clock, the calling thread's CPU time, and its
+ * schedstat (what the scheduler accounts it, on the CPU and waiting for one).
+ */
+#ifndef TESTS_THREAD_CLOCK_H
+#define TESTS_THREAD_CLOCK_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Inline: they time every phase and sit in the CPU-burning loops. */
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The calling thread's schedstat fields 1 and 2: on-CPU ns, run-queue wait
+ * ns. Both 0 and -1 when /proc does not say. */
+static inline int thread_schedstat(uint64_t *oncpu_ns, uint64_t *runq_ns)
+{
+	char path[64];
+	unsigned long long a, b;
+	int got = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)syscall(SYS_gettid));
+	f = fopen(path, "r");
+	if (f) {
+		got = fscanf(f, "%llu %llu", &a, &b) == 2;
+		fclose(f);
+	}
+	*oncpu_ns = got ? a : 0;
+	*runq_ns = got ? b : 0;
+	return got ? 0 : -1;
+}
+
+#endif
