@@ -6,7 +6,7 @@ The machine is noisy and shared, so variants are interleaved round by round
 and each figure is the median over rounds with its range [min-max]. Nothing
 here fails on timing: it prints, and writes the tables to .output/bench/results.md.
 
-  python3 tools/bench/bench.py [--rounds N] [--only 1,2,3,4,5,6] [--rss-seconds S] [--soak-steps N]
+  python3 tools/bench/bench.py [--rounds N] [--only 1,2,3,4,5,6,7] [--rss-seconds S] [--soak-steps N]
 """
 import argparse
 import json
@@ -386,6 +386,88 @@ def bench_soak(steps):
                   "up to 2 x 10000 x 232 B, 4.6 MB, reached once 20000 steps have been seen)."])
 
 
+# --- 7. what untraced processes pay ---------------------------------------------------
+def pipe_us_per_op(loops):
+    out = subprocess.run(["perf", "bench", "sched", "pipe", "-l", str(loops)], capture_output=True, text=True,
+                         timeout=300).stdout
+    m = re.search(r"([\d.]+) usecs/op", out)
+    if not m:
+        raise RuntimeError(f"perf bench sched pipe said: {out[-300:]}")
+    return float(m.group(1))
+
+
+SCHED_PROGS = {"dlbpf": ("sched_switch", "sched_wakeup"), "floor": ("ref_switch", "ref_wakeup")}
+
+
+def prog_stats(names):
+    """(run_time_ns, run_cnt) summed per program name, over loaded programs (kernel.bpf_stats_enabled)."""
+    got = {n: [0, 0] for n in names}
+    for p in json.loads(subprocess.check_output(["bpftool", "prog", "show", "-j"], text=True)):
+        if p.get("name") in got:
+            got[p["name"]][0] += p.get("run_time_ns", 0)
+            got[p["name"]][1] += p.get("run_cnt", 0)
+    return got
+
+
+def bench_untraced(rounds, loops=200000):
+    """A pipe ping-pong of two processes dlbpf does not trace, while dlbpf traces an idle one."""
+    if not shutil.which("perf"):
+        return table("7. What untraced processes pay", ["note"], [["perf is not installed: skipped"]])
+    variants = ["untraced", "floor", "dlbpf"]
+    us = {v: [] for v in variants}
+    per_run = {(v, n): [] for v in SCHED_PROGS for n in SCHED_PROGS[v]}
+    idle = subprocess.Popen(["sleep", "100000"])
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        stats_were = f.read().strip()
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1")
+    try:
+        for r in range(rounds):
+            for v in variants[r % len(variants):] + variants[:r % len(variants)]:
+                tracer = None
+                if v == "floor":
+                    tracer = subprocess.Popen([REF, "--sched"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                              text=True)
+                    readline_until(tracer.stdout, "attached")
+                elif v == "dlbpf":
+                    tracer = subprocess.Popen([DLBPF, "-v", "-q", "--pid", str(idle.pid)], stdout=subprocess.PIPE,
+                                              stderr=subprocess.PIPE, text=True)
+                    readline_until(tracer.stderr, "tracing ")
+                try:
+                    before = prog_stats(SCHED_PROGS.get(v, ()))
+                    us[v].append(pipe_us_per_op(loops))
+                    after = prog_stats(SCHED_PROGS.get(v, ()))
+                    for n in SCHED_PROGS.get(v, ()):
+                        runs = after[n][1] - before[n][1]
+                        if runs > 0:
+                            per_run[(v, n)].append((after[n][0] - before[n][0]) / runs)
+                finally:
+                    if tracer:
+                        # The floor holds its programs until its stdin closes; dlbpf until SIGINT.
+                        if v == "dlbpf":
+                            tracer.send_signal(signal.SIGINT)
+                        tracer.communicate(input="" if v == "floor" else None, timeout=60)
+    finally:
+        idle.kill()
+        idle.wait()
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(stats_were)
+    added = {v: [x - b for x, b in zip(us[v], us["untraced"])] for v in variants[1:]}
+    ratio = [d / f if f > 0 else float("nan") for d, f in zip(added["dlbpf"], added["floor"])]
+    rows = [[v, spread(us[v], "{:.2f}"), spread(added[v], "{:.2f}") if v != "untraced" else "",
+             spread([x / b for x, b in zip(us[v], us["untraced"])], "{:.3f}")] for v in variants]
+    rows.append(["dlbpf added / floor added", "", spread(ratio, "{:.2f}"), ""])
+    for i, kind in enumerate(("switch", "wake-up")):
+        f, d = per_run[("floor", SCHED_PROGS["floor"][i])], per_run[("dlbpf", SCHED_PROGS["dlbpf"][i])]
+        rows.append([f"BPF ns per {kind} (bpf_stats): floor / dlbpf", "", f"{spread(f)} / {spread(d)}",
+                     spread([y / x for x, y in zip(f, d) if x > 0], "{:.2f}")])
+    return table("7. What untraced processes pay: a pipe ping-pong while dlbpf traces another process",
+                 ["variant", "us per round trip", "added us", "ratio to untraced (last rows: dlbpf / floor)"], rows,
+                 [f"`perf bench sched pipe -l {loops}`, median [min-max] over {rounds} interleaved rounds; floor = "
+                  "empty programs on sched_switch, sched_wakeup and sched_wakeup_new (reftrace --sched); dlbpf "
+                  "traces an idle `sleep`. Goal: dlbpf added <= 1.5x the floor's."])
+
+
 # --- 5. trace size -------------------------------------------------------------------
 def bench_size():
     sizes = json.loads(subprocess.check_output([REF, "--sizes"], text=True))
@@ -435,7 +517,7 @@ def main():
     ap.add_argument("--train-steps", type=int, default=120)
     ap.add_argument("--rss-seconds", type=int, default=20)
     ap.add_argument("--soak-steps", type=int, default=100000)
-    ap.add_argument("--only", default="1,2,3,4,5,6")
+    ap.add_argument("--only", default="1,2,3,4,5,6,7")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (it loads BPF programs)")
@@ -455,6 +537,8 @@ def main():
         out.append(bench_size())
     if "6" in only:
         out.append(bench_soak(a.soak_steps))
+    if "7" in only:
+        out.append(bench_untraced(a.rounds))
     os.makedirs(os.path.join(OUT, "bench"), exist_ok=True)
     with open(os.path.join(OUT, "bench", "results.md"), "w") as f:
         f.write("\n".join(out))

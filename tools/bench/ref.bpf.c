@@ -2,7 +2,8 @@
 /*
  * The physical floor of a uprobe: programs that do nothing. What a probe costs
  * the traced thread with these attached is the trap and the kernel's uprobe
- * machinery, which no tracer can go below.
+ * machinery, which no tracer can go below. The same for the scheduler's
+ * tracepoints, which dlbpf's sched programs share with every task.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -15,6 +16,25 @@ int ref_entry(void *ctx)
 
 SEC("uretprobe.multi")
 int ref_return(void *ctx)
+{
+	return 0;
+}
+
+/* The floor of the scheduler tracepoints every task on the machine runs through (reftrace --sched). */
+SEC("?raw_tp/sched_switch")
+int ref_switch(void *ctx)
+{
+	return 0;
+}
+
+SEC("?raw_tp/sched_wakeup")
+int ref_wakeup(void *ctx)
+{
+	return 0;
+}
+
+SEC("?raw_tp/sched_wakeup_new")
+int ref_wakeup_new(void *ctx)
 {
 	return 0;
 }

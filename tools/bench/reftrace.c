@@ -5,6 +5,7 @@
  * and return), says "attached", and holds them until stdin closes or SIGTERM.
  *
  *   reftrace PID LIBRARY SYMBOL [--ret]
+ *   reftrace --sched     empty programs on the scheduler's tracepoints
  *   reftrace --sizes     record sizes of the event ABI, as JSON
  */
 #include <signal.h>
@@ -32,6 +33,44 @@ static struct bpf_link *attach(struct bpf_program *p, int pid, const char *lib, 
 	return bpf_program__attach_uprobe_multi(p, pid, lib, NULL, &o);
 }
 
+static void wait_for_end(void)
+{
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	printf("attached\n");
+	fflush(stdout);
+	while (!stop) {
+		char buf[64];
+
+		if (read(STDIN_FILENO, buf, sizeof(buf)) <= 0)
+			break;
+	}
+}
+
+/* Empty programs on sched_switch, sched_wakeup and sched_wakeup_new, held until stdin closes. */
+static int hold_sched(void)
+{
+	struct ref *skel = ref__open();
+	int err;
+
+	if (!skel)
+		return 1;
+	bpf_program__set_autoload(skel->progs.ref_entry, false);
+	bpf_program__set_autoload(skel->progs.ref_return, false);
+	bpf_program__set_autoload(skel->progs.ref_switch, true);
+	bpf_program__set_autoload(skel->progs.ref_wakeup, true);
+	bpf_program__set_autoload(skel->progs.ref_wakeup_new, true);
+	err = ref__load(skel) || ref__attach(skel);
+	if (err) {
+		fprintf(stderr, "reftrace: cannot load or attach the scheduler programs\n");
+		ref__destroy(skel);
+		return 1;
+	}
+	wait_for_end();
+	ref__destroy(skel);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct bpf_link *le = NULL, *lr = NULL;
@@ -46,8 +85,10 @@ int main(int argc, char **argv)
 		       sizeof(struct dl_proc_ev), sizeof(struct dl_mark_ev), sizeof(struct dl_hdr));
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "--sched"))
+		return hold_sched();
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s PID LIBRARY SYMBOL [--ret] | --sizes\n", argv[0]);
+		fprintf(stderr, "usage: %s PID LIBRARY SYMBOL [--ret] | --sched | --sizes\n", argv[0]);
 		return 2;
 	}
 	pid = atoi(argv[1]);
@@ -72,16 +113,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "reftrace: attach failed\n");
 		return 1;
 	}
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
-	printf("attached\n");
-	fflush(stdout);
-	while (!stop) {
-		char buf[64];
-
-		if (read(STDIN_FILENO, buf, sizeof(buf)) <= 0)
-			break;
-	}
+	wait_for_end();
 	bpf_link__destroy(lr);
 	bpf_link__destroy(le);
 	ref__destroy(skel);
