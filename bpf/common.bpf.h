@@ -85,6 +85,51 @@ static __always_inline struct call_stack *dl_calls(bool create)
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
+/*
+ * Bumped whenever a running process joins the traced set (user space adds it,
+ * or it execs under a --comm name): a task's cached answer to "is my process
+ * traced?" older than this is asked again. A forked child needs no bump: its
+ * tasks are new and have no answer cached.
+ */
+DL_SHARED volatile __u32 traced_gen;
+
+struct traced_mark {
+	__u32 gen;     /* traced_gen + 1 when cached: a fresh, zeroed mark never matches */
+	__u32 traced;
+};
+
+/*
+ * The scheduler's programs run for every task on the machine: a task-local
+ * mark answers for the untraced ones without hashing (each hash lookup of a
+ * tgid, two per switch, was most of what dlbpf cost untraced processes).
+ */
+DL_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct traced_mark);
+} traced_marks SEC(".maps");
+
+static __always_inline bool dl_is_traced(__u32 tgid);
+
+/* Whether t's process is traced; t must be a trusted task pointer (tp_btf arguments, current). */
+static __always_inline bool dl_task_traced(struct task_struct *t)
+{
+	struct traced_mark *m = bpf_task_storage_get(&traced_marks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u32 gen = traced_gen + 1;
+	bool yes;
+
+	if (m && m->gen == gen)
+		return m->traced;
+	/* No mark (storage busy on this CPU, or out of memory): the map answers, as always. */
+	yes = dl_is_traced(t->tgid);
+	if (m) {
+		m->traced = yes;
+		m->gen = gen;
+	}
+	return yes;
+}
+
 struct thread_state {
 	__u64 since;
 	__u32 state;

@@ -74,6 +74,8 @@ int BPF_PROG(proc_exec, struct task_struct *p)
 			dl_count_drop(DL_DROP_TRACED);
 			return 0;
 		}
+		/* This task was running untraced: its cached answer (dl_task_traced) is stale now. */
+		__sync_fetch_and_add(&traced_gen, 1);
 		joined = true;
 	}
 	e = proc_event(DL_PROC_EXEC, tgid, (__u32)id);

@@ -43,17 +43,25 @@ static __always_inline void enter_state(__u32 tgid, __u32 tid, __u32 state, __u6
 		dl_count_drop(DL_DROP_INFLIGHT);
 }
 
-SEC("raw_tp/sched_switch")
+/*
+ * tp_btf, not raw_tp: the task pointers are typed, so they are read directly
+ * (no probe-read helper per field) and can key the task-local traced mark.
+ * The clock is read only once a task is known to be traced.
+ */
+SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 prev_tgid = BPF_CORE_READ(prev, tgid), next_tgid = BPF_CORE_READ(next, tgid);
+	bool prev_traced = dl_task_traced(prev), next_traced = dl_task_traced(next);
 	__u32 prev_state, state;
+	__u64 now;
 
-	if (dl_is_traced(prev_tgid)) {
-		__u32 tid = BPF_CORE_READ(prev, pid);
+	if (!prev_traced && !next_traced)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (prev_traced) {
+		__u32 tid = prev->pid, prev_tgid = prev->tgid;
 
-		/* Raw tracepoint arguments are u64 slots; prev_state is the fourth. */
+		/* The fourth argument, where the tracepoint has it (switch_has_prev_state). */
 		prev_state = switch_has_prev_state ? (__u32)ctx[3] : task_state_of(prev);
 		if (prev_state & TASK_DEAD) {
 			struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
@@ -77,19 +85,20 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			enter_state(prev_tgid, tid, state, now, 0);
 		}
 	}
-	if (dl_is_traced(next_tgid))
-		enter_state(next_tgid, BPF_CORE_READ(next, pid), DL_ST_RUNNING, now, 0);
+	if (next_traced)
+		enter_state(next->tgid, next->pid, DL_ST_RUNNING, now, 0);
 	return 0;
 }
 
 static __always_inline int on_wakeup(struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid;
+	__u32 tgid, tid;
 	struct thread_state *ts;
 
-	if (!dl_is_traced(tgid))
+	if (!dl_task_traced(p))
 		return 0;
-	tid = BPF_CORE_READ(p, pid);
+	tgid = p->tgid;
+	tid = p->pid;
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	/* A wake-up of a running or already runnable task changes nothing. */
 	if (ts && ts->state != DL_ST_SLEEP && ts->state != DL_ST_DISK)
@@ -98,13 +107,13 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	return 0;
 }
 
-SEC("raw_tp/sched_wakeup")
+SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup, struct task_struct *p)
 {
 	return on_wakeup(p);
 }
 
-SEC("raw_tp/sched_wakeup_new")
+SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(sched_wakeup_new, struct task_struct *p)
 {
 	return on_wakeup(p);

@@ -192,6 +192,46 @@ def test_sched_contended():
             f"({e2 * 100:.2f}% off)")
 
 
+def test_sched_of_running_process():
+    """--comm naming a process that was running (and switching) before dlbpf started: it is found
+    after the scheduler programs are attached, so its tasks have "not traced" cached in the kernel
+    by then; adding it must make them ask again, and its scheduling is traced from then on."""
+    w = subprocess.Popen([workload("spinsleep"), "--seconds", "4", "--spin-ms", "4", "--sleep-ms", "3"],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        d = Dlbpf(["--comm", "spinsleep", "-d", "1.5"])
+        rc = d.wait()
+    finally:
+        w.kill()
+        w.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-500:]}")
+    s = process(d.summary(), w.pid)["sched"]
+    # 1.5 s of 4 ms spins and 3 ms sleeps: about 210 sleeps, 0.86 s on a CPU; half of each bounds a
+    # loaded machine's stretch and the trace's first and last moments.
+    check(s["switches"] > 105 and s["oncpu_ns"] > 430_000_000 and s["sleep_ns"] > 0,
+          f"the running process's scheduling was not traced: {s}")
+    return f"{s['switches']} switches, {s['oncpu_ns'] / 1e6:.0f} ms on a CPU"
+
+
+def test_sched_of_process_joining_by_comm():
+    """--comm: a process that joins the traced set when it execs under that name has been running
+    (and switching) untraced as the forked child before: its scheduling is traced from the exec on."""
+    d = Dlbpf(["--comm", "spinsleep", "-d", "3"])
+    d.started()
+    w = subprocess.run([workload("spinsleep"), "--seconds", "1.5", "--spin-ms", "4", "--sleep-ms", "3"],
+                       capture_output=True, text=True, timeout=30)
+    rc = d.wait()
+    check(w.returncode == 0 and rc == 0, f"spinsleep exited {w.returncode}, dlbpf {rc}: {d.stderr[-500:]}")
+    truth = json.loads(w.stdout.strip().splitlines()[0])
+    s = process(d.summary(), truth["pid"])["sched"]
+    # Traced from its exec; the workload's truth counts from its start, after the exec: on-CPU within
+    # 2% of its own schedstat, as the tests above.
+    err = check_close(s["oncpu_ns"], truth["oncpu_ns"], 0.02, "on-CPU")
+    check(s["switches"] > 100, f"too few switches traced: {s}")
+    return f"{s['switches']} switches, on-CPU {err * 100:.2f}% off schedstat"
+
+
 def test_no_cuda_target():
     """A process without libcudart is traced (I/O, scheduler) and reported as such."""
     d = Dlbpf(["--", "sleep", "0.3"])

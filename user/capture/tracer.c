@@ -110,6 +110,8 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
 		}
 		return err;
 	}
+	/* Its running tasks have "not traced" cached in the kernel (dl_task_traced): have them ask again. */
+	__atomic_fetch_add(&t->skel->bss->traced_gen, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
