@@ -44,7 +44,7 @@ static const struct row rows[] = {
 };
 
 /* One unit at s[0..n): true and its code point if well-formed; *len its bytes either way. */
-static int ref_unit(const uint8_t *s, size_t n, size_t *len, uint32_t *cp)
+static CHECKER int ref_unit(const uint8_t *s, size_t n, size_t *len, uint32_t *cp)
 {
 	size_t best = 0;
 
@@ -70,7 +70,7 @@ static int ref_unit(const uint8_t *s, size_t n, size_t *len, uint32_t *cp)
 }
 
 /* What a terminal acts on or hides, spelled out: C0, DEL, C1, bidirectional controls, separators. */
-static int ref_acts(uint32_t cp)
+static CHECKER int ref_acts(uint32_t cp)
 {
 	static const uint32_t bidi[] = { 0x061c, 0x200e, 0x200f, 0x2028, 0x2029, 0x202a, 0x202b, 0x202c, 0x202d,
 					 0x202e, 0x2066, 0x2067, 0x2068, 0x2069 };
@@ -83,7 +83,7 @@ static int ref_acts(uint32_t cp)
 	return 0;
 }
 
-static int ref_valid(const uint8_t *s, size_t n)
+static CHECKER int ref_valid(const uint8_t *s, size_t n)
 {
 	uint32_t cp;
 	size_t k;
@@ -99,7 +99,7 @@ struct out {
 	size_t n, cap;
 };
 
-static void put(struct out *o, const void *p, size_t k)
+static CHECKER void put(struct out *o, const void *p, size_t k)
 {
 	if (!k)
 		return;
@@ -113,7 +113,7 @@ static void put(struct out *o, const void *p, size_t k)
 	o->n += k;
 }
 
-static void ref_fix(struct out *o, const uint8_t *s, size_t n)
+static CHECKER void ref_fix(struct out *o, const uint8_t *s, size_t n)
 {
 	uint32_t cp;
 	size_t k;
@@ -126,7 +126,7 @@ static void ref_fix(struct out *o, const uint8_t *s, size_t n)
 	}
 }
 
-static void ref_text(struct out *o, const uint8_t *s, size_t n, unsigned flags)
+static CHECKER void ref_text(struct out *o, const uint8_t *s, size_t n, unsigned flags)
 {
 	uint32_t cp;
 	size_t k;
@@ -147,7 +147,7 @@ static void ref_text(struct out *o, const uint8_t *s, size_t n, unsigned flags)
 	}
 }
 
-static void same(const char *what, const void *got, size_t ngot, const void *want, size_t nwant)
+static CHECKER void same(const char *what, const void *got, size_t ngot, const void *want, size_t nwant)
 {
 	if (ngot != nwant || (ngot && memcmp(got, want, ngot)))
 		FAIL("%s: %zu bytes, want %zu", what, ngot, nwant);
@@ -155,12 +155,12 @@ static void same(const char *what, const void *got, size_t ngot, const void *wan
 
 /* --- the terminal escaper --- */
 
-static int hexval(char c)
+static CHECKER int hexval(char c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-static void unescape(struct out *o, const char *s, size_t n)
+static CHECKER void unescape(struct out *o, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] == '\\' && i + 3 < n && s[i + 1] == 'x' && hexval(s[i + 2]) >= 0 && hexval(s[i + 3]) >= 0) {
@@ -174,7 +174,7 @@ static void unescape(struct out *o, const char *s, size_t n)
 	}
 }
 
-static void check_text(const uint8_t *data, size_t size, unsigned flags)
+static CHECKER void check_text(const uint8_t *data, size_t size, unsigned flags)
 {
 	struct dl_sbuf b = { 0 }, again = { 0 };
 	struct out want = { 0 }, undone = { 0 };
@@ -214,7 +214,7 @@ static void check_text(const uint8_t *data, size_t size, unsigned flags)
 /* --- the JSON string writer --- */
 
 /* Reads one JSON string (RFC 8259) back to its UTF-8 bytes; aborts on anything a parser would refuse. */
-static void json_read_string(struct out *o, const uint8_t *s, size_t n)
+static CHECKER void json_read_string(struct out *o, const uint8_t *s, size_t n)
 {
 	size_t i = 1;
 
@@ -278,7 +278,7 @@ static void json_read_string(struct out *o, const uint8_t *s, size_t n)
 	}
 }
 
-static void check_json(const char *s, size_t n)
+static CHECKER void check_json(const char *s, size_t n)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -308,7 +308,7 @@ static void check_json(const char *s, size_t n)
 
 /* --- protobuf strings --- */
 
-static void check_pb(const char *s, size_t n)
+static CHECKER void check_pb(const char *s, size_t n)
 {
 	struct dl_pb pb;
 	struct out want = { 0 };
@@ -336,7 +336,7 @@ static void check_pb(const char *s, size_t n)
 	free(want.v);
 }
 
-static void check_fix(const char *s, size_t n)
+static CHECKER void check_fix(const char *s, size_t n)
 {
 	struct dl_sbuf once = { 0 }, twice = { 0 };
 	struct out want = { 0 };
