@@ -43,8 +43,12 @@ static const struct row rows[] = {
 	{ 4, { 0xf4, 0x80, 0x80, 0x80 }, { 0xf4, 0x8f, 0xbf, 0xbf } },
 };
 
-/* One unit at s[0..n): true and its code point if well-formed; *len its bytes either way. */
-static int ref_unit(const uint8_t *s, size_t n, size_t *len, uint32_t *cp)
+/*
+ * One unit at s[0..n): true and its code point if well-formed; *len its bytes either way.
+ * The rows' first-byte ranges do not overlap, so the first row that takes s[0] is the
+ * only one with a prefix at all: the search ends there.
+ */
+static CHECKER int ref_unit(const uint8_t *s, size_t n, size_t *len, uint32_t *cp)
 {
 	size_t best = 0;
 
@@ -62,15 +66,17 @@ static int ref_unit(const uint8_t *s, size_t n, size_t *len, uint32_t *cp)
 			*len = k;
 			return 1;
 		}
-		if (k > best)
+		if (k > 0) {
 			best = k;
+			break;
+		}
 	}
 	*len = best ? best : 1;
 	return 0;
 }
 
 /* What a terminal acts on or hides, spelled out: C0, DEL, C1, bidirectional controls, separators. */
-static int ref_acts(uint32_t cp)
+static CHECKER int ref_acts(uint32_t cp)
 {
 	static const uint32_t bidi[] = { 0x061c, 0x200e, 0x200f, 0x2028, 0x2029, 0x202a, 0x202b, 0x202c, 0x202d,
 					 0x202e, 0x2066, 0x2067, 0x2068, 0x2069 };
@@ -83,7 +89,7 @@ static int ref_acts(uint32_t cp)
 	return 0;
 }
 
-static int ref_valid(const uint8_t *s, size_t n)
+static CHECKER int ref_valid(const uint8_t *s, size_t n)
 {
 	uint32_t cp;
 	size_t k;
@@ -99,7 +105,7 @@ struct out {
 	size_t n, cap;
 };
 
-static void put(struct out *o, const void *p, size_t k)
+static CHECKER void put(struct out *o, const void *p, size_t k)
 {
 	if (!k)
 		return;
@@ -113,7 +119,7 @@ static void put(struct out *o, const void *p, size_t k)
 	o->n += k;
 }
 
-static void ref_fix(struct out *o, const uint8_t *s, size_t n)
+static CHECKER void ref_fix(struct out *o, const uint8_t *s, size_t n)
 {
 	uint32_t cp;
 	size_t k;
@@ -126,7 +132,7 @@ static void ref_fix(struct out *o, const uint8_t *s, size_t n)
 	}
 }
 
-static void ref_text(struct out *o, const uint8_t *s, size_t n, unsigned flags)
+static CHECKER void ref_text(struct out *o, const uint8_t *s, size_t n, unsigned flags)
 {
 	uint32_t cp;
 	size_t k;
@@ -139,15 +145,15 @@ static void ref_text(struct out *o, const uint8_t *s, size_t n, unsigned flags)
 			continue;
 		}
 		for (size_t j = 0; j < k; j++) {
-			char e[5];
+			static const char hex[] = "0123456789abcdef";
+			char e[4] = { '\\', 'x', hex[s[i + j] >> 4], hex[s[i + j] & 15] };
 
-			snprintf(e, sizeof(e), "\\x%02x", s[i + j]);
 			put(o, e, 4);
 		}
 	}
 }
 
-static void same(const char *what, const void *got, size_t ngot, const void *want, size_t nwant)
+static CHECKER void same(const char *what, const void *got, size_t ngot, const void *want, size_t nwant)
 {
 	if (ngot != nwant || (ngot && memcmp(got, want, ngot)))
 		FAIL("%s: %zu bytes, want %zu", what, ngot, nwant);
@@ -155,12 +161,12 @@ static void same(const char *what, const void *got, size_t ngot, const void *wan
 
 /* --- the terminal escaper --- */
 
-static int hexval(char c)
+static CHECKER int hexval(char c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-static void unescape(struct out *o, const char *s, size_t n)
+static CHECKER void unescape(struct out *o, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] == '\\' && i + 3 < n && s[i + 1] == 'x' && hexval(s[i + 2]) >= 0 && hexval(s[i + 3]) >= 0) {
@@ -174,7 +180,7 @@ static void unescape(struct out *o, const char *s, size_t n)
 	}
 }
 
-static void check_text(const uint8_t *data, size_t size, unsigned flags)
+static CHECKER void check_text(const uint8_t *data, size_t size, unsigned flags)
 {
 	struct dl_sbuf b = { 0 }, again = { 0 };
 	struct out want = { 0 }, undone = { 0 };
@@ -214,7 +220,7 @@ static void check_text(const uint8_t *data, size_t size, unsigned flags)
 /* --- the JSON string writer --- */
 
 /* Reads one JSON string (RFC 8259) back to its UTF-8 bytes; aborts on anything a parser would refuse. */
-static void json_read_string(struct out *o, const uint8_t *s, size_t n)
+static CHECKER void json_read_string(struct out *o, const uint8_t *s, size_t n)
 {
 	size_t i = 1;
 
@@ -278,13 +284,14 @@ static void json_read_string(struct out *o, const uint8_t *s, size_t n)
 	}
 }
 
-static void check_json(const char *s, size_t n)
+/* want: the input with U+FFFD for what is ill-formed (ref_fix). */
+static CHECKER void check_json(const char *s, const struct out *want)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	struct dl_json j;
-	struct out back = { 0 }, want = { 0 };
+	struct out back = { 0 };
 	uint32_t cp;
 	size_t k;
 
@@ -299,19 +306,16 @@ static void check_json(const char *s, size_t n)
 		if (ref_unit((const uint8_t *)buf + i, len - i, &k, &cp) && ref_acts(cp))
 			FAIL("json: U+%04X written raw at %zu", cp, i);
 	json_read_string(&back, (const uint8_t *)buf, len);
-	ref_fix(&want, (const uint8_t *)s, n);
-	same("json read back", back.v, back.n, want.v, want.n);
+	same("json read back", back.v, back.n, want->v, want->n);
 	free(buf);
 	free(back.v);
-	free(want.v);
 }
 
 /* --- protobuf strings --- */
 
-static void check_pb(const char *s, size_t n)
+static CHECKER void check_pb(const char *s, const struct out *want)
 {
 	struct dl_pb pb;
-	struct out want = { 0 };
 	uint64_t len = 0;
 	size_t at = 1;
 	int shift = 0;
@@ -330,13 +334,11 @@ static void check_pb(const char *s, size_t n)
 		FAIL("pb: length %llu for %zu bytes", (unsigned long long)len, pb.len - at);
 	if (!ref_valid(pb.buf + at, (size_t)len))
 		FAIL("pb: string is not UTF-8");
-	ref_fix(&want, (const uint8_t *)s, n);
-	same("pb string", pb.buf + at, (size_t)len, want.v, want.n);
+	same("pb string", pb.buf + at, (size_t)len, want->v, want->n);
 	dl_pb_free(&pb);
-	free(want.v);
 }
 
-static void check_fix(const char *s, size_t n)
+static CHECKER void check_fix(const char *s, size_t n)
 {
 	struct dl_sbuf once = { 0 }, twice = { 0 };
 	struct out want = { 0 };
@@ -366,6 +368,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The JSON and protobuf writers take C strings: the input up to its first NUL. */
 	size_t n = strnlen((const char *)data, size);
 	char *s = malloc(n + 1);
+	struct out fixed = { 0 };
 
 	if (!s)
 		abort();
@@ -374,8 +377,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_text(data, size, 0);
 	check_text(data, size, DL_TEXT_KEEP_LINES);
 	check_fix((const char *)data, size);
-	check_json(s, n);
-	check_pb(s, n);
+	ref_fix(&fixed, (const uint8_t *)s, n);
+	check_json(s, &fixed);
+	check_pb(s, &fixed);
+	free(fixed.v);
 	free(s);
 	return 0;
 }

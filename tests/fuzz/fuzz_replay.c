@@ -39,7 +39,7 @@ struct digest {
 	uint64_t n, hash;
 };
 
-static int digest_sink(void *ctx, const struct dl_rec *r)
+static CHECKER int digest_sink(void *ctx, const struct dl_rec *r)
 {
 	struct digest *d = ctx;
 
@@ -53,7 +53,7 @@ struct steps {
 	struct dl_timeline *trace[2];
 };
 
-static void check_json(char *buf, size_t size, const char *what)
+static CHECKER void check_json(char *buf, size_t size, const char *what)
 {
 	size_t at;
 	const char *why = json_check(buf, size, &at);
@@ -68,7 +68,7 @@ static void check_json(char *buf, size_t size, const char *what)
  * A Perfetto trace is packets end to end, each field 1 (TracePacket) with a length that
  * stays inside the file; what is inside them test_perfetto decodes.
  */
-static void check_packets(const struct outpath *o)
+static CHECKER void check_packets(const struct outpath *o)
 {
 	size_t size, at = 0, n = 0;
 	unsigned char *buf = (unsigned char *)outpath_get(o, &size);

@@ -28,6 +28,14 @@ static inline void fail_init(void)
 		fail_fd = fd;
 }
 
+/*
+ * A harness's own checkers and reference implementations: their branches are not
+ * the code under test, and SanitizerCoverage's trace of every comparison in them
+ * cost more than the code they check. ASan and UBSan still instrument them; not
+ * inlined, since an inlined body is traced as part of its caller.
+ */
+#define CHECKER __attribute__((no_sanitize("coverage"), noinline))
+
 /* A broken invariant: said, then abort(), which libFuzzer reports with the input. */
 #define FAIL(...) do { \
 		dprintf(fail_fd, "%s: ", program_invocation_short_name); \

@@ -10,28 +10,29 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
+#include "harness.h"
 
 struct jc {
 	const char *p, *end;
 	const char *why;
 };
 
-static bool jc_value(struct jc *j, int depth);
+static CHECKER bool jc_value(struct jc *j, int depth);
 
-static void jc_ws(struct jc *j)
+static CHECKER void jc_ws(struct jc *j)
 {
 	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
 		j->p++;
 }
 
-static bool jc_fail(struct jc *j, const char *why)
+static CHECKER bool jc_fail(struct jc *j, const char *why)
 {
 	if (!j->why)
 		j->why = why;
 	return false;
 }
 
-static bool jc_lit(struct jc *j, const char *lit)
+static CHECKER bool jc_lit(struct jc *j, const char *lit)
 {
 	size_t n = strlen(lit);
 
@@ -41,7 +42,7 @@ static bool jc_lit(struct jc *j, const char *lit)
 	return true;
 }
 
-static bool jc_digits(struct jc *j)
+static CHECKER bool jc_digits(struct jc *j)
 {
 	const char *s = j->p;
 
@@ -50,7 +51,7 @@ static bool jc_digits(struct jc *j)
 	return j->p > s || jc_fail(j, "a number without digits");
 }
 
-static bool jc_number(struct jc *j)
+static CHECKER bool jc_number(struct jc *j)
 {
 	if (j->p < j->end && *j->p == '-')
 		j->p++;
@@ -73,7 +74,7 @@ static bool jc_number(struct jc *j)
 	return true;
 }
 
-static bool jc_string(struct jc *j)
+static CHECKER bool jc_string(struct jc *j)
 {
 	j->p++;   /* the opening quote */
 	while (j->p < j->end && *j->p != '"') {
@@ -101,7 +102,7 @@ static bool jc_string(struct jc *j)
 }
 
 /* Objects and arrays: members separated by commas, no trailing comma. */
-static bool jc_container(struct jc *j, int depth, char close)
+static CHECKER bool jc_container(struct jc *j, int depth, char close)
 {
 	j->p++;
 	jc_ws(j);
@@ -135,7 +136,7 @@ static bool jc_container(struct jc *j, int depth, char close)
 	}
 }
 
-static bool jc_value(struct jc *j, int depth)
+static CHECKER bool jc_value(struct jc *j, int depth)
 {
 	if (depth > 64)
 		return jc_fail(j, "nested too deep");
@@ -154,7 +155,7 @@ static bool jc_value(struct jc *j, int depth)
 }
 
 /* NULL if buf[0..n) is one JSON document, else what is wrong; *at: where. */
-static inline const char *json_check(const char *buf, size_t n, size_t *at)
+static inline CHECKER const char *json_check(const char *buf, size_t n, size_t *at)
 {
 	struct jc j = { buf, buf + n, NULL };
 

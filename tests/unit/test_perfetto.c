@@ -14,6 +14,7 @@
 #include "records/stream.h"
 #include "analysis/summary.h"
 #include "output/timeline.h"
+#include "output/timeline_writer.h"
 
 #define BYTES(pb, ...)                                                                \
 	do {                                                                          \
@@ -784,6 +785,38 @@ static void test_state_clipping(void)
 	free(buf);
 }
 
+/*
+ * Events that arrive newest first, more of them than the writer holds, all inside the window:
+ * it holds PF_HEAP_CAP of them, so each one past that finds a later one already written and
+ * goes out late, with an absolute timestamp.
+ */
+static void test_heap_cap(void)
+{
+	enum { EXTRA = 100, N = PF_HEAP_CAP + EXTRA };
+	static struct decoded d;
+	const struct dl_ttrack track = { .uuid = 1, .kind = DL_TT_COUNTER, .name = "load" };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct dl_tout *o = dl_perfetto_out(f, T0, T0, T0);
+	uint64_t events, late;
+
+	o->track(o, &track);
+	for (uint64_t i = 0; i < N; i++)
+		o->counter(o, &track, T0 + N - i, (double)i);
+	CHECK(o->finish(o) == 0, "finish");
+	events = o->events;
+	late = o->late;
+	o->destroy(o);
+	fclose(f);
+	CHECK_EQ_U64(events, N);
+	CHECK_EQ_U64(late, EXTRA);
+	decode((const uint8_t *)buf, len, &d);
+	CHECK(d.bad == 0, "%d malformed packets", d.bad);
+	CHECK_EQ_U64(d.absolute, EXTRA);
+	free(buf);
+}
+
 int main(void)
 {
 	test_varints();
@@ -794,5 +827,6 @@ int main(void)
 	test_write_error();
 	test_state_clipping();
 	test_rename_after_growth();
+	test_heap_cap();
 	return check_report("test_perfetto");
 }

@@ -9,6 +9,7 @@
 #define PF_BODY_MAX 240           /* bigger events (long kernel names) are written at once */
 #define PF_INTERN_SLOTS 4096      /* per kind; past that names are written inline */
 #define PF_FLUSH_BYTES (64u << 10)
+#define PF_SLOTS_FIRST 64         /* the pool's first size; it doubles up to PF_HEAP_CAP */
 
 enum pf_class { PF_C_END = 0, PF_C_BEGIN = 1, PF_C_END_EMPTY = 2 };
 
@@ -28,13 +29,19 @@ struct pf_out {
 	struct dl_tout base;
 	struct dl_pb out;              /* packets not yet handed to stdio */
 	struct dl_pb body;             /* scratch: one TrackEvent */
+	/*
+	 * Slots are handed out in order and the pool grows as they run out: a short
+	 * recording does not pay for PF_HEAP_CAP of them. A slot's number never
+	 * reaches the output (events are ordered by ev_less alone).
+	 */
 	struct pf_ev *pool;
 	uint32_t *heap, *free_slots;
-	size_t nheap, nfree;
+	size_t nheap, nfree, nslots, slots_cap;
 	uint64_t seq, last_ts, hi_ts;
 	uint64_t off_boot, off_real;   /* BOOTTIME - MONOTONIC, REALTIME - MONOTONIC */
 	int snapshot_done;
 	struct pf_intern intern[PF_NINTERN][PF_INTERN_SLOTS];
+	DL_VEC(char *) interned;       /* the tables' strings: freed without visiting 16K mostly empty slots */
 	uint64_t next_iid[PF_NINTERN];
 	int err;
 };
@@ -140,6 +147,7 @@ static uint64_t intern(struct pf_out *o, int kind, const char *s)
 		if (i > PF_INTERN_SLOTS / 2)
 			return 0;     /* table crowded: the caller writes the string inline */
 		e->s = dl_xstrdup(s);
+		*dl_vec_push(&o->interned) = e->s;
 		e->iid = ++o->next_iid[intern_index(kind)];
 		/* Interned data goes out at once: before, in file order, any packet using it. */
 		pf_encode_interned(&o->out, kind, e->iid, s);
@@ -221,6 +229,30 @@ static void pop(struct pf_out *o)
 	}
 }
 
+static void grow_slots(struct pf_out *o)
+{
+	size_t cap = o->slots_cap ? 2 * o->slots_cap : PF_SLOTS_FIRST;
+
+	if (cap > PF_HEAP_CAP)
+		cap = PF_HEAP_CAP;
+	o->pool = dl_xrealloc(o->pool, cap * sizeof(*o->pool));
+	o->heap = dl_xrealloc(o->heap, cap * sizeof(*o->heap));
+	o->free_slots = dl_xrealloc(o->free_slots, cap * sizeof(*o->free_slots));
+	o->slots_cap = cap;
+}
+
+/* A slot for one more event: a freed one, a new one, or, with PF_HEAP_CAP held, the earliest's. */
+static uint32_t take_slot(struct pf_out *o)
+{
+	if (!o->nfree && o->nslots == PF_HEAP_CAP)
+		pop(o);
+	if (o->nfree)
+		return o->free_slots[--o->nfree];
+	if (o->nslots == o->slots_cap)
+		grow_slots(o);
+	return (uint32_t)o->nslots++;
+}
+
 /* Queues the TrackEvent in o->body for time ts; writes whatever the window lets go. */
 static void queue(struct pf_out *o, uint64_t ts, enum pf_class cls, uint64_t key)
 {
@@ -236,9 +268,7 @@ static void queue(struct pf_out *o, uint64_t ts, enum pf_class cls, uint64_t key
 		write_event(o, ts, 1, b->buf, b->len);
 		return;
 	}
-	if (!o->nfree)
-		pop(o);
-	i = o->free_slots[--o->nfree];
+	i = take_slot(o);
 	e = &o->pool[i];
 	e->ts = ts;
 	e->cls = (uint8_t)cls;
@@ -409,9 +439,9 @@ static void pf_destroy(struct dl_tout *base)
 {
 	struct pf_out *o = pf(base);
 
-	for (int k = 0; k < PF_NINTERN; k++)
-		for (size_t i = 0; i < PF_INTERN_SLOTS; i++)
-			free(o->intern[k][i].s);
+	for (size_t i = 0; i < o->interned.n; i++)
+		free(o->interned.v[i]);
+	dl_vec_free(&o->interned);
 	dl_pb_free(&o->out);
 	dl_pb_free(&o->body);
 	free(o->pool);
@@ -424,11 +454,6 @@ struct dl_tout *dl_perfetto_out(FILE *f, uint64_t mono, uint64_t boot, uint64_t 
 {
 	struct pf_out *o = dl_xcalloc(1, sizeof(*o));
 
-	o->pool = dl_xcalloc(PF_HEAP_CAP, sizeof(*o->pool));
-	o->heap = dl_xcalloc(PF_HEAP_CAP, sizeof(*o->heap));
-	o->free_slots = dl_xcalloc(PF_HEAP_CAP, sizeof(*o->free_slots));
-	for (uint32_t i = 0; i < PF_HEAP_CAP; i++)
-		o->free_slots[o->nfree++] = PF_HEAP_CAP - 1 - i;
 	o->base = (struct dl_tout){ .track = pf_track, .slice = pf_slice, .flow_mark = pf_flow_mark,
 				    .counter = pf_counter, .clocks = pf_clocks, .finish = pf_finish, .destroy = pf_destroy, .f = f };
 	dl_pb_init(&o->out);
