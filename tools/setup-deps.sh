@@ -29,8 +29,9 @@ need_libbpf() { local v; v=$(pkg_version libbpf-dev); [ -z "$v" ] || ! version_g
 need_bpftool() { local v; v=$(bpftool_version || true); [ -z "$v" ] || ! version_ge "$v" "$MIN_BPFTOOL"; }
 
 # libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz), only recommended by clang.
+# python3-jsonschema: the integration tests check each JSON summary against its schema.
 BASE_PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc g++ libc6-dev procps mount
-           python3 protobuf-compiler valgrind binutils util-linux libclang-rt-dev)
+           python3 python3-jsonschema protobuf-compiler valgrind binutils util-linux libclang-rt-dev)
 missing=()
 for p in "${BASE_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || missing+=("$p"); done
 

@@ -10,6 +10,8 @@ import threading
 import time
 import traceback
 
+from summary_schema import SCHEMA_PATH, violations
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(ROOT, ".output")
 DLBPF = os.path.join(ROOT, "dlbpf")
@@ -37,6 +39,28 @@ def check_close(value, truth, rel, what):
     err = abs(value - truth) / truth
     check(err <= rel, f"{what}: dlbpf {value} vs truth {truth} ({err * 100:.2f}% off, allowed {rel * 100:.1f}%)")
     return err
+
+
+summaries_checked = 0   # JSON summaries that followed the schema, for main()'s closing lines
+
+
+def check_summary(doc, what="the JSON summary"):
+    """Fails unless doc follows include/dlbpf/summary.schema.json; returns doc."""
+    global summaries_checked
+    try:
+        bad = violations(doc)
+    except RuntimeError as e:
+        raise Failure(str(e))
+    check(not bad, f"{what} breaks {os.path.relpath(SCHEMA_PATH, ROOT)}: " +
+          "; ".join(b[:300] for b in bad[:5]) + (f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""))
+    summaries_checked += 1
+    return doc
+
+
+def load_summary(path):
+    """The JSON summary dlbpf wrote at path (--json), checked against the schema."""
+    with open(path) as f:
+        return check_summary(json.load(f), os.path.basename(path))
 
 
 class Dlbpf:
@@ -127,8 +151,7 @@ class Dlbpf:
         return "".join(self.stderr_lines)
 
     def summary(self):
-        with open(self.json_path) as f:
-            return json.load(f)
+        return load_summary(self.json_path)
 
 
 def truth_line(stdout, prefix="{", last=False):
@@ -244,5 +267,6 @@ def main():
             print(f"PASS {t.__name__} ({time.monotonic() - start:.1f}s){': ' + note if note else ''}", flush=True)
         else:
             failed += 1
+    print(f"{summaries_checked} JSON summaries followed {os.path.relpath(SCHEMA_PATH, ROOT)}")
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)

@@ -7,7 +7,7 @@ whether it did. Every row is a test function; the matrix is printed at the end.
 Run as root."""
 import atexit
 
-from harness import check, main, run_dlbpf
+from harness import check, check_summary, load_summary, main, run_dlbpf
 
 ROWS = []
 
@@ -144,6 +144,7 @@ def run_hostile():
         p = subprocess.run([DLBPF, "report", rec, "-o", trace, "-j", os.path.join(WORK, f"hostile-replay-{ext}.json")],
                            capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
         check(p.returncode == 0, f"report of the recording exited {p.returncode}: {p.stderr[-800:]!r}")
+        load_summary(os.path.join(WORK, f"hostile-replay-{ext}.json"))
         with open(trace, "rb") as f:
             _hostile[ext] = f.read()
         _hostile[f"replay_{ext}"] = p.stdout
@@ -182,7 +183,7 @@ def test_hostile_names_json():
     h = hostile_run()
     truth = h["truth"]
     shown(h["summary"], "JSON summary")   # controls and bidi are \uXXXX escapes: printing the file is safe too
-    s = strict_json(h["summary"], "JSON summary")
+    s = check_summary(strict_json(h["summary"], "JSON summary"))
     procs = {p["pid"]: p for p in s["processes"]}
     check(truth["pid"] in procs and truth["child"] in procs, f"processes {sorted(procs)}")
     comm = procs[truth["pid"]]["comm"]
@@ -1099,8 +1100,7 @@ def test_planted_symlink_not_followed():
         check(stat.S_ISREG(st.st_mode), f"{os.path.basename(link)} is still a link")
         check(st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600,
               f"{os.path.basename(link)}: uid {st.st_uid} mode {stat.S_IMODE(st.st_mode):o}, expected root 0600")
-    with open(links[0]) as f:
-        check(json.load(f)["schema"] == 1, "the JSON written in the link's place is not the summary")
+    check(load_summary(links[0])["schema"] == 1, "the JSON written in the link's place is not the summary")
     n, end, size = complete_records(links[2])
     check(n > 0 and end == size, f"the recording in the link's place: {n} records, {end} of {size} bytes")
     check(not leftovers(d), f"temporaries left: {leftovers(d)}")
@@ -1138,8 +1138,7 @@ def test_sigkill_mid_record_salvaged():
     if end < size:
         want = f"at byte {end}; the {n} records before it are reported"
         check(want in p.stderr and "cut short" in p.stderr, f"no warning '{want}': {p.stderr.strip()[-500:]}")
-    with open(summary) as f:
-        s = json.load(f)
+    s = load_summary(summary)
     procs = {q["pid"]: q for q in s["processes"]}
     check(w.pid in procs, f"the job (pid {w.pid}) is not in the salvaged report")
     copies = procs[w.pid]["cuda"]["memcpy"]["h2d"]["count"]
@@ -1162,8 +1161,7 @@ def test_sigpipe():
     err = err.decode(errors="replace")
     check(first.startswith(b"step"), f"first line is not a step line: {first!r}")
     check(p.returncode == 0, f"exit {p.returncode} (-13 is SIGPIPE): {err[-500:]}")
-    with open(summary) as f:
-        s = json.load(f)
+    s = load_summary(summary)
     with open(trace) as f:
         check(json.load(f)["traceEvents"], "empty timeline")
     # The workload's own step count: every step after the first is closed by the next one's start.
@@ -1173,6 +1171,7 @@ def test_sigpipe():
     r = subprocess.run([DLBPF, "report", rec, "-j", os.path.join(d, "replay.json")], capture_output=True, text=True,
                        timeout=120)
     check(r.returncode == 0 and "cut short" not in r.stderr, f"report of it: {r.returncode}: {r.stderr[-300:]}")
+    load_summary(os.path.join(d, "replay.json"))
     return f"{len(s['steps'])} steps, {n} records after stdout closed at the first line"
 
 
@@ -1212,6 +1211,7 @@ def test_corrupt_durations():
         check(p.returncode == 0, f"dur {dur}: exit {p.returncode}: {p.stderr[-300:]}")
         check(("1 malformed records ignored" in p.stderr) == malformed, f"dur {dur}: {p.stderr.strip()[-300:]}")
         check(os.path.getsize(os.path.join(d, "x.pftrace")) > 0, "no timeline")
+        load_summary(os.path.join(d, "x.json"))
     # Random mutants: each reported (0) or refused (1) in time, never a hang or a crash.
     rng = random.Random(1234)
     hsize = struct.unpack_from("<I", data, 8)[0]
@@ -1293,8 +1293,7 @@ def test_sigterm_during_replay():
     err = err.decode(errors="replace")
     check(p.returncode == 128 + signal.SIGTERM, f"exit {p.returncode}: {err[-300:]}")
     check("stopped by signal 15" in err, f"no warning: {err.strip()[-300:]}")
-    with open(summary) as f:
-        s = json.load(f)
+    s = load_summary(summary)
     check(s["processes"] and s["processes"][0]["pid"] == 7, "no report of the records read")
     return f"stopped {latency * 1e3:.0f} ms after SIGTERM, having read {read >> 20} MiB"
 
@@ -1693,6 +1692,8 @@ def test_fuzzed_recordings():
                 check(False, f"{name} (-o .{fmt}): still replaying after 10 s")
             check(rc in (0, 1), f"{name} (-o .{fmt}): exit {rc}: {err.strip()[-300:]}")
             check(rc == 0 or "dlbpf: error:" in err, f"{name} (-o .{fmt}): exit 1 without an error: {err.strip()[-300:]}")
+            if rc == 0:
+                load_summary(f"{out}-summary.json")
     return f"{len(names)} inputs, both formats"
 
 

@@ -6,13 +6,15 @@ total time of the matched steps and each phase's share. Step times can have two
 modes (two loaders: a step that waits, then one that does not), so no check
 compares medians: only totals, means and steps matched one to one. Run as root."""
 import bisect
+import copy
 import json
 import os
 import re
 import struct
 import subprocess
 
-from harness import DLBPF, GPUSIM_DIR, WORK, Dlbpf, check, main, workload
+from harness import DLBPF, GPUSIM_DIR, WORK, Dlbpf, check, load_summary, main, workload
+from summary_schema import violations
 
 EXPECTED = {
     "gpu": "gpu-bound",
@@ -224,7 +226,7 @@ def test_replay_equals_live():
     replay = os.path.join(WORK, "replay-report.json")
     r2 = subprocess.run([DLBPF, "report", rec, "--json", replay], capture_output=True, text=True, timeout=60)
     check(r2.returncode == 0, f"report failed: {r2.stderr}")
-    a, b = json.load(open(live)), json.load(open(replay))
+    a, b = load_summary(live), load_summary(replay)
     check(a == b, "replayed JSON differs from the live run's: "
           + str([k for k in a if a[k] != b.get(k)]))
     check(len(a["steps"]) >= 35 and a["diagnosis"]["verdict"] == "input-bound",
@@ -252,9 +254,9 @@ def test_keep_steps_folds():
         p = subprocess.run([DLBPF, "report", rec, "--keep-steps", keep, "--json", out], capture_output=True,
                            text=True, timeout=60)
         check(p.returncode == 0, f"report --keep-steps {keep} failed: {p.stderr}")
-        runs[keep] = json.load(open(out))
+        runs[keep] = load_summary(out)
     full, kept = runs["0"], runs["25"]
-    check(json.load(open(live)) == kept, "the live run's JSON differs from its replay with the same --keep-steps")
+    check(load_summary(live) == kept, "the live run's JSON differs from its replay with the same --keep-steps")
     fm, km = full["step_markers"][0], kept["step_markers"][0]
     n = fm["steps"]
     check(n >= 290 and fm["steps_listed"] == n == len(full["steps"]) and fm["percentiles_exact"],
@@ -314,6 +316,40 @@ def test_bad_recordings():
         check(needle in p.stderr, f"{name}: stderr lacks '{needle}': {p.stderr.strip()[-300:]}")
     p = subprocess.run([DLBPF, "report", os.path.join(WORK, "missing.dlbpf")], capture_output=True, text=True)
     check(p.returncode == 1 and "cannot open" in p.stderr, f"missing file: {p.stderr}")
+
+
+def test_summary_schema_rejects_breaches():
+    """A real summary follows include/dlbpf/summary.schema.json; each breach of it (a key the schema does
+    not name, a wrong type, a missing required key, a wrong enum or const) is reported at its place."""
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    d = Dlbpf(["--", workload("train"), "--scenario", "input", "--steps", "12", "--quiet"], env=env)
+    rc = d.wait(timeout=120)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-2000:]}")
+    good = d.summary()
+    check(good["steps"] and good["processes"][0]["cuda"]["calls"], "premise: a summary with steps and CUDA calls")
+
+    def breach(edit):
+        doc = copy.deepcopy(good)
+        edit(doc)
+        return violations(doc)
+
+    cases = {
+        "processes/0/cuda": lambda s: s["processes"][0]["cuda"].update(surprise=1),
+        "drops": lambda s: s["drops"].update(lost_events=0),
+        "steps/0/dur_ns": lambda s: s["steps"][0].update(dur_ns=str(s["steps"][0]["dur_ns"])),
+        "duration_ns": lambda s: s.update(duration_ns=s["duration_ns"] + 0.5),
+        "steps/0/io_ns": lambda s: s["steps"][0].update(io_ns=-1),
+        "diagnosis": lambda s: s["diagnosis"].pop("findings"),
+        "processes/0/sched": lambda s: s["processes"][0]["sched"].pop("runq_ns"),
+        "steps/0/verdict": lambda s: s["steps"][0].update(verdict="fast"),
+        "schema": lambda s: s.update(schema=2),
+        "diagnosis/findings/0/evidence": lambda s: s["diagnosis"].update(
+            findings=[{"rule": "async-io", "message": "m", "evidence": {"bytes": 1}}]),
+    }
+    for where, edit in cases.items():
+        bad = breach(edit)
+        check(len(bad) == 1 and bad[0].startswith(where + ": "), f"breach at {where}: reported as {bad}")
+    return f"{len(cases)} breaches, each reported at its place"
 
 
 if __name__ == "__main__":

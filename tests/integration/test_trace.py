@@ -11,7 +11,7 @@ import re
 import subprocess
 from collections import Counter, defaultdict
 
-from harness import GPUSIM_DIR, ROOT, WORK, Dlbpf, check, main, run_dlbpf, workload
+from harness import GPUSIM_DIR, ROOT, WORK, Dlbpf, check, load_summary, main, run_dlbpf, workload
 
 PROTO_DIR = os.path.join(ROOT, "tests", "proto")
 TRAIN = workload("train")
@@ -288,8 +288,7 @@ def test_pftrace_from_recording():
     check(p.returncode == 0, f"record exited {p.returncode}: {p.stderr[-500:]}")
     rc, _, err = run_dlbpf(["report", rec, "-q", "-o", path, "--json", js])
     check(rc == 0, f"report exited {rc}: {err[-500:]}")
-    with open(js) as f:
-        summary = json.load(f)
+    summary = load_summary(js)
     t = PfTrace(decode_pftrace(path))
     cuda, bio, switches = summary_counts(summary)
     left_out = disk_left_out(err)
