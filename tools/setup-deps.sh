@@ -29,8 +29,9 @@ need_libbpf() { local v; v=$(pkg_version libbpf-dev); [ -z "$v" ] || ! version_g
 need_bpftool() { local v; v=$(bpftool_version || true); [ -z "$v" ] || ! version_ge "$v" "$MIN_BPFTOOL"; }
 
 # libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz), only recommended by clang.
+# groff-base: the man page test renders doc/dlbpf.8 (tests only).
 BASE_PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc g++ libc6-dev procps mount
-           python3 protobuf-compiler valgrind binutils util-linux libclang-rt-dev)
+           python3 protobuf-compiler valgrind binutils util-linux libclang-rt-dev groff-base)
 missing=()
 for p in "${BASE_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || missing+=("$p"); done
 
