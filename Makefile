@@ -67,7 +67,7 @@ $(OBJ)/main.o: | $(OUTPUT)/dlbpf.skel.h
 
 -include $(shell find $(OBJ) $(SAN_OBJ) -name '*.d' 2>/dev/null)
 
-.PHONY: all test demo deps clean test-unit test-integration bench bench-run
+.PHONY: all test demo deps clean test-unit test-integration bench bench-run install uninstall
 .DELETE_ON_ERROR:
 
 all: dlbpf
@@ -86,6 +86,22 @@ $(OUTPUT)/dlbpf.skel.h: $(OUTPUT)/dlbpf.bpf.o
 
 dlbpf: $(MAIN_OBJS) $(STAGE_LIBS)
 	$(CC) $(USER_CFLAGS) $(MAIN_OBJS) $(STAGE_LIBS) $(LIBS) -pthread -o $@
+
+# The BPF object is inside the binary (the skeleton embeds it): these three files are all.
+# bin, not sbin: report needs no root, and a user's PATH often lacks sbin.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALLED_BIN := $(DESTDIR)$(PREFIX)/bin/dlbpf
+INSTALLED_MAN := $(DESTDIR)$(PREFIX)/share/man/man8/dlbpf.8
+INSTALLED_COMPLETION := $(DESTDIR)$(PREFIX)/share/bash-completion/completions/dlbpf
+
+install: dlbpf
+	install -D -m 0755 dlbpf $(INSTALLED_BIN)
+	install -D -m 0644 doc/dlbpf.8 $(INSTALLED_MAN)
+	install -D -m 0644 tools/dlbpf.bash-completion $(INSTALLED_COMPLETION)
+
+uninstall:
+	rm -f $(INSTALLED_BIN) $(INSTALLED_MAN) $(INSTALLED_COMPLETION)
 
 # --- tests -----------------------------------------------------------------
 -include tests/gpusim/gpusim.mk

@@ -67,6 +67,7 @@ SIM_TESTS := "env LD_LIBRARY_PATH=$(OUTPUT)/gpusim $(GPUSIM_TEST)" \
 	"env ASAN_OPTIONS=detect_leaks=1 LD_LIBRARY_PATH=$(OUTPUT)/gpusim-asan $(GPUSIM_ASAN_TEST)" \
 	"tests/workloads/check-scenarios.sh $(TRAIN) $(OUTPUT)/gpusim $(OUTPUT)/truth"
 LAYOUT_TEST := python3 tests/unit/test_layout.py
+MANPAGE_TEST := python3 tests/unit/test_manpage.py
 INTEGRATION := python3 tests/integration/test_dlbpf.py
 SCENARIOS := python3 tests/integration/test_scenarios.py
 include tests/workloads/coverage.mk
@@ -76,8 +77,9 @@ TRACE_TESTS := python3 tests/integration/test_trace.py
 MODES_TESTS := python3 tests/integration/test_modes.py
 FAULT_TESTS := python3 tests/integration/test_faults.py
 
-test-unit: $(UNIT_BINS)
-	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)"
+# dlbpf itself: the man page and completion tests read its --help.
+test-unit: $(UNIT_BINS) dlbpf
+	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)"
 
 test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
 	@tests/run-tests.sh "$(INTEGRATION)" "$(SCENARIOS)"
@@ -86,7 +88,7 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
 # simulator's and the workloads' own (--self), and the last line is dlbpf's total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
-	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" \
+	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FAULT_TESTS)" $(FUZZ_TESTS)
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)

@@ -5,13 +5,23 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <bpf/libbpf.h>
 #include "cli.h"
+#include "dlbpf/events.h"
 #include "outfile.h"
 #include "output/timeline.h"
 #include "capture/duty.h"
 #include "version.h"
 
-const char *argp_program_version = "dlbpf " DLBPF_VERSION;
+/* The libbpf dlbpf runs with, which a shared libbpf decides, not the headers it was built against. */
+static void print_version(FILE *f, struct argp_state *state)
+{
+	(void)state;
+	fprintf(f, "dlbpf %s (event ABI %d, libbpf %u.%u)\n", DLBPF_VERSION, DL_ABI_VERSION,
+		libbpf_major_version(), libbpf_minor_version());
+}
+
+void (*argp_program_version_hook)(FILE *, struct argp_state *) = print_version;
 const char *argp_program_bug_address = NULL;
 
 static const char doc[] =
@@ -244,6 +254,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
 	case ARGP_KEY_ARG:
+		/*
+		 * The sub-command may follow global options (dlbpf -q record ...):
+		 * argp hands over non-options in order, so this is the first one,
+		 * and one after a "--" is always a command's name.
+		 */
+		if (cfg->mode == DL_MODE_LIVE && !state->quoted && (!strcmp(arg, "record") || !strcmp(arg, "report"))) {
+			cfg->mode = !strcmp(arg, "record") ? DL_MODE_RECORD : DL_MODE_REPORT;
+			break;
+		}
 		if (cfg->mode == DL_MODE_REPORT) {
 			if (cfg->input_path)
 				argp_error(state, "report takes one recording, got '%s' too", arg);
@@ -306,13 +325,6 @@ void dl_cli_parse(int argc, char **argv, struct dl_config *cfg)
 	cfg->keep_steps = DL_KEEP_STEPS_DEFAULT;
 	cfg->timeline_format = -1;
 	cfg->ready_fd = -1;
-	if (argc > 1 && (!strcmp(argv[1], "record") || !strcmp(argv[1], "report"))) {
-		cfg->mode = !strcmp(argv[1], "record") ? DL_MODE_RECORD : DL_MODE_REPORT;
-		/* The subcommand takes argv[0]'s place, so usage messages name it. */
-		argv[1] = argv[0];
-		argc--;
-		argv++;
-	}
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, cfg))
 		exit(2);
 }
