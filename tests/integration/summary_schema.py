@@ -6,8 +6,14 @@ import os
 
 try:
     import jsonschema
-except ImportError:   # reported by violations(), so that a test fails with the reason, not at import
-    jsonschema = None
+except ImportError:
+    # A python3 of its own (pyenv, a venv) does not see Debian's package: look where apt put it.
+    import sys
+    sys.path.append("/usr/lib/python3/dist-packages")
+    try:
+        import jsonschema
+    except ImportError:   # reported by violations(), so that a test fails with the reason, not at import
+        jsonschema = None
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCHEMA_PATH = os.path.join(ROOT, "include", "dlbpf", "summary.schema.json")
