@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "analysis/stepfold.h"
 #include "util.h"
 
@@ -28,38 +29,30 @@ uint64_t dl_fold_bucket_mid(uint32_t b)
 	return lo + ((1ull << shift) >> 1);
 }
 
-static void welford(struct dl_step_fold *f, double x)
+/* A fold of one step: what dl_fold_merge adds (its mean is the step's, its M2 zero). */
+static void fold_of_step(struct dl_step_fold *one, const struct dl_step *st)
 {
-	double d = x - f->mean;
-
-	f->mean += d / (double)f->n;
-	f->m2 += d * (x - f->mean);
+	*one = (struct dl_step_fold){
+		.n = 1, .dur_ns = st->dur_ns, .io_read_bytes = st->io_read_bytes, .io_read_ops = st->io_read_ops,
+		.io_ns = st->io_ns, .workers_cpu_ns = st->workers_cpu_ns, .h2d_bytes = st->h2d_bytes,
+		.d2h_bytes = st->d2h_bytes, .h2d_copies = st->h2d_copies, .d2h_copies = st->d2h_copies,
+		.small_copies = st->small_copies, .pageable_copies = st->pageable_copies, .kernels = st->kernels,
+		.wakeup_runq_ns = st->wakeup_runq_ns, .mean = (double)st->dur_ns,
+	};
+	memcpy(one->cat_ns, st->cat_ns, sizeof(one->cat_ns));
+	if (st->verdict < DL_V_COUNT)
+		one->verdicts[st->verdict] = 1;
+	/* Over a millisecond of reads in flight: a shorter window says more about caches than the disk. */
+	if (st->io_ns > 1000000)
+		one->io_peak_mbps = (double)st->io_read_bytes * 1e3 / (double)st->io_ns;
 }
 
 void dl_fold_add(struct dl_step_fold *f, const struct dl_step *st, bool with_hist)
 {
-	f->n++;
-	f->dur_ns += st->dur_ns;
-	for (int k = 0; k < DL_CAT_COUNT; k++)
-		f->cat_ns[k] += st->cat_ns[k];
-	f->io_read_bytes += st->io_read_bytes;
-	f->io_read_ops += st->io_read_ops;
-	f->io_ns += st->io_ns;
-	f->workers_cpu_ns += st->workers_cpu_ns;
-	f->h2d_bytes += st->h2d_bytes;
-	f->d2h_bytes += st->d2h_bytes;
-	f->h2d_copies += st->h2d_copies;
-	f->d2h_copies += st->d2h_copies;
-	f->small_copies += st->small_copies;
-	f->pageable_copies += st->pageable_copies;
-	f->kernels += st->kernels;
-	f->wakeup_runq_ns += st->wakeup_runq_ns;
-	if (st->verdict < DL_V_COUNT)
-		f->verdicts[st->verdict]++;
-	/* Over a millisecond of reads in flight: a shorter window says more about caches than the disk. */
-	if (st->io_ns > 1000000 && (double)st->io_read_bytes * 1e3 / (double)st->io_ns > f->io_peak_mbps)
-		f->io_peak_mbps = (double)st->io_read_bytes * 1e3 / (double)st->io_ns;
-	welford(f, (double)st->dur_ns);
+	struct dl_step_fold one;
+
+	fold_of_step(&one, st);
+	dl_fold_merge(f, &one);
 	if (with_hist) {
 		if (!f->hist)
 			f->hist = dl_xcalloc(DL_FOLD_BUCKETS, sizeof(*f->hist));
