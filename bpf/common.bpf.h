@@ -110,26 +110,6 @@ DL_SHARED struct {
 	__type(value, struct traced_mark);
 } traced_marks SEC(".maps");
 
-static __always_inline bool dl_is_traced(__u32 tgid);
-
-/* Whether t's process is traced; t must be a trusted task pointer (tp_btf arguments, current). */
-static __always_inline bool dl_task_traced(struct task_struct *t)
-{
-	struct traced_mark *m = bpf_task_storage_get(&traced_marks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	__u32 gen = traced_gen + 1;
-	bool yes;
-
-	if (m && m->gen == gen)
-		return m->traced;
-	/* No mark (storage busy on this CPU, or out of memory): the map answers, as always. */
-	yes = dl_is_traced(t->tgid);
-	if (m) {
-		m->traced = yes;
-		m->gen = gen;
-	}
-	return yes;
-}
-
 struct thread_state {
 	__u64 since;
 	__u32 state;
@@ -158,6 +138,24 @@ static __always_inline void dl_count_drop(__u32 src)
 static __always_inline bool dl_is_traced(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
+}
+
+/* Whether t's process is traced; t must be a trusted task pointer (tp_btf arguments, current). */
+static __always_inline bool dl_task_traced(struct task_struct *t)
+{
+	struct traced_mark *m = bpf_task_storage_get(&traced_marks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u32 gen = traced_gen + 1;
+	bool yes;
+
+	if (m && m->gen == gen)
+		return m->traced;
+	/* No mark (storage busy on this CPU, or out of memory): the map answers, as always. */
+	yes = dl_is_traced(t->tgid);
+	if (m) {
+		m->traced = yes;
+		m->gen = gen;
+	}
+	return yes;
 }
 
 static __always_inline void *dl_reserve(__u32 size, __u16 kind, __u32 drop_src,
