@@ -37,6 +37,17 @@ CLASSES = [  # probe class, ratecalls --api, symbol, return probe, calls per run
 ]
 
 
+def rss_kb_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def med(v):
     return statistics.median(v) if v else float("nan")
 
@@ -117,11 +128,7 @@ class Tracer:
         return (int(fields[11]) + int(fields[12])) * 1e9 / CLK_TCK
 
     def rss_kb(self):
-        with open(f"/proc/{self.p.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
+        return rss_kb_of(self.p.pid)
 
     def finish(self):
         """Waits for a dlbpf that stops by itself (its target exited); stops the others."""
@@ -336,17 +343,6 @@ def bench_attach(rounds, rss_seconds):
 
 
 # --- 6. soak: memory over a long run of steps ------------------------------------------
-def rss_kb_of(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def bench_soak(steps):
     """dlbpf traces a fast training loop for `steps` steps; its RSS sampled each second."""
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM)
