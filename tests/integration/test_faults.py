@@ -987,20 +987,26 @@ def fresh_dir(name):
     return d
 
 
-def complete_records(path):
-    """Read independently of dlbpf: (complete records, the byte offset where they end, file size)."""
+DL_EV_CUDA = 1   # enum dl_kind in include/dlbpf/events.h
+
+
+def complete_records(path, count_kind=None, count_tgid=None):
+    """Read independently of dlbpf: (complete records, the byte offset where they end, file size), and with
+    count_kind also how many of them are of that kind and process."""
     with open(path, "rb") as f:
         data = f.read()
     check(data[:8] == b"DLBPFREC", f"{path} has no recording header")
     off = struct.unpack_from("<I", data, 8)[0]
-    n = 0
+    n = counted = 0
     while off + 24 <= len(data):
-        size = struct.unpack_from("<H", data, off)[0]
+        size, kind = struct.unpack_from("<HH", data, off)
         if size < 24 or off + size > len(data):
             break
+        if kind == count_kind and struct.unpack_from("<I", data, off + 16)[0] == count_tgid:
+            counted += 1
         off += size
         n += 1
-    return n, off, len(data)
+    return (n, off, len(data)) if count_kind is None else (n, off, len(data), counted)
 
 
 TRAIN_ENV = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
@@ -1118,13 +1124,21 @@ def test_sigkill_mid_record_salvaged():
         b = Background(["record", "-q", "-o", rec, "--pid", str(w.pid)], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
         b.started()
-        # The periodic flush puts the recording at its path and keeps it growing while dlbpf runs.
+        # The periodic flush puts the recording at its path and keeps it growing while dlbpf runs. Size alone
+        # is no sign that the job's steps are in it: the loaders' scheduler records can fill the first
+        # flushes while the job is still starting, so wait for its CUDA calls too (a step makes about ten).
         deadline = time.monotonic() + 60
-        while (not os.path.exists(rec) or os.path.getsize(rec) < 256 * 1024) and time.monotonic() < deadline:
+        job_calls = 0
+        while time.monotonic() < deadline:
             check(b.proc.poll() is None, f"dlbpf exited {b.proc.returncode}")
+            if os.path.exists(rec) and os.path.getsize(rec) >= 256 * 1024:
+                job_calls = complete_records(rec, DL_EV_CUDA, w.pid)[3]
+                if job_calls >= 100:
+                    break
             time.sleep(0.05)
         check(os.path.exists(rec) and os.path.getsize(rec) >= 256 * 1024,
               "the recording is not at its path while recording")
+        check(job_calls >= 100, f"only {job_calls} CUDA calls of the job flushed to the recording in 60 s")
         b.proc.send_signal(signal.SIGKILL)
         b.proc.wait()
     finally:
