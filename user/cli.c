@@ -89,7 +89,8 @@ static const struct argp_option opts[] = {
 	{ "keep-steps", OPT_KEEP_STEPS, "N", 0, "Keep the latest N steps of each process in full (listed in the JSON); "
 	  "older ones are folded into totals, so memory stays flat on long runs (default 10000, 0: keep all)", 0 },
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
-	{ "verbose", 'v', NULL, 0, "Say more (repeat for debug output, libbpf's included)", 0 },
+	{ "verbose", 'v', NULL, 0, "Say more: what is attached where, and every process in the report (without it, processes that made no "
+	  "CUDA call, did no disk I/O and ran under 1% of a CPU are one line); repeat for debug output, libbpf's included", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two up to 2048 (default 16)", 0 },
 	{ "drain-ms", OPT_DRAIN_MS, "MS", 0, "Drain the ring buffer every MS ms (default 10)", 0 },
 	{ "summary", OPT_SUMMARY, NULL, 0, "Low overhead: count CUDA calls, bytes and durations in the kernel (no per-call "

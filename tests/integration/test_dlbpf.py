@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from harness import (DLBPF, GPUSIM_DIR, Dlbpf, Failure, check, check_close, main, make_data_file,
+from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, Failure, check, check_close, load_summary, main, make_data_file,
                      process, run_dlbpf, trace_waiting, truth_line, check_copies_and_calls, workload)
 
 
@@ -241,6 +241,47 @@ def test_no_cuda_target():
     check(p["cuda"]["found"] is False, "CUDA reported found")
     check("CUDA     not found" in d.stdout, "text report does not say CUDA was not found")
     check(p["sched"]["blocked_ns"] > 200_000_000, f"sleep not seen blocked: {p['sched']}")
+
+
+def test_wrappers_folded():
+    """A job launched through wrappers: processes that made no CUDA call, did no disk I/O and ran under 1% of a
+    CPU while their parent was traced are one line of the text report; -v lists each; the JSON keeps all."""
+    runs = 4
+    subprocess.run(["/bin/true"], check=True)   # in the page cache: the traced runs read nothing from disk
+    train = workload("train")
+    cmd = ["--", "sh", "-c", f"for i in $(seq {runs}); do /bin/true; done; exec env {train} --scenario input "
+           "--steps 10 --quiet"]
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    shown = {}
+    for verbose in (False, True):
+        summary = os.path.join(WORK, f"wrappers-{verbose}.json")
+        rc, out, err = run_dlbpf((["-v"] if verbose else []) + ["-j", summary] + cmd, env=env)
+        check(rc == 0, f"dlbpf exited {rc}: {err[-500:]}")
+        shown[verbose] = (out, load_summary(summary))
+    out, s = shown[False]
+    procs = {p["pid"]: p for p in s["processes"]}
+    trues = [p for p in s["processes"] if p["comm"] == "true"]
+    check(len(trues) == runs, f"{len(trues)} processes named true in the JSON, the command ran {runs}")
+
+    def bystander(p):
+        return (p["ppid"] in procs and not any(c["count"] for c in p["cuda"]["calls"].values())
+                and p["io"]["read_ops"] + p["io"]["write_ops"] == 0
+                and p["sched"]["oncpu_ns"] * 100 < s["duration_ns"])
+    folded = [p for p in s["processes"] if bystander(p)]
+    check(len(folded) >= runs - 1, f"only {len(folded)} bystanders: {[(p['comm'], p['io']) for p in trues]}")
+    line = next((ln for ln in out.splitlines() if "more process" in ln), "")
+    check(line.startswith(f"{len(folded)} more process"), f"fold line {line!r}, {len(folded)} bystanders")
+    for p in s["processes"]:
+        listed = f"PID {p['pid']} (" in out
+        check(listed != bystander(p), f"pid {p['pid']} ({p['comm']}): listed {listed}, bystander {bystander(p)}")
+        if bystander(p) and folded.index(p) < 8:
+            check(f" {p['pid']} ({p['comm']})" in line, f"pid {p['pid']} not named in {line!r}")
+    check(any(p["cuda"]["calls"] and f"PID {p['pid']} (train)" in out for p in s["processes"]), "the job is folded")
+    out_v, s_v = shown[True]
+    listed_v = sum(f"PID {p['pid']} (" in out_v for p in s_v["processes"])
+    check(listed_v == len(s_v["processes"]) and "more process" not in out_v,
+          f"-v lists {listed_v} of {len(s_v['processes'])} processes")
+    return f"{len(folded)} of {len(s['processes'])} processes folded into one line; -v lists all"
 
 
 def test_exit_mid_trace():

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include "log.h"
 #include "output/json.h"
 #include "output/report.h"
 #include "output/report_diag.h"
@@ -85,17 +86,66 @@ static void text_cuda(FILE *f, const struct dl_proc *p, struct dl_sbuf *esc)
 	}
 }
 
+/*
+ * A launch through wrappers (pyenv shims, `bash -c`, env) traces each of them:
+ * listed at length they bury the job. A process is a bystander when it made no
+ * CUDA call, did no disk I/O and ran under 1% of one CPU over the trace, so a
+ * data-loader worker that only decodes on the CPU stays listed; and when its
+ * parent was traced too, so what the user named (a pid, a command) is always
+ * shown. -v lists all.
+ */
+static bool bystander(const struct dl_summary *s, const struct dl_proc *p, uint64_t trace_ns)
+{
+	if (!p->ppid || !dl_summary_find(s, p->ppid))
+		return false;
+	for (int a = 0; a < DL_API_COUNT; a++)
+		if (p->calls[a].count)
+			return false;
+	if (p->io.read_ops || p->io.write_ops || p->io.error_ops || p->io.unseen_ops)
+		return false;
+	return p->sched.oncpu_ns * 100 < trace_ns;
+}
+
+/* One line for the bystanders: how many, their pids and names (the first few), their CPU together. */
+static void text_bystanders(FILE *f, const struct dl_summary *s, uint64_t trace_ns, struct dl_sbuf *esc)
+{
+	enum { SHOWN = 8 };
+	size_t n = 0;
+	uint64_t oncpu = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (bystander(s, &s->procs[i], trace_ns)) {
+			n++;
+			oncpu += s->procs[i].sched.oncpu_ns;
+		}
+	if (!n)
+		return;
+	fprintf(f, "\n%zu more process%s made no CUDA call, did no disk I/O and ran under 1%% of a CPU "
+		"(%.3f ms on-CPU in all; -v lists each):", n, n == 1 ? "" : "es", ms(oncpu));
+	for (size_t i = 0, shown = 0; i < s->n && shown < SHOWN; i++) {
+		const struct dl_proc *p = &s->procs[i];
+
+		if (!bystander(s, p, trace_ns))
+			continue;
+		fprintf(f, "%s %d (%s)", shown ? "," : "", p->pid, p->comm[0] ? dl_text(esc, p->comm) : "?");
+		shown++;
+	}
+	fprintf(f, "%s\n", n > SHOWN ? ", ..." : "");
+}
+
 void dl_report_text(FILE *f, const struct dl_summary *s)
 {
 	uint64_t events = 0;
 	char r[32], w[32];
 	struct dl_sbuf esc = { 0 };   /* names are the traced side's bytes: escaped for the terminal */
+	uint64_t trace_ns = dl_summary_duration(s);
+	bool fold = dl_log_level < DL_LOG_INFO;
 
 	for (int k = 0; k < DL_EV_TRACE_START; k++)
 		events += s->records[k];
 	events += s->records[DL_EV_BIO_SUBMIT];
 	fprintf(f, "\ndlbpf: traced %zu process%s for %.2f s: %" PRIu64 " events, %" PRIu64 " dropped\n",
-		s->n, s->n == 1 ? "" : "es", (double)dl_summary_duration(s) / 1e9, events, s->drops_total);
+		s->n, s->n == 1 ? "" : "es", (double)trace_ns / 1e9, events, s->drops_total);
 	if (s->recursion_misses) {
 		fprintf(f, "  WARNING: the kernel skipped %" PRIu64 " runs of dlbpf's programs (a tracepoint fired "
 			"while the same program ran on that CPU:", s->recursion_misses);
@@ -119,6 +169,8 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct dl_proc *p = &s->procs[i];
 
+		if (fold && bystander(s, p, trace_ns))
+			continue;
 		fprintf(f, "\nPID %d (%s)", p->pid, p->comm[0] ? dl_text(&esc, p->comm) : "?");
 		if (p->nspid && p->nspid != p->pid)
 			fprintf(f, " [pid %d in its namespace]", p->nspid);
@@ -148,6 +200,8 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 			ms(p->sched.oncpu_ns), ms(p->sched.runq_ns), ms(p->sched.blocked_ns), ms(p->sched.sleep_ns),
 			ms(p->sched.disk_ns), p->sched.switches, p->threads);
 	}
+	if (fold)
+		text_bystanders(f, s, trace_ns, &esc);
 	if (s->async_io_ops) {
 		fmt_bytes(r, sizeof(r), s->async_io_bytes);
 		fprintf(f, "\nasync I/O by kernel threads (not attributed): %s in %" PRIu64 " requests\n", r,
