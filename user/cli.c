@@ -46,6 +46,9 @@ static const char doc[] =
 "  sudo dlbpf --comm python3        # every python3 process, now and later\n"
 "  sudo dlbpf --system-wide -d 60   # every process using CUDA, for a minute\n"
 "  sudo dlbpf -p 4242 -o t.pftrace  # also write a timeline for the Perfetto UI\n"
+"  sudo dlbpf record --ring 60 --trigger-step 2x -o /var/tmp/fr -p 4242\n"
+"                                   # flight recorder: the last minute, written\n"
+"                                   # out when a step is twice the median\n"
 "  dlbpf report run.dlbpf -o t.json # a recording's timeline, Chrome JSON\n"
 "  sudo dlbpf -v --pid 4242         # also say what is attached where"
 "\v"
@@ -69,7 +72,8 @@ static const char doc[] =
 "  stops, on --duration or a signal, goes on untraced).";
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
-       OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS };
+       OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_RING, OPT_RING_MB,
+       OPT_TRIGGER_STEP };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -97,6 +101,13 @@ static const struct argp_option opts[] = {
 	  "records; kernels without grid/block, copies without pageable/pinned)", 0 },
 	{ "duty", OPT_DUTY, "M/N", 0, "Low overhead: probe launches and copies only M of every N seconds; the report "
 	  "scales their counts", 0 },
+	{ "ring", OPT_RING, "SEC", 0, "record: a flight recorder: keep the last SEC seconds in memory and write them "
+	  "to a new recording in the -o directory when a step is slow (--trigger-step), the verdict changes, events "
+	  "are dropped, or on SIGUSR1", 0 },
+	{ "ring-mb", OPT_RING_MB, "MB", 0, "Memory for --ring, in MiB (default 256): a busier job keeps fewer "
+	  "seconds, and the report says so", 0 },
+	{ "trigger-step", OPT_TRIGGER_STEP, "K", 0, "With --ring: dump when a step takes more than K times its "
+	  "process's median step (K > 1, as 2 or 2x)", 0 },
 	{ "ready-fd", OPT_READY_FD, "FD", 0, "Write 'ready\\n' to FD once every probe is attached and tracing has "
 	  "begun, then close it", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0 },
@@ -244,6 +255,31 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (dl_duty_parse(arg, &cfg->duty_on_s, &cfg->duty_period_s))
 			argp_error(state, "invalid duty cycle '%s' (expected M/N seconds, 0 < M < N)", arg);
 		break;
+	case OPT_RING: {
+		char *end;
+
+		errno = 0;
+		cfg->ring_s = strtod(arg, &end);
+		if (*end == 's')
+			end++;
+		if (errno || end == arg || *end || !(cfg->ring_s >= 1) || cfg->ring_s > 86400)
+			argp_error(state, "invalid --ring '%s' (expected seconds from 1 to 86400, as 60 or 60s)", arg);
+		break;
+	}
+	case OPT_RING_MB:
+		cfg->ring_mb = (size_t)parse_long(state, "--ring-mb", arg, 4, 1 << 20);
+		break;
+	case OPT_TRIGGER_STEP: {
+		char *end;
+
+		errno = 0;
+		cfg->trigger_step = strtod(arg, &end);
+		if (*end == 'x')
+			end++;
+		if (errno || end == arg || *end || !(cfg->trigger_step > 1) || cfg->trigger_step > 1e6)
+			argp_error(state, "invalid --trigger-step '%s' (expected a factor > 1, as 2 or 2x)", arg);
+		break;
+	}
 	case OPT_READY_FD:
 		/* Not stdin, stdout or stderr: it is closed once written. */
 		cfg->ready_fd = (int)parse_long(state, "file descriptor", arg, 3, INT_MAX);
@@ -290,6 +326,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 					   "--duration do not apply");
 			if (cfg->ready_fd >= 0)
 				argp_error(state, "report replays a recording: --ready-fd does not apply");
+			if (cfg->ring_s || cfg->ring_mb || cfg->trigger_step)
+				argp_error(state, "report replays a recording: --ring, --ring-mb and --trigger-step are record's");
 			/* Both read BPF maps of a live trace; a recording holds per-call records only. */
 			if (cfg->kernel_agg || cfg->duty_on_s)
 				argp_error(state, "report replays a recording: --summary and --duty do not apply");
@@ -301,7 +339,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if ((cfg->npids || cfg->ncomms || cfg->system_wide) && cfg->cmd)
 			argp_error(state, "give either --pid or a command, not both (--comm and --system-wide count as --pid)");
 		if (cfg->mode == DL_MODE_RECORD && !cfg->record_path)
-			argp_error(state, "record needs -o FILE");
+			argp_error(state, cfg->ring_s ? "record --ring needs -o DIR" : "record needs -o FILE");
+		if ((cfg->ring_s || cfg->ring_mb || cfg->trigger_step) && cfg->mode != DL_MODE_RECORD)
+			argp_error(state, "--ring, --ring-mb and --trigger-step are record's: dlbpf record --ring SEC -o DIR");
+		if ((cfg->ring_mb || cfg->trigger_step) && !cfg->ring_s)
+			argp_error(state, "--ring-mb and --trigger-step go with --ring SEC");
+		if (cfg->ring_s) {
+			/* -o names the dumps' directory: no recording of the whole run. */
+			cfg->ring_dir = cfg->record_path;
+			cfg->record_path = NULL;
+			if (!cfg->ring_mb)
+				cfg->ring_mb = 256;
+		}
 		/* A recording replays its records; these modes' counts live in BPF maps and the live report. */
 		if (cfg->mode == DL_MODE_RECORD && (cfg->kernel_agg || cfg->duty_on_s))
 			argp_error(state, "record keeps every record for report; --summary and --duty keep counts "

@@ -42,6 +42,10 @@ struct dl_config {
 	unsigned duty_on_s, duty_period_s;   /* --duty M/N (capture/duty.c); 0: always on */
 	size_t keep_steps;     /* --keep-steps: the latest steps kept in full per process; 0: all */
 	int ready_fd;          /* --ready-fd: told "ready" once tracing has begun; -1: none */
+	/* record --ring SEC -o DIR: the flight recorder (flightrec.h); ring_s 0: a whole recording */
+	double ring_s, trigger_step;
+	size_t ring_mb;
+	const char *ring_dir;
 };
 
 /* Parses argv; on bad usage prints why and exits with status 2. */

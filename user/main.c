@@ -40,6 +40,7 @@
 #include "capture/tracer.h"
 #include "dlbpf/io.h"
 #include "capture/watchdog.h"
+#include "flightrec.h"
 #include "util.h"
 
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
@@ -48,10 +49,17 @@
 #define IDLE_DRAIN_MS 80        /* drain interval while no record arrives */
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t dump_asked;   /* SIGUSR1: the flight recorder writes its window */
 
 static void on_signal(int sig)
 {
 	stop_signal = sig;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	dump_asked = 1;
 }
 
 /*
@@ -85,6 +93,7 @@ struct run {
 	struct dl_outfile json;
 	struct dl_recorder *rec;     /* record: flushed as it goes */
 	struct dl_timeline *trace;   /* -o: the timeline (records through the stream, steps through on_step) */
+	struct dl_flightrec *flight; /* record --ring */
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
 	bool status_shown;
@@ -300,6 +309,18 @@ static void show_status(struct run *r, uint64_t now, uint64_t dt)
 	r->status_shown = true;
 }
 
+static void flight_tick(struct run *r, uint64_t now)
+{
+	uint64_t drops[DL_DROP_MAX];
+
+	if (dump_asked) {
+		dump_asked = 0;
+		dl_flightrec_request(r->flight, "usr1: asked by SIGUSR1");
+	}
+	dl_tracer_read_drops(&r->tracer, drops);
+	dl_flightrec_tick(r->flight, now, drops);
+}
+
 static int run_loop(struct run *r)
 {
 	uint64_t deadline = r->cfg.duration_s > 0 ? r->start_ns + (uint64_t)(r->cfg.duration_s * 1e9) : 0;
@@ -335,6 +356,8 @@ static int run_loop(struct run *r)
 			break;
 		if (r->cfg.duty_on_s)
 			dl_duty_tick(&r->duty, &r->tracer, now, &r->sum, sync_kernel, r);
+		if (r->flight)
+			flight_tick(r, now);
 		/* The first flush puts the recording at its path; a write error is said at the end. */
 		if (r->rec && now >= next_flush) {
 			next_flush = now + REC_FLUSH_NS;
@@ -541,6 +564,7 @@ static int write_json(struct run *r, const struct dl_correlator *corr, const str
 struct step_sinks {
 	struct dl_step_printer *printer;
 	struct dl_timeline *trace;
+	struct dl_flightrec *flight;
 };
 
 static void on_step(void *ctx, const struct dl_step *st)
@@ -556,6 +580,8 @@ static void on_step(void *ctx, const struct dl_step *st)
 		dl_print_step(s->printer, st);
 	if (s->trace)
 		dl_timeline_step(s->trace, st);
+	if (s->flight)
+		dl_flightrec_step(s->flight, st);
 }
 
 /* A replayed timeline shows the recording's own real time: its header's clock snapshot. */
@@ -643,7 +669,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (r.cfg.mode == DL_MODE_RECORD) {
+	if (r.cfg.record_path) {
 		err = dl_recorder_open(&rec, r.cfg.record_path);
 		if (err)
 			goto cleanup;
@@ -655,6 +681,8 @@ int main(int argc, char **argv)
 	}
 	steps.trace = r.trace;
 	sigaction(SIGINT, &sa, NULL);
+	if (r.cfg.ring_dir)
+		sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = on_usr1 }, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	r.stream.stop = &stop_signal;   /* a replay stops between records */
@@ -664,10 +692,20 @@ int main(int argc, char **argv)
 	diag = dl_xcalloc(1, sizeof(*diag));
 	/* Sinks in any order: the stream hands each the record already decoded and resolved. */
 	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
-	if (r.cfg.mode == DL_MODE_RECORD)
+	if (r.rec)
 		dl_stream_add(&r.stream, dl_recorder_sink, &rec);
 	if (r.trace)
 		dl_stream_add(&r.stream, dl_timeline_sink, r.trace);
+	if (r.cfg.ring_dir) {
+		struct dl_flightrec_opts fo = { .dir = r.cfg.ring_dir, .window_s = r.cfg.ring_s,
+						.budget_mb = r.cfg.ring_mb, .step_factor = r.cfg.trigger_step };
+
+		r.flight = steps.flight = dl_flightrec_open(&fo, &r.stream);
+		if (!r.flight) {
+			err = -EINVAL;
+			goto cleanup;
+		}
+	}
 	/* Recording also diagnoses live: the recording replays to the same result. */
 	copts.step_on = r.cfg.step_on;
 	copts.pcie_gbps = r.cfg.pcie_gbps;
@@ -693,7 +731,7 @@ int main(int argc, char **argv)
 			goto cleanup;
 	}
 
-	if (r.cfg.mode == DL_MODE_RECORD) {
+	if (r.rec) {
 		err = dl_recorder_close(&rec);
 		if (err) {
 			dl_err("writing the recording %s failed: %s", r.cfg.record_path, strerror(-err));
@@ -701,6 +739,14 @@ int main(int argc, char **argv)
 		}
 	}
 	dl_corr_finish(corr);
+	if (r.flight) {
+		uint64_t drops[DL_DROP_MAX];
+
+		dl_tracer_read_drops(&r.tracer, drops);
+		/* The steps the finish closed may have triggered a dump. */
+		dl_flightrec_close(r.flight, dl_now_ns(), drops);
+		r.flight = steps.flight = NULL;
+	}
 	dopts.pcie_gbps = r.cfg.pcie_gbps;
 	dopts.disk_mbps = r.cfg.disk_mbps;
 	dl_diagnose(corr, &r.sum, &dopts, diag);
@@ -712,7 +758,7 @@ int main(int argc, char **argv)
 		dl_agg_report(stdout, &r.agg);
 	if (r.cfg.duty_on_s)
 		dl_duty_report(stdout, &r.duty, &r.sum);
-	if (r.cfg.mode == DL_MODE_RECORD)
+	if (r.rec)
 		printf("\ndlbpf: recorded %" PRIu64 " records (%.1f MiB) to %s; `dlbpf report %s` replays it\n",
 		       rec.records, (double)rec.bytes / (1 << 20), r.cfg.record_path, r.cfg.record_path);
 	fflush(stdout);
@@ -729,6 +775,8 @@ int main(int argc, char **argv)
 		exit_code = 128 + stop_signal;
 
 cleanup:
+	if (r.flight)
+		dl_flightrec_close(r.flight, dl_now_ns(), (uint64_t[DL_DROP_MAX]){ 0 });
 	dl_recorder_abort(&rec);
 	dl_outfile_abort(&r.json);
 	if (r.trace)

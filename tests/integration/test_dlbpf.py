@@ -276,7 +276,8 @@ def test_wrappers_folded():
         check(listed != bystander(p), f"pid {p['pid']} ({p['comm']}): listed {listed}, bystander {bystander(p)}")
         if bystander(p) and folded.index(p) < 8:
             check(f" {p['pid']} ({p['comm']})" in line, f"pid {p['pid']} not named in {line!r}")
-    check(any(p["cuda"]["calls"] and f"PID {p['pid']} (train)" in out for p in s["processes"]), "the job is folded")
+    check(any(p["cuda"]["calls"] and f"PID {p['pid']} (train)" in out for p in s["processes"]),
+          f"the job is folded: {[(p['pid'], p['comm'], list(p['cuda']['calls'])) for p in s['processes']]}")
     out_v, s_v = shown[True]
     listed_v = sum(f"PID {p['pid']} (" in out_v for p in s_v["processes"])
     check(listed_v == len(s_v["processes"]) and "more process" not in out_v,

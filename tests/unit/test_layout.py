@@ -2,8 +2,9 @@
 """The collector's include rule (user/README.md), checked on every source.
 
 Stages include one way: output -> analysis -> records and capture -> records.
-user/*.h (log.h, version.h, util.h) is the base every stage may use; main.c and
-cli.c wire the stages and may include anything. The low-overhead modes are the
+user/*.h (log.h, version.h, util.h) is the base every stage may use; main.c,
+cli.c and flightrec.c wire the stages and may include anything (flightrec.h
+only names their types). The low-overhead modes are the
 named exceptions: they fill the per-process summary from BPF maps.
 """
 import os

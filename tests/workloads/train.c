@@ -195,7 +195,7 @@ int main(int argc, char **argv)
 
 		/* 2. host CPU work (framework, augmentation on the main thread) */
 		t = now_ns();
-		burn_cpu_us(O.host_cpu_us, thread_cpu_ns());
+		burn_cpu_us(O.host_cpu_us + (step == O.slow_step ? O.slow_ms * 1000 : 0), thread_cpu_ns());
 		ph[PH_HOST] = now_ns() - t;
 
 		/* 3. H2D: pinned (registered ring) or pageable, in chunks */

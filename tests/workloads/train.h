@@ -35,6 +35,8 @@ struct opts {
 	long batch_kb, read_kb, io_kb, worker_cpu_us, host_cpu_us, kernel_us;
 	double launch_us; /* < 0: leave the runtime's default */
 	int pinned, odirect, ignore_errors, check, quiet;
+	int slow_step;    /* the step whose host work takes slow_ms more (-1: none) */
+	long slow_ms;
 	long data_mb;
 	char data[PATH_MAX];
 	const char *truth;

@@ -30,6 +30,8 @@ struct opts O = {
 	.launch_us = -1,
 	.pinned = 1,
 	.data_mb = 64,
+	.slow_step = -1,
+	.slow_ms = 100,
 };
 
 struct scenario {
@@ -117,6 +119,8 @@ static void usage(FILE *f)
 		"  --kernel-us N      device time of each kernel, us (%ld)\n"
 		"  --launch-us X      CPU cost of a launch on the simulator (GPUSIM_LAUNCH_US)\n"
 		"  --spinners N       CPU-burning competitor processes (%d)\n"
+		"  --slow-step N      step N's host work takes --slow-ms more (a stall to catch)\n"
+		"  --slow-ms M        the extra host CPU time of --slow-step, ms (100)\n"
 		"  --data PATH        dataset file, created if missing (default $TMPDIR or /tmp)\n"
 		"  --data-mb N        dataset size, MiB (%ld)\n"
 		"  --truth FILE       write per-step ground truth (JSON lines)\n"
@@ -131,7 +135,7 @@ static void usage(FILE *f)
 enum {
 	OPT_STEPS = 256, OPT_WORKERS, OPT_BATCH, OPT_READ, OPT_IO, OPT_WCPU, OPT_HCPU, OPT_PINNED,
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
-	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP,
+	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
 };
 
 static const struct option longopts[] = {
@@ -158,6 +162,8 @@ static const struct option longopts[] = {
 	{ "check", no_argument, NULL, OPT_CHECK },
 	{ "quiet", no_argument, NULL, OPT_QUIET },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "slow-step", required_argument, NULL, OPT_SLOW_STEP },
+	{ "slow-ms", required_argument, NULL, OPT_SLOW_MS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -228,6 +234,8 @@ void parse_options(int argc, char **argv)
 		case OPT_ODIRECT: O.odirect = 1; break;
 		case OPT_DATA: snprintf(O.data, sizeof(O.data), "%s", optarg); break;
 		case OPT_DATAMB: O.data_mb = num(n, optarg, 1, 1 << 20); break;
+		case OPT_SLOW_STEP: O.slow_step = (int)num(n, optarg, 0, 10000000); break;
+		case OPT_SLOW_MS: O.slow_ms = num(n, optarg, 1, 3600000); break;
 		case OPT_TRUTH: O.truth = optarg; break;
 		case OPT_IGN: O.ignore_errors = 1; break;
 		case OPT_SPIN: O.spinners = (int)num(n, optarg, 0, MAX_SPINNERS); break;
