@@ -490,8 +490,18 @@ static void test_malformed_counted_once(void)
 	e.h.kind = DL_EV_SYM;                 /* a symbol record without its terminating NUL */
 	memset(&e.dur_ns, 'x', sizeof(e) - sizeof(e.h));
 	CHECK(dl_stream_emit(&r.st, &e, sizeof(e)) == -1, "unterminated symbol accepted");
+	/* A program's name is its C function's (the JSON's keys promise it): anything else is corrupt. */
+	static const char *const bad_names[] = { "", "9lives", "a.b", "sp ace", "\xff", "sixteen_bytes_xx" };
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		struct dl_prog_ev p;
+
+		memset(&p, 0, sizeof(p));
+		p.h = (struct dl_hdr){ .size = sizeof(p), .kind = DL_EV_PROG, .ts = MS };
+		memcpy(p.name, bad_names[i], strlen(bad_names[i]));
+		CHECK(dl_stream_emit(&r.st, &p, sizeof(p)) == -1, "program name '%s' accepted", bad_names[i]);
+	}
 	run_finish(&r, &d);
-	CHECK_EQ_U64(r.st.malformed, 2);
+	CHECK_EQ_U64(r.st.malformed, 2 + sizeof(bad_names) / sizeof(bad_names[0]));
 	CHECK_EQ_U64(r.st.seq, 0);
 	CHECK_EQ_U64(r.sum.n, 0);
 	CHECK_EQ_U64(dl_corr_nprocs(r.corr), 0);

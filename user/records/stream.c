@@ -43,6 +43,22 @@ static uint64_t dur_of(const void *rec, unsigned kind)
 	return dur;
 }
 
+/* dlbpf's BPF programs are named by their C functions: a name that is not an identifier is corrupt. */
+static bool prog_name_ok(const struct dl_prog_ev *e)
+{
+	size_t n = strnlen(e->name, sizeof(e->name));
+
+	if (n == 0 || n == sizeof(e->name) || (e->name[0] >= '0' && e->name[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = e->name[i];
+
+		if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+			return false;
+	}
+	return true;
+}
+
 /* Checks the size a record claims against its kind, and its times; 0 if it can be read as that kind. */
 static int record_check(const void *rec, size_t len)
 {
@@ -56,6 +72,8 @@ static int record_check(const void *rec, size_t len)
 	if (h->size < min_size[h->kind])
 		return -1;
 	if (h->kind == DL_EV_SYM && ((const char *)rec)[h->size - 1] != '\0')
+		return -1;
+	if (h->kind == DL_EV_PROG && !prog_name_ok(rec))
 		return -1;
 	/*
 	 * The kernel's clock is an s64 (ktime_t): no real interval ends past
