@@ -232,6 +232,30 @@ def test_sched_of_process_joining_by_comm():
     return f"{s['switches']} switches, on-CPU {err * 100:.2f}% off schedstat"
 
 
+def test_sched_of_comm_joiner_kernel_side():
+    """The kernel side alone starts tracing a process that joins by name: the collector is stopped for the
+    process's whole life, so only BPF's own invalidation of the tasks' cached marks at the exec can make
+    its scheduling traced (the collector's, on learning of the process, comes after it has exited)."""
+    d = Dlbpf(["--comm", "spinsleep", "-d", "4"])
+    d.started()
+    stolen = stolen_ns()
+    d.proc.send_signal(signal.SIGSTOP)
+    try:
+        # The shell waits for its sleep first: it switches, untraced, and so caches that answer before exec;
+        # --main: the work is done by that same task, not by a new thread (which has no answer cached).
+        w = subprocess.run(["sh", "-c", f"sleep 0.1; exec {workload('spinsleep')} --seconds 1 --spin-ms 4 "
+                            "--sleep-ms 3 --main"], capture_output=True, text=True, timeout=30)
+    finally:
+        d.proc.send_signal(signal.SIGCONT)
+    stolen = stolen_ns() - stolen
+    rc = d.wait()
+    check(w.returncode == 0 and rc == 0, f"spinsleep exited {w.returncode}, dlbpf {rc}: {d.stderr[-500:]}")
+    truth = json.loads(w.stdout.strip().splitlines()[0])
+    p = process(d.summary(), truth["pid"])
+    err = check_oncpu(p, truth, stolen)
+    return f"{p['sched']['switches']} switches while the collector was stopped, on-CPU {err * 100:.2f}% off schedstat"
+
+
 def test_no_cuda_target():
     """A process without libcudart is traced (I/O, scheduler) and reported as such."""
     d = Dlbpf(["--", "sleep", "0.3"])

@@ -8,7 +8,11 @@
  * dynamic loader before it, a few ms of CPU on a loaded machine, are not in
  * the trace.)
  *
- *   spinsleep [--seconds S] [--spin-ms N] [--sleep-ms N]
+ * With --main the main thread itself spins and sleeps, and the account is
+ * its own since main() began: a thread that existed before the process was
+ * traced (a worker thread is new, so traced from its first switch).
+ *
+ *   spinsleep [--seconds S] [--spin-ms N] [--sleep-ms N] [--main]
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -80,13 +84,33 @@ int main(int argc, char **argv)
 
 	if (read_schedstat((pid_t)syscall(SYS_gettid), &main0))
 		return 1;
-	for (int i = 1; i + 1 < argc; i += 2) {
+	int on_main = 0;
+
+	for (int i = 1; i < argc; i += 2) {
+		if (!strcmp(argv[i], "--main")) {
+			on_main = 1;
+			i--;
+			continue;
+		}
+		if (i + 1 >= argc)
+			break;
 		if (!strcmp(argv[i], "--seconds"))
 			seconds = atof(argv[i + 1]);
 		else if (!strcmp(argv[i], "--spin-ms"))
 			spin_ms = atof(argv[i + 1]);
 		else if (!strcmp(argv[i], "--sleep-ms"))
 			sleep_ms = atof(argv[i + 1]);
+	}
+	if (on_main) {
+		worker(NULL);
+		if (read_schedstat((pid_t)syscall(SYS_gettid), &mainst))
+			return 1;
+		/* worker_stat is the main thread's since the process began: only the part since main() counts. */
+		worker_stat.oncpu = mainst.oncpu - main0.oncpu;
+		worker_stat.runq = mainst.runq - main0.runq;
+		printf("{\"pid\":%d,\"oncpu_ns\":%llu,\"runq_ns\":%llu,\"worker_oncpu_ns\":%llu,\"worker_runq_ns\":%llu}\n",
+		       getpid(), worker_stat.oncpu, worker_stat.runq, worker_stat.oncpu, worker_stat.runq);
+		return 0;
 	}
 	if (pthread_create(&t, NULL, worker, NULL))
 		return 1;
