@@ -23,6 +23,7 @@ HTML_WORK = os.path.join(WORK, "html")
 os.makedirs(HTML_WORK, exist_ok=True)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 WINDOW = (1400, 2000)
+BARS_FIT = 562
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
 
@@ -153,9 +154,10 @@ def check_page(page, summary, pid=None):
         per = int(svg.attrs["data-per-bar"])
         check(int(svg.attrs["data-steps"]) == len(steps), f"chart of {svg.attrs['data-steps']} steps, JSON lists {len(steps)}")
         check(len(bars) == math.ceil(len(steps) / per), f"{len(bars)} bars for {len(steps)} steps of {per} per bar")
-        # 562 bars of 2 px fit the chart (README): binned only past that, and then as few to a bar as fit.
-        check((per == 1) == (len(steps) <= 562) and math.ceil(len(steps) / per) <= 562 < math.ceil(len(steps) / max(per - 1, 1)) or per == 1,
-              f"{len(steps)} steps binned {per} to a bar")
+        # 562 bars of 2 px fit the chart (README): binned only past that, and then as few steps to a bar as fit.
+        n = len(steps)
+        check(per == 1 if n <= BARS_FIT else math.ceil(n / per) <= BARS_FIT < math.ceil(n / (per - 1)),
+              f"{n} steps binned {per} to a bar")
         # Each bar is its steps' mean duration (integer ns), from the JSON's own durations.
         for i, b in enumerate(bars):
             group = steps[i * per:(i + 1) * per]
@@ -293,8 +295,8 @@ def test_html_hostile_names():
 
 
 def test_html_output_rules():
-    """--html follows -j's rules: not over the recording reported, not over another output, and an
-    unwritable path fails before anything runs, naming it."""
+    """--html follows -j's rules: not over the recording reported, not over another output, an
+    unwritable path fails before anything runs, naming it, and a failed write is an error."""
     rec = os.path.join(HTML_WORK, "input.dlbpf")
     check(os.path.exists(rec), "no recording: test_html_input_scenario makes it")
     rc, out, err = run_dlbpf(["report", rec, "--html", rec])
@@ -304,6 +306,9 @@ def test_html_output_rules():
     check(rc == 2 and "are the same file" in err, f"--html and -j one file: exit {rc}: {err}")
     rc, out, err = run_dlbpf(["report", rec, "--html", "/nonexistent-dir/r.html"])
     check(rc == 1 and "cannot write the HTML report to /nonexistent-dir/r.html" in err, f"exit {rc}: {err}")
+    # A page that cannot be written in full is an error, never a silent truncation.
+    rc, out, err = run_dlbpf(["report", rec, "--html", "/dev/full"])
+    check(rc == 1 and "writing the HTML report to /dev/full failed" in err, f"/dev/full: exit {rc}: {err}")
 
 
 if __name__ == "__main__":
