@@ -42,11 +42,13 @@ static const char css[] =
 	"th{background:#f2f2f2;font-weight:600}td.name{text-align:left;font-family:monospace;word-break:break-all}\n"
 	"table.evidence td,table.evidence th{font-size:13px}\n"
 	".legend{list-style:none;padding:0;margin:6px 0;display:flex;flex-wrap:wrap;gap:4px 16px}\n"
-	".legend span.sw{display:inline-block;width:12px;height:12px;margin-right:5px;vertical-align:-1px}\n"
+	"span.sw{display:inline-block;width:12px;height:12px;margin:0 5px 0 8px;vertical-align:-1px}"
+	".legend span.sw{margin-left:0}\n"
 	"svg{display:block;max-width:100%;height:auto;font:11px system-ui,sans-serif}\n"
 	"svg .axis{stroke:#888;stroke-width:1}svg .grid{stroke:#e6e6e6;stroke-width:1}\n"
 	"svg .median{stroke:#000;stroke-width:1.5;stroke-dasharray:6 4;fill:none}\n"
-	"svg .line{stroke:#1f5fa8;stroke-width:1.5;fill:none}svg .mark{fill:#000}\n"
+	"svg .line{stroke:#1f5fa8;stroke-width:1.2;fill:none}svg .dot{fill:#1f5fa8}svg .mark{fill:#000}\n"
+	"svg text.label{paint-order:stroke;stroke:#fff;stroke-width:3px}h4{margin:14px 0 2px;font-size:14px}\n"
 	".proc{border-top:1px solid #ddd;margin-top:22px}.note{color:#555;font-size:13px}\n";
 
 void html_text(struct dl_html *h, const char *s)
@@ -221,8 +223,10 @@ static void steps_of(struct dl_html *h, const struct dl_correlator *c, const str
 			"folded into totals (--keep-steps). The median and p90 cover every step (~: within %.1f%%).</p>\n",
 			n, st.sum.n - n, 100 * DL_FOLD_REL_ERR);
 	if (n) {
+		fputs("<h4>Breakdown per step</h4>\n", h->f);
 		html_svg_step_bars(h, p->steps + first, n, st.median_ns, present);
 		legend(h, present, p->steps + first, n);
+		fputs("<h4>Step duration over time</h4>\n", h->f);
 		html_svg_step_line(h, p->steps + first, n, st.median_ns);
 	}
 	dl_fold_free(&st.sum);

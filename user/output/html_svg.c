@@ -70,7 +70,7 @@ static void median_line(struct dl_html *h, uint64_t median_ns, double top_ms, in
 	double y = MARGIN_T + plot_h - (double)median_ns / 1e6 / top_ms * plot_h;
 
 	fprintf(h->f, "<line class=\"median\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"><title>median step %.3f ms"
-		"</title></line><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">median %.2f ms</text>\n", MARGIN_L,
+		"</title></line><text class=\"label\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">median %.2f ms</text>\n", MARGIN_L,
 		MARGIN_L + PLOT_W, y, y, (double)median_ns / 1e6, MARGIN_L + PLOT_W - 4, y - 4, (double)median_ns / 1e6);
 }
 
@@ -184,34 +184,48 @@ void html_svg_step_bars(struct dl_html *h, const struct dl_step *steps, size_t n
 		MARGIN_T + plot_h + 38);
 }
 
+/* The mean duration (ms) of steps[lo..hi). */
+static double mean_ms(const struct dl_step *steps, size_t lo, size_t hi)
+{
+	uint64_t dur = 0;
+
+	for (size_t i = lo; i < hi; i++)
+		dur += steps[i].dur_ns;
+	return (double)dur / 1e6 / (double)(hi - lo);
+}
+
 void html_svg_step_line(struct dl_html *h, const struct dl_step *steps, size_t n, uint64_t median_ns)
 {
 	const int plot_h = 200;
-	size_t per = per_bin(n, MAX_POINTS);
+	/* Few enough points to see one by one: a dot each (two modes of step time show as two rows). */
+	const size_t dots_max = 300;
+	size_t per = per_bin(n, MAX_POINTS), npoints = (n + per - 1) / per;
 	uint64_t t0 = steps[0].start_ns, t1 = steps[n - 1].start_ns + steps[n - 1].dur_ns;
 	double span = t1 > t0 ? (double)(t1 - t0) : 1, max_ms = (double)median_ns / 1e6, top, tick;
 
-	for (size_t i = 0; i < n; i++)
-		if ((double)steps[i].dur_ns / 1e6 > max_ms)
-			max_ms = (double)steps[i].dur_ns / 1e6;
+	for (size_t lo = 0; lo < n; lo += per)
+		max_ms = fmax(max_ms, mean_ms(steps, lo, lo + per < n ? lo + per : n));
 	fprintf(h->f, "<p class=\"note\">Step duration against the time the step began (seconds into the first "
 		"listed step)%s: warm-up shows at the left, regressions as a rise.</p>\n",
 		per > 1 ? ", each point the mean of consecutive steps" : "");
 	fprintf(h->f, "<svg class=\"step-line\" data-points=\"%zu\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" "
-		"role=\"img\" aria-label=\"step duration over time\">\n", (n + per - 1) / per, CHART_W,
-		MARGIN_T + plot_h + MARGIN_B, CHART_W, MARGIN_T + plot_h + MARGIN_B);
+		"role=\"img\" aria-label=\"step duration over time\">\n", npoints, CHART_W, MARGIN_T + plot_h + MARGIN_B,
+		CHART_W, MARGIN_T + plot_h + MARGIN_B);
 	top = y_axis(h, max_ms, plot_h);
-	fputs("<polyline class=\"line\" points=\"", h->f);
-	for (size_t lo = 0; lo < n; lo += per) {
-		size_t hi = lo + per < n ? lo + per : n;
-		uint64_t dur = 0;
+	for (int pass = 0; pass < (npoints <= dots_max ? 2 : 1); pass++) {
+		if (!pass)
+			fputs("<polyline class=\"line\" points=\"", h->f);
+		for (size_t lo = 0; lo < n; lo += per) {
+			double x = MARGIN_L + (double)(steps[lo].start_ns - t0) / span * PLOT_W;
+			double y = MARGIN_T + plot_h - mean_ms(steps, lo, lo + per < n ? lo + per : n) / top * plot_h;
 
-		for (size_t i = lo; i < hi; i++)
-			dur += steps[i].dur_ns;
-		fprintf(h->f, "%.1f,%.1f ", MARGIN_L + (double)(steps[lo].start_ns - t0) / span * PLOT_W,
-			MARGIN_T + plot_h - (double)dur / (double)(hi - lo) / 1e6 / top * plot_h);
+			if (!pass)
+				fprintf(h->f, "%.1f,%.1f ", x, y);
+			else
+				fprintf(h->f, "<circle class=\"dot\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.2\"/>", x, y);
+		}
+		fputs(pass ? "\n" : "\"/>\n", h->f);
 	}
-	fputs("\"/>\n", h->f);
 	median_line(h, median_ns, top, plot_h);
 	tick = nice_tick(span / 1e9);
 	for (double t = 0; t <= span / 1e9 + 1e-9; t += tick)
