@@ -8,6 +8,7 @@ Content-Security-Policy makes any load a console message). A traced process
 with hostile names must not put markup or control bytes in the page. Run as
 root; Chromium comes from tools/setup-deps.sh, and without it every test here
 fails."""
+import bisect
 import json
 import math
 import os
@@ -214,24 +215,41 @@ def train_run(tag, train_args, dlbpf_args=()):
     rc, out, err = run_dlbpf(["report", rec, "--html", replay, "-j", rjson], timeout=120)
     check(rc == 0, f"dlbpf report exited {rc}: {err[-600:]}")
     with open(truth) as f:
-        steps = json.loads([l for l in f if '"summary"' in l][-1])["steps"]
-    return live, d.summary(), replay, load_summary(rjson), steps
+        lines = [json.loads(l) for l in f]
+    return live, d.summary(), replay, load_summary(rjson), lines
+
+
+def size_bucket(n):
+    """The histogram's bucket of an n-byte copy, as the README states it: under 1 KiB, then powers of 4."""
+    return bisect.bisect_right([1024 * 4 ** k for k in range(9)], n)
 
 
 def test_html_input_scenario():
-    """The demo's scenario, live and replayed: DOM against each run's JSON, a screenshot of the replay."""
-    live, s_live, replay, s_rep, truth_steps = train_run("input", ["--scenario", "input"])
+    """The demo's scenario, live and replayed: DOM against each run's JSON, the H2D sizes against the
+    workload's own, a screenshot of the replay."""
+    live, s_live, replay, s_rep, truth = train_run("input", ["--scenario", "input"])
+    truth_steps = [l for l in truth if "step" in l]
     check(s_live["diagnosis"]["verdict"] == "input-bound", f"verdict {s_live['diagnosis']['verdict']}")
     # The workload's own step count: dlbpf's steps run marker to marker, so one fewer.
-    check(len(s_live["steps"]) == truth_steps - 1, f"{len(s_live['steps'])} steps, train made {truth_steps}")
+    check(len(s_live["steps"]) == len(truth_steps) - 1, f"{len(s_live['steps'])} steps, train made {len(truth_steps)}")
     _, note_live = check_page(live, s_live)
-    _, note_rep = check_page(replay, s_rep)
-    return f"live {note_live}; replay {note_rep}; {check_screenshot(replay)}"
+    dom, note_rep = check_page(replay, s_rep)
+    want = {}
+    for st in truth_steps:
+        if st["h2d_copies"]:
+            b = size_bucket(st["h2d_bytes"] // st["h2d_copies"])
+            want[b] = want.get(b, 0) + st["h2d_copies"]
+    main_pid = s_rep["step_markers"][0]["pid"]
+    box = one(dom.find("div", cls="proc", data_pid=str(main_pid)), "the main process's section")
+    got = {int(g.attrs["data-bucket"]): int(r.text().split(": ")[1]) for g in box.find("g", cls="size-bucket")
+           for r in g.find("rect") if r.text().startswith("h2d: ")}
+    check(got == want, f"H2D copies by size bucket {got}, the workload's {want}")
+    return f"live {note_live}; replay {note_rep}; h2d sizes {got}; {check_screenshot(replay)}"
 
 
 def test_html_binned_steps():
     """Past what fits one bar per step, bars are bins of consecutive steps: each the mean of its bin."""
-    live, s_live, replay, s_rep, truth_steps = train_run(
+    live, s_live, replay, s_rep, _ = train_run(
         "many", ["--scenario", "gpu", "--steps", "1500", "--kernels", "1", "--kernel-us", "100", "--workers", "1",
                  "--worker-cpu-us", "50", "--host-cpu-us", "50", "--batch-kb", "64", "--read-kb", "4", "--io-kb", "4"])
     check(len(s_rep["steps"]) > 1000, f"only {len(s_rep['steps'])} steps")
