@@ -50,19 +50,21 @@ static const char doc[] =
 "                                   # flight recorder: the last minute, written\n"
 "                                   # out when a step is twice the median\n"
 "  dlbpf report run.dlbpf -o t.json # a recording's timeline, Chrome JSON\n"
+"  dlbpf report run.dlbpf --html r.html  # the report as a page for a browser\n"
 "  sudo dlbpf -v --pid 4242         # also say what is attached where"
 "\v"
 "OUTPUT FILES:\n"
-"  -j, -o and record -o are written to a hidden temporary beside FILE, mode\n"
-"  0600 (a trace names every process, file and kernel of the job), renamed\n"
-"  over FILE once complete and on disk: a failed run leaves an existing\n"
-"  FILE as it was. A symlink at FILE owned by another user is replaced,\n"
-"  never followed; a pipe or a device (/dev/stdout, /dev/null) is written\n"
-"  in place. A recording is at its path once tracing begins and flushed\n"
-"  every 250 ms: a killed record leaves all but its last moment, and report\n"
-"  reads a recording cut short or damaged past its header up to its last\n"
-"  complete record, saying where it stopped. An output naming the recording\n"
-"  being reported, or two outputs naming one file, is a usage error.\n"
+"  -j, --html, -o and record -o are written to a hidden temporary beside\n"
+"  FILE, mode 0600 (a trace names every process, file and kernel of the job),\n"
+"  renamed over FILE once complete and on disk: a failed run leaves an\n"
+"  existing FILE as it was. A symlink at FILE owned by another user is\n"
+"  replaced, never followed; a pipe or a device (/dev/stdout, /dev/null) is\n"
+"  written in place. A recording is at its path once tracing begins and\n"
+"  flushed every 250 ms: a killed record leaves all but its last moment, and\n"
+"  report reads a recording cut short or damaged past its header up to its\n"
+"  last complete record, saying where it stopped. An output naming the\n"
+"  recording being reported, or two outputs naming one file, is a usage\n"
+"  error.\n"
 "\n"
 "EXIT STATUS:\n"
 "  with -- COMMAND, the command's (128+N when a signal N killed it; 127 when\n"
@@ -72,7 +74,7 @@ static const char doc[] =
 "  stops, on --duration or a signal, goes on untraced).";
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
-       OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_RING, OPT_RING_MB,
+       OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
        OPT_TRIGGER_STEP };
 
 static const struct argp_option opts[] = {
@@ -81,6 +83,8 @@ static const struct argp_option opts[] = {
 	{ "system-wide", OPT_SYSTEM, NULL, 0, "Trace every process that maps a CUDA runtime, now and later", 0 },
 	{ "duration", 'd', "SEC", 0, "Stop after SEC seconds (default: when the traced processes exit, or Ctrl-C)", 0 },
 	{ "json", 'j', "FILE", 0, "Write the JSON summary (schema 1) to FILE", 0 },
+	{ "html", OPT_HTML, "FILE", 0, "Write the report as one self-contained HTML page to FILE (charts inline, "
+	  "no script, nothing fetched)", 0 },
 	{ "output", 'o', "FILE", 0, "record: the recording to write; otherwise a timeline trace (Perfetto "
 	  "protobuf, Chrome JSON if FILE ends in .json)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "Timeline format: pftrace or json (without -o, or with record: to "
@@ -147,6 +151,7 @@ static void check_files(struct argp_state *state, const struct dl_config *cfg)
 {
 	struct { const char *opt, *path; struct dl_fileref id; bool known; } out[] = {
 		{ .opt = "-j", .path = cfg->json_path },
+		{ .opt = "--html", .path = cfg->html_path },
 		{ .opt = "-o", .path = cfg->mode == DL_MODE_RECORD ? cfg->record_path : NULL },
 		{ .opt = cfg->mode == DL_MODE_RECORD ? "--format's timeline" : "-o", .path = cfg->timeline_path },
 	};
@@ -201,6 +206,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (!*arg)
 			argp_error(state, "-j needs a file name");
 		cfg->json_path = arg;
+		break;
+	case OPT_HTML:
+		if (!*arg)
+			argp_error(state, "--html needs a file name");
+		cfg->html_path = arg;
 		break;
 	case 'o':
 		if (!*arg)

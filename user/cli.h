@@ -29,6 +29,7 @@ struct dl_config {
 	char **cmd;            /* -- CMD ARGS... (NULL-terminated), or NULL */
 	double duration_s;     /* 0: until the traced processes exit or a signal */
 	const char *json_path;
+	const char *html_path;     /* --html FILE: the HTML report, or NULL */
 	const char *timeline_path;  /* -o FILE: timeline trace, or NULL */
 	int timeline_format;        /* enum dl_timeline_format; -1: by timeline_path's extension */
 	int verbose;

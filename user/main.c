@@ -36,6 +36,7 @@
 #include "records/stream.h"
 #include "analysis/summary.h"
 #include "capture/symbolize.h"
+#include "output/html.h"
 #include "output/timeline.h"
 #include "capture/tracer.h"
 #include "dlbpf/io.h"
@@ -91,6 +92,7 @@ struct run {
 	struct ring_buffer *rb;
 	struct dl_spawn spawn;
 	struct dl_outfile json;
+	struct dl_outfile html;      /* --html */
 	struct dl_recorder *rec;     /* record: flushed as it goes */
 	struct dl_timeline *trace;   /* -o: the timeline (records through the stream, steps through on_step) */
 	struct dl_flightrec *flight; /* record --ring */
@@ -544,20 +546,34 @@ static int trace_live(struct run *r)
 	return err;
 }
 
-static int write_json(struct run *r, const struct dl_correlator *corr, const struct dl_diagnosis *diag)
+/* A report file, written (err: how writing it went) and put in place, or removed. */
+static int finish_output(struct dl_outfile *o, int err, const char *what, const char *path)
 {
-	int err = dl_report_json(r->json.f, &r->sum, corr, diag) ? -(errno ? errno : EIO) : 0;
-
 	if (err)
-		dl_outfile_abort(&r->json);
+		dl_outfile_abort(o);
 	else
-		err = dl_outfile_commit(&r->json);
+		err = dl_outfile_commit(o);
 	if (err) {
-		dl_err("writing the JSON summary to %s failed: %s; it is not written (a file of that name is left "
-		       "as it was)", r->cfg.json_path, strerror(-err));
+		dl_err("writing the %s to %s failed: %s; it is not written (a file of that name is left as it was)",
+		       what, path, strerror(-err));
 		return -EIO;
 	}
 	return 0;
+}
+
+static int write_reports(struct run *r, const struct dl_correlator *corr, const struct dl_diagnosis *diag)
+{
+	int err = 0, herr;
+
+	if (r->json.f)
+		err = finish_output(&r->json, dl_report_json(r->json.f, &r->sum, corr, diag) ? -(errno ? errno : EIO) : 0,
+				    "JSON summary", r->cfg.json_path);
+	if (r->html.f) {
+		herr = finish_output(&r->html, dl_report_html(r->html.f, &r->sum, corr, diag) ? -(errno ? errno : EIO) : 0,
+				     "HTML report", r->cfg.html_path);
+		err = err ? err : herr;
+	}
+	return err;
 }
 
 /* Steps go to the live printer and to the timeline. */
@@ -669,6 +685,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (r.cfg.html_path) {
+		err = dl_outfile_open(&r.html, r.cfg.html_path);
+		if (err) {
+			dl_err("cannot write the HTML report to %s: %s", r.cfg.html_path, strerror(-err));
+			dl_outfile_abort(&r.json);
+			return 1;
+		}
+	}
 	if (r.cfg.record_path) {
 		err = dl_recorder_open(&rec, r.cfg.record_path);
 		if (err)
@@ -762,8 +786,7 @@ int main(int argc, char **argv)
 		printf("\ndlbpf: recorded %" PRIu64 " records (%.1f MiB) to %s; `dlbpf report %s` replays it\n",
 		       rec.records, (double)rec.bytes / (1 << 20), r.cfg.record_path, r.cfg.record_path);
 	fflush(stdout);
-	if (r.json.f)
-		err = write_json(&r, corr, diag);
+	err = write_reports(&r, corr, diag);
 	if (r.trace) {
 		int terr = close_timeline(&r);
 
@@ -779,6 +802,7 @@ cleanup:
 		dl_flightrec_close(r.flight, dl_now_ns(), (uint64_t[DL_DROP_MAX]){ 0 });
 	dl_recorder_abort(&rec);
 	dl_outfile_abort(&r.json);
+	dl_outfile_abort(&r.html);
 	if (r.trace)
 		dl_timeline_discard(r.trace);
 	dl_markers_detach(&r.markers);

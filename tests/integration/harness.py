@@ -57,6 +57,22 @@ def check_summary(doc, what="the JSON summary"):
     return doc
 
 
+# What a terminal acts on or hides instead of showing, besides C0 and C1 (bidi controls, separators).
+INVISIBLE = {0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
+
+def shown(data, what):
+    """Bytes a terminal would only show: strict UTF-8 (no overlong form, no surrogate), no control
+    but LF, no C1, no bidirectional control. Python's decoder is the independent judge."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Failure(f"{what}: not UTF-8 at byte {e.start}: {data[max(0, e.start - 24):e.start + 8]!r}")
+    bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) <= 0x9F or ord(c) in INVISIBLE]
+    check(not bad, f"{what}: {len(bad)} characters a terminal acts on, the first U+{ord(bad[0]) if bad else 0:04X}")
+    return text
+
+
 def load_summary(path):
     """The JSON summary dlbpf wrote at path (--json), checked against the schema."""
     with open(path) as f:

@@ -59,27 +59,12 @@ import select  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 
-from harness import DLBPF, GPUSIM_DIR, ROOT, WORK, Failure, workload  # noqa: E402
+from harness import DLBPF, GPUSIM_DIR, ROOT, WORK, Failure, shown, workload  # noqa: E402
 
 HOSTILE_NAME = b"\x1b]0;pwn\x07\r\nX\xff"    # OSC "set title", BEL, CR LF (a forged line), not UTF-8
 HOSTILE_CHILD = b"abcdefghijklm\xe2\x82\xac"  # 16 bytes: the kernel keeps 15, cutting the euro sign
 HOSTILE_DIR = b"gpusim-\x1b[2J\r\xe2\x80\xae\xff"  # clear screen, CR, right-to-left override, not UTF-8
-# What a terminal acts on or hides instead of showing, besides C0 and C1 (bidi controls, separators).
-INVISIBLE = {0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
-
 _hostile = {}
-
-
-def shown(data, what):
-    """Bytes a terminal would only show: strict UTF-8 (no overlong form, no surrogate), no control
-    but LF, no C1, no bidirectional control. Python's decoder is the independent judge."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise Failure(f"{what}: not UTF-8 at byte {e.start}: {data[max(0, e.start - 24):e.start + 8]!r}")
-    bad = [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) <= 0x9F or ord(c) in INVISIBLE]
-    check(not bad, f"{what}: {len(bad)} characters a terminal acts on, the first U+{ord(bad[0]) if bad else 0:04X}")
-    return text
 
 
 def strict_json(data, what):

@@ -368,6 +368,12 @@ static void test_pinned_classification(void)
 		CHECK_EQ_U64(p->copies[DL_DIR_H2D].pageable, 2);
 		CHECK_EQ_U64(p->copies[DL_DIR_H2D].small, 1);
 		CHECK_EQ_U64(p->copies[DL_DIR_H2D].bytes, 16 + 2 * (1 << 20));
+		/* 16 B under 1 KiB; 1 MiB opens [1 MiB, 4 MiB), the sixth power-of-4 bucket after [0, 1 KiB). */
+		CHECK_EQ_U64(p->copies[DL_DIR_H2D].sizes[0], 1);
+		CHECK_EQ_U64(p->copies[DL_DIR_H2D].sizes[6], 2);
+		CHECK_EQ_U64(dl_copy_size_bucket_floor(6), 1 << 20);
+		CHECK_EQ_U64(dl_copy_size_bucket((1 << 20) - 1), 5);
+		CHECK_EQ_U64(dl_copy_size_bucket(UINT64_MAX), DL_COPY_SIZE_BUCKETS - 1);
 		CHECK_EQ_U64(p->copies[DL_DIR_D2H].count, 2);
 		CHECK_EQ_U64(p->copies[DL_DIR_D2H].pageable, 1);
 		CHECK_EQ_U64(p->calls[DL_API_MALLOC_HOST].count, 2);

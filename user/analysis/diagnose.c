@@ -226,44 +226,53 @@ static const char *verdict_phrase(enum dl_verdict v)
 	return v < DL_V_COUNT ? p[v] : "?";
 }
 
-static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf, const struct dl_summary *s,
-			   const struct dl_diag_opts *o)
+static void sketch(struct dl_diagnosis *d, const struct run_facts *rf, const struct dl_summary *s,
+		   const struct dl_diag_opts *o)
 {
-	const char *pcie_src, *disk_src = "measured", *what;
-	double pcie = pcie_peak(s, o, &pcie_src), disk = rf->disk_peak_mbps;
-	double t_disk = 0, t_pcie, bound, step = (double)rf->median_ns;
-	struct dl_finding *x;
+	struct dl_sketch *k = &d->sketch;
 
+	k->pcie_gbps = pcie_peak(s, o, &k->pcie_src);
+	k->disk_mbps = rf->disk_peak_mbps;
+	k->disk_src = "measured";
 	if (o && o->disk_mbps > 0) {
-		disk = o->disk_mbps;
-		disk_src = "option";
+		k->disk_mbps = o->disk_mbps;
+		k->disk_src = "option";
 	}
-	if (disk > 0)
-		t_disk = rf->io_bytes / (disk * 1e6) * 1e9;
-	t_pcie = (rf->h2d_bytes + rf->d2h_bytes) / (pcie * 1e9) * 1e9;
-	bound = t_disk > t_pcie ? t_disk : t_pcie;
-	what = t_disk > t_pcie ? "disk" : "PCIe";
-	/* A step that waits on the GPU is bounded by compute, which the sketch does not know. */
-	if (d->verdict == DL_V_GPU || !rf->nsteps || step < SKETCH_FACTOR * bound)
-		return;
+	k->disk_bytes = rf->io_bytes;
+	k->pcie_bytes = rf->h2d_bytes + rf->d2h_bytes;
+	k->disk_ns = k->disk_mbps > 0 ? k->disk_bytes / (k->disk_mbps * 1e6) * 1e9 : 0;
+	k->pcie_ns = k->pcie_bytes / (k->pcie_gbps * 1e9) * 1e9;
+	k->bound_ns = k->disk_ns > k->pcie_ns ? k->disk_ns : k->pcie_ns;
+	k->bound_by = k->disk_ns > k->pcie_ns ? "disk" : "PCIe";
+	k->step_ns = (double)rf->median_ns;
+}
+
+static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf)
+{
+	const struct dl_sketch *k = &d->sketch;
+	struct dl_finding *x;
 	char disk_peak[64];
 
-	if (disk > 0)
-		snprintf(disk_peak, sizeof(disk_peak), "disk %.0f MB/s %s", disk, disk_src);
+	/* A step that waits on the GPU is bounded by compute, which the sketch does not know. */
+	if (d->verdict == DL_V_GPU || !rf->nsteps || k->step_ns < SKETCH_FACTOR * k->bound_ns)
+		return;
+	if (k->disk_mbps > 0)
+		snprintf(disk_peak, sizeof(disk_peak), "disk %.0f MB/s %s", k->disk_mbps, k->disk_src);
 	else
 		snprintf(disk_peak, sizeof(disk_peak), "disk peak unknown: too few reads to measure, see --disk-mbps");
 	x = add_finding(d, "below-paper-sketch",
 			"A step moves %.2f MB from disk and %.2f MB over PCIe: at the peaks (%s, PCIe %.1f GB/s "
 			"%s) that is %.3f ms, bounded by %s; steps take %.2f ms (median), %.0fx the sketch. The "
 			"time goes to %s, not to moving data.",
-			rf->io_bytes / 1e6, (rf->h2d_bytes + rf->d2h_bytes) / 1e6, disk_peak, pcie, pcie_src,
-			bound / 1e6, what, step / 1e6, bound > 0 ? step / bound : 0, verdict_phrase(d->verdict));
-	evidence(x, "sketch_ms", bound / 1e6);
-	evidence(x, "step_ms", step / 1e6);
-	evidence(x, "ratio", bound > 0 ? step / bound : 0);
-	evidence(x, "disk_mbps", disk);
-	evidence(x, "pcie_gbps", pcie);
-	evidence_text(x, "bound_by", what);
+			k->disk_bytes / 1e6, k->pcie_bytes / 1e6, disk_peak, k->pcie_gbps, k->pcie_src,
+			k->bound_ns / 1e6, k->bound_by, k->step_ns / 1e6, k->bound_ns > 0 ? k->step_ns / k->bound_ns : 0,
+			verdict_phrase(d->verdict));
+	evidence(x, "sketch_ms", k->bound_ns / 1e6);
+	evidence(x, "step_ms", k->step_ns / 1e6);
+	evidence(x, "ratio", k->bound_ns > 0 ? k->step_ns / k->bound_ns : 0);
+	evidence(x, "disk_mbps", k->disk_mbps);
+	evidence(x, "pcie_gbps", k->pcie_gbps);
+	evidence_text(x, "bound_by", k->bound_by);
 }
 
 void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,
@@ -290,7 +299,8 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 			d->nsecondary++;
 		}
 		copy_findings(d, &rf);
-		sketch_finding(d, &rf, s, o);
+		sketch(d, &rf, s, o);
+		sketch_finding(d, &rf);
 	}
 	if (s->async_io_ops) {
 		x = add_finding(d, "async-io",

@@ -32,6 +32,21 @@ struct dl_diag_opts {
 	double pcie_gbps;     /* peak PCIe bandwidth; 0: sysfs link (in the recording) or 24 */
 };
 
+/*
+ * The paper sketch of a median step: what it moves from disk and over PCIe,
+ * the time that takes at the peaks, and how far the step is from it. Filled
+ * whenever there are steps; below-paper-sketch is the finding made of it.
+ */
+struct dl_sketch {
+	double disk_bytes, pcie_bytes;   /* per step, averaged over every step */
+	double disk_mbps, pcie_gbps;     /* the peaks used; disk_mbps 0: unknown */
+	const char *disk_src, *pcie_src; /* "measured", "option", "sysfs link", ... */
+	double disk_ns, pcie_ns;         /* the bytes at the peaks */
+	double bound_ns;                 /* the larger of the two */
+	const char *bound_by;            /* "disk" or "PCIe" */
+	double step_ns;                  /* the median step */
+};
+
 struct dl_diagnosis {
 	size_t nsteps;
 	uint64_t total_ns;
@@ -48,6 +63,7 @@ struct dl_diagnosis {
 	int nsecondary;
 	struct dl_finding findings[DL_MAX_FINDINGS];
 	int nfindings;
+	struct dl_sketch sketch;
 };
 
 void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,

@@ -68,6 +68,21 @@ static void threads_from(struct dl_proc *p, uint32_t n)
 	dl_u64map_free(&p->tids);
 }
 
+unsigned dl_copy_size_bucket(uint64_t bytes)
+{
+	unsigned b;
+
+	if (bytes < 1024)
+		return 0;
+	b = 1 + (unsigned)(63 - __builtin_clzll(bytes) - 10) / 2;
+	return b < DL_COPY_SIZE_BUCKETS ? b : DL_COPY_SIZE_BUCKETS - 1;
+}
+
+uint64_t dl_copy_size_bucket_floor(unsigned b)
+{
+	return b ? 1024ull << (2 * (b - 1)) : 0;
+}
+
 static void add_copy(struct dl_proc *p, const struct dl_call *c)
 {
 	struct dl_copy_stat *cs = &p->copies[c->dir];
@@ -78,6 +93,7 @@ static void add_copy(struct dl_proc *p, const struct dl_call *c)
 	if (c->bytes < DL_SMALL_COPY_BYTES)
 		cs->small++;
 	cs->pageable += c->pageable;
+	cs->sizes[dl_copy_size_bucket(c->bytes)]++;
 }
 
 struct dl_kernel_stat *dl_proc_kernel(struct dl_proc *p, uint64_t func, const uint32_t grid[3],

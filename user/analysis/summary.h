@@ -21,8 +21,16 @@ struct dl_api_stat {
 	uint64_t args_faults;   /* calls whose pointed-to arguments BPF could not read */
 };
 
+/*
+ * Copy sizes by powers of 4 from 1 KiB: < 1 KiB, [1 KiB, 4 KiB), ... [16 MiB,
+ * 64 MiB), >= 64 MiB. Four to a decade of bytes is coarse enough to read at a
+ * glance and fine enough to tell a 4 KiB page copy from a batch.
+ */
+#define DL_COPY_SIZE_BUCKETS 10
+
 struct dl_copy_stat {
 	uint64_t count, bytes, total_ns, pageable, small;
+	uint64_t sizes[DL_COPY_SIZE_BUCKETS];   /* per-call copies only: --summary counts carry no sizes */
 };
 
 struct dl_kernel_stat {
@@ -118,6 +126,9 @@ struct dl_proc *dl_summary_find(const struct dl_summary *s, pid_t pid);
  */
 struct dl_kernel_stat *dl_proc_kernel(struct dl_proc *p, uint64_t func, const uint32_t grid[3],
 				      const uint32_t block[3], uint64_t shmem, bool *fresh);
+/* The sizes[] bucket of a copy of bytes, and the smallest size in bucket b. */
+unsigned dl_copy_size_bucket(uint64_t bytes);
+uint64_t dl_copy_size_bucket_floor(unsigned b);
 /* A stream sink: counts one record. */
 int dl_summary_sink(void *summary, const struct dl_rec *r);
 uint64_t dl_summary_duration(const struct dl_summary *s);

@@ -15,7 +15,7 @@ static const char *const drop_names[DL_DROP_MAX] = {
 	[DL_DROP_AGG] = "aggregate_full", [DL_DROP_DEPTH] = "depth",
 };
 
-static void fmt_bytes(char *buf, size_t len, uint64_t b)
+void dl_fmt_bytes(char *buf, size_t len, uint64_t b)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double v = (double)b;
@@ -67,7 +67,7 @@ static void text_cuda(FILE *f, const struct dl_proc *p, struct dl_sbuf *esc)
 
 		if (!c->count)
 			continue;
-		fmt_bytes(b, sizeof(b), c->bytes);
+		dl_fmt_bytes(b, sizeof(b), c->bytes);
 		fprintf(f, "    memcpy %-4s %8" PRIu64 " copies %12s in %9.3f ms, %" PRIu64 " pageable, %" PRIu64 " small\n",
 			dl_dir_name(d), c->count, b, ms(c->total_ns), c->pageable, c->small);
 	}
@@ -183,12 +183,12 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 			text_cuda(f, p, &esc);
 		else
 			fprintf(f, "  CUDA     not found (no CUDA runtime mapped in this process)\n");
-		fmt_bytes(r, sizeof(r), p->io.read_bytes);
-		fmt_bytes(w, sizeof(w), p->io.write_bytes);
+		dl_fmt_bytes(r, sizeof(r), p->io.read_bytes);
+		dl_fmt_bytes(w, sizeof(w), p->io.write_bytes);
 		fprintf(f, "  disk     read %s in %" PRIu64 " requests, wrote %s in %" PRIu64 " (%.3f ms waiting)",
 			r, p->io.read_ops, w, p->io.write_ops, ms(p->io.wait_ns));
 		if (p->io.error_ops) {
-			fmt_bytes(r, sizeof(r), p->io.error_bytes);
+			dl_fmt_bytes(r, sizeof(r), p->io.error_bytes);
 			fprintf(f, "; %" PRIu64 " completions with an I/O error (%s)", p->io.error_ops, r);
 		}
 		if (p->io.unseen_ops)
@@ -203,7 +203,7 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 	if (fold)
 		text_bystanders(f, s, trace_ns, &esc);
 	if (s->async_io_ops) {
-		fmt_bytes(r, sizeof(r), s->async_io_bytes);
+		dl_fmt_bytes(r, sizeof(r), s->async_io_bytes);
 		fprintf(f, "\nasync I/O by kernel threads (not attributed): %s in %" PRIu64 " requests\n", r,
 			s->async_io_ops);
 	}

@@ -7,6 +7,9 @@
 #include "analysis/diagnose.h"
 #include "analysis/summary.h"
 
+/* b bytes as "512 B" or "1.5 MiB" (binary units, one decimal). */
+void dl_fmt_bytes(char *buf, size_t len, uint64_t b);
+
 void dl_report_text(FILE *f, const struct dl_summary *s);
 /* The whole JSON summary; c and d may be NULL. Returns 0, or -1 when writing failed (errno set). */
 int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,

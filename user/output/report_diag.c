@@ -47,7 +47,7 @@ void dl_print_step(void *printer, const struct dl_step *st)
 	pr->skipped = 0;
 }
 
-static const char *confidence(double cv, uint64_t n)
+const char *dl_step_confidence(double cv, uint64_t n)
 {
 	if (n < 3)
 		return "low (fewer than 3 steps)";
@@ -76,7 +76,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 		total = st.sum.dur_ns;
 		fprintf(f, "  steps    %" PRIu64 ", median %s%.2f ms, p90 %s%.2f ms, confidence %s (CV %.2f)\n", n,
 			st.exact ? "" : "~", (double)st.median_ns / 1e6, st.exact ? "" : "~", (double)st.p90_ns / 1e6,
-			confidence(st.cv, n), st.cv);
+			dl_step_confidence(st.cv, n), st.cv);
 		if (!st.exact)
 			fprintf(f, "  kept     the last %zu steps in full, %" PRIu64 " older ones folded into totals "
 				"(--keep-steps); ~: within %.1f%%\n", p->nsteps, p->folded.n, 100 * DL_FOLD_REL_ERR);
@@ -136,8 +136,7 @@ static void json_step(struct dl_json *j, const struct dl_step *st)
 	dl_json_obj_end(j);
 }
 
-/* The kept steps past the --keep-steps latest: kept until the next fold, not listed. */
-static size_t steps_unlisted(const struct dl_correlator *c, const struct dl_corr_proc *p)
+size_t dl_steps_unlisted(const struct dl_correlator *c, const struct dl_corr_proc *p)
 {
 	size_t keep = dl_corr_options(c)->keep_steps;
 
@@ -151,7 +150,7 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 
-		for (size_t s = steps_unlisted(c, p); s < p->nsteps; s++)
+		for (size_t s = dl_steps_unlisted(c, p); s < p->nsteps; s++)
 			json_step(j, &p->steps[s]);
 	}
 	dl_json_arr_end(j);
@@ -170,14 +169,14 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 		dl_json_ku64(j, "main_tid", p->main_tid);
 		dl_json_kstr(j, "marker", p->marker_desc);
 		dl_json_ku64(j, "steps", st.sum.n);
-		dl_json_ku64(j, "steps_listed", p->nsteps - steps_unlisted(c, p));
+		dl_json_ku64(j, "steps_listed", p->nsteps - dl_steps_unlisted(c, p));
 		dl_json_ku64(j, "median_ns", st.median_ns);
 		dl_json_ku64(j, "p90_ns", st.p90_ns);
 		dl_json_key(j, "percentiles_exact");
 		dl_json_bool(j, st.exact);
 		dl_json_key(j, "cv");
 		dl_json_double(j, st.cv);
-		dl_json_kstr(j, "confidence", confidence(st.cv, st.sum.n));
+		dl_json_kstr(j, "confidence", dl_step_confidence(st.cv, st.sum.n));
 		dl_json_obj_end(j);
 		dl_fold_free(&st.sum);
 	}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The HTML report (--html FILE): one self-contained page, readable offline.
+ * Inline CSS and SVG only, no script, and a Content-Security-Policy that lets
+ * the page load nothing; every name of the traced side is escaped for HTML.
+ */
+#ifndef DLBPF_HTML_H
+#define DLBPF_HTML_H
+
+#include <stdio.h>
+#include "analysis/correlate.h"
+#include "analysis/diagnose.h"
+#include "analysis/summary.h"
+
+/* The whole page. Returns 0, or -1 when writing failed (errno set). */
+int dl_report_html(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
+		   const struct dl_diagnosis *d);
+
+#endif
