@@ -191,6 +191,16 @@ def check_copies_and_calls(cuda, truth):
         check(got == n, f"{api}: {got} calls, workload made {n}")
 
 
+def bystanders(summary):
+    """The processes reports fold (analysis/summary.h, dl_proc_bystander), read off the JSON: a traced parent,
+    no CUDA call, no disk request, and under 1% of a CPU over the trace."""
+    pids = {p["pid"] for p in summary["processes"]}
+    return [p for p in summary["processes"]
+            if p["ppid"] in pids and not any(c["count"] for c in p["cuda"]["calls"].values())
+            and p["io"]["read_ops"] + p["io"]["write_ops"] == 0
+            and p["sched"]["oncpu_ns"] * 100 < summary["duration_ns"]]
+
+
 def process(summary, pid):
     for p in summary["processes"]:
         if p["pid"] == pid:

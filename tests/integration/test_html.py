@@ -17,7 +17,7 @@ import struct
 import subprocess
 from html.parser import HTMLParser
 
-from harness import (GPUSIM_DIR, WORK, Dlbpf, check, load_summary, main, process, run_dlbpf, shown,
+from harness import (GPUSIM_DIR, WORK, Dlbpf, bystanders, check, load_summary, main, process, run_dlbpf, shown,
                      truth_line, workload)
 
 HTML_WORK = os.path.join(WORK, "html")
@@ -173,6 +173,14 @@ def check_page(page, summary, pid=None):
         check(legend == present, f"legend {sorted(legend)}, categories with time {sorted(present)}")
         check(box.find("svg", cls="step-line") and box.find("polyline"), "no steps-over-time line")
         notes.append(f"pid {m['pid']}: {len(steps)} steps in {len(bars)} bars, legend {len(legend)}")
+    # Processes that did nothing are folded into one closed <details> block, as the text report folds them.
+    folded = {p["pid"] for p in bystanders(summary)}
+    block = dom.find("details", id="bystanders")
+    inside = {int(n.attrs["data-pid"]) for b in block for n in b.find("div", cls="proc")}
+    check(inside == folded and (not folded or int(block[0].attrs["data-count"]) == len(folded)),
+          f"folded pids {sorted(inside)}, the JSON's bystanders {sorted(folded)}")
+    if folded:
+        notes.append(f"{len(folded)} processes folded")
     for p in summary["processes"]:
         box = one(dom.find("div", cls="proc", data_pid=str(p["pid"])), f"section of pid {p['pid']}")
         copies = sum(p["cuda"]["memcpy"][d]["count"] for d in ("h2d", "d2h", "d2d"))
@@ -304,6 +312,21 @@ def test_html_hostile_names():
     summary = d.summary()
     check(process(summary, truth["pid"])["cuda"]["memcpy"]["h2d"]["count"] == truth["h2d"]["count"], "h2d count")
     return f"comm shown as {HOSTILE_SHOWN!r}"
+
+
+def test_html_bystanders():
+    """A job launched through wrappers: the processes that did nothing are in one closed <details> block."""
+    os.makedirs(HTML_WORK, exist_ok=True)
+    page, summary = (os.path.join(HTML_WORK, n) for n in ("wrappers.html", "wrappers.json"))
+    subprocess.run(["/bin/true"], check=True)   # in the page cache: the traced runs read nothing from disk
+    rc, _, err = run_dlbpf(["--html", page, "-j", summary, "--", "sh", "-c", "for i in 1 2 3; do /bin/true; done; "
+                            f"exec env {workload('train')} --scenario input --steps 10 --quiet"],
+                           env=dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR))
+    check(rc == 0, f"dlbpf exited {rc}: {err[-500:]}")
+    s = load_summary(summary)
+    check(bystanders(s), f"no bystanders among {[(p['comm'], p['io']) for p in s['processes']]}")
+    _, note = check_page(page, s)
+    return note
 
 
 def test_html_output_rules():

@@ -403,3 +403,15 @@ uint64_t dl_summary_duration(const struct dl_summary *s)
 
 	return end > start ? end - start : 0;
 }
+
+bool dl_proc_bystander(const struct dl_summary *s, const struct dl_proc *p)
+{
+	if (!p->ppid || !dl_summary_find(s, p->ppid))
+		return false;
+	for (int a = 0; a < DL_API_COUNT; a++)
+		if (p->calls[a].count)
+			return false;
+	if (p->io.read_ops || p->io.write_ops || p->io.error_ops || p->io.unseen_ops)
+		return false;
+	return p->sched.oncpu_ns * 100 < dl_summary_duration(s);
+}

@@ -132,5 +132,13 @@ uint64_t dl_copy_size_bucket_floor(unsigned b);
 /* A stream sink: counts one record. */
 int dl_summary_sink(void *summary, const struct dl_rec *r);
 uint64_t dl_summary_duration(const struct dl_summary *s);
+/*
+ * A launch through wrappers (pyenv shims, `bash -c`, env) traces each of them:
+ * listed at length they bury the job. A bystander made no CUDA call, did no
+ * disk I/O and ran under 1% of one CPU over the trace (a data-loader worker
+ * that only decodes on the CPU is no bystander), and its parent was traced too
+ * (what the user named, a pid or a command, never is). Reports fold them.
+ */
+bool dl_proc_bystander(const struct dl_summary *s, const struct dl_proc *p);
 
 #endif

@@ -366,6 +366,23 @@ static void process(struct dl_html *h, const struct dl_proc *p)
 	fputs("</div>\n", h->f);
 }
 
+/* As the text report folds them, closed by default: a <details> block needs no script. */
+static void bystanders(struct dl_html *h, const struct dl_summary *s)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		n += dl_proc_bystander(s, &s->procs[i]);
+	if (!n)
+		return;
+	fprintf(h->f, "<details id=\"bystanders\" data-count=\"%zu\">\n<summary>%zu more process%s made no CUDA "
+		"call, did no disk I/O and ran under 1%% of a CPU</summary>\n", n, n, n == 1 ? "" : "es");
+	for (size_t i = 0; i < s->n; i++)
+		if (dl_proc_bystander(s, &s->procs[i]))
+			process(h, &s->procs[i]);
+	fputs("</details>\n", h->f);
+}
+
 int dl_report_html(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
 		   const struct dl_diagnosis *d)
 {
@@ -378,7 +395,9 @@ int dl_report_html(FILE *f, const struct dl_summary *s, const struct dl_correlat
 	steps_section(&h, c);
 	fputs("<section id=\"processes\">\n<h2>Processes</h2>\n", f);
 	for (size_t i = 0; i < s->n; i++)
-		process(&h, &s->procs[i]);
+		if (!dl_proc_bystander(s, &s->procs[i]))
+			process(&h, &s->procs[i]);
+	bystanders(&h, s);
 	if (s->async_io_ops)
 		fprintf(f, "<p>Async I/O by kernel threads (not attributed): %.1f MB in %" PRIu64 " requests</p>\n",
 			(double)s->async_io_bytes / 1e6, s->async_io_ops);

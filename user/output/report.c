@@ -86,35 +86,15 @@ static void text_cuda(FILE *f, const struct dl_proc *p, struct dl_sbuf *esc)
 	}
 }
 
-/*
- * A launch through wrappers (pyenv shims, `bash -c`, env) traces each of them:
- * listed at length they bury the job. A process is a bystander when it made no
- * CUDA call, did no disk I/O and ran under 1% of one CPU over the trace, so a
- * data-loader worker that only decodes on the CPU stays listed; and when its
- * parent was traced too, so what the user named (a pid, a command) is always
- * shown. -v lists all.
- */
-static bool bystander(const struct dl_summary *s, const struct dl_proc *p, uint64_t trace_ns)
-{
-	if (!p->ppid || !dl_summary_find(s, p->ppid))
-		return false;
-	for (int a = 0; a < DL_API_COUNT; a++)
-		if (p->calls[a].count)
-			return false;
-	if (p->io.read_ops || p->io.write_ops || p->io.error_ops || p->io.unseen_ops)
-		return false;
-	return p->sched.oncpu_ns * 100 < trace_ns;
-}
-
 /* One line for the bystanders: how many, their pids and names (the first few), their CPU together. */
-static void text_bystanders(FILE *f, const struct dl_summary *s, uint64_t trace_ns, struct dl_sbuf *esc)
+static void text_bystanders(FILE *f, const struct dl_summary *s, struct dl_sbuf *esc)
 {
 	enum { SHOWN = 8 };
 	size_t n = 0;
 	uint64_t oncpu = 0;
 
 	for (size_t i = 0; i < s->n; i++)
-		if (bystander(s, &s->procs[i], trace_ns)) {
+		if (dl_proc_bystander(s, &s->procs[i])) {
 			n++;
 			oncpu += s->procs[i].sched.oncpu_ns;
 		}
@@ -125,7 +105,7 @@ static void text_bystanders(FILE *f, const struct dl_summary *s, uint64_t trace_
 	for (size_t i = 0, shown = 0; i < s->n && shown < SHOWN; i++) {
 		const struct dl_proc *p = &s->procs[i];
 
-		if (!bystander(s, p, trace_ns))
+		if (!dl_proc_bystander(s, p))
 			continue;
 		fprintf(f, "%s %d (%s)", shown ? "," : "", p->pid, p->comm[0] ? dl_text(esc, p->comm) : "?");
 		shown++;
@@ -169,7 +149,7 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct dl_proc *p = &s->procs[i];
 
-		if (fold && bystander(s, p, trace_ns))
+		if (fold && dl_proc_bystander(s, p))
 			continue;
 		fprintf(f, "\nPID %d (%s)", p->pid, p->comm[0] ? dl_text(&esc, p->comm) : "?");
 		if (p->nspid && p->nspid != p->pid)
@@ -201,7 +181,7 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 			ms(p->sched.disk_ns), p->sched.switches, p->threads);
 	}
 	if (fold)
-		text_bystanders(f, s, trace_ns, &esc);
+		text_bystanders(f, s, &esc);
 	if (s->async_io_ops) {
 		dl_fmt_bytes(r, sizeof(r), s->async_io_bytes);
 		fprintf(f, "\nasync I/O by kernel threads (not attributed): %s in %" PRIu64 " requests\n", r,
