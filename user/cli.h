@@ -42,6 +42,8 @@ struct dl_config {
 	unsigned duty_on_s, duty_period_s;   /* --duty M/N (capture/duty.c); 0: always on */
 	size_t keep_steps;     /* --keep-steps: the latest steps kept in full per process; 0: all */
 	int ready_fd;          /* --ready-fd: told "ready" once tracing has begun; -1: none */
+	const char *metrics_addr;  /* --metrics [ADDR:]PORT: serve Prometheus metrics; NULL: none */
+	bool metrics_kernels;      /* --metrics-kernels: kernel names as a label too */
 };
 
 /* Parses argv; on bad usage prints why and exits with status 2. */

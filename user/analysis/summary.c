@@ -78,6 +78,8 @@ static void add_copy(struct dl_proc *p, const struct dl_call *c)
 	if (c->bytes < DL_SMALL_COPY_BYTES)
 		cs->small++;
 	cs->pageable += c->pageable;
+	if (c->pageable)
+		cs->pageable_bytes += c->bytes;
 }
 
 struct dl_kernel_stat *dl_proc_kernel(struct dl_proc *p, uint64_t func, const uint32_t grid[3],

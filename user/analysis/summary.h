@@ -23,6 +23,7 @@ struct dl_api_stat {
 
 struct dl_copy_stat {
 	uint64_t count, bytes, total_ns, pageable, small;
+	uint64_t pageable_bytes;   /* bytes of the pageable ones */
 };
 
 struct dl_kernel_stat {
