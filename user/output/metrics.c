@@ -336,7 +336,7 @@ static void kernel_families(struct out *o)
 	if (!o->m->kernel_names)
 		return;
 	family(o, "dlbpf_kernel_launches_by_name_total", "counter", "Kernel launches by kernel name (the first "
-	       "names of each process; the rest as kernel=\\\"" DL_METRICS_OTHER_KERNELS "\\\")");
+	       "names of each process; the rest summed as kernel " DL_METRICS_OTHER_KERNELS ")");
 	for (size_t i = 0; i < o->nprocs; i++)
 		kernel_names(o, o->procs[i]);
 }
