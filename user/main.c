@@ -677,7 +677,9 @@ int main(int argc, char **argv)
 	steps.trace = r.trace;
 	/* Bound before tracing: a port in use fails the run before any probe is attached. */
 	if (r.cfg.metrics_addr) {
-		err = dl_exporter_open(&r.metrics, r.cfg.metrics_addr, r.cfg.metrics_kernels);
+		struct dl_metrics_opts mo = { .kernel_names = r.cfg.metrics_kernels, .memory_unknown = r.cfg.kernel_agg };
+
+		err = dl_exporter_open(&r.metrics, r.cfg.metrics_addr, &mo);
 		if (err)
 			goto cleanup;
 		steps.metrics = r.metrics.metrics;

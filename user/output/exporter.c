@@ -8,7 +8,7 @@
 /* The text format's media type (Prometheus exposition 0.0.4). */
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-int dl_exporter_open(struct dl_exporter *e, const char *addr, bool kernel_names)
+int dl_exporter_open(struct dl_exporter *e, const char *addr, const struct dl_metrics_opts *o)
 {
 	char why[256];
 	int err;
@@ -19,7 +19,7 @@ int dl_exporter_open(struct dl_exporter *e, const char *addr, bool kernel_names)
 		dl_err("--metrics %s", why);
 		return -EADDRNOTAVAIL;
 	}
-	e->metrics = dl_metrics_new(kernel_names);
+	e->metrics = dl_metrics_new(o);
 	err = dl_http_start(e->http);
 	if (err) {
 		dl_err("--metrics: cannot start the server's thread: %s", strerror(-err));

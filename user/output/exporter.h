@@ -19,7 +19,7 @@ struct dl_exporter {
 };
 
 /* Listens on addr (see dl_http_parse_addr) and starts serving; says why not and returns -errno. */
-int dl_exporter_open(struct dl_exporter *e, const char *addr, bool kernel_names);
+int dl_exporter_open(struct dl_exporter *e, const char *addr, const struct dl_metrics_opts *o);
 static inline bool dl_exporter_wants(const struct dl_exporter *e)
 {
 	return e->http && dl_http_wants(e->http);

@@ -25,16 +25,16 @@ struct pid_steps {
 };
 
 struct dl_metrics {
-	bool kernel_names;
+	struct dl_metrics_opts o;
 	DL_VEC(struct pid_steps) pids;
 	struct dl_u64map of;   /* pid -> index in pids */
 };
 
-struct dl_metrics *dl_metrics_new(bool kernel_names)
+struct dl_metrics *dl_metrics_new(const struct dl_metrics_opts *o)
 {
 	struct dl_metrics *m = dl_xcalloc(1, sizeof(*m));
 
-	m->kernel_names = kernel_names;
+	m->o = *o;
 	return m;
 }
 
@@ -267,6 +267,13 @@ static void copy_families(struct out *o)
 
 				if (!c->count)
 					continue;
+				if (o->m->o.memory_unknown) {
+					sample_begin(o, name, o->procs[i]);
+					label(o, "direction", dl_dir_name((enum dl_dir)d));
+					label(o, "memory", "unknown");
+					end_u64(o, f ? c->bytes : c->count);
+					continue;
+				}
 				for (int pageable = 0; pageable < 2; pageable++) {
 					sample_begin(o, name, o->procs[i]);
 					label(o, "direction", dl_dir_name((enum dl_dir)d));
@@ -333,7 +340,7 @@ static void kernel_families(struct out *o)
 		sample_begin(o, "dlbpf_kernel_launches_total", o->procs[i]);
 		end_u64(o, launches_of(o->procs[i]));
 	}
-	if (!o->m->kernel_names)
+	if (!o->m->o.kernel_names)
 		return;
 	family(o, "dlbpf_kernel_launches_by_name_total", "counter", "Kernel launches by kernel name (the first "
 	       "names of each process; the rest summed as kernel " DL_METRICS_OTHER_KERNELS ")");

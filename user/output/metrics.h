@@ -30,7 +30,12 @@ struct dl_metrics_live {
 
 struct dl_metrics;
 
-struct dl_metrics *dl_metrics_new(bool kernel_names);
+struct dl_metrics_opts {
+	bool kernel_names;     /* --metrics-kernels */
+	bool memory_unknown;   /* --summary: copies are not told pinned from pageable (memory="unknown") */
+};
+
+struct dl_metrics *dl_metrics_new(const struct dl_metrics_opts *o);
 void dl_metrics_free(struct dl_metrics *m);
 /* A step the correlator finalized (its on_step callback). */
 void dl_metrics_step(struct dl_metrics *m, const struct dl_step *st);
