@@ -31,8 +31,10 @@ need_bpftool() { local v; v=$(bpftool_version || true); [ -z "$v" ] || ! version
 # libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz), only recommended by clang.
 # python3-jsonschema: the integration tests check each JSON summary against its schema.
 # groff-base: the man page test renders doc/dlbpf.8 (tests only).
+# curl, prometheus: test_metrics.py scrapes --metrics with curl and checks it with promtool (tests only).
 BASE_PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc g++ libc6-dev procps mount
-           python3 python3-jsonschema protobuf-compiler valgrind binutils util-linux libclang-rt-dev groff-base)
+           python3 python3-jsonschema protobuf-compiler valgrind binutils util-linux libclang-rt-dev groff-base
+           curl prometheus)
 missing=()
 for p in "${BASE_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || missing+=("$p"); done
 
