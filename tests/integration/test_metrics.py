@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 
-from harness import GPUSIM_DIR, WORK, Dlbpf, Failure, check, main, run_dlbpf, workload
+from harness import GPUSIM_DIR, WORK, Dlbpf, Failure, check, load_summary, main, run_dlbpf, workload
 
 # A process name with every byte the exposition format escapes, and one that is not UTF-8. The
 # kernel keeps 15 bytes of the name a binary is exec'd by (comm): this link's name is 8.
@@ -356,6 +356,31 @@ def test_metrics_hostile_clients():
     return (f"{results['connections']} connections held, a stalled request cut at {stalled_s:.1f} s, "
             f"{len(summary['steps'])} steps exact; "
             f"{log.group(0)}")
+
+
+def test_metrics_while_recording():
+    """record serves the same metrics: a scrape during the recording counts the job's calls, and the
+    recording replays to a summary with at least as many."""
+    port, rec = free_port(), os.path.join(WORK, f"metrics-{os.getpid()}.dlbpf")
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    d = Dlbpf(["record", "-o", rec, "--metrics", str(port), "--", workload("train"), "--scenario", "input",
+               "--steps", "60", "--quiet"], env=env)
+    d.started()
+    seen = 0
+    while d.proc.poll() is None and not seen:
+        code, _, body = scrape(port)
+        check(code == 200, f"HTTP {code}")
+        promtool_ok(body)
+        seen = sum(int(v) for v in pick(parse_exposition(body), "dlbpf_cuda_calls_total",
+                                        api="cudaLaunchKernel").values())
+        time.sleep(0.2)
+    check(d.wait() == 0, f"record failed: {d.stderr[-2000:]}")
+    check(seen > 0, "no scrape during the recording counted a launch")
+    rc, _, err = run_dlbpf(["report", rec, "-j", rec + ".json"])
+    check(rc == 0, f"report: {err}")
+    total = train_pid(load_summary(rec + ".json"))["cuda"]["calls"]["cudaLaunchKernel"]["count"]
+    check(total >= seen, f"the recording has {total} launches, a scrape saw {seen}")
+    return f"a scrape saw {seen} of the recording's {total} launches"
 
 
 def test_metrics_port_in_use():
