@@ -676,14 +676,10 @@ int main(int argc, char **argv)
 	}
 	steps.trace = r.trace;
 	/* Bound before tracing: a port in use fails the run before any probe is attached. */
-	if (r.cfg.metrics_addr) {
-		struct dl_metrics_opts mo = { .kernel_names = r.cfg.metrics_kernels, .memory_unknown = r.cfg.kernel_agg };
-
-		err = dl_exporter_open(&r.metrics, r.cfg.metrics_addr, &mo);
-		if (err)
-			goto cleanup;
-		steps.metrics = r.metrics.metrics;
-	}
+	struct dl_metrics_opts mo = { .kernel_names = r.cfg.metrics_kernels, .memory_unknown = r.cfg.kernel_agg };
+	if (r.cfg.metrics_addr && (err = dl_exporter_open(&r.metrics, r.cfg.metrics_addr, &mo)))
+		goto cleanup;
+	steps.metrics = r.metrics.metrics;   /* NULL without --metrics */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
