@@ -82,7 +82,6 @@ struct out {
 	struct dl_sbuf *b;
 	struct dl_sbuf fixed;   /* scratch: a label value made valid UTF-8 */
 	const struct dl_metrics *m;
-	const struct dl_summary *s;
 	const struct dl_proc **procs;   /* the processes with series */
 	size_t nprocs;
 };
@@ -409,7 +408,7 @@ static bool active(const struct dl_proc *p, const struct dl_metrics *m)
 void dl_metrics_render(const struct dl_metrics *m, const struct dl_summary *s, const struct dl_metrics_live *live,
 		       struct dl_sbuf *b)
 {
-	struct out o = { .b = b, .m = m, .s = s };
+	struct out o = { .b = b, .m = m };
 	size_t omitted = 0;
 
 	b->n = 0;
