@@ -252,9 +252,9 @@ def test_metrics_match_summary():
             f"{len(final)} samples; promtool: {lint or 'no output'}")
 
 
-def raw_request(port, data, read=True, timeout=8):
+def raw_request(port, data, read=True, timeout=8, host="127.0.0.1"):
     """Sends data on a fresh connection; what came back (b'' if nothing) and whether the server reset it."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s = socket.create_connection((host, port), timeout=timeout)
     got, reset = b"", False
     try:
         try:
@@ -344,6 +344,7 @@ def test_metrics_hostile_clients():
         check(st == want[what] or (reset and st is None and what in ("1 MB request line", "huge headers")),
               f"{what}: answered {resp[:60]!r} (reset: {reset}), expected {want[what]}")
     check(not job.trained(), "the job ended before the attack did: make it longer")
+    check(results["connections"] == 100, f"{results['connections']} of 100 connections made: {errors[:3]}")
     summary, tsteps, _ = job.finish()
     check_against_truth(summary, tsteps)
     log = re.search(r"metrics: (\d+) scrapes served .*refused: (\d+) not found, (\d+) not GET, (\d+) malformed, "
@@ -358,14 +359,30 @@ def test_metrics_hostile_clients():
             f"{log.group(0)}")
 
 
+def outward_address():
+    """This host's address toward the outside (a UDP connect sends nothing), or None if only loopback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("198.51.100.1", 9))
+            ip = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if ip.startswith("127.") else ip
+
+
 def test_metrics_while_recording():
     """record serves the same metrics: a scrape during the recording counts the job's calls, and the
-    recording replays to a summary with at least as many."""
+    recording replays to a summary with at least as many. --metrics PORT listens on loopback only."""
     port, rec = free_port(), os.path.join(WORK, f"metrics-{os.getpid()}.dlbpf")
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
     d = Dlbpf(["record", "-o", rec, "--metrics", str(port), "--", workload("train"), "--scenario", "input",
                "--steps", "60", "--quiet"], env=env)
     d.started()
+    outward = outward_address()
+    if outward:
+        with socket.socket() as s:
+            s.settimeout(5)
+            check(s.connect_ex((outward, port)) != 0, f"--metrics {port} answers on {outward}")
     seen = 0
     while d.proc.poll() is None and not seen:
         code, _, body = scrape(port)
@@ -380,7 +397,22 @@ def test_metrics_while_recording():
     check(rc == 0, f"report: {err}")
     total = train_pid(load_summary(rec + ".json"))["cuda"]["calls"]["cudaLaunchKernel"]["count"]
     check(total >= seen, f"the recording has {total} launches, a scrape saw {seen}")
-    return f"a scrape saw {seen} of the recording's {total} launches"
+    return (f"a scrape saw {seen} of the recording's {total} launches; "
+            f"{'refused on ' + outward if outward else 'no address but loopback to try'}")
+
+
+def test_metrics_any_address():
+    """--metrics 0.0.0.0:PORT, said explicitly, answers on this host's other addresses too."""
+    outward = outward_address()
+    if not outward:
+        return "no address but loopback: nothing to check"
+    port = free_port()
+    d = Dlbpf(["--metrics", f"0.0.0.0:{port}", "--", "sleep", "3"])
+    d.started()
+    resp, _ = raw_request(port, b"GET /metrics HTTP/1.0\r\n\r\n", host=outward)
+    check(status_of(resp) == 200 and b"dlbpf_build_info" in resp, f"on {outward}: {resp[:80]!r}")
+    check(d.wait() == 0, d.stderr[-1000:])
+    return f"served on {outward}:{port}"
 
 
 def test_metrics_port_in_use():
@@ -402,8 +434,16 @@ def test_metrics_bad_address():
     for spec in ("0", "65536", "http", ":9464", "::1:9464", "[::1]", "127.0.0.1:", "1.2.3.4:x"):
         rc, _, err = run_dlbpf(["--metrics", spec, "--", "true"])
         check(rc == 2 and "--metrics" in err, f"--metrics {spec}: exit {rc}: {err}")
-    rc, _, err = run_dlbpf(["--metrics", "192.0.2.1:9464", "--", "true"])   # TEST-NET-1: never local
-    check(rc == 1 and "not an address of this host" in err, f"exit {rc}: {err}")
+    foreign = "198.51.100.7"   # TEST-NET-2 (RFC 5737): not this host's, unless a test network made it so
+    with socket.socket() as s:
+        try:
+            s.bind((foreign, 0))
+            foreign = None
+        except OSError:
+            pass
+    if foreign:
+        rc, _, err = run_dlbpf(["--metrics", f"{foreign}:9464", "--", "true"])
+        check(rc == 1 and "not an address of this host" in err, f"exit {rc}: {err}")
     rc, _, err = run_dlbpf(["--metrics-kernels", "--", "true"])
     check(rc == 2 and "needs --metrics" in err, f"exit {rc}: {err}")
     rc, _, err = run_dlbpf(["report", "x.dlbpf", "--metrics", "9464"])
