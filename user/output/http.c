@@ -309,27 +309,25 @@ static int check_request_line(const char *r, size_t n, const char **line_end)
 	return 0;
 }
 
-/* 0: not complete yet; else the status to answer, 200 for the resource. */
-static int parse_request(const struct dl_http *h, const struct slot *s)
+int dl_http_request_status(const char *req, size_t n, const char *path)
 {
 	const char *eol, *target, *end;
-	size_t plen = strlen(h->path);
-	int code = check_request_line(s->req, s->n, &eol);
+	size_t plen = strlen(path);
+	int code = check_request_line(req, n, &eol);
 
 	if (code)
 		return code;
 	if (!eol)
-		return s->n == DL_HTTP_REQ_MAX ? 414 : 0;
+		return n >= DL_HTTP_REQ_MAX ? 414 : 0;
 	/* The header section ends with an empty line; its fields are not needed. */
-	if (!memmem(eol, (size_t)(s->req + s->n - eol), "\n\r\n", 3) &&
-	    !memmem(eol, (size_t)(s->req + s->n - eol), "\n\n", 2))
-		return s->n == DL_HTTP_REQ_MAX ? 431 : 0;
-	target = strchr(s->req, ' ') + 1;
-	end = strchr(target, ' ');
-	if ((size_t)(end - target) < plen || memcmp(target, h->path, plen) ||
-	    (target + plen != end && target[plen] != '?'))
+	if (!memmem(eol, (size_t)(req + n - eol), "\n\r\n", 3) && !memmem(eol, (size_t)(req + n - eol), "\n\n", 2))
+		return n >= DL_HTTP_REQ_MAX ? 431 : 0;
+	/* The line is checked: METHOD SP TARGET SP VERSION, one space each. */
+	target = (const char *)memchr(req, ' ', (size_t)(eol - req)) + 1;
+	end = memchr(target, ' ', (size_t)(eol - target));
+	if ((size_t)(end - target) < plen || memcmp(target, path, plen) || (target + plen != end && target[plen] != '?'))
 		return 404;
-	return memcmp(s->req, "GET ", 4) ? 405 : 200;
+	return memcmp(req, "GET ", 4) ? 405 : 200;
 }
 
 static void want_body(struct dl_http *h, struct slot *s)
@@ -359,7 +357,7 @@ static void on_readable(struct dl_http *h, struct slot *s)
 		}
 		s->n += (size_t)k;
 		s->req[s->n] = '\0';
-		code = parse_request(h, s);
+		code = dl_http_request_status(s->req, s->n, h->path);
 		if (code == 200)
 			want_body(h, s);
 		else if (code)

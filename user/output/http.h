@@ -44,6 +44,14 @@ int dl_http_parse_addr(const char *spec, char *host, size_t hostlen, char *port,
  */
 struct dl_http *dl_http_listen(const char *spec, const char *path, const char *content_type, char *err,
 			       size_t errlen);
+/*
+ * What a request gets, from its first n bytes (n <= DL_HTTP_REQ_MAX): 0 while
+ * it is incomplete and may still be a request, else the status to answer,
+ * 200 for a GET of path (a query string allowed). Once decided it stays:
+ * more bytes never change it, so the server answers at the first decided
+ * prefix.
+ */
+int dl_http_request_status(const char *req, size_t n, const char *path);
 /* "127.0.0.1:9464", as bound. */
 const char *dl_http_address(const struct dl_http *h);
 int dl_http_start(struct dl_http *h);
