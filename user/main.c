@@ -112,6 +112,8 @@ static void publish_metrics(struct run *r, bool last)
 {
 	struct dl_metrics_live live = { .malformed = r->stream.malformed };
 
+	if (!r->metrics.http)
+		return;
 	if (r->tracer.skel) {
 		if (!last && r->cfg.kernel_agg)
 			sync_kernel(r);
