@@ -32,9 +32,10 @@ need_bpftool() { local v; v=$(bpftool_version || true); [ -z "$v" ] || ! version
 # python3-jsonschema: the integration tests check each JSON summary against its schema.
 # groff-base: the man page test renders doc/dlbpf.8 (tests only).
 # chromium, fonts-dejavu-core: tests/integration/test_html.py renders the HTML report headless (tests only).
+# curl, prometheus: test_metrics.py scrapes --metrics with curl and checks it with promtool (tests only).
 BASE_PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc g++ libc6-dev procps mount
            python3 python3-jsonschema protobuf-compiler valgrind binutils util-linux libclang-rt-dev groff-base
-           chromium fonts-dejavu-core)
+           chromium fonts-dejavu-core curl prometheus)
 missing=()
 for p in "${BASE_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || missing+=("$p"); done
 

@@ -9,9 +9,14 @@
 #include "cli.h"
 #include "dlbpf/events.h"
 #include "outfile.h"
+#include "output/http.h"
+#include "output/metrics.h"
 #include "output/timeline.h"
 #include "capture/duty.h"
 #include "version.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /* The libbpf dlbpf runs with, which a shared libbpf decides, not the headers it was built against. */
 static void print_version(FILE *f, struct argp_state *state)
@@ -51,7 +56,9 @@ static const char doc[] =
 "                                   # out when a step is twice the median\n"
 "  dlbpf report run.dlbpf -o t.json # a recording's timeline, Chrome JSON\n"
 "  dlbpf report run.dlbpf --html r.html  # the report as a page for a browser\n"
-"  sudo dlbpf -v --pid 4242         # also say what is attached where"
+"  sudo dlbpf -v --pid 4242         # also say what is attached where\n"
+"  sudo dlbpf -p 4242 --metrics 9464   # Prometheus: 127.0.0.1:9464/metrics\n"
+"  sudo dlbpf -p 4242 --metrics 0.0.0.0:9464    # scraped from other hosts"
 "\v"
 "OUTPUT FILES:\n"
 "  -j, --html, -o and record -o are written to a hidden temporary beside\n"
@@ -75,7 +82,7 @@ static const char doc[] =
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
-       OPT_TRIGGER_STEP };
+       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -114,6 +121,10 @@ static const struct argp_option opts[] = {
 	  "process's median step (K > 1, as 2 or 2x)", 0 },
 	{ "ready-fd", OPT_READY_FD, "FD", 0, "Write 'ready\\n' to FD once every probe is attached and tracing has "
 	  "begun, then close it", 0 },
+	{ "metrics", OPT_METRICS, "[ADDR:]PORT", 0, "Serve Prometheus metrics at http://ADDR:PORT/metrics while "
+	  "tracing (ADDR default 127.0.0.1: give 0.0.0.0 or [::] to be scraped from elsewhere)", 0 },
+	{ "metrics-kernels", OPT_METRICS_KERNELS, NULL, 0, "--metrics also counts launches by kernel name: the first "
+	  STR(DL_METRICS_KERNELS) " names of each process, the rest as one", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0 },
 	{},
 };
@@ -297,6 +308,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (fcntl(cfg->ready_fd, F_SETFD, FD_CLOEXEC))
 			argp_error(state, "--ready-fd %d: %s", cfg->ready_fd, strerror(errno));
 		break;
+	case OPT_METRICS: {
+		char host[256], port[8], why[256];
+
+		if (dl_http_parse_addr(arg, host, sizeof(host), port, sizeof(port), why, sizeof(why)))
+			argp_error(state, "invalid --metrics %s", why);
+		cfg->metrics_addr = arg;
+		break;
+	}
+	case OPT_METRICS_KERNELS:
+		cfg->metrics_kernels = true;
+		break;
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
@@ -338,6 +360,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				argp_error(state, "report replays a recording: --ready-fd does not apply");
 			if (cfg->ring_s || cfg->ring_mb || cfg->trigger_step)
 				argp_error(state, "report replays a recording: --ring, --ring-mb and --trigger-step are record's");
+			if (cfg->metrics_addr || cfg->metrics_kernels)
+				argp_error(state, "report replays a recording: --metrics serves a live trace");
 			/* Both read BPF maps of a live trace; a recording holds per-call records only. */
 			if (cfg->kernel_agg || cfg->duty_on_s)
 				argp_error(state, "report replays a recording: --summary and --duty do not apply");
@@ -365,6 +389,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (cfg->mode == DL_MODE_RECORD && (cfg->kernel_agg || cfg->duty_on_s))
 			argp_error(state, "record keeps every record for report; --summary and --duty keep counts "
 				   "only the live run sees");
+		if (cfg->metrics_kernels && !cfg->metrics_addr)
+			argp_error(state, "--metrics-kernels needs --metrics");
+		/* Its counts are scaled once, at the end: a counter would jump down then up. */
+		if (cfg->metrics_addr && cfg->duty_on_s)
+			argp_error(state, "--metrics counts what the probes see; --duty sees launches and copies part "
+				   "of the time and scales them at the end only");
 		check_files(state, cfg);
 		break;
 	default:

@@ -47,6 +47,8 @@ struct dl_config {
 	double ring_s, trigger_step;
 	size_t ring_mb;
 	const char *ring_dir;
+	const char *metrics_addr;  /* --metrics [ADDR:]PORT: serve Prometheus metrics; NULL: none */
+	bool metrics_kernels;      /* --metrics-kernels: kernel names as a label too */
 };
 
 /* Parses argv; on bad usage prints why and exits with status 2. */

@@ -31,6 +31,7 @@
 #include "capture/naming.h"
 #include "capture/pcie.h"
 #include "capture/procfs.h"
+#include "output/exporter.h"
 #include "output/report.h"
 #include "capture/spawn.h"
 #include "records/stream.h"
@@ -104,6 +105,7 @@ struct run {
 	struct dl_agg agg;      /* --summary */
 	struct dl_duty duty;    /* --duty */
 	struct dl_watchdog watchdog;   /* continues held processes if dlbpf dies or stalls */
+	struct dl_exporter metrics;    /* --metrics */
 };
 
 /* Low-overhead modes: makes everything the kernel holds visible in the summary. */
@@ -114,6 +116,22 @@ static void sync_kernel(void *ctx)
 	ring_buffer__consume(r->rb);
 	if (r->cfg.kernel_agg)
 		dl_agg_poll(&r->agg, &r->sum, r->symbolizer, &r->stream, dl_now_ns());
+}
+
+/* --metrics: what the summary knows now, and the drops the kernel counts (the summary has them at the end). */
+static void publish_metrics(struct run *r, bool last)
+{
+	struct dl_metrics_live live = { .malformed = r->stream.malformed };
+
+	if (!r->metrics.http)
+		return;
+	if (r->tracer.skel) {
+		if (!last && r->cfg.kernel_agg)
+			sync_kernel(r);
+		dl_tracer_read_drops(&r->tracer, live.drops);
+		live.recursion_misses = dl_tracer_recursion_misses(&r->tracer, NULL, NULL);
+	}
+	dl_exporter_publish(&r->metrics, &r->sum, &live, last);
 }
 
 /* dlopen returned in a traced process: rescan it after the drain (and continue it if BPF stopped it). */
@@ -353,6 +371,8 @@ static int run_loop(struct run *r)
 		else if (timeout < IDLE_DRAIN_MS)
 			timeout = timeout * 2 < IDLE_DRAIN_MS ? timeout * 2 : IDLE_DRAIN_MS;
 		dl_held_rescan_continue(&r->held, rescan_held, r);
+		if (dl_exporter_wants(&r->metrics))
+			publish_metrics(r, false);
 		now = dl_now_ns();
 		if (deadline && now >= deadline)
 			break;
@@ -581,6 +601,7 @@ struct step_sinks {
 	struct dl_step_printer *printer;
 	struct dl_timeline *trace;
 	struct dl_flightrec *flight;
+	struct dl_metrics *metrics;
 };
 
 static void on_step(void *ctx, const struct dl_step *st)
@@ -598,6 +619,8 @@ static void on_step(void *ctx, const struct dl_step *st)
 		dl_timeline_step(s->trace, st);
 	if (s->flight)
 		dl_flightrec_step(s->flight, st);
+	if (s->metrics)
+		dl_metrics_step(s->metrics, st);
 }
 
 /* A replayed timeline shows the recording's own real time: its header's clock snapshot. */
@@ -704,6 +727,11 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	steps.trace = r.trace;
+	/* Bound before tracing: a port in use fails the run before any probe is attached. */
+	struct dl_metrics_opts mo = { .kernel_names = r.cfg.metrics_kernels, .memory_unknown = r.cfg.kernel_agg };
+	if (r.cfg.metrics_addr && (err = dl_exporter_open(&r.metrics, r.cfg.metrics_addr, &mo)))
+		goto cleanup;
+	steps.metrics = r.metrics.metrics;   /* NULL without --metrics */
 	sigaction(SIGINT, &sa, NULL);
 	if (r.cfg.ring_dir)
 		sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = on_usr1 }, NULL);
@@ -712,6 +740,7 @@ int main(int argc, char **argv)
 	r.stream.stop = &stop_signal;   /* a replay stops between records */
 
 	dl_summary_init(&r.sum);
+	publish_metrics(&r, false);   /* a scrape while the probes attach gets an empty exposition */
 	r.symbolizer = dl_symbolizer_new();
 	diag = dl_xcalloc(1, sizeof(*diag));
 	/* Sinks in any order: the stream hands each the record already decoded and resolved. */
@@ -774,6 +803,7 @@ int main(int argc, char **argv)
 	dopts.pcie_gbps = r.cfg.pcie_gbps;
 	dopts.disk_mbps = r.cfg.disk_mbps;
 	dl_diagnose(corr, &r.sum, &dopts, diag);
+	publish_metrics(&r, true);
 	if (r.stream.malformed)
 		dl_warn("%" PRIu64 " malformed records ignored", r.stream.malformed);
 	dl_report_text(stdout, &r.sum);
@@ -800,6 +830,7 @@ int main(int argc, char **argv)
 cleanup:
 	if (r.flight)
 		dl_flightrec_close(r.flight, dl_now_ns(), (uint64_t[DL_DROP_MAX]){ 0 });
+	dl_exporter_close(&r.metrics);
 	dl_recorder_abort(&rec);
 	dl_outfile_abort(&r.json);
 	dl_outfile_abort(&r.html);

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdarg.h>
+#include <stdio.h>
 #include "strsafe.h"
 #include "util.h"
 
@@ -70,7 +72,7 @@ void dl_sbuf_free(struct dl_sbuf *b)
 	*b = (struct dl_sbuf){ 0 };
 }
 
-static void put(struct dl_sbuf *b, const void *p, size_t k)
+void dl_sbuf_put(struct dl_sbuf *b, const void *p, size_t k)
 {
 	dl_grow((void **)&b->v, &b->cap, b->n + k + 1, 1);
 	memcpy(b->v + b->n, p, k);
@@ -78,17 +80,34 @@ static void put(struct dl_sbuf *b, const void *p, size_t k)
 	b->v[b->n] = '\0';
 }
 
+void dl_sbuf_printf(struct dl_sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (k <= 0)
+		return;
+	dl_grow((void **)&b->v, &b->cap, b->n + (size_t)k + 1, 1);
+	va_start(ap, fmt);
+	vsnprintf(b->v + b->n, (size_t)k + 1, fmt, ap);
+	va_end(ap);
+	b->n += (size_t)k;
+}
+
 void dl_utf8_fix(struct dl_sbuf *b, const char *s, size_t n)
 {
 	uint32_t cp;
 
-	put(b, "", 0);
+	dl_sbuf_put(b, "", 0);
 	for (size_t i = 0, k; i < n; i += k) {
 		k = dl_utf8_next(s + i, n - i, &cp);
 		if (cp == DL_UTF8_BAD)
-			put(b, DL_UTF8_REPLACEMENT, 3);
+			dl_sbuf_put(b, DL_UTF8_REPLACEMENT, 3);
 		else
-			put(b, s + i, k);
+			dl_sbuf_put(b, s + i, k);
 	}
 }
 
@@ -117,7 +136,7 @@ void dl_text_escape(struct dl_sbuf *b, const char *s, size_t n, unsigned flags)
 	static const char hex[] = "0123456789abcdef";
 	uint32_t cp;
 
-	put(b, "", 0);
+	dl_sbuf_put(b, "", 0);
 	for (size_t i = 0, k; i < n; i += k) {
 		size_t run = i;
 
@@ -125,20 +144,20 @@ void dl_text_escape(struct dl_sbuf *b, const char *s, size_t n, unsigned flags)
 		while (run < n && (unsigned char)s[run] >= 0x20 && (unsigned char)s[run] < 0x7f)
 			run++;
 		if (run > i) {
-			put(b, s + i, run - i);
+			dl_sbuf_put(b, s + i, run - i);
 			k = run - i;
 			continue;
 		}
 		k = dl_utf8_next(s + i, n - i, &cp);
 		if (text_keeps(cp, flags)) {
-			put(b, s + i, k);
+			dl_sbuf_put(b, s + i, k);
 			continue;
 		}
 		for (size_t j = 0; j < k; j++) {
 			unsigned char c = (unsigned char)s[i + j];
 			char e[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
 
-			put(b, e, sizeof(e));
+			dl_sbuf_put(b, e, sizeof(e));
 		}
 	}
 }

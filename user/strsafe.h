@@ -44,6 +44,9 @@ struct dl_sbuf {
 };
 
 void dl_sbuf_free(struct dl_sbuf *b);
+/* Appends p[0..k) / formatted text, as they are. */
+void dl_sbuf_put(struct dl_sbuf *b, const void *p, size_t k);
+void dl_sbuf_printf(struct dl_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Appends s[0..n) as valid UTF-8: each ill-formed sequence becomes U+FFFD. */
 void dl_utf8_fix(struct dl_sbuf *b, const char *s, size_t n);

@@ -41,11 +41,15 @@ $(FUZZ_DIR)/seedgen: tests/fuzz/seedgen.c $(call san_lib,records) $(call san_lib
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) $< $(call san_lib,records) $(call san_lib,base) -o $@
 
-$(FUZZ_SEEDS)/.made: $(FUZZ_DIR)/seedgen tests/fuzz/seed_elf.c
+$(FUZZ_SEEDS)/.made: $(FUZZ_DIR)/seedgen tests/fuzz/seed_elf.c tests/fuzz/fuzz.mk
 	rm -rf $(FUZZ_SEEDS) && mkdir -p $(FUZZ_SEEDS)/replay $(FUZZ_SEEDS)/decode $(FUZZ_SEEDS)/elfsym
 	$(FUZZ_DIR)/seedgen $(FUZZ_SEEDS)
 	$(CC) -shared -fPIC -Os -Wl,-z,noseparate-code -o $(FUZZ_SEEDS)/elfsym/small.so tests/fuzz/seed_elf.c
 	strip -o $(FUZZ_SEEDS)/elfsym/small-stripped.so $(FUZZ_SEEDS)/elfsym/small.so
+	mkdir -p $(FUZZ_SEEDS)/http
+	printf 'GET /metrics HTTP/1.1\r\nHost: node:9464\r\nAccept: text/plain\r\n\r\n' > $(FUZZ_SEEDS)/http/get
+	printf 'GET /metrics?x=1 HTTP/1.0\n\n' > $(FUZZ_SEEDS)/http/get-query
+	printf 'POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n' > $(FUZZ_SEEDS)/http/post
 	touch $@
 
 FUZZ_SEED_DEPS := $(FUZZ_SEEDS)/.made

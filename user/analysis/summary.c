@@ -94,6 +94,8 @@ static void add_copy(struct dl_proc *p, const struct dl_call *c)
 		cs->small++;
 	cs->pageable += c->pageable;
 	cs->sizes[dl_copy_size_bucket(c->bytes)]++;
+	if (c->pageable)
+		cs->pageable_bytes += c->bytes;
 }
 
 struct dl_kernel_stat *dl_proc_kernel(struct dl_proc *p, uint64_t func, const uint32_t grid[3],

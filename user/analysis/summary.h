@@ -31,6 +31,7 @@ struct dl_api_stat {
 struct dl_copy_stat {
 	uint64_t count, bytes, total_ns, pageable, small;
 	uint64_t sizes[DL_COPY_SIZE_BUCKETS];   /* per-call copies only: --summary counts carry no sizes */
+	uint64_t pageable_bytes;   /* bytes of the pageable ones */
 };
 
 struct dl_kernel_stat {

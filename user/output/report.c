@@ -15,6 +15,11 @@ static const char *const drop_names[DL_DROP_MAX] = {
 	[DL_DROP_AGG] = "aggregate_full", [DL_DROP_DEPTH] = "depth",
 };
 
+const char *dl_drop_name(int i)
+{
+	return i >= 0 && i < DL_DROP_MAX ? drop_names[i] : NULL;
+}
+
 void dl_fmt_bytes(char *buf, size_t len, uint64_t b)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
@@ -236,6 +241,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 		dl_json_ku64(j, "bytes", c->bytes);
 		dl_json_ku64(j, "total_ns", c->total_ns);
 		dl_json_ku64(j, "pageable", c->pageable);
+		dl_json_ku64(j, "pageable_bytes", c->pageable_bytes);
 		dl_json_ku64(j, "small", c->small);
 		dl_json_obj_end(j);
 	}
