@@ -209,7 +209,7 @@ static void end(struct gen *g, uint64_t ts, uint64_t dropped)
 /*
  * One step of a training loop, 10 ms from t: input wait (asleep) 0-4, CPU 4-5,
  * async H2D 5-5.1, three launches 5.1-5.4, CPU 5.4-6, a 4-byte sync D2H copy
- * 6-10 that waits for the GPU (asleep inside it).
+ * 6-10 that waits for the GPU (asleep inside it from 6.1 to its return).
  */
 static void loop_step(struct gen *g, uint64_t t)
 {
@@ -218,6 +218,7 @@ static void loop_step(struct gen *g, uint64_t t)
 	for (int k = 0; k < 3; k++)
 		cuda(g, 101, DL_API_LAUNCH_KERNEL, t + 5 * MS + 100 * US + (uint64_t)k * 100 * US, 0, 0, 0);
 	sched(g, 101, DL_ST_RUNNING, t + 4 * MS, 2 * MS + 100 * US, DL_ST_SLEEP);
+	sched(g, 101, DL_ST_SLEEP, t + 6 * MS + 100 * US, 3 * MS + 900 * US, DL_ST_RUNNING);
 	cuda(g, 101, DL_API_MEMCPY, t + 6 * MS, 4 * MS, 4, DL_DIR_D2H);
 	/* A worker thread of the same process that never calls CUDA, busy 2 ms a step. */
 	sched(g, 102, DL_ST_RUNNING, t + 1 * MS, 2 * MS, DL_ST_SLEEP);
@@ -257,9 +258,9 @@ static void test_auto_marker_loop(void)
 	CHECK_STEPS(p, s->cat_ns[DL_CAT_D2H], 1);
 	CHECK_STEPS(p, s->cat_ns[DL_CAT_GPU_WAIT], 4 * MS - 1);
 	/*
-	 * Device busy: at most from the batch's copy (the step's start) to the loss copy's return
-	 * (5 ms), the queue then known empty to the step's end; at least the loss copy's wait on the
-	 * kernels (4 ms: no scheduler record inside it, so all of it).
+	 * Device busy: at most from the batch's copy (the step's start) to the loss copy's wake-up
+	 * (5 ms: its return, here), the queue then known empty to the step's end; at least the loss
+	 * copy's wait on the kernels, from its entry to its wake-up (4 ms).
 	 */
 	CHECK_STEPS(p, s->gpu_busy_hi_ns, 5 * MS);
 	CHECK_STEPS(p, s->gpu_busy_lo_ns, 4 * MS);

@@ -188,26 +188,47 @@ static void test_sync_copies(void)
 
 /*
  * The lower bound from a thread's scheduler states: a wait on outstanding work
- * counts from its entry to its wake-up (10-38 us); a copy that found the queues
- * empty only while it slept (52-58); a sync with nothing outstanding, nothing.
+ * counts from its entry to its last wake-up (10-38 us); one that never slept
+ * (spun, preempted, busy with host work: when the device finished is not
+ * known), a copy that found the queues empty, or a sync with nothing
+ * outstanding, nothing.
  */
 static void test_lower_bound(void)
 {
 	struct dl_devq_wait w[] = {
-		{ 10 * US, 40 * US, true, false },
-		{ 50 * US, 60 * US, false, true },
-		{ 70 * US, 80 * US, false, false },
-		{ 90 * US, 95 * US, true, false },   /* no blocked interval: a spinning wait counts whole */
+		{ 10 * US, 40 * US, true },
+		{ 50 * US, 60 * US, false },
+		{ 90 * US, 95 * US, true },   /* no sleep */
 	};
 	struct dl_span sched[] = {
-		{ 0, 12 * US, DL_ST_RUNNING }, { 12 * US, 38 * US, DL_ST_SLEEP }, { 38 * US, 52 * US, DL_ST_RUNQ },
-		{ 52 * US, 58 * US, DL_ST_SLEEP }, { 58 * US, 72 * US, DL_ST_RUNNING }, { 72 * US, 78 * US, DL_ST_SLEEP },
-		{ 78 * US, 100 * US, DL_ST_RUNNING },
+		{ 0, 12 * US, DL_ST_RUNNING }, { 12 * US, 20 * US, DL_ST_SLEEP }, { 20 * US, 21 * US, DL_ST_RUNQ },
+		{ 21 * US, 38 * US, DL_ST_SLEEP }, { 38 * US, 52 * US, DL_ST_RUNQ }, { 52 * US, 58 * US, DL_ST_SLEEP },
+		{ 58 * US, 100 * US, DL_ST_RUNNING },
 	};
 
-	CHECK_EQ_U64(dl_devq_busy_lower(w, 4, sched, 7, 0, 100 * US), 28 * US + 6 * US + 5 * US);
+	CHECK_EQ_U64(dl_devq_woke(sched, 7, 10 * US, 40 * US), 38 * US);
+	CHECK_EQ_U64(dl_devq_woke(sched, 7, 90 * US, 95 * US), 0);
+	CHECK_EQ_U64(dl_devq_busy_lower(w, 3, sched, 7, 0, 100 * US), 28 * US);
 	/* Clipped to the interval asked. */
-	CHECK_EQ_U64(dl_devq_busy_lower(w, 4, sched, 7, 20 * US, 55 * US), 18 * US + 3 * US);
+	CHECK_EQ_U64(dl_devq_busy_lower(w, 3, sched, 7, 20 * US, 55 * US), 18 * US);
+}
+
+/* A drain's call woke at 38 us and returned at 45: the work it proved done ended by 38. */
+static void test_drained_by_wake_up(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+
+	feed(&q, launch(0, 0, 1, DL_API_LAUNCH_KERNEL));
+	c = call(DL_API_DEVICE_SYNC, 10 * US, 45 * US, 0, 0, 1, true);
+	dl_devq_call(&q, &c);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 45 * US);
+	dl_devq_drained_by(&q, 45 * US, 38 * US);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 38 * US);
+	/* Never woken (spinning): nothing moves. */
+	dl_devq_drained_by(&q, 38 * US, 0);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 38 * US);
+	dl_devq_free(&q);
 }
 
 int main(void)
@@ -218,5 +239,6 @@ int main(void)
 	test_drain_never_seen();
 	test_sync_copies();
 	test_lower_bound();
+	test_drained_by_wake_up();
 	return check_report("test_devqueue");
 }

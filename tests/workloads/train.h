@@ -28,6 +28,8 @@
 
 /* ------------------------------------------------- options (train_opts.c) -- */
 
+#define MAX_STREAMS 8
+
 struct opts {
 	const char *scenario;
 	const char *expect; /* phase expected to dominate (scenario presets) */
@@ -35,6 +37,8 @@ struct opts {
 	long batch_kb, read_kb, io_kb, worker_cpu_us, host_cpu_us, kernel_us;
 	double launch_us; /* < 0: leave the runtime's default */
 	int pinned, odirect, ignore_errors, check, quiet;
+	int sync_h2d;      /* H2D with cudaMemcpy (synchronous), not cudaMemcpyAsync */
+	int streams;       /* kernels spread over this many created streams (0: the legacy stream) */
 	long data_mb;
 	char data[PATH_MAX];
 	const char *truth;
@@ -145,5 +149,12 @@ void truth_write_step(FILE *f, const struct step_record *r);
 void truth_write_summary(FILE *f, const struct run_summary *s, uint64_t duration_ns, int nspinners,
 			 int cuda_errors, int simulator);
 void print_summary(const struct run_summary *s, uint64_t duration_ns, int cuda_errors);
+
+/* ------------------------- the device's own timeline (train_device.c) -- */
+
+/* Starts the simulator's timeline (nothing on the real runtime). */
+void device_truth_start(void);
+/* Writes what the device ran since the last call as one truth line. */
+void device_truth_write(FILE *f);
 
 #endif

@@ -180,7 +180,7 @@ static void fold_old_steps(struct dl_correlator *c, struct dl_corr_proc *p)
  * The step's device-busy bounds. Lost records may have held an enqueue the
  * model never saw, so with any lost the upper bound is the whole step.
  */
-static void device_bounds(const struct dl_correlator *c, const struct cproc *p, struct dl_step *st,
+static void device_bounds(const struct dl_correlator *c, struct cproc *p, struct dl_step *st,
 			  const struct dl_span *sched, size_t nsched)
 {
 	uint64_t start = st->start_ns, end = st->start_ns + st->dur_ns;
@@ -191,8 +191,11 @@ static void device_bounds(const struct dl_correlator *c, const struct cproc *p, 
 		const struct mcall *m = &p->calls.v[i];
 		struct dl_devq_call dc = { .cls = m->cls, .dir = m->dir, .async = m->async };
 
-		if (!m->entry_only && m->end > start && m->start < end && dl_devq_blocking(&dc))
-			w[n++] = (struct dl_devq_wait){ m->start, m->end, m->waited != DL_DEVQ_EMPTY, m->cls == DL_CLS_COPY };
+		if (m->entry_only || m->end <= start || m->start >= end || !dl_devq_blocking(&dc))
+			continue;
+		w[n++] = (struct dl_devq_wait){ m->start, m->end, m->waited != DL_DEVQ_EMPTY };
+		if (m->ok)
+			dl_devq_drained_by(&p->devq, m->end, dl_devq_woke(sched, nsched, m->start, m->end));
 	}
 	st->gpu_busy_hi_ns = c->calls_lost ? st->dur_ns : dl_devq_busy_upper(&p->devq, start, end);
 	st->gpu_busy_lo_ns = dl_min_u64(st->gpu_busy_hi_ns, dl_devq_busy_lower(w, n, sched, nsched, start, end));

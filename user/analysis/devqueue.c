@@ -297,40 +297,52 @@ uint64_t dl_devq_busy_upper(const struct dl_devq *q, uint64_t a, uint64_t b)
 	return busy;
 }
 
-static bool blocked_state(uint32_t kind)
+uint64_t dl_devq_woke(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end)
 {
-	return kind == DL_ST_SLEEP || kind == DL_ST_DISK;
+	size_t lo = 0, hi = nsched;
+	uint64_t woke = 0;
+
+	/* The first interval ending after start. */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (sched[mid].end <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo; k < nsched && sched[k].start < end; k++)
+		if (sched[k].kind == DL_ST_SLEEP)
+			woke = dl_min_u64(sched[k].end, end);
+	return woke;
+}
+
+void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke)
+{
+	for (size_t i = 0; woke && i < q->busy_max.n; i++)
+		if (q->busy_max.v[i].end == done)
+			q->busy_max.v[i].end = dl_max_u64(q->busy_max.v[i].start, woke);
 }
 
 uint64_t dl_devq_busy_lower(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
 			    uint64_t a, uint64_t b)
 {
-	DL_VEC(struct dl_span) v = { 0 };
-	size_t k0 = 0;
+	struct dl_span *v = dl_xcalloc(n + 1, sizeof(*v));
+	size_t k = 0;
 	uint64_t busy;
 
 	for (size_t i = 0; i < n; i++) {
-		uint64_t last = 0;
+		uint64_t woke;
 
-		if (w[i].end <= a || w[i].start >= b || (!w[i].waited && !w[i].copy))
+		if (!w[i].waited || w[i].end <= a || w[i].start >= b)
 			continue;
-		while (k0 < nsched && sched[k0].end <= w[i].start)
-			k0++;
-		for (size_t k = k0; k < nsched && sched[k].start < w[i].end; k++) {
-			uint64_t s = dl_max_u64(sched[k].start, w[i].start), e = dl_min_u64(sched[k].end, w[i].end);
-
-			if (!blocked_state(sched[k].kind) || e <= s)
-				continue;
-			last = e;
-			if (!w[i].waited)
-				*dl_vec_push(&v) = (struct dl_span){ s, e, 0 };
-		}
-		if (w[i].waited)
-			*dl_vec_push(&v) = (struct dl_span){ w[i].start, last ? last : w[i].end, 0 };
+		woke = dl_devq_woke(sched, nsched, w[i].start, w[i].end);
+		if (woke)
+			v[k++] = (struct dl_span){ w[i].start, woke, 0 };
 	}
-	v.n = dl_spans_union(v.v, v.n);
-	busy = dl_spans_overlap(v.v, v.n, a, b);
-	dl_vec_free(&v);
+	k = dl_spans_union(v, k);
+	busy = dl_spans_overlap(v, k, a, b);
+	free(v);
 	return busy;
 }
 

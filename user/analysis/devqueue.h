@@ -80,17 +80,31 @@ uint64_t dl_devq_busy_upper(const struct dl_devq *q, uint64_t a, uint64_t b);
 struct dl_devq_wait {
 	uint64_t start, end;
 	bool waited;              /* dl_devq_call said it waited on outstanding work (of any kind) */
-	bool copy;                /* a synchronous copy: device work of its own */
 };
 
 /*
+ * When the thread last woke from sleep (S) inside [start, end), or 0 if it
+ * never slept there. A runtime that blocks for the device (blocking-sync mode,
+ * the simulator) is woken once the work is done, so the work it waited for
+ * was complete then; one that spins never sleeps. The model assumes a
+ * blocking call's last sleep is its wait for the device.
+ */
+uint64_t dl_devq_woke(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end);
+/*
+ * A drain whose call returned at done, its thread woken at woke (dl_devq_woke):
+ * the work it proved done was done by woke, so the busy spans it closed end
+ * there. The time to the return was the host's (wake-up latency, run queue).
+ */
+void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke);
+/*
  * The least device-busy time [a, b) holds: while the thread was blocked on
- * work outstanding, the device was running it. A wait on outstanding work
- * counts from its entry to the end of its last blocked (S/D) interval: after
- * the wake-up the work is done, and the rest is the thread's way back out;
- * a wait that never blocked (the runtime spins) counts whole. A copy that
- * found the queues empty counts only while the thread slept in it: the rest
- * may be host-side staging. waits sorted by start, sched as the breakdown's.
+ * work outstanding, the device was running it. A wait counts from its entry
+ * to its last wake-up. A wait that never slept counts nothing: the runtime
+ * may have spun, been preempted or done host work of its own (staging,
+ * deferred copies) while the device finished at any point. A copy that found
+ * the queues empty counts nothing either: its call is mostly host time around
+ * a transfer of unknown length. waits sorted by start, sched as the
+ * breakdown's.
  */
 uint64_t dl_devq_busy_lower(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
 			    uint64_t a, uint64_t b);
