@@ -80,7 +80,7 @@ def judge_bounds(name, steps, busy):
     steps; on the TIGHT scenarios the mean width is under that share of the step."""
     check(busy, f"{name}: the workload wrote no device timeline (not on the simulator?)")
     starts = [iv[0] for iv in busy]
-    outside, width, first = 0, 0.0, ""
+    outside, width, first, sums = 0, 0.0, "", [0, 0, 0, 0]
     for st in steps:
         lo, hi = st["gpu_busy_ns"]
         a, b = st["start_ns"], st["start_ns"] + st["dur_ns"]
@@ -90,9 +90,12 @@ def judge_bounds(name, steps, busy):
             outside += 1
             first = first or f"step {st['index']}: truth {truth / 1e6:.3f} ms, bounds {lo / 1e6:.3f}-{hi / 1e6:.3f}"
         width += (hi - lo) / st["dur_ns"]
+        sums = [sums[0] + truth, sums[1] + lo, sums[2] + hi, sums[3] + st["dur_ns"]]
     width /= len(steps)
     held = 1 - outside / len(steps)
-    note = f"bounds hold in {held * 100:.0f}% of steps, mean width {width * 100:.1f}% of the step"
+    ms = [x / len(steps) / 1e6 for x in sums]
+    note = (f"GPU busy per step: truth {ms[0]:.2f} ms, bounds {ms[1]:.2f}-{ms[2]:.2f} of {ms[3]:.2f}; bounds hold "
+            f"in {held * 100:.0f}% of steps, mean width {width * 100:.1f}% of the step")
     check(held >= BOUNDS_HOLD, f"{name}: {note}; first outside: {first}")
     if name in TIGHT:
         check(width <= TIGHT[name], f"{name}: {note}, over {TIGHT[name] * 100:.0f}%")
