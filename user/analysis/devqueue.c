@@ -299,19 +299,9 @@ uint64_t dl_devq_busy_upper(const struct dl_devq *q, uint64_t a, uint64_t b)
 
 uint64_t dl_devq_woke(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end)
 {
-	size_t lo = 0, hi = nsched;
 	uint64_t woke = 0;
 
-	/* The first interval ending after start. */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (sched[mid].end <= start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t k = lo; k < nsched && sched[k].start < end; k++)
+	for (size_t k = dl_spans_first_after(sched, nsched, start); k < nsched && sched[k].start < end; k++)
 		if (sched[k].kind == DL_ST_SLEEP)
 			woke = dl_min_u64(sched[k].end, end);
 	return woke;
