@@ -452,6 +452,9 @@ static void track_device(struct cproc *p, const struct cevent *e)
 	mc.waited = (uint8_t)dl_devq_call(&p->devq, &dc);
 	if (e->tid == p->pub.main_tid)
 		track_call(p, &mc);
+	/* Steps forget the model's old spans as they finalize; while none closes, what they will not need goes. */
+	if (p->devq.busy_max.n >= 4096 && !(p->devq.busy_max.n & 1023))
+		dl_devq_forget_before(&p->devq, p->pending.n ? p->pending.v[0].start : p->last_marker);
 }
 
 void dl_corr_track(struct cproc *p, const struct cevent *e)

@@ -55,10 +55,9 @@ static struct dl_devq_stream *get_stream(struct dl_devq *q, uint64_t key)
 
 static const struct dl_devq_event *find_event(const struct dl_devq *q, uint64_t handle)
 {
-	for (size_t i = 0; i < q->events.n; i++)
-		if (q->events.v[i].handle == handle)
-			return &q->events.v[i];
-	return NULL;
+	uint64_t i;
+
+	return dl_u64map_get(&q->event_of, handle, &i) ? &q->events.v[i] : NULL;
 }
 
 static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, bool compute)
@@ -260,6 +259,7 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 		if (c->api == DL_API_EVENT_RECORD || c->api == DL_API_EVENT_RECORD_PTSZ) {
 			slot = (struct dl_devq_event *)find_event(q, c->event);
 			if (!slot) {
+				dl_u64map_put(&q->event_of, c->event, q->events.n);
 				slot = dl_vec_push(&q->events);
 				slot->handle = c->event;
 			}
@@ -352,5 +352,6 @@ void dl_devq_free(struct dl_devq *q)
 		dl_vec_free(&q->streams.v[i].deps);
 	dl_vec_free(&q->streams);
 	dl_vec_free(&q->events);
+	dl_u64map_free(&q->event_of);
 	dl_vec_free(&q->busy_max);
 }

@@ -59,6 +59,7 @@ struct dl_devq_event {
 struct dl_devq {
 	DL_VEC(struct dl_devq_stream) streams;
 	DL_VEC(struct dl_devq_event) events;
+	struct dl_u64map event_of;        /* handle -> index in events (frameworks record thousands) */
 	DL_VEC(struct dl_span) busy_max;   /* closed intervals in which the device may have been busy */
 };
 
