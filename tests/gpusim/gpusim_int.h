@@ -25,7 +25,9 @@
  * Model
  *   - One device with three engines: compute (kernels, memsets, D2D copies),
  *     an H2D copy engine and a D2H copy engine. Each engine has a "ready"
- *     time: it executes one item at a time.
+ *     time: it executes one item at a time. GPUSIM_COMPUTE_ENGINES (default
+ *     1) compute engines let kernels of different streams run at once: an
+ *     item takes the one free first.
  *   - Streams: each has a ready time (end of its last item). An item starts at
  *     max(now, stream dependency, engine ready) and ends at start + cost.
  *     The legacy default stream (0 / cudaStreamLegacy) waits for all blocking
@@ -132,6 +134,8 @@ GPUSIM_API int gpusimSetKernelCost(const void *func, unsigned long long ns);
 GPUSIM_API int gpusimIsDevicePointer(const void *ptr);
 GPUSIM_API unsigned long long gpusimDeviceNow(void);
 GPUSIM_API unsigned long long gpusimDeviceIdleAt(void);
+GPUSIM_API unsigned long long gpusimTimeline(unsigned long long first, unsigned long long *start_end,
+					     unsigned long long max);
 
 /* ---- Internals --------------------------------------------------------- *
  * Hidden on the declarations too, not only by -fvisibility=hidden on the
@@ -140,6 +144,7 @@ GPUSIM_API unsigned long long gpusimDeviceIdleAt(void);
 #pragma GCC visibility push(hidden)
 
 #define NSEC 1000000000ull
+#define GPUSIM_MAX_COMPUTE 8
 #define STREAM_MAGIC 0x5354524dU /* "STRM" */
 #define EVENT_MAGIC 0x45564e54U  /* "EVNT" */
 
@@ -174,6 +179,11 @@ struct pending_copy {
 	uint64_t end;
 };
 
+/* One item the device ran: its device start and end. */
+struct timeline_item {
+	uint64_t start, end;
+};
+
 struct vec {
 	void *v;
 	size_t n, cap, elt;
@@ -189,7 +199,10 @@ struct gpusim_state {
 	uint64_t timerslack_ns;
 	int copy_data;
 	/* device */
-	uint64_t compute_ready, h2d_ready, d2h_ready;
+	uint64_t compute_ready[GPUSIM_MAX_COMPUTE], h2d_ready, d2h_ready;
+	unsigned compute_engines;      /* GPUSIM_COMPUTE_ENGINES: kernels that may run at once */
+	int timeline_on;               /* gpusimTimeline was called: every item is kept */
+	struct vec timeline;           /* struct timeline_item, in scheduling order */
 	struct CUstream_st legacy;
 	struct CUstream_st *streams;   /* created streams + per-thread streams */
 	struct CUevent_st *events;

@@ -18,6 +18,8 @@
  *   GPUSIM_COPY_DATA         1        0: do not move bytes (timing only)
  *   GPUSIM_TIMERSLACK_NS     1000     timer slack set on waiting threads;
  *                                     0 leaves it alone
+ *   GPUSIM_COMPUTE_ENGINES   1        kernels of different streams that may
+ *                                     run at once (1-8)
  */
 #define _GNU_SOURCE
 #include "gpusim_int.h"
@@ -91,6 +93,9 @@ void init_once(void)
 	S.kernel_base_ns = (uint64_t)(env_double("GPUSIM_KERNEL_BASE_US", 2.0) * 1000.0);
 	S.timerslack_ns = (uint64_t)env_double("GPUSIM_TIMERSLACK_NS", 1000.0);
 	S.copy_data = env_double("GPUSIM_COPY_DATA", 1.0) != 0.0;
+	S.compute_engines = (unsigned)env_double("GPUSIM_COMPUTE_ENGINES", 1.0);
+	if (S.compute_engines < 1 || S.compute_engines > GPUSIM_MAX_COMPUTE)
+		S.compute_engines = 1;
 	if (S.pinned_bpns <= 0)
 		S.pinned_bpns = 24.0;
 	if (S.pageable_bpns <= 0)
@@ -120,6 +125,7 @@ void init_once(void)
 	S.pinned.elt = sizeof(struct range);
 	S.pending.elt = sizeof(struct pending_copy);
 	S.kcost.elt = sizeof(struct range);
+	S.timeline.elt = sizeof(struct timeline_item);
 }
 
 /* Sleep (not spin) until CLOCK_MONOTONIC reaches t. Called without the lock. */
@@ -166,15 +172,21 @@ uint64_t stream_dep(struct CUstream_st *s)
 	return t;
 }
 
+/* The engine an item runs on: a copy engine, or the compute engine free first. */
 static uint64_t *engine_ready(enum engine e)
 {
+	uint64_t *best = &S.compute_ready[0];
+
 	switch (e) {
 	case ENG_H2D:
 		return &S.h2d_ready;
 	case ENG_D2H:
 		return &S.d2h_ready;
 	default:
-		return &S.compute_ready;
+		for (unsigned i = 1; i < S.compute_engines; i++)
+			if (S.compute_ready[i] < *best)
+				best = &S.compute_ready[i];
+		return best;
 	}
 }
 
@@ -184,19 +196,47 @@ uint64_t schedule(struct CUstream_st *s, enum engine e, uint64_t cost, uint64_t 
 	uint64_t *er = engine_ready(e);
 	uint64_t start = max64(now, max64(stream_dep(s), *er));
 	uint64_t end = start + cost;
+	struct timeline_item *it;
 
 	*er = end;
 	s->ready = end;
+	if (S.timeline_on && (it = vec_push(&S.timeline)))
+		*it = (struct timeline_item){ start, end };
 	return end;
 }
 
 uint64_t device_idle_at(void)
 {
-	uint64_t t = max64(S.legacy.ready, max64(S.compute_ready, max64(S.h2d_ready, S.d2h_ready)));
+	uint64_t t = max64(S.legacy.ready, max64(S.h2d_ready, S.d2h_ready));
 
+	for (unsigned i = 0; i < S.compute_engines; i++)
+		t = max64(t, S.compute_ready[i]);
 	for (struct CUstream_st *s = S.streams; s; s = s->next)
 		t = max64(t, s->ready);
 	return t;
+}
+
+/*
+ * The device's own timeline, the truth a tracer's inferences are tested
+ * against: items first.. as (start, end) pairs into start_end (2 * max
+ * values); returns how many were copied. Recording starts at the first call
+ * (pass max 0 to start it), so a program that never asks keeps nothing.
+ */
+GPUSIM_API unsigned long long gpusimTimeline(unsigned long long first, unsigned long long *start_end,
+					     unsigned long long max)
+{
+	unsigned long long n = 0;
+
+	lock();
+	S.timeline_on = 1;
+	for (; first + n < S.timeline.n && n < max; n++) {
+		const struct timeline_item *it = (const struct timeline_item *)S.timeline.v + first + n;
+
+		start_end[2 * n] = it->start;
+		start_end[2 * n + 1] = it->end;
+	}
+	unlock();
+	return n;
 }
 
 GPUSIM_API unsigned long long gpusimDeviceNow(void)

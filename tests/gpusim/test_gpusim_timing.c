@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #include "test_gpusim.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,6 +513,41 @@ static void stream_tests(void)
 		    "cudaDeviceSynchronize: two 30 ms kernels on two streams");
 }
 
+/* ------------------------------------------------- the device's timeline -- */
+
+typedef unsigned long long (*timeline_fn)(unsigned long long, unsigned long long *, unsigned long long);
+
+/*
+ * gpusimTimeline: exact model times, so exact checks. Two 30 ms kernels on
+ * two streams share the one compute engine (the second starts as the first
+ * ends); a pinned copy on the legacy stream waits for the blocking stream s1.
+ */
+static void timeline_tests(void)
+{
+	timeline_fn tl = (timeline_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "gpusimTimeline");
+	unsigned long long v[8] = { 0 }, n;
+
+	CHECK(tl != NULL, "gpusimTimeline is exported");
+	if (!tl)
+		return;
+	CHECK(tl(0, v, 4) == 0, "nothing recorded before the first call");
+	call_failed = NULL;
+	SC(launch((const void *)kern_b, 1, s1));
+	SC(launch((const void *)kern_b, 1, s2));
+	SC(cudaMemcpy(d, pinned, MID, cudaMemcpyHostToDevice));
+	SC(cudaDeviceSynchronize());
+	CHECK(!call_failed, "timeline scenario: %s failed", call_failed);
+	n = tl(0, v, 4);
+	CHECK(n == 3, "3 items recorded, got %llu", n);
+	CHECK(v[1] - v[0] == KERNEL_B_NS && v[3] - v[2] == KERNEL_B_NS, "each kernel lasts its cost: %llu, %llu ns",
+	      v[1] - v[0], v[3] - v[2]);
+	CHECK(v[2] == v[1], "one compute engine: the second kernel starts as the first ends (+%lld ns)",
+	      (long long)(v[2] - v[1]));
+	CHECK(v[5] - v[4] == copy_model(MID, PINNED_GBPS) && v[4] >= v[1],
+	      "the copy lasts its model (%llu ns) and starts after s1's kernel", v[5] - v[4]);
+	CHECK(tl(2, v, 4) == 1 && v[1] - v[0] == copy_model(MID, PINNED_GBPS), "reading from an offset");
+}
+
 void timing_tests(void)
 {
 	CK(cudaMalloc(&d, BIG));
@@ -528,6 +564,7 @@ void timing_tests(void)
 	copy_tests();
 	kernel_tests();
 	stream_tests();
+	timeline_tests();
 
 	CK(cudaEventDestroy(e1));
 	CK(cudaEventDestroy(e2));

@@ -164,6 +164,20 @@ static void cuda(struct gen *g, uint32_t tid, enum dl_api_id api, uint64_t ts, u
 	dl_stream_emit(&g->st, &e, sizeof(e));
 }
 
+/* cudaHostRegister(ptr, bytes): copies from there are pinned. */
+static void pin(struct gen *g, uint64_t ptr, uint64_t bytes)
+{
+	struct dl_cuda_ev e;
+
+	memset(&e, 0, sizeof(e));
+	hdr(&e.h, sizeof(e), DL_EV_CUDA, 10 * US, 101);
+	e.api = DL_API_HOST_REGISTER;
+	e.dur_ns = 10 * US;
+	e.arg[0] = ptr;
+	e.arg[1] = bytes;
+	dl_stream_emit(&g->st, &e, sizeof(e));
+}
+
 static void sched(struct gen *g, uint32_t tid, uint32_t state, uint64_t ts, uint64_t dur, uint32_t next)
 {
 	struct dl_sched_ev e;
@@ -195,7 +209,7 @@ static void end(struct gen *g, uint64_t ts, uint64_t dropped)
 /*
  * One step of a training loop, 10 ms from t: input wait (asleep) 0-4, CPU 4-5,
  * async H2D 5-5.1, three launches 5.1-5.4, CPU 5.4-6, a 4-byte sync D2H copy
- * 6-10 that waits for the GPU (asleep inside it).
+ * 6-10 that waits for the GPU (asleep inside it from 6.1 to its return).
  */
 static void loop_step(struct gen *g, uint64_t t)
 {
@@ -204,6 +218,7 @@ static void loop_step(struct gen *g, uint64_t t)
 	for (int k = 0; k < 3; k++)
 		cuda(g, 101, DL_API_LAUNCH_KERNEL, t + 5 * MS + 100 * US + (uint64_t)k * 100 * US, 0, 0, 0);
 	sched(g, 101, DL_ST_RUNNING, t + 4 * MS, 2 * MS + 100 * US, DL_ST_SLEEP);
+	sched(g, 101, DL_ST_SLEEP, t + 6 * MS + 100 * US, 3 * MS + 900 * US, DL_ST_RUNNING);
 	cuda(g, 101, DL_API_MEMCPY, t + 6 * MS, 4 * MS, 4, DL_DIR_D2H);
 	/* A worker thread of the same process that never calls CUDA, busy 2 ms a step. */
 	sched(g, 102, DL_ST_RUNNING, t + 1 * MS, 2 * MS, DL_ST_SLEEP);
@@ -235,13 +250,20 @@ static void test_auto_marker_loop(void)
 	CHECK_STEPS(p, s->cat_ns[DL_CAT_H2D], 100 * US);
 	CHECK_STEPS(p, s->cat_ns[DL_CAT_LAUNCH], 300 * US);
 	/*
-	 * The loss copy (6-10 ms) is 4 bytes: no copy of 1 MiB or more has measured a D2H bandwidth,
-	 * so they are taken at pcie_gbps (10, given above), a third of it from pageable memory:
-	 * 4 B / 3.33 B/ns = 1.2 ns, 1 in whole ns, after the 10 us every transfer costs. The rest of
-	 * its 4 ms waited for the GPU.
+	 * The loss copy (6-10 ms) is 4 bytes behind queued kernels: no copy of 1 MiB or more has
+	 * measured a D2H bandwidth, so they are taken at pcie_gbps (10, given above), a third of it
+	 * from pageable memory: 4 B / 3.33 B/ns = 1.2 ns, 1 in whole ns. The rest of its 4 ms waited
+	 * for the GPU.
 	 */
-	CHECK_STEPS(p, s->cat_ns[DL_CAT_D2H], 10 * US + 1);
-	CHECK_STEPS(p, s->cat_ns[DL_CAT_GPU_WAIT], 4 * MS - 10 * US - 1);
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_D2H], 1);
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_GPU_WAIT], 4 * MS - 1);
+	/*
+	 * Device busy: at most from the batch's copy (the step's start) to the loss copy's wake-up
+	 * (5 ms: its return, here), the queue then known empty to the step's end; at least the loss
+	 * copy's wait on the kernels, from its entry to its wake-up (4 ms).
+	 */
+	CHECK_STEPS(p, s->gpu_busy_hi_ns, 5 * MS);
+	CHECK_STEPS(p, s->gpu_busy_lo_ns, 4 * MS);
 	CHECK_STEPS(p, s->cat_ns[DL_CAT_INPUT_WAIT], 4 * MS);
 	CHECK_STEPS(p, s->cat_ns[DL_CAT_CPU], 1 * MS + 600 * US);
 	CHECK_STEPS(p, s->kernels, 3);
@@ -262,8 +284,9 @@ out:
 }
 
 /*
- * A synchronous copy is the transfer its bytes explain at the bandwidth measured so far, after
- * a wait for the GPU. Every number below is worked out by hand from the records.
+ * A synchronous copy behind queued work is the transfer its bytes explain at the bandwidth
+ * measured so far, after a wait for the GPU; one that finds the queue empty is the transfer from
+ * end to end. Every number below is worked out by hand from the records.
  */
 static void test_copy_explained_at_measured_bandwidth(void)
 {
@@ -273,12 +296,16 @@ static void test_copy_explained_at_measured_bandwidth(void)
 	gen_init(&g, "cudaDeviceSynchronize");
 	/* Before the first step: 32 MiB D2H in 4 ms measures 33554432 B / 4000000 ns = 8.388608 B/ns. */
 	cuda(&g, 101, DL_API_MEMCPY, 1 * MS, 4 * MS, 32 << 20, DL_DIR_D2H);
+	/* A pageable H2D copy returns once staged: the device may still be busy with it at the first sync. */
+	cuda(&g, 101, DL_API_MEMCPY, 6 * MS, 1 * MS, 1 << 20, DL_DIR_H2D);
 	for (int i = 0; i < 6; i++) {
 		uint64_t t = 10 * MS + (uint64_t)i * 10 * MS;
 
-		/* 10 ms steps from each sync: the sync (1 ms), a 4 MiB D2H copy taking 3 ms (at 1.4 B/ns it
-		 * measures no better bandwidth), an 8 MiB H2D copy taking 0.5 ms. */
+		/* 10 ms steps from each sync: the sync (1 ms) on the previous pageable copy, a launch, a
+		 * 4 MiB D2H copy behind it taking 3 ms (at 1.4 B/ns it measures no better bandwidth), an
+		 * 8 MiB H2D copy taking 0.5 ms to an idle device. */
 		cuda(&g, 101, DL_API_DEVICE_SYNC, t, 1 * MS, 0, 0);
+		cuda(&g, 101, DL_API_LAUNCH_KERNEL, t + 1500 * US, 0, 0, 0);
 		cuda(&g, 101, DL_API_MEMCPY, t + 2 * MS, 3 * MS, 4 << 20, DL_DIR_D2H);
 		cuda(&g, 101, DL_API_MEMCPY, t + 6 * MS, 500 * US, 8 << 20, DL_DIR_H2D);
 	}
@@ -287,14 +314,76 @@ static void test_copy_explained_at_measured_bandwidth(void)
 	CHECK(p && p->nsteps == 5, "steps %zu", p ? p->nsteps : 0);
 	if (!p)
 		goto out;
-	/* The 4 MiB copy: 10 us + 4194304 B / 8.388608 B/ns = 10000 + 500000 ns = 510 us of transfer. */
-	CHECK_STEPS(p, s->cat_ns[DL_CAT_D2H], 510 * US);
-	/* The sync's 1 ms and the copy's other 3000 - 510 = 2490 us. */
-	CHECK_STEPS(p, s->cat_ns[DL_CAT_GPU_WAIT], 1 * MS + 2490 * US);
-	/* 8 MiB in 0.5 ms is 16.8 B/ns, the best H2D bandwidth seen: its bytes need all of its time. */
+	/* The 4 MiB copy: 4194304 B / 8.388608 B/ns = 500 us of transfer. */
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_D2H], 500 * US);
+	/* The sync's 1 ms and the copy's other 3000 - 500 = 2500 us. */
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_GPU_WAIT], 1 * MS + 2500 * US);
+	/* The H2D copy found the queue empty (the D2H copy's return drained it): transfer throughout. */
 	CHECK_STEPS(p, s->cat_ns[DL_CAT_H2D], 500 * US);
-	/* No scheduler records: the rest is the thread's own, 10 - 3.49 - 0.51 - 0.5 = 5.5 ms. */
-	CHECK_STEPS(p, s->cat_ns[DL_CAT_CPU], 5500 * US);
+	/* The launch owns the time to the next call, up to 100 us. */
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_LAUNCH], 100 * US);
+	/* No scheduler records: the rest is the thread's own, 10 - 3.5 - 0.5 - 0.5 - 0.1 = 5.4 ms. */
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_CPU], 5400 * US);
+out:
+	gen_free(&g);
+}
+
+/*
+ * Many small synchronous pinned copies to an idle device (the issue's copy-bound loop): every
+ * one found the queue empty, so none of it is gpu_wait, and the device was busy at most inside
+ * the copies (20 x 50 us of each 2 ms step), at least nowhere the thread was seen asleep.
+ */
+static void test_sync_copies_to_idle_device(void)
+{
+	struct gen g;
+	const struct dl_corr_proc *p;
+
+	gen_init(&g, "cudaStreamSynchronize");
+	pin(&g, 0x20000, 1 << 20);
+	for (int i = 0; i < 6; i++) {
+		uint64_t t = MS + (uint64_t)i * 2 * MS;
+
+		cuda(&g, 101, DL_API_STREAM_SYNC, t, 10 * US, 0, 0);
+		for (int k = 0; k < 20; k++)
+			cuda(&g, 101, DL_API_MEMCPY, t + 100 * US + (uint64_t)k * 80 * US, 50 * US, 4096, DL_DIR_H2D);
+	}
+	end(&g, 20 * MS, 0);
+	p = dl_corr_proc(g.corr, 0);
+	CHECK(p && p->nsteps == 5, "steps %zu", p ? p->nsteps : 0);
+	if (!p)
+		goto out;
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_H2D], 20 * 50 * US);
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_GPU_WAIT], 0);
+	/* The sync found every queue empty: CUDA time, not the GPU's. */
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_CUDA_OTHER], 10 * US);
+	CHECK_STEPS(p, s->verdict, DL_V_COPY);
+	CHECK_STEPS(p, s->gpu_busy_hi_ns, 20 * 50 * US);
+	CHECK_STEPS(p, s->gpu_busy_lo_ns, 0);
+out:
+	gen_free(&g);
+}
+
+/*
+ * Records lost (the trace end counts CUDA records dropped): a lost launch may have kept the
+ * device busy where the model saw an empty queue, so every step's upper bound becomes the step.
+ */
+static void test_lost_records_widen_bounds(void)
+{
+	uint64_t drops[DL_DROP_MAX] = { [DL_DROP_CUDA] = 3 };
+	struct gen g;
+	const struct dl_corr_proc *p;
+
+	gen_init(&g, NULL);
+	for (int i = 0; i < 12; i++)
+		loop_step(&g, MS + (uint64_t)i * 10 * MS);
+	dl_emit_trace_end(&g.st, 200 * MS, drops);
+	p = dl_corr_proc(g.corr, 0);
+	CHECK(p && p->nsteps == 11, "steps %zu", p ? p->nsteps : 0);
+	if (!p)
+		goto out;
+	CHECK_STEPS(p, s->gpu_busy_hi_ns, s->dur_ns);
+	/* The lower bound stands: it rests on waits that were seen. */
+	CHECK_STEPS(p, s->gpu_busy_lo_ns, 4 * MS);
 out:
 	gen_free(&g);
 }
@@ -316,9 +405,10 @@ static void test_symbol_marker_cuts_mid_call(void)
 	p = dl_corr_proc(g.corr, 0);
 	CHECK(p && p->nsteps == 2, "steps %zu", p ? p->nsteps : 0);
 	if (p && p->nsteps == 2) {
-		CHECK_EQ_U64(p->steps[0].cat_ns[DL_CAT_GPU_WAIT], 3 * MS);
+		/* Nothing was enqueued: the sync found the queue empty, CUDA time, not the GPU's. */
+		CHECK_EQ_U64(p->steps[0].cat_ns[DL_CAT_CUDA_OTHER], 3 * MS);
 		CHECK_EQ_U64(p->steps[0].cat_ns[DL_CAT_CPU], 7 * MS);
-		CHECK_EQ_U64(p->steps[1].cat_ns[DL_CAT_GPU_WAIT], 3 * MS);
+		CHECK_EQ_U64(p->steps[1].cat_ns[DL_CAT_CUDA_OTHER], 3 * MS);
 		/* After the sync the thread runs (its last interval's next state) to the end. */
 		CHECK_EQ_U64(p->steps[1].cat_ns[DL_CAT_CPU], 7 * MS);
 		CHECK(strstr(p->marker_desc, "train_step") != NULL, "marker '%s'", p->marker_desc);
@@ -496,6 +586,8 @@ int main(void)
 	test_spans_union();
 	test_auto_marker_loop();
 	test_copy_explained_at_measured_bandwidth();
+	test_sync_copies_to_idle_device();
+	test_lost_records_widen_bounds();
 	test_symbol_marker_cuts_mid_call();
 	test_no_marker_and_drops();
 	test_api_marker_and_findings();

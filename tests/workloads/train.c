@@ -130,6 +130,8 @@ int main(int argc, char **argv)
 	struct run_totals tot;
 	struct run_summary sum;
 	int registered = 0, nspinners;
+	cudaStream_t streams[MAX_STREAMS];
+	cudaEvent_t joins[MAX_STREAMS];
 
 	parse_options(argc, argv);
 	batch_bytes = ((size_t)O.batch_kb * 1024 + PAGE - 1) & ~(PAGE - 1);
@@ -146,6 +148,11 @@ int main(int argc, char **argv)
 		char v[32];
 		snprintf(v, sizeof(v), "%g", O.launch_us);
 		setenv("GPUSIM_LAUNCH_US", v, 1);
+	}
+	if (O.streams > 1) { /* kernels of the streams run at once, unless the environment says otherwise */
+		char v[16];
+		snprintf(v, sizeof(v), "%d", O.streams);
+		setenv("GPUSIM_COMPUTE_ENGINES", v, 0);
 	}
 	ensure_dataset();
 
@@ -172,6 +179,12 @@ int main(int argc, char **argv)
 	if (set_cost)
 		for (int k = 0; k < 8; k++)
 			set_cost((const void *)(uintptr_t)kernel_fns[k], (unsigned long long)O.kernel_us * 1000u);
+
+	for (int i = 0; i < O.streams; i++) {
+		CUDA("cudaStreamCreate", cudaStreamCreate(&streams[i]));
+		CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&joins[i], cudaEventDisableTiming));
+	}
+	device_truth_start();
 
 	if (start_workers(self))
 		return 1;
@@ -205,7 +218,10 @@ int main(int argc, char **argv)
 			size_t n = batch_bytes - off < chunk ? batch_bytes - off : chunk;
 			const char *src = slots + (size_t)s * batch_bytes + off;
 			void *dst = (void *)((uintptr_t)d_batch + off);
-			CUDA("cudaMemcpyAsync", cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, 0));
+			if (O.sync_h2d)
+				CUDA("cudaMemcpy", cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+			else
+				CUDA("cudaMemcpyAsync", cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, 0));
 		}
 		ph[PH_H2D] = now_ns() - t;
 
@@ -214,8 +230,14 @@ int main(int argc, char **argv)
 		for (int k = 0; k < O.kernels; k++) {
 			dim3 grid = { 64, 1, 1 }, block = { 256, 1, 1 };
 			void *args[1] = { &d_batch };
+			cudaStream_t st = O.streams ? streams[k % O.streams] : 0;
 			CUDA("cudaLaunchKernel",
-			     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, 0));
+			     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, st));
+		}
+		/* Side streams join the legacy stream the way frameworks do it: an event each. */
+		for (int i = 0; i < O.streams; i++) {
+			CUDA("cudaEventRecord", cudaEventRecord(joins[i], streams[i]));
+			CUDA("cudaStreamWaitEvent", cudaStreamWaitEvent(0, joins[i], 0));
 		}
 		ph[PH_LAUNCH] = now_ns() - t;
 
@@ -237,13 +259,19 @@ int main(int argc, char **argv)
 		r.runq_ns = rq1 - rq0;
 		r.h2d_chunk = chunk;
 		totals_add(&tot, &r);
-		if (truth)
+		if (truth) {
 			truth_write_step(truth, &r);
+			device_truth_write(truth);
+		}
 		t_prev = t;
 	}
 	uint64_t t_last = t_prev;
 
 	stop_children();
+	for (int i = 0; i < O.streams; i++) {
+		CUDA("cudaEventDestroy", cudaEventDestroy(joins[i]));
+		CUDA("cudaStreamDestroy", cudaStreamDestroy(streams[i]));
+	}
 	if (registered)
 		CUDA("cudaHostUnregister", cudaHostUnregister(slots));
 	CUDA("cudaFree", cudaFree(d_batch));

@@ -28,6 +28,8 @@
 
 /* ------------------------------------------------- options (train_opts.c) -- */
 
+#define MAX_STREAMS 8
+
 struct opts {
 	const char *scenario;
 	const char *expect; /* phase expected to dominate (scenario presets) */
@@ -37,6 +39,8 @@ struct opts {
 	int pinned, odirect, ignore_errors, check, quiet;
 	int slow_step;    /* the step whose host work takes slow_ms more (-1: none) */
 	long slow_ms;
+	int sync_h2d;      /* H2D with cudaMemcpy (synchronous), not cudaMemcpyAsync */
+	int streams;       /* kernels spread over this many created streams (0: the legacy stream) */
 	long data_mb;
 	char data[PATH_MAX];
 	const char *truth;
@@ -147,5 +151,12 @@ void truth_write_step(FILE *f, const struct step_record *r);
 void truth_write_summary(FILE *f, const struct run_summary *s, uint64_t duration_ns, int nspinners,
 			 int cuda_errors, int simulator);
 void print_summary(const struct run_summary *s, uint64_t duration_ns, int cuda_errors);
+
+/* ------------------------- the device's own timeline (train_device.c) -- */
+
+/* Starts the simulator's timeline (nothing on the real runtime). */
+void device_truth_start(void);
+/* Writes what the device ran since the last call as one truth line. */
+void device_truth_write(FILE *f);
 
 #endif

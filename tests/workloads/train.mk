@@ -8,11 +8,11 @@
 CUDA_HOME ?= /usr/local/cuda
 
 TRAIN_BIN := $(OUTPUT)/workloads/train
-TRAIN_SCENARIOS := gpu input disk pageable small-copies launch host-cpu contention balanced
+TRAIN_SCENARIOS := gpu input disk pageable small-copies sync-copies launch host-cpu contention two-streams balanced
 
-# main and the step loop, options, loader and ring, ground truth (train.h is
-# what they share)
-TRAIN_SRCS := $(addprefix tests/workloads/,train.c train_opts.c train_loader.c train_truth.c)
+# main and the step loop, options, loader and ring, ground truth, the device's
+# own timeline (train.h is what they share)
+TRAIN_SRCS := $(addprefix tests/workloads/,train.c train_opts.c train_loader.c train_truth.c train_device.c)
 
 $(TRAIN_BIN): $(TRAIN_SRCS) tests/workloads/train.h tests/common/thread_clock.h tests/workloads/train.mk
 	@mkdir -p $(@D)

@@ -36,7 +36,7 @@ struct opts O = {
 
 struct scenario {
 	const char *name, *expect, *what;
-	int steps, workers, h2d_chunks, kernels, spinners, pinned, odirect;
+	int steps, workers, h2d_chunks, kernels, spinners, pinned, odirect, sync_h2d, streams;
 	long batch_kb, read_kb, io_kb, worker_cpu_us, host_cpu_us, kernel_us;
 };
 
@@ -60,6 +60,10 @@ static const struct scenario scenarios[] = {
 	{ "small-copies", "h2d", "each 2 MiB batch copied as 512 pageable 4 KiB copies",
 	  .steps = 100, .workers = 1, .h2d_chunks = 512, .kernels = 4, .pinned = 0, .batch_kb = 2048,
 	  .read_kb = 256, .io_kb = 256, .worker_cpu_us = 1000, .host_cpu_us = 200, .kernel_us = 250 },
+	{ "sync-copies", "h2d", "each 2 MiB batch copied as 512 synchronous pinned 4 KiB copies",
+	  .steps = 60, .workers = 1, .h2d_chunks = 512, .kernels = 4, .pinned = 1, .sync_h2d = 1,
+	  .batch_kb = 2048, .read_kb = 256, .io_kb = 256, .worker_cpu_us = 1000, .host_cpu_us = 200,
+	  .kernel_us = 250 },
 	{ "launch", "launch", "4000 tiny kernels per step: launch CPU cost dominates",
 	  .steps = 80, .workers = 1, .h2d_chunks = 1, .kernels = 4000, .pinned = 1, .batch_kb = 1024,
 	  .read_kb = 256, .io_kb = 256, .worker_cpu_us = 1000, .host_cpu_us = 200, .kernel_us = 2 },
@@ -70,6 +74,10 @@ static const struct scenario scenarios[] = {
 	  .steps = 100, .workers = 1, .h2d_chunks = 1, .kernels = 4, .spinners = 6, .pinned = 1,
 	  .batch_kb = 1024, .read_kb = 256, .io_kb = 256, .worker_cpu_us = 500, .host_cpu_us = 4000,
 	  .kernel_us = 250 },
+	{ "two-streams", "gpu_wait", "20 x 1.5 ms kernels on 2 streams that overlap; the loss copy waits",
+	  .steps = 80, .workers = 2, .h2d_chunks = 1, .kernels = 20, .pinned = 1, .streams = 2,
+	  .batch_kb = 4096, .read_kb = 256, .io_kb = 256, .worker_cpu_us = 2000, .host_cpu_us = 200,
+	  .kernel_us = 1500 },
 	{ "balanced", NULL, "moderate everything: no phase should dominate",
 	  .steps = 250, .workers = 2, .h2d_chunks = 1, .kernels = 10, .pinned = 1, .batch_kb = 4096,
 	  .read_kb = 512, .io_kb = 512, .worker_cpu_us = 10000, .host_cpu_us = 1500, .kernel_us = 250 },
@@ -88,6 +96,8 @@ static void apply_scenario(const struct scenario *s)
 	O.spinners = s->spinners;
 	O.pinned = s->pinned;
 	O.odirect = s->odirect;
+	O.sync_h2d = s->sync_h2d;
+	O.streams = s->streams;
 	O.batch_kb = s->batch_kb;
 	O.read_kb = s->read_kb;
 	O.io_kb = s->io_kb;
@@ -115,6 +125,9 @@ static void usage(FILE *f)
 		"  --pinned           H2D from pinned (cudaHostRegister'ed) memory (default)\n"
 		"  --pageable         H2D from pageable memory\n"
 		"  --h2d-chunks N     split the H2D copy into N copies (%d)\n"
+		"  --sync-h2d         H2D with cudaMemcpy (synchronous), not cudaMemcpyAsync\n"
+		"  --streams N        kernels round-robin on N created streams, joined to the\n"
+		"                     legacy stream by events before the loss copy (0: legacy)\n"
 		"  --kernels K        kernel launches per step (%d)\n"
 		"  --kernel-us N      device time of each kernel, us (%ld)\n"
 		"  --launch-us X      CPU cost of a launch on the simulator (GPUSIM_LAUNCH_US)\n"
@@ -136,6 +149,7 @@ enum {
 	OPT_STEPS = 256, OPT_WORKERS, OPT_BATCH, OPT_READ, OPT_IO, OPT_WCPU, OPT_HCPU, OPT_PINNED,
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
+	OPT_SYNC_H2D, OPT_STREAMS,
 };
 
 static const struct option longopts[] = {
@@ -149,6 +163,8 @@ static const struct option longopts[] = {
 	{ "pinned", no_argument, NULL, OPT_PINNED },
 	{ "pageable", no_argument, NULL, OPT_PAGEABLE },
 	{ "h2d-chunks", required_argument, NULL, OPT_CHUNKS },
+	{ "sync-h2d", no_argument, NULL, OPT_SYNC_H2D },
+	{ "streams", required_argument, NULL, OPT_STREAMS },
 	{ "kernels", required_argument, NULL, OPT_KERNELS },
 	{ "kernel-us", required_argument, NULL, OPT_KUS },
 	{ "launch-us", required_argument, NULL, OPT_LUS },
@@ -222,6 +238,8 @@ void parse_options(int argc, char **argv)
 		case OPT_PINNED: O.pinned = 1; break;
 		case OPT_PAGEABLE: O.pinned = 0; break;
 		case OPT_CHUNKS: O.h2d_chunks = (int)num(n, optarg, 1, 1 << 20); break;
+		case OPT_SYNC_H2D: O.sync_h2d = 1; break;
+		case OPT_STREAMS: O.streams = (int)num(n, optarg, 0, MAX_STREAMS); break;
 		case OPT_KERNELS: O.kernels = (int)num(n, optarg, 0, 10000000); break;
 		case OPT_KUS: O.kernel_us = num(n, optarg, 0, 100000000); break;
 		case OPT_LUS:

@@ -31,12 +31,10 @@ size_t dl_spans_union(struct dl_span *v, size_t n)
 	return w + 1;
 }
 
-uint64_t dl_spans_overlap(const struct dl_span *u, size_t n, uint64_t a, uint64_t b)
+size_t dl_spans_first_after(const struct dl_span *u, size_t n, uint64_t a)
 {
-	uint64_t sum = 0;
 	size_t lo = 0, hi = n;
 
-	/* First span ending after a. */
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
@@ -45,7 +43,14 @@ uint64_t dl_spans_overlap(const struct dl_span *u, size_t n, uint64_t a, uint64_
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < n && u[i].start < b; i++) {
+	return lo;
+}
+
+uint64_t dl_spans_overlap(const struct dl_span *u, size_t n, uint64_t a, uint64_t b)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = dl_spans_first_after(u, n, a); i < n && u[i].start < b; i++) {
 		uint64_t s = max_u64(a, u[i].start), e = min_u64(b, u[i].end);
 
 		if (e > s)

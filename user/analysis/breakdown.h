@@ -39,6 +39,8 @@ uint64_t dl_wakeup_runq(const struct dl_step_input *in);
 
 /* Sorts spans by start and merges overlapping ones into a union (in place); returns the new count. */
 size_t dl_spans_union(struct dl_span *v, size_t n);
+/* The first of sorted, non-overlapping spans that ends after a (n if none). */
+size_t dl_spans_first_after(const struct dl_span *u, size_t n, uint64_t a);
 /* Length of the part of [a, b) covered by a sorted, merged union. */
 uint64_t dl_spans_overlap(const struct dl_span *u, size_t n, uint64_t a, uint64_t b);
 

@@ -39,6 +39,7 @@ void dl_corr_free(struct dl_correlator *c)
 		dl_vec_free(&p->calls);
 		dl_vec_free(&p->sched);
 		dl_vec_free(&p->pending);
+		dl_devq_free(&p->devq);
 		free(p->pub.steps);
 		dl_fold_free(&p->pub.folded);
 	}
@@ -79,7 +80,13 @@ static void copy_bw(const struct cproc *p, const struct dl_correlator *c, const 
 	*gbps = best > 0 ? best : c->opts.pcie_gbps / (m->pageable ? 3 : 1);
 }
 
-/* The pieces of one call in the breakdown: a synchronous copy is the transfer its bytes explain, after a wait. */
+/*
+ * The pieces of one call in the breakdown. A blocking call is gpu_wait only
+ * when device work was outstanding at its entry (the device-queue model); a
+ * synchronous copy behind such work is gpu_wait but for the time its bytes
+ * need at the best bandwidth known, and one that found the queue empty is the
+ * transfer from end to end.
+ */
 static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, const struct mcall *m,
 			  uint64_t end, struct dl_span out[2])
 {
@@ -89,26 +96,27 @@ static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, 
 
 	switch (m->cls) {
 	case DL_CLS_SYNC:
-		out[0] = (struct dl_span){ m->start, end, DL_CAT_GPU_WAIT };
+		out[0] = (struct dl_span){ m->start, end, m->waited != DL_DEVQ_EMPTY ? DL_CAT_GPU_WAIT : DL_CAT_CUDA_OTHER };
 		return 1;
 	case DL_CLS_LAUNCH:
 	case DL_CLS_GRAPH:
 		out[0] = (struct dl_span){ m->start, end, DL_CAT_LAUNCH };
 		return 1;
 	case DL_CLS_COPY:
-		if (m->async || copy_cat == DL_CAT_CUDA_OTHER) {
+		/* Behind transfers only, a copy waits on the link: its own kind of time. */
+		if (m->async || copy_cat == DL_CAT_CUDA_OTHER || m->waited != DL_DEVQ_COMPUTE) {
 			out[0] = (struct dl_span){ m->start, end, copy_cat };
 			return 1;
 		}
 		copy_bw(p, c, m, &gbps);
-		explained = dl_min_u64(dur, COPY_LATENCY_NS + (uint64_t)((double)m->bytes / gbps));
+		explained = dl_min_u64(dur, (uint64_t)((double)m->bytes / gbps));
 		if (explained == dur) {
 			out[0] = (struct dl_span){ m->start, end, copy_cat };
 			return 1;
 		}
 		out[0] = (struct dl_span){ m->start, end - explained, DL_CAT_GPU_WAIT };
 		out[1] = (struct dl_span){ end - explained, end, copy_cat };
-		return 2;
+		return 2 - (explained == 0);
 	default:
 		out[0] = (struct dl_span){ m->start, end, DL_CAT_CUDA_OTHER };
 		return 1;
@@ -166,6 +174,32 @@ static void fold_old_steps(struct dl_correlator *c, struct dl_corr_proc *p)
 		dl_fold_add(&p->folded, &p->steps[i], true);
 	memmove(p->steps, p->steps + old, keep * sizeof(*p->steps));
 	p->nsteps = keep;
+}
+
+/*
+ * The step's device-busy bounds. Lost records may have held an enqueue the
+ * model never saw, so with any lost the upper bound is the whole step.
+ */
+static void device_bounds(const struct dl_correlator *c, struct cproc *p, struct dl_step *st,
+			  const struct dl_span *sched, size_t nsched)
+{
+	uint64_t start = st->start_ns, end = st->start_ns + st->dur_ns;
+	struct dl_devq_wait *w = dl_xcalloc(p->calls.n + 1, sizeof(*w));
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->calls.n; i++) {
+		const struct mcall *m = &p->calls.v[i];
+		struct dl_devq_call dc = { .cls = m->cls, .dir = m->dir, .async = m->async };
+
+		if (m->entry_only || m->end <= start || m->start >= end || !dl_devq_blocking(&dc))
+			continue;
+		w[n++] = (struct dl_devq_wait){ m->start, m->end, m->waited != DL_DEVQ_EMPTY };
+		if (m->ok)
+			dl_devq_drained_by(&p->devq, m->end, dl_devq_woke(sched, nsched, m->start, m->end));
+	}
+	st->gpu_busy_hi_ns = c->calls_lost ? st->dur_ns : dl_devq_busy_upper(&p->devq, start, end);
+	st->gpu_busy_lo_ns = dl_min_u64(st->gpu_busy_hi_ns, dl_devq_busy_lower(w, n, sched, nsched, start, end));
+	free(w);
 }
 
 static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, uint64_t end)
@@ -231,6 +265,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 				     .sched = sched, .nsched = nsched, .reads = reads, .nreads = nreads };
 	dl_breakdown(&in, st.cat_ns);
 	st.wakeup_runq_ns = dl_wakeup_runq(&in);
+	device_bounds(c, p, &st, sched, nsched);
 	st.verdict = dl_verdict_of(st.cat_ns, &st.share);
 	free(cuda);
 	free(sched);
@@ -258,6 +293,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 			;
 		dl_vec_drop_front(&p->sched, k);
 	}
+	dl_devq_forget_before(&p->devq, end);
 }
 
 /* Oldest time any process may still need tree spans from. */
@@ -402,14 +438,34 @@ static void track_sched(struct cproc *p, const struct cevent *e)
 	p->sched_next = e->u.sched.next;
 }
 
+/* Every thread's calls go to the device model; the main thread's, with what the model said, to the steps. */
+static void track_device(struct cproc *p, const struct cevent *e)
+{
+	const struct mcall *m = &e->u.call;
+	struct dl_devq_call dc = {
+		.start = m->start, .end = m->end, .stream = m->stream, .event = m->event, .tid = e->tid,
+		.api = m->api, .cls = m->cls, .dir = m->dir, .async = m->async, .pageable = m->pageable,
+		.entry_only = m->entry_only, .ok = m->ok,
+	};
+	struct mcall mc = *m;
+
+	mc.waited = (uint8_t)dl_devq_call(&p->devq, &dc);
+	if (e->tid == p->pub.main_tid)
+		track_call(p, &mc);
+	/* Steps forget the model's old spans as they finalize; while none closes, what they will not need goes. */
+	if (p->devq.busy_max.n >= 4096 && !(p->devq.busy_max.n & 1023))
+		dl_devq_forget_before(&p->devq, p->pending.n ? p->pending.v[0].start : p->last_marker);
+}
+
 void dl_corr_track(struct cproc *p, const struct cevent *e)
 {
+	if (e->kind == DL_EV_CUDA) {
+		track_device(p, e);
+		return;
+	}
 	if (e->tid != p->pub.main_tid)
 		return;
 	switch (e->kind) {
-	case DL_EV_CUDA:
-		track_call(p, &e->u.call);
-		break;
 	case DL_EV_SCHED:
 		track_sched(p, e);
 		break;
@@ -464,6 +520,9 @@ static bool event_of(const struct dl_rec *r, struct cevent *e)
 		m->bytes = k->bytes;
 		m->async = k->async;
 		m->entry_only = k->entry_only;
+		m->ok = !k->entry_only && k->ret == 0;
+		m->stream = k->stream;
+		m->event = k->event;
 		if (m->cls == DL_CLS_COPY) {
 			m->pageable = k->pageable;
 			m->host = k->host_mem;
@@ -482,6 +541,18 @@ static bool event_of(const struct dl_rec *r, struct cevent *e)
 		return true;
 	default:
 		return false;
+	}
+}
+
+/* Steps finalized before the loss was known: their upper bounds may be short, so they become the whole step. */
+static void widen_lost(struct dl_correlator *c)
+{
+	for (size_t i = 0; c->calls_lost && i < c->procs.n; i++) {
+		struct dl_corr_proc *p = &c->procs.v[i].pub;
+
+		for (size_t k = 0; k < p->nsteps; k++)
+			p->steps[k].gpu_busy_hi_ns = p->steps[k].dur_ns;
+		p->folded.gpu_busy_hi_ns = p->folded.dur_ns;
 	}
 }
 
@@ -523,9 +594,15 @@ int dl_corr_sink(void *ctx, const struct dl_rec *r)
 		}
 		break;
 	}
-	case DL_EV_TRACE_END:
+	case DL_EV_TRACE_END: {
+		const struct dl_trace_end_ev *ev = (const void *)h;
+
+		/* A call's record lost to a full ring buffer or in-flight map: the device model may lack it. */
+		c->calls_lost |= ev->drops[DL_DROP_CUDA] || ev->drops[DL_DROP_INFLIGHT];
+		widen_lost(c);
 		dl_corr_finish(c);
 		return 0;
+	}
 	default:
 		break;
 	}

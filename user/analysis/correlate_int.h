@@ -8,13 +8,13 @@
 #include <stdint.h>
 #include "analysis/correlate.h"
 #include "analysis/breakdown.h"
+#include "analysis/devqueue.h"
 #include "records/cuda_api.h"
 #include "util.h"
 
 #define LEARN_SYNCS 8                    /* sync points on one thread before deciding */
 #define LEARN_MAX_RECORDS 200000         /* decide anyway past this much */
 #define LAUNCH_GAP_CAP_NS 100000ull      /* a launch owns the time to the next call up to this (HTA's cutoff) */
-#define COPY_LATENCY_NS 10000ull         /* fixed cost of a transfer */
 #define BW_SAMPLE_BYTES (1u << 20)       /* copies this large measure bandwidth */
 #define ALIGN_CHECK_BYTES 4096u
 
@@ -24,7 +24,10 @@ struct mcall {
 	uint64_t bytes, host;
 	uint16_t api;
 	uint8_t cls, dir;         /* dir: resolved by the stream (never DL_DIR_DEFAULT) */
-	uint8_t async, pageable, entry_only, pad;
+	uint8_t async, pageable, entry_only;
+	uint8_t ok;               /* returned success (entry-only calls: not known, 0) */
+	uint8_t waited;           /* enum dl_devq_waited: what it blocked on at entry (the device-queue model) */
+	uint64_t stream, event;   /* handles as passed */
 };
 
 /*
@@ -79,6 +82,7 @@ struct cproc {
 	uint64_t sched_until;       /* end of the last scheduler interval */
 	uint32_t sched_next;        /* state entered then */
 	DL_VEC(struct pending_step) pending;   /* closed, not finalized */
+	struct dl_devq devq;        /* every thread's calls, from the decision on */
 };
 
 struct dl_correlator {
@@ -91,6 +95,7 @@ struct dl_correlator {
 	uint64_t watermark;
 	uint64_t seq;               /* stream position of the record being read (or the last one) */
 	int step_on_api;            /* enum dl_api_id, or 0 */
+	bool calls_lost;            /* the trace end counted CUDA records lost: device bounds cannot be trusted */
 };
 
 /* A blocking synchronization, or a synchronous copy back to the host (loss.item()). */

@@ -47,6 +47,8 @@ struct dl_step {
 	uint64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies;
 	uint64_t small_copies, pageable_copies, kernels;
 	uint64_t wakeup_runq_ns;   /* the part of runq right after a wake-up from blocking */
+	/* inferred by the device-queue model (analysis/devqueue.h): the truth lies between */
+	uint64_t gpu_busy_lo_ns, gpu_busy_hi_ns;
 	enum dl_verdict verdict;
 	double share;              /* of the verdict's categories in the step */
 	uint64_t first_event;      /* stream position of the marker; for sinks that link */

@@ -171,7 +171,8 @@ static void add_cuda(struct dl_summary *s, const struct dl_call *c)
 	}
 	p->calls[c->api->id].count++;
 	p->calls[c->api->id].total_ns += c->dur_ns;
-	if (!c->entry_only && c->ret != 0)
+	/* A query's "not ready" (600 in the runtime and the driver alike) is its answer, not a failure. */
+	if (!c->entry_only && c->ret != 0 && !(c->api->cls == DL_CLS_QUERY && c->ret == 600))
 		p->calls[c->api->id].errors++;
 	if (c->args_fault)
 		p->calls[c->api->id].args_faults++;

@@ -80,6 +80,11 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 		if (!st.exact)
 			fprintf(f, "  kept     the last %zu steps in full, %" PRIu64 " older ones folded into totals "
 				"(--keep-steps); ~: within %.1f%%\n", p->nsteps, p->folded.n, 100 * DL_FOLD_REL_ERR);
+		/* Bounds, not a measurement: the device-queue model's, from the host's calls alone. */
+		fprintf(f, "  GPU busy %.1f-%.1f ms of %.1f per step (%.0f-%.0f%%), inferred from the host's calls\n",
+			(double)st.sum.gpu_busy_lo_ns / 1e6 / (double)n, (double)st.sum.gpu_busy_hi_ns / 1e6 / (double)n,
+			(double)total / 1e6 / (double)n, dl_pct(st.sum.gpu_busy_lo_ns, total),
+			dl_pct(st.sum.gpu_busy_hi_ns, total));
 		fprintf(f, "  %-12s %12s %7s %12s\n", "category", "total ms", "share", "ms per step");
 		for (int k = 0; k < DL_CAT_COUNT; k++)
 			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)st.sum.cat_ns[k] / 1e6,
@@ -129,6 +134,11 @@ static void json_step(struct dl_json *j, const struct dl_step *st)
 	dl_json_ku64(j, "pageable_copies", st->pageable_copies);
 	dl_json_ku64(j, "kernels", st->kernels);
 	dl_json_ku64(j, "wakeup_runq_ns", st->wakeup_runq_ns);
+	dl_json_key(j, "gpu_busy_ns");
+	dl_json_arr_begin(j);
+	dl_json_u64(j, st->gpu_busy_lo_ns);
+	dl_json_u64(j, st->gpu_busy_hi_ns);
+	dl_json_arr_end(j);
 	dl_json_kstr(j, "verdict", dl_verdict_name(st->verdict));
 	dl_json_kstr(j, "severity", dl_severity_name(dl_severity_of(st->verdict, st->share)));
 	dl_json_key(j, "share");

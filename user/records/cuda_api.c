@@ -76,7 +76,7 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 		break;
 	default:
 		if (api->cls == DL_CLS_MEMSET || api->cls == DL_CLS_LAUNCH || api->cls == DL_CLS_SYNC ||
-		    api->cls == DL_CLS_EVENT || api->cls == DL_CLS_GRAPH)
+		    api->cls == DL_CLS_EVENT || api->cls == DL_CLS_GRAPH || api->cls == DL_CLS_QUERY)
 			c |= DL_COOKIE_AGG;
 		break;
 	}

@@ -22,6 +22,7 @@ enum dl_api_class {
 	DL_CLS_GRAPH,     /* cudaGraphLaunch, cuGraphLaunch: entry-only, like launches */
 	DL_CLS_NAMING,    /* kernel handles and registrations: names for launches, not work */
 	DL_CLS_LOADER,    /* dlopen: makes the collector rescan the process's mappings */
+	DL_CLS_QUERY,     /* cudaStreamQuery, cudaEventQuery: non-blocking; success proves the work done */
 };
 
 /* Where an API's arguments are; decoding is table-driven by this. */

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The device-queue model on synthetic call streams. Each case states what the
+ * device did (the truth it was built from) and checks that the model's bounds
+ * hold it, and how tight they are where the calls allow it: every expected
+ * number is worked out by hand from the calls below.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "analysis/devqueue.h"
+#include "check.h"
+#include "dlbpf/copy.h"
+#include "records/cuda_api.h"
+
+#define US 1000ull
+
+static struct dl_devq_call launch(uint64_t t, uint64_t stream, uint32_t tid, enum dl_api_id api)
+{
+	return (struct dl_devq_call){ .start = t, .end = t, .stream = stream, .tid = tid, .api = api,
+				      .cls = DL_CLS_LAUNCH, .async = true, .entry_only = true };
+}
+
+static struct dl_devq_call call(enum dl_api_id api, uint64_t start, uint64_t end, uint64_t stream, uint64_t event,
+				uint32_t tid, bool ok)
+{
+	const struct dl_api *a = dl_api_by_id(api);
+
+	return (struct dl_devq_call){ .start = start, .end = end, .stream = stream, .event = event, .tid = tid,
+				      .api = api, .cls = (uint8_t)a->cls, .ok = ok };
+}
+
+static struct dl_devq_call copy(uint64_t start, uint64_t end, int dir, bool async, bool pageable)
+{
+	struct dl_devq_call c = call(async ? DL_API_MEMCPY_ASYNC : DL_API_MEMCPY, start, end, 0, 0, 1, true);
+
+	c.dir = (uint8_t)dir;
+	c.async = async;
+	c.pageable = pageable;
+	return c;
+}
+
+static enum dl_devq_waited feed(struct dl_devq *q, struct dl_devq_call c)
+{
+	return dl_devq_call(q, &c);
+}
+
+/*
+ * Thread 1 launches on its per-thread default stream (a _ptsz launch with
+ * stream 0), thread 2 on the legacy stream. The legacy stream's sync drains
+ * the legacy stream only; the per-thread stream stays open until its own
+ * sync, so its work may run to 80 us.
+ */
+static void test_legacy_vs_per_thread(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+
+	feed(&q, launch(0, 0, 1, DL_API_LAUNCH_KERNEL_PTSZ));
+	feed(&q, launch(10 * US, 0, 2, DL_API_LAUNCH_KERNEL));
+	c = call(DL_API_STREAM_SYNC, 20 * US, 30 * US, 0, 0, 2, true);
+	CHECK(dl_devq_call(&q, &c) == DL_DEVQ_COMPUTE, "the legacy sync found work outstanding");
+	/* Open from 0: the whole 0-50 us may be busy (the per-thread work). */
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 50 * US), 50 * US);
+	/* Thread 2's own per-thread stream (cudaStreamPerThread, 2) holds nothing: its sync waited on nothing. */
+	c = call(DL_API_STREAM_SYNC, 40 * US, 41 * US, 2, 0, 2, true);
+	CHECK(dl_devq_call(&q, &c) == DL_DEVQ_EMPTY, "thread 2's per-thread stream was empty");
+	/* Thread 1's per-thread stream, named by cudaStreamPerThread in a plain call: drained at 80 us. */
+	c = call(DL_API_STREAM_SYNC, 60 * US, 80 * US, 2, 0, 1, true);
+	CHECK(dl_devq_call(&q, &c) == DL_DEVQ_COMPUTE, "thread 1's per-thread stream had work");
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 200 * US), 80 * US);
+	/* Known empty after 80 us: nothing may be busy there. */
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 80 * US, 200 * US), 0);
+	dl_devq_free(&q);
+}
+
+/*
+ * Stream A (0xa000) runs work from 0; an event recorded on it at 10 us is
+ * waited for by stream B (0xb000) at 20 us, which launches at 30 us. B's sync
+ * returning at 100 us proves A's work before the record done too.
+ */
+static void test_event_edge_across_streams(void)
+{
+	for (int with_wait = 0; with_wait < 2; with_wait++) {
+		struct dl_devq q = { 0 };
+		struct dl_devq_call c;
+
+		feed(&q, launch(0, 0xa000, 1, DL_API_LAUNCH_KERNEL));
+		c = call(DL_API_EVENT_RECORD, 10 * US, 11 * US, 0xa000, 0xe000, 1, true);
+		dl_devq_call(&q, &c);
+		if (with_wait) {
+			c = call(DL_API_STREAM_WAIT_EVENT, 20 * US, 21 * US, 0xb000, 0xe000, 1, true);
+			dl_devq_call(&q, &c);
+		}
+		feed(&q, launch(30 * US, 0xb000, 1, DL_API_LAUNCH_KERNEL));
+		c = call(DL_API_STREAM_SYNC, 40 * US, 100 * US, 0xb000, 0, 1, true);
+		CHECK(dl_devq_call(&q, &c) == DL_DEVQ_COMPUTE, "B had work");
+		/* With the edge: A is known done at 100 us. Without it, A may still run: busy to 200 us. */
+		CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 200 * US), with_wait ? 100 * US : 200 * US);
+		/* An event sync on A's event drains A as well. */
+		c = call(DL_API_EVENT_SYNC, 150 * US, 160 * US, 0, 0xe000, 1, true);
+		CHECK(dl_devq_call(&q, &c) == (with_wait ? DL_DEVQ_EMPTY : DL_DEVQ_COMPUTE),
+		      "the event sync waited only where A was still open");
+		CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 200 * US), with_wait ? 100 * US : 160 * US);
+		dl_devq_free(&q);
+	}
+}
+
+/* A query that answers "not ready" proves nothing; one that answers success drains. */
+static void test_query_drains(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+
+	feed(&q, launch(0, 0xa000, 1, DL_API_LAUNCH_KERNEL));
+	c = call(DL_API_STREAM_QUERY, 50 * US, 51 * US, 0xa000, 0, 1, false);   /* cudaErrorNotReady */
+	dl_devq_call(&q, &c);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 200 * US), 200 * US);
+	c = call(DL_API_STREAM_QUERY, 80 * US, 81 * US, 0xa000, 0, 1, true);
+	dl_devq_call(&q, &c);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 200 * US), 81 * US);
+	/* An event query too (driver twin). */
+	feed(&q, launch(100 * US, 0xa000, 1, DL_API_LAUNCH_KERNEL));
+	c = call(DL_API_EVENT_RECORD, 101 * US, 102 * US, 0xa000, 0xe000, 1, true);
+	dl_devq_call(&q, &c);
+	c = call(DL_API_CU_EVENT_QUERY, 150 * US, 151 * US, 0, 0xe000, 1, true);
+	dl_devq_call(&q, &c);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 200 * US), 81 * US + 51 * US);
+	dl_devq_free(&q);
+}
+
+/*
+ * No drain seen (the sync failed, or the run ended first): the stream stays
+ * open, and the bound is the whole interval from the enqueue: wide, never short.
+ */
+static void test_drain_never_seen(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+
+	feed(&q, launch(10 * US, 0, 1, DL_API_LAUNCH_KERNEL));
+	c = call(DL_API_DEVICE_SYNC, 20 * US, 30 * US, 0, 0, 1, false);
+	CHECK(dl_devq_call(&q, &c) == DL_DEVQ_COMPUTE, "the failed sync was entered with work outstanding");
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 1000 * US), 990 * US);
+	/* Work another thread enqueued while a sync was in flight is not proven done by it. */
+	c = call(DL_API_DEVICE_SYNC, 5 * US, 40 * US, 0, 0, 2, true);
+	dl_devq_call(&q, &c);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 1000 * US), 990 * US);
+	c = call(DL_API_DEVICE_SYNC, 50 * US, 60 * US, 0, 0, 2, true);
+	dl_devq_call(&q, &c);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 1000 * US), 50 * US);
+	dl_devq_free(&q);
+}
+
+/*
+ * Synchronous copies: one that finds the queues empty did not wait (its time
+ * is the transfer's), and its return proves it done; but from pageable memory
+ * to the device it returns once staged, so its stream stays open.
+ */
+static void test_sync_copies(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+
+	c = copy(0, 10 * US, DL_DIR_H2D, false, false);
+	CHECK(dl_devq_call(&q, &c) == DL_DEVQ_EMPTY, "a pinned copy to an idle device waits for nothing");
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 10 * US);
+	c = copy(20 * US, 30 * US, DL_DIR_H2D, false, true);
+	CHECK(dl_devq_call(&q, &c) == DL_DEVQ_EMPTY, "nor a pageable one");
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 10 * US + 80 * US);
+	/* A copy behind the pageable transfer waited on the link only, and proves everything done at 45 us. */
+	c = copy(40 * US, 45 * US, DL_DIR_D2H, false, false);
+	CHECK(dl_devq_call(&q, &c) == DL_DEVQ_TRANSFERS, "the D2H copy waited on the staged transfer");
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 10 * US + 25 * US);
+	/* An async copy enqueues and proves nothing; a host-to-host copy is no device work. */
+	c = copy(60 * US, 61 * US, DL_DIR_H2H, false, false);
+	dl_devq_call(&q, &c);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 35 * US);
+	c = copy(70 * US, 71 * US, DL_DIR_H2D, true, false);
+	dl_devq_call(&q, &c);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 35 * US + 30 * US);
+	/* Behind a kernel (loss.item()), a copy waits on compute. */
+	feed(&q, launch(80 * US, 0, 1, DL_API_LAUNCH_KERNEL));
+	c = copy(90 * US, 95 * US, DL_DIR_D2H, false, false);
+	CHECK(dl_devq_call(&q, &c) == DL_DEVQ_COMPUTE, "the loss copy waited on the kernel");
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 35 * US + 25 * US);
+	dl_devq_free(&q);
+}
+
+/*
+ * The lower bound from a thread's scheduler states: a wait on outstanding work
+ * counts from its entry to its last wake-up (10-38 us); one that never slept
+ * (spun, preempted, busy with host work: when the device finished is not
+ * known), a copy that found the queues empty, or a sync with nothing
+ * outstanding, nothing.
+ */
+static void test_lower_bound(void)
+{
+	struct dl_devq_wait w[] = {
+		{ 10 * US, 40 * US, true },
+		{ 50 * US, 60 * US, false },
+		{ 90 * US, 95 * US, true },   /* no sleep */
+	};
+	struct dl_span sched[] = {
+		{ 0, 12 * US, DL_ST_RUNNING }, { 12 * US, 20 * US, DL_ST_SLEEP }, { 20 * US, 21 * US, DL_ST_RUNQ },
+		{ 21 * US, 38 * US, DL_ST_SLEEP }, { 38 * US, 52 * US, DL_ST_RUNQ }, { 52 * US, 58 * US, DL_ST_SLEEP },
+		{ 58 * US, 100 * US, DL_ST_RUNNING },
+	};
+
+	CHECK_EQ_U64(dl_devq_woke(sched, 7, 10 * US, 40 * US), 38 * US);
+	CHECK_EQ_U64(dl_devq_woke(sched, 7, 90 * US, 95 * US), 0);
+	CHECK_EQ_U64(dl_devq_busy_lower(w, 3, sched, 7, 0, 100 * US), 28 * US);
+	/* Clipped to the interval asked. */
+	CHECK_EQ_U64(dl_devq_busy_lower(w, 3, sched, 7, 20 * US, 55 * US), 18 * US);
+}
+
+/* A drain's call woke at 38 us and returned at 45: the work it proved done ended by 38. */
+static void test_drained_by_wake_up(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+
+	feed(&q, launch(0, 0, 1, DL_API_LAUNCH_KERNEL));
+	c = call(DL_API_DEVICE_SYNC, 10 * US, 45 * US, 0, 0, 1, true);
+	dl_devq_call(&q, &c);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 45 * US);
+	dl_devq_drained_by(&q, 45 * US, 38 * US);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 38 * US);
+	/* Never woken (spinning): nothing moves. */
+	dl_devq_drained_by(&q, 38 * US, 0);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 38 * US);
+	dl_devq_free(&q);
+}
+
+int main(void)
+{
+	test_legacy_vs_per_thread();
+	test_event_edge_across_streams();
+	test_query_drains();
+	test_drain_never_seen();
+	test_sync_copies();
+	test_lower_bound();
+	test_drained_by_wake_up();
+	return check_report("test_devqueue");
+}

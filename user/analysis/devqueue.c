@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdlib.h>
+#include <string.h>
+#include "analysis/devqueue.h"
+#include "dlbpf/copy.h"
+#include "dlbpf/events.h"
+#include "records/cuda_api.h"
+
+/*
+ * Stream keys. Handles 0 and cudaStreamLegacy (1) name the legacy default
+ * stream, except in a _ptsz/_ptds call, where 0 is the calling thread's own
+ * default stream; cudaStreamPerThread (2) is that one in any call. The driver
+ * API uses the same values (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). A
+ * created stream's handle is a user-space pointer, far below bit 63.
+ */
+#define KEY_LEGACY 1ull
+#define KEY_PER_THREAD (1ull << 63)
+#define MAX_DEPS 64          /* waits kept per stream; forgetting one only proves less */
+#define MAX_DEP_DEPTH 8      /* chains of cross-stream waits followed at a drain */
+
+static bool per_thread_api(uint16_t api)
+{
+	const struct dl_api *a = dl_api_by_id(api);
+	size_t n = a ? strlen(a->name) : 0;
+
+	return n > 5 && (!strcmp(a->name + n - 5, "_ptsz") || !strcmp(a->name + n - 5, "_ptds"));
+}
+
+static uint64_t stream_key(const struct dl_devq_call *c)
+{
+	if (c->stream == 2 || (c->stream == 0 && per_thread_api(c->api)))
+		return KEY_PER_THREAD | c->tid;
+	return c->stream <= 1 ? KEY_LEGACY : c->stream;
+}
+
+static struct dl_devq_stream *find_stream(struct dl_devq *q, uint64_t key)
+{
+	for (size_t i = 0; i < q->streams.n; i++)
+		if (q->streams.v[i].key == key)
+			return &q->streams.v[i];
+	return NULL;
+}
+
+static struct dl_devq_stream *get_stream(struct dl_devq *q, uint64_t key)
+{
+	struct dl_devq_stream *s = find_stream(q, key);
+
+	if (s)
+		return s;
+	s = dl_vec_push(&q->streams);
+	memset(s, 0, sizeof(*s));
+	s->key = key;
+	return s;
+}
+
+static const struct dl_devq_event *find_event(const struct dl_devq *q, uint64_t handle)
+{
+	uint64_t i;
+
+	return dl_u64map_get(&q->event_of, handle, &i) ? &q->events.v[i] : NULL;
+}
+
+static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, bool compute)
+{
+	struct dl_devq_stream *s = get_stream(q, key);
+
+	s->compute = (s->open && s->compute) || compute;
+	/* A record can come after a later one of another thread: the earliest entry opens the stream. */
+	if (!s->open || t < s->open_since)
+		s->open_since = t;
+	s->open = true;
+	if (t > s->last_enq)
+		s->last_enq = t;
+}
+
+/*
+ * At time done, every item enqueued on the stream before upto is known to be
+ * complete, and so is what those items waited on in other streams. The stream
+ * is known empty only when nothing was enqueued on it since upto: work another
+ * thread enqueued meanwhile keeps it open.
+ */
+static void drain(struct dl_devq *q, uint64_t key, uint64_t upto, uint64_t done, int depth)
+{
+	struct dl_devq_stream *s = find_stream(q, key);
+	struct dl_devq_dep *deps;
+	size_t n, cap, w = 0;
+
+	if (!s || depth > MAX_DEP_DEPTH)
+		return;
+	if (s->open && s->last_enq < upto) {
+		*dl_vec_push(&q->busy_max) = (struct dl_span){ s->open_since, done, 0 };
+		s->open = s->compute = false;
+	}
+	/* Taken out while followed, so a cycle of waits ends here. Draining adds no stream: s stays put. */
+	deps = s->deps.v;
+	n = s->deps.n;
+	cap = s->deps.cap;
+	s->deps.v = NULL;
+	s->deps.n = s->deps.cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct dl_devq_dep d = deps[i];
+
+		if (d.at < upto)
+			drain(q, d.stream, d.upto, done, depth + 1);
+		else
+			deps[w++] = d;
+	}
+	s->deps.v = deps;
+	s->deps.n = w;
+	s->deps.cap = cap;
+}
+
+static void drain_event(struct dl_devq *q, uint64_t handle, uint64_t done)
+{
+	const struct dl_devq_event *e = find_event(q, handle);
+
+	if (e)
+		drain(q, e->stream, e->at, done, 0);
+}
+
+static enum dl_devq_waited held(const struct dl_devq_stream *s)
+{
+	return !s->open ? DL_DEVQ_EMPTY : s->compute ? DL_DEVQ_COMPUTE : DL_DEVQ_TRANSFERS;
+}
+
+static enum dl_devq_waited max_waited(enum dl_devq_waited a, enum dl_devq_waited b)
+{
+	return a > b ? a : b;
+}
+
+/* What the stream held of work enqueued before the time given, and what it waits on from other streams. */
+static enum dl_devq_waited stream_held(const struct dl_devq *q, uint64_t key, uint64_t before)
+{
+	const struct dl_devq_stream *s = NULL;
+	enum dl_devq_waited w = DL_DEVQ_EMPTY;
+
+	for (size_t i = 0; i < q->streams.n && !s; i++)
+		if (q->streams.v[i].key == key)
+			s = &q->streams.v[i];
+	if (!s)
+		return DL_DEVQ_EMPTY;
+	if (s->open && s->open_since < before)
+		w = held(s);
+	for (size_t i = 0; i < s->deps.n; i++) {
+		const struct dl_devq_stream *o = NULL;
+
+		for (size_t k = 0; k < q->streams.n && !o; k++)
+			if (q->streams.v[k].key == s->deps.v[i].stream)
+				o = &q->streams.v[k];
+		if (o && o->open && o->open_since < s->deps.v[i].upto)
+			w = max_waited(w, held(o));
+	}
+	return w;
+}
+
+static enum dl_devq_waited device_held(const struct dl_devq *q)
+{
+	enum dl_devq_waited w = DL_DEVQ_EMPTY;
+
+	for (size_t i = 0; i < q->streams.n; i++)
+		w = max_waited(w, held(&q->streams.v[i]));
+	return w;
+}
+
+/*
+ * What a call on a stream waits for. The legacy stream waits for every
+ * blocking stream; whether a created stream is blocking is not known, so a
+ * call on the legacy stream is taken to wait on any work (for the breakdown:
+ * the time is the device's either way) while its return drains the legacy
+ * stream only.
+ */
+static enum dl_devq_waited waits_on(const struct dl_devq *q, uint64_t key, uint64_t t)
+{
+	return key == KEY_LEGACY ? device_held(q) : stream_held(q, key, t + 1);
+}
+
+bool dl_devq_blocking(const struct dl_devq_call *c)
+{
+	return c->cls == DL_CLS_SYNC || (c->cls == DL_CLS_COPY && !c->async && (c->dir == DL_DIR_H2D || c->dir == DL_DIR_D2H));
+}
+
+static enum dl_devq_waited on_sync(struct dl_devq *q, const struct dl_devq_call *c)
+{
+	const struct dl_devq_event *e;
+	enum dl_devq_waited waited;
+
+	switch (c->api) {
+	case DL_API_DEVICE_SYNC:
+	case DL_API_CU_CTX_SYNC:
+		waited = device_held(q);
+		for (size_t i = 0; c->ok && i < q->streams.n; i++)
+			drain(q, q->streams.v[i].key, c->start, c->end, 0);
+		return waited;
+	case DL_API_EVENT_SYNC:
+	case DL_API_CU_EVENT_SYNC:
+		e = find_event(q, c->event);
+		waited = e ? stream_held(q, e->stream, e->at) : DL_DEVQ_EMPTY;
+		if (c->ok)
+			drain_event(q, c->event, c->end);
+		return waited;
+	default:   /* stream syncs */
+		waited = waits_on(q, stream_key(c), c->start);
+		if (c->ok)
+			drain(q, stream_key(c), c->start, c->end, 0);
+		return waited;
+	}
+}
+
+static enum dl_devq_waited on_copy(struct dl_devq *q, const struct dl_devq_call *c)
+{
+	uint64_t key = stream_key(c);
+	enum dl_devq_waited waited;
+
+	if (c->dir == DL_DIR_H2H || !c->ok)
+		return DL_DEVQ_EMPTY;
+	waited = waits_on(q, key, c->start);
+	enqueue(q, key, c->start, false);
+	if (c->async || c->dir == DL_DIR_D2D)
+		return DL_DEVQ_EMPTY;
+	/*
+	 * A synchronous copy waits for its stream's earlier work. It returns once
+	 * its own transfer is done, except from pageable host memory to the
+	 * device: then once the bytes are staged, the transfer may still run.
+	 */
+	drain(q, key, c->dir == DL_DIR_H2D && c->pageable ? c->start : c->start + 1, c->end, 0);
+	return waited;
+}
+
+enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c)
+{
+	const struct dl_devq_event *ev;
+	struct dl_devq_event *slot;
+
+	switch (c->cls) {
+	case DL_CLS_LAUNCH:
+	case DL_CLS_GRAPH:
+		/* Entry-only: whether it failed is not known, so it may have enqueued. */
+		enqueue(q, stream_key(c), c->start, true);
+		break;
+	case DL_CLS_MEMSET:
+		if (c->ok)
+			enqueue(q, stream_key(c), c->start, true);
+		break;
+	case DL_CLS_COPY:
+		return on_copy(q, c);
+	case DL_CLS_SYNC:
+		return on_sync(q, c);
+	case DL_CLS_QUERY:
+		if (!c->ok)
+			break;
+		if (c->api == DL_API_EVENT_QUERY || c->api == DL_API_CU_EVENT_QUERY)
+			drain_event(q, c->event, c->end);
+		else
+			drain(q, stream_key(c), c->start, c->end, 0);
+		break;
+	case DL_CLS_EVENT:
+		if (!c->ok)
+			break;
+		if (c->api == DL_API_EVENT_RECORD || c->api == DL_API_EVENT_RECORD_PTSZ) {
+			slot = (struct dl_devq_event *)find_event(q, c->event);
+			if (!slot) {
+				dl_u64map_put(&q->event_of, c->event, q->events.n);
+				slot = dl_vec_push(&q->events);
+				slot->handle = c->event;
+			}
+			slot->stream = stream_key(c);
+			slot->at = c->start;
+		} else if ((ev = find_event(q, c->event))) {
+			struct dl_devq_stream *s = get_stream(q, stream_key(c));
+
+			if (s->deps.n >= MAX_DEPS)
+				dl_vec_drop_front(&s->deps, 1);
+			*dl_vec_push(&s->deps) = (struct dl_devq_dep){ ev->stream, ev->at, c->start };
+		}
+		break;
+	default:
+		break;
+	}
+	return DL_DEVQ_EMPTY;
+}
+
+uint64_t dl_devq_busy_upper(const struct dl_devq *q, uint64_t a, uint64_t b)
+{
+	struct dl_span *v = dl_xcalloc(q->busy_max.n + q->streams.n + 1, sizeof(*v));
+	size_t n = 0;
+	uint64_t busy;
+
+	for (size_t i = 0; i < q->busy_max.n; i++)
+		if (q->busy_max.v[i].end > a && q->busy_max.v[i].start < b)
+			v[n++] = q->busy_max.v[i];
+	for (size_t i = 0; i < q->streams.n; i++)
+		if (q->streams.v[i].open && q->streams.v[i].open_since < b)
+			v[n++] = (struct dl_span){ q->streams.v[i].open_since, b, 0 };
+	n = dl_spans_union(v, n);
+	busy = dl_spans_overlap(v, n, a, b);
+	free(v);
+	return busy;
+}
+
+uint64_t dl_devq_woke(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end)
+{
+	uint64_t woke = 0;
+
+	for (size_t k = dl_spans_first_after(sched, nsched, start); k < nsched && sched[k].start < end; k++)
+		if (sched[k].kind == DL_ST_SLEEP)
+			woke = dl_min_u64(sched[k].end, end);
+	return woke;
+}
+
+void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke)
+{
+	for (size_t i = 0; woke && i < q->busy_max.n; i++)
+		if (q->busy_max.v[i].end == done)
+			q->busy_max.v[i].end = dl_max_u64(q->busy_max.v[i].start, woke);
+}
+
+uint64_t dl_devq_busy_lower(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
+			    uint64_t a, uint64_t b)
+{
+	struct dl_span *v = dl_xcalloc(n + 1, sizeof(*v));
+	size_t k = 0;
+	uint64_t busy;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t woke;
+
+		if (!w[i].waited || w[i].end <= a || w[i].start >= b)
+			continue;
+		woke = dl_devq_woke(sched, nsched, w[i].start, w[i].end);
+		if (woke)
+			v[k++] = (struct dl_span){ w[i].start, woke, 0 };
+	}
+	k = dl_spans_union(v, k);
+	busy = dl_spans_overlap(v, k, a, b);
+	free(v);
+	return busy;
+}
+
+void dl_devq_forget_before(struct dl_devq *q, uint64_t t)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < q->busy_max.n; i++)
+		if (q->busy_max.v[i].end > t)
+			q->busy_max.v[w++] = q->busy_max.v[i];
+	q->busy_max.n = w;
+}
+
+void dl_devq_free(struct dl_devq *q)
+{
+	for (size_t i = 0; i < q->streams.n; i++)
+		dl_vec_free(&q->streams.v[i].deps);
+	dl_vec_free(&q->streams);
+	dl_vec_free(&q->events);
+	dl_u64map_free(&q->event_of);
+	dl_vec_free(&q->busy_max);
+}

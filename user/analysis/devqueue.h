@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The device-queue model of one process: what its host calls say of the
+ * device, without looking at the device. Per stream it knows whether work
+ * was enqueued (kernels, graph launches, async copies, memsets) since the last
+ * point that proves the stream done: a sync's return, a synchronous copy's
+ * return, a query that answered success. From that, per interval:
+ *   - upper bound of device-busy time: the time some stream may hold work,
+ *     from the first enqueue after its last drain to its next drain;
+ *   - whether a blocking call waited on device work (the breakdown's gpu_wait)
+ *     or found every queue it waits on empty.
+ * The lower bound needs the waiting thread's scheduler states and is made by
+ * the correlator (dl_devq_busy_lower).
+ *
+ * Every rule errs wide: a drain is only believed when CUDA's semantics make it
+ * certain (a stream whose flags are unknown is not assumed to synchronize
+ * with the legacy stream; a pageable H2D copy's return does not prove its
+ * own transfer done), so the true busy time lies inside the bounds. Pure:
+ * fed calls in stream order, so a replay gives the same bounds.
+ */
+#ifndef DLBPF_DEVQUEUE_H
+#define DLBPF_DEVQUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "analysis/breakdown.h"
+#include "util.h"
+
+/* One outermost CUDA call of any thread of the process, as the model needs it. */
+struct dl_devq_call {
+	uint64_t start, end;      /* end == start for entry-only calls */
+	uint64_t stream, event;   /* handles as passed */
+	uint32_t tid;
+	uint16_t api;             /* enum dl_api_id */
+	uint8_t cls, dir;         /* enum dl_api_class; copies: resolved direction */
+	bool async, pageable, entry_only, ok;   /* ok: returned success (unknown for entry-only: false) */
+};
+
+struct dl_devq_dep {
+	uint64_t stream;          /* key of the stream waited on */
+	uint64_t upto;            /* its work enqueued before this time */
+	uint64_t at;              /* when the wait was enqueued */
+};
+
+struct dl_devq_stream {
+	uint64_t key;
+	bool open;                /* may hold work */
+	uint64_t open_since;      /* the first enqueue since it was last known empty */
+	uint64_t last_enq;        /* the latest enqueue's entry */
+	bool compute;             /* what it may hold is not only transfers (kernels, graphs, memsets) */
+	DL_VEC(struct dl_devq_dep) deps;   /* cudaStreamWaitEvent since the last drain */
+};
+
+struct dl_devq_event {
+	uint64_t handle, stream, at;   /* recorded on stream (key) at time at */
+};
+
+struct dl_devq {
+	DL_VEC(struct dl_devq_stream) streams;
+	DL_VEC(struct dl_devq_event) events;
+	struct dl_u64map event_of;        /* handle -> index in events (frameworks record thousands) */
+	DL_VEC(struct dl_span) busy_max;   /* closed intervals in which the device may have been busy */
+};
+
+/* What a blocking call found queued, on the streams it waits for, at its entry. */
+enum dl_devq_waited {
+	DL_DEVQ_EMPTY,            /* every queue it waits on known empty (and every non-blocking call) */
+	DL_DEVQ_TRANSFERS,        /* transfers only: a copy behind copies waits on the link, not on compute */
+	DL_DEVQ_COMPUTE,          /* kernels, graphs or memsets may be outstanding */
+};
+
+void dl_devq_free(struct dl_devq *q);
+/* Feeds one call; returns what it waited on. */
+enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c);
+/* Whether the call blocks the host until device work is done (syncs, synchronous D2H/H2D copies). */
+bool dl_devq_blocking(const struct dl_devq_call *c);
+/* The most device-busy time [a, b) can hold, by what is known now (streams still open count as busy). */
+uint64_t dl_devq_busy_upper(const struct dl_devq *q, uint64_t a, uint64_t b);
+/* A blocking call of the thread whose scheduler states are known. */
+struct dl_devq_wait {
+	uint64_t start, end;
+	bool waited;              /* dl_devq_call said it waited on outstanding work (of any kind) */
+};
+
+/*
+ * When the thread last woke from sleep (S) inside [start, end), or 0 if it
+ * never slept there. A runtime that blocks for the device (blocking-sync mode,
+ * the simulator) is woken once the work is done, so the work it waited for
+ * was complete then; one that spins never sleeps. The model assumes a
+ * blocking call's last sleep is its wait for the device.
+ */
+uint64_t dl_devq_woke(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end);
+/*
+ * A drain whose call returned at done, its thread woken at woke (dl_devq_woke):
+ * the work it proved done was done by woke, so the busy spans it closed end
+ * there. The time to the return was the host's (wake-up latency, run queue).
+ */
+void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke);
+/*
+ * The least device-busy time [a, b) holds: while the thread was blocked on
+ * work outstanding, the device was running it. A wait counts from its entry
+ * to its last wake-up. A wait that never slept counts nothing: the runtime
+ * may have spun, been preempted or done host work of its own (staging,
+ * deferred copies) while the device finished at any point. A copy that found
+ * the queues empty counts nothing either: its call is mostly host time around
+ * a transfer of unknown length. waits sorted by start, sched as the
+ * breakdown's.
+ */
+uint64_t dl_devq_busy_lower(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
+			    uint64_t a, uint64_t b);
+/* Forgets what no interval starting at or after t needs. */
+void dl_devq_forget_before(struct dl_devq *q, uint64_t t);
+
+#endif
