@@ -129,7 +129,8 @@ static struct bpf_link *attach_set(struct bpf_program *prog, pid_t pid, const ch
 }
 
 /*
- * Attaches the links of a's sets that are not attached; the launch set is
+ * Attaches the links of a's sets that are not attached, in slot order
+ * (tracer.h: a return link before its entry link); the launch set is
  * entry-only, the others entry+return. Returns 0 or -errno.
  */
 static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const struct dl_probe_set *sets[DL_LINK_MAX])
@@ -157,7 +158,8 @@ static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const str
 
 static void attach_free(struct dl_cuda_attach *a)
 {
-	for (int k = 0; k < DL_LINK_MAX; k++) {
+	/* Entry links before return links (tracer.h). */
+	for (int k = DL_LINK_MAX - 1; k >= 0; k--) {
 		bpf_link__destroy(a->links[k]);
 		a->links[k] = NULL;
 	}

@@ -23,14 +23,18 @@ struct dl_probe_set {
 };
 
 /*
- * Link slots, in attach order. A return probe attached before its entry probe
- * (and detached after it) can only miss calls, never leave an entered call
- * with no return to pop it off the in-flight stack. The copy and "other
- * entry-only" slots are used with --duty only (launches and copies are then
- * on links of their own).
+ * Link slots, in attach order (detached in the reverse order). A return probe
+ * attached before its entry probe (and detached after it) can only miss calls,
+ * never leave an entered call with no return to pop it off the in-flight
+ * stack: such a frame stays under every later call made at the same stack
+ * depth (a training loop's), which then all count as nested calls, not copies
+ * or launches. The copy and "other entry-only" slots are used with --duty only
+ * (launches and copies are then on links of their own).
  */
-enum { DL_LINK_LAUNCH, DL_LINK_ENTER, DL_LINK_RETURN, DL_LINK_COPY_RETURN, DL_LINK_COPY_ENTER,
+enum { DL_LINK_LAUNCH, DL_LINK_RETURN, DL_LINK_ENTER, DL_LINK_COPY_RETURN, DL_LINK_COPY_ENTER,
        DL_LINK_ENTRY_OTHER, DL_LINK_MAX };
+_Static_assert(DL_LINK_RETURN < DL_LINK_ENTER && DL_LINK_COPY_RETURN < DL_LINK_COPY_ENTER,
+	       "a return link is attached before its entry link");
 
 /* One CUDA runtime, driver or C library (dlopen) attached in one process. */
 struct dl_cuda_attach {
