@@ -8,6 +8,7 @@
 
 #define FORCE_TWINS "DLBPF_FORCE_TWINS"
 #define MAP_ENTRIES "DLBPF_TEST_MAP_ENTRIES"
+#define LINK_PAUSE "DLBPF_TEST_LINK_PAUSE_MS"
 
 int dl_hooks_features(struct dl_features *f)
 {
@@ -71,5 +72,25 @@ int dl_hooks_map_entries(struct bpf_object *obj)
 			return err;
 		v += len + (v[len] == ',');
 	}
+	return 0;
+}
+
+int dl_hooks_link_pause(unsigned *ms)
+{
+	const char *v = getenv(LINK_PAUSE);
+	unsigned long n;
+	char *end;
+
+	*ms = 0;
+	if (!v)
+		return 0;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || end == v || *end || n == 0 || n > 1000) {
+		dl_err("%s=%s: not a number of milliseconds from 1 to 1000", LINK_PAUSE, v);
+		return -EINVAL;
+	}
+	*ms = (unsigned)n;
+	dl_warn("test hook %s: %lu ms of pause after each CUDA link attached", LINK_PAUSE, n);
 	return 0;
 }

@@ -31,6 +31,8 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 	err = dl_env_probe(&t->feat);
 	if (!err)
 		err = dl_hooks_features(&t->feat);
+	if (!err)
+		err = dl_hooks_link_pause(&t->link_pause_ms);
 	if (err)
 		return err;
 	skel = dlbpf__open();
@@ -152,6 +154,8 @@ static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const str
 					 i == DL_LINK_RETURN || i == DL_LINK_COPY_RETURN);
 		if (!a->links[i])
 			return -errno;
+		if (t->link_pause_ms)
+			usleep(t->link_pause_ms * 1000u);
 	}
 	return 0;
 }

@@ -77,6 +77,7 @@ struct dl_tracer {
 	bool hot_on;              /* those links are attached */
 	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
 	uint64_t traced_full;     /* processes user space could not add to the full traced set */
+	unsigned link_pause_ms;   /* test hook DLBPF_TEST_LINK_PAUSE_MS (capture/hooks.h) */
 };
 
 /* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records. */
