@@ -89,6 +89,14 @@ def test_attach_to_process_in_calls():
     return "; ".join(notes)
 
 
+def test_link_pause_hook_bad_value():
+    """A test hook given a bad value is an error, not a run without it."""
+    for bad in ("abc", "0", "1001", "5ms", ""):
+        rc, _, err = run_dlbpf(["--pid", str(os.getpid()), "-d", "0.1"],
+                               env=dict(os.environ, DLBPF_TEST_LINK_PAUSE_MS=bad))
+        check(rc != 0 and "DLBPF_TEST_LINK_PAUSE_MS" in err, f"value {bad!r}: exit {rc}, {err[-300:]}")
+
+
 def test_cuda_pinned_on_simulator():
     """With the GPU simulator, cudaMallocHost/cudaHostRegister succeed: copies from them are pinned."""
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
