@@ -9,6 +9,7 @@
 #define FORCE_TWINS "DLBPF_FORCE_TWINS"
 #define MAP_ENTRIES "DLBPF_TEST_MAP_ENTRIES"
 #define LINK_PAUSE "DLBPF_TEST_LINK_PAUSE_MS"
+#define ENTRY_FIRST "DLBPF_TEST_ENTRY_LINK_FIRST"
 
 int dl_hooks_features(struct dl_features *f)
 {
@@ -92,5 +93,21 @@ int dl_hooks_link_pause(unsigned *ms)
 	}
 	*ms = (unsigned)n;
 	dl_warn("test hook %s: %lu ms of pause after each CUDA link attached", LINK_PAUSE, n);
+	return 0;
+}
+
+int dl_hooks_entry_link_first(bool *on)
+{
+	const char *v = getenv(ENTRY_FIRST);
+
+	*on = false;
+	if (!v)
+		return 0;
+	if (strcmp(v, "1")) {
+		dl_err("%s=%s: the only value is 1", ENTRY_FIRST, v);
+		return -EINVAL;
+	}
+	*on = true;
+	dl_warn("test hook %s=1: entry links attached before their return links", ENTRY_FIRST);
 	return 0;
 }

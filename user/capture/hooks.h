@@ -18,6 +18,10 @@
  *                                two links on a busy machine would: the calls
  *                                a running job makes meanwhile meet one link
  *                                of an API without the other
+ *   DLBPF_TEST_ENTRY_LINK_FIRST=1 each entry link before its return link:
+ *                                the order tracer.h forbids, so that the
+ *                                in-flight stacks' recovery from a return
+ *                                that never comes can be tested
  *
  * A bad value is an error: a test that asked for a hook must not silently run
  * without it.
@@ -35,5 +39,7 @@ int dl_hooks_features(struct dl_features *f);
 int dl_hooks_map_entries(struct bpf_object *obj);
 /* DLBPF_TEST_LINK_PAUSE_MS: *ms (0 when unset); 0 or -EINVAL. */
 int dl_hooks_link_pause(unsigned *ms);
+/* DLBPF_TEST_ENTRY_LINK_FIRST: *on; 0 or -EINVAL. */
+int dl_hooks_entry_link_first(bool *on);
 
 #endif

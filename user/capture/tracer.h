@@ -78,6 +78,7 @@ struct dl_tracer {
 	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
 	uint64_t traced_full;     /* processes user space could not add to the full traced set */
 	unsigned link_pause_ms;   /* test hook DLBPF_TEST_LINK_PAUSE_MS (capture/hooks.h) */
+	bool entry_link_first;    /* test hook DLBPF_TEST_ENTRY_LINK_FIRST */
 };
 
 /* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records. */
