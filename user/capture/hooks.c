@@ -11,16 +11,29 @@
 #define LINK_PAUSE "DLBPF_TEST_LINK_PAUSE_MS"
 #define ENTRY_FIRST "DLBPF_TEST_ENTRY_LINK_FIRST"
 
-int dl_hooks_features(struct dl_features *f)
+/* A hook of one value: *on when name is set to it; -EINVAL when set to anything else. */
+static int one_value_hook(const char *name, const char *value, bool *on)
 {
-	const char *v = getenv(FORCE_TWINS);
+	const char *v = getenv(name);
 
+	*on = false;
 	if (!v)
 		return 0;
-	if (strcmp(v, "old")) {
-		dl_err("%s=%s: the only value is 'old'", FORCE_TWINS, v);
+	if (strcmp(v, value)) {
+		dl_err("%s=%s: the only value is '%s'", name, v, value);
 		return -EINVAL;
 	}
+	*on = true;
+	return 0;
+}
+
+int dl_hooks_features(struct dl_features *f)
+{
+	bool on;
+	int err = one_value_hook(FORCE_TWINS, "old", &on);
+
+	if (err || !on)
+		return err;
 	f->block_io_start = false;
 	f->switch_prev_state = false;
 	f->exit_group_dead = false;
@@ -98,16 +111,10 @@ int dl_hooks_link_pause(unsigned *ms)
 
 int dl_hooks_entry_link_first(bool *on)
 {
-	const char *v = getenv(ENTRY_FIRST);
+	int err = one_value_hook(ENTRY_FIRST, "1", on);
 
-	*on = false;
-	if (!v)
-		return 0;
-	if (strcmp(v, "1")) {
-		dl_err("%s=%s: the only value is 1", ENTRY_FIRST, v);
-		return -EINVAL;
-	}
-	*on = true;
+	if (err || !*on)
+		return err;
 	dl_warn("test hook %s=1: entry links attached before their return links", ENTRY_FIRST);
 	return 0;
 }
