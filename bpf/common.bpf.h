@@ -63,6 +63,8 @@ struct call_stack {
 	 * fires deeper in the stack, the driver call is part of that launch.
 	 */
 	__u64 rt_sp, rt_ret;
+	/* Set by a return that left a frame of its own entry sp on top: that frame's return comes next (cuda.bpf.c). */
+	__u64 tail_sp;
 	struct call_frame f[DL_MAX_DEPTH];
 };
 

@@ -65,6 +65,36 @@ static __always_inline void unwind(struct call_stack *st, __u64 sp)
 }
 
 /*
+ * A return that leaves a frame of the same entry sp on top ends a tail call
+ * (the outer call jumped to the inner one): the outer call's return fires
+ * next, in the same pass of the kernel's return trampoline, with no user code
+ * between. An entry that comes first shows that return will never come (its
+ * probe was not installed: the kernel could not, or the return link came
+ * after the entry link). Kept, the frame would hold every later call made at
+ * that stack depth, a training loop's, nested in it: it goes, counted as a
+ * call lost like those unwind forgets.
+ */
+static __always_inline void drop_stale_tail(struct call_stack *st)
+{
+	__u64 tail = st->tail_sp;
+	__u32 d;
+
+	if (!tail)
+		return;
+	st->tail_sp = 0;
+	d = st->depth;
+	if (d == 0 || d > DL_MAX_DEPTH)
+		return;
+	d -= 1;
+	/* The verifier must see the index checked after the subtraction. */
+	barrier_var(d);
+	if (d >= DL_MAX_DEPTH || st->f[d].sp != tail)
+		return;
+	st->depth = d;
+	dl_count_drop(DL_DROP_DEPTH);
+}
+
+/*
  * True when a driver API is entered inside an entry-only runtime call (a
  * launch the runtime forwards to the driver): that launch's frame is still
  * live above us. Calls with a return probe are nested through depth instead.
@@ -91,8 +121,10 @@ int BPF_KPROBE(cuda_entry_only)
 	struct call_stack *st = stack_of(tid, !driver);
 	struct dl_cuda_ev *e;
 
-	if (st)
+	if (st) {
+		drop_stale_tail(st);
 		unwind(st, sp);
+	}
 	if (agg_mode && (cookie & DL_COOKIE_AGG)) {
 		__u64 arg[DL_CUDA_NARGS] = {};
 		__u32 depth = st ? st->depth : 0;
@@ -177,6 +209,7 @@ int BPF_KPROBE(cuda_enter)
 
 	if (!st)
 		return 0;
+	drop_stale_tail(st);
 	unwind(st, sp);
 	d = st->depth;
 	if (d >= DL_MAX_DEPTH) {
@@ -282,7 +315,12 @@ int BPF_KRETPROBE(cuda_return)
 	unwind(st, entry_sp);
 	if (st->depth > DL_MAX_DEPTH) {
 		/* A call without a frame; the outermost of them leaves the frames' calls in flight. */
-		st->depth = entry_sp == st->deep_sp ? DL_MAX_DEPTH : st->depth - 1;
+		if (entry_sp != st->deep_sp) {
+			st->depth -= 1;
+			return 0;
+		}
+		st->depth = DL_MAX_DEPTH;
+		st->tail_sp = st->f[DL_MAX_DEPTH - 1].sp == entry_sp ? entry_sp : 0;
 		return 0;
 	}
 	if (st->depth == 0)
@@ -296,6 +334,14 @@ int BPF_KRETPROBE(cuda_return)
 	if (f->sp != entry_sp)
 		return 0; /* a call with no frame (its entry probe came later, or found no stack): keep the others */
 	st->depth = d;
+	st->tail_sp = 0;
+	if (d > 0) {
+		__u32 below = d - 1;
+
+		barrier_var(below);
+		if (below < DL_MAX_DEPTH && st->f[below].sp == entry_sp)
+			st->tail_sp = entry_sp;
+	}
 	if ((f->cookie & DL_COOKIE_API_MASK) != (cookie & DL_COOKIE_API_MASK))
 		return 0; /* the same call under two names: nothing reliable to emit */
 	if (!(cookie & DL_COOKIE_LOADER) &&

@@ -54,6 +54,71 @@ def test_cuda_real_runtime_pid():
     compare_cuda(process(d.summary(), w.pid), cuda_truth(out), expect_errors=True)
 
 
+def attach_to_calling(pause_ms, entry_first=False):
+    """dlbpf --pid attaches to ratecalls while its thread calls cudaMemcpy in a loop (with the test hook
+    DLBPF_TEST_LINK_PAUSE_MS, pause_ms after each link, as a collector descheduled between links would
+    be; with DLBPF_TEST_ENTRY_LINK_FIRST if entry_first); once dlbpf traces, the workload makes AFTER
+    more copies. Returns (the summary's process's "cuda", the workload's truth, the summary's drops)."""
+    env = dict(os.environ)
+    if pause_ms:
+        env["DLBPF_TEST_LINK_PAUSE_MS"] = str(pause_ms)
+    if entry_first:
+        env["DLBPF_TEST_ENTRY_LINK_FIRST"] = "1"
+    w, out, d, rc = trace_waiting([workload("ratecalls"), "--api", "copy", "--calling", "--count", str(AFTER)],
+                                  env=env, timeout=120)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-2000:]}")
+    truth = truth_line(out, "{\"api\"")
+    check(truth["after_go"] == AFTER, f"ratecalls made {truth['after_go']} calls after the go, not {AFTER}")
+    s = d.summary()
+    return process(s, w.pid)["cuda"], truth, s["drops"]
+
+
+AFTER = 20000   # copies made once dlbpf traces: all of them must be counted
+
+
+def test_attach_to_process_in_calls():
+    """--pid on a process calling cudaMemcpy as fast as it can while the probes go in: every copy made
+    once dlbpf traces is counted, at depth 0. A call that met the entry probe before its return probe
+    left a frame no return popped, under which every later copy was nested (not a copy) or dropped."""
+    notes = []
+    for pause_ms in (0, 50):
+        cuda, truth, drops = attach_to_calling(pause_ms)
+        h2d = cuda["memcpy"]["h2d"]["count"]
+        calls = cuda["calls"].get("cudaMemcpy", {}).get("count", 0)
+        what = f"pause {pause_ms} ms: {h2d} copies counted of {truth['calls']} made, {truth['after_go']} after the go"
+        check(drops["depth"] == 0, f"{what}: {drops['depth']} calls dropped as nested too deep")
+        # ratecalls never calls the runtime from inside the runtime: each recorded call is a copy.
+        check(h2d == calls, f"{what}: {calls} cudaMemcpy calls recorded, {calls - h2d} of them nested")
+        check(truth["after_go"] <= h2d <= truth["calls"], what)
+        notes.append(f"{h2d} of {truth['calls']} (>= {truth['after_go']}) with a {pause_ms} ms pause")
+    return "; ".join(notes)
+
+
+def test_return_never_seen_recovered():
+    """Entry links attached first (test hook) with a 50 ms pause: the calls entered in that gap never
+    see their return probe. Their frames are dropped at the next entry and counted as depth drops,
+    and every copy made once dlbpf traces is counted as a copy again."""
+    cuda, truth, drops = attach_to_calling(50, entry_first=True)
+    h2d = cuda["memcpy"]["h2d"]["count"]
+    calls = cuda["calls"].get("cudaMemcpy", {}).get("count", 0)
+    what = f"{h2d} copies counted of {truth['calls']} made, {truth['after_go']} after the go"
+    check(drops["depth"] > 0, f"{what}: no call lost in the gap was counted as dropped")
+    check(truth["after_go"] <= h2d <= truth["calls"], what)
+    # Each frame left recovers at the next call after a return: the ones entered in the gap, at
+    # most DL_MAX_DEPTH (4) with a frame, cost at most 3 later calls recorded as nested, not copies.
+    check(calls - h2d <= 3, f"{what}: {calls - h2d} of {calls} cudaMemcpy calls recorded as nested")
+    return f"{what}, {drops['depth']} lost in the gap and counted, {calls - h2d} nested"
+
+
+def test_link_hooks_bad_value():
+    """A test hook given a bad value is an error, not a run without it."""
+    bad = [("DLBPF_TEST_LINK_PAUSE_MS", v) for v in ("abc", "0", "1001", "5ms", "")]
+    bad += [("DLBPF_TEST_ENTRY_LINK_FIRST", v) for v in ("0", "yes", "")]
+    for name, value in bad:
+        rc, _, err = run_dlbpf(["--pid", str(os.getpid()), "-d", "0.1"], env=dict(os.environ, **{name: value}))
+        check(rc != 0 and name in err, f"{name}={value!r}: exit {rc}, {err[-300:]}")
+
+
 def test_cuda_pinned_on_simulator():
     """With the GPU simulator, cudaMallocHost/cudaHostRegister succeed: copies from them are pinned."""
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)

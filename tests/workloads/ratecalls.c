@@ -6,13 +6,21 @@
  * libcudart; without a GPU each call fails at once, and the probes still fire.
  *
  *   ratecalls [--api launch|copy|sync] [--rate N/s] [--seconds S | --count N]
- *             [--threads T] [--wait]
- *   prints {"api":..,"calls":N,"seconds":S,"ns_per_call":X,"rate":R,"max_lag_s":L}
+ *             [--threads T] [--wait | --calling]
+ *   prints {"api":..,"calls":N,"seconds":S,"ns_per_call":X,"rate":R,"max_lag_s":L,
+ *           "after_go":G}
  *   (L: when paced, the furthest any call fell behind its due time; so the calls
  *   made in any interval of length D are rate * D within rate * L)
+ *
+ * --wait: prints "ready" and makes no call before a line comes on stdin.
+ * --calling (with --count N): every thread calls from the start; "ready" is
+ * printed once each has made a call, and each makes N more once a line comes
+ * on stdin, then stops. G, the calls made after the line, are the ones a tracer
+ * that attached before answering must see; attaching meets calls in flight.
  */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +34,9 @@ static const char *api = "launch";
 static double rate, seconds = 1;
 static long long count_limit;
 static int threads = 1;
+static int calling;            /* --calling */
+static int calling_threads;    /* threads that have made a call */
+static int go;                 /* the line came (--calling) */
 
 static double now_s(void)
 {
@@ -55,6 +66,7 @@ static void one_call(void *dev, char *host)
 
 struct result {
 	long long n;
+	long long after_go;
 	double max_lag;
 };
 
@@ -67,6 +79,19 @@ static void *worker(void *arg)
 	void *dev = (void *)0x7000000000ull;
 	double start = now_s(), per = rate > 0 ? threads / rate : 0;
 
+	if (calling) {
+		one_call(dev, host);
+		n++;
+		__atomic_add_fetch(&calling_threads, 1, __ATOMIC_SEQ_CST);
+		while (!__atomic_load_n(&go, __ATOMIC_ACQUIRE)) {
+			one_call(dev, host);
+			n++;
+		}
+		for (; out->after_go < count_limit; out->after_go++)
+			one_call(dev, host);
+		out->n = n + out->after_go;
+		return NULL;
+	}
 	for (;;) {
 		if (count_limit ? n >= count_limit : now_s() - start >= seconds)
 			break;
@@ -96,7 +121,7 @@ int main(int argc, char **argv)
 {
 	pthread_t th[64];
 	struct result n[64] = { 0 };
-	long long total = 0;
+	long long total = 0, after_go = 0;
 	double max_lag = 0;
 	int wait = 0;
 	double start, el;
@@ -106,6 +131,8 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--wait")) {
 			wait = 1;
+		} else if (!strcmp(a, "--calling")) {
+			calling = 1;
 		} else if (v && !strcmp(a, "--api")) {
 			api = v, i++;
 		} else if (v && !strcmp(a, "--rate")) {
@@ -118,11 +145,11 @@ int main(int argc, char **argv)
 			threads = atoi(v), i++;
 		} else {
 			fprintf(stderr, "usage: %s [--api launch|copy|sync] [--rate N] [--seconds S | --count N] "
-				"[--threads T] [--wait]\n", argv[0]);
+				"[--threads T] [--wait | --calling]\n", argv[0]);
 			return 2;
 		}
 	}
-	if (threads < 1 || threads > 64 || strchr("lcs", api[0]) == NULL)
+	if (threads < 1 || threads > 64 || strchr("lcs", api[0]) == NULL || (calling && (wait || count_limit <= 0)))
 		return 2;
 	if (wait && ready_then_wait())
 		return 1;
@@ -130,16 +157,24 @@ int main(int argc, char **argv)
 	for (int t = 0; t < threads; t++)
 		if (pthread_create(&th[t], NULL, worker, &n[t]))
 			return 1;
+	if (calling) {
+		while (__atomic_load_n(&calling_threads, __ATOMIC_SEQ_CST) < threads)
+			sched_yield();
+		if (ready_then_wait())
+			return 1;
+		__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+	}
 	for (int t = 0; t < threads; t++) {
 		pthread_join(th[t], NULL);
 		total += n[t].n;
+		after_go += n[t].after_go;
 		if (n[t].max_lag > max_lag)
 			max_lag = n[t].max_lag;
 	}
 	el = now_s() - start;
 	printf("{\"api\":\"%s\",\"calls\":%lld,\"seconds\":%.6f,\"ns_per_call\":%.1f,\"rate\":%.0f,"
-	       "\"max_lag_s\":%.6f}\n",
+	       "\"max_lag_s\":%.6f,\"after_go\":%lld}\n",
 	       api[0] == 'l' ? "cudaLaunchKernel" : api[0] == 'c' ? "cudaMemcpy" : "cudaDeviceSynchronize",
-	       total, el, total ? el * 1e9 * threads / (double)total : 0, total / el, max_lag);
+	       total, el, total ? el * 1e9 * threads / (double)total : 0, total / el, max_lag, after_go);
 	return 0;
 }

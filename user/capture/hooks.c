@@ -8,17 +8,32 @@
 
 #define FORCE_TWINS "DLBPF_FORCE_TWINS"
 #define MAP_ENTRIES "DLBPF_TEST_MAP_ENTRIES"
+#define LINK_PAUSE "DLBPF_TEST_LINK_PAUSE_MS"
+#define ENTRY_FIRST "DLBPF_TEST_ENTRY_LINK_FIRST"
+
+/* A hook of one value: *on when name is set to it; -EINVAL when set to anything else. */
+static int one_value_hook(const char *name, const char *value, bool *on)
+{
+	const char *v = getenv(name);
+
+	*on = false;
+	if (!v)
+		return 0;
+	if (strcmp(v, value)) {
+		dl_err("%s=%s: the only value is '%s'", name, v, value);
+		return -EINVAL;
+	}
+	*on = true;
+	return 0;
+}
 
 int dl_hooks_features(struct dl_features *f)
 {
-	const char *v = getenv(FORCE_TWINS);
+	bool on;
+	int err = one_value_hook(FORCE_TWINS, "old", &on);
 
-	if (!v)
-		return 0;
-	if (strcmp(v, "old")) {
-		dl_err("%s=%s: the only value is 'old'", FORCE_TWINS, v);
-		return -EINVAL;
-	}
+	if (err || !on)
+		return err;
 	f->block_io_start = false;
 	f->switch_prev_state = false;
 	f->exit_group_dead = false;
@@ -71,5 +86,35 @@ int dl_hooks_map_entries(struct bpf_object *obj)
 			return err;
 		v += len + (v[len] == ',');
 	}
+	return 0;
+}
+
+int dl_hooks_link_pause(unsigned *ms)
+{
+	const char *v = getenv(LINK_PAUSE);
+	unsigned long n;
+	char *end;
+
+	*ms = 0;
+	if (!v)
+		return 0;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || end == v || *end || n == 0 || n > 1000) {
+		dl_err("%s=%s: not a number of milliseconds from 1 to 1000", LINK_PAUSE, v);
+		return -EINVAL;
+	}
+	*ms = (unsigned)n;
+	dl_warn("test hook %s: %lu ms of pause after each CUDA link attached", LINK_PAUSE, n);
+	return 0;
+}
+
+int dl_hooks_entry_link_first(bool *on)
+{
+	int err = one_value_hook(ENTRY_FIRST, "1", on);
+
+	if (err || !*on)
+		return err;
+	dl_warn("test hook %s=1: entry links attached before their return links", ENTRY_FIRST);
 	return 0;
 }

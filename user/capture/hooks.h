@@ -13,6 +13,15 @@
  *                                have (block_getrq's, ...) cannot be faked.
  *   DLBPF_TEST_MAP_ENTRIES=M=N,… BPF map M gets N entries (e.g. traced=4), so
  *                                that a full map is cheap to reach
+ *   DLBPF_TEST_LINK_PAUSE_MS=N   sleep N ms (1 to 1000) after each CUDA link
+ *                                attached, as a collector descheduled between
+ *                                two links on a busy machine would: the calls
+ *                                a running job makes meanwhile meet one link
+ *                                of an API without the other
+ *   DLBPF_TEST_ENTRY_LINK_FIRST=1 each entry link before its return link:
+ *                                the order tracer.h forbids, so that the
+ *                                in-flight stacks' recovery from a return
+ *                                that never comes can be tested
  *
  * A bad value is an error: a test that asked for a hook must not silently run
  * without it.
@@ -28,5 +37,9 @@ struct bpf_object;
 int dl_hooks_features(struct dl_features *f);
 /* DLBPF_TEST_MAP_ENTRIES: resizes maps of obj before it is loaded; 0 or -EINVAL. */
 int dl_hooks_map_entries(struct bpf_object *obj);
+/* DLBPF_TEST_LINK_PAUSE_MS: *ms (0 when unset); 0 or -EINVAL. */
+int dl_hooks_link_pause(unsigned *ms);
+/* DLBPF_TEST_ENTRY_LINK_FIRST: *on; 0 or -EINVAL. */
+int dl_hooks_entry_link_first(bool *on);
 
 #endif

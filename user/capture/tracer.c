@@ -31,6 +31,10 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 	err = dl_env_probe(&t->feat);
 	if (!err)
 		err = dl_hooks_features(&t->feat);
+	if (!err)
+		err = dl_hooks_link_pause(&t->link_pause_ms);
+	if (!err)
+		err = dl_hooks_entry_link_first(&t->entry_link_first);
 	if (err)
 		return err;
 	skel = dlbpf__open();
@@ -129,11 +133,16 @@ static struct bpf_link *attach_set(struct bpf_program *prog, pid_t pid, const ch
 }
 
 /*
- * Attaches the links of a's sets that are not attached; the launch set is
+ * Attaches the links of a's sets that are not attached, in slot order
+ * (tracer.h: a return link before its entry link); the launch set is
  * entry-only, the others entry+return. Returns 0 or -errno.
  */
 static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const struct dl_probe_set *sets[DL_LINK_MAX])
 {
+	/* The test hook's order: each entry link before its return link. */
+	static const int entry_first[DL_LINK_MAX] = {
+		DL_LINK_LAUNCH, DL_LINK_ENTER, DL_LINK_RETURN, DL_LINK_COPY_ENTER, DL_LINK_COPY_RETURN, DL_LINK_ENTRY_OTHER,
+	};
 	struct bpf_program *progs[DL_LINK_MAX] = {
 		[DL_LINK_LAUNCH] = t->skel->progs.cuda_entry_only,
 		[DL_LINK_ENTER] = t->skel->progs.cuda_enter, [DL_LINK_RETURN] = t->skel->progs.cuda_return,
@@ -144,20 +153,25 @@ static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const str
 
 	/* The file a was opened as: a path the kernel looked up again could lead elsewhere (tfile.h). */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", a->fd);
-	for (int i = 0; i < DL_LINK_MAX; i++) {
+	for (int k = 0; k < DL_LINK_MAX; k++) {
+		int i = t->entry_link_first ? entry_first[k] : k;
+
 		if (!sets[i] || !sets[i]->n || a->links[i])
 			continue;
 		a->links[i] = attach_set(progs[i], a->pid, path, sets[i],
 					 i == DL_LINK_RETURN || i == DL_LINK_COPY_RETURN);
 		if (!a->links[i])
 			return -errno;
+		if (t->link_pause_ms)
+			usleep(t->link_pause_ms * 1000u);
 	}
 	return 0;
 }
 
 static void attach_free(struct dl_cuda_attach *a)
 {
-	for (int k = 0; k < DL_LINK_MAX; k++) {
+	/* Entry links before return links (tracer.h). */
+	for (int k = DL_LINK_MAX - 1; k >= 0; k--) {
 		bpf_link__destroy(a->links[k]);
 		a->links[k] = NULL;
 	}

@@ -23,14 +23,18 @@ struct dl_probe_set {
 };
 
 /*
- * Link slots, in attach order. A return probe attached before its entry probe
- * (and detached after it) can only miss calls, never leave an entered call
- * with no return to pop it off the in-flight stack. The copy and "other
- * entry-only" slots are used with --duty only (launches and copies are then
- * on links of their own).
+ * Link slots, in attach order (detached in the reverse order). A return probe
+ * attached before its entry probe (and detached after it) can only miss calls,
+ * never leave an entered call with no return to pop it off the in-flight
+ * stack: such a frame stays under every later call made at the same stack
+ * depth (a training loop's), which then all count as nested calls, not copies
+ * or launches. The copy and "other entry-only" slots are used with --duty only
+ * (launches and copies are then on links of their own).
  */
-enum { DL_LINK_LAUNCH, DL_LINK_ENTER, DL_LINK_RETURN, DL_LINK_COPY_RETURN, DL_LINK_COPY_ENTER,
+enum { DL_LINK_LAUNCH, DL_LINK_RETURN, DL_LINK_ENTER, DL_LINK_COPY_RETURN, DL_LINK_COPY_ENTER,
        DL_LINK_ENTRY_OTHER, DL_LINK_MAX };
+_Static_assert(DL_LINK_RETURN < DL_LINK_ENTER && DL_LINK_COPY_RETURN < DL_LINK_COPY_ENTER,
+	       "a return link is attached before its entry link");
 
 /* One CUDA runtime, driver or C library (dlopen) attached in one process. */
 struct dl_cuda_attach {
@@ -73,6 +77,8 @@ struct dl_tracer {
 	bool hot_on;              /* those links are attached */
 	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
 	uint64_t traced_full;     /* processes user space could not add to the full traced set */
+	unsigned link_pause_ms;   /* test hook DLBPF_TEST_LINK_PAUSE_MS (capture/hooks.h) */
+	bool entry_link_first;    /* test hook DLBPF_TEST_ENTRY_LINK_FIRST */
 };
 
 /* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records. */
