@@ -126,6 +126,61 @@ DL_SHARED struct {
 	__type(value, struct thread_state);
 } threads SEC(".maps");
 
+/*
+ * Processes a hold stopped (a dlopen of CUDA's, an exec, the dynamic linker's
+ * first consistent link map after an exec) and nobody has continued yet, with
+ * the time of the stop: an entry goes in before the SIGSTOP is sent and goes
+ * out when the process is sent SIGCONT (or SIGKILL), by anyone. The collector's
+ * watchdog keeps the map after the collector is gone and continues every
+ * process left in it (user/capture/watchdog.c). A process is stopped only once
+ * it is in the map: a full map holds no one. Key 0 (no process's) is the
+ * watchdog's: once there, the hold is off (the collector stopped answering).
+ */
+DL_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} held SEC(".maps");
+
+/*
+ * Processes that exec'd while traced and whose libraries the collector has not
+ * seen mapped yet: the dynamic linker's _dl_debug_state, called once its link
+ * map changed, holds them again, until the collector finds their C library
+ * mapped (and so every library the program was linked with) and takes them out.
+ */
+DL_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} exec_pending SEC(".maps");
+
+/* The kernel's signal numbers (x86-64 and every architecture BPF runs on here). */
+#define DL_SIGKILL 9
+#define DL_SIGCONT 18
+#define DL_SIGSTOP 19
+
+/*
+ * Stops the current process until the collector continues it; false when it
+ * is not held (the watchdog turned holds off, the map is full, or it is being
+ * ptraced: a debugger, or dlbpf's own hold of a command it starts, would be
+ * handed the SIGSTOP instead).
+ */
+static __always_inline bool dl_hold_current(__u32 tgid, __u64 now)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
+	__u32 off = 0;
+
+	if (task->ptrace || bpf_map_lookup_elem(&held, &off) || bpf_map_update_elem(&held, &tgid, &now, BPF_ANY))
+		return false;
+	if (bpf_send_signal(DL_SIGSTOP)) {
+		bpf_map_delete_elem(&held, &tgid);
+		return false;
+	}
+	return true;
+}
+
 /* Past this much unread data a submission wakes the consumer instead of waiting for its timer. */
 DL_SHARED const volatile __u64 wakeup_bytes;
 

@@ -110,6 +110,34 @@ static __always_inline bool inside_runtime_launch(struct call_stack *st, __u64 s
 	return ret == st->rt_ret;
 }
 
+/*
+ * The dynamic linker's _dl_debug_state, called whenever its link map changed:
+ * after an exec the process is held here until the collector has seen the
+ * libraries it was linked with mapped (exec_pending), so that calls made
+ * before main() are traced. Else nothing: a dlopen of CUDA's has its own hold.
+ */
+static __always_inline int loader_changed(__u64 id, __u64 cookie)
+{
+	__u32 tgid = id >> 32;
+	__u64 now = bpf_ktime_get_ns();
+	struct dl_cuda_ev *e;
+
+	if (!bpf_map_lookup_elem(&exec_pending, &tgid) || !dl_hold_current(tgid, now))
+		return 0;
+	e = dl_reserve(sizeof(*e), DL_EV_CUDA, DL_DROP_CUDA, now, tgid, (__u32)id);
+	if (!e) {
+		/* No one would continue it: let it go at once. */
+		bpf_map_delete_elem(&held, &tgid);
+		bpf_send_signal(DL_SIGCONT);
+		return 0;
+	}
+	__builtin_memset(&e->dur_ns, 0, sizeof(*e) - sizeof(e->h));
+	e->api = cookie & DL_COOKIE_API_MASK;
+	e->flags = DL_CUDA_ENTRY_ONLY | DL_CUDA_STOPPED;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
 SEC("uprobe.multi")
 int BPF_KPROBE(cuda_entry_only)
 {
@@ -118,9 +146,12 @@ int BPF_KPROBE(cuda_entry_only)
 	__u32 tid = (__u32)id;
 	__u64 sp = PT_REGS_SP(ctx);
 	bool driver = cookie & DL_COOKIE_DRIVER;
-	struct call_stack *st = stack_of(tid, !driver);
+	struct call_stack *st;
 	struct dl_cuda_ev *e;
 
+	if (cookie & DL_COOKIE_LOADER)
+		return loader_changed(id, cookie);
+	st = stack_of(tid, !driver);
 	if (st) {
 		drop_stale_tail(st);
 		unwind(st, sp);
@@ -232,27 +263,6 @@ int BPF_KPROBE(cuda_enter)
 	return 0;
 }
 
-/*
- * Processes the dlopen hold stopped and nobody has continued yet, with the
- * time of the stop: an entry goes in before the SIGSTOP is sent and goes out
- * when the process is sent SIGCONT (or SIGKILL), by anyone. The collector's
- * watchdog keeps the map after the collector is gone and continues every
- * process left in it (user/capture/watchdog.c). A process is stopped only
- * once it is in the map: a full map holds no one. Key 0 (no process's) is
- * the watchdog's: once there, the hold is off (the collector stopped
- * answering).
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u64);
-} held SEC(".maps");
-
-/* The kernel's signal numbers (x86-64 and every architecture BPF runs on here). */
-#define DL_SIGKILL 9
-#define DL_SIGCONT 18
-#define DL_SIGSTOP 19
 
 /* A SIGCONT (or SIGKILL) for a held process, from anyone: it is held no more. */
 SEC("raw_tp/signal_generate")
@@ -369,14 +379,10 @@ int BPF_KRETPROBE(cuda_return)
 		 * The collector continues it (SIGCONT) after its rescan.
 		 */
 		if (e->ret && name_mentions_cuda(f->arg[0])) {
-			__u32 tgid = id >> 32, off = 0;
+			__u32 tgid = id >> 32;
 
-			if (!bpf_map_lookup_elem(&held, &off) && !bpf_map_update_elem(&held, &tgid, &now, BPF_ANY)) {
-				if (!bpf_send_signal(DL_SIGSTOP))
-					e->flags |= DL_CUDA_STOPPED;
-				else
-					bpf_map_delete_elem(&held, &tgid);
-			}
+			if (dl_hold_current(tgid, now))
+				e->flags |= DL_CUDA_STOPPED;
 		}
 		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 		return 0;

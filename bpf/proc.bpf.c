@@ -20,6 +20,8 @@ static __always_inline struct dl_proc_ev *proc_event(__u32 what, __u32 tgid, __u
 	e->ppid = 0;
 	e->group_dead = 0;
 	e->exit_code = 0;
+	e->flags = 0;
+	e->pad = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	return e;
 }
@@ -81,9 +83,22 @@ int BPF_PROG(proc_exec, struct task_struct *p)
 	e = proc_event(DL_PROC_EXEC, tgid, (__u32)id);
 	if (!e)
 		return 0;
-	if (joined) {
-		/* A new process for the collector: wake it so it attaches soon. */
+	if (joined)
 		e->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	/*
+	 * The new program runs nothing of its own before the collector has
+	 * attached to what the exec mapped (a static CUDA runtime, the dynamic
+	 * linker); the linker then holds it again once the libraries it was
+	 * linked with are mapped (exec_pending, cuda.bpf.c's loader_changed).
+	 */
+	if (bpf_map_update_elem(&exec_pending, &tgid, &(__u8){ 1 }, BPF_ANY) == 0) {
+		if (dl_hold_current(tgid, e->h.ts))
+			e->flags |= DL_PROC_STOPPED;
+		else
+			bpf_map_delete_elem(&exec_pending, &tgid);
+	}
+	if (joined || (e->flags & DL_PROC_STOPPED)) {
+		/* The collector has work at once: a new process, or one held. */
 		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 		return 0;
 	}
@@ -118,7 +133,9 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 		e->exit_code = BPF_CORE_READ(p, exit_code);
 		dl_submit(e);
 	}
-	if (group_dead)
+	if (group_dead) {
 		bpf_map_delete_elem(&traced, &tgid);
+		bpf_map_delete_elem(&exec_pending, &tgid);
+	}
 	return 0;
 }

@@ -159,6 +159,10 @@ static int on_record(void *ctx, void *data, size_t len)
 			dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
 			note_load(r, &(struct dl_cuda_ev){ .h = *h });
 		}
+		/* Held at its exec (bpf/proc.bpf.c): attach to what it maps now, then continue it. */
+		if (e->what == DL_PROC_EXEC && h->size >= offsetof(struct dl_proc_ev, flags) + sizeof(e->flags) &&
+		    (e->flags & DL_PROC_STOPPED))
+			dl_held_note(&r->held, (pid_t)h->tgid, true);
 	}
 	if (in.is_call) {
 		const struct dl_cuda_ev *e = data;
@@ -229,6 +233,7 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 	n = dl_tracer_scan_cuda(&r->tracer, pid);
 	if (n > 0 && !first)
 		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
+	dl_tracer_exec_settled(&r->tracer, pid);
 	/*
 	 * What the scan attached, wherever it sits now: a dlclose seen in the
 	 * same scan removes an attachment and moves the new ones down.

@@ -177,6 +177,13 @@ struct dl_proc_ev {
 	dl_u32 group_dead;
 	dl_s32 exit_code;
 	char comm[DL_COMM_LEN];
+	/* Appended: older recordings end before it (their h.size says so). */
+	dl_u32 flags;         /* enum dl_proc_flags */
+	dl_u32 pad;
+};
+
+enum dl_proc_flags {
+	DL_PROC_STOPPED = 1u << 0,   /* exec: stopped (SIGSTOP) until the collector has attached; it continues it */
 };
 
 struct dl_mark_ev {

@@ -47,6 +47,23 @@ def test_cuda_real_runtime_command():
     return f"{truth['h2d']['count']} h2d, {truth['d2h']['count']} d2h, 8 launches matched"
 
 
+def test_cuda_through_wrappers():
+    """A job started through wrappers (sh -c, env; a fork and exec after a sleep) is traced from the first
+    instruction of each program: exact counts of every call, those made before main() included."""
+    notes = []
+    for shape, script in (("exec through sh and env", f"exec env {workload('cuda_calls')}"),
+                          ("forked after a sleep", f"sleep 0.2; {workload('cuda_calls')}; exit $?")):
+        d = Dlbpf(["--", "sh", "-c", script])
+        rc = d.wait()
+        check(rc == 0, f"{shape}: dlbpf exited {rc}: {d.stderr[-500:]}")
+        truth = cuda_truth(d.stdout)
+        procs = [p for p in d.summary()["processes"] if p["comm"] == "cuda_calls"]
+        check(len(procs) == 1, f"{shape}: {len(procs)} processes named cuda_calls")
+        compare_cuda(procs[0], truth, expect_errors=True)
+        notes.append(f"{shape}: {sum(truth['calls'].values())} calls")
+    return "; ".join(notes)
+
+
 def test_cuda_real_runtime_pid():
     """--pid on an already running process: attach, then the calls."""
     w, out, d, rc = trace_waiting([workload("cuda_calls"), "--wait"])

@@ -764,6 +764,37 @@ def test_sigkill_around_single_dlopen():
     return f"10 kills, {held_at_kill} with the process held"
 
 
+@fault("dlbpf is SIGKILLed while it holds a traced process at its exec (stopped, so it never continues it)",
+       "the watchdog continues it: the program runs, makes its calls and exits 0")
+def test_sigkill_during_exec_hold():
+    fifo = os.path.join(WORK, f"exec-hold-{os.getpid()}")
+    if os.path.exists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    w = subprocess.Popen(["sh", "-c", f"read go < {fifo}; exec {workload('cuda_calls')}"], stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        d = Dlbpf(["--pid", str(w.pid)])
+        d.started()
+        # Stopped, dlbpf cannot continue what it holds: only the watchdog can.
+        d.proc.send_signal(signal.SIGSTOP)
+        with open(fifo, "w") as f:
+            f.write("go\n")
+        held = wait_state(w.pid, "T", 10)
+        d.proc.kill()
+        d.wait()
+        out, _ = w.communicate(timeout=HANG_S)
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+        os.unlink(fifo)
+    check(held, "the exec'd program was never held")
+    check(w.returncode == 0, f"the program exited {w.returncode}")
+    check(out.startswith("{\"h2d\""), f"the program did not make its calls: {out[:200]!r}")
+    return "held at its exec, continued by the watchdog once dlbpf was killed"
+
+
 @fault("dlbpf is stopped (Ctrl-Z, SIGSTOP) while the dlopen hold has a process stopped",
        "the watchdog continues it within 10 s and turns the hold off; dlbpf carries on once continued")
 def test_dlbpf_stopped_during_hold():

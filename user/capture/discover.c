@@ -10,6 +10,13 @@ bool dl_is_cuda_driver_name(const char *path)
 	return strncmp(b, "libcuda.so", 10) == 0 && (b[10] == '\0' || b[10] == '.');
 }
 
+bool dl_is_libc_name(const char *path)
+{
+	const char *b = dl_basename(path);
+
+	return strncmp(b, "libc.so.", 8) == 0 || strncmp(b, "libc-2.", 7) == 0;
+}
+
 enum dl_lib_kind dl_lib_kind_by_name(const char *path)
 {
 	const char *b = dl_basename(path);
@@ -18,7 +25,10 @@ enum dl_lib_kind dl_lib_kind_by_name(const char *path)
 		return DL_LIB_RUNTIME;
 	if (dl_is_cuda_driver_name(path))
 		return DL_LIB_DRIVER;
-	if (strncmp(b, "libc.so.", 8) == 0 || strncmp(b, "libc-2.", 7) == 0)
+	if (dl_is_libc_name(path))
+		return DL_LIB_LOADER;
+	/* The dynamic linker: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld64.so.2, ld-2.31.so. */
+	if (strncmp(b, "ld-linux", 8) == 0 || strncmp(b, "ld64.so.", 8) == 0 || strncmp(b, "ld-2.", 5) == 0)
 		return DL_LIB_LOADER;
 	return DL_LIB_NONE;
 }

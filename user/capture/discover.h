@@ -23,6 +23,8 @@ enum dl_lib_kind {
 enum dl_lib_kind dl_lib_kind_by_name(const char *path);
 /* True for libcuda.so, libcuda.so.1, libcuda.so.580.65.06 (not libcudart, libcudnn ...). */
 bool dl_is_cuda_driver_name(const char *path);
+/* The C library (libc.so.6, libc-2.31.so): where dlopen lives. */
+bool dl_is_libc_name(const char *path);
 /* DL_LIB_RUNTIME when the symbols define the runtime's own functions (static cudart). */
 enum dl_lib_kind dl_lib_kind_by_syms(const struct dl_elf_syms *s);
 

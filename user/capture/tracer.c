@@ -824,6 +824,20 @@ void dl_tracer_detach(struct dl_tracer *t)
 	t->last_detach_ns = dl_now_ns() - t0;
 }
 
+void dl_tracer_exec_settled(struct dl_tracer *t, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+
+	for (size_t i = 0; i < t->cuda.n; i++) {
+		const struct dl_cuda_attach *a = &t->cuda.v[i];
+
+		if (a->pid == pid && a->kind == DL_LIB_LOADER && dl_is_libc_name(a->path)) {
+			bpf_map_delete_elem(bpf_map__fd(t->skel->maps.exec_pending), &key);
+			return;
+		}
+	}
+}
+
 int dl_tracer_held_fd(const struct dl_tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.held);

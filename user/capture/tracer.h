@@ -96,6 +96,12 @@ struct dl_hot_edges {
 int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e);
 int dl_tracer_agg_fd(const struct dl_tracer *t);
 /* The processes the dlopen hold stopped and nobody continued yet: pid -> time of the stop (bpf/cuda.bpf.c). */
+/*
+ * After an exec the dynamic linker holds the process again at each change of
+ * its link map (bpf/cuda.bpf.c, exec_pending), until this finds the C library
+ * attached in it: then every library it was linked with is mapped and traced.
+ */
+void dl_tracer_exec_settled(struct dl_tracer *t, pid_t pid);
 int dl_tracer_held_fd(const struct dl_tracer *t);
 /* Attaches every program but the CUDA uprobes (dl_tracer_scan_cuda) and --step-on's (marker.c). */
 int dl_tracer_attach_auto(struct dl_tracer *t);

@@ -26,7 +26,7 @@ const struct dl_api *dl_api_by_name(const char *name)
 
 bool dl_api_entry_only(const struct dl_api *api)
 {
-	return api->cls == DL_CLS_LAUNCH || api->cls == DL_CLS_GRAPH;
+	return api->cls == DL_CLS_LAUNCH || api->cls == DL_CLS_GRAPH || api->id == DL_API_DL_DEBUG_STATE;
 }
 
 uint64_t dl_api_cookie(const struct dl_api *api)
