@@ -644,7 +644,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (r.cfg.mode == DL_MODE_RECORD) {
-		err = dl_recorder_open(&rec, r.cfg.record_path);
+		err = dl_recorder_open(&rec, r.cfg.record_path, (enum dl_rec_encoding)r.cfg.record_encoding);
 		if (err)
 			goto cleanup;
 		r.rec = &rec;

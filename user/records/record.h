@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Recordings: a header (magic, ABI version, clock snapshot, host, kernel)
- * followed by the stream's records exactly as they came. `dlbpf report FILE`
- * replays them through the same sinks as a live run.
+ * Recordings: a header (magic, ABI version, clock snapshot, host, kernel,
+ * encoding) followed by the stream's records, exactly as they came (verbatim)
+ * or coded against the previous record of their thread (compact, recenc.h).
+ * `dlbpf report FILE` replays them through the same sinks as a live run.
  */
 #ifndef DLBPF_RECORD_H
 #define DLBPF_RECORD_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "outfile.h"
+#include "records/recenc.h"
 #include "records/stream.h"
 
 #define DL_REC_MAGIC "DLBPFREC"
@@ -26,7 +28,22 @@ struct dl_rec_header {
 	char host[64];
 	char kernel[64];
 	char version[32];          /* dlbpf that wrote it */
+	/* Appended: a header that ends before it (DL_REC_HEADER_V1 bytes) is of a verbatim recording. */
+	uint32_t encoding;         /* enum dl_rec_encoding */
+	uint32_t pad;
 };
+
+#define DL_REC_HEADER_V1 offsetof(struct dl_rec_header, encoding)
+
+enum dl_rec_encoding {
+	DL_REC_VERBATIM = 0,       /* each record as the stream gave it */
+	DL_REC_COMPACT = 1,        /* records/recenc.h */
+	DL_REC_ENCODING_MAX,
+};
+
+/* The encoding's name (verbatim, compact), or NULL; and back, -1 for a name that is none. */
+const char *dl_rec_encoding_name(int encoding);
+int dl_rec_encoding_of(const char *name);
 
 /*
  * A recording is written to a temporary beside its path (outfile.h) and put
@@ -38,13 +55,17 @@ struct dl_rec_header {
 struct dl_recorder {
 	struct dl_outfile out;
 	const char *path;
-	uint64_t records, bytes;
+	uint64_t records, bytes;   /* bytes: of the file, header included */
 	int err;                   /* first write error (errno) */
 	bool published;            /* at its path (the first flush) */
+	enum dl_rec_encoding encoding;
+	struct dl_recenc *enc;     /* compact: the encoder's slots */
+	uint8_t *buf;              /* encoded records not yet handed to stdio */
+	size_t len;
 };
 
 /* Creates the temporary and writes the header; fails with a message. */
-int dl_recorder_open(struct dl_recorder *r, const char *path);
+int dl_recorder_open(struct dl_recorder *r, const char *path, enum dl_rec_encoding encoding);
 /* A stream sink: appends one record. */
 int dl_recorder_sink(void *recorder, const struct dl_rec *rec);
 /* Hands what is buffered to the kernel (it survives dlbpf's death) and, the first time, puts the file at its path. */
