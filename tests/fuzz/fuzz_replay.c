@@ -179,7 +179,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (dl_rec_header_read(input.path, &h, err, sizeof(err)) == 0)
 			dl_timeline_set_clocks(steps.trace[i], h.mono_ns, h.boot_ns, h.real_ns);
 	}
-	if (dl_recorder_open(&rec, rerecorded.path))
+	if (dl_recorder_open(&rec, rerecorded.path, DL_REC_COMPACT))
 		FAIL("cannot write %s", rerecorded.path);
 
 	dl_summary_init(&sum);

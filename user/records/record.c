@@ -163,10 +163,14 @@ int dl_recorder_close(struct dl_recorder *r)
 
 void dl_recorder_abort(struct dl_recorder *r)
 {
-	recorder_free(r);
-	if (!r->out.f)
+	if (!r->out.f) {
+		recorder_free(r);
 		return;
-	/* Published, it is what a killed run would have left: kept, and readable to its last record. */
+	}
+	/* Published, it is what a killed run would have left and more: kept, readable to its last record. */
+	if (r->published && !r->err)
+		write_batch(r);
+	recorder_free(r);
 	if (r->published)
 		dl_outfile_commit(&r->out);
 	else
