@@ -1110,6 +1110,10 @@ def test_planted_symlink_not_followed():
     return "3 links replaced, target intact, 0600"
 
 
+# Several flushes' worth of a compact recording (about 10 B a record: some 6,000 records).
+FLUSHED_BYTES = 64 * 1024
+
+
 @fault("dlbpf record is SIGKILLed mid-recording (or crashes, or the disk fills)",
        "the recording is at its path, flushed; report salvages every complete record, says where it stopped, exit 0")
 def test_sigkill_mid_record_salvaged():
@@ -1128,12 +1132,12 @@ def test_sigkill_mid_record_salvaged():
         job_calls = 0
         while time.monotonic() < deadline:
             check(b.proc.poll() is None, f"dlbpf exited {b.proc.returncode}")
-            if os.path.exists(rec) and os.path.getsize(rec) >= 256 * 1024:
+            if os.path.exists(rec) and os.path.getsize(rec) >= FLUSHED_BYTES:
                 job_calls = complete_records(rec, DL_EV_CUDA, w.pid)[3]
                 if job_calls >= 100:
                     break
             time.sleep(0.05)
-        check(os.path.exists(rec) and os.path.getsize(rec) >= 256 * 1024,
+        check(os.path.exists(rec) and os.path.getsize(rec) >= FLUSHED_BYTES,
               "the recording is not at its path while recording")
         check(job_calls >= 100, f"only {job_calls} CUDA calls of the job flushed to the recording in 60 s")
         b.proc.send_signal(signal.SIGKILL)

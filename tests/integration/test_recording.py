@@ -102,6 +102,32 @@ def test_compact_equals_verbatim():
     return f"{len(r.records)} records: compact {len(data)} B, verbatim {os.path.getsize(verbatim)} B ({ratio:.1f}x)"
 
 
+def test_compact_cut_short():
+    """A compact recording cut inside records: report replays every whole one before the cut, and says where."""
+    d, rec, _, _ = record_train("cut", "input", 5)
+    with open(rec, "rb") as f:
+        data = f.read()
+    whole = recording.read(data=data)
+    cut_path = os.path.join(d, "cut.dlbpf")
+    cuts = 0
+    # Cuts inside a few records spread over the file, each a byte or more past a record's start.
+    for i in range(1, len(whole.records), max(1, len(whole.records) // 7)):
+        start = whole.records[i][0]
+        end = whole.records[i + 1][0] if i + 1 < len(whole.records) else whole.size
+        if end - start < 2:
+            continue
+        with open(cut_path, "wb") as f:
+            f.write(data[:start + (end - start) // 2])
+        want = f"at byte {start}; the {i} records before it are reported"
+        rc, _, err = run_dlbpf(["report", cut_path, "-j", os.path.join(d, "cut.json")], timeout=120)
+        check(rc == 0 and want in err and "cut short" in err, f"cut inside record {i}: exit {rc}, expected "
+              f"'{want}': {err.strip()[-300:]}")
+        load_summary(os.path.join(d, "cut.json"))
+        cuts += 1
+    check(cuts >= 5, f"only {cuts} cuts made")
+    return f"{cuts} cuts, each salvaged to the record before it"
+
+
 def test_encoding_option():
     """--encoding takes compact or verbatim, for record only."""
     cases = [(["record", "--encoding", "zstd", "-o", "/tmp/x.dlbpf", "--", "true"], "unknown recording encoding"),
