@@ -55,7 +55,11 @@ static inline uint64_t word_at(const uint8_t *rec, unsigned i, unsigned size)
 	uint64_t w = 0;
 	unsigned at = 8 * i;
 
-	memcpy(&w, rec + at, size - at >= 8 ? 8 : size - at);
+	/* A constant length is one load; only a size's last partial word takes a variable copy. */
+	if (size - at >= 8)
+		memcpy(&w, rec + at, 8);
+	else
+		memcpy(&w, rec + at, size - at);
 	return w;
 }
 
