@@ -57,8 +57,8 @@ void dl_recenc_init(struct dl_recenc *e);
  */
 size_t dl_recenc_put(struct dl_recenc *e, const void *rec, uint8_t *out);
 /*
- * Decodes the record at p (avail bytes) into out (DL_RECENC_MAX_SIZE bytes,
- * 8-aligned). Returns the bytes it took; 0 when avail ends inside the record
+ * Decodes the record at p (avail bytes) into out (DL_RECENC_MAX_SIZE bytes;
+ * written with memcpy, so any alignment). Returns the bytes it took; 0 when avail ends inside the record
  * (nothing changed: call again with more); -1 when it is corrupt, with why.
  */
 long dl_recdec_next(struct dl_recenc *d, const uint8_t *p, size_t avail, void *out, const char **why);
