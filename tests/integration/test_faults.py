@@ -1363,6 +1363,7 @@ BAD_VALUES = [
     (["--duty", "a/b"], "'a/b'"), (["--duty", "1/0"], "'1/0'"), (["--duty", "+1/2"], "'+1/2'"),
     (["--duty", "1/ 2"], "'1/ 2'"),
     (["--ready-fd", "2"], "'2'"), (["--ready-fd", "abc"], "'abc'"), (["--ready-fd", "99"], "--ready-fd 99"),
+    (["--encoding", "zstd"], "'zstd'"), (["--encoding", ""], "''"),
 ]
 
 
@@ -1390,6 +1391,8 @@ def test_cli_conflicts():
         (["report", "a.dlbpf", "-d", "1"], "do not apply"),
         (["report", "a.dlbpf", "--summary"], "do not apply"),
         (["report", "a.dlbpf", "--duty", "1/2"], "do not apply"),
+        (["report", "a.dlbpf", "--encoding", "verbatim"], "applies to record"),
+        (["--encoding", "compact", "--pid", NO_PID], "applies to record only"),
         (sum((["--pid", str(1000 + i)] for i in range(65)), []), "at most"),
         (sum((["--comm", f"c{i}"] for i in range(17)), []), "at most"),
     ]

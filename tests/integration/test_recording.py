@@ -128,16 +128,5 @@ def test_compact_cut_short():
     return f"{cuts} cuts, each salvaged to the record before it"
 
 
-def test_encoding_option():
-    """--encoding takes compact or verbatim, for record only."""
-    cases = [(["record", "--encoding", "zstd", "-o", "/tmp/x.dlbpf", "--", "true"], "unknown recording encoding"),
-             (["--encoding", "verbatim", "--", "true"], "applies to record only"),
-             (["report", "/dev/null", "--encoding", "compact"], "--encoding applies to record")]
-    for args, needle in cases:
-        rc, out, err = run_dlbpf(args)
-        check(rc == 2 and needle in err, f"{' '.join(args)}: exit {rc}: {err.strip()[-300:]}")
-    return f"{len(cases)} misuses refused"
-
-
 if __name__ == "__main__":
     main()
