@@ -713,8 +713,9 @@ int main(int argc, char **argv)
 	if (r.cfg.duty_on_s)
 		dl_duty_report(stdout, &r.duty, &r.sum);
 	if (r.cfg.mode == DL_MODE_RECORD)
-		printf("\ndlbpf: recorded %" PRIu64 " records (%.1f MiB) to %s; `dlbpf report %s` replays it\n",
-		       rec.records, (double)rec.bytes / (1 << 20), r.cfg.record_path, r.cfg.record_path);
+		printf("\ndlbpf: recorded %" PRIu64 " records (%.1f MiB, %s) to %s; `dlbpf report %s` replays it\n",
+		       rec.records, (double)rec.bytes / (1 << 20), dl_rec_encoding_name(rec.encoding), r.cfg.record_path,
+		       r.cfg.record_path);
 	fflush(stdout);
 	if (r.json.f)
 		err = write_json(&r, corr, diag);
