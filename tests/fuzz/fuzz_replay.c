@@ -200,7 +200,7 @@ size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsi
 
 	if (size >= sizeof(h) && !memcmp(data, DL_REC_MAGIC, 8))
 		memcpy(&h, data, sizeof(h));
-	if (h.header_size >= sizeof(h) && h.encoding == DL_REC_COMPACT)
+	if (h.header_size >= sizeof(h) && DL_REC_ENCODING(h.abi_version) == DL_REC_COMPACT)
 		return mutate_compact(data, size, max_size, seed, h.header_size);
 	return mutate_records(data, size, max_size, seed, h.header_size ? h.header_size : size);
 }

@@ -5,8 +5,8 @@ short or corrupt gives the records before the damage and the byte offset where t
 import struct
 
 MAGIC = b"DLBPFREC"
-HEADER_V1 = 200          # a header of this size has no encoding field: verbatim
-VERBATIM, COMPACT = 0, 1
+HEADER = 200
+VERBATIM, COMPACT = 0, 1   # abi_version >> 16 (a recording from before the compact encoding has 0 there)
 HDR = 24                 # struct dl_hdr
 SLOTS = 1024
 SLOT_BYTES = 128
@@ -131,7 +131,7 @@ def read(path=None, data=None):
     if data[:8] != MAGIC:
         raise Corrupt(f"{path}: no {MAGIC!r} header")
     header_size = struct.unpack_from("<I", data, 8)[0]
-    encoding = struct.unpack_from("<I", data, HEADER_V1)[0] if header_size >= HEADER_V1 + 4 else VERBATIM
+    encoding = struct.unpack_from("<I", data, 12)[0] >> 16
     step = {VERBATIM: _verbatim, COMPACT: _compact}[encoding]
     state = {"slots": {}, "ts": 0}
     records, off, stop = [], header_size, None
@@ -150,9 +150,9 @@ def read(path=None, data=None):
 
 
 def write_verbatim(path, rec, data):
-    """The same records as a verbatim recording (the header as it was, ending before the encoding field)."""
-    header = bytearray(data[:HEADER_V1])
-    struct.pack_into("<I", header, 8, HEADER_V1)
+    """The same records as a verbatim recording: the header as it was, its encoding cleared."""
+    header = bytearray(data[:struct.unpack_from("<I", data, 8)[0]])
+    struct.pack_into("<I", header, 12, struct.unpack_from("<I", header, 12)[0] & 0xFFFF)
     with open(path, "wb") as f:
         f.write(header)
         for _, r in rec.records:

@@ -439,19 +439,22 @@ static void test_recordings(const char *dir)
 	unlink(comp2);
 }
 
-/* A header of the size before the encoding field (200 bytes) is a verbatim recording; an unknown encoding is refused. */
+/*
+ * The encoding is abi_version's high half: a header with none (every recording
+ * before the compact encoding) is verbatim; one this build does not know is
+ * refused, as an older dlbpf refuses a compact one (its ABI looks newer).
+ */
 static void test_headers(const char *dir)
 {
-	struct dl_rec_header h = { .magic = DL_REC_MAGIC, .header_size = DL_REC_HEADER_V1,
-				   .abi_version = DL_ABI_VERSION };
+	struct dl_rec_header h = { .magic = DL_REC_MAGIC, .header_size = sizeof(h), .abi_version = DL_ABI_VERSION };
+	struct dl_rec_header got;
 	struct dl_sched_ev e;
 	struct digest d = { 0 };
 	struct dl_stream s = {};
 	char path[512], err[512] = "";
 	FILE *f;
 
-	CHECK(DL_REC_HEADER_V1 == 200 && sizeof(h) == 208, "header sizes %zu, %zu", (size_t)DL_REC_HEADER_V1,
-	      sizeof(h));
+	CHECK(sizeof(h) == 200, "the header is %zu bytes: it is the one of every earlier recording", sizeof(h));
 	snprintf(path, sizeof(path), "%s/old.dlbpf", dir);
 	memset(&e, 0, sizeof(e));
 	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_SCHED, .ts = 1000, .tgid = 9, .tid = 9 };
@@ -461,22 +464,32 @@ static void test_headers(const char *dir)
 	CHECK(f != NULL, "write %s", path);
 	if (!f)
 		return;
-	fwrite(&h, 1, DL_REC_HEADER_V1, f);
+	fwrite(&h, 1, sizeof(h), f);
 	for (int i = 0; i < 3; i++)
 		fwrite(&e, 1, sizeof(e), f);
 	fclose(f);
 	dl_stream_add(&s, digest_sink, &d);
-	CHECK(dl_replay(path, &s, NULL, err, sizeof(err)) == 0 && d.n == 3, "a 200-byte header: %" PRIu64
+	CHECK(dl_replay(path, &s, NULL, err, sizeof(err)) == 0 && d.n == 3, "a header without an encoding: %" PRIu64
 	      " records: %s", d.n, err);
 
-	h.header_size = sizeof(h);
-	h.encoding = 7;
+	h.abi_version = DL_ABI_VERSION | 7u << 16;
 	f = fopen(path, "wb");
 	if (f) {
 		fwrite(&h, 1, sizeof(h), f);
 		fclose(f);
 	}
-	CHECK(dl_replay(path, &s, NULL, err, sizeof(err)) == -1 && strstr(err, "encoding 7"), "encoding 7: %s", err);
+	CHECK(dl_replay(path, &s, NULL, err, sizeof(err)) == -1 && strstr(err, "encoding 7") && strstr(err, "newer"),
+	      "encoding 7: %s", err);
+
+	/* What the recorder writes says compact, and the event ABI as before. */
+	{
+		struct dl_recorder r;
+
+		CHECK(dl_recorder_open(&r, path, DL_REC_COMPACT) == 0 && dl_recorder_close(&r) == 0, "write");
+		CHECK(dl_rec_header_read(path, &got, err, sizeof(err)) == 0 &&
+		      DL_REC_ABI(got.abi_version) == DL_ABI_VERSION && DL_REC_ENCODING(got.abi_version) == DL_REC_COMPACT,
+		      "header abi_version %#x: %s", got.abi_version, err);
+	}
 	CHECK(dl_rec_encoding_of("compact") == DL_REC_COMPACT && dl_rec_encoding_of("zstd") == -1 &&
 	      !strcmp(dl_rec_encoding_name(DL_REC_VERBATIM), "verbatim"), "encoding names");
 	dl_stream_free(&s);

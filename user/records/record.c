@@ -50,7 +50,7 @@ int dl_recorder_open(struct dl_recorder *r, const char *path, enum dl_rec_encodi
 	}
 	memcpy(h.magic, DL_REC_MAGIC, sizeof(h.magic));
 	h.header_size = sizeof(h);
-	h.abi_version = DL_ABI_VERSION;
+	h.abi_version = DL_ABI_VERSION | (uint32_t)encoding << 16;
 	h.mono_ns = dl_clock_ns(CLOCK_MONOTONIC);
 	h.real_ns = dl_clock_ns(CLOCK_REALTIME);
 	h.boot_ns = dl_clock_ns(CLOCK_BOOTTIME);
@@ -59,7 +59,6 @@ int dl_recorder_open(struct dl_recorder *r, const char *path, enum dl_rec_encodi
 		memcpy(h.kernel, u.release, strnlen(u.release, sizeof(h.kernel) - 1));
 	}
 	snprintf(h.version, sizeof(h.version), "%s", DLBPF_VERSION);
-	h.encoding = encoding;
 	if (fwrite(&h, sizeof(h), 1, r->out.f) != 1) {
 		r->err = errno ? errno : EIO;
 		dl_err("writing %s failed: %s", path, strerror(r->err));
@@ -181,19 +180,23 @@ void dl_recorder_abort(struct dl_recorder *r)
 static int read_header(FILE *f, const char *path, struct dl_rec_header *h, char *err, size_t errlen)
 {
 	const size_t fixed = offsetof(struct dl_rec_header, mono_ns);
-	size_t known;
 
 	memset(h, 0, sizeof(*h));
 	if (fread(h, 1, fixed, f) != fixed || memcmp(h->magic, DL_REC_MAGIC, sizeof(h->magic))) {
 		snprintf(err, errlen, "%s is not a dlbpf recording (no %s header)", path, DL_REC_MAGIC);
 		return -1;
 	}
-	if (h->abi_version > DL_ABI_VERSION) {
+	if (DL_REC_ABI(h->abi_version) > DL_ABI_VERSION) {
 		snprintf(err, errlen, "%s was recorded with event ABI %u; this dlbpf reads ABI %d and older: "
-			 "use a newer dlbpf to report it", path, h->abi_version, DL_ABI_VERSION);
+			 "use a newer dlbpf to report it", path, DL_REC_ABI(h->abi_version), DL_ABI_VERSION);
 		return -1;
 	}
-	if (h->header_size < DL_REC_HEADER_V1) {
+	if (DL_REC_ENCODING(h->abi_version) >= DL_REC_ENCODING_MAX) {
+		snprintf(err, errlen, "%s was written in record encoding %u; this dlbpf reads verbatim (0) and "
+			 "compact (1): use a newer dlbpf to report it", path, DL_REC_ENCODING(h->abi_version));
+		return -1;
+	}
+	if (h->header_size < sizeof(*h)) {
 		snprintf(err, errlen, "%s: header of %u bytes is too short (corrupt file)", path, h->header_size);
 		return -1;
 	}
@@ -202,19 +205,12 @@ static int read_header(FILE *f, const char *path, struct dl_rec_header *h, char 
 		snprintf(err, errlen, "%s: header of %u bytes is too long (corrupt file)", path, h->header_size);
 		return -1;
 	}
-	/* A header written before the encoding field ends before it: zeros, verbatim. */
-	known = h->header_size < sizeof(*h) ? h->header_size : sizeof(*h);
-	if (fread((char *)h + fixed, 1, known - fixed, f) != known - fixed) {
+	if (fread((char *)h + fixed, 1, sizeof(*h) - fixed, f) != sizeof(*h) - fixed) {
 		snprintf(err, errlen, "%s: truncated header", path);
 		return -1;
 	}
-	if (h->encoding >= DL_REC_ENCODING_MAX) {
-		snprintf(err, errlen, "%s was written in record encoding %u; this dlbpf reads verbatim (0) and "
-			 "compact (1): use a newer dlbpf to report it", path, h->encoding);
-		return -1;
-	}
 	/* Read, not sought past: a recording may come through a pipe (report <(zcat run.dlbpf.gz)). */
-	for (size_t left = h->header_size - known; left;) {
+	for (size_t left = h->header_size - sizeof(*h); left;) {
 		char skip[512];
 		size_t n = fread(skip, 1, left < sizeof(skip) ? left : sizeof(skip), f);
 
@@ -319,6 +315,7 @@ int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, 
 	} *rec = dl_xrealloc(NULL, sizeof(*rec));
 	struct replay_buf b = { .p = dl_xrealloc(NULL, REC_BATCH + DL_RECENC_MAX_BYTES) };
 	struct dl_recenc *dec = NULL;
+	enum dl_rec_encoding encoding;
 	struct dl_rec_header h;
 	struct dl_rec_in in;
 	uint64_t offset, n = 0;
@@ -335,7 +332,8 @@ int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, 
 		goto out;
 	if (hdr)
 		*hdr = h;
-	if (h.encoding == DL_REC_COMPACT) {
+	encoding = (enum dl_rec_encoding)DL_REC_ENCODING(h.abi_version);
+	if (encoding == DL_REC_COMPACT) {
 		dec = dl_xrealloc(NULL, sizeof(*dec));
 		dl_recenc_init(dec);
 	}
@@ -370,7 +368,7 @@ int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, 
 			if (!avail)
 				break;
 			/* Cut short by a killed or crashed recorder or a full disk: what came before is whole. */
-			cut_short(why, sizeof(why), h.encoding, b.p + b.at, avail);
+			cut_short(why, sizeof(why), encoding, b.p + b.at, avail);
 			ret = stopped(err, errlen, path, offset, n, why);
 			goto out;
 		}

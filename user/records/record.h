@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Recordings: a header (magic, ABI version, clock snapshot, host, kernel,
- * encoding) followed by the stream's records, exactly as they came (verbatim)
+ * Recordings: a header (magic, ABI version and encoding, clock snapshot,
+ * host, kernel) followed by the stream's records, exactly as they came (verbatim)
  * or coded against the previous record of their thread (compact, recenc.h).
  * `dlbpf report FILE` replays them through the same sinks as a live run.
  */
@@ -21,19 +21,23 @@
 struct dl_rec_header {
 	char magic[8];
 	uint32_t header_size;      /* bytes of this header: later versions may append fields */
-	uint32_t abi_version;      /* DL_ABI_VERSION of the records */
+	uint32_t abi_version;      /* DL_ABI_VERSION of the records | enum dl_rec_encoding << 16 */
 	uint64_t mono_ns;          /* the same instant on CLOCK_MONOTONIC (records' clock), */
 	uint64_t real_ns;          /* CLOCK_REALTIME */
 	uint64_t boot_ns;          /* and CLOCK_BOOTTIME */
 	char host[64];
 	char kernel[64];
 	char version[32];          /* dlbpf that wrote it */
-	/* Appended: a header that ends before it (DL_REC_HEADER_V1 bytes) is of a verbatim recording. */
-	uint32_t encoding;         /* enum dl_rec_encoding */
-	uint32_t pad;
 };
 
-#define DL_REC_HEADER_V1 offsetof(struct dl_rec_header, encoding)
+/*
+ * The encoding rides in abi_version's high half rather than a field of its
+ * own: a dlbpf from before the compact encoding (verbatim, high half 0) reads
+ * a compact recording's version as a newer ABI and refuses it ("use a newer
+ * dlbpf"), instead of reading its bytes as records.
+ */
+#define DL_REC_ABI(v) ((v) & 0xffffu)
+#define DL_REC_ENCODING(v) ((v) >> 16)
 
 enum dl_rec_encoding {
 	DL_REC_VERBATIM = 0,       /* each record as the stream gave it */
