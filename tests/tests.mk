@@ -79,6 +79,7 @@ FAULT_TESTS := python3 tests/integration/test_faults.py
 FLIGHT_TESTS := python3 tests/integration/test_flight.py
 HTML_TESTS := python3 tests/integration/test_html.py
 METRICS_TESTS := python3 tests/integration/test_metrics.py
+RECORDING_TESTS := python3 tests/integration/test_recording.py
 
 # dlbpf itself: the man page and completion tests read its --help.
 test-unit: $(UNIT_BINS) dlbpf
@@ -92,7 +93,8 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" \
-		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" "$(METRICS_TESTS)" $(FUZZ_TESTS)
+		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
+		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" $(FUZZ_TESTS)
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

@@ -12,6 +12,7 @@
 #include "output/http.h"
 #include "output/metrics.h"
 #include "output/timeline.h"
+#include "records/record.h"
 #include "capture/duty.h"
 #include "version.h"
 
@@ -48,6 +49,8 @@ static const char doc[] =
 "  sudo dlbpf --step-on train_step -- ./train   # steps marked by a function\n"
 "  sudo dlbpf record -o run.dlbpf -p 4242 -d 60  # record now, diagnose later:\n"
 "  dlbpf report run.dlbpf -j s.json             # (no root needed)\n"
+"  sudo dlbpf record --encoding verbatim -o raw.dlbpf -- ./train  # records as\n"
+"                                   # the kernel wrote them (byte offsets)\n"
 "  sudo dlbpf --comm python3        # every python3 process, now and later\n"
 "  sudo dlbpf --system-wide -d 60   # every process using CUDA, for a minute\n"
 "  sudo dlbpf -p 4242 -o t.pftrace  # also write a timeline for the Perfetto UI\n"
@@ -82,7 +85,7 @@ static const char doc[] =
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
-       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS };
+       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_ENCODING };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -94,6 +97,8 @@ static const struct argp_option opts[] = {
 	  "no script, nothing fetched)", 0 },
 	{ "output", 'o', "FILE", 0, "record: the recording to write; otherwise a timeline trace (Perfetto "
 	  "protobuf, Chrome JSON if FILE ends in .json)", 0 },
+	{ "encoding", OPT_ENCODING, "ENC", 0, "record: compact (default: each record coded against the previous one "
+	  "of its thread, about a tenth of the size) or verbatim (records as they came)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "Timeline format: pftrace or json (without -o, or with record: to "
 	  "trace.pftrace or trace.json)", 0 },
 	{ "step-on", OPT_STEP_ON, "SYMBOL", 0, "A step starts at each call of SYMBOL: a CUDA API (cudaMemcpy) "
@@ -233,6 +238,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (cfg->timeline_format < 0)
 			argp_error(state, "unknown trace format '%s' (expected pftrace or json)", arg);
 		break;
+	case OPT_ENCODING:
+		cfg->record_encoding = dl_rec_encoding_of(arg);
+		cfg->encoding_given = true;
+		if (cfg->record_encoding < 0)
+			argp_error(state, "unknown recording encoding '%s' (expected compact or verbatim)", arg);
+		break;
 	case OPT_STEP_ON:
 		if (!*arg)
 			argp_error(state, "--step-on needs a symbol name");
@@ -365,6 +376,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			/* Both read BPF maps of a live trace; a recording holds per-call records only. */
 			if (cfg->kernel_agg || cfg->duty_on_s)
 				argp_error(state, "report replays a recording: --summary and --duty do not apply");
+			/* The recording's header says how it is encoded. */
+			if (cfg->encoding_given)
+				argp_error(state, "report reads the encoding from the recording: --encoding applies to record");
 			check_files(state, cfg);
 			break;
 		}
@@ -385,6 +399,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			if (!cfg->ring_mb)
 				cfg->ring_mb = 256;
 		}
+		if (cfg->mode != DL_MODE_RECORD && cfg->encoding_given)
+			argp_error(state, "--encoding is how record writes its recording: it applies to record only");
 		/* A recording replays its records; these modes' counts live in BPF maps and the live report. */
 		if (cfg->mode == DL_MODE_RECORD && (cfg->kernel_agg || cfg->duty_on_s))
 			argp_error(state, "record keeps every record for report; --summary and --duty keep counts "
@@ -415,6 +431,7 @@ void dl_cli_parse(int argc, char **argv, struct dl_config *cfg)
 	cfg->keep_steps = DL_KEEP_STEPS_DEFAULT;
 	cfg->timeline_format = -1;
 	cfg->ready_fd = -1;
+	cfg->record_encoding = DL_REC_COMPACT;
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, cfg))
 		exit(2);
 }

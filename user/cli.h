@@ -21,6 +21,8 @@ enum dl_mode {
 struct dl_config {
 	enum dl_mode mode;
 	const char *record_path;   /* record: -o FILE */
+	int record_encoding;       /* record --encoding: enum dl_rec_encoding (records/record.h) */
+	bool encoding_given;
 	const char *input_path;    /* report: FILE */
 	const char *step_on;       /* --step-on: a CUDA API or a symbol of the target */
 	double pcie_gbps, disk_mbps;

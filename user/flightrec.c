@@ -16,6 +16,7 @@ struct dl_flightrec {
 	struct dl_flight flight;
 	struct dl_trigger trigger;
 	const char *dir;
+	int encoding;
 	char pending[192];        /* the first reason since the last dump; empty: none */
 	uint64_t triggers;        /* reasons merged into the pending dump */
 	uint64_t last_dump_ns, spacing_ns;
@@ -39,6 +40,7 @@ struct dl_flightrec *dl_flightrec_open(const struct dl_flightrec_opts *o, struct
 	}
 	f = dl_xcalloc(1, sizeof(*f));
 	f->dir = o->dir;
+	f->encoding = o->encoding;
 	f->spacing_ns = window_ns / 2;
 	dl_flight_init(&f->flight, window_ns, o->budget_mb << 20);
 	dl_trigger_init(&f->trigger, o->step_factor, true, window_ns);
@@ -75,7 +77,7 @@ static void dump(struct dl_flightrec *f, uint64_t now_ns, const uint64_t drops[D
 	snprintf(word, sizeof(word), "%.*s", (int)strcspn(f->pending, " :"), f->pending);
 	snprintf(path, sizeof(path), "%s/flight-%s-%u-%s.dlbpf", f->dir, stamp, f->dumps + f->failed + 1, word);
 	dl_flight_span(&f->flight, &oldest, &newest);
-	n = dl_flight_dump(&f->flight, path, now_ns, drops);
+	n = dl_flight_dump(&f->flight, path, f->encoding, now_ns, drops);
 	if (n < 0) {
 		f->failed++;
 	} else {

@@ -23,6 +23,7 @@ struct dl_flightrec_opts {
 	double window_s;
 	size_t budget_mb;
 	double step_factor;       /* 0: no slow-step trigger */
+	int encoding;             /* of the dumps: enum dl_rec_encoding (records/record.h) */
 };
 
 /* NULL with a message said when the directory cannot be used. */

@@ -722,7 +722,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (r.cfg.record_path) {
-		err = dl_recorder_open(&rec, r.cfg.record_path);
+		err = dl_recorder_open(&rec, r.cfg.record_path, (enum dl_rec_encoding)r.cfg.record_encoding);
 		if (err)
 			goto cleanup;
 		r.rec = &rec;
@@ -756,7 +756,8 @@ int main(int argc, char **argv)
 		dl_stream_add(&r.stream, dl_timeline_sink, r.trace);
 	if (r.cfg.ring_dir) {
 		struct dl_flightrec_opts fo = { .dir = r.cfg.ring_dir, .window_s = r.cfg.ring_s,
-						.budget_mb = r.cfg.ring_mb, .step_factor = r.cfg.trigger_step };
+						.budget_mb = r.cfg.ring_mb, .step_factor = r.cfg.trigger_step,
+						.encoding = r.cfg.record_encoding };
 
 		r.flight = steps.flight = dl_flightrec_open(&fo, &r.stream);
 		if (!r.flight) {
@@ -818,8 +819,9 @@ int main(int argc, char **argv)
 	if (r.cfg.duty_on_s)
 		dl_duty_report(stdout, &r.duty, &r.sum);
 	if (r.rec)
-		printf("\ndlbpf: recorded %" PRIu64 " records (%.1f MiB) to %s; `dlbpf report %s` replays it\n",
-		       rec.records, (double)rec.bytes / (1 << 20), r.cfg.record_path, r.cfg.record_path);
+		printf("\ndlbpf: recorded %" PRIu64 " records (%.1f MiB, %s) to %s; `dlbpf report %s` replays it\n",
+		       rec.records, (double)rec.bytes / (1 << 20), dl_rec_encoding_name(rec.encoding), r.cfg.record_path,
+		       r.cfg.record_path);
 	fflush(stdout);
 	err = write_reports(&r, corr, diag);
 	if (r.trace) {

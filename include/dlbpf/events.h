@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * dlbpf event ABI: the records BPF programs write to the ring buffer and the
- * recorder stores verbatim. Shared by BPF and user space, so fixed-width types
+ * dlbpf event ABI: the records BPF programs write to the ring buffer and a
+ * recording holds (verbatim, or coded so that they decode to these exact
+ * bytes: user/records/recenc.h). Shared by BPF and user space, so fixed-width types
  * only and no kernel or libbpf headers.
  *
  * Rules that keep old recordings replayable:

@@ -22,6 +22,7 @@
 #include "output/report.h"
 #include "output/report_diag.h"
 #include "output/timeline.h"
+#include "records/recenc.h"
 #include "records/record.h"
 #include "records/stream.h"
 #include "util.h"
@@ -141,14 +142,67 @@ static void options_of(const uint8_t *data, size_t size, struct dl_corr_opts *co
 		dopts->disk_mbps = 500;
 }
 
+/*
+ * A compact body is mutated as records too, half the time: decoded to records
+ * (up to the first that does not decode), mutated, encoded again, the rest of
+ * the bytes kept behind. The other half its bytes are mutated as they are, to
+ * reach the decoder's own checks.
+ */
+static size_t mutate_compact(uint8_t *data, size_t size, size_t max_size, unsigned seed, size_t start)
+{
+	static uint8_t flat[1 << 20];
+	static struct dl_recenc codec;
+	size_t at = start, len = 0, tail, out;
+	const char *why;
+	long used;
+
+	if (seed % 2 || start > size)
+		return LLVMFuzzerMutate(data, size, max_size);
+	dl_recenc_init(&codec);
+	while (len + DL_RECENC_MAX_SIZE + 8 <= sizeof(flat) &&
+	       (used = dl_recdec_next(&codec, data + at, size - at, flat + len, &why)) > 0) {
+		uint16_t sz;
+
+		memcpy(&sz, flat + len, sizeof(sz));   /* back to back: not aligned */
+		at += (size_t)used;
+		len += sz;
+	}
+	tail = size - at;
+	len = mutate_records(flat, len, sizeof(flat) - DL_RECENC_MAX_SIZE, seed / 2, 0);
+	/* Encoded again from the start: each record as the encoder would write it, then the undecoded tail. */
+	dl_recenc_init(&codec);
+	{
+		static uint8_t enc[(1 << 20) + DL_RECENC_MAX_BYTES];
+		size_t elen = 0;
+
+		for (size_t r = 0; r + sizeof(struct dl_hdr) <= len && elen < (1 << 20);) {
+			uint16_t sz;
+
+			memcpy(&sz, flat + r, sizeof(sz));
+			if (sz < sizeof(struct dl_hdr) || r + sz > len)
+				break;
+			elen += dl_recenc_put(&codec, flat + r, enc + elen);
+			r += sz;
+		}
+		out = start + elen + tail;
+		if (out > max_size)
+			return LLVMFuzzerMutate(data, size, max_size);
+		memmove(data + start + elen, data + at, tail);
+		memcpy(data + start, enc, elen);
+	}
+	return out;
+}
+
 /* Records are mutated as records past the header the input has (a broken one: bytes only). */
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned seed)
 {
-	uint32_t header_size = 0;
+	struct dl_rec_header h = { 0 };
 
-	if (size >= sizeof(struct dl_rec_header) && !memcmp(data, DL_REC_MAGIC, 8))
-		memcpy(&header_size, data + 8, sizeof(header_size));
-	return mutate_records(data, size, max_size, seed, header_size ? header_size : size);
+	if (size >= sizeof(h) && !memcmp(data, DL_REC_MAGIC, 8))
+		memcpy(&h, data, sizeof(h));
+	if (h.header_size >= sizeof(h) && DL_REC_ENCODING(h.abi_version) == DL_REC_COMPACT)
+		return mutate_compact(data, size, max_size, seed, h.header_size);
+	return mutate_records(data, size, max_size, seed, h.header_size ? h.header_size : size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -179,7 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (dl_rec_header_read(input.path, &h, err, sizeof(err)) == 0)
 			dl_timeline_set_clocks(steps.trace[i], h.mono_ns, h.boot_ns, h.real_ns);
 	}
-	if (dl_recorder_open(&rec, rerecorded.path))
+	if (dl_recorder_open(&rec, rerecorded.path, DL_REC_COMPACT))
 		FAIL("cannot write %s", rerecorded.path);
 
 	dl_summary_init(&sum);

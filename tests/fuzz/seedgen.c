@@ -3,8 +3,10 @@
  * Writes the fuzzers' starting inputs: small recordings of a made-up training
  * job (for fuzz_replay) and the same records back to back without the file
  * header (for fuzz_decode). Built from the ABI's own structs, so the seeds
- * follow events.h as it changes. Usage: seedgen DIR (writes NAME.dlbpf files
- * in DIR/replay, NAME.bin files in DIR/decode).
+ * follow events.h as it changes. Each recording is written in both encodings
+ * (NAME-compact.dlbpf too), so fuzz_replay starts inside the compact decoder
+ * as well. Usage: seedgen DIR (writes NAME.dlbpf files in DIR/replay, NAME.bin
+ * files in DIR/decode).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -32,6 +34,8 @@ static int raw_sink(void *ctx, const struct dl_rec *r)
 {
 	struct raw *w = ctx;
 
+	if (!w->f)
+		return 0;
 	return fwrite(r->h, r->h->size, 1, w->f) == 1 ? 0 : -EIO;
 }
 
@@ -42,27 +46,30 @@ struct seed {
 	struct raw raw;
 };
 
-static void seed_open(struct seed *sd, const char *dir, const char *name)
+/* The records' raw bytes go to DIR/decode once, with the verbatim recording. */
+static void seed_open(struct seed *sd, const char *dir, const char *name, enum dl_rec_encoding enc)
 {
 	char path[4096];
 
 	memset(sd, 0, sizeof(*sd));
-	snprintf(path, sizeof(path), "%s/replay/%s.dlbpf", dir, name);
-	if (dl_recorder_open(&sd->rec, path))
+	snprintf(path, sizeof(path), "%s/replay/%s%s.dlbpf", dir, name, enc == DL_REC_COMPACT ? "-compact" : "");
+	if (dl_recorder_open(&sd->rec, path, enc))
 		exit(1);
+	dl_stream_add(&sd->s, dl_recorder_sink, &sd->rec);
+	dl_stream_add(&sd->s, raw_sink, &sd->raw);
+	if (enc == DL_REC_COMPACT)
+		return;
 	snprintf(path, sizeof(path), "%s/decode/%s.bin", dir, name);
 	sd->raw.f = fopen(path, "wb");
 	if (!sd->raw.f) {
 		perror(path);
 		exit(1);
 	}
-	dl_stream_add(&sd->s, dl_recorder_sink, &sd->rec);
-	dl_stream_add(&sd->s, raw_sink, &sd->raw);
 }
 
 static void seed_close(struct seed *sd)
 {
-	if (dl_recorder_close(&sd->rec) || fclose(sd->raw.f) || sd->s.err || sd->s.malformed) {
+	if (dl_recorder_close(&sd->rec) || (sd->raw.f && fclose(sd->raw.f)) || sd->s.err || sd->s.malformed) {
 		fprintf(stderr, "seedgen: writing a seed failed\n");
 		exit(1);
 	}
@@ -225,12 +232,12 @@ static void trace_end(struct seed *sd, uint64_t ts)
 	dl_emit_trace_end(&sd->s, ts, drops);
 }
 
-static void seed_steps(const char *dir, const char *name, int marks, bool submits)
+static void seed_steps(const char *dir, const char *name, int marks, bool submits, enum dl_rec_encoding enc)
 {
 	struct seed sd;
 	uint64_t t = 10 * MS;
 
-	seed_open(&sd, dir, name);
+	seed_open(&sd, dir, name, enc);
 	sd.submits = submits;
 	preamble(&sd);
 	for (int i = 0; i < 8; i++, t += 10 * MS)
@@ -240,7 +247,7 @@ static void seed_steps(const char *dir, const char *name, int marks, bool submit
 }
 
 /* Every API once, with arguments shaped as its layout says, then every kind, a newer kind and a newer API. */
-static void seed_kinds(const char *dir)
+static void seed_kinds(const char *dir, enum dl_rec_encoding enc)
 {
 	struct seed sd;
 	uint64_t t = 10 * MS, a[8];
@@ -249,7 +256,7 @@ static void seed_kinds(const char *dir)
 		unsigned char b[64];
 	} future;
 
-	seed_open(&sd, dir, "kinds");
+	seed_open(&sd, dir, "kinds", enc);
 	preamble(&sd);
 	for (unsigned id = 1; id < DL_API_COUNT; id++, t += MS) {
 		for (int k = 0; k < 8; k++)
@@ -278,9 +285,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: seedgen DIR (DIR/replay and DIR/decode must exist)\n");
 		return 2;
 	}
-	seed_steps(argv[1], "steps", 0, false);
-	seed_steps(argv[1], "marks", 1, false);
-	seed_steps(argv[1], "submits", 0, true);
-	seed_kinds(argv[1]);
+	for (int enc = 0; enc < DL_REC_ENCODING_MAX; enc++) {
+		seed_steps(argv[1], "steps", 0, false, (enum dl_rec_encoding)enc);
+		seed_steps(argv[1], "marks", 1, false, (enum dl_rec_encoding)enc);
+		seed_steps(argv[1], "submits", 0, true, (enum dl_rec_encoding)enc);
+		seed_kinds(argv[1], (enum dl_rec_encoding)enc);
+	}
 	return 0;
 }

@@ -985,6 +985,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 from harness import DLBPF, GPUSIM_DIR, WORK, Failure, workload  # noqa: E402
+import recording  # noqa: E402
 
 
 def digest(path):
@@ -1008,32 +1009,28 @@ DL_EV_CUDA = 1   # enum dl_kind in include/dlbpf/events.h
 
 
 def complete_records(path, count_kind=None, count_tgid=None):
-    """Read independently of dlbpf: (complete records, the byte offset where they end, file size), and with
-    count_kind also how many of them are of that kind and process."""
+    """Read independently of dlbpf (recording.py, either encoding): (complete records, the byte offset where
+    they end, file size), and with count_kind also how many of them are of that kind and process."""
     with open(path, "rb") as f:
         data = f.read()
     check(data[:8] == b"DLBPFREC", f"{path} has no recording header")
-    off = struct.unpack_from("<I", data, 8)[0]
-    n = counted = 0
-    while off + 24 <= len(data):
-        size, kind = struct.unpack_from("<HH", data, off)
-        if size < 24 or off + size > len(data):
-            break
-        if kind == count_kind and struct.unpack_from("<I", data, off + 16)[0] == count_tgid:
-            counted += 1
-        off += size
-        n += 1
-    return (n, off, len(data)) if count_kind is None else (n, off, len(data), counted)
+    r = recording.read(path, data)
+    counted = 0
+    for _, b in r.records:
+        _, kind, _, _, tgid = struct.unpack_from("<HHIQI", b)
+        counted += kind == count_kind and tgid == count_tgid
+    return (len(r.records), r.end, r.size) if count_kind is None else (len(r.records), r.end, r.size, counted)
 
 
 TRAIN_ENV = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
 
 
-def small_recording(name, steps=20):
+def small_recording(name, steps=20, encoding="compact"):
     """A short recording of the simulated training job, for the tests that damage one."""
     d = fresh_dir(name)
     rec = os.path.join(d, "run.dlbpf")
-    p = subprocess.run([DLBPF, "record", "-q", "-o", rec, "--", workload("train"), "--scenario", "input",
+    p = subprocess.run([DLBPF, "record", "-q", "--encoding", encoding, "-o", rec, "--", workload("train"),
+                        "--scenario", "input",
                         "--steps", str(steps), "--quiet"], capture_output=True, text=True, env=TRAIN_ENV,
                        timeout=120)
     check(p.returncode == 0, f"record failed: {p.stderr[-500:]}")
@@ -1130,6 +1127,10 @@ def test_planted_symlink_not_followed():
     return "3 links replaced, target intact, 0600"
 
 
+# Several flushes' worth of a compact recording (about 10 B a record: some 6,000 records).
+FLUSHED_BYTES = 64 * 1024
+
+
 @fault("dlbpf record is SIGKILLed mid-recording (or crashes, or the disk fills)",
        "the recording is at its path, flushed; report salvages every complete record, says where it stopped, exit 0")
 def test_sigkill_mid_record_salvaged():
@@ -1148,12 +1149,12 @@ def test_sigkill_mid_record_salvaged():
         job_calls = 0
         while time.monotonic() < deadline:
             check(b.proc.poll() is None, f"dlbpf exited {b.proc.returncode}")
-            if os.path.exists(rec) and os.path.getsize(rec) >= 256 * 1024:
+            if os.path.exists(rec) and os.path.getsize(rec) >= FLUSHED_BYTES:
                 job_calls = complete_records(rec, DL_EV_CUDA, w.pid)[3]
                 if job_calls >= 100:
                     break
             time.sleep(0.05)
-        check(os.path.exists(rec) and os.path.getsize(rec) >= 256 * 1024,
+        check(os.path.exists(rec) and os.path.getsize(rec) >= FLUSHED_BYTES,
               "the recording is not at its path while recording")
         check(job_calls >= 100, f"only {job_calls} CUDA calls of the job flushed to the recording in 60 s")
         b.proc.send_signal(signal.SIGKILL)
@@ -1224,8 +1225,11 @@ def set_sched_dur(data, nth, dur):
 @fault("a corrupt recording: a sched record's duration is 2^63-1 ns (or 2^62), or random bytes flipped",
        "report -o x.pftrace finishes promptly: a record past the clock's range is counted malformed and left out")
 def test_corrupt_durations():
-    d, rec = small_recording("corrupt-dur")
+    # The crafted durations are planted at a record's offset: verbatim. The mutants flip both encodings' bytes.
+    d, rec = small_recording("corrupt-dur", encoding="verbatim")
     data = open(rec, "rb").read()
+    _, compact_rec = small_recording("corrupt-dur-compact")
+    compact = open(compact_rec, "rb").read()
     # Before the fix the first case spun in the timeline's counter bins for over 10 minutes: a 60 s
     # kill is a failure with a wide margin, and no assertion on time.
     for dur, malformed in ((2**63 - 1, True), (2**62, False)):
@@ -1245,10 +1249,10 @@ def test_corrupt_durations():
         load_summary(os.path.join(d, "x.json"))
     # Random mutants: each reported (0) or refused (1) in time, never a hang or a crash.
     rng = random.Random(1234)
-    hsize = struct.unpack_from("<I", data, 8)[0]
     mutants = 150
     for i in range(mutants):
-        bad = bytearray(data)
+        bad = bytearray(compact if i % 2 else data)
+        hsize = struct.unpack_from("<I", bad, 8)[0]
         for _ in range(rng.randint(1, 8)):
             at = rng.randrange(hsize, len(bad))
             bad[at] = rng.randrange(256)
@@ -1263,7 +1267,7 @@ def test_corrupt_durations():
             os.rename(path, os.path.join(d, f"hang-{i}.dlbpf"))
             raise Failure(f"mutant {i} still running after 60 s (kept as hang-{i}.dlbpf)")
         check(p.returncode in (0, 1), f"mutant {i}: exit {p.returncode}: {p.stderr[-300:].decode(errors='replace')}")
-    return f"2 crafted durations and {mutants} mutants, each finished"
+    return f"2 crafted durations and {mutants} mutants (half of them compact), each finished"
 
 
 def feed_endless(path, stop):
@@ -1376,6 +1380,7 @@ BAD_VALUES = [
     (["--duty", "a/b"], "'a/b'"), (["--duty", "1/0"], "'1/0'"), (["--duty", "+1/2"], "'+1/2'"),
     (["--duty", "1/ 2"], "'1/ 2'"),
     (["--ready-fd", "2"], "'2'"), (["--ready-fd", "abc"], "'abc'"), (["--ready-fd", "99"], "--ready-fd 99"),
+    (["--encoding", "zstd"], "'zstd'"), (["--encoding", ""], "''"),
 ]
 
 
@@ -1403,6 +1408,8 @@ def test_cli_conflicts():
         (["report", "a.dlbpf", "-d", "1"], "do not apply"),
         (["report", "a.dlbpf", "--summary"], "do not apply"),
         (["report", "a.dlbpf", "--duty", "1/2"], "do not apply"),
+        (["report", "a.dlbpf", "--encoding", "verbatim"], "applies to record"),
+        (["--encoding", "compact", "--pid", NO_PID], "applies to record only"),
         (sum((["--pid", str(1000 + i)] for i in range(65)), []), "at most"),
         (sum((["--comm", f"c{i}"] for i in range(17)), []), "at most"),
     ]

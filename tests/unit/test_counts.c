@@ -216,7 +216,7 @@ static void test_misses_replayed(void)
 	if (fd < 0)
 		return;
 	close(fd);
-	CHECK(dl_recorder_open(&r, path) == 0, "open");
+	CHECK(dl_recorder_open(&r, path, DL_REC_COMPACT) == 0, "open");
 	dl_stream_add(&out, dl_recorder_sink, &r);
 	feed_misses(&out);
 	CHECK(dl_recorder_close(&r) == 0, "close");

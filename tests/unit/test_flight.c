@@ -101,7 +101,7 @@ static void test_window(const char *path)
 	}
 	drops[DL_DROP_SCHED] = 12;
 	CHECK_EQ_U64(f.evicted_early, 0);
-	n = dl_flight_dump(&f, path, newest, drops);
+	n = dl_flight_dump(&f, path, DL_REC_VERBATIM, newest, drops);
 	seen = replay(path);
 	CHECK(n > 0 && (size_t)n == seen.n, "dump wrote %ld records, replay read %zu", n, seen.n);
 	CHECK(seen.n >= 3 && seen.v[0].kind == DL_EV_PROCINFO, "the process's name is not first");
@@ -143,7 +143,7 @@ static void test_budget(const char *path)
 		feed(&f, &seq, &e);
 	}
 	CHECK(f.evicted_early > 0, "a window over budget lost nothing");
-	n = dl_flight_dump(&f, path, records * 1000, drops);
+	n = dl_flight_dump(&f, path, DL_REC_COMPACT, records * 1000, drops);
 	seen = replay(path);
 	CHECK(n > 0 && (size_t)n == seen.n, "dump wrote %ld records, replay read %zu", n, seen.n);
 	CHECK_EQ_U64(seen.n - 1 + f.evicted_early, records);   /* all but the end record, and the evicted */

@@ -241,7 +241,7 @@ static void test_stop(const char *path)
 	volatile sig_atomic_t flag = 0;
 	char err[512];
 
-	CHECK(c && dl_recorder_open(&r, path) == 0, "open");
+	CHECK(c && dl_recorder_open(&r, path, DL_REC_VERBATIM) == 0, "open");
 	dl_stream_add(&out, dl_recorder_sink, &r);
 	for (int i = 0; i < 10; i++)
 		dl_emit_trace_start(&out, (uint64_t)i + 1, 0);
@@ -280,7 +280,7 @@ static void test_publish(const char *dir)
 
 	snprintf(path, sizeof(path), "%s/rec.dlbpf", dir);
 	CHECK(write_file(path, old, sizeof(old)) == 0, "write");
-	CHECK(dl_recorder_open(&r, path) == 0, "open");
+	CHECK(dl_recorder_open(&r, path, DL_REC_VERBATIM) == 0, "open");
 	dl_stream_add(&out, dl_recorder_sink, &r);
 	dl_emit_trace_start(&out, 1, 0);
 	CHECK_EQ_U64((uint64_t)file_size(path), sizeof(old));
@@ -292,7 +292,7 @@ static void test_publish(const char *dir)
 	CHECK(count_prefixed(dir, ".rec.dlbpf.") == 0, "the temporary is left behind");
 
 	/* Published at the first flush, then written on: what a SIGKILL would leave is there. */
-	CHECK(dl_recorder_open(&r, path) == 0, "open");
+	CHECK(dl_recorder_open(&r, path, DL_REC_VERBATIM) == 0, "open");
 	dl_emit_trace_start(&out, 1, 0);
 	CHECK(dl_recorder_flush(&r) == 0, "flush");
 	CHECK_EQ_U64((uint64_t)file_size(path), sizeof(struct dl_rec_header) + 32);
@@ -327,7 +327,7 @@ int main(void)
 	if (fd < 0 || !a || !b)
 		return 1;
 	close(fd);
-	CHECK(dl_recorder_open(&r, path) == 0, "open");
+	CHECK(dl_recorder_open(&r, path, DL_REC_VERBATIM) == 0, "open");
 	dl_stream_add(&out, dl_recorder_sink, &r);
 	dl_stream_add(&out, collect, a);
 	dl_emit_trace_start(&out, 10, 12345);
@@ -366,8 +366,8 @@ int main(void)
 	test_stop(path);
 	test_publish(dir);
 
-	CHECK(dl_recorder_open(&r, "/nonexistent-dir/x.dlbpf") < 0, "unwritable path opened");
-	CHECK(dl_recorder_open(&r, "/dev/full") == 0, "open /dev/full");
+	CHECK(dl_recorder_open(&r, "/nonexistent-dir/x.dlbpf", DL_REC_VERBATIM) < 0, "unwritable path opened");
+	CHECK(dl_recorder_open(&r, "/dev/full", DL_REC_COMPACT) == 0, "open /dev/full");
 	for (int i = 0; i < 5000; i++)
 		dl_emit_trace_start(&(struct dl_stream){ .sinks = { { dl_recorder_sink, &r } }, .n = 1 }, 1, 0);
 	CHECK(dl_recorder_close(&r) < 0, "a full disk went unnoticed");

@@ -328,7 +328,7 @@ static void test_sinks_in_any_order(void)
 			if (!ordering(n, perm))
 				continue;
 			run_start(&r, fmts[f]);
-			bad = dl_recorder_open(&rec, path) != 0;
+			bad = dl_recorder_open(&rec, path, DL_REC_COMPACT) != 0;
 			for (int k = 0; k < S_COUNT; k++)
 				run_add(&r, perm[k], &rec);
 			bad += play(&r, &recs) != 0;

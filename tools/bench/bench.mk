@@ -20,10 +20,14 @@ $(BENCH_OUT)/reftrace: tools/bench/reftrace.c $(BENCH_OUT)/ref.skel.h $(call sta
 bench: deps
 	$(MAKE) --no-print-directory bench-run
 
-bench-run: dlbpf $(BENCH_OUT)/reftrace $(OUTPUT)/workloads/ratecalls $(GPUSIM_LIB) $(TRAIN)
+bench-run: dlbpf $(BENCH_OUT)/reftrace $(BENCH_OUT)/recenc_bench $(OUTPUT)/workloads/ratecalls $(GPUSIM_LIB) $(TRAIN)
 	python3 tools/bench/bench.py $(BENCH_ARGS)
 
 # The timeline writers' own benchmark (tools/bench/trace_size.sh): pure stages only.
 $(BENCH_OUT)/trace_size: tools/bench/trace_size.c $(call stage_lib,output) $(call stage_lib,analysis) \
 		$(call stage_lib,records) $(call stage_lib,base) | $(BENCH_OUT)
 	$(CC) $(USER_CFLAGS) $^ -lm -o $@
+
+# Recording encodings: records/s encoded, recorded and replayed, from a real recording (bench.py table 5).
+$(BENCH_OUT)/recenc_bench: tools/bench/recenc_bench.c $(call stage_lib,records) $(call stage_lib,base) | $(BENCH_OUT)
+	$(CC) $(USER_CFLAGS) $^ -lelf -lz -lm -o $@

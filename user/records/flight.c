@@ -173,7 +173,8 @@ static int put(struct dl_recorder *r, const struct dl_hdr *h, uint64_t seq, long
 	return dl_recorder_sink(r, &rec);
 }
 
-long dl_flight_dump(const struct dl_flight *f, const char *path, uint64_t now_ns, const uint64_t drops[DL_DROP_MAX])
+long dl_flight_dump(const struct dl_flight *f, const char *path, int encoding, uint64_t now_ns,
+		    const uint64_t drops[DL_DROP_MAX])
 {
 	struct dl_recorder r;
 	uint64_t first_seq = UINT64_MAX, lost[DL_DROP_MAX];
@@ -182,7 +183,7 @@ long dl_flight_dump(const struct dl_flight *f, const char *path, uint64_t now_ns
 	long n = 0;
 	int err;
 
-	err = dl_recorder_open(&r, path);
+	err = dl_recorder_open(&r, path, (enum dl_rec_encoding)encoding);
 	if (err)
 		return err;
 	if (f->chunks.n && f->chunks.v[0]->used)

@@ -55,11 +55,13 @@ int dl_flight_sink(void *flight, const struct dl_rec *rec);
 /* The drop counts now: a dump's end record says what was lost during its window. */
 void dl_flight_drops(struct dl_flight *f, uint64_t now_ns, const uint64_t drops[DL_DROP_MAX]);
 /*
- * Writes the naming records and the window to path as a recording (the outfile
- * rules: a temporary renamed once complete), ending with the drops counted since
- * the window's start; returns the records written, or -errno with a message said.
+ * Writes the naming records and the window to path as a recording in encoding
+ * (enum dl_rec_encoding; the outfile rules: a temporary renamed once complete),
+ * ending with the drops counted since the window's start; returns the records
+ * written, or -errno with a message said.
  */
-long dl_flight_dump(const struct dl_flight *f, const char *path, uint64_t now_ns, const uint64_t drops[DL_DROP_MAX]);
+long dl_flight_dump(const struct dl_flight *f, const char *path, int encoding, uint64_t now_ns,
+		    const uint64_t drops[DL_DROP_MAX]);
 /* The time stamps of the window's oldest and newest records (0, 0 when empty). */
 void dl_flight_span(const struct dl_flight *f, uint64_t *oldest, uint64_t *newest);
 

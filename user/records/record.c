@@ -12,7 +12,28 @@
 #include "util.h"
 #include "version.h"
 
-int dl_recorder_open(struct dl_recorder *r, const char *path)
+/* Encoded records are handed to stdio in batches of this: one fwrite per batch, not per record. */
+#define REC_BATCH (256u << 10)
+
+static const char *const encoding_names[DL_REC_ENCODING_MAX] = {
+	[DL_REC_VERBATIM] = "verbatim",
+	[DL_REC_COMPACT] = "compact",
+};
+
+const char *dl_rec_encoding_name(int encoding)
+{
+	return encoding >= 0 && encoding < DL_REC_ENCODING_MAX ? encoding_names[encoding] : NULL;
+}
+
+int dl_rec_encoding_of(const char *name)
+{
+	for (int i = 0; i < DL_REC_ENCODING_MAX; i++)
+		if (!strcmp(name, encoding_names[i]))
+			return i;
+	return -1;
+}
+
+int dl_recorder_open(struct dl_recorder *r, const char *path, enum dl_rec_encoding encoding)
 {
 	struct dl_rec_header h;
 	struct utsname u;
@@ -21,6 +42,7 @@ int dl_recorder_open(struct dl_recorder *r, const char *path)
 	memset(r, 0, sizeof(*r));
 	memset(&h, 0, sizeof(h));
 	r->path = path;
+	r->encoding = encoding;
 	err = dl_outfile_open(&r->out, path);
 	if (err) {
 		dl_err("cannot write the recording to %s: %s", path, strerror(-err));
@@ -28,7 +50,7 @@ int dl_recorder_open(struct dl_recorder *r, const char *path)
 	}
 	memcpy(h.magic, DL_REC_MAGIC, sizeof(h.magic));
 	h.header_size = sizeof(h);
-	h.abi_version = DL_ABI_VERSION;
+	h.abi_version = DL_ABI_VERSION | (uint32_t)encoding << 16;
 	h.mono_ns = dl_clock_ns(CLOCK_MONOTONIC);
 	h.real_ns = dl_clock_ns(CLOCK_REALTIME);
 	h.boot_ns = dl_clock_ns(CLOCK_BOOTTIME);
@@ -44,22 +66,44 @@ int dl_recorder_open(struct dl_recorder *r, const char *path)
 		return -r->err;
 	}
 	r->bytes = sizeof(h);
+	r->buf = dl_xrealloc(NULL, REC_BATCH + DL_RECENC_MAX_BYTES);
+	if (encoding == DL_REC_COMPACT) {
+		r->enc = dl_xrealloc(NULL, sizeof(*r->enc));
+		dl_recenc_init(r->enc);
+	}
 	return 0;
+}
+
+/* Hands the batch to stdio; the error is kept for the next call's caller. */
+static int write_batch(struct dl_recorder *r)
+{
+	if (r->len && fwrite(r->buf, r->len, 1, r->out.f) != 1)
+		r->err = errno ? errno : EIO;
+	r->len = 0;
+	return -r->err;
 }
 
 int dl_recorder_sink(void *ctx, const struct dl_rec *rec)
 {
 	struct dl_recorder *r = ctx;
 	const struct dl_hdr *h = rec->h;
+	size_t n;
 
 	if (r->err)
 		return -r->err;
-	if (fwrite(h, h->size, 1, r->out.f) != 1) {
-		r->err = errno ? errno : EIO;
-		return -r->err;
+	if (r->enc) {
+		n = dl_recenc_put(r->enc, h, r->buf + r->len);
+		if (!n)
+			return -EINVAL;   /* the stream gives no record shorter than its header */
+	} else {
+		n = h->size;
+		memcpy(r->buf + r->len, h, n);
 	}
+	r->len += n;
 	r->records++;
-	r->bytes += h->size;
+	r->bytes += n;
+	if (r->len >= REC_BATCH)
+		return write_batch(r);
 	return 0;
 }
 
@@ -69,6 +113,8 @@ int dl_recorder_flush(struct dl_recorder *r)
 
 	if (!r->out.f || r->err)
 		return r->err ? -r->err : 0;
+	if (write_batch(r))
+		return -r->err;
 	if (!r->published) {
 		err = dl_outfile_publish(&r->out);
 		if (err) {
@@ -85,16 +131,29 @@ int dl_recorder_flush(struct dl_recorder *r)
 	return 0;
 }
 
+static void recorder_free(struct dl_recorder *r)
+{
+	free(r->buf);
+	free(r->enc);
+	r->buf = NULL;
+	r->enc = NULL;
+}
+
 int dl_recorder_close(struct dl_recorder *r)
 {
 	int err;
 
-	if (!r->out.f)
+	if (!r->out.f) {
+		recorder_free(r);
 		return r->err ? -r->err : 0;
+	}
+	if (!r->err)
+		write_batch(r);
 	if (r->err) {
 		dl_recorder_abort(r);
 		return -r->err;
 	}
+	recorder_free(r);
 	err = dl_outfile_commit(&r->out);
 	if (err)
 		r->err = -err;
@@ -103,9 +162,14 @@ int dl_recorder_close(struct dl_recorder *r)
 
 void dl_recorder_abort(struct dl_recorder *r)
 {
-	if (!r->out.f)
+	if (!r->out.f) {
+		recorder_free(r);
 		return;
-	/* Published, it is what a killed run would have left: kept, and readable to its last record. */
+	}
+	/* Published, it is what a killed run would have left and more: kept, readable to its last record. */
+	if (r->published && !r->err)
+		write_batch(r);
+	recorder_free(r);
 	if (r->published)
 		dl_outfile_commit(&r->out);
 	else
@@ -122,9 +186,14 @@ static int read_header(FILE *f, const char *path, struct dl_rec_header *h, char 
 		snprintf(err, errlen, "%s is not a dlbpf recording (no %s header)", path, DL_REC_MAGIC);
 		return -1;
 	}
-	if (h->abi_version > DL_ABI_VERSION) {
+	if (DL_REC_ABI(h->abi_version) > DL_ABI_VERSION) {
 		snprintf(err, errlen, "%s was recorded with event ABI %u; this dlbpf reads ABI %d and older: "
-			 "use a newer dlbpf to report it", path, h->abi_version, DL_ABI_VERSION);
+			 "use a newer dlbpf to report it", path, DL_REC_ABI(h->abi_version), DL_ABI_VERSION);
+		return -1;
+	}
+	if (DL_REC_ENCODING(h->abi_version) >= DL_REC_ENCODING_MAX) {
+		snprintf(err, errlen, "%s was written in record encoding %u; this dlbpf reads verbatim (0) and "
+			 "compact (1): use a newer dlbpf to report it", path, DL_REC_ENCODING(h->abi_version));
 		return -1;
 	}
 	if (h->header_size < sizeof(*h)) {
@@ -176,70 +245,138 @@ static int stopped(char *err, size_t errlen, const char *path, uint64_t offset, 
 	return 1;
 }
 
+/* Bytes of the recording read but not yet replayed. */
+struct replay_buf {
+	uint8_t *p;
+	size_t at, len;
+	bool eof;
+};
+
+/* Reads more behind what is left; false on a read error (or a signal), said by the caller. */
+static bool refill(struct replay_buf *b, FILE *f)
+{
+	const size_t cap = REC_BATCH + DL_RECENC_MAX_BYTES;
+	size_t got;
+
+	memmove(b->p, b->p + b->at, b->len - b->at);
+	b->len -= b->at;
+	b->at = 0;
+	got = fread(b->p + b->len, 1, cap - b->len, f);
+	b->len += got;
+	if (ferror(f))
+		return false;
+	b->eof = got == 0;
+	return true;
+}
+
+/*
+ * The next record at p (avail bytes), verbatim, into rec: its bytes, 0 when
+ * the bytes end inside it, -1 when it is corrupt (why says so).
+ */
+static long next_verbatim(const uint8_t *p, size_t avail, void *rec, char *why, size_t whylen)
+{
+	uint16_t size;
+
+	if (avail < sizeof(struct dl_hdr))
+		return 0;
+	memcpy(&size, p, sizeof(size));
+	/* No size to skip by: nothing after it can be found. */
+	if (size < sizeof(struct dl_hdr)) {
+		snprintf(why, whylen, "a record claims %u bytes, less than its header (corrupt from there)", size);
+		return -1;
+	}
+	if (avail < size)
+		return 0;
+	memcpy(rec, p, size);
+	return size;
+}
+
+/* What a cut-short file's last bytes were. */
+static void cut_short(char *why, size_t whylen, enum dl_rec_encoding enc, const uint8_t *p, size_t avail)
+{
+	uint16_t size;
+
+	if (enc == DL_REC_COMPACT) {
+		snprintf(why, whylen, "the file ends %zu bytes into a record (cut short)", avail);
+	} else if (avail < sizeof(struct dl_hdr)) {
+		snprintf(why, whylen, "the file ends %zu bytes into a record header (cut short)", avail);
+	} else {
+		memcpy(&size, p, sizeof(size));
+		snprintf(why, whylen, "the file ends %zu bytes into a record of %u bytes (cut short)", avail, size);
+	}
+}
+
 int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, char *err, size_t errlen)
 {
 	union {
 		struct dl_hdr h;
-		unsigned char buf[1 << 16];
+		uint64_t align;
+		unsigned char buf[DL_RECENC_MAX_BYTES];
 	} *rec = dl_xrealloc(NULL, sizeof(*rec));
+	struct replay_buf b = { .p = dl_xrealloc(NULL, REC_BATCH + DL_RECENC_MAX_BYTES) };
+	struct dl_recenc *dec = NULL;
+	enum dl_rec_encoding encoding;
 	struct dl_rec_header h;
 	struct dl_rec_in in;
 	uint64_t offset, n = 0;
-	char why[160];
+	char why[200];
 	FILE *f;
 	int ret = -1;
 
 	f = fopen(path, "rb");
 	if (!f) {
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		free(rec);
-		return -1;
+		goto out_free;
 	}
 	if (read_header(f, path, &h, err, errlen))
 		goto out;
 	if (hdr)
 		*hdr = h;
+	encoding = (enum dl_rec_encoding)DL_REC_ENCODING(h.abi_version);
+	if (encoding == DL_REC_COMPACT) {
+		dec = dl_xrealloc(NULL, sizeof(*dec));
+		dl_recenc_init(dec);
+	}
 	offset = h.header_size;
 	for (;;) {
-		size_t got, body;
+		size_t avail = b.len - b.at;
+		const char *cwhy = NULL;
+		long used;
 
 		if (s->stop && *s->stop) {
 			snprintf(why, sizeof(why), "stopped by signal %d", (int)*s->stop);
 			ret = stopped(err, errlen, path, offset, n, why);
 			goto out;
 		}
-		got = fread(&rec->h, 1, sizeof(rec->h), f);
-		if (ferror(f))
-			break;   /* a read error, or a signal (from a pipe): said below */
-		if (got == 0)
-			break;
-		/* Cut short by a killed or crashed recorder or a full disk: what came before is whole. */
-		if (got != sizeof(rec->h)) {
-			snprintf(why, sizeof(why), "the file ends %zu bytes into a record header (cut short)", got);
+		if (dec) {
+			used = dl_recdec_next(dec, b.p + b.at, avail, rec->buf, &cwhy);
+			if (used < 0)
+				snprintf(why, sizeof(why), "%s (corrupt from there)", cwhy);
+		} else {
+			used = next_verbatim(b.p + b.at, avail, rec->buf, why, sizeof(why));
+		}
+		if (used < 0) {
 			ret = stopped(err, errlen, path, offset, n, why);
 			goto out;
 		}
-		/* No size to skip by: nothing after it can be found. */
-		if (rec->h.size < sizeof(rec->h)) {
-			snprintf(why, sizeof(why), "a record claims %u bytes, less than its header (corrupt from there)",
-				 rec->h.size);
-			ret = stopped(err, errlen, path, offset, n, why);
-			goto out;
-		}
-		body = rec->h.size - sizeof(rec->h);
-		got = fread(rec->buf + sizeof(rec->h), 1, body, f);
-		if (ferror(f))
-			break;
-		if (got != body) {
-			snprintf(why, sizeof(why), "the file ends %zu bytes into a record of %u bytes (cut short)",
-				 got + sizeof(rec->h), rec->h.size);
+		if (used == 0) {
+			if (!b.eof) {
+				if (!refill(&b, f))
+					break;   /* a read error, or a signal (from a pipe): said below */
+				continue;
+			}
+			if (!avail)
+				break;
+			/* Cut short by a killed or crashed recorder or a full disk: what came before is whole. */
+			cut_short(why, sizeof(why), encoding, b.p + b.at, avail);
 			ret = stopped(err, errlen, path, offset, n, why);
 			goto out;
 		}
 		/* The same reading as a live record's: a malformed one is counted by the stream and skipped. */
 		if (dl_stream_read(s, &in, rec->buf, rec->h.size) == 0)
 			dl_stream_put(s, &in);
-		offset += rec->h.size;
+		b.at += (size_t)used;
+		offset += (uint64_t)used;
 		n++;
 	}
 	if (!ferror(f)) {
@@ -252,6 +389,9 @@ int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, 
 	}
 out:
 	fclose(f);
+out_free:
+	free(dec);
+	free(b.p);
 	free(rec);
 	return ret;
 }

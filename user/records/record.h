@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Recordings: a header (magic, ABI version, clock snapshot, host, kernel)
- * followed by the stream's records exactly as they came. `dlbpf report FILE`
- * replays them through the same sinks as a live run.
+ * Recordings: a header (magic, ABI version and encoding, clock snapshot,
+ * host, kernel) followed by the stream's records, exactly as they came (verbatim)
+ * or coded against the previous record of their thread (compact, recenc.h).
+ * `dlbpf report FILE` replays them through the same sinks as a live run.
  */
 #ifndef DLBPF_RECORD_H
 #define DLBPF_RECORD_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "outfile.h"
+#include "records/recenc.h"
 #include "records/stream.h"
 
 #define DL_REC_MAGIC "DLBPFREC"
@@ -19,7 +21,7 @@
 struct dl_rec_header {
 	char magic[8];
 	uint32_t header_size;      /* bytes of this header: later versions may append fields */
-	uint32_t abi_version;      /* DL_ABI_VERSION of the records */
+	uint32_t abi_version;      /* DL_ABI_VERSION of the records | enum dl_rec_encoding << 16 */
 	uint64_t mono_ns;          /* the same instant on CLOCK_MONOTONIC (records' clock), */
 	uint64_t real_ns;          /* CLOCK_REALTIME */
 	uint64_t boot_ns;          /* and CLOCK_BOOTTIME */
@@ -27,6 +29,25 @@ struct dl_rec_header {
 	char kernel[64];
 	char version[32];          /* dlbpf that wrote it */
 };
+
+/*
+ * The encoding rides in abi_version's high half rather than a field of its
+ * own: a dlbpf from before the compact encoding (verbatim, high half 0) reads
+ * a compact recording's version as a newer ABI and refuses it ("use a newer
+ * dlbpf"), instead of reading its bytes as records.
+ */
+#define DL_REC_ABI(v) ((v) & 0xffffu)
+#define DL_REC_ENCODING(v) ((v) >> 16)
+
+enum dl_rec_encoding {
+	DL_REC_VERBATIM = 0,       /* each record as the stream gave it */
+	DL_REC_COMPACT = 1,        /* records/recenc.h */
+	DL_REC_ENCODING_MAX,
+};
+
+/* The encoding's name (verbatim, compact), or NULL; and back, -1 for a name that is none. */
+const char *dl_rec_encoding_name(int encoding);
+int dl_rec_encoding_of(const char *name);
 
 /*
  * A recording is written to a temporary beside its path (outfile.h) and put
@@ -38,13 +59,17 @@ struct dl_rec_header {
 struct dl_recorder {
 	struct dl_outfile out;
 	const char *path;
-	uint64_t records, bytes;
+	uint64_t records, bytes;   /* bytes: of the file, header included */
 	int err;                   /* first write error (errno) */
 	bool published;            /* at its path (the first flush) */
+	enum dl_rec_encoding encoding;
+	struct dl_recenc *enc;     /* compact: the encoder's slots */
+	uint8_t *buf;              /* encoded records not yet handed to stdio */
+	size_t len;
 };
 
 /* Creates the temporary and writes the header; fails with a message. */
-int dl_recorder_open(struct dl_recorder *r, const char *path);
+int dl_recorder_open(struct dl_recorder *r, const char *path, enum dl_rec_encoding encoding);
 /* A stream sink: appends one record. */
 int dl_recorder_sink(void *recorder, const struct dl_rec *rec);
 /* Hands what is buffered to the kernel (it survives dlbpf's death) and, the first time, puts the file at its path. */
