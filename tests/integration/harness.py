@@ -191,6 +191,28 @@ def check_copies_and_calls(cuda, truth):
         check(got == n, f"{api}: {got} calls, workload made {n}")
 
 
+def stolen_ns():
+    """Time the hypervisor took from all CPUs so far (/proc/stat's steal column, in USER_HZ ticks)."""
+    with open("/proc/stat") as f:
+        ticks = int(f.readline().split()[8])
+    return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+def check_oncpu(p, truth, stolen):
+    """dlbpf's on-CPU time (switch to switch) against schedstat's, within 2%. schedstat runs on the
+    task clock, which leaves out what the hypervisor stole while the task ran (paravirt steal
+    accounting); dlbpf cannot see steal, so above schedstat it may also be off by the steal of the run,
+    as /proc/stat counts it, plus one tick of that counter's resolution at each of the two reads."""
+    got, want = p["sched"]["oncpu_ns"], truth["oncpu_ns"]
+    tick = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    err = (got - want) / want
+    excess = max(0, got - want - 0.02 * want)
+    check(err >= -0.02 and excess <= stolen + 2 * tick,
+          f"on-CPU: dlbpf {got} vs schedstat {want} ({err * 100:.2f}% off, allowed 2% and above that "
+          f"the {stolen} ns stolen)")
+    return err
+
+
 def bystanders(summary):
     """The processes reports fold (analysis/summary.h, dl_proc_bystander), read off the JSON: a traced parent,
     no CUDA call, no disk request, and under 1% of a CPU over the trace."""

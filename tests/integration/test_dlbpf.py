@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, Failure, bystanders, check, check_close, load_summary, main, make_data_file,
+from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, Failure, bystanders, check, check_oncpu, stolen_ns, check_close, load_summary, main, make_data_file,
                      process, run_dlbpf, trace_waiting, truth_line, check_copies_and_calls, workload)
 
 
@@ -214,13 +214,6 @@ def test_forked_child_traced():
     check(process(s, pid)["io"]["read_bytes"] == 0, "the child's reads were given to the parent")
 
 
-def stolen_ns():
-    """Time the hypervisor took from all CPUs so far (/proc/stat's steal column, in USER_HZ ticks)."""
-    with open("/proc/stat") as f:
-        ticks = int(f.readline().split()[8])
-    return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
-
-
 def run_spinsleep(contended):
     spinner = None
     if contended:
@@ -238,21 +231,6 @@ def run_spinsleep(contended):
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr}")
     truth = json.loads(d.stdout.strip().splitlines()[0])
     return truth, process(d.summary(), truth["pid"]), stolen
-
-
-def check_oncpu(p, truth, stolen):
-    """dlbpf's on-CPU time (switch to switch) against schedstat's, within 2%. schedstat runs on the
-    task clock, which leaves out what the hypervisor stole while the task ran (paravirt steal
-    accounting); dlbpf cannot see steal, so above schedstat it may also be off by the steal of the run,
-    as /proc/stat counts it, plus one tick of that counter's resolution at each of the two reads."""
-    got, want = p["sched"]["oncpu_ns"], truth["oncpu_ns"]
-    tick = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
-    err = (got - want) / want
-    excess = max(0, got - want - 0.02 * want)
-    check(err >= -0.02 and excess <= stolen + 2 * tick,
-          f"on-CPU: dlbpf {got} vs schedstat {want} ({err * 100:.2f}% off, allowed 2% and above that "
-          f"the {stolen} ns stolen)")
-    return err
 
 
 def test_sched_uncontended():

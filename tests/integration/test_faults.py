@@ -291,7 +291,7 @@ def test_ringbuf_too_large():
 
 
 # --- Counts that must be exact: what was read and written, threads, libraries, failed I/O.
-from harness import Dlbpf, make_data_file, process, trace_waiting, truth_line  # noqa: E402
+from harness import Dlbpf, check_oncpu, make_data_file, process, stolen_ns, trace_waiting, truth_line  # noqa: E402
 
 
 def disk_load():
@@ -1574,17 +1574,20 @@ def test_old_twins_block_io():
 @fault("a kernel whose sched_switch lacks prev_state, sched_process_exit group_dead (forced)",
        "on-CPU time within 2% of schedstat; exits still seen")
 def test_old_twins_sched_and_exit():
+    stolen = stolen_ns()
     d = Dlbpf(["--", workload("spinsleep"), "--seconds", "2", "--spin-ms", "4", "--sleep-ms", "3"], env=TWINS)
     d.started()
     ro = rodata_of(d.proc.pid)
     check(ro.get("switch_has_prev_state") is False and ro.get("exit_has_group_dead") is False,
           f"loaded with {ro}")
     rc = d.wait()
+    stolen = stolen_ns() - stolen
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
     truth = json.loads(d.stdout.strip().splitlines()[0])
     p = process(d.summary(), truth["pid"])
-    # The same 2% as test_dlbpf's test_sched_uncontended: the same switches, only their state read differently.
-    err = check_close(p["sched"]["oncpu_ns"], truth["oncpu_ns"], 0.02, "on-CPU")
+    # As test_dlbpf's test_sched_uncontended (2%, and what the hypervisor stole): the same switches, only
+    # their state read differently.
+    err = check_oncpu(p, truth, stolen)
     check(p["sched"]["sleep_ns"] > 0 and p["sched"]["switches"] > 100, f"no sleeps seen: {p['sched']}")
     check(p["exited"] and p["exit_code"] == 0, f"exit not seen: exited {p['exited']}")
     return f"on-CPU {err * 100:.2f}% off schedstat"
