@@ -13,6 +13,7 @@ import re
 import struct
 import subprocess
 
+import recording
 from harness import DLBPF, GPUSIM_DIR, WORK, Dlbpf, check, load_summary, main, workload
 from summary_schema import violations
 
@@ -399,17 +400,20 @@ def test_bad_recordings():
         p = subprocess.run([DLBPF, "report", path], capture_output=True, text=True, timeout=30)
         check(p.returncode == 1, f"{name}: exit {p.returncode} (expected 1): {p.stderr[-300:]}")
         check(needle in p.stderr, f"{name}: stderr lacks '{needle}': {p.stderr.strip()[-300:]}")
-    # Damage past the header: what came before it is reported. The cut's offset is the last record's
-    # (found here by walking the sizes); a size under the header's 24 bytes stops the replay at once.
-    off, n = hsize, 0
-    while off < len(data):
-        last = off
-        off += struct.unpack_from("<H", data, off)[0]
-        n += 1
-    bad = bytearray(data)
-    struct.pack_into("<H", bad, hsize, 3)  # first record claims 3 bytes
-    for name, blob, needle in (("truncated", data[:len(data) - 7], f"cut short) at byte {last}; the {n - 1} records"),
-                               ("corrupt", bytes(bad), f"corrupt from there) at byte {hsize}; the 0 records")):
+    # Damage past the header: what came before it is reported. The cut's offset is the last record's, as the
+    # independent reader (recording.py, either encoding) finds it; a cut one byte into it leaves the others
+    # whole. A first record that cannot be one (a verbatim size under the header's 24 bytes, or a compact
+    # head of mode 3, which the format does not have) stops the replay at once.
+    parsed = recording.read(data=data)
+    check(parsed.stop is None and len(parsed.records) > 1, f"the recording reads {parsed.stop}")
+    last, first_bad = parsed.records[-1][0], bytearray(data)
+    if parsed.encoding == recording.COMPACT:
+        first_bad[hsize] = 3
+    else:
+        struct.pack_into("<H", first_bad, hsize, 3)
+    n = len(parsed.records)
+    for name, blob, needle in (("truncated", data[:last + 1], f"cut short) at byte {last}; the {n - 1} records"),
+                               ("corrupt", bytes(first_bad), f"corrupt from there) at byte {hsize}; the 0 records")):
         path = os.path.join(WORK, f"bad-{name}.dlbpf")
         write_bytes(path, blob)
         p = subprocess.run([DLBPF, "report", path], capture_output=True, text=True, timeout=30)
