@@ -91,7 +91,7 @@ static const struct argp_option opts[] = {
 	{ "quiet", 'q', NULL, 0, "No live status line", 0 },
 	{ "verbose", 'v', NULL, 0, "Say more (repeat for debug output, libbpf's included)", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two up to 2048 (default 16)", 0 },
-	{ "drain-ms", OPT_DRAIN_MS, "MS", 0, "Drain the ring buffer every MS ms (default 10)", 0 },
+	{ "drain-ms", OPT_DRAIN_MS, "MS", 0, "Drain the ring buffer every MS ms (default 10); while drains find it nearly empty, up to every 80 ms", 0 },
 	{ "summary", OPT_SUMMARY, NULL, 0, "Low overhead: count CUDA calls, bytes and durations in the kernel (no per-call "
 	  "records; kernels without grid/block, copies without pageable/pinned)", 0 },
 	{ "duty", OPT_DUTY, "M/N", 0, "Low overhead: probe launches and copies only M of every N seconds; the report "
