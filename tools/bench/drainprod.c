@@ -58,6 +58,18 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
+static uint64_t parse_u64(const char *opt, const char *arg)
+{
+	char *end;
+	uint64_t v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-')
+		die(opt, EINVAL);
+	return v;
+}
+
 /*
  * Calls fn with each BPF map dlbpf (pid) holds open (found by its fdinfo, so
  * another dlbpf on the machine is never touched), until fn returns non-zero;
@@ -306,6 +318,20 @@ static void run_rate(pid_t dl, int threads, uint64_t rate, uint64_t records)
 	fflush(stdout);
 }
 
+/* n records as fast as this thread goes; returns how many were reserved. */
+static uint64_t produce_burst(uint64_t n)
+{
+	uint64_t done = 0, written = 0;
+
+	while (done < n) {
+		uint32_t k = n - done < BATCH ? (uint32_t)(n - done) : BATCH;
+
+		written += produce(k);
+		done += k;
+	}
+	return written;
+}
+
 /* The process's state letter from /proc/PID/stat ('T' once a SIGSTOP took). */
 static char proc_state(pid_t pid)
 {
@@ -332,7 +358,7 @@ static char proc_state(pid_t pid)
  */
 static void run_backlog(pid_t dl, uint64_t n)
 {
-	uint64_t d0, done = 0, written = 0, t0, t1, t_first = 0, t_end, start_pos, end_pos;
+	uint64_t d0, written, t0, t1, t_first = 0, t_end, start_pos, end_pos;
 	struct cpu_sample c0, c1;
 
 	wait_drained();
@@ -342,12 +368,7 @@ static void run_backlog(pid_t dl, uint64_t n)
 		usleep(100);
 	d0 = cuda_drops();
 	t0 = now_ns();
-	while (done < n) {
-		uint32_t k = n - done < BATCH ? (uint32_t)(n - done) : BATCH;
-
-		written += produce(k);
-		done += k;
-	}
+	written = produce_burst(n);
 	t1 = now_ns();
 	read_positions();
 	start_pos = skel->bss->cons_pos;
@@ -375,17 +396,12 @@ static void run_bursts(const char *list)
 	char *copy = strdup(list), *save = NULL;
 
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		uint64_t n = strtoull(tok, NULL, 10), done = 0, written = 0, d0, t0, t1;
+		uint64_t n = parse_u64("--bursts", tok), written, d0, t0, t1;
 
 		wait_drained();
 		d0 = cuda_drops();
 		t0 = now_ns();
-		while (done < n) {
-			uint32_t k = n - done < BATCH ? (uint32_t)(n - done) : BATCH;
-
-			written += produce(k);
-			done += k;
-		}
+		written = produce_burst(n);
 		t1 = now_ns();
 		wait_drained();
 		printf("{\"burst\": %" PRIu64 ", \"written\": %" PRIu64 ", \"drops\": %" PRIu64
@@ -406,15 +422,15 @@ int main(int argc, char **argv)
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--threads"))
-			threads = atoi(argv[i + 1]);
+			threads = (int)parse_u64(argv[i], argv[i + 1]);
 		else if (!strcmp(argv[i], "--rate"))
-			rate = strtoull(argv[i + 1], NULL, 10);
+			rate = parse_u64(argv[i], argv[i + 1]);
 		else if (!strcmp(argv[i], "--records"))
-			records = strtoull(argv[i + 1], NULL, 10);
+			records = parse_u64(argv[i], argv[i + 1]);
 		else if (!strcmp(argv[i], "--bursts"))
 			bursts = argv[i + 1];
 		else if (!strcmp(argv[i], "--backlog"))
-			backlog = strtoull(argv[i + 1], NULL, 10);
+			backlog = parse_u64(argv[i], argv[i + 1]);
 		else
 			die(argv[i], EINVAL);
 	}
