@@ -6,7 +6,7 @@ The machine is noisy and shared, so variants are interleaved round by round
 and each figure is the median over rounds with its range [min-max]. Nothing
 here fails on timing: it prints, and writes the tables to .output/bench/results.md.
 
-  python3 tools/bench/bench.py [--rounds N] [--only 1,2,3,4,5,6,7,8] [--rss-seconds S] [--soak-steps N]
+  python3 tools/bench/bench.py [--rounds N] [--only 1,2,3,3b,4,5,6,7,8] [--rss-seconds S] [--soak-steps N]
                                [--drain-records N] [--collector-seconds S]
 """
 import argparse
@@ -675,7 +675,7 @@ def main():
     ap.add_argument("--soak-steps", type=int, default=100000)
     ap.add_argument("--drain-records", type=int, default=1000000)
     ap.add_argument("--collector-seconds", type=int, default=30)
-    ap.add_argument("--only", default="1,2,3,4,5,6,7,8")
+    ap.add_argument("--only", default="1,2,3,3b,4,5,6,7,8")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (it loads BPF programs)")
@@ -689,6 +689,7 @@ def main():
         out.append(bench_train(a.train_rounds, a.train_steps))
     if "3" in only:
         out.append(bench_collector(max(2, a.rounds // 2)))
+    if "3b" in only:
         out.append(bench_collector_long(2, a.collector_seconds))
     if "4" in only:
         out.append(bench_attach(a.rounds, a.rss_seconds))
