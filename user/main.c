@@ -198,9 +198,11 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 {
 	int n;
 
+	dl_maps_hold(pid);   /* one read of its mappings for the three users below */
 	dl_symbolizer_note(r->symbolizer, pid);
 	dl_markers_attach(&r->markers, &r->tracer, pid);
 	n = dl_tracer_scan_cuda(&r->tracer, pid);
+	dl_maps_release();
 	if (n > 0 && !first)
 		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
 	/*
