@@ -66,9 +66,10 @@ static int dec_field(const char **p, uint64_t *v)
 	return n ? 0 : -1;
 }
 
+/* What sscanf's blanks skip (isspace in the C locale), so lines parse as they did with it. */
 static void skip_blanks(const char **p)
 {
-	while (**p == ' ' || **p == '\t')
+	while (**p && strchr(" \t\n\v\f\r", **p))
 		(*p)++;
 }
 
@@ -83,13 +84,15 @@ int dl_maps_parse_line(const char *line, struct dl_mapping *m)
 	uint64_t major, minor;
 	size_t len;
 
-	m->start = m->end = m->offset = m->inode = 0;
-	m->dev_major = m->dev_minor = 0;
-	m->perms[0] = m->path[0] = '\0';
-	if (hex_field(&p, &m->start, 16) || *p++ != '-' || hex_field(&p, &m->end, 16))
+	memset(m, 0, sizeof(*m));   /* whole: callers may compare mappings bytewise */
+	skip_blanks(&p);
+	if (hex_field(&p, &m->start, 16) || *p++ != '-')
 		return -1;
 	skip_blanks(&p);
-	len = strcspn(p, " \t\n");
+	if (hex_field(&p, &m->end, 16))
+		return -1;
+	skip_blanks(&p);
+	len = strcspn(p, " \t\n\v\f\r");
 	if (len == 0 || len >= sizeof(m->perms))
 		return -1;
 	memcpy(m->perms, p, len);
@@ -99,15 +102,17 @@ int dl_maps_parse_line(const char *line, struct dl_mapping *m)
 	if (hex_field(&p, &m->offset, 16))
 		return -1;
 	skip_blanks(&p);
-	if (hex_field(&p, &major, 8) || *p++ != ':' || hex_field(&p, &minor, 8))
+	if (hex_field(&p, &major, 8) || *p++ != ':')
+		return -1;
+	skip_blanks(&p);
+	if (hex_field(&p, &minor, 8))
 		return -1;
 	skip_blanks(&p);
 	if (dec_field(&p, &m->inode) || m->end < m->start)
 		return -1;
 	m->dev_major = (unsigned)major;
 	m->dev_minor = (unsigned)minor;
-	while (*p == ' ' || *p == '\t' || *p == '\n')
-		p++;
+	skip_blanks(&p);
 	len = strcspn(p, "\n");
 	if (len >= sizeof(m->path))
 		return -1;
