@@ -112,7 +112,7 @@ static const struct argp_option opts[] = {
 	{ "verbose", 'v', NULL, 0, "Say more: what is attached where, and every process in the report (without it, processes that made no "
 	  "CUDA call, did no disk I/O and ran under 1% of a CPU are one line); repeat for debug output, libbpf's included", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two up to 2048 (default 16)", 0 },
-	{ "drain-ms", OPT_DRAIN_MS, "MS", 0, "Drain the ring buffer every MS ms (default 10)", 0 },
+	{ "drain-ms", OPT_DRAIN_MS, "MS", 0, "Drain the ring buffer every MS ms (default 10); while drains find it nearly empty, up to every 80 ms", 0 },
 	{ "summary", OPT_SUMMARY, NULL, 0, "Low overhead: count CUDA calls, bytes and durations in the kernel (no per-call "
 	  "records; kernels without grid/block, copies without pageable/pinned)", 0 },
 	{ "duty", OPT_DUTY, "M/N", 0, "Low overhead: probe launches and copies only M of every N seconds; the report "

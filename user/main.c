@@ -21,6 +21,7 @@
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
 #include "capture/discover.h"
+#include "capture/drainpace.h"
 #include "capture/marker.h"
 #include "outfile.h"
 #include "records/record.h"
@@ -48,7 +49,7 @@
 #define HOUSEKEEP_NS 250000000ull   /* liveness checks and rescans for late-loaded runtimes */
 #define STATUS_NS 1000000000ull
 #define REC_FLUSH_NS 250000000ull  /* a killed `record` loses at most this much of the recording */
-#define IDLE_DRAIN_MS 80        /* drain interval while no record arrives */
+#define MAX_DRAIN_MS 80         /* drain interval while the buffer stays nearly empty (capture/drainpace.h) */
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t dump_asked;   /* SIGUSR1: the flight recorder writes its window */
@@ -91,6 +92,7 @@ struct run {
 	struct dl_symbolizer *symbolizer;
 	struct dl_markers markers;
 	struct ring_buffer *rb;
+	uint64_t drained_bytes;      /* of records read from the ring buffer, for the drain's pace */
 	struct dl_spawn spawn;
 	struct dl_outfile json;
 	struct dl_outfile html;      /* --html */
@@ -146,6 +148,7 @@ static int on_record(void *ctx, void *data, size_t len)
 	const struct dl_hdr *h = data;
 	struct dl_rec_in in;
 
+	r->drained_bytes += len;
 	if (dl_stream_read(&r->stream, &in, data, len))
 		return 0;   /* malformed: counted by the stream */
 	if (h->kind == DL_EV_PROC) {
@@ -228,9 +231,11 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 {
 	int n;
 
+	dl_maps_hold(pid);   /* one read of its mappings for the three users below */
 	dl_symbolizer_note(r->symbolizer, pid);
 	dl_markers_attach(&r->markers, &r->tracer, pid);
 	n = dl_tracer_scan_cuda(&r->tracer, pid);
+	dl_maps_release();
 	if (n > 0 && !first)
 		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
 	dl_tracer_exec_settled(&r->tracer, pid);
@@ -351,30 +356,24 @@ static int run_loop(struct run *r)
 	uint64_t deadline = r->cfg.duration_s > 0 ? r->start_ns + (uint64_t)(r->cfg.duration_s * 1e9) : 0;
 	uint64_t next_housekeep = 0, next_flush = 0, last_status = r->start_ns;
 	bool status = !r->cfg.quiet && isatty(STDERR_FILENO);
+	struct dl_drain_pace pace;
 	int timeout = (int)r->cfg.drain_ms;
 
+	dl_drain_pace_init(&pace, r->cfg.drain_ms, MAX_DRAIN_MS, (uint64_t)r->cfg.ringbuf_mb << 20);
 	while (!stop_signal) {
 		uint64_t now;
-		int err = ring_buffer__poll(r->rb, timeout), got = err > 0 ? err : 0;
+		int err;
 
+		r->drained_bytes = 0;
+		err = ring_buffer__poll(r->rb, timeout);
 		/* Submissions do not wake us (BPF_RB_NO_WAKEUP): drain whatever the timer finds. */
-		if (err >= 0) {
+		if (err >= 0)
 			err = ring_buffer__consume(r->rb);
-			got += err > 0 ? err : 0;
-		}
 		if (err < 0 && err != -EINTR) {
 			dl_err("reading the ring buffer: %s", strerror(-err));
 			return err;
 		}
-		/*
-		 * A wake-up costs ~50-90 us here (a VM): while nothing comes, the
-		 * drain backs off to IDLE_DRAIN_MS; the first record brings the
-		 * timer back, and a filling buffer wakes us by itself.
-		 */
-		if (got)
-			timeout = (int)r->cfg.drain_ms;
-		else if (timeout < IDLE_DRAIN_MS)
-			timeout = timeout * 2 < IDLE_DRAIN_MS ? timeout * 2 : IDLE_DRAIN_MS;
+		timeout = (int)dl_drain_pace_next(&pace, r->drained_bytes);
 		dl_held_rescan_continue(&r->held, rescan_held, r);
 		if (dl_exporter_wants(&r->metrics))
 			publish_metrics(r, false);

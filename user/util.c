@@ -61,16 +61,6 @@ void dl_drop_front(void *v, size_t *n, size_t k, size_t elem)
 	*n -= k;
 }
 
-/* splitmix64's finalizer: every key bit moves every slot bit. */
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 uint64_t dl_hash_bytes(const void *p, size_t n)
 {
 	const unsigned char *b = p;
@@ -78,30 +68,7 @@ uint64_t dl_hash_bytes(const void *p, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ b[i]) * 0x100000001b3ull;
-	return mix(h);
-}
-
-static size_t slot_of(const struct dl_u64map *m, uint64_t key)
-{
-	size_t mask = m->cap - 1, i = (size_t)mix(key) & mask;
-
-	while (m->slots[i].used && m->slots[i].key != key)
-		i = (i + 1) & mask;
-	return i;
-}
-
-bool dl_u64map_get(const struct dl_u64map *m, uint64_t key, uint64_t *val)
-{
-	size_t i;
-
-	if (!m->cap)
-		return false;
-	i = slot_of(m, key);
-	if (!m->slots[i].used)
-		return false;
-	if (val)
-		*val = m->slots[i].val;
-	return true;
+	return dl_mix64(h);
 }
 
 static void rehash(struct dl_u64map *m, size_t cap)
@@ -124,7 +91,7 @@ void dl_u64map_put(struct dl_u64map *m, uint64_t key, uint64_t val)
 	/* At most 3/4 full, so a probe sequence always ends at a free slot. */
 	if ((m->n + 1) * 4 > m->cap * 3)
 		rehash(m, m->cap ? m->cap * 2 : 16);
-	i = slot_of(m, key);
+	i = dl_u64map_slot(m, key);
 	if (!m->slots[i].used) {
 		m->slots[i].used = true;
 		m->slots[i].key = key;
@@ -140,12 +107,12 @@ bool dl_u64map_del(struct dl_u64map *m, uint64_t key)
 	if (!m->cap)
 		return false;
 	mask = m->cap - 1;
-	i = slot_of(m, key);
+	i = dl_u64map_slot(m, key);
 	if (!m->slots[i].used)
 		return false;
 	/* Backward shift: pull later members of the probe run into the hole. */
 	for (j = (i + 1) & mask; m->slots[j].used; j = (j + 1) & mask) {
-		size_t home = (size_t)mix(m->slots[j].key) & mask;
+		size_t home = (size_t)dl_mix64(m->slots[j].key) & mask;
 
 		/* j stays if its home lies cyclically in (i, j]. */
 		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))

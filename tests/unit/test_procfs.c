@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* /proc parsing: maps lines, stat lines, library names, the process tree. */
+#include <inttypes.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -30,6 +32,52 @@ static void test_maps_lines(void)
 	CHECK(!strcmp(m.path, "/opt/my lib/libcudart.so.12 (deleted)"), "path with spaces '%s'", m.path);
 	CHECK(dl_maps_parse_line("garbage\n", &m) == -1, "garbage accepted");
 	CHECK(dl_maps_parse_line("7f10-7f00 r--p 0 08:02 42 /x\n", &m) == -1, "end before start accepted");
+}
+
+/*
+ * The hand parser against an independent reader (sscanf, as the kernel's
+ * show_map_vma prints the line) on every line of this process's real maps,
+ * and on lines it must refuse.
+ */
+static void test_maps_real_lines(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096 + 256];
+	struct dl_mapping m;
+	int lines = 0;
+
+	CHECK(f != NULL, "/proc/self/maps: cannot open");
+	while (f && fgets(line, sizeof(line), f)) {
+		uint64_t start, end, off, ino;
+		unsigned maj, min;
+		char perms[5];
+		int n = 0;
+
+		lines++;
+		CHECK(sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n", &start, &end, perms, &off,
+			     &maj, &min, &ino, &n) == 7, "reader: %s", line);
+		CHECK(dl_maps_parse_line(line, &m) == 0, "refused: %s", line);
+		CHECK(m.start == start && m.end == end && m.offset == off && m.inode == ino && m.dev_major == maj &&
+		      m.dev_minor == min && !strcmp(m.perms, perms), "fields differ: %s", line);
+		line[strcspn(line, "\n")] = '\0';
+		CHECK(!strcmp(m.path, line + n), "path '%s' for '%s'", m.path, line + n);
+	}
+	if (f)
+		fclose(f);
+	CHECK(lines > 5, "only %d lines in /proc/self/maps", lines);
+
+	static const char *const bad[] = {
+		"7f00-7f10 r--p 00000000 08:02\n",                       /* no inode */
+		"7f00 7f10 r--p 00000000 08:02 42 /x\n",                 /* no dash */
+		"7f00-7f10 r--p 00000000 0802 42 /x\n",                  /* no colon */
+		"7f00-7f10 r--pp 00000000 08:02 42 /x\n",                /* perms too long */
+		"17f0000000000000000-7f10 r--p 0 08:02 42 /x\n",         /* 17 hex digits */
+		"7f00-7f10 r--p 0 08:02 184467440737095516160 /x\n",     /* inode past u64 */
+		"-7f00-7f10 r--p 0 08:02 42 /x\n",                        /* a sign */
+		"",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(dl_maps_parse_line(bad[i], &m) == -1, "accepted '%s'", bad[i]);
 }
 
 static void test_stat_lines(void)
@@ -131,6 +179,7 @@ int main(void)
 {
 	test_pcie_link();
 	test_maps_lines();
+	test_maps_real_lines();
 	test_stat_lines();
 	test_cudart_names();
 	test_live_proc();

@@ -23,6 +23,20 @@ bench: deps
 bench-run: dlbpf $(BENCH_OUT)/reftrace $(BENCH_OUT)/recenc_bench $(OUTPUT)/workloads/ratecalls $(GPUSIM_LIB) $(TRAIN)
 	python3 tools/bench/bench.py $(BENCH_ARGS)
 
+# Table 8: the drain rate, fed by a BPF program run with BPF_PROG_TEST_RUN (drain.bpf.c).
+bench-run: $(BENCH_OUT)/drainprod
+
+$(BENCH_OUT)/drain.bpf.o: tools/bench/drain.bpf.c $(BPF_HDRS) | $(BENCH_OUT)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ibpf -Wall -Werror -c $< -o $@
+
+$(BENCH_OUT)/drain.skel.h: $(BENCH_OUT)/drain.bpf.o
+	$(BPFTOOL) gen skeleton $< name drain_bpf > $@
+
+# It takes the API id from records/cuda_api.h (a header: nothing to link).
+$(BENCH_OUT)/drainprod: tools/bench/drainprod.c $(BENCH_OUT)/drain.skel.h include/dlbpf/events.h \
+		user/records/cuda_api.h user/records/cuda_api.def
+	$(CC) $(CFLAGS_COMMON) -O2 -I$(BENCH_OUT) $< $(LIBS) -pthread -o $@
+
 # The timeline writers' own benchmark (tools/bench/trace_size.sh): pure stages only.
 $(BENCH_OUT)/trace_size: tools/bench/trace_size.c $(call stage_lib,output) $(call stage_lib,analysis) \
 		$(call stage_lib,records) $(call stage_lib,base) | $(BENCH_OUT)

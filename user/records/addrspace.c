@@ -39,12 +39,16 @@ static struct dl_addrspace *addrspace_of(struct dl_addrspaces *a, uint32_t pid)
 	return s;
 }
 
-const char *dl_addrspace_name(const struct dl_addrspaces *a, uint32_t pid, uint64_t addr)
+static const char *name_in(const struct dl_addrspace *s, uint64_t addr)
 {
-	const struct dl_addrspace *s = dl_addrspace_find(a, pid);
 	uint64_t i;
 
 	return s && dl_u64map_get(&s->name_of, addr, &i) ? s->names.v[i] : NULL;
+}
+
+const char *dl_addrspace_name(const struct dl_addrspaces *a, uint32_t pid, uint64_t addr)
+{
+	return name_in(dl_addrspace_find(a, pid), addr);
 }
 
 /* Index of the last range starting at or before addr, or n. */
@@ -99,7 +103,7 @@ void dl_addrspaces_resolve(const struct dl_addrspaces *a, struct dl_call *c)
 	const struct dl_addrspace *s = dl_addrspace_find(a, c->tgid);
 
 	if (c->api->cls == DL_CLS_LAUNCH) {
-		c->kernel = dl_addrspace_name(a, c->tgid, c->func);
+		c->kernel = name_in(s, c->func);   /* one lookup of the process per record */
 		return;
 	}
 	if (c->api->cls != DL_CLS_COPY && c->api->cls != DL_CLS_MEMSET)
