@@ -26,6 +26,7 @@
 #include "records/record.h"
 #include "output/report_diag.h"
 #include "capture/env.h"
+#include "capture/files.h"
 #include "capture/held.h"
 #include "log.h"
 #include "capture/naming.h"
@@ -140,6 +141,15 @@ static int on_record(void *ctx, void *data, size_t len)
 			note_load(r, &(struct dl_cuda_ev){ .h = *h });
 		}
 	}
+	if (h->kind == DL_EV_FILE_OPEN && len >= sizeof(struct dl_file_open_ev)) {
+		struct dl_file_open_ev abs;
+
+		/* Resolved while the process still has the cwd it opened from; the recording keeps the result. */
+		if (dl_files_resolve(data, &abs)) {
+			dl_stream_emit(&r->stream, &abs, sizeof(abs));
+			return 0;
+		}
+	}
 	if (in.is_call) {
 		const struct dl_cuda_ev *e = data;
 
@@ -158,9 +168,12 @@ static void trace_existing(pid_t pid, pid_t ppid, void *arg)
 	struct run *r = arg;
 	struct dl_proc_stat st;
 
-	if (dl_tracer_trace_pid(&r->tracer, pid, ppid) == 0 && dl_proc_stat(pid, &st) == 0)
+	if (dl_tracer_trace_pid(&r->tracer, pid, ppid) == 0 && dl_proc_stat(pid, &st) == 0) {
 		dl_emit_procinfo_threads(&r->stream, dl_now_ns(), pid, ppid, st.comm, dl_proc_nspid(pid),
 					 (uint32_t)st.threads);
+		if (r->tracer.files)
+			dl_files_snapshot(&r->stream, pid);
+	}
 }
 
 static int trace_root(struct run *r, pid_t pid)
@@ -185,6 +198,9 @@ static int trace_root(struct run *r, pid_t pid)
 	}
 	dl_emit_procinfo_threads(&r->stream, dl_now_ns(), pid, st.ppid, st.comm, dl_proc_nspid(pid),
 				 (uint32_t)st.threads);
+	/* After the attach: an fd opened since is in the snapshot, its openat record, or both (same path). */
+	if (r->tracer.files)
+		dl_files_snapshot(&r->stream, pid);
 	if (dl_proc_nspid(pid) > 0 && dl_proc_nspid(pid) != pid)
 		dl_info("pid %d (%s) is pid %d in its pid namespace", pid, st.comm, dl_proc_nspid(pid));
 	/* Data-loader workers already running are part of the job. */

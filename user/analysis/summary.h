@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "analysis/files.h"
 #include "records/cuda_api.h"
 #include "records/stream.h"
 #include "dlbpf/events.h"
@@ -82,6 +83,7 @@ struct dl_proc {
 		uint64_t oncpu_ns, runq_ns, blocked_ns, sleep_ns, disk_ns, switches;
 	} sched;
 	struct dl_u64map tids; /* !threads_known: the set of threads seen (values unused) */
+	struct dl_proc_files files;   /* reads by file (analysis/files.h) */
 };
 
 struct dl_prog_miss {

@@ -60,6 +60,7 @@ struct dl_refused_file {
 struct dl_tracer {
 	struct dlbpf *skel;
 	struct dl_features feat;
+	bool files;                 /* the files programs are loaded (dl_files_choose) */
 	DL_VEC(struct dl_cuda_attach) cuda;
 	struct dl_u64map cuda_index;    /* hash of (pid, dev, inode) -> position in cuda */
 	/* Files whose symbols hold no CUDA runtime: not read again. */
