@@ -6,6 +6,7 @@
 #include "output/json.h"
 #include "output/report.h"
 #include "output/report_diag.h"
+#include "output/report_files.h"
 #include "strsafe.h"
 #include "version.h"
 
@@ -15,7 +16,7 @@ static const char *const drop_names[DL_DROP_MAX] = {
 	[DL_DROP_AGG] = "aggregate_full", [DL_DROP_DEPTH] = "depth",
 };
 
-static void fmt_bytes(char *buf, size_t len, uint64_t b)
+void dl_fmt_bytes(char *buf, size_t len, uint64_t b)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double v = (double)b;
@@ -67,7 +68,7 @@ static void text_cuda(FILE *f, const struct dl_proc *p, struct dl_sbuf *esc)
 
 		if (!c->count)
 			continue;
-		fmt_bytes(b, sizeof(b), c->bytes);
+		dl_fmt_bytes(b, sizeof(b), c->bytes);
 		fprintf(f, "    memcpy %-4s %8" PRIu64 " copies %12s in %9.3f ms, %" PRIu64 " pageable, %" PRIu64 " small\n",
 			dl_dir_name(d), c->count, b, ms(c->total_ns), c->pageable, c->small);
 	}
@@ -183,12 +184,12 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 			text_cuda(f, p, &esc);
 		else
 			fprintf(f, "  CUDA     not found (no CUDA runtime mapped in this process)\n");
-		fmt_bytes(r, sizeof(r), p->io.read_bytes);
-		fmt_bytes(w, sizeof(w), p->io.write_bytes);
+		dl_fmt_bytes(r, sizeof(r), p->io.read_bytes);
+		dl_fmt_bytes(w, sizeof(w), p->io.write_bytes);
 		fprintf(f, "  disk     read %s in %" PRIu64 " requests, wrote %s in %" PRIu64 " (%.3f ms waiting)",
 			r, p->io.read_ops, w, p->io.write_ops, ms(p->io.wait_ns));
 		if (p->io.error_ops) {
-			fmt_bytes(r, sizeof(r), p->io.error_bytes);
+			dl_fmt_bytes(r, sizeof(r), p->io.error_bytes);
 			fprintf(f, "; %" PRIu64 " completions with an I/O error (%s)", p->io.error_ops, r);
 		}
 		if (p->io.unseen_ops)
@@ -199,11 +200,12 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 			"%" PRIu64 " switches, %u threads\n",
 			ms(p->sched.oncpu_ns), ms(p->sched.runq_ns), ms(p->sched.blocked_ns), ms(p->sched.sleep_ns),
 			ms(p->sched.disk_ns), p->sched.switches, p->threads);
+		dl_report_files_text(f, &p->files, &esc);
 	}
 	if (fold)
 		text_bystanders(f, s, trace_ns, &esc);
 	if (s->async_io_ops) {
-		fmt_bytes(r, sizeof(r), s->async_io_bytes);
+		dl_fmt_bytes(r, sizeof(r), s->async_io_bytes);
 		fprintf(f, "\nasync I/O by kernel threads (not attributed): %s in %" PRIu64 " requests\n", r,
 			s->async_io_ops);
 	}
@@ -313,6 +315,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_ku64(j, "disk_ns", p->sched.disk_ns);
 	dl_json_ku64(j, "switches", p->sched.switches);
 	dl_json_obj_end(j);
+	dl_report_files_json(j, &p->files);
 	dl_json_obj_end(j);
 }
 
