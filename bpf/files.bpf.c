@@ -141,6 +141,7 @@ int file_open_exit(struct trace_event_raw_sys_exit *ctx)
 	struct file_call *fc = end(true);
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dl_file_open_ev *e;
+	struct dentry *cwd;
 	long n;
 
 	if (!fc)
@@ -156,6 +157,11 @@ int file_open_exit(struct trace_event_raw_sys_exit *ctx)
 	e->dirfd = fc->fd;
 	e->open_flags = fc->open_flags;
 	e->flags = 0;
+	e->pad = 0;
+	/* User space joins a relative path to a cwd only if it is this directory (a chdir since is seen). */
+	cwd = BPF_CORE_READ(bpf_get_current_task_btf(), fs, pwd.dentry);
+	e->cwd_ino = BPF_CORE_READ(cwd, d_inode, i_ino);
+	e->cwd_dev = BPF_CORE_READ(cwd, d_sb, s_dev);
 	n = bpf_probe_read_user_str(e->path, sizeof(e->path), (const void *)fc->path);
 	if (n < 0) {
 		e->path[0] = '\0';

@@ -5,7 +5,7 @@ WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
 CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
-WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev
+WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev $(OUTPUT)/workloads/fileread
 HANDSHAKE := tests/workloads/handshake.h
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
@@ -36,6 +36,9 @@ $(OUTPUT)/workloads/threads: tests/workloads/threads.c $(HANDSHAKE) | $(OUTPUT)/
 	$(CC) $(TEST_CFLAGS) -pthread $< -o $@
 
 $(OUTPUT)/workloads/readdev: tests/workloads/readdev.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUTPUT)/workloads/fileread: tests/workloads/fileread.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
 # The fault matrix's hangs and holds: a path replaced under a mapped runtime, a

@@ -103,6 +103,7 @@ struct run {
 	struct dl_agg agg;      /* --summary */
 	struct dl_duty duty;    /* --duty */
 	struct dl_watchdog watchdog;   /* continues held processes if dlbpf dies or stalls */
+	struct dl_cwds cwds;    /* for relative paths of processes gone before their records are read */
 };
 
 /* Low-overhead modes: makes everything the kernel holds visible in the summary. */
@@ -132,6 +133,9 @@ static int on_record(void *ctx, void *data, size_t len)
 	if (h->kind == DL_EV_PROC) {
 		const struct dl_proc_ev *e = data;
 
+		if (e->what == DL_PROC_FORK && r->tracer.files)
+			dl_cwds_fork(&r->cwds, (pid_t)h->tgid, (pid_t)e->ppid);
+
 		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
 		if (e->what == DL_PROC_EXEC && !dl_summary_find(&r->sum, (pid_t)h->tgid)) {
 			/* One thread: exec leaves only the caller, and later ones are traced from their start. */
@@ -145,7 +149,7 @@ static int on_record(void *ctx, void *data, size_t len)
 		struct dl_file_open_ev abs;
 
 		/* Resolved while the process still has the cwd it opened from; the recording keeps the result. */
-		if (dl_files_resolve(data, &abs)) {
+		if (dl_files_resolve(&r->cwds, data, &abs)) {
 			dl_stream_emit(&r->stream, &abs, sizeof(abs));
 			return 0;
 		}
@@ -172,7 +176,7 @@ static void trace_existing(pid_t pid, pid_t ppid, void *arg)
 		dl_emit_procinfo_threads(&r->stream, dl_now_ns(), pid, ppid, st.comm, dl_proc_nspid(pid),
 					 (uint32_t)st.threads);
 		if (r->tracer.files)
-			dl_files_snapshot(&r->stream, pid);
+			dl_files_snapshot(&r->stream, &r->cwds, pid);
 	}
 }
 
@@ -200,7 +204,7 @@ static int trace_root(struct run *r, pid_t pid)
 				 (uint32_t)st.threads);
 	/* After the attach: an fd opened since is in the snapshot, its openat record, or both (same path). */
 	if (r->tracer.files)
-		dl_files_snapshot(&r->stream, pid);
+		dl_files_snapshot(&r->stream, &r->cwds, pid);
 	if (dl_proc_nspid(pid) > 0 && dl_proc_nspid(pid) != pid)
 		dl_info("pid %d (%s) is pid %d in its pid namespace", pid, st.comm, dl_proc_nspid(pid));
 	/* Data-loader workers already running are part of the job. */
@@ -809,6 +813,7 @@ cleanup:
 	dl_symbolizer_free(r.symbolizer);
 	dl_summary_free(&r.sum);
 	dl_stream_free(&r.stream);
+	dl_cwds_free(&r.cwds);
 	dl_agg_free(&r.agg);
 	dl_duty_free(&r.duty);
 	/* A command that never ran: the statuses env(1), nice(1) and the shell give it. */

@@ -278,6 +278,10 @@ struct dl_file_open_ev {
 	dl_u32 flags;             /* enum dl_file_flags */
 	dl_u32 open_flags;        /* openat's flags (O_DIRECT and the like) */
 	char path[DL_PATH_LEN];   /* as passed to openat, or resolved (DL_FILE_RESOLVED); NUL-terminated */
+	/* The opener's cwd then, so a relative path is joined only to that directory (0: not known). */
+	dl_u64 cwd_ino;
+	dl_u32 cwd_dev;           /* kernel dev_t: major << 20 | minor */
+	dl_u32 pad;
 };
 
 enum dl_read_call {

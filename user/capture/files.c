@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <bpf/libbpf.h>
 #include "capture/files.h"
 #include "dlbpf.skel.h"
@@ -111,7 +113,72 @@ static void fill_open(struct dl_file_open_ev *e, pid_t pid, int fd, const char *
 	memcpy(e->path, path, n);
 }
 
-int dl_files_snapshot(struct dl_stream *s, pid_t pid)
+void dl_cwds_free(struct dl_cwds *c)
+{
+	for (size_t i = 0; i < c->dirs.n; i++)
+		free(c->dirs.v[i].path);
+	dl_vec_free(&c->dirs);
+	dl_u64map_free(&c->of);
+}
+
+/* stat's st_dev (glibc's encoding) as the kernel's dev_t in records. */
+static uint32_t kernel_dev(dev_t d)
+{
+	return major(d) << 20 | minor(d);
+}
+
+/* pid's cwd now, as it sees it, with its inode; -1 if it cannot be read (gone). */
+static int cwd_now(pid_t pid, struct dl_cwd *out, char *buf, size_t cap)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/cwd", (int)pid);
+	if (proc_link(pid, "cwd", buf, cap) || buf[0] != '/' || stat(path, &st))
+		return -1;
+	out->path = (char *)as_seen_by(pid, buf);
+	out->ino = st.st_ino;
+	out->dev = kernel_dev(st.st_dev);
+	return 0;
+}
+
+static void cwd_set(struct dl_cwds *c, pid_t pid, const struct dl_cwd *d)
+{
+	struct dl_cwd *slot;
+	uint64_t i;
+
+	if (dl_u64map_get(&c->of, (uint32_t)pid, &i)) {
+		slot = &c->dirs.v[i];
+		free(slot->path);
+	} else {
+		slot = dl_vec_push(&c->dirs);
+		dl_u64map_put(&c->of, (uint32_t)pid, c->dirs.n - 1);
+	}
+	*slot = *d;
+	slot->path = dl_xstrdup(d->path);
+}
+
+static const struct dl_cwd *cwd_get(const struct dl_cwds *c, pid_t pid)
+{
+	uint64_t i;
+
+	return dl_u64map_get(&c->of, (uint32_t)pid, &i) ? &c->dirs.v[i] : NULL;
+}
+
+void dl_cwds_fork(struct dl_cwds *c, pid_t child, pid_t parent)
+{
+	char buf[4096];
+	struct dl_cwd now;
+	const struct dl_cwd *d = cwd_get(c, parent);
+
+	/* The parent's now, if it can be read: the child has not run yet, or has just begun. */
+	if (cwd_now(parent, &now, buf, sizeof(buf)) == 0)
+		d = &now;
+	if (d)
+		cwd_set(c, child, d);
+}
+
+int dl_files_snapshot(struct dl_stream *s, struct dl_cwds *c, pid_t pid)
 {
 	char dir[64], name[32], target[4096];
 	struct dl_file_open_ev e;
@@ -119,6 +186,10 @@ int dl_files_snapshot(struct dl_stream *s, pid_t pid)
 	int count = 0;
 	DIR *dp;
 
+	struct dl_cwd now;
+
+	if (cwd_now(pid, &now, target, sizeof(target)) == 0)
+		cwd_set(c, pid, &now);
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
 	dp = opendir(dir);
 	if (!dp) {
@@ -143,28 +214,49 @@ int dl_files_snapshot(struct dl_stream *s, pid_t pid)
 	return count;
 }
 
-bool dl_files_resolve(const struct dl_file_open_ev *e, struct dl_file_open_ev *out)
+/* The directory a relative path of e is relative to, as the process sees it; NULL if not known for sure. */
+static const char *base_of(struct dl_cwds *c, const struct dl_file_open_ev *e, char *buf, size_t cap)
 {
-	char base[4096], joined[4096 + DL_PATH_LEN + 1], name[32];
 	pid_t pid = (pid_t)e->h.tgid;
+	const struct dl_cwd *known;
+	struct dl_cwd now;
+	char name[32];
+
+	if (e->dirfd != AT_FDCWD) {
+		/* The dirfd's directory now: not checked against the one it named at the open. */
+		snprintf(name, sizeof(name), "fd/%d", e->dirfd);
+		return proc_link(pid, name, buf, cap) == 0 && buf[0] == '/' ? as_seen_by(pid, buf) : NULL;
+	}
+	if (cwd_now(pid, &now, buf, cap) == 0) {
+		cwd_set(c, pid, &now);
+		known = cwd_get(c, pid);
+	} else {
+		/* Gone: the cwd it was last seen with (or its parent's at the fork). */
+		known = cwd_get(c, pid);
+	}
+	/* A chdir between the open and now (or an old recording's record without the inode): not joined. */
+	if (!known || !e->cwd_ino || known->ino != e->cwd_ino || known->dev != e->cwd_dev)
+		return NULL;
+	return known->path;
+}
+
+bool dl_files_resolve(struct dl_cwds *c, const struct dl_file_open_ev *e, struct dl_file_open_ev *out)
+{
+	char buf[4096], joined[4096 + DL_PATH_LEN + 1];
 	const char *dir;
 
 	if (e->path[0] == '/' || e->path[0] == '\0' || (e->flags & DL_FILE_PATH_FAULT))
 		return false;
-	/* The directory as it is now: a chdir (or a dirfd closed) since the open is not seen. */
-	if (e->dirfd == AT_FDCWD)
-		snprintf(name, sizeof(name), "cwd");
-	else
-		snprintf(name, sizeof(name), "fd/%d", e->dirfd);
-	if (proc_link(pid, name, base, sizeof(base)) || base[0] != '/')
+	dir = base_of(c, e, buf, sizeof(buf));
+	if (!dir)
 		return false;
-	dir = as_seen_by(pid, base);
 	snprintf(joined, sizeof(joined), "%s/%s", strcmp(dir, "/") ? dir : "", e->path);
-	*out = *e;
-	fill_open(out, pid, e->fd, joined, (e->flags & ~DL_FILE_TRUNCATED) | DL_FILE_RESOLVED);
+	fill_open(out, (pid_t)e->h.tgid, e->fd, joined, (e->flags & ~DL_FILE_TRUNCATED) | DL_FILE_RESOLVED);
 	out->h = e->h;
 	out->dirfd = e->dirfd;
 	out->open_flags = e->open_flags;
+	out->cwd_ino = e->cwd_ino;
+	out->cwd_dev = e->cwd_dev;
 	if (e->flags & DL_FILE_TRUNCATED)
 		out->flags |= DL_FILE_TRUNCATED;
 	return true;
