@@ -73,6 +73,7 @@ LAYOUT_TEST := python3 tests/unit/test_layout.py
 MANPAGE_TEST := python3 tests/unit/test_manpage.py
 INTEGRATION := python3 tests/integration/test_dlbpf.py
 SCENARIOS := python3 tests/integration/test_scenarios.py
+FILES_TESTS := python3 tests/integration/test_files.py
 include tests/workloads/coverage.mk
 include tests/workloads/paths.mk
 include tests/fuzz/fuzz.mk
@@ -86,13 +87,13 @@ test-unit: $(UNIT_BINS) dlbpf
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)"
 
 test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
-	@tests/run-tests.sh "$(INTEGRATION)" "$(SCENARIOS)"
+	@tests/run-tests.sh "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)"
 
 # Every suite, each reporting "N passed, N failed"; dlbpf's checks are counted apart from the
 # simulator's and the workloads' own (--self), and the last line is dlbpf's total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
-	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" \
+	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" $(FUZZ_TESTS)
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)

@@ -131,10 +131,14 @@ def test_files_replay():
     return f"replay equals live; {n} files exact in the replay"
 
 
+TRAIN_DATA = os.path.join(WORK, "files-train.bin")
+
+
 def run_train(extra):
     truth = os.path.join(WORK, "truth-files-train.jsonl")
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
-    d = Dlbpf(["--", workload("train"), "--scenario", "disk", "--steps", "40", "--quiet", "--truth", truth]
+    d = Dlbpf(["--", workload("train"), "--scenario", "disk", "--steps", "40", "--quiet", "--truth", truth,
+               "--data", TRAIN_DATA]
               + list(extra), env=env)
     rc = d.wait(timeout=120)
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-2000:]}")
@@ -143,14 +147,12 @@ def run_train(extra):
     return d.summary(), [l for l in lines if "step" in l and "summary" not in l]
 
 
-def loader_bytes(summary, data_suffix):
-    """Bytes and calls the loader processes read from the data set."""
+def loader_bytes(summary):
+    """Bytes and calls the job's processes read from the data set."""
     total = calls = 0
     for p in summary["processes"]:
-        if p["comm"] != "train-loader":
-            continue
         for f in p["files"]:
-            if f["path"].endswith(data_suffix):
+            if f["path"] == TRAIN_DATA:
                 total += f["read_bytes"]
                 calls += f["reads"]
     return total, calls
@@ -165,12 +167,11 @@ def test_small_reads_finding():
         rules = {f["rule"]: f for f in s["diagnosis"]["findings"]}
         check(("small-reads" in rules) == want, f"--io-kb {io_kb}: small-reads {'missing' if want else 'raised'}: "
               f"{sorted(rules)}")
-        got, calls = loader_bytes(s, ".dat")
+        got, calls = loader_bytes(s)
         truth = sum(st["io_read_bytes"] for st in steps)
         check(got == truth, f"--io-kb {io_kb}: loaders read {got} B of the data set, the batches hold {truth}")
         if want:
-            ev = {e["key"]: e.get("value", e.get("text")) for e in rules["small-reads"]["evidence"]} \
-                if isinstance(rules["small-reads"].get("evidence"), list) else rules["small-reads"]["evidence"]
+            ev = rules["small-reads"]["evidence"]
             check(ev["small_reads"] >= truth // (io_kb << 10), f"small reads {ev['small_reads']} < "
                   f"{truth // (io_kb << 10)} the batches needed")
             out.append(f"4 KiB: flagged, {int(ev['small_reads'])} small of {int(ev['reads'])}, "
