@@ -513,7 +513,7 @@ def main():
     ap.add_argument("--train-steps", type=int, default=120)
     ap.add_argument("--rss-seconds", type=int, default=20)
     ap.add_argument("--soak-steps", type=int, default=100000)
-    ap.add_argument("--only", default="1,2,3,4,5,6,7")
+    ap.add_argument("--only", default="1,2,3,4,5,6,7,8")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (it loads BPF programs)")
@@ -535,6 +535,9 @@ def main():
         out.append(bench_soak(a.soak_steps))
     if "7" in only:
         out.append(bench_untraced(a.rounds))
+    if "8" in only:
+        from bench_files import bench_files
+        out.append(bench_files(a.rounds))
     os.makedirs(os.path.join(OUT, "bench"), exist_ok=True)
     with open(os.path.join(OUT, "bench", "results.md"), "w") as f:
         f.write("\n".join(out))

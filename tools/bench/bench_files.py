@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Table 8 of bench.py: what the files source (bpf/files.bpf.c) costs per read syscall, for a
+traced reader and for an untraced one while dlbpf traces another process."""
+import os
+import signal
+import subprocess
+import time
+
+from bench import DLBPF, TMP, prog_stats, readline_until, spread, table
+
+READ_PROGS = ("file_read_enter", "file_read_exit")
+BLOCK = 4096
+
+
+def reader_script(path, passes):
+    """A shell that waits for a line, reads path passes times in BLOCK calls (dd), says done and waits."""
+    loop = f"for i in $(seq {passes}); do dd if={path} of=/dev/null bs={BLOCK} status=none; done"
+    return ["sh", "-c", f"read x; t0=$(date +%s%N); {loop}; echo done $(( $(date +%s%N) - t0 )); read y"]
+
+
+def one_run(variant, path, passes):
+    """(ns of the read loop, {prog: (run_time_ns, run_cnt) added}) for one variant."""
+    sh = subprocess.Popen(reader_script(path, passes), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    idle = tracer = None
+    try:
+        if variant != "untraced":
+            target = sh.pid
+            if variant == "dlbpf, reader untraced":
+                idle = subprocess.Popen(["sleep", "100000"])
+                target = idle.pid
+            tracer = subprocess.Popen([DLBPF, "-v", "-q", "--pid", str(target)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+            readline_until(tracer.stderr, "tracing ")
+        before = prog_stats(READ_PROGS)
+        sh.stdin.write("go\n")
+        sh.stdin.flush()
+        line = sh.stdout.readline().split()
+        after = prog_stats(READ_PROGS)
+        sh.stdin.write("end\n")
+        sh.stdin.flush()
+        sh.wait(timeout=60)
+        return int(line[1]), {n: (after[n][0] - before[n][0], after[n][1] - before[n][1]) for n in READ_PROGS}
+    finally:
+        if tracer:
+            tracer.send_signal(signal.SIGINT)
+            tracer.communicate(timeout=60)
+        if idle:
+            idle.kill()
+            idle.wait()
+        if sh.poll() is None:
+            sh.kill()
+            sh.wait()
+
+
+def bench_files(rounds, mb=16, passes=8):
+    path = os.path.join(TMP, "files-cost.dat")
+    with open(path, "wb") as f:
+        f.write(os.urandom(mb << 20))
+    reads = passes * ((mb << 20) // BLOCK + 1)   # dd's last call returns 0 at end of file
+    variants = ["untraced", "dlbpf, reader untraced", "dlbpf, reader traced"]
+    loop_ns = {v: [] for v in variants}
+    bpf_ns = {v: [] for v in variants}
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        stats_were = f.read().strip()
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1")
+    try:
+        subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)   # cached from here on
+        for r in range(rounds):
+            for v in variants[r % 3:] + variants[:r % 3]:
+                ns, st = one_run(v, path, passes)
+                loop_ns[v].append(ns / reads)
+                runs = st["file_read_enter"][1]
+                if v != "untraced" and runs:
+                    # Every read of the machine runs both programs: per run, enter plus exit.
+                    bpf_ns[v].append(sum(t for t, _ in st.values()) / runs)
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(stats_were)
+        time.sleep(0)
+    base = loop_ns["untraced"]
+    rows = []
+    for v in variants:
+        ratio = [x / b for x, b in zip(loop_ns[v], base)]
+        rows.append([v, spread(loop_ns[v]), spread(ratio, "{:.3f}"), spread(bpf_ns[v]) if bpf_ns[v] else ""])
+    return table("8. Files source: cost per read syscall (4 KiB reads of a cached file)",
+                 ["variant", "loop ns per read call", "ratio to untraced", "BPF ns per read (enter + exit, bpf_stats)"],
+                 rows,
+                 [f"`dd bs={BLOCK}` over a {mb} MiB cached file, {passes} passes ({reads} read calls, the process "
+                  f"starts and writes to /dev/null included in the loop time); median [min-max] over {rounds} "
+                  "interleaved rounds. BPF ns: run_time_ns / run_cnt of file_read_enter + file_read_exit over the "
+                  "loop (kernel.bpf_stats_enabled), which also counts other processes' reads meanwhile."])
