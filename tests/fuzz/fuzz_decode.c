@@ -46,6 +46,9 @@ static size_t abi_size(unsigned kind)
 	case DL_EV_TRACE_END: return offsetof(struct dl_trace_end_ev, recursion_misses);
 	case DL_EV_BIO_SUBMIT: return sizeof(struct dl_bio_submit_ev);
 	case DL_EV_PROG: return sizeof(struct dl_prog_ev);
+	case DL_EV_FILE_OPEN: return sizeof(struct dl_file_open_ev);
+	case DL_EV_FILE_READ: return sizeof(struct dl_file_read_ev);
+	case DL_EV_FILE_CLOSE: return sizeof(struct dl_file_close_ev);
 	default: return sizeof(struct dl_hdr);   /* a newer kind: skipped by sinks, not rejected */
 	}
 }
