@@ -136,10 +136,16 @@ static void test_json(void)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	FILE *f;
 
+	/* A name the traced side chose: a space, a newline, a quote and a byte that is no UTF-8. */
+	open_fd(PID, 9, "/data/my shard\n\"1\".\xff");
+	read_fd(PID, PID, 9, 3, 1, 0);
+	f = open_memstream(&buf, &len);
 	CHECK(dl_report_json(f, &sum, NULL, NULL) == 0, "json");
 	fclose(f);
+	CHECK(strstr(buf, "\"path\":\"/data/my shard\\n\\\"1\\\".\xef\xbf\xbd\"") != NULL,
+	      "the hostile path escaped (newline, quotes) and fixed (U+FFFD) in the JSON");
 	CHECK(strstr(buf, "\"path\":\"/data/a\",\"read_bytes\":1048576,\"reads\":2,\"read_ns\":1010,"
 			  "\"disk_bytes\":1048576") != NULL, "file a in the JSON");
 	/* 64 listed of 4096 kept: the others are in files_more with the 10 past the bound. */
