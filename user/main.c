@@ -495,7 +495,7 @@ static int trace_live(struct run *r)
 	err = dl_env_check();
 	if (err)
 		return err;
-	err = dl_tracer_open_load(&r->tracer, r->cfg.ringbuf_mb, r->cfg.kernel_agg);
+	err = dl_tracer_open_load(&r->tracer, r->cfg.ringbuf_mb, r->cfg.kernel_agg, !r->cfg.no_files);
 	if (!err && r->cfg.kernel_agg)
 		err = dl_agg_init(&r->agg, dl_tracer_agg_fd(&r->tracer));
 	if (err)

@@ -134,6 +134,20 @@ def test_files_replay():
 TRAIN_DATA = os.path.join(WORK, "files-train.bin")
 
 
+def test_no_files():
+    """--no-files: no read is attributed, the rest is traced as before."""
+    make_files()
+    path = os.path.join(FILES_DIR, "a.dat")
+    d = Dlbpf(["--no-files", "--", "cat", path])
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-500:]}")
+    s = d.summary()
+    listed = [f["path"] for p in s["processes"] for f in p["files"]]
+    check(not listed, f"--no-files listed files: {listed}")
+    check(s["processes"] and s["processes"][0]["sched"]["switches"] > 0, "the command's scheduling not traced")
+    return "no files, scheduling traced"
+
+
 def run_train(extra):
     truth = os.path.join(WORK, "truth-files-train.jsonl")
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)

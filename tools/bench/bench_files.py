@@ -25,10 +25,11 @@ def one_run(variant, path, passes):
     try:
         if variant != "untraced":
             target = sh.pid
-            if variant == "dlbpf, reader untraced":
+            if "reader untraced" in variant:
                 idle = subprocess.Popen(["sleep", "100000"])
                 target = idle.pid
-            tracer = subprocess.Popen([DLBPF, "-v", "-q", "--pid", str(target)], stdout=subprocess.PIPE,
+            extra = ["--no-files"] if "--no-files" in variant else []
+            tracer = subprocess.Popen([DLBPF, "-v", "-q", "--pid", str(target)] + extra, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True)
             readline_until(tracer.stderr, "tracing ")
         before = prog_stats(READ_PROGS)
@@ -57,7 +58,7 @@ def bench_files(rounds, mb=16, passes=8):
     with open(path, "wb") as f:
         f.write(os.urandom(mb << 20))
     reads = passes * ((mb << 20) // BLOCK + 1)   # dd's last call returns 0 at end of file
-    variants = ["untraced", "dlbpf, reader untraced", "dlbpf, reader traced"]
+    variants = ["untraced", "dlbpf --no-files, reader untraced", "dlbpf, reader untraced", "dlbpf, reader traced"]
     loop_ns = {v: [] for v in variants}
     bpf_ns = {v: [] for v in variants}
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
@@ -67,11 +68,11 @@ def bench_files(rounds, mb=16, passes=8):
     try:
         subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)   # cached from here on
         for r in range(rounds):
-            for v in variants[r % 3:] + variants[:r % 3]:
+            for v in variants[r % len(variants):] + variants[:r % len(variants)]:
                 ns, st = one_run(v, path, passes)
                 loop_ns[v].append(ns / reads)
                 runs = st["file_read_enter"][1]
-                if v != "untraced" and runs:
+                if runs:
                     # Every read of the machine runs both programs: per run, enter plus exit.
                     bpf_ns[v].append(sum(t for t, _ in st.values()) / runs)
     finally:
@@ -88,5 +89,5 @@ def bench_files(rounds, mb=16, passes=8):
                  rows,
                  [f"`dd bs={BLOCK}` over a {mb} MiB cached file, {passes} passes ({reads} read calls, the process "
                   f"starts and writes to /dev/null included in the loop time); median [min-max] over {rounds} "
-                  "interleaved rounds. BPF ns: run_time_ns / run_cnt of file_read_enter + file_read_exit over the "
+                  "interleaved rounds. --no-files: dlbpf without the files source, the rest of it (sched, block) still on. BPF ns: run_time_ns / run_cnt of file_read_enter + file_read_exit over the "
                   "loop (kernel.bpf_stats_enabled), which also counts other processes' reads meanwhile."])

@@ -29,7 +29,7 @@ static bool syscall_event_exists(const char *name)
 	return false;
 }
 
-bool dl_files_choose(struct dlbpf *skel)
+bool dl_files_choose(struct dlbpf *skel, bool wanted)
 {
 	struct {
 		struct bpf_program *prog;
@@ -51,11 +51,13 @@ bool dl_files_choose(struct dlbpf *skel)
 	const char *missing = NULL;
 
 	/* All or none: an entry without its exit would leave a call open, a read without its open no file. */
-	for (size_t i = 0; i < n && !missing; i++)
+	for (size_t i = 0; i < n && !missing && wanted; i++)
 		if (!syscall_event_exists(progs[i].event))
 			missing = progs[i].event;
 	for (size_t i = 0; i < n; i++)
-		bpf_program__set_autoload(progs[i].prog, !missing);
+		bpf_program__set_autoload(progs[i].prog, wanted && !missing);
+	if (!wanted)
+		return false;
 	if (missing)
 		dl_warn("reads are not attributed to files: tracefs has no syscalls/%s event "
 			"(CONFIG_FTRACE_SYSCALLS, or tracefs not mounted)", missing);

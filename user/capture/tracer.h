@@ -76,8 +76,8 @@ struct dl_tracer {
 	uint64_t traced_full;     /* processes user space could not add to the full traced set */
 };
 
-/* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records. */
-int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode);
+/* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records; files: load bpf/files.bpf.c. */
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files);
 /* Before the first scan: put launches and copies on links of their own, for --duty. */
 void dl_tracer_split_hot(struct dl_tracer *t);
 /*
