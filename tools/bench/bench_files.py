@@ -9,7 +9,7 @@ import time
 
 from bench import DLBPF, TMP, prog_stats, readline_until, spread, table
 
-READ_PROGS = ("file_sys_enter", "file_sys_exit")
+READ_PROGS = ("file_read_enter", "file_read_exit")
 BLOCK = 4096
 
 
@@ -79,9 +79,9 @@ def bench_files(rounds, mb=16, passes=8):
             for v in variants[r % len(variants):] + variants[:r % len(variants)]:
                 ns, st = one_run(v, path, passes)
                 loop_ns[v].append(ns / reads)
-                runs = st["file_sys_enter"][1]
+                runs = st["file_read_enter"][1]
                 if runs:
-                    # Every syscall of the machine runs both programs: per run, enter plus exit.
+                    # Every read of the machine runs both programs: per run, enter plus exit.
                     bpf_ns[v].append(sum(t for t, _ in st.values()) / runs)
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
@@ -93,10 +93,9 @@ def bench_files(rounds, mb=16, passes=8):
         ratio = [x / b for x, b in zip(loop_ns[v], base)]
         rows.append([v, spread(loop_ns[v]), spread(ratio, "{:.3f}"), spread(bpf_ns[v]) if bpf_ns[v] else ""])
     return table("8. Files source: cost per read syscall (4 KiB reads of a cached file)",
-                 ["variant", "reader CPU ns per read call", "ratio to untraced", "BPF ns per syscall (enter + exit, bpf_stats)"],
+                 ["variant", "reader CPU ns per read call", "ratio to untraced", "BPF ns per read (enter + exit, bpf_stats)"],
                  rows,
                  [f"`dd bs={BLOCK}` over a {mb} MiB cached file, {passes} passes ({reads} read calls); reader CPU: "
                   "user + system time of the shell and its dd's (process starts and writes to /dev/null included); median [min-max] over {rounds} "
-                  "interleaved rounds. --no-files: dlbpf without the files source, the rest of it (sched, block) still on. BPF ns: run_time_ns / run_cnt of file_sys_enter + file_sys_exit over the "
-                  "loop (kernel.bpf_stats_enabled): they run for every syscall of the machine (dd's writes, other "
-                  "processes'), and record only the traced ones' reads, opens and closes."])
+                  "interleaved rounds. --no-files: dlbpf without the files source, the rest of it (sched, block) still on. BPF ns: run_time_ns / run_cnt of file_read_enter + file_read_exit over the "
+                  "loop (kernel.bpf_stats_enabled), which also counts other processes' reads meanwhile."])

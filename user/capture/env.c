@@ -79,7 +79,6 @@ int dl_env_probe(struct dl_features *f)
 	f->exit_group_dead = tp_param_count(btf, "sched_process_exit") >= 2;
 	f->bio_merge_bio_only = tp_param_count(btf, "block_bio_backmerge") == 1;
 	f->getrq_bio_only = tp_param_count(btf, "block_getrq") == 1;
-	f->raw_syscalls = tp_param_count(btf, "sys_enter") == 2 && tp_param_count(btf, "sys_exit") == 2;
 	dl_debug("kernel: block_io_start %s, sched_switch prev_state %s, sched_process_exit group_dead %s, "
 		 "block_bio_backmerge (%s)", f->block_io_start ? "yes" : "no", f->switch_prev_state ? "yes" : "no",
 		 f->exit_group_dead ? "yes" : "no", f->bio_merge_bio_only ? "bio" : "q, rq, bio");

@@ -11,7 +11,6 @@ struct dl_features {
 	bool exit_group_dead;       /* sched_process_exit passes group_dead */
 	bool bio_merge_bio_only;    /* block_bio_backmerge passes (bio), not (q, rq, bio) (5.11+) */
 	bool getrq_bio_only;        /* block_getrq passes (bio), not (q, bio, rw) (5.11+) */
-	bool raw_syscalls;          /* the raw sys_enter (regs, id) and sys_exit (regs, ret) tracepoints */
 };
 
 /* Fails with a message that says what to do when dlbpf cannot load BPF here. */

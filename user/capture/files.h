@@ -16,8 +16,8 @@
 
 struct dlbpf;
 
-/* Loads the files programs when wanted and the kernel has the tracepoints they attach to (have). */
-void dl_files_choose(struct dlbpf *skel, bool wanted, bool have);
+/* Loads the files programs when wanted and tracefs has every syscall event they attach to; false if not. */
+bool dl_files_choose(struct dlbpf *skel, bool wanted);
 /*
  * The cwd each traced process was last seen with, for relative paths of a
  * process gone by the time its records are read (a short-lived worker): a

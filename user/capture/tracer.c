@@ -57,8 +57,7 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	bpf_program__set_autoload(skel->progs.io_issue, !t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_requeue, !t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_getrq, !t->feat.block_io_start);
-	dl_files_choose(skel, files, t->feat.raw_syscalls);
-	t->files = files && t->feat.raw_syscalls;
+	t->files = dl_files_choose(skel, files);
 	/* Attached by hand: per library (dl_tracer_scan_cuda) and per process (--step-on, marker.c). */
 	bpf_program__set_autoattach(skel->progs.cuda_entry_only, false);
 	bpf_program__set_autoattach(skel->progs.cuda_enter, false);
