@@ -11,6 +11,7 @@ from bench import DLBPF, TMP, prog_stats, readline_until, spread, table
 
 READ_PROGS = ("file_read_enter", "file_read_exit")
 BLOCK = 4096
+FLOOR = "tracepoint:syscalls:sys_enter_read { } tracepoint:syscalls:sys_exit_read { }"
 
 
 def reader_script(path, passes):
@@ -30,7 +31,13 @@ def one_run(variant, path, passes):
     sh = subprocess.Popen(reader_script(path, passes), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     idle = tracer = None
     try:
-        if variant != "untraced":
+        if variant.startswith("floor"):
+            # Empty programs on the same two events: what the kernel's syscall-event path costs by itself.
+            tracer = subprocess.Popen(["bpftrace", "-e", FLOOR], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+            readline_until(tracer.stdout, "Attaching")
+            time.sleep(0.5)   # bpftrace prints the line before its attach is done
+        elif variant != "untraced":
             target = sh.pid
             if "reader untraced" in variant:
                 idle = subprocess.Popen(["sleep", "100000"])
@@ -66,7 +73,8 @@ def bench_files(rounds, mb=16, passes=8):
     with open(path, "wb") as f:
         f.write(os.urandom(mb << 20))
     reads = passes * ((mb << 20) // BLOCK + 1)   # dd's last call returns 0 at end of file
-    variants = ["untraced", "dlbpf --no-files, reader untraced", "dlbpf, reader untraced", "dlbpf, reader traced"]
+    variants = ["untraced", "floor: empty programs on sys_enter_read/sys_exit_read (bpftrace)",
+                "dlbpf --no-files, reader untraced", "dlbpf, reader untraced", "dlbpf, reader traced"]
     loop_ns = {v: [] for v in variants}
     bpf_ns = {v: [] for v in variants}
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
@@ -86,7 +94,6 @@ def bench_files(rounds, mb=16, passes=8):
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write(stats_were)
-        time.sleep(0)
     base = loop_ns["untraced"]
     rows = []
     for v in variants:
@@ -96,6 +103,9 @@ def bench_files(rounds, mb=16, passes=8):
                  ["variant", "reader CPU ns per read call", "ratio to untraced", "BPF ns per read (enter + exit, bpf_stats)"],
                  rows,
                  [f"`dd bs={BLOCK}` over a {mb} MiB cached file, {passes} passes ({reads} read calls); reader CPU: "
-                  "user + system time of the shell and its dd's (process starts and writes to /dev/null included); median [min-max] over {rounds} "
-                  "interleaved rounds. --no-files: dlbpf without the files source, the rest of it (sched, block) still on. BPF ns: run_time_ns / run_cnt of file_read_enter + file_read_exit over the "
-                  "loop (kernel.bpf_stats_enabled), which also counts other processes' reads meanwhile."])
+                  "user + system time of the shell and its dd's (process starts and writes to /dev/null "
+                  f"included); median [min-max] over {rounds} interleaved rounds. floor: what the kernel's "
+                  "syscall-event path costs with programs that do nothing. --no-files: dlbpf without the files "
+                  "source, the rest of it (sched, block) still on. BPF ns: run_time_ns / run_cnt of "
+                  "file_read_enter + file_read_exit over the loop (kernel.bpf_stats_enabled), which also counts "
+                  "other processes' reads meanwhile."])
