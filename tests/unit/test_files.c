@@ -190,8 +190,28 @@ static void test_small_reads(void)
 	dl_stream_free(&st);
 }
 
+/* A path with no NUL in its 256 bytes is malformed: sinks read it as a C string. */
+static void test_malformed_path(void)
+{
+	struct dl_stream s = { 0 };
+	struct dl_file_open_ev e;
+
+	memset(&e, 'x', sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_FILE_OPEN, .ts = 1, .tgid = PID, .tid = PID };
+	CHECK(dl_stream_emit(&s, &e, sizeof(e)) == -1, "an unterminated path was accepted");
+	CHECK_EQ_U64(s.malformed, 1);
+	e.path[DL_PATH_LEN - 1] = '\0';
+	e.h.ts = 1;
+	e.cwd_ino = 0;
+	e.cwd_dev = 0;
+	e.pad = 0;
+	CHECK(dl_stream_emit(&s, &e, sizeof(e)) == 0, "a terminated path was refused");
+	dl_stream_free(&s);
+}
+
 int main(void)
 {
+	test_malformed_path();
 	dl_summary_init(&sum);
 	dl_stream_add(&st, dl_summary_sink, &sum);
 	test_fd_table();
