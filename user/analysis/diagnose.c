@@ -324,7 +324,7 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 {
 	struct run_facts rf;
 	struct dl_finding *x;
-	uint64_t events = 0;
+	uint64_t events;
 
 	memset(d, 0, sizeof(*d));
 	gather(c, d, &rf);
@@ -355,10 +355,7 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 		evidence(x, "bytes", (double)s->async_io_bytes);
 		evidence(x, "requests", (double)s->async_io_ops);
 	}
-	for (int k = 0; k < DL_EV_TRACE_START; k++)
-		events += s->records[k];
-	events += s->records[DL_EV_BIO_SUBMIT] + s->records[DL_EV_FILE_OPEN] + s->records[DL_EV_FILE_READ] +
-		  s->records[DL_EV_FILE_CLOSE];
+	events = dl_summary_kernel_events(s);
 	if (s->drops_total) {
 		double lost = 100.0 * (double)s->drops_total / (double)(events + s->drops_total);
 

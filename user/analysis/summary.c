@@ -397,6 +397,16 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 	return 0;
 }
 
+uint64_t dl_summary_kernel_events(const struct dl_summary *s)
+{
+	uint64_t n = s->records[DL_EV_BIO_SUBMIT] + s->records[DL_EV_FILE_OPEN] + s->records[DL_EV_FILE_READ] +
+		     s->records[DL_EV_FILE_CLOSE];
+
+	for (int k = 0; k < DL_EV_TRACE_START; k++)
+		n += s->records[k];
+	return n;
+}
+
 uint64_t dl_summary_duration(const struct dl_summary *s)
 {
 	uint64_t start = s->start_ts ? s->start_ts : s->first_ts;

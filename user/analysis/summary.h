@@ -123,5 +123,7 @@ struct dl_kernel_stat *dl_proc_kernel(struct dl_proc *p, uint64_t func, const ui
 /* A stream sink: counts one record. */
 int dl_summary_sink(void *summary, const struct dl_rec *r);
 uint64_t dl_summary_duration(const struct dl_summary *s);
+/* Records the kernel wrote (the collector's own excluded): what drops are a share of. */
+uint64_t dl_summary_kernel_events(const struct dl_summary *s);
 
 #endif

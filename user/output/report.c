@@ -136,15 +136,13 @@ static void text_bystanders(FILE *f, const struct dl_summary *s, uint64_t trace_
 
 void dl_report_text(FILE *f, const struct dl_summary *s)
 {
-	uint64_t events = 0;
+	uint64_t events;
 	char r[32], w[32];
 	struct dl_sbuf esc = { 0 };   /* names are the traced side's bytes: escaped for the terminal */
 	uint64_t trace_ns = dl_summary_duration(s);
 	bool fold = dl_log_level < DL_LOG_INFO;
 
-	for (int k = 0; k < DL_EV_TRACE_START; k++)
-		events += s->records[k];
-	events += s->records[DL_EV_BIO_SUBMIT];
+	events = dl_summary_kernel_events(s);
 	fprintf(f, "\ndlbpf: traced %zu process%s for %.2f s: %" PRIu64 " events, %" PRIu64 " dropped\n",
 		s->n, s->n == 1 ? "" : "es", (double)trace_ns / 1e9, events, s->drops_total);
 	if (s->recursion_misses) {
