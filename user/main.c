@@ -141,6 +141,8 @@ static int on_record(void *ctx, void *data, size_t len)
 			/* One thread: exec leaves only the caller, and later ones are traced from their start. */
 			dl_emit_procinfo_threads(&r->stream, dl_now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm,
 						 dl_proc_nspid((pid_t)h->tgid), 1);
+			if (r->tracer.files)
+				dl_files_snapshot(&r->stream, &r->cwds, (pid_t)h->tgid);
 			dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
 			note_load(r, &(struct dl_cuda_ev){ .h = *h });
 		}
