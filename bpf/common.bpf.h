@@ -112,6 +112,40 @@ DL_SHARED struct {
 	__type(value, struct traced_mark);
 } traced_marks SEC(".maps");
 
+/*
+ * The syscall of the files source (files.bpf.c) a traced thread is inside:
+ * its entry, what exit needs of its arguments, and the block bytes the thread
+ * submitted meanwhile (io.bpf.c adds them). Task-local so a submission finds it
+ * without a lookup by tid; the kernel frees it with the thread.
+ */
+struct file_call {
+	__u64 ts;
+	__u64 path;        /* openat: the user pointer to the path */
+	__u64 disk_bytes;
+	__s32 fd;          /* read family: the fd; openat: the dirfd */
+	__u32 call;        /* enum dl_read_call, FILE_CALL_OPENAT, or 0 when none is in flight */
+	__u32 open_flags;
+	__u32 pad;
+};
+
+#define FILE_CALL_OPENAT 100
+
+DL_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct file_call);
+} file_calls SEC(".maps");
+
+/* A traced task submitted bytes for a read: they belong to the read syscall it is in, if any. */
+static __always_inline void dl_note_read_submit(__u32 bytes)
+{
+	struct file_call *fc = bpf_task_storage_get(&file_calls, bpf_get_current_task_btf(), 0, 0);
+
+	if (fc && fc->call && fc->call != FILE_CALL_OPENAT)
+		fc->disk_bytes += bytes;
+}
+
 struct thread_state {
 	__u64 since;
 	__u32 state;

@@ -68,6 +68,9 @@ static __always_inline void emit_submit(__u64 ts, __u64 id, __u64 sector, __u32 
 {
 	struct dl_bio_submit_ev *e;
 
+	/* Submissions run in the submitter's context: a read syscall in flight there caused this one. */
+	if (!(flags & DL_BIO_WRITE))
+		dl_note_read_submit(bytes);
 	e = dl_reserve(sizeof(*e), DL_EV_BIO_SUBMIT, DL_DROP_BIO, ts, id >> 32, (__u32)id);
 	if (!e)
 		return;

@@ -5,7 +5,7 @@ WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
 CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
-WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev
+WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev $(OUTPUT)/workloads/fileread
 HANDSHAKE := tests/workloads/handshake.h
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
@@ -36,6 +36,9 @@ $(OUTPUT)/workloads/threads: tests/workloads/threads.c $(HANDSHAKE) | $(OUTPUT)/
 	$(CC) $(TEST_CFLAGS) -pthread $< -o $@
 
 $(OUTPUT)/workloads/readdev: tests/workloads/readdev.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUTPUT)/workloads/fileread: tests/workloads/fileread.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
 # The fault matrix's hangs and holds: a path replaced under a mapped runtime, a
@@ -70,6 +73,7 @@ LAYOUT_TEST := python3 tests/unit/test_layout.py
 MANPAGE_TEST := python3 tests/unit/test_manpage.py
 INTEGRATION := python3 tests/integration/test_dlbpf.py
 SCENARIOS := python3 tests/integration/test_scenarios.py
+FILES_TESTS := python3 tests/integration/test_files.py
 include tests/workloads/coverage.mk
 include tests/workloads/paths.mk
 include tests/fuzz/fuzz.mk
@@ -86,13 +90,13 @@ test-unit: $(UNIT_BINS) dlbpf
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)"
 
 test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
-	@tests/run-tests.sh "$(INTEGRATION)" "$(SCENARIOS)"
+	@tests/run-tests.sh "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)"
 
 # Every suite, each reporting "N passed, N failed"; dlbpf's checks are counted apart from the
 # simulator's and the workloads' own (--self), and the last line is dlbpf's total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
-	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" \
+	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
 		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" $(FUZZ_TESTS)
 

@@ -85,7 +85,7 @@ static const char doc[] =
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
-       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_ENCODING };
+       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_ENCODING, OPT_NO_FILES };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -117,6 +117,8 @@ static const struct argp_option opts[] = {
 	  "records; kernels without grid/block, copies without pageable/pinned)", 0 },
 	{ "duty", OPT_DUTY, "M/N", 0, "Low overhead: probe launches and copies only M of every N seconds; the report "
 	  "scales their counts", 0 },
+	{ "no-files", OPT_NO_FILES, NULL, 0, "Do not attribute reads to files: leaves the read, openat and close syscall "
+	  "tracepoints off, which every process's syscalls pass while they are on", 0 },
 	{ "ring", OPT_RING, "SEC", 0, "record: a flight recorder: keep the last SEC seconds in memory and write them "
 	  "to a new recording in the -o directory when a step is slow (--trigger-step), the verdict changes, events "
 	  "are dropped, or on SIGUSR1", 0 },
@@ -282,6 +284,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SUMMARY:
 		cfg->kernel_agg = true;
+		break;
+	case OPT_NO_FILES:
+		cfg->no_files = true;
 		break;
 	case OPT_DUTY:
 		if (dl_duty_parse(arg, &cfg->duty_on_s, &cfg->duty_period_s))

@@ -42,6 +42,7 @@ struct dl_config {
 	int ncomms;
 	bool system_wide;      /* every process that maps a CUDA runtime, now and later */
 	bool kernel_agg;       /* --summary: CUDA calls aggregated in the kernel (capture/aggregate.c) */
+	bool no_files;         /* --no-files: the files source (bpf/files.bpf.c) is not loaded */
 	unsigned duty_on_s, duty_period_s;   /* --duty M/N (capture/duty.c); 0: always on */
 	size_t keep_steps;     /* --keep-steps: the latest steps kept in full per process; 0: all */
 	int ready_fd;          /* --ready-fd: told "ready" once tracing has begun; -1: none */

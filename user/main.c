@@ -27,6 +27,7 @@
 #include "records/record.h"
 #include "output/report_diag.h"
 #include "capture/env.h"
+#include "capture/files.h"
 #include "capture/held.h"
 #include "log.h"
 #include "capture/naming.h"
@@ -108,6 +109,7 @@ struct run {
 	struct dl_duty duty;    /* --duty */
 	struct dl_watchdog watchdog;   /* continues held processes if dlbpf dies or stalls */
 	struct dl_exporter metrics;    /* --metrics */
+	struct dl_cwds cwds;    /* for relative paths of processes gone before their records are read */
 };
 
 /* Low-overhead modes: makes everything the kernel holds visible in the summary. */
@@ -154,11 +156,16 @@ static int on_record(void *ctx, void *data, size_t len)
 	if (h->kind == DL_EV_PROC) {
 		const struct dl_proc_ev *e = data;
 
+		if (e->what == DL_PROC_FORK && r->tracer.files)
+			dl_cwds_fork(&r->cwds, (pid_t)h->tgid, (pid_t)e->ppid);
+
 		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
 		if (e->what == DL_PROC_EXEC && !dl_summary_find(&r->sum, (pid_t)h->tgid)) {
 			/* One thread: exec leaves only the caller, and later ones are traced from their start. */
 			dl_emit_procinfo_threads(&r->stream, dl_now_ns(), (pid_t)h->tgid, (pid_t)e->ppid, e->comm,
 						 dl_proc_nspid((pid_t)h->tgid), 1);
+			if (r->tracer.files)
+				dl_files_snapshot(&r->stream, &r->cwds, (pid_t)h->tgid);
 			dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
 			note_load(r, &(struct dl_cuda_ev){ .h = *h });
 		}
@@ -166,6 +173,15 @@ static int on_record(void *ctx, void *data, size_t len)
 		if (e->what == DL_PROC_EXEC && h->size >= offsetof(struct dl_proc_ev, flags) + sizeof(e->flags) &&
 		    (e->flags & DL_PROC_STOPPED))
 			dl_held_note(&r->held, (pid_t)h->tgid, true);
+	}
+	if (h->kind == DL_EV_FILE_OPEN && len >= sizeof(struct dl_file_open_ev)) {
+		struct dl_file_open_ev abs;
+
+		/* Resolved while the process still has the cwd it opened from; the recording keeps the result. */
+		if (dl_files_resolve(&r->cwds, data, &abs)) {
+			dl_stream_emit(&r->stream, &abs, sizeof(abs));
+			return 0;
+		}
 	}
 	if (in.is_call) {
 		const struct dl_cuda_ev *e = data;
@@ -185,9 +201,12 @@ static void trace_existing(pid_t pid, pid_t ppid, void *arg)
 	struct run *r = arg;
 	struct dl_proc_stat st;
 
-	if (dl_tracer_trace_pid(&r->tracer, pid, ppid) == 0 && dl_proc_stat(pid, &st) == 0)
+	if (dl_tracer_trace_pid(&r->tracer, pid, ppid) == 0 && dl_proc_stat(pid, &st) == 0) {
 		dl_emit_procinfo_threads(&r->stream, dl_now_ns(), pid, ppid, st.comm, dl_proc_nspid(pid),
 					 (uint32_t)st.threads);
+		if (r->tracer.files)
+			dl_files_snapshot(&r->stream, &r->cwds, pid);
+	}
 }
 
 static int trace_root(struct run *r, pid_t pid)
@@ -212,6 +231,9 @@ static int trace_root(struct run *r, pid_t pid)
 	}
 	dl_emit_procinfo_threads(&r->stream, dl_now_ns(), pid, st.ppid, st.comm, dl_proc_nspid(pid),
 				 (uint32_t)st.threads);
+	/* After the attach: an fd opened since is in the snapshot, its openat record, or both (same path). */
+	if (r->tracer.files)
+		dl_files_snapshot(&r->stream, &r->cwds, pid);
 	if (dl_proc_nspid(pid) > 0 && dl_proc_nspid(pid) != pid)
 		dl_info("pid %d (%s) is pid %d in its pid namespace", pid, st.comm, dl_proc_nspid(pid));
 	/* Data-loader workers already running are part of the job. */
@@ -501,7 +523,7 @@ static int trace_live(struct run *r)
 	err = dl_env_check();
 	if (err)
 		return err;
-	err = dl_tracer_open_load(&r->tracer, r->cfg.ringbuf_mb, r->cfg.kernel_agg);
+	err = dl_tracer_open_load(&r->tracer, r->cfg.ringbuf_mb, r->cfg.kernel_agg, !r->cfg.no_files);
 	if (!err && r->cfg.kernel_agg)
 		err = dl_agg_init(&r->agg, dl_tracer_agg_fd(&r->tracer));
 	if (err)
@@ -854,6 +876,7 @@ cleanup:
 	dl_symbolizer_free(r.symbolizer);
 	dl_summary_free(&r.sum);
 	dl_stream_free(&r.stream);
+	dl_cwds_free(&r.cwds);
 	dl_agg_free(&r.agg);
 	dl_duty_free(&r.duty);
 	/* A command that never ran: the statuses env(1), nice(1) and the shell give it. */

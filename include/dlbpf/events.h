@@ -51,6 +51,9 @@ enum dl_kind {
 	DL_EV_TRACE_END = 10,  /* struct dl_trace_end_ev: tracing ended; final drop counts */
 	DL_EV_BIO_SUBMIT = 11, /* struct dl_bio_submit_ev: bytes a traced task put into a block request */
 	DL_EV_PROG = 12,       /* struct dl_prog_ev: one BPF program's runs the kernel skipped (collector) */
+	DL_EV_FILE_OPEN = 13,  /* struct dl_file_open_ev: an fd of a traced process now names a file */
+	DL_EV_FILE_READ = 14,  /* struct dl_file_read_ev: one read syscall of a traced task */
+	DL_EV_FILE_CLOSE = 15, /* struct dl_file_close_ev: a traced process closed an fd */
 	DL_EV_KIND_MAX,
 };
 
@@ -237,7 +240,7 @@ struct dl_sym_ev {
 /* Indexes of the per-CPU drop counters (map "drops"). */
 enum dl_drop_src {
 	DL_DROP_CUDA = 0,     /* ring buffer full */
-	DL_DROP_BIO = 1,
+	DL_DROP_BIO = 1,      /* block and file records */
 	DL_DROP_SCHED = 2,
 	DL_DROP_PROC = 3,
 	DL_DROP_INFLIGHT = 4, /* an in-flight map (calls, requests, thread states) was full */
@@ -261,6 +264,54 @@ struct dl_prog_ev {
 	struct dl_hdr h;          /* ts = end of tracing */
 	dl_u64 recursion_misses;
 	char name[DL_PROG_NAME_LEN];
+};
+
+/*
+ * Files. The syscall tracepoints of openat, the read family and close, for
+ * traced processes only; the collector also writes a DL_EV_FILE_OPEN for each
+ * fd a process held before tracing began (DL_FILE_PREEXISTING, from
+ * /proc/PID/fd), so a replay knows those files too.
+ */
+enum dl_file_flags {
+	DL_FILE_PREEXISTING = 1u << 0, /* written by the collector from /proc/PID/fd */
+	DL_FILE_RESOLVED = 1u << 1,    /* a relative path the collector joined to the cwd or dirfd */
+	DL_FILE_TRUNCATED = 1u << 2,   /* the path did not fit (or could not be read whole) */
+	DL_FILE_PATH_FAULT = 1u << 3,  /* the path could not be read from the process's memory */
+};
+
+struct dl_file_open_ev {
+	struct dl_hdr h;          /* ts = return of openat */
+	dl_s32 fd;                /* what openat returned (only successes are recorded) */
+	dl_s32 dirfd;             /* openat's dirfd (AT_FDCWD = -100) */
+	dl_u32 flags;             /* enum dl_file_flags */
+	dl_u32 open_flags;        /* openat's flags (O_DIRECT and the like) */
+	char path[DL_PATH_LEN];   /* as passed to openat, or resolved (DL_FILE_RESOLVED); NUL-terminated */
+	/* The opener's cwd then, so a relative path is joined only to that directory (0: not known). */
+	dl_u64 cwd_ino;
+	dl_u32 cwd_dev;           /* kernel dev_t: major << 20 | minor */
+	dl_u32 pad;
+};
+
+enum dl_read_call {
+	DL_READ_READ = 1,
+	DL_READ_PREAD64 = 2,
+	DL_READ_READV = 3,
+	DL_READ_PREADV = 4,
+};
+
+struct dl_file_read_ev {
+	struct dl_hdr h;          /* ts = syscall entry */
+	dl_u64 dur_ns;            /* entry to exit */
+	dl_s64 ret;               /* bytes read, or -errno */
+	dl_u64 disk_bytes;        /* bytes the task submitted to block devices inside this call */
+	dl_s32 fd;
+	dl_u32 call;              /* enum dl_read_call */
+};
+
+struct dl_file_close_ev {
+	struct dl_hdr h;          /* ts = entry of close */
+	dl_s32 fd;
+	dl_u32 pad;
 };
 
 /* Value of the "traced" map (key: tgid). */

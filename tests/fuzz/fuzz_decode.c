@@ -37,7 +37,7 @@ static size_t abi_size(unsigned kind)
 	case DL_EV_CUDA: return sizeof(struct dl_cuda_ev);
 	case DL_EV_BIO: return sizeof(struct dl_bio_ev);
 	case DL_EV_SCHED: return sizeof(struct dl_sched_ev);
-	case DL_EV_PROC: return sizeof(struct dl_proc_ev);
+	case DL_EV_PROC: return offsetof(struct dl_proc_ev, flags);
 	case DL_EV_MARK: return sizeof(struct dl_mark_ev);
 	case DL_EV_TRACE_START: return sizeof(struct dl_trace_start_ev);
 	case DL_EV_PROCINFO: return offsetof(struct dl_procinfo_ev, threads);
@@ -46,6 +46,9 @@ static size_t abi_size(unsigned kind)
 	case DL_EV_TRACE_END: return offsetof(struct dl_trace_end_ev, recursion_misses);
 	case DL_EV_BIO_SUBMIT: return sizeof(struct dl_bio_submit_ev);
 	case DL_EV_PROG: return sizeof(struct dl_prog_ev);
+	case DL_EV_FILE_OPEN: return sizeof(struct dl_file_open_ev);
+	case DL_EV_FILE_READ: return sizeof(struct dl_file_read_ev);
+	case DL_EV_FILE_CLOSE: return sizeof(struct dl_file_close_ev);
 	default: return sizeof(struct dl_hdr);   /* a newer kind: skipped by sinks, not rejected */
 	}
 }

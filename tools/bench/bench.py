@@ -778,7 +778,7 @@ def main():
     ap.add_argument("--soak-steps", type=int, default=100000)
     ap.add_argument("--drain-records", type=int, default=1000000)
     ap.add_argument("--collector-seconds", type=int, default=30)
-    ap.add_argument("--only", default="1,2,3,3b,3c,4,5,6,7,8")
+    ap.add_argument("--only", default="1,2,3,3b,3c,4,5,6,7,8,9")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (it loads BPF programs)")
@@ -806,6 +806,9 @@ def main():
         out.append(bench_untraced(a.rounds))
     if "8" in only:
         out.append(bench_drain(max(2, a.rounds // 2), a.drain_records))
+    if "9" in only:
+        from bench_files import bench_files
+        out.append(bench_files(a.rounds))
     os.makedirs(os.path.join(OUT, "bench"), exist_ok=True)
     with open(os.path.join(OUT, "bench", "results.md"), "w") as f:
         f.write("\n".join(out))

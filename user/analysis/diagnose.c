@@ -275,12 +275,65 @@ static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf)
 	evidence_text(x, "bound_by", k->bound_by);
 }
 
+/*
+ * A read syscall costs about the same whatever its size until the copy
+ * dominates: a loader reading in small calls spends its time in syscalls and
+ * (uncached) in one device round trip per call. Flagged when most calls on
+ * files were small and they took a share of the reading threads' time that
+ * the severity scale (DESIGN.md: 5% moderate) counts.
+ */
+#define SMALL_READ_SHARE 0.05
+
+static void small_reads_finding(struct dl_diagnosis *d, const struct dl_summary *s)
+{
+	uint64_t reads = 0, small = 0, small_ns = 0, loader_ns = 0, worst_small = 0;
+	const char *worst = NULL;
+	struct dl_finding *x;
+	double share;
+
+	for (size_t i = 0; i < s->n; i++) {
+		const struct dl_proc_files *pf = &s->procs[i].files;
+
+		for (size_t k = 0; k < pf->files.n; k++) {
+			const struct dl_file_stat *f = &pf->files.v[k];
+
+			reads += f->reads;
+			small += f->small_reads;
+			small_ns += f->small_ns;
+			if (f->small_reads > worst_small) {
+				worst_small = f->small_reads;
+				worst = f->path;
+			}
+		}
+		loader_ns += dl_files_reader_ns(pf);
+	}
+	if (!small || small * 2 <= reads || !loader_ns)
+		return;
+	share = (double)small_ns / (double)loader_ns;
+	if (share < SMALL_READ_SHARE)
+		return;
+	x = add_finding(d, "small-reads",
+			"%llu of %llu read calls on files (%.0f%%) returned under %u KiB, most on %s; they took "
+			"%.1f ms, %.0f%% of the reading threads' time. Read in larger requests (1 MiB or more), "
+			"pack small samples into a record format (tar shards, TFRecord, WebDataset) read "
+			"sequentially, or let readahead work (posix_fadvise POSIX_FADV_SEQUENTIAL; no O_DIRECT "
+			"for small reads).",
+			(unsigned long long)small, (unsigned long long)reads, 100.0 * (double)small / (double)reads,
+			DL_SMALL_READ_BYTES >> 10, worst, (double)small_ns / 1e6, 100.0 * share);
+	evidence(x, "small_reads", (double)small);
+	evidence(x, "reads", (double)reads);
+	evidence(x, "small_read_ns", (double)small_ns);
+	evidence(x, "loader_ns", (double)loader_ns);
+	evidence(x, "loader_share", share);
+	evidence_text(x, "file", worst);
+}
+
 void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,
 		 struct dl_diagnosis *d)
 {
 	struct run_facts rf;
 	struct dl_finding *x;
-	uint64_t events = 0;
+	uint64_t events;
 
 	memset(d, 0, sizeof(*d));
 	gather(c, d, &rf);
@@ -302,6 +355,7 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 		sketch(d, &rf, s, o);
 		sketch_finding(d, &rf);
 	}
+	small_reads_finding(d, s);
 	if (s->async_io_ops) {
 		x = add_finding(d, "async-io",
 				"%.1f MB in %llu requests were read or written by kernel threads (readahead, "
@@ -311,8 +365,7 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 		evidence(x, "bytes", (double)s->async_io_bytes);
 		evidence(x, "requests", (double)s->async_io_ops);
 	}
-	for (int k = 0; k < DL_EV_TRACE_START; k++)
-		events += s->records[k];
+	events = dl_summary_kernel_events(s);
 	if (s->drops_total) {
 		double lost = 100.0 * (double)s->drops_total / (double)(events + s->drops_total);
 

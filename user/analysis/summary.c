@@ -19,6 +19,7 @@ static void proc_free(struct dl_proc *p)
 	free(p->graphs);
 	dl_u64map_free(&p->tids);
 	dl_u64map_free(&p->lib_paths);
+	dl_files_free(&p->files);
 }
 
 void dl_summary_free(struct dl_summary *s)
@@ -245,6 +246,7 @@ static void add_sched(struct dl_summary *s, const struct dl_sched_ev *ev)
 	struct dl_proc *p = dl_summary_proc(s, (pid_t)ev->h.tgid);
 
 	note_thread(p, ev->h.tid);
+	dl_files_note_sched(&p->files, ev->h.tid, ev->dur_ns);
 	switch (ev->state) {
 	case DL_ST_RUNNING:
 		p->sched.oncpu_ns += ev->dur_ns;
@@ -278,12 +280,17 @@ static void add_proc(struct dl_summary *s, const struct dl_proc_ev *ev)
 	struct dl_proc *p = dl_summary_proc(s, (pid_t)ev->h.tgid);
 
 	switch (ev->what) {
-	case DL_PROC_FORK:
+	case DL_PROC_FORK: {
+		const struct dl_proc *parent = dl_summary_find(s, (pid_t)ev->ppid);
+
 		p->ppid = (pid_t)ev->ppid;
 		p->seen_start = true;
 		set_comm(p, ev->comm);
 		threads_from(p, 1);
+		if (parent && parent != p)
+			dl_files_fork(&p->files, &parent->files);
 		break;
+	}
 	case DL_PROC_THREAD:
 		if (p->threads_known)
 			p->threads++;
@@ -345,6 +352,16 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 	case DL_EV_BIO_SUBMIT:
 		add_bio_submit(s, rec);
 		break;
+	case DL_EV_FILE_OPEN:
+		dl_files_open(&dl_summary_proc(s, (pid_t)h->tgid)->files, rec);
+		break;
+	case DL_EV_FILE_READ:
+		note_thread(dl_summary_proc(s, (pid_t)h->tgid), h->tid);
+		dl_files_read(&dl_summary_proc(s, (pid_t)h->tgid)->files, rec);
+		break;
+	case DL_EV_FILE_CLOSE:
+		dl_files_close(&dl_summary_proc(s, (pid_t)h->tgid)->files, rec);
+		break;
 	case DL_EV_PROG: {
 		const struct dl_prog_ev *e = rec;
 		struct dl_prog_miss *m = dl_vec_push(&s->prog_misses);
@@ -397,6 +414,16 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 		break;
 	}
 	return 0;
+}
+
+uint64_t dl_summary_kernel_events(const struct dl_summary *s)
+{
+	uint64_t n = s->records[DL_EV_BIO_SUBMIT] + s->records[DL_EV_FILE_OPEN] + s->records[DL_EV_FILE_READ] +
+		     s->records[DL_EV_FILE_CLOSE];
+
+	for (int k = 0; k < DL_EV_TRACE_START; k++)
+		n += s->records[k];
+	return n;
 }
 
 uint64_t dl_summary_duration(const struct dl_summary *s)

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "analysis/files.h"
 #include "records/cuda_api.h"
 #include "records/stream.h"
 #include "dlbpf/events.h"
@@ -91,6 +92,7 @@ struct dl_proc {
 		uint64_t oncpu_ns, runq_ns, blocked_ns, sleep_ns, disk_ns, switches;
 	} sched;
 	struct dl_u64map tids; /* !threads_known: the set of threads seen (values unused) */
+	struct dl_proc_files files;   /* reads by file (analysis/files.h) */
 };
 
 struct dl_prog_miss {
@@ -141,5 +143,7 @@ uint64_t dl_summary_duration(const struct dl_summary *s);
  * (what the user named, a pid or a command, never is). Reports fold them.
  */
 bool dl_proc_bystander(const struct dl_summary *s, const struct dl_proc *p);
+/* Records the kernel wrote (the collector's own excluded): what drops are a share of. */
+uint64_t dl_summary_kernel_events(const struct dl_summary *s);
 
 #endif

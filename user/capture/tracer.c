@@ -15,6 +15,7 @@
 #include "dlbpf.skel.h"
 #include "dlbpf/io.h"
 #include "capture/elfsym.h"
+#include "capture/files.h"
 #include "capture/hooks.h"
 #include "log.h"
 #include "capture/procfs.h"
@@ -22,7 +23,7 @@
 #include "capture/tracer.h"
 #include "util.h"
 
-int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files)
 {
 	struct dlbpf *skel;
 	int err;
@@ -60,6 +61,7 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode)
 	bpf_program__set_autoload(skel->progs.io_issue, !t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_requeue, !t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_getrq, !t->feat.block_io_start);
+	t->files = dl_files_choose(skel, files);
 	/* Attached by hand: per library (dl_tracer_scan_cuda) and per process (--step-on, marker.c). */
 	bpf_program__set_autoattach(skel->progs.cuda_entry_only, false);
 	bpf_program__set_autoattach(skel->progs.cuda_enter, false);

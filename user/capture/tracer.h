@@ -64,6 +64,7 @@ struct dl_refused_file {
 struct dl_tracer {
 	struct dlbpf *skel;
 	struct dl_features feat;
+	bool files;                 /* the files programs are loaded (dl_files_choose) */
 	DL_VEC(struct dl_cuda_attach) cuda;
 	struct dl_u64map cuda_index;    /* hash of (pid, dev, inode) -> position in cuda */
 	/* Files whose symbols hold no CUDA runtime: not read again. */
@@ -81,8 +82,8 @@ struct dl_tracer {
 	bool entry_link_first;    /* test hook DLBPF_TEST_ENTRY_LINK_FIRST */
 };
 
-/* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records. */
-int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode);
+/* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records; files: load bpf/files.bpf.c. */
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files);
 /* Before the first scan: put launches and copies on links of their own, for --duty. */
 void dl_tracer_split_hot(struct dl_tracer *t);
 /*

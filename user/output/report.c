@@ -6,6 +6,7 @@
 #include "output/json.h"
 #include "output/report.h"
 #include "output/report_diag.h"
+#include "output/report_files.h"
 #include "strsafe.h"
 #include "version.h"
 
@@ -120,15 +121,13 @@ static void text_bystanders(FILE *f, const struct dl_summary *s, struct dl_sbuf 
 
 void dl_report_text(FILE *f, const struct dl_summary *s)
 {
-	uint64_t events = 0;
+	uint64_t events;
 	char r[32], w[32];
 	struct dl_sbuf esc = { 0 };   /* names are the traced side's bytes: escaped for the terminal */
 	uint64_t trace_ns = dl_summary_duration(s);
 	bool fold = dl_log_level < DL_LOG_INFO;
 
-	for (int k = 0; k < DL_EV_TRACE_START; k++)
-		events += s->records[k];
-	events += s->records[DL_EV_BIO_SUBMIT];
+	events = dl_summary_kernel_events(s);
 	fprintf(f, "\ndlbpf: traced %zu process%s for %.2f s: %" PRIu64 " events, %" PRIu64 " dropped\n",
 		s->n, s->n == 1 ? "" : "es", (double)trace_ns / 1e9, events, s->drops_total);
 	if (s->recursion_misses) {
@@ -184,6 +183,7 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 			"%" PRIu64 " switches, %u threads\n",
 			ms(p->sched.oncpu_ns), ms(p->sched.runq_ns), ms(p->sched.blocked_ns), ms(p->sched.sleep_ns),
 			ms(p->sched.disk_ns), p->sched.switches, p->threads);
+		dl_report_files_text(f, &p->files, &esc);
 	}
 	if (fold)
 		text_bystanders(f, s, &esc);
@@ -299,6 +299,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_ku64(j, "disk_ns", p->sched.disk_ns);
 	dl_json_ku64(j, "switches", p->sched.switches);
 	dl_json_obj_end(j);
+	dl_report_files_json(j, &p->files);
 	dl_json_obj_end(j);
 }
 

@@ -16,5 +16,7 @@ void dl_report_text(FILE *f, const struct dl_summary *s);
 /* The whole JSON summary; c and d may be NULL. Returns 0, or -1 when writing failed (errno set). */
 int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
 		   const struct dl_diagnosis *d);
+/* "12.3 MiB": bytes in the largest binary unit under 1024 of it. */
+void dl_fmt_bytes(char *buf, size_t len, uint64_t b);
 
 #endif

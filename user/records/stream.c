@@ -18,6 +18,9 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_TRACE_END] = offsetof(struct dl_trace_end_ev, recursion_misses),
 	[DL_EV_BIO_SUBMIT] = sizeof(struct dl_bio_submit_ev),
 	[DL_EV_PROG] = sizeof(struct dl_prog_ev),
+	[DL_EV_FILE_OPEN] = sizeof(struct dl_file_open_ev),
+	[DL_EV_FILE_READ] = sizeof(struct dl_file_read_ev),
+	[DL_EV_FILE_CLOSE] = sizeof(struct dl_file_close_ev),
 };
 
 /* The interval a timed record covers (0 for the others). */
@@ -35,6 +38,9 @@ static uint64_t dur_of(const void *rec, unsigned kind)
 		break;
 	case DL_EV_SCHED:
 		at = offsetof(struct dl_sched_ev, dur_ns);
+		break;
+	case DL_EV_FILE_READ:
+		at = offsetof(struct dl_file_read_ev, dur_ns);
 		break;
 	default:
 		return 0;
@@ -74,6 +80,10 @@ static int record_check(const void *rec, size_t len)
 	if (h->kind == DL_EV_SYM && ((const char *)rec)[h->size - 1] != '\0')
 		return -1;
 	if (h->kind == DL_EV_PROG && !prog_name_ok(rec))
+		return -1;
+	/* Sinks read the path as a C string. */
+	if (h->kind == DL_EV_FILE_OPEN &&
+	    !memchr(((const struct dl_file_open_ev *)rec)->path, '\0', DL_PATH_LEN))
 		return -1;
 	/*
 	 * The kernel's clock is an s64 (ktime_t): no real interval ends past

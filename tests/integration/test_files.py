@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Reads attributed to files (processes[].files) and the small-reads finding, against the
+workloads' own counts: fileread's per-file read_bytes, calls and /proc/self/io deltas, train's
+per-batch bytes. Run as root."""
+import json
+import os
+import subprocess
+import time
+
+from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, check, load_summary, main, process, truth_line,
+                     workload)
+
+FILES_DIR = os.path.join(WORK, "files")
+# Sizes that are no multiple of a page or of a read call, so a byte lost or counted twice shows.
+SIZES = {"held.dat": 1_238_257, "a.dat": 3_000_057, "b.dat": 413_497, "c.dat": 83_697}
+IO_KB = 16
+
+
+def make_files():
+    os.makedirs(FILES_DIR, exist_ok=True)
+    for name, size in SIZES.items():
+        path = os.path.join(FILES_DIR, name)
+        if not os.path.exists(path) or os.path.getsize(path) != size:
+            with open(path, "wb") as f:
+                f.write(os.urandom(size))
+                f.flush()
+                os.fsync(f.fileno())
+
+
+def run_fileread(dlbpf_args):
+    """fileread --wait under dlbpf --pid: attached while held.dat is already open. Returns the
+    finished Dlbpf and the workload's truth lines by pid."""
+    make_files()
+    w = subprocess.Popen([workload("fileread"), FILES_DIR, "--wait", "--io-kb", str(IO_KB)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        check(w.stdout.readline().strip() == "ready", "fileread did not start")
+        d = Dlbpf(list(dlbpf_args) + ["--pid", str(w.pid)])
+        d.started()
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        truths = {}
+        while len(truths) < 2:
+            line = w.stdout.readline()
+            check(line, "fileread ended before printing its truth")
+            if line.startswith("{"):
+                t = json.loads(line)
+                truths[t["pid"]] = t
+        check(w.stdout.readline().strip() == "ready", "fileread did not finish")
+        # A loader runs on: the records are read (a 10 ms drain) while it is still there, as
+        # relative paths need (their cwd is read from /proc). Generous for a loaded machine.
+        time.sleep(1.0)
+        w.stdin.write("done\n")
+        w.stdin.flush()
+        w.communicate(timeout=60)
+        rc = d.wait()
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    check(w.returncode == 0, f"fileread exited {w.returncode}")
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-2000:]}")
+    return d, truths
+
+
+def files_of(p):
+    return {f["path"]: f for f in p["files"]}
+
+
+def compare_files(summary, truths):
+    """Every file each process read: exact bytes and calls; disk bytes equal to what the kernel
+    counted for the task (/proc/self/io) over that file's reads."""
+    n = 0
+    for pid, t in truths.items():
+        got = files_of(process(summary, pid))
+        for f in t["files"]:
+            check(f["path"] in got, f"pid {pid}: {f['path']} not in {sorted(got)}")
+            g = got[f["path"]]
+            for key, truth_key in (("read_bytes", "read_bytes"), ("reads", "reads"), ("disk_bytes", "io_delta")):
+                check(g[key] == f[truth_key], f"pid {pid} {f['path']}: {key} {g[key]} != {f[truth_key]}")
+            n += 1
+    return n
+
+
+def test_files_exact():
+    """--pid on a running reader: an fd opened before the attach, relative paths, fd reuse,
+    readv/preadv, a forked child's inherited fd, uncached vs cached reads; an untraced reader
+    of the same file is not counted."""
+    make_files()
+    # An untraced process reading the same file meanwhile: its reads are not the job's.
+    other = subprocess.Popen(["sh", "-c", f"for i in 1 2 3 4 5 6 7 8; do cat {FILES_DIR}/a.dat >/dev/null; "
+                              "sleep 0.1; done"])
+    try:
+        d, truths = run_fileread([])
+    finally:
+        other.wait()
+    s = d.summary()
+    n = compare_files(s, truths)
+    check(other.pid not in [p["pid"] for p in s["processes"]], "the untraced reader was traced")
+    parent = min(truths)   # forked later: a larger pid (no wrap in a test's lifetime)
+    t = {f["path"]: f for f in truths[parent]["files"]}
+    a, b = t[os.path.join(FILES_DIR, "a.dat")], t[os.path.join(FILES_DIR, "b.dat")]
+    check(a["fd"] == b["fd"], f"the workload did not reuse the fd ({a['fd']} vs {b['fd']})")
+    check(a["io_delta"] >= SIZES["a.dat"], f"a.dat was not read from disk (io_delta {a['io_delta']})")
+    child = max(truths)
+    again = files_of(process(s, child))[os.path.join(FILES_DIR, "a.dat")]
+    check(again["disk_bytes"] == 0, f"the cached re-read of a.dat has disk_bytes {again['disk_bytes']}")
+    p = process(s, parent)
+    # Its stdin is a pipe, no file: the one line read from it after the attach ("done\n").
+    check(p["files_unknown_fd"]["read_bytes"] == len("done\n"), f"reads on unknown fds: {p['files_unknown_fd']}")
+    return (f"{n} files exact (bytes, calls, disk); a.dat uncached {a['io_delta']} B from disk, "
+            f"cached re-read 0")
+
+
+def test_files_replay():
+    """A recording replays to the same files as the live run that recorded it."""
+    rec = os.path.join(WORK, "files.dlbpf")
+    d, truths = run_fileread(["record", "-o", rec])
+    live = d.summary()
+    replay = os.path.join(WORK, "files-replay.json")
+    r = subprocess.run([DLBPF, "report", rec, "--json", replay], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, f"report failed: {r.stderr}")
+    back = load_summary(replay)
+    keys = ("files", "files_more", "files_unknown_fd", "read_errors")
+    for pid in truths:
+        a, b = process(live, pid), process(back, pid)
+        for k in keys:
+            check(a[k] == b[k], f"pid {pid}: replayed {k} differs: {b[k]} != {a[k]}")
+    n = compare_files(back, truths)
+    return f"replay equals live; {n} files exact in the replay"
+
+
+TRAIN_DATA = os.path.join(WORK, "files-train.bin")
+
+
+def test_no_files():
+    """--no-files: no read is attributed, the rest is traced as before."""
+    make_files()
+    path = os.path.join(FILES_DIR, "a.dat")
+    d = Dlbpf(["--no-files", "--", "sh", "-c", f"cat {path} >/dev/null"])
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-500:]}")
+    s = d.summary()
+    listed = [f["path"] for p in s["processes"] for f in p["files"]]
+    check(not listed, f"--no-files listed files: {listed}")
+    check(s["processes"] and s["processes"][0]["sched"]["switches"] > 0, "the command's scheduling not traced")
+    return "no files, scheduling traced"
+
+
+def run_train(extra):
+    truth = os.path.join(WORK, "truth-files-train.jsonl")
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    d = Dlbpf(["--", workload("train"), "--scenario", "disk", "--steps", "40", "--quiet", "--truth", truth,
+               "--data", TRAIN_DATA]
+              + list(extra), env=env)
+    rc = d.wait(timeout=120)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-2000:]}")
+    with open(truth) as f:
+        lines = [json.loads(l) for l in f if l.strip()]
+    return d.summary(), [l for l in lines if "step" in l and "summary" not in l]
+
+
+def loader_bytes(summary):
+    """Bytes and calls the job's processes read from the data set."""
+    total = calls = 0
+    for p in summary["processes"]:
+        for f in p["files"]:
+            if f["path"] == TRAIN_DATA:
+                total += f["read_bytes"]
+                calls += f["reads"]
+    return total, calls
+
+
+def test_small_reads_finding():
+    """train --scenario disk reads its batches in 4 KiB calls: small-reads, with the count; the
+    same with --io-kb 1024 is not flagged. The loaders' bytes equal the batches' own."""
+    out = []
+    for io_kb, want in ((4, True), (1024, False)):
+        s, steps = run_train(["--io-kb", str(io_kb)])
+        rules = {f["rule"]: f for f in s["diagnosis"]["findings"]}
+        check(("small-reads" in rules) == want, f"--io-kb {io_kb}: small-reads {'missing' if want else 'raised'}: "
+              f"{sorted(rules)}")
+        got, calls = loader_bytes(s)
+        truth = sum(st["io_read_bytes"] for st in steps)
+        check(got == truth, f"--io-kb {io_kb}: loaders read {got} B of the data set, the batches hold {truth}")
+        if want:
+            ev = rules["small-reads"]["evidence"]
+            check(ev["small_reads"] >= truth // (io_kb << 10), f"small reads {ev['small_reads']} < "
+                  f"{truth // (io_kb << 10)} the batches needed")
+            out.append(f"4 KiB: flagged, {int(ev['small_reads'])} small of {int(ev['reads'])}, "
+                       f"{100 * ev['loader_share']:.0f}% of loader time")
+        else:
+            out.append("1 MiB: not flagged")
+        out[-1] += f" ({got} B exact in {calls} calls)"
+    return "; ".join(out)
+
+
+if __name__ == "__main__":
+    main()

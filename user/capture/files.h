@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The files source on the collector's side: whether the kernel has the
+ * syscall tracepoints it needs, the fds a process held before tracing began
+ * (/proc/PID/fd), and relative openat paths made absolute as the process sees
+ * them.
+ */
+#ifndef DLBPF_CAPTURE_FILES_H
+#define DLBPF_CAPTURE_FILES_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include "records/stream.h"
+#include "util.h"
+#include "dlbpf/events.h"
+
+struct dlbpf;
+
+/* Loads the files programs when wanted and tracefs has every syscall event they attach to; false if not. */
+bool dl_files_choose(struct dlbpf *skel, bool wanted);
+/*
+ * The cwd each traced process was last seen with, for relative paths of a
+ * process gone by the time its records are read (a short-lived worker): a
+ * forked child starts with its parent's.
+ */
+struct dl_cwd {
+	char *path;                   /* as the process sees it */
+	uint64_t ino;
+	uint32_t dev;                 /* kernel dev_t, as the records carry it */
+};
+
+struct dl_cwds {
+	struct dl_u64map of;          /* pid -> index in dirs */
+	DL_VEC(struct dl_cwd) dirs;
+};
+
+void dl_cwds_free(struct dl_cwds *c);
+/* A process forked: it has its parent's cwd until it is seen with its own. */
+void dl_cwds_fork(struct dl_cwds *c, pid_t child, pid_t parent);
+/*
+ * Writes a DL_EV_FILE_OPEN (DL_FILE_PREEXISTING) for each fd of pid that
+ * names a path, and notes its cwd; returns how many.
+ */
+int dl_files_snapshot(struct dl_stream *s, struct dl_cwds *c, pid_t pid);
+/*
+ * A relative path of an open record joined to the cwd (or the dirfd's
+ * directory) the process has now, as the process sees it, or to the cwd it
+ * was last seen with if it is gone; the record is copied into out. False
+ * when the record needs no change or cannot be resolved: it stays as it came.
+ * Not seen: a chdir, or a dirfd closed, between the open and now.
+ */
+bool dl_files_resolve(struct dl_cwds *c, const struct dl_file_open_ev *e, struct dl_file_open_ev *out);
+
+#endif
