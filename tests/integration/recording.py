@@ -64,6 +64,26 @@ def _compact(data, off, state):
     slots = state["slots"]
     head, off = _varint(data, off)
     mode = head & 3
+    if mode == 2 and head == 6:          # sparse: literals and runs of zeros
+        size, off = _varint(data, off)
+        if not HDR <= size <= 0xFFFF:
+            raise Corrupt("a sparse record's size out of range")
+        rec = bytearray()
+        while len(rec) < size:
+            lit, off = _varint(data, off)
+            if lit > size - len(rec):
+                raise Corrupt("a sparse literal past the size")
+            _need(data, off, lit)
+            rec += data[off:off + lit]
+            off += lit
+            zeros, off = _varint(data, off)
+            if zeros > size - len(rec) or not lit and not zeros:
+                raise Corrupt("a sparse run past the size, or an empty piece")
+            rec += bytes(zeros)
+        if struct.unpack_from("<H", rec, 0)[0] != size:
+            raise Corrupt("a sparse record's header claims another size")
+        state["ts"] = struct.unpack_from("<Q", rec, 8)[0]
+        return bytes(rec), off
     if mode == 2:
         if head != 2:
             raise Corrupt("a verbatim record's head has more bits")

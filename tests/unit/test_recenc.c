@@ -233,6 +233,10 @@ static void test_corrupt(void)
 		{ { 2, 8, 0 }, 3, "less than its header" },                  /* verbatim of 8 bytes */
 		{ { 2 | 8 }, 1, "bits set" },                                /* verbatim with a slot */
 		{ { 1 | 4, 3, 48 }, 3, "size bit" },
+		{ { 6, 8 }, 2, "size is out of range" },                    /* sparse of 8 bytes */
+		{ { 6, 0xc8, 0x01, 0, 0 }, 5, "empty piece" },              /* sparse 200: 0 literal, 0 zeros */
+		{ { 6, 0xc8, 0x01, 0, 0xc9, 0x01 }, 6, "past its size" },   /* 201 zeros of 200 */
+		{ { 6, 24, 2, 25, 0, 22 }, 6, "another size" },             /* header says 25, pieces make 24 */
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -259,6 +263,26 @@ static void test_repeat_is_small(void)
 	ev.h.ts += 50;
 	again = dl_recenc_put(e, &ev, out);
 	CHECK(first < sizeof(ev) && again == 4, "a launch: %zu bytes, repeated 50 ns later: %zu", first, again);
+
+	/* A long record with a short path: head 1, size 2, then header and fields, path, tail as pieces. */
+	struct dl_file_open_ev fo;
+	static const char path[] = "/data/shard-00017.bin";
+	size_t sparse;
+
+	memset(&fo, 0, sizeof(fo));
+	fo.h = (struct dl_hdr){ .size = sizeof(fo), .kind = DL_EV_FILE_OPEN, .ts = 6000, .tgid = 7, .tid = 7 };
+	fo.fd = 5;
+	fo.dirfd = -100;
+	memcpy(fo.path, path, sizeof(path));
+	fo.cwd_ino = 1234567;
+	fo.cwd_dev = 8 << 20 | 1;
+	sparse = dl_recenc_put(e, &fo, out);
+	/*
+	 * At most: head and size 3, the bytes up to the path's end, the 16 after the path, and no more than
+	 * three pieces (fields, path, cwd) of two varints of at most 2 bytes each.
+	 */
+	CHECK(sparse <= 3 + offsetof(struct dl_file_open_ev, path) + strlen(path) + 16 + 3 * 4 && sparse < 100,
+	      "a %zu-byte open of a %zu-byte path: %zu bytes", sizeof(fo), sizeof(path), sparse);
 	free(e);
 }
 

@@ -63,6 +63,108 @@ static inline uint64_t word_at(const uint8_t *rec, unsigned i, unsigned size)
 	return w;
 }
 
+/*
+ * A long record as literals and runs of zeros: the unused rest of a
+ * fixed-size path or name. Runs shorter than SPARSE_RUN stay in the literal,
+ * as their two varints would cost about what they save. Verbatim when that is
+ * no shorter.
+ */
+#define SPARSE_RUN 8
+
+static size_t put_sparse(const uint8_t *r, size_t size, uint8_t *out)
+{
+	uint8_t *p = out;
+	size_t at = 0;
+
+	*p++ = DL_RECENC_VERBATIM | DL_RECENC_SPARSE;
+	p = put_varint(p, size);
+	while (at < size) {
+		size_t lit = at, zeros;
+
+		/* The literal ends where a run of SPARSE_RUN zeros (or the record's end) begins. */
+		for (;;) {
+			size_t z = 0;
+
+			while (lit + z < size && !r[lit + z] && z < SPARSE_RUN)
+				z++;
+			if (lit + z == size || z == SPARSE_RUN)
+				break;
+			lit += z + 1;
+		}
+		zeros = lit;
+		while (zeros < size && !r[zeros])
+			zeros++;
+		if ((size_t)(p - out) + 2 * VARINT_MAX + (lit - at) > 1 + size)
+			goto verbatim;
+		p = put_varint(p, lit - at);
+		memcpy(p, r + at, lit - at);
+		p += lit - at;
+		p = put_varint(p, zeros - lit);
+		at = zeros;
+	}
+	if ((size_t)(p - out) < 1 + size)
+		return (size_t)(p - out);
+verbatim:
+	out[0] = DL_RECENC_VERBATIM;
+	memcpy(out + 1, r, size);
+	return 1 + size;
+}
+
+/* The sparse form's body, after its head: 1 and the record, 0 for more bytes, -1 corrupt. */
+static int get_sparse(const uint8_t **pp, const uint8_t *end, uint8_t *out, const char **why)
+{
+	const uint8_t *p = *pp;
+	uint64_t size, lit, zeros, at = 0;
+	uint16_t claimed;
+	int got;
+
+#define SPARSE_VARINT(x)                                                      \
+	do {                                                                  \
+		got = get_varint(&p, end, &(x));                              \
+		if (got <= 0) {                                               \
+			*why = "a varint runs past 64 bits";                  \
+			return got;                                           \
+		}                                                             \
+	} while (0)
+
+	SPARSE_VARINT(size);
+	if (size < DL_RECENC_MIN_SIZE || size > DL_RECENC_MAX_SIZE) {
+		*why = "a sparse record's size is out of range";
+		return -1;
+	}
+	while (at < size) {
+		SPARSE_VARINT(lit);
+		if (lit > size - at) {
+			*why = "a sparse record's bytes run past its size";
+			return -1;
+		}
+		if ((uint64_t)(end - p) < lit)
+			return 0;
+		memcpy(out + at, p, lit);
+		p += lit;
+		at += lit;
+		SPARSE_VARINT(zeros);
+		if (zeros > size - at) {
+			*why = "a sparse record's bytes run past its size";
+			return -1;
+		}
+		if (!lit && !zeros) {
+			*why = "a sparse record has an empty piece";
+			return -1;
+		}
+		memset(out + at, 0, zeros);
+		at += zeros;
+	}
+#undef SPARSE_VARINT
+	memcpy(&claimed, out, sizeof(claimed));
+	if (claimed != size) {
+		*why = "a sparse record's header claims another size";
+		return -1;
+	}
+	*pp = p;
+	return 1;
+}
+
 /* The slot of (kind, tid): the one it had, or a new one, coded FRESH. */
 static unsigned slot_of(struct dl_recenc *e, uint16_t kind, uint32_t tid, int *fresh)
 {
@@ -104,10 +206,8 @@ size_t dl_recenc_put(struct dl_recenc *e, const void *rec, uint8_t *out)
 	if (h.size < DL_RECENC_MIN_SIZE)
 		return 0;
 	if (h.size > 8 * DL_RECENC_SLOT_WORDS) {
-		*p++ = DL_RECENC_VERBATIM;
-		memcpy(p, r, h.size);
 		e->prev_ts = h.ts;
-		return 1 + (size_t)h.size;
+		return put_sparse(r, h.size, out);
 	}
 	slot = slot_of(e, h.kind, h.tid, &fresh);
 	s = &e->slot[slot];
@@ -170,6 +270,13 @@ long dl_recdec_next(struct dl_recenc *d, const uint8_t *p0, size_t avail, void *
 	if ((head & 3) == DL_RECENC_VERBATIM) {
 		uint16_t sz;
 
+		if (head == (DL_RECENC_VERBATIM | DL_RECENC_SPARSE)) {
+			got = get_sparse(&p, end, out, why);
+			if (got <= 0)
+				return got;
+			memcpy(&d->prev_ts, (uint8_t *)out + offsetof(struct dl_hdr, ts), sizeof(d->prev_ts));
+			return p - p0;
+		}
 		if (head != DL_RECENC_VERBATIM) {
 			*why = "a verbatim record's head has bits set";
 			return -1;

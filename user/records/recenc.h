@@ -10,7 +10,8 @@
  *
  * The encoder picks the slot and writes its number, so the decoder needs no
  * table of threads: it only keeps the slots' last records. Records longer
- * than a slot (library paths, symbol names: rare) are stored verbatim.
+ * than a slot (library paths, symbol names: rare) are stored verbatim, less
+ * their runs of zeros.
  * Pure: no I/O, so the unit tests and the fuzzer drive it directly.
  */
 #ifndef DLBPF_RECENC_H
@@ -31,6 +32,8 @@ enum dl_recenc_mode {
 	DL_RECENC_FRESH = 1,     /* the slot starts over: against zeros, kind and size given */
 	DL_RECENC_VERBATIM = 2,  /* the record as it is (longer than a slot) */
 };
+/* With VERBATIM: the record as literals and runs of zeros (user/records/README.md). */
+#define DL_RECENC_SPARSE 4u
 
 struct dl_recenc_slot {
 	uint64_t w[DL_RECENC_SLOT_WORDS];   /* the last record, zero past its size; w[0] holds the cpu only */
