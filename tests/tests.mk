@@ -5,7 +5,8 @@ WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
 CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
-WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev $(OUTPUT)/workloads/fileread
+WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev $(OUTPUT)/workloads/fileread \
+	$(OUTPUT)/workloads/callsites
 HANDSHAKE := tests/workloads/handshake.h
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
@@ -19,6 +20,10 @@ $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(SAN_LIBS) | $(OU
 
 $(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
+
+# Frame pointers and no inlining, so each named function's calls return into it.
+$(OUTPUT)/workloads/callsites: tests/workloads/callsites.c $(HANDSHAKE) | $(OUTPUT)/workloads
+	$(CC) $(WORKLOAD_CFLAGS) -fno-omit-frame-pointer -fno-optimize-sibling-calls $< $(CUDART_LINK) -o $@
 
 $(OUTPUT)/workloads/ratecalls: tests/workloads/ratecalls.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) -pthread $< $(CUDART_LINK) -o $@
@@ -84,6 +89,7 @@ FLIGHT_TESTS := python3 tests/integration/test_flight.py
 HTML_TESTS := python3 tests/integration/test_html.py
 METRICS_TESTS := python3 tests/integration/test_metrics.py
 RECORDING_TESTS := python3 tests/integration/test_recording.py
+CALLSITE_TESTS := python3 tests/integration/test_callsites.py
 
 # dlbpf itself: the man page and completion tests read its --help.
 test-unit: $(UNIT_BINS) dlbpf
@@ -98,7 +104,7 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
-		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" $(FUZZ_TESTS)
+		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" $(FUZZ_TESTS)
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

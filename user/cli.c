@@ -60,6 +60,7 @@ static const char doc[] =
 "  dlbpf report run.dlbpf -o t.json # a recording's timeline, Chrome JSON\n"
 "  dlbpf report run.dlbpf --html r.html  # the report as a page for a browser\n"
 "  sudo dlbpf -v --pid 4242         # also say what is attached where\n"
+"  sudo dlbpf --stacks -- ./train   # syncs and copies with their callers\n"
 "  sudo dlbpf -p 4242 --metrics 9464   # Prometheus: 127.0.0.1:9464/metrics\n"
 "  sudo dlbpf -p 4242 --metrics 0.0.0.0:9464    # scraped from other hosts"
 "\v"
@@ -85,7 +86,8 @@ static const char doc[] =
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
-       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_ENCODING, OPT_NO_FILES };
+       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_ENCODING, OPT_NO_FILES,
+       OPT_STACKS };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -113,6 +115,8 @@ static const struct argp_option opts[] = {
 	  "CUDA call, did no disk I/O and ran under 1% of a CPU are one line); repeat for debug output, libbpf's included", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two up to 2048 (default 16)", 0 },
 	{ "drain-ms", OPT_DRAIN_MS, "MS", 0, "Drain the ring buffer every MS ms (default 10); while drains find it nearly empty, up to every 80 ms", 0 },
+	{ "stacks", OPT_STACKS, NULL, 0, "Call sites of syncs and synchronous copies as short user stacks (up to 16 "
+	  "frames); needs frame pointers in the program and its libraries (-fno-omit-frame-pointer)", 0 },
 	{ "summary", OPT_SUMMARY, NULL, 0, "Low overhead: count CUDA calls, bytes and durations in the kernel (no per-call "
 	  "records; kernels without grid/block, copies without pageable/pinned)", 0 },
 	{ "duty", OPT_DUTY, "M/N", 0, "Low overhead: probe launches and copies only M of every N seconds; the report "
@@ -288,6 +292,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_FILES:
 		cfg->no_files = true;
 		break;
+	case OPT_STACKS:
+		cfg->stacks = true;
+		break;
 	case OPT_DUTY:
 		if (dl_duty_parse(arg, &cfg->duty_on_s, &cfg->duty_period_s))
 			argp_error(state, "invalid duty cycle '%s' (expected M/N seconds, 0 < M < N)", arg);
@@ -384,6 +391,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			/* The recording's header says how it is encoded. */
 			if (cfg->encoding_given)
 				argp_error(state, "report reads the encoding from the recording: --encoding applies to record");
+			if (cfg->stacks)
+				argp_error(state, "report replays a recording: --stacks applies when recording");
 			check_files(state, cfg);
 			break;
 		}
@@ -407,6 +416,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (cfg->mode != DL_MODE_RECORD && cfg->encoding_given)
 			argp_error(state, "--encoding is how record writes its recording: it applies to record only");
 		/* A recording replays its records; these modes' counts live in BPF maps and the live report. */
+		if (cfg->stacks && cfg->kernel_agg)
+			argp_error(state, "--stacks needs per-call records; --summary keeps counts only");
 		if (cfg->mode == DL_MODE_RECORD && (cfg->kernel_agg || cfg->duty_on_s))
 			argp_error(state, "record keeps every record for report; --summary and --duty keep counts "
 				   "only the live run sees");

@@ -43,6 +43,7 @@ struct dl_config {
 	bool system_wide;      /* every process that maps a CUDA runtime, now and later */
 	bool kernel_agg;       /* --summary: CUDA calls aggregated in the kernel (capture/aggregate.c) */
 	bool no_files;         /* --no-files: the files source (bpf/files.bpf.c) is not loaded */
+	bool stacks;           /* --stacks: syncs and synchronous copies carry their callers' stack */
 	unsigned duty_on_s, duty_period_s;   /* --duty M/N (capture/duty.c); 0: always on */
 	size_t keep_steps;     /* --keep-steps: the latest steps kept in full per process; 0: all */
 	int ready_fd;          /* --ready-fd: told "ready" once tracing has begun; -1: none */

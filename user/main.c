@@ -536,6 +536,7 @@ static int trace_live(struct run *r)
 	}
 	if (r->cfg.duty_on_s)
 		dl_tracer_split_hot(&r->tracer);
+	r->tracer.stacks = r->cfg.stacks;
 	r->rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r->tracer), on_record, r, NULL);
 	if (!r->rb) {
 		err = -errno;

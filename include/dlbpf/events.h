@@ -54,6 +54,7 @@ enum dl_kind {
 	DL_EV_FILE_OPEN = 13,  /* struct dl_file_open_ev: an fd of a traced process now names a file */
 	DL_EV_FILE_READ = 14,  /* struct dl_file_read_ev: one read syscall of a traced task */
 	DL_EV_FILE_CLOSE = 15, /* struct dl_file_close_ev: a traced process closed an fd */
+	DL_EV_SITE = 16,       /* struct dl_site_ev: where a call site (a return address) is in the code */
 	DL_EV_KIND_MAX,
 };
 
@@ -86,6 +87,7 @@ enum dl_cuda_cookie {
 	DL_COOKIE_BYTES_1D = 1u << 22, /* bytes arg[2], kind arg[3] */
 	DL_COOKIE_BYTES_2D = 1u << 23, /* bytes arg[4] * arg[5], kind arg[6] */
 	DL_COOKIE_AGG = 1u << 24,      /* aggregated in the kernel in --summary mode (else still a record) */
+	DL_COOKIE_STACKS = 1u << 25,   /* --stacks: at return, the caller's user stack goes into the record's tail */
 };
 
 enum dl_cuda_flags {
@@ -94,9 +96,11 @@ enum dl_cuda_flags {
 	DL_CUDA_ARGS_FAULT = 1u << 2, /* the stack arguments could not be read */
 	DL_CUDA_STOPPED = 1u << 3,    /* the process was stopped (SIGSTOP); the collector continues it */
 	DL_CUDA_IN_RUNTIME = 1u << 4, /* a driver call made inside a runtime call (depth includes it) */
+	DL_CUDA_SITE_FAULT = 1u << 5, /* entry-only: the return address at entry could not be read: site is 0 */
 };
 
 #define DL_CUDA_NARGS 8
+#define DL_STACK_MAX 16   /* frames of a --stacks record */
 
 struct dl_cuda_ev {
 	struct dl_hdr h;              /* ts = entry */
@@ -107,6 +111,15 @@ struct dl_cuda_ev {
 	dl_u32 depth;                 /* nesting of probed calls on this thread at entry */
 	dl_u64 arg[DL_CUDA_NARGS];    /* rdi rsi rdx rcx r8 r9 [sp+8] [sp+16] */
 	dl_u64 out;                   /* *(u64 *)arg[0] at return (DL_COOKIE_OUTPTR); [sp+24] (DL_COOKIE_STACK3) */
+	/* Appended: older recordings end before it (their h.size says so), and have no call sites. */
+	/* the return address into the caller: [sp] at entry (entry-only calls), the ip at return (the others) */
+	dl_u64 site;                  /* 0 with DL_CUDA_SITE_FAULT */
+	/*
+	 * --stacks (DL_COOKIE_STACKS): (h.size - sizeof) / 8 return addresses,
+	 * innermost first: stack[0] is site, then its callers' as their frame
+	 * pointers give them (at most DL_STACK_MAX). Absent otherwise.
+	 */
+	dl_u64 stack[];
 };
 
 enum dl_bio_flags {
@@ -235,6 +248,23 @@ struct dl_sym_ev {
 	struct dl_hdr h;          /* tgid = the process whose address space addr is in */
 	dl_u64 addr;
 	char name[];
+};
+
+/*
+ * Where a call site is, written by the collector the first time a return
+ * address is seen in a process (and again once other code is mapped there),
+ * before the first call that returns to it. Variable size:
+ * text = function "\0" object "\0", h.size = offsetof(text) + both, rounded
+ * up to 8. function is "name+0xOFF" (OFF: bytes from the symbol's start), or
+ * "0xOFF" (OFF: offset in the object's file) when no symbol holds it; object
+ * is the file's path as the process maps it, "" when no mapping holds it.
+ */
+struct dl_site_ev {
+	struct dl_hdr h;          /* tgid = the process whose address space addr is in */
+	dl_u64 addr;
+	dl_u32 func_len;          /* bytes of function, its NUL included */
+	dl_u32 flags;
+	char text[];
 };
 
 /* Indexes of the per-CPU drop counters (map "drops"). */

@@ -7,7 +7,7 @@ COV_DIR := $(OUTPUT)/workloads/coverage
 CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
 COV_SRC := tests/workloads/coverage
 COVERAGE_BINS := $(COV_DIR)/kernels_static $(COV_DIR)/kernels_shared $(COV_DIR)/kernels_ptsz $(COV_DIR)/driver_calls \
-	$(COV_DIR)/nest/libcudart.so.13 $(COV_DIR)/nest_calls $(COV_DIR)/lateload
+	$(COV_DIR)/nest/libcudart.so.13 $(COV_DIR)/nest_calls $(COV_DIR)/lateload $(COV_DIR)/sites_static
 
 $(COV_DIR) $(COV_DIR)/nest:
 	mkdir -p $@
@@ -15,6 +15,10 @@ $(COV_DIR) $(COV_DIR)/nest:
 # nvcc links the runtime statically by default: its functions become local symbols of the executable.
 $(COV_DIR)/kernels_static: $(COV_SRC)/kernels.cu | $(COV_DIR)
 	$(NVCC) -o $@ $<
+
+# Host functions with known calls (the call-site test).
+$(COV_DIR)/sites_static: $(COV_SRC)/sites.cu | $(COV_DIR)
+	$(NVCC) -Xcompiler -fno-omit-frame-pointer -o $@ $<
 
 $(COV_DIR)/kernels_shared: $(COV_SRC)/kernels.cu | $(COV_DIR)
 	$(NVCC) -cudart=shared -Xlinker -rpath,$(CUDA_HOME)/lib64 -o $@ $<

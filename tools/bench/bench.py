@@ -6,8 +6,9 @@ The machine is noisy and shared, so variants are interleaved round by round
 and each figure is the median over rounds with its range [min-max]. Nothing
 here fails on timing: it prints, and writes the tables to .output/bench/results.md.
 
-  python3 tools/bench/bench.py [--rounds N] [--only 1,2,3,3b,3c,4,5,6,7,8] [--rss-seconds S] [--soak-steps N]
+  python3 tools/bench/bench.py [--rounds N] [--only 1,2,3,3b,3c,4,5,6,7,8,9,10] [--rss-seconds S] [--soak-steps N]
                                [--drain-records N] [--collector-seconds S]
+                               [--baseline DLBPF]   (tables 1 and 10: another build's cost beside this one's)
 """
 import argparse
 import json
@@ -99,7 +100,7 @@ class Target:
 class Tracer:
     """One tracer variant attached to a target pid."""
 
-    def __init__(self, kind, target, sym=None, ret=False, extra=(), json_path=None):
+    def __init__(self, kind, target, sym=None, ret=False, extra=(), json_path=None, binary=DLBPF):
         self.kind, self.p, self.stderr = kind, None, []
         if kind == "untraced":
             return
@@ -117,7 +118,7 @@ class Tracer:
             readline_until(self.p.stdout, "Attaching", timeout=60)
             time.sleep(3)  # bpftrace 0.17 says "Attaching" before it attaches
         else:  # dlbpf
-            cmd = [DLBPF, "-v", "-q", "--pid", str(target.pid)] + list(extra)
+            cmd = [binary, "-v", "-q", "--pid", str(target.pid)] + list(extra)
             if json_path:
                 cmd += ["--json", json_path]
             self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -160,10 +161,12 @@ def table(title, header, rows, notes=()):
 
 
 # --- 1. per-call cost -------------------------------------------------------------
-def bench_percall(rounds):
+def bench_percall(rounds, baseline=None):
     variants = ["untraced", "floor", "dlbpf", "dlbpf --summary"]
     if shutil.which("bpftrace"):
         variants.append("bpftrace")
+    if baseline:
+        variants.append("baseline")
     rows = []
     for name, api, sym, ret, n in CLASSES:
         ns = {v: [] for v in variants}
@@ -171,8 +174,9 @@ def bench_percall(rounds):
             order = variants[r % len(variants):] + variants[:r % len(variants)]  # rotate: no variant always first
             for v in order:
                 t = Target(["--api", api, "--count", str(n)])
-                kind = "dlbpf" if v.startswith("dlbpf") else v
-                tr = Tracer(kind, t, sym, ret, extra=["--summary"] if v == "dlbpf --summary" else [])
+                kind = "dlbpf" if v.startswith("dlbpf") or v == "baseline" else v
+                tr = Tracer(kind, t, sym, ret, extra=["--summary"] if v == "dlbpf --summary" else [],
+                            binary=baseline if v == "baseline" else DLBPF)
                 res = t.go()
                 tr.finish()
                 ns[v].append(res["ns_per_call"])
@@ -183,11 +187,15 @@ def bench_percall(rounds):
         row += [spread(ratio["dlbpf"], "{:.2f}"), spread(ratio["dlbpf --summary"], "{:.2f}")]
         if "bpftrace" in variants:
             row.append(spread(ratio["bpftrace"], "{:.2f}"))
+        if baseline:
+            row.append(spread([a / b for a, b in zip(added["dlbpf"], added["baseline"]) if b > 0], "{:.3f}"))
         rows.append(row)
     header = ["probe class"] + [f"{v} ns/call" for v in variants] + ["dlbpf added / floor added",
                                                                        "--summary added / floor added"]
     if "bpftrace" in variants:
         header.append("bpftrace added / floor added")
+    if baseline:
+        header.append("dlbpf added / baseline added")
     return table("1. Per-call cost on the traced thread (real libcudart, calls fail fast without a GPU)", header, rows,
                  [f"median [min-max] over {rounds} interleaved rounds; floor = empty BPF programs on the same "
                   "function (tools/bench/ref.bpf.c); added = ns/call minus untraced in the same round. "
@@ -663,6 +671,85 @@ def bench_untraced(rounds, loops=200000):
                   "traces an idle `sleep`. Goal: dlbpf added <= 1.5x the floor's."])
 
 
+# --- 8. the CUDA probes' own run time ---------------------------------------------------
+CUDA_PROGS = ("cuda_entry_only", "cuda_enter", "cuda_return")
+
+
+def loaded_progs():
+    return json.loads(subprocess.check_output(["bpftool", "prog", "show", "-j"], text=True))
+
+
+def probe_ns(binary, api, n, extra=()):
+    """ns per run of each CUDA program of one tracer, while ratecalls makes n calls; None for a run that
+    could not tell its own programs from another tracer's (bpftool names no owner: new ids are ours)."""
+    t = Target(["--api", api, "--count", str(n)])
+    old = {p["id"] for p in loaded_progs()}
+    tr = Tracer("dlbpf", t, binary=binary, extra=extra)
+    mine = [p for p in loaded_progs() if p["id"] not in old and p.get("name") in CUDA_PROGS]
+    ids = {p["id"] for p in mine} if len(mine) == len({p["name"] for p in mine}) else set()
+
+    def stats():
+        return {p["name"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in loaded_progs() if p["id"] in ids}
+
+    before = stats()
+    t.go()
+    after = stats()
+    tr.finish()
+    out = {}
+    for name, (ns, cnt) in after.items():
+        runs = cnt - before.get(name, (0, 0))[1]
+        if runs >= n:   # the program this class runs on (the others ran a few times, at start-up)
+            out[name] = (ns - before.get(name, (0, 0))[0]) / runs
+    return out if ids else None
+
+
+def bench_probe_runtime(rounds, baseline=None):
+    variants = [("dlbpf", DLBPF, ()), ("dlbpf --stacks", DLBPF, ("--stacks",))]
+    variants += [("baseline", baseline, ())] if baseline else []
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        stats_were = f.read().strip()
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1")
+    got = {}
+    try:
+        for name, api, sym, ret, n in CLASSES:
+            for r in range(rounds):
+                for v, binary, extra in variants[r % len(variants):] + variants[:r % len(variants)]:
+                    if extra and not ret:
+                        continue   # --stacks changes only the calls with a return probe
+                    for prog, ns in (probe_ns(binary, api, n, extra) or {}).items():
+                        got.setdefault((name, prog, v), {})[r] = ns
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(stats_were)
+    rows = []
+    for name, api, sym, ret, n in CLASSES:
+        for prog in CUDA_PROGS:
+            mine = got.get((name, prog, "dlbpf"), {})
+            if not mine:
+                continue
+
+            def beside(v):
+                other = got.get((name, prog, v), {})
+                pairs = [other[r] / mine[r] for r in other if mine.get(r)]   # the same round's runs only
+                return [f"{spread(list(other.values()))} ({len(other)})" if other else "-",
+                        spread(pairs, "{:.3f}") if pairs else "-"]
+
+            row = [name, prog, f"{spread(list(mine.values()))} ({len(mine)})"] + beside("dlbpf --stacks")
+            if baseline:
+                row += beside("baseline")
+            rows.append(row)
+    header = ["probe class", "program", "dlbpf ns/run", "dlbpf --stacks ns/run", "--stacks / dlbpf"]
+    header += ["baseline ns/run", "baseline / dlbpf"] if baseline else []
+    return table("10. The CUDA probes' own run time (kernel.bpf_stats_enabled)", header, rows,
+                 [f"median [min-max] (runs) over {rounds} interleaved rounds of the calls of table 1, the ratio "
+                  "of runs of the same round; a run is left out when another tracer loaded programs at its "
+                  "start (bpftool names no owner); run_time_ns / "
+                  "run_cnt of each tracer's own programs over the calls (the trap and the ring buffer's consumer "
+                  "are not in it: table 1 has them). Less noisy than table 1 on a shared machine: another "
+                  "process's load lengthens the calls, not the programs."])
+
+
 # --- 5. trace size -------------------------------------------------------------------
 def bench_size():
     sizes = json.loads(subprocess.check_output([REF, "--sizes"], text=True))
@@ -778,7 +865,10 @@ def main():
     ap.add_argument("--soak-steps", type=int, default=100000)
     ap.add_argument("--drain-records", type=int, default=1000000)
     ap.add_argument("--collector-seconds", type=int, default=30)
-    ap.add_argument("--only", default="1,2,3,3b,3c,4,5,6,7,8,9")
+    ap.add_argument("--only", default="1,2,3,3b,3c,4,5,6,7,8,9,10")
+    ap.add_argument("--baseline", metavar="DLBPF",
+                    help="tables 1 and 10 also run this dlbpf binary (another build) and give dlbpf's cost as a ratio "
+                         "to it")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (it loads BPF programs)")
@@ -787,7 +877,7 @@ def main():
            f"{os.cpu_count()} CPUs; `make bench BENCH_ARGS='{' '.join(sys.argv[1:])}'`", ""]
     print(out[0] + "\n", flush=True)
     if "1" in only:
-        out.append(bench_percall(a.rounds))
+        out.append(bench_percall(a.rounds, a.baseline))
     if "2" in only:
         out.append(bench_train(a.train_rounds, a.train_steps))
     if "3" in only:
@@ -809,6 +899,8 @@ def main():
     if "9" in only:
         from bench_files import bench_files
         out.append(bench_files(a.rounds))
+    if "10" in only:
+        out.append(bench_probe_runtime(a.rounds, a.baseline))
     os.makedirs(os.path.join(OUT, "bench"), exist_ok=True)
     with open(os.path.join(OUT, "bench", "results.md"), "w") as f:
         f.write("\n".join(out))

@@ -42,6 +42,7 @@ void dl_corr_free(struct dl_correlator *c)
 		dl_devq_free(&p->devq);
 		free(p->pub.steps);
 		dl_fold_free(&p->pub.folded);
+		dl_sites_free(&p->pub.sites);
 	}
 	dl_vec_free(&c->procs);
 	dl_u64map_free(&c->proc_of);
@@ -143,6 +144,27 @@ static uint64_t launch_end(const struct cproc *p, size_t i, uint64_t step_end)
 	return dl_min_u64(e, s + LAUNCH_GAP_CAP_NS + off);
 }
 
+/*
+ * A call's pieces, clipped to the step, are its site's share of the step: the
+ * breakdown gives CUDA pieces their time before any scheduler state.
+ */
+static void attribute_site(struct cproc *p, struct dl_step_sites *by_site, const struct mcall *m,
+			   const struct dl_span *pieces, size_t n, uint64_t start, uint64_t end)
+{
+	uint32_t calls = m->start >= start;
+
+	if (m->site == DL_SITE_NONE)
+		return;
+	for (size_t k = 0; k < n; k++) {
+		uint64_t s = dl_max_u64(pieces[k].start, start), e = dl_min_u64(pieces[k].end, end);
+		uint64_t ns = e > s ? e - s : 0;
+
+		dl_step_sites_add(by_site, m->site, pieces[k].kind, ns, calls);
+		dl_sites_add_cat(&p->pub.sites, m->site, pieces[k].kind, ns);
+		calls = 0;
+	}
+}
+
 static void attribute_tree(struct dl_step *st, uint32_t main_tid, const struct tspan *t)
 {
 	uint64_t s = dl_max_u64(t->start, st->start_ns), e = dl_min_u64(t->end, st->start_ns + st->dur_ns);
@@ -211,6 +233,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	struct dl_span *reads = dl_xcalloc(c->tree.n + 1, sizeof(*reads));
 	size_t ncuda = 0, nsched = 0, nreads = 0;
 	struct dl_step st = { 0 };
+	struct dl_step_sites by_site = { 0 };
 	struct dl_step_input in;
 
 	st.index = (uint32_t)dl_corr_steps_total(&p->pub);
@@ -224,9 +247,13 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 		const struct mcall *m = &calls[i];
 		uint64_t e = m->entry_only ? launch_end(p, i, end) : m->end;
 
+		size_t np;
+
 		if (e <= start || m->start >= end)
 			continue;
-		ncuda += call_pieces(c, p, m, e, &cuda[ncuda]);
+		np = call_pieces(c, p, m, e, &cuda[ncuda]);
+		attribute_site(p, &by_site, m, &cuda[ncuda], np, start, end);
+		ncuda += np;
 		if (m->start < start)
 			continue;
 		/* Per-step counts go to the step the call starts in. */
@@ -267,6 +294,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	st.wakeup_runq_ns = dl_wakeup_runq(&in);
 	device_bounds(c, p, &st, sched, nsched);
 	st.verdict = dl_verdict_of(st.cat_ns, &st.share);
+	dl_step_sites_take(&by_site, &st);
 	free(cuda);
 	free(sched);
 	free(reads);
@@ -498,7 +526,7 @@ static void add_tree(struct dl_correlator *c, const struct tspan *t)
 }
 
 /* The correlator's view of a record of a process: false for one it has no use for (nested, unknown API). */
-static bool event_of(const struct dl_rec *r, struct cevent *e)
+static bool event_of(const struct dl_rec *r, uint64_t site, struct cevent *e)
 {
 	const struct dl_hdr *h = r->h;
 
@@ -523,6 +551,7 @@ static bool event_of(const struct dl_rec *r, struct cevent *e)
 		m->ok = !k->entry_only && k->ret == 0;
 		m->stream = k->stream;
 		m->event = k->event;
+		m->site = site;
 		if (m->cls == DL_CLS_COPY) {
 			m->pageable = k->pageable;
 			m->host = k->host_mem;
@@ -610,9 +639,14 @@ int dl_corr_sink(void *ctx, const struct dl_rec *r)
 		c->watermark = end;
 
 	if (h->kind == DL_EV_CUDA || h->kind == DL_EV_SCHED || h->kind == DL_EV_MARK) {
-		keep = event_of(r, &e);
+		/* Hashed once: the site's names, for its count here and the call's share of the steps. */
+		uint64_t site = r->call && r->call->depth == 0 ? dl_site_key(r->call) : DL_SITE_NONE;
+
+		keep = event_of(r, site, &e);
 		/* Processes without CUDA calls are workers: only their tree spans matter. */
 		p = proc_of(c, (pid_t)h->tgid, h->kind != DL_EV_SCHED);
+		if (p && site != DL_SITE_NONE)
+			dl_sites_count(&p->pub.sites, r->call, site);
 		if (p && p->st == CP_LEARN)
 			dl_corr_learn(c, p, keep ? &e : NULL, h);
 		else if (p && p->st == CP_TRACK && keep)

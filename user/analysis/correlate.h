@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "analysis/callsites.h"
 #include "analysis/stepfold.h"
 #include "analysis/steps.h"
 #include "records/stream.h"
@@ -58,6 +59,7 @@ struct dl_corr_proc {
 	size_t nsteps, cap;
 	struct dl_step_fold folded;   /* the steps before those (--keep-steps) */
 	struct dl_copy_facts copy;
+	struct dl_sites sites;     /* where its outermost calls come from (every thread's) */
 };
 
 struct dl_correlator;

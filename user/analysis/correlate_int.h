@@ -22,6 +22,7 @@
 struct mcall {
 	uint64_t start, end;
 	uint64_t bytes, host;
+	uint64_t site;            /* its call site's key (analysis/callsites.h) */
 	uint16_t api;
 	uint8_t cls, dir;         /* dir: resolved by the stream (never DL_DIR_DEFAULT) */
 	uint8_t async, pageable, entry_only;

@@ -165,8 +165,37 @@ static double pcie_peak(const struct dl_summary *s, const struct dl_diag_opts *o
 	return 24;
 }
 
-static void copy_findings(struct dl_diagnosis *d, const struct run_facts *rf)
+static uint64_t small_of(const struct dl_site_stat *st) { return st->small_copies; }
+static uint64_t sync_large_of(const struct dl_site_stat *st) { return st->sync_h2d_large; }
+
+/*
+ * " Most (N) come from SITE." for the site of any process with the most of
+ * count, so a finding names the line to change; "" when no site has any.
+ */
+static void where_from(const struct dl_correlator *c, uint64_t (*count)(const struct dl_site_stat *), char *buf,
+		       size_t len)
 {
+	const struct dl_site_stat *best = NULL;
+	char label[240];
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
+		const struct dl_sites *s = &dl_corr_proc(c, i)->sites;
+
+		for (size_t k = 0; k < s->v.n; k++)
+			if (count(&s->v.v[k]) && (!best || count(&s->v.v[k]) > count(best)))
+				best = &s->v.v[k];
+	}
+	if (!best)
+		return;
+	dl_site_stat_label(best, label, sizeof(label));
+	snprintf(buf, len, " Most (%llu) come from %s.", (unsigned long long)count(best), label);
+}
+
+static void copy_findings(struct dl_diagnosis *d, const struct run_facts *rf, const struct dl_correlator *c)
+{
+	char from[300];
+
 	const struct dl_copy_facts *f = &rf->copy;
 	struct dl_finding *x;
 
@@ -184,10 +213,11 @@ static void copy_findings(struct dl_diagnosis *d, const struct run_facts *rf)
 		evidence(x, "pageable_ms", (double)f->pageable_ns / 1e6);
 	}
 	if (rf->small >= SMALL_PER_STEP) {
+		where_from(c, small_of, from, sizeof(from));
 		x = add_finding(d, "small-copies",
 				"%.0f copies under 64 KiB per step (%.1f ms per step): each pays the per-transfer "
-				"latency. Batch them into fewer, larger transfers (one contiguous buffer per batch).",
-				rf->small, rf->nsteps ? (double)f->small_ns / 1e6 / (double)rf->nsteps : 0);
+				"latency. Batch them into fewer, larger transfers (one contiguous buffer per batch).%s",
+				rf->small, rf->nsteps ? (double)f->small_ns / 1e6 / (double)rf->nsteps : 0, from);
 		evidence(x, "small_per_step", rf->small);
 		evidence(x, "le_256B", (double)f->small_hist[0]);
 		evidence(x, "le_1KiB", (double)f->small_hist[1]);
@@ -196,11 +226,12 @@ static void copy_findings(struct dl_diagnosis *d, const struct run_facts *rf)
 		evidence(x, "le_64KiB", (double)f->small_hist[4]);
 	}
 	if (f->sync_h2d_large) {
+		where_from(c, sync_large_of, from, sizeof(from));
 		x = add_finding(d, "sync-copies",
 				"%llu synchronous host-to-device copies over 64 KiB: the host stops until each is "
 				"done. Use cudaMemcpyAsync from pinned memory on a stream (non_blocking=True) so "
-				"copies overlap with compute.",
-				(unsigned long long)f->sync_h2d_large);
+				"copies overlap with compute.%s",
+				(unsigned long long)f->sync_h2d_large, from);
 		evidence(x, "sync_h2d_over_64KiB", (double)f->sync_h2d_large);
 	}
 	if (f->misaligned_ptr || f->odd_size) {
@@ -351,7 +382,7 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 			d->secondary[d->nsecondary].severity = dl_severity_of(v, share);
 			d->nsecondary++;
 		}
-		copy_findings(d, &rf);
+		copy_findings(d, &rf, c);
 		sketch(d, &rf, s, o);
 		sketch_finding(d, &rf);
 	}

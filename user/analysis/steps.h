@@ -36,6 +36,16 @@ enum dl_verdict {
 
 enum dl_severity { DL_SEV_NONE, DL_SEV_LOW, DL_SEV_MODERATE, DL_SEV_HIGH };
 
+/* A call site's share of a step (analysis/callsites.h): the sites with the most time are kept. */
+#define DL_STEP_TOP_SITES 3
+
+struct dl_step_site {
+	uint64_t key;              /* the process's call site (struct dl_site_stat) */
+	uint64_t calls;            /* its outermost calls that started in the step */
+	uint64_t ns;               /* the sum of cat_ns */
+	uint64_t cat_ns[DL_CAT_COUNT];
+};
+
 struct dl_step {
 	uint32_t index;            /* 0-based, per process */
 	pid_t pid, tid;            /* the process and its main thread */
@@ -53,6 +63,8 @@ struct dl_step {
 	double share;              /* of the verdict's categories in the step */
 	uint64_t first_event;      /* stream position of the marker; for sinks that link */
 	uint64_t closed_at;        /* stream position (dl_rec.seq) of the record that finalized it */
+	uint32_t nsites;           /* of top_sites */
+	struct dl_step_site top_sites[DL_STEP_TOP_SITES];   /* most time first */
 };
 
 const char *dl_cat_name(enum dl_cat c);

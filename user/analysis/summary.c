@@ -395,6 +395,7 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 		break;
 	}
 	case DL_EV_SYM:
+	case DL_EV_SITE:
 		dl_summary_proc(s, (pid_t)h->tgid);   /* the names themselves are the stream's */
 		break;
 	case DL_EV_TRACE_END: {

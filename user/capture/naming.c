@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -57,9 +58,43 @@ static void name_by_string(struct dl_symbolizer *sz, struct dl_stream *st, uint6
 	emit(st, now, pid, addr, raw);
 }
 
+/*
+ * Where the call returns to, the first time the address is seen: replay has
+ * no process to read symbols from, so the recording carries it.
+ */
+static void name_site(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t now, pid_t pid, uint64_t site)
+{
+	char name[DL_SYM_NAME_MAX], func[DL_SYM_NAME_MAX];
+	struct dl_code_loc loc;
+
+	if (!site || !dl_symbolizer_first(sz, pid, site | DL_SYMBOLIZE_SITE_KEY))
+		return;
+	dl_symbolize_loc(sz, pid, site, &loc);
+	if (loc.sym[0]) {
+		dl_demangle(loc.sym, name, sizeof(name));
+		snprintf(func, sizeof(func), "%.*s+0x%" PRIx64, (int)sizeof(name) - 24, name, loc.sym_off);
+	} else if (loc.obj[0]) {
+		snprintf(func, sizeof(func), "0x%" PRIx64, loc.file_off);
+	} else {
+		snprintf(func, sizeof(func), "0x%" PRIx64, site);
+	}
+	dl_emit_site(st, now, pid, site, func, loc.obj);
+}
+
 void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_call *c, uint64_t now)
 {
 	pid_t pid = (pid_t)c->tgid;
+
+	/* Nested calls (the runtime calling the driver) return into the runtime: not a site of the program. */
+	if (c->depth == 0) {
+		name_site(sz, st, now, pid, c->site);
+		for (uint32_t k = 1; k < c->nstack; k++) {
+			uint64_t addr;
+
+			memcpy(&addr, &c->stack[k], sizeof(addr));   /* the record may sit at any offset */
+			name_site(sz, st, now, pid, addr);
+		}
+	}
 
 	if (c->api->cls == DL_CLS_LAUNCH) {
 		/* cudaLaunchKernel with a host stub: the stub's symbol. A handle is named at its creation. */

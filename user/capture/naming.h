@@ -5,6 +5,8 @@
  * seen: the host stub a launch passes, the handle CUDA 13's __cudaGetKernel
  * made for a host stub, functions registered by __cudaRegisterFunction, and
  * driver functions looked up by name (cuModuleGetFunction, cuLibraryGetKernel).
+ * Call sites likewise, as DL_EV_SITE records: the function and object an
+ * outermost call returns to, before the first call that names the address.
  */
 #ifndef DLBPF_NAMING_H
 #define DLBPF_NAMING_H

@@ -138,10 +138,10 @@ static void forget_unmapped(struct pid_maps *pm, const exec_map_vec *fresh)
 		if (k < fresh->n && same_map(&fresh->v[k], m))
 			continue;
 		for (size_t s = 0; s < pm->seen.cap; s++) {
-			uint64_t addr = pm->seen.slots[s].key;
+			uint64_t key = pm->seen.slots[s].key, addr = key & ~DL_SYMBOLIZE_SITE_KEY;
 
 			if (pm->seen.slots[s].used && addr >= m->start && addr < m->end)
-				*dl_vec_push(&gone) = addr;
+				*dl_vec_push(&gone) = key;
 		}
 	}
 	for (size_t i = 0; i < gone.n; i++)
@@ -218,21 +218,33 @@ static const struct exec_map *find_map(const struct pid_maps *pm, uint64_t addr)
 	return NULL;
 }
 
-void dl_symbolize(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, char *buf, size_t len)
+void dl_symbolize_loc(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, struct dl_code_loc *loc)
 {
 	const struct exec_map *m = find_map(pid_maps_of(sz, pid, false), addr);
 	const struct dl_elf_sym *sym;
 	struct cached_file *cf;
 
-	buf[0] = '\0';
+	memset(loc, 0, sizeof(*loc));
 	if (!m && dl_symbolizer_note(sz, pid) == 0)
 		m = find_map(pid_maps_of(sz, pid, false), addr);
 	if (!m)
 		return;
+	snprintf(loc->obj, sizeof(loc->obj), "%s", m->path);
+	loc->file_off = addr - m->start + m->offset;
 	cf = file_syms(sz, pid, m);
 	if (!cf)
 		return;
-	sym = dl_elf_sym_by_offset(&cf->syms, addr - m->start + m->offset);
-	if (sym)
-		snprintf(buf, len, "%s", sym->name);
+	sym = dl_elf_sym_by_offset(&cf->syms, loc->file_off);
+	if (sym) {
+		snprintf(loc->sym, sizeof(loc->sym), "%s", sym->name);
+		loc->sym_off = loc->file_off - sym->offset;
+	}
+}
+
+void dl_symbolize(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, char *buf, size_t len)
+{
+	struct dl_code_loc loc;
+
+	dl_symbolize_loc(sz, pid, addr, &loc);
+	snprintf(buf, len, "%s", loc.sym);
 }

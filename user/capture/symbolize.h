@@ -12,11 +12,27 @@ struct dl_symbolizer;
 
 struct dl_symbolizer *dl_symbolizer_new(void);
 void dl_symbolizer_free(struct dl_symbolizer *sz);
+/*
+ * Keys of call sites in dl_symbolizer_first: a return address is named apart
+ * from a kernel's host stub at the same address (user addresses stay below 2^47).
+ */
+#define DL_SYMBOLIZE_SITE_KEY (1ull << 63)
+
+/* Where a code address is: its file and, when a symbol holds it, the symbol. */
+struct dl_code_loc {
+	char obj[256];        /* the mapped path; "" when no mapping holds the address */
+	uint64_t file_off;    /* offset of the address in obj */
+	char sym[1024];       /* raw (mangled) symbol name; "" when none holds it */
+	uint64_t sym_off;     /* bytes from the symbol's start */
+};
+
 /* True the first time (pid, addr) is asked about: the caller names it once. */
 bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr);
 /* Remembers pid's executable mappings, to name its addresses after it exits. */
 int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid);
 /* Writes the function name holding addr in pid (empty string if unknown). */
 void dl_symbolize(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, char *buf, size_t len);
+/* Fills loc for addr in pid (what is unknown is left empty). */
+void dl_symbolize_loc(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, struct dl_code_loc *loc);
 
 #endif

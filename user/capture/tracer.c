@@ -429,6 +429,8 @@ static void partition(const struct dl_tracer *t, const struct picks *p, struct l
 
 		ps->off[ps->n] = p->v[i].off;
 		ps->cookie[ps->n] = dl_api_cookie(api);
+		if (t->stacks && dl_api_blocks(api))
+			ps->cookie[ps->n] |= DL_COOKIE_STACKS;
 		ps->n++;
 	}
 }

@@ -75,6 +75,7 @@ struct dl_tracer {
 	struct dl_u64map refused_index; /* hash of (pid, dev, inode) -> position in refused */
 	struct dl_u64map warned;        /* hash of (dev, inode): said once why, for every process */
 	bool split_hot;           /* --duty: launches and copies on their own links */
+	bool stacks;              /* --stacks: syncs and synchronous copies record their callers' stack */
 	bool hot_on;              /* those links are attached */
 	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
 	uint64_t traced_full;     /* processes user space could not add to the full traced set */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "log.h"
 #include "output/json.h"
+#include "output/report_sites.h"
 #include "output/report.h"
 #include "output/report_diag.h"
 #include "output/report_files.h"
@@ -195,7 +196,7 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 	dl_sbuf_free(&esc);
 }
 
-static void json_proc(struct dl_json *j, const struct dl_proc *p)
+static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct dl_sites *sites)
 {
 	dl_json_obj_begin(j);
 	dl_json_ki64(j, "pid", p->pid);
@@ -300,6 +301,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p)
 	dl_json_ku64(j, "switches", p->sched.switches);
 	dl_json_obj_end(j);
 	dl_report_files_json(j, &p->files);
+	dl_report_sites_json(j, sites);
 	dl_json_obj_end(j);
 }
 
@@ -335,7 +337,7 @@ int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlat
 	dl_json_key(&j, "processes");
 	dl_json_arr_begin(&j);
 	for (size_t i = 0; i < s->n; i++)
-		json_proc(&j, &s->procs[i]);
+		json_proc(&j, &s->procs[i], dl_report_sites_of(c, s->procs[i].pid));
 	dl_json_arr_end(&j);
 	dl_report_steps_json(&j, c, d);
 	dl_json_obj_end(&j);

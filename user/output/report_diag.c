@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "output/report_diag.h"
+#include "output/report_sites.h"
 #include "strsafe.h"
 
 #define STEP_LINE_INTERVAL_NS 200000000ull
@@ -89,6 +90,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 		for (int k = 0; k < DL_CAT_COUNT; k++)
 			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)st.sum.cat_ns[k] / 1e6,
 				dl_pct(st.sum.cat_ns[k], total), (double)st.sum.cat_ns[k] / 1e6 / (double)n);
+		dl_report_sites_text(f, &p->sites, n);
 		dl_fold_free(&st.sum);
 	}
 	if (!d->nsteps) {
@@ -107,7 +109,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 	dl_sbuf_free(&esc);
 }
 
-static void json_step(struct dl_json *j, const struct dl_step *st)
+static void json_step(struct dl_json *j, const struct dl_step *st, const struct dl_sites *sites)
 {
 	dl_json_obj_begin(j);
 	dl_json_ku64(j, "index", st->index);
@@ -143,6 +145,7 @@ static void json_step(struct dl_json *j, const struct dl_step *st)
 	dl_json_kstr(j, "severity", dl_severity_name(dl_severity_of(st->verdict, st->share)));
 	dl_json_key(j, "share");
 	dl_json_double(j, st->share);
+	dl_report_step_sites_json(j, st, sites);
 	dl_json_obj_end(j);
 }
 
@@ -161,7 +164,7 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 
 		for (size_t s = dl_steps_unlisted(c, p); s < p->nsteps; s++)
-			json_step(j, &p->steps[s]);
+			json_step(j, &p->steps[s], &p->sites);
 	}
 	dl_json_arr_end(j);
 

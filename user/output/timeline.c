@@ -5,6 +5,7 @@
  * memory does not grow with the trace's length.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "records/cuda_api.h"
 #include "log.h"
 #include "records/stream.h"
+#include "analysis/callsites.h"
 #include "output/timeline.h"
 #include "records/clock.h"
 #include "output/timeline_writer.h"
@@ -298,10 +300,42 @@ static struct dl_targ *arg(struct dl_targ *a, int *n, const char *name, enum dl_
 	return x;
 }
 
+/* Named as the report names it (analysis/callsites.h), from what the stream resolved. */
+static const char *site_label(const struct dl_call *c, char *buf, size_t len)
+{
+	char addr[32];
+
+	if (!c->site_fault && !c->site_func) {
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, c->site);
+		dl_site_label(addr, NULL, buf, len);
+	} else {
+		dl_site_label(c->site_fault ? NULL : c->site_func, c->site_obj, buf, len);
+	}
+	return buf;
+}
+
+/* --stacks: every frame, innermost first, joined by " <- " (repeated stacks: interned by the writer). */
+static const char *stack_label(const struct dl_call *c, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (uint32_t k = 0; k < c->nstack && n + 8 < len; k++) {
+		char frame[256], addr[32];
+		uint64_t a;
+
+		memcpy(&a, &c->stack[k], sizeof(a));   /* the record may sit at any offset */
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, a);
+		dl_site_label(c->stack_func[k] ? c->stack_func[k] : addr, c->stack_obj[k], frame, sizeof(frame));
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? " <- " : "", frame);
+	}
+	return buf;
+}
+
 static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 {
 	struct dl_targ a[DL_TMAX_ARGS];
-	char grid[40], block[40];
+	char grid[40], block[40], site[1400], stack[4096];
 	struct tthread *th;
 	int n = 0;
 
@@ -344,6 +378,10 @@ static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 	}
 	if (!c->entry_only && c->ret)
 		arg(a, &n, "ret", DL_TA_I64)->i = c->ret;
+	if (c->depth == 0 && (c->site || c->site_fault))
+		arg(a, &n, "call site", DL_TA_STR)->s = site_label(c, site, sizeof(site));
+	if (c->depth == 0 && c->nstack > 1 && !c->site_fault)
+		arg(a, &n, "stack", DL_TA_STR)->s = stack_label(c, stack, sizeof(stack));
 	emit_slice(t, &(struct dl_tslice){ .track = &th->track, .ts = c->ts, .dur = c->entry_only ? 0 : c->dur_ns,
 					   .cat = "cuda", .name = c->api->name, .args = a, .nargs = n });
 }

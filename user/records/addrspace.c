@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include "records/addrspace.h"
 
@@ -8,6 +10,10 @@ static void addrspace_free(struct dl_addrspace *s)
 		free(s->names.v[i]);
 	dl_vec_free(&s->names);
 	dl_u64map_free(&s->name_of);
+	for (size_t i = 0; i < s->sites.n; i++)
+		free(s->sites.v[i]);
+	dl_vec_free(&s->sites);
+	dl_u64map_free(&s->site_of);
 	dl_vec_free(&s->pinned);
 	dl_vec_free(&s->device);
 }
@@ -101,7 +107,21 @@ static void range_remove(struct dl_ranges *r, uint64_t start)
 void dl_addrspaces_resolve(const struct dl_addrspaces *a, struct dl_call *c)
 {
 	const struct dl_addrspace *s = dl_addrspace_find(a, c->tgid);
+	uint64_t i;
 
+	if (s && c->site && dl_u64map_get(&s->site_of, c->site, &i)) {
+		c->site_func = s->sites.v[i];
+		c->site_obj = c->site_func + strlen(c->site_func) + 1;
+	}
+	for (uint32_t k = 0; s && k < c->nstack; k++) {
+		uint64_t addr;
+
+		memcpy(&addr, &c->stack[k], sizeof(addr));
+		if (dl_u64map_get(&s->site_of, addr, &i)) {
+			c->stack_func[k] = s->sites.v[i];
+			c->stack_obj[k] = c->stack_func[k] + strlen(c->stack_func[k]) + 1;
+		}
+	}
 	if (c->api->cls == DL_CLS_LAUNCH) {
 		c->kernel = name_in(s, c->func);   /* one lookup of the process per record */
 		return;
@@ -149,4 +169,22 @@ void dl_addrspaces_note_sym(struct dl_addrspaces *a, const struct dl_sym_ev *e)
 	}
 	dl_u64map_put(&s->name_of, e->addr, s->names.n);
 	*dl_vec_push(&s->names) = dl_xstrdup(e->name);
+}
+
+void dl_addrspaces_note_site(struct dl_addrspaces *a, const struct dl_site_ev *e)
+{
+	struct dl_addrspace *s = addrspace_of(a, e->h.tgid);
+	size_t len = e->h.size - offsetof(struct dl_site_ev, text);
+	char *text = dl_xcalloc(1, len);
+	uint64_t i;
+
+	memcpy(text, e->text, len);
+	/* A later record for the address is the code mapped there since. */
+	if (dl_u64map_get(&s->site_of, e->addr, &i)) {
+		free(s->sites.v[i]);
+		s->sites.v[i] = text;
+		return;
+	}
+	dl_u64map_put(&s->site_of, e->addr, s->sites.n);
+	*dl_vec_push(&s->sites) = text;
 }

@@ -31,6 +31,8 @@ struct dl_addrspace {
 	struct dl_ranges pinned, device;
 	DL_VEC(char *) names;
 	struct dl_u64map name_of;     /* code address -> index in names */
+	DL_VEC(char *) sites;         /* a site record's text: function "\0" object "\0" */
+	struct dl_u64map site_of;     /* return address -> index in sites */
 };
 
 struct dl_addrspaces {
@@ -49,7 +51,8 @@ bool dl_ranges_contains(const struct dl_ranges *r, uint64_t addr);
  * Fills the resolved fields of a decoded call: the direction of a copy left
  * to the runtime (an address inside a known device allocation is on the
  * device, any other on the host, as the runtime's unified addressing has it),
- * a copy's host side and whether it is pageable, a launch's kernel name.
+ * a copy's host side and whether it is pageable, a launch's kernel name, the
+ * call site's function and object.
  */
 void dl_addrspaces_resolve(const struct dl_addrspaces *a, struct dl_call *c);
 /*
@@ -59,5 +62,7 @@ void dl_addrspaces_resolve(const struct dl_addrspaces *a, struct dl_call *c);
  */
 void dl_addrspaces_note_call(struct dl_addrspaces *a, const struct dl_call *c);
 void dl_addrspaces_note_sym(struct dl_addrspaces *a, const struct dl_sym_ev *e);
+/* A site record (checked by the stream: both strings end inside it). */
+void dl_addrspaces_note_site(struct dl_addrspaces *a, const struct dl_site_ev *e);
 
 #endif

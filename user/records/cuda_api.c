@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stddef.h>
 #include <string.h>
 #include "records/cuda_api.h"
 
@@ -27,6 +28,25 @@ const struct dl_api *dl_api_by_name(const char *name)
 bool dl_api_entry_only(const struct dl_api *api)
 {
 	return api->cls == DL_CLS_LAUNCH || api->cls == DL_CLS_GRAPH || api->id == DL_API_DL_DEBUG_STATE;
+}
+
+bool dl_api_blocks(const struct dl_api *api)
+{
+	if (api->cls == DL_CLS_SYNC)
+		return true;
+	if (api->cls != DL_CLS_COPY)
+		return false;
+	switch (api->layout) {
+	case DL_L_MEMCPY:
+	case DL_L_MEMCPY2D:
+	case DL_L_CU_COPY:
+	case DL_L_CU_HTOD:
+	case DL_L_CU_DTOH:
+	case DL_L_CU_DTOD:
+		return true;
+	default:
+		return false;
+	}
 }
 
 uint64_t dl_api_cookie(const struct dl_api *api)
@@ -113,6 +133,18 @@ int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *c)
 	c->depth = ev->depth;
 	c->entry_only = ev->flags & DL_CUDA_ENTRY_ONLY;
 	c->args_fault = ev->flags & (DL_CUDA_ARGS_FAULT | DL_CUDA_OUT_FAULT);
+	/* Records from before call sites end at site: they have none (DL_SITE_NONE). */
+	if (ev->h.size >= offsetof(struct dl_cuda_ev, site) + sizeof(ev->site)) {
+		c->site = ev->site;
+		c->site_fault = ev->flags & DL_CUDA_SITE_FAULT;
+	}
+	/* The stream checked h.size against the buffer; a tail past DL_STACK_MAX frames is not one of ours. */
+	if (ev->h.size > sizeof(*ev)) {
+		uint32_t n = (ev->h.size - sizeof(*ev)) / sizeof(uint64_t);
+
+		c->stack = ev->stack;
+		c->nstack = n < DL_STACK_MAX ? n : DL_STACK_MAX;
+	}
 
 	switch (api->layout) {
 	case DL_L_MEMCPY_ASYNC:

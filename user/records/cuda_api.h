@@ -101,10 +101,20 @@ struct dl_call {
 	uint64_t ptr, size;
 	/* naming calls: the handle made (func) for a host function (host) or a name string (name_ptr) */
 	uint64_t host, name_ptr;
+	/* the call site: the return address at entry; 0 when the record has none (site_fault: unreadable) */
+	uint64_t site;
+	bool site_fault;
+	/* --stacks: the return addresses of the record's tail, innermost first (stack[0] == site); else 0 */
+	const uint64_t *stack;
+	uint32_t nstack;
 	/* resolved by the stream (records/addrspace.h) */
 	uint64_t host_mem;    /* copies: the host side (H2D source, D2H destination); 0 for other directions */
 	bool pageable;        /* copies: host_mem is not in a pinned range */
 	const char *kernel;   /* launches: func's name from a symbol record, or NULL */
+	/* site's function ("name+0xOFF") and object from a site record (DL_EV_SITE), or NULL */
+	const char *site_func, *site_obj;
+	/* the same for each of stack's frames */
+	const char *stack_func[DL_STACK_MAX], *stack_obj[DL_STACK_MAX];
 };
 
 const struct dl_api *dl_api_by_id(unsigned id);
@@ -116,5 +126,7 @@ int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *out);
 const char *dl_dir_name(enum dl_dir dir);
 /* Probed at entry only (launches, graph launches): no duration, no return code. */
 bool dl_api_entry_only(const struct dl_api *api);
+/* Blocks the caller until the device is done with it: a synchronization or a synchronous copy (--stacks). */
+bool dl_api_blocks(const struct dl_api *api);
 
 #endif

@@ -51,6 +51,8 @@ static bool names_something(const struct dl_hdr *h)
 	case DL_EV_PROCINFO:
 	case DL_EV_LIB:
 	case DL_EV_SYM:
+	case DL_EV_SITE:
+	case DL_EV_FILE_OPEN:
 		return true;
 	case DL_EV_PROC:
 		return ((const struct dl_proc_ev *)h)->what != DL_PROC_EXIT;

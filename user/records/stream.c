@@ -5,7 +5,8 @@
 #include "records/stream.h"
 
 static const size_t min_size[DL_EV_KIND_MAX] = {
-	[DL_EV_CUDA] = sizeof(struct dl_cuda_ev),
+	/* Older recordings' calls end before the call site. */
+	[DL_EV_CUDA] = offsetof(struct dl_cuda_ev, site),
 	[DL_EV_BIO] = sizeof(struct dl_bio_ev),
 	[DL_EV_SCHED] = sizeof(struct dl_sched_ev),
 	[DL_EV_PROC] = offsetof(struct dl_proc_ev, flags),
@@ -21,7 +22,17 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_FILE_OPEN] = sizeof(struct dl_file_open_ev),
 	[DL_EV_FILE_READ] = sizeof(struct dl_file_read_ev),
 	[DL_EV_FILE_CLOSE] = sizeof(struct dl_file_close_ev),
+	[DL_EV_SITE] = offsetof(struct dl_site_ev, text) + 2,
 };
+
+/* A site record holds its two strings: function ends at func_len, object before the end. */
+static bool site_ok(const struct dl_site_ev *e)
+{
+	size_t len = e->h.size - offsetof(struct dl_site_ev, text);
+
+	return e->func_len >= 1 && e->func_len < len && e->text[e->func_len - 1] == '\0' &&
+	       memchr(e->text + e->func_len, '\0', len - e->func_len);
+}
 
 /* The interval a timed record covers (0 for the others). */
 static uint64_t dur_of(const void *rec, unsigned kind)
@@ -85,6 +96,8 @@ static int record_check(const void *rec, size_t len)
 	if (h->kind == DL_EV_FILE_OPEN &&
 	    !memchr(((const struct dl_file_open_ev *)rec)->path, '\0', DL_PATH_LEN))
 		return -1;
+	if (h->kind == DL_EV_SITE && !site_ok(rec))
+		return -1;
 	/*
 	 * The kernel's clock is an s64 (ktime_t): no real interval ends past
 	 * INT64_MAX. One that does is corrupt, and would make sinks' ts + dur
@@ -131,6 +144,8 @@ void dl_stream_put(struct dl_stream *s, struct dl_rec_in *in)
 		dl_addrspaces_note_call(&s->mem, &in->call);
 	} else if (in->h->kind == DL_EV_SYM) {
 		dl_addrspaces_note_sym(&s->mem, (const struct dl_sym_ev *)in->h);
+	} else if (in->h->kind == DL_EV_SITE) {
+		dl_addrspaces_note_site(&s->mem, (const struct dl_site_ev *)in->h);
 	}
 	for (int i = 0; i < s->n; i++) {
 		int err = s->sinks[i].fn(s->sinks[i].ctx, &r);
@@ -227,6 +242,24 @@ void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, con
 	fill_hdr(&u.e.h, size, DL_EV_SYM, ts, pid);
 	u.e.addr = addr;
 	memcpy(u.e.name, name, n);
+	dl_stream_emit(s, &u, size);
+}
+
+void dl_emit_site(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *func, const char *obj)
+{
+	union {
+		struct dl_site_ev e;
+		char buf[sizeof(struct dl_site_ev) + DL_SYM_NAME_MAX + DL_PATH_LEN + 8];
+	} u;
+	size_t nf = strnlen(func, DL_SYM_NAME_MAX - 1), no = strnlen(obj, DL_PATH_LEN - 1), size;
+
+	size = (offsetof(struct dl_site_ev, text) + nf + 1 + no + 1 + 7) & ~(size_t)7;
+	memset(&u, 0, size);
+	fill_hdr(&u.e.h, size, DL_EV_SITE, ts, pid);
+	u.e.addr = addr;
+	u.e.func_len = (uint32_t)nf + 1;
+	memcpy(u.e.text, func, nf);
+	memcpy(u.e.text + nf + 1, obj, no);
 	dl_stream_emit(s, &u, size);
 }
 

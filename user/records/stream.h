@@ -75,6 +75,8 @@ void dl_emit_procinfo_threads(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t
 			      uint32_t threads);
 void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms);
 void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *name);
+/* Where return address addr is: func "name+0xOFF" (or "0xOFF" in the file), obj the mapped path (or ""). */
+void dl_emit_site(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *func, const char *obj);
 void dl_emit_trace_end(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX]);
 void dl_emit_trace_end_misses(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX],
 			      uint64_t recursion_misses);
