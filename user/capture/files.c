@@ -144,11 +144,13 @@ static int cwd_now(pid_t pid, struct dl_cwd *out, char *buf, size_t cap)
 	return 0;
 }
 
+/* d may be another pid's entry (a fork's parent): copied first, as the push may move the table under it. */
 static void cwd_set(struct dl_cwds *c, pid_t pid, const struct dl_cwd *d)
 {
-	struct dl_cwd *slot;
+	struct dl_cwd v = *d, *slot;
 	uint64_t i;
 
+	v.path = dl_xstrdup(d->path);
 	if (dl_u64map_get(&c->of, (uint32_t)pid, &i)) {
 		slot = &c->dirs.v[i];
 		free(slot->path);
@@ -156,8 +158,7 @@ static void cwd_set(struct dl_cwds *c, pid_t pid, const struct dl_cwd *d)
 		slot = dl_vec_push(&c->dirs);
 		dl_u64map_put(&c->of, (uint32_t)pid, c->dirs.n - 1);
 	}
-	*slot = *d;
-	slot->path = dl_xstrdup(d->path);
+	*slot = v;
 }
 
 static const struct dl_cwd *cwd_get(const struct dl_cwds *c, pid_t pid)
