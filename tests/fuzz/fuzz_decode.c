@@ -34,7 +34,7 @@
 static size_t abi_size(unsigned kind)
 {
 	switch (kind) {
-	case DL_EV_CUDA: return sizeof(struct dl_cuda_ev);
+	case DL_EV_CUDA: return offsetof(struct dl_cuda_ev, site);
 	case DL_EV_BIO: return sizeof(struct dl_bio_ev);
 	case DL_EV_SCHED: return sizeof(struct dl_sched_ev);
 	case DL_EV_PROC: return offsetof(struct dl_proc_ev, flags);
@@ -49,6 +49,7 @@ static size_t abi_size(unsigned kind)
 	case DL_EV_FILE_OPEN: return sizeof(struct dl_file_open_ev);
 	case DL_EV_FILE_READ: return sizeof(struct dl_file_read_ev);
 	case DL_EV_FILE_CLOSE: return sizeof(struct dl_file_close_ev);
+	case DL_EV_SITE: return offsetof(struct dl_site_ev, text) + 2;
 	default: return sizeof(struct dl_hdr);   /* a newer kind: skipped by sinks, not rejected */
 	}
 }
