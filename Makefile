@@ -67,7 +67,7 @@ $(OBJ)/main.o: | $(OUTPUT)/dlbpf.skel.h
 
 -include $(shell find $(OBJ) $(SAN_OBJ) -name '*.d' 2>/dev/null)
 
-.PHONY: all test demo deps clean test-unit test-integration bench bench-run install uninstall
+.PHONY: all test demo deps clean test-unit test-integration test-asan bench bench-run install uninstall
 .DELETE_ON_ERROR:
 
 all: dlbpf
@@ -86,6 +86,11 @@ $(OUTPUT)/dlbpf.skel.h: $(OUTPUT)/dlbpf.bpf.o
 
 dlbpf: $(MAIN_OBJS) $(STAGE_LIBS)
 	$(CC) $(USER_CFLAGS) $(MAIN_OBJS) $(STAGE_LIBS) $(LIBS) -pthread -o $@
+
+# The whole collector under the sanitizers, for the integration suites (make test-asan).
+ASAN_DLBPF := $(OUTPUT)/dlbpf-asan
+$(ASAN_DLBPF): $(wildcard user/*.c user/*/*.c user/*.h user/*/*.h) $(OUTPUT)/dlbpf.skel.h
+	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) $(filter %.c,$^) $(LIBS) -pthread -o $@
 
 # The BPF object is inside the binary (the skeleton embeds it): these three files are all.
 # bin, not sbin: report needs no root, and a user's PATH often lacks sbin.

@@ -14,7 +14,9 @@ from summary_schema import SCHEMA_PATH, violations
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(ROOT, ".output")
-DLBPF = os.path.join(ROOT, "dlbpf")
+# make test-asan points this at a build under AddressSanitizer and UndefinedBehaviorSanitizer.
+DLBPF = os.environ.get("DLBPF_BIN") or os.path.join(ROOT, "dlbpf")
+SANITIZED = bool(os.environ.get("DLBPF_BIN"))
 WORK = os.path.join(OUT, "itest")
 GPUSIM_DIR = os.path.join(OUT, "gpusim")
 
@@ -27,6 +29,10 @@ def workload(name):
 
 class Failure(Exception):
     pass
+
+
+class Skipped(Exception):
+    """A measurement this run cannot make (said why); counted apart, neither passed nor failed."""
 
 
 def check(cond, msg):
@@ -284,7 +290,7 @@ def main():
         sys.exit(1)
     tests = collect(vars(sys.modules["__main__"]))
     only = sys.argv[1:]
-    passed = failed = 0
+    passed = failed = skipped = 0
     for name in only:
         if name not in [t.__name__ for t in tests]:
             failed += 1
@@ -296,6 +302,11 @@ def main():
         try:
             note = t()
             ok = True
+        except Skipped as e:
+            skipped += 1
+            print(f"SKIP {t.__name__}: {e}", flush=True)
+            Dlbpf.kill_leftovers()
+            continue
         except Failure as e:
             ok = False
             print(f"FAIL {t.__name__}: {e}", flush=True)
@@ -316,5 +327,7 @@ def main():
         else:
             failed += 1
     print(f"{summaries_checked} JSON summaries followed {os.path.relpath(SCHEMA_PATH, ROOT)}")
+    if skipped:
+        print(f"{skipped} skipped")
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
