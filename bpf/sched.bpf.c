@@ -3,6 +3,7 @@
  * Scheduler intervals of traced threads. Each thread is in one state at a time
  * (running, runnable, blocked S, blocked D); when it leaves a state, the closed
  * interval is emitted. Only intervals of traced processes reach the ring buffer.
+ * Also the wake-up edges between traced threads (sched_waking).
  */
 #include "common.bpf.h"
 
@@ -111,6 +112,161 @@ SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup, struct task_struct *p)
 {
 	return on_wakeup(p);
+}
+
+#define DL_PF_KTHREAD 0x00200000
+
+/*
+ * Which interrupt context each CPU is in. The preempt count would say it, but
+ * it is a per-CPU variable, and this kernel's kallsyms names no per-CPU
+ * variable, so a typed ksym of it cannot load: the interrupt tracepoints keep
+ * the count instead. They run for every interrupt on the machine, a
+ * per-CPU increment each (tools/bench table 7 measures it). Interrupts that do
+ * not pass through them (the local timer, IPIs of x86's system vectors) are
+ * not seen, but for the expiring hrtimers they run (below): a wake-up from
+ * one counts as the interrupted task's.
+ */
+struct irq_depth {
+	__u32 hard, soft;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct irq_depth);
+} irq_depth SEC(".maps");
+
+static __always_inline struct irq_depth *this_irq_depth(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&irq_depth, &zero);
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(irq_enter, int irq, struct irqaction *action)
+{
+	struct irq_depth *d = this_irq_depth();
+
+	if (d)
+		d->hard++;
+	return 0;
+}
+
+/* Attached inside a handler, its exit comes without its entry: the count stays at 0. */
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
+{
+	struct irq_depth *d = this_irq_depth();
+
+	if (d && d->hard)
+		d->hard--;
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(softirq_enter, unsigned int vec)
+{
+	struct irq_depth *d = this_irq_depth();
+
+	if (d)
+		d->soft++;
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(softirq_exit, unsigned int vec)
+{
+	struct irq_depth *d = this_irq_depth();
+
+	if (d && d->soft)
+		d->soft--;
+	return 0;
+}
+
+/*
+ * An expiring hrtimer runs its callback (hrtimer_wakeup of a sleep with a
+ * timeout) from the local timer interrupt, which passes no irq_handler
+ * tracepoint: counted as a hard interrupt, so the task it interrupted is not
+ * taken for the waker. (Soft hrtimers run inside a softirq, already counted.)
+ */
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(hrtimer_enter, struct hrtimer *timer, ktime_t *now)
+{
+	struct irq_depth *d = this_irq_depth();
+
+	if (d)
+		d->hard++;
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(hrtimer_exit, struct hrtimer *timer)
+{
+	struct irq_depth *d = this_irq_depth();
+
+	if (d && d->hard)
+		d->hard--;
+	return 0;
+}
+
+static __always_inline __u32 wake_context(struct task_struct *cur)
+{
+	struct irq_depth *d = this_irq_depth();
+
+	/* A softirq run at the end of a hard interrupt's exit has left the handler: soft is the inner one. */
+	if (d && d->hard)
+		return DL_WAKE_HARDIRQ;
+	if (d && d->soft)
+		return DL_WAKE_SOFTIRQ;
+	/* The idle task is one too: an interrupt that found the CPU idle and was not seen above. */
+	if (cur->flags & DL_PF_KTHREAD)
+		return DL_WAKE_KTHREAD;
+	return DL_WAKE_TASK;
+}
+
+/*
+ * Wake-up edges. sched_waking, not sched_wakeup, because it runs where the
+ * waker runs: a wake-up onto an idle CPU is finished there, from an IPI, and
+ * sched_wakeup then sees that CPU's idle task as current. The scheduler
+ * intervals stay on sched_wakeup: it comes after the wakee is enqueued (and
+ * after its switch-out, which sched_waking may precede when the wakee is
+ * still leaving its CPU), so the run-queue time matches schedstat's.
+ */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(sched_waking, struct task_struct *p)
+{
+	struct task_struct *cur;
+	struct dl_wake_ev *e;
+	__u32 wctx, pstate;
+
+	/* What every untraced wake-up pays: the same task-local mark as the other programs. */
+	if (!dl_task_traced(p))
+		return 0;
+	cur = bpf_get_current_task_btf();
+	if (cur == p)
+		return 0;
+	pstate = task_state_of(p);
+	wctx = wake_context(cur);
+	if (wctx == DL_WAKE_TASK) {
+		if (!dl_task_traced(cur))
+			return 0;
+	} else if (!(pstate & TASK_UNINTERRUPTIBLE)) {
+		/* A timer or a signal from interrupt context: no I/O of the job's ended. */
+		return 0;
+	}
+	e = dl_reserve(sizeof(*e), DL_EV_WAKE, DL_DROP_SCHED, bpf_ktime_get_ns(), p->tgid, p->pid);
+	if (!e)
+		return 0;
+	e->waker_tgid = cur->tgid;
+	e->waker_tid = cur->pid;
+	e->wakee_tgid = p->tgid;
+	e->wakee_tid = p->pid;
+	e->ctx = wctx;
+	e->wakee_state = pstate & TASK_UNINTERRUPTIBLE ? DL_ST_DISK : DL_ST_SLEEP;
+	dl_submit(e);
+	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")

@@ -55,6 +55,7 @@ enum dl_kind {
 	DL_EV_FILE_READ = 14,  /* struct dl_file_read_ev: one read syscall of a traced task */
 	DL_EV_FILE_CLOSE = 15, /* struct dl_file_close_ev: a traced process closed an fd */
 	DL_EV_SITE = 16,       /* struct dl_site_ev: where a call site (a return address) is in the code */
+	DL_EV_WAKE = 17,       /* struct dl_wake_ev: a task woke a traced thread (a wake-up edge) */
 	DL_EV_KIND_MAX,
 };
 
@@ -176,6 +177,37 @@ struct dl_sched_ev {
 	dl_u32 waker_tid;    /* for blocked intervals: the task that woke it (0 if unknown) */
 	dl_u32 next_state;   /* the state entered at ts + dur_ns; 0 when the thread exited */
 	dl_u32 pad;
+};
+
+/*
+ * What was running when a wake-up was issued. A wake-up from interrupt
+ * context (a block completion waking a reader blocked on disk) or from a
+ * kernel thread was caused by no task of the job: the interrupted task in
+ * waker_tgid/tid is whoever happened to be on that CPU.
+ */
+enum dl_wake_ctx {
+	DL_WAKE_TASK = 0,     /* a task, in its own context: waker_tgid/tid woke the wakee (futex, pipe, ...) */
+	DL_WAKE_HARDIRQ = 1,  /* a hardware interrupt handler (or NMI) */
+	DL_WAKE_SOFTIRQ = 2,  /* a softirq (block completion, timers, network), on any task or ksoftirqd */
+	DL_WAKE_KTHREAD = 3,  /* a kernel thread in task context (kworker, threaded interrupt handler) */
+};
+
+/*
+ * A wake-up edge, from the sched_waking tracepoint: it runs on the waker's
+ * CPU, in the waker's context, before the wakee is enqueued (the
+ * DL_EV_SCHED intervals still end at sched_wakeup, so the run-queue time is
+ * measured from the enqueue as schedstat does). Written only when the wakee
+ * is traced and the waker is a traced task, or the wake-up came from
+ * interrupt or kernel-thread context to a wakee blocked in D (its I/O).
+ */
+struct dl_wake_ev {
+	struct dl_hdr h;          /* ts = the wake-up; tgid/tid = the wakee; cpu = the waker's CPU */
+	dl_u32 waker_tgid;        /* the task running the wake-up (with DL_WAKE_TASK, the one that caused it) */
+	dl_u32 waker_tid;
+	dl_u32 wakee_tgid;        /* the same as h.tgid/h.tid, so the record reads alone */
+	dl_u32 wakee_tid;
+	dl_u32 ctx;               /* enum dl_wake_ctx */
+	dl_u32 wakee_state;       /* what the wakee is woken from: DL_ST_SLEEP (S) or DL_ST_DISK (D) */
 };
 
 enum dl_proc_what {

@@ -50,6 +50,7 @@ static size_t abi_size(unsigned kind)
 	case DL_EV_FILE_READ: return sizeof(struct dl_file_read_ev);
 	case DL_EV_FILE_CLOSE: return sizeof(struct dl_file_close_ev);
 	case DL_EV_SITE: return offsetof(struct dl_site_ev, text) + 2;
+	case DL_EV_WAKE: return sizeof(struct dl_wake_ev);
 	default: return sizeof(struct dl_hdr);   /* a newer kind: skipped by sinks, not rejected */
 	}
 }

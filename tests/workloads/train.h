@@ -64,6 +64,13 @@ struct slot_hdr {
 	uint64_t read_ns;        /* wall time of the reads */
 	int32_t worker;
 	int32_t pad;
+	/* The hand-off, for the lineage tests: who posted the batch, when, and the worker's own CPU
+	 * time (CLOCK_THREAD_CPUTIME_ID) since its previous post (since it started for its first). */
+	uint64_t posted_ns;
+	uint64_t cpu_since_post_ns;
+	int32_t worker_pid, worker_tid;
+	int32_t first_post;
+	int32_t pad2;
 };
 
 /* Batch b lives in slot b % nslots; filled/empty hand a slot back and forth

@@ -100,6 +100,8 @@ static void worker_main(int w, pid_t parent)
 		_exit(1);
 	}
 	rbytes &= ~(PAGE - 1); /* O_DIRECT wants aligned sizes and offsets */
+	uint64_t cpu_post = thread_cpu_ns();
+	int first = 1;
 	span = (uint64_t)fsize > rbytes ? (uint64_t)fsize - rbytes : 0;
 	for (int b = w; b < O.steps; b += O.workers) {
 		int s = b % ring->nslots;
@@ -133,13 +135,21 @@ static void worker_main(int w, pid_t parent)
 			sum += (unsigned char)dst[i];
 		cpu_sink += sum;
 		burn_cpu_us(O.worker_cpu_us, c0);
+		uint64_t c1 = thread_cpu_ns();
 		ring->hdr[s] = (struct slot_hdr){
 			.batch = (uint64_t)b,
 			.io_bytes = got,
-			.worker_cpu_ns = thread_cpu_ns() - c0,
+			.worker_cpu_ns = c1 - c0,
 			.read_ns = t1 - t0,
 			.worker = w,
+			.cpu_since_post_ns = c1 - cpu_post,
+			.worker_pid = (int32_t)getpid(),
+			.worker_tid = (int32_t)gettid(),
+			.first_post = first,
 		};
+		ring->hdr[s].posted_ns = now_ns();
+		cpu_post = c1;
+		first = 0;
 		sem_post(&ring->filled[s]);
 	}
 	close(fd);

@@ -83,11 +83,15 @@ void truth_write_step(FILE *f, const struct step_record *r)
 	fprintf(f,
 		"},\"io_read_bytes\":%llu,\"h2d_bytes\":%zu,\"h2d_copies\":%d,\"kernels\":%d,"
 		"\"worker\":%d,\"worker_cpu_ns\":%llu,\"worker_read_ns\":%llu,"
+		"\"producer\":{\"batch\":%llu,\"pid\":%d,\"tid\":%d,\"posted_ns\":%llu,"
+		"\"cpu_since_post_ns\":%llu,\"first_post\":%s},"
 		"\"sched\":{\"oncpu_ns\":%llu,\"runq_ns\":%llu}}\n",
 		(unsigned long long)r->hdr.io_bytes, r->h2d_bytes,
 		(int)((r->h2d_bytes + r->h2d_chunk - 1) / r->h2d_chunk), O.kernels, r->hdr.worker,
 		(unsigned long long)r->hdr.worker_cpu_ns, (unsigned long long)r->hdr.read_ns,
-		(unsigned long long)r->oncpu_ns, (unsigned long long)r->runq_ns);
+		(unsigned long long)r->hdr.batch, r->hdr.worker_pid, r->hdr.worker_tid,
+		(unsigned long long)r->hdr.posted_ns, (unsigned long long)r->hdr.cpu_since_post_ns,
+		r->hdr.first_post ? "true" : "false", (unsigned long long)r->oncpu_ns, (unsigned long long)r->runq_ns);
 }
 
 /* simulator: the runtime is the GPU simulator (it has gpusimSetKernelCost). */

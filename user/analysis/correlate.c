@@ -47,6 +47,7 @@ void dl_corr_free(struct dl_correlator *c)
 	dl_vec_free(&c->procs);
 	dl_u64map_free(&c->proc_of);
 	dl_vec_free(&c->tree);
+	dl_lineage_free(&c->lin);
 	free(c);
 }
 
@@ -292,6 +293,14 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 				     .sched = sched, .nsched = nsched, .reads = reads, .nreads = nreads };
 	dl_breakdown(&in, st.cat_ns);
 	st.wakeup_runq_ns = dl_wakeup_runq(&in);
+	{
+		struct dl_lin_query q = { .pid = (uint32_t)p->pub.pid, .main_tid = p->pub.main_tid, .start = start,
+					  .end = end, .cuda = cuda, .ncuda = ncuda, .sched = sched, .nsched = nsched,
+					  .disk = reads, .ndisk = nreads };
+
+		dl_lineage_step(&c->lin, &q, &st.input);
+		dl_lin_totals_add(&p->pub.lineage, &st.input);
+	}
 	device_bounds(c, p, &st, sched, nsched);
 	st.verdict = dl_verdict_of(st.cat_ns, &st.share);
 	dl_step_sites_take(&by_site, &st);
@@ -352,6 +361,7 @@ static void trim_tree(struct dl_correlator *c)
 		if (t[i].end >= f)
 			t[w++] = t[i];
 	c->tree.n = w;
+	dl_lineage_forget_before(&c->lin, f);
 }
 
 static void finalize_ready(struct dl_correlator *c, bool all)
@@ -637,6 +647,9 @@ int dl_corr_sink(void *ctx, const struct dl_rec *r)
 	}
 	if (end > c->watermark)
 		c->watermark = end;
+	if (h->kind == DL_EV_SCHED || h->kind == DL_EV_WAKE || h->kind == DL_EV_PROC ||
+	    (h->kind >= DL_EV_FILE_OPEN && h->kind <= DL_EV_FILE_CLOSE))
+		dl_lineage_note(&c->lin, h);
 
 	if (h->kind == DL_EV_CUDA || h->kind == DL_EV_SCHED || h->kind == DL_EV_MARK) {
 		/* Hashed once: the site's names, for its count here and the call's share of the steps. */

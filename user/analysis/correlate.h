@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "analysis/callsites.h"
+#include "analysis/lineage.h"
 #include "analysis/stepfold.h"
 #include "analysis/steps.h"
 #include "records/stream.h"
@@ -60,6 +61,7 @@ struct dl_corr_proc {
 	struct dl_step_fold folded;   /* the steps before those (--keep-steps) */
 	struct dl_copy_facts copy;
 	struct dl_sites sites;     /* where its outermost calls come from (every thread's) */
+	struct dl_lin_totals lineage;   /* what its steps' input waits waited on, every step's */
 };
 
 struct dl_correlator;

@@ -93,6 +93,7 @@ struct dl_correlator {
 	DL_VEC(struct cproc) procs;
 	struct dl_u64map proc_of;   /* pid -> index in procs */
 	DL_VEC(struct tspan) tree;  /* unordered */
+	struct dl_lineage lin;      /* every traced thread's intervals, wake-ups and reads */
 	uint64_t watermark;
 	uint64_t seq;               /* stream position of the record being read (or the last one) */
 	int step_on_api;            /* enum dl_api_id, or 0 */

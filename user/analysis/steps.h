@@ -7,6 +7,7 @@
 #ifndef DLBPF_STEPS_H
 #define DLBPF_STEPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -46,6 +47,29 @@ struct dl_step_site {
 	uint64_t cat_ns[DL_CAT_COUNT];
 };
 
+/* The step's input lineage (analysis/lineage.h): who ended its input waits, what that producer did. */
+#define DL_LIN_FILES 4            /* files listed per step, most bytes first */
+
+struct dl_lin_file {
+	const char *path;             /* the lineage store's copy: valid while the store lives */
+	uint64_t read_bytes, reads;
+};
+
+struct dl_step_lineage {
+	uint64_t wait_ns;             /* the main thread blocked outside CUDA calls in the step */
+	uint32_t waits;               /* blocked intervals that made it */
+	bool woken;                   /* an edge ended some of it: waker_* hold its waker */
+	uint32_t waker_pid, waker_tid, waker_ctx;   /* waker_ctx: enum dl_wake_ctx; pid and tid 0 if not a task */
+	uint64_t woken_wait_ns;       /* the part of wait_ns this waker's wake-ups ended */
+	bool producer;                /* the waker is a traced task: its activity below is known */
+	bool after_handoff;           /* since_ns is its previous hand-off (else the first of it kept) */
+	uint64_t since_ns, handoff_ns;
+	uint64_t oncpu_ns, io_wait_ns, runq_ns, other_wait_ns;   /* io_wait: in D with the tree's reads in flight */
+	uint64_t read_bytes, reads;   /* its read calls in the window */
+	uint32_t nfiles;
+	struct dl_lin_file files[DL_LIN_FILES];
+};
+
 struct dl_step {
 	uint32_t index;            /* 0-based, per process */
 	pid_t pid, tid;            /* the process and its main thread */
@@ -65,6 +89,7 @@ struct dl_step {
 	uint64_t closed_at;        /* stream position (dl_rec.seq) of the record that finalized it */
 	uint32_t nsites;           /* of top_sites */
 	struct dl_step_site top_sites[DL_STEP_TOP_SITES];   /* most time first */
+	struct dl_step_lineage input;
 };
 
 const char *dl_cat_name(enum dl_cat c);

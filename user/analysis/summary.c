@@ -420,7 +420,7 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 uint64_t dl_summary_kernel_events(const struct dl_summary *s)
 {
 	uint64_t n = s->records[DL_EV_BIO_SUBMIT] + s->records[DL_EV_FILE_OPEN] + s->records[DL_EV_FILE_READ] +
-		     s->records[DL_EV_FILE_CLOSE];
+		     s->records[DL_EV_FILE_CLOSE] + s->records[DL_EV_WAKE];
 
 	for (int k = 0; k < DL_EV_TRACE_START; k++)
 		n += s->records[k];

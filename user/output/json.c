@@ -123,6 +123,12 @@ void dl_json_double(struct dl_json *j, double v)
 		fputs("null", j->f);
 }
 
+void dl_json_null(struct dl_json *j)
+{
+	sep(j);
+	fputs("null", j->f);
+}
+
 void dl_json_milli(struct dl_json *j, uint64_t v)
 {
 	sep(j);

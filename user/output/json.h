@@ -27,6 +27,7 @@ void dl_json_u64(struct dl_json *j, uint64_t v);
 void dl_json_i64(struct dl_json *j, int64_t v);
 void dl_json_double(struct dl_json *j, double v);
 void dl_json_bool(struct dl_json *j, bool v);
+void dl_json_null(struct dl_json *j);
 /* v / 1000 with three exact decimals (ns as µs, for trace timestamps) */
 void dl_json_milli(struct dl_json *j, uint64_t v);
 

@@ -339,7 +339,7 @@ int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlat
 	for (size_t i = 0; i < s->n; i++)
 		json_proc(&j, &s->procs[i], dl_report_sites_of(c, s->procs[i].pid));
 	dl_json_arr_end(&j);
-	dl_report_steps_json(&j, c, d);
+	dl_report_steps_json(&j, c, d, s);
 	dl_json_obj_end(&j);
 	fputc('\n', f);
 	if (fflush(f) || ferror(f)) {

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "output/report_diag.h"
+#include "output/report_lineage.h"
 #include "output/report_sites.h"
 #include "strsafe.h"
 
@@ -90,6 +91,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 		for (int k = 0; k < DL_CAT_COUNT; k++)
 			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)st.sum.cat_ns[k] / 1e6,
 				dl_pct(st.sum.cat_ns[k], total), (double)st.sum.cat_ns[k] / 1e6 / (double)n);
+		dl_report_lineage_text(f, p);
 		dl_report_sites_text(f, &p->sites, n);
 		dl_fold_free(&st.sum);
 	}
@@ -109,7 +111,8 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 	dl_sbuf_free(&esc);
 }
 
-static void json_step(struct dl_json *j, const struct dl_step *st, const struct dl_sites *sites)
+static void json_step(struct dl_json *j, const struct dl_step *st, const struct dl_sites *sites,
+		      const struct dl_summary *s)
 {
 	dl_json_obj_begin(j);
 	dl_json_ku64(j, "index", st->index);
@@ -146,6 +149,7 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 	dl_json_key(j, "share");
 	dl_json_double(j, st->share);
 	dl_report_step_sites_json(j, st, sites);
+	dl_report_step_input_json(j, st, s);
 	dl_json_obj_end(j);
 }
 
@@ -156,15 +160,16 @@ size_t dl_steps_unlisted(const struct dl_correlator *c, const struct dl_corr_pro
 	return keep && p->nsteps > keep ? p->nsteps - keep : 0;
 }
 
-void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d)
+void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d,
+			  const struct dl_summary *s)
 {
 	dl_json_key(j, "steps");
 	dl_json_arr_begin(j);
 	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 
-		for (size_t s = dl_steps_unlisted(c, p); s < p->nsteps; s++)
-			json_step(j, &p->steps[s], &p->sites);
+		for (size_t k = dl_steps_unlisted(c, p); k < p->nsteps; k++)
+			json_step(j, &p->steps[k], &p->sites, s);
 	}
 	dl_json_arr_end(j);
 

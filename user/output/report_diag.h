@@ -28,6 +28,8 @@ const char *dl_step_confidence(double cv, uint64_t n);
 size_t dl_steps_unlisted(const struct dl_correlator *c, const struct dl_corr_proc *p);
 
 void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct dl_diagnosis *d);
-void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d);
+/* s names the processes of the steps' input lineage (NULL: no names). */
+void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d,
+			  const struct dl_summary *s);
 
 #endif

@@ -23,6 +23,7 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_FILE_READ] = sizeof(struct dl_file_read_ev),
 	[DL_EV_FILE_CLOSE] = sizeof(struct dl_file_close_ev),
 	[DL_EV_SITE] = offsetof(struct dl_site_ev, text) + 2,
+	[DL_EV_WAKE] = sizeof(struct dl_wake_ev),
 };
 
 /* A site record holds its two strings: function ends at func_len, object before the end. */

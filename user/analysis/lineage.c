@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdlib.h>
+#include <string.h>
+#include "analysis/lineage.h"
+
+const char *dl_wake_ctx_name(uint32_t ctx)
+{
+	switch (ctx) {
+	case DL_WAKE_TASK: return "task";
+	case DL_WAKE_HARDIRQ: return "hardirq";
+	case DL_WAKE_SOFTIRQ: return "softirq";
+	case DL_WAKE_KTHREAD: return "kthread";
+	default: return "unknown";
+	}
+}
+
+void dl_lineage_free(struct dl_lineage *l)
+{
+	for (size_t i = 0; i < l->threads.n; i++) {
+		struct dl_lin_thread *t = &l->threads.v[i];
+
+		dl_vec_free(&t->spans);
+		dl_vec_free(&t->woken);
+		dl_vec_free(&t->gave);
+		dl_vec_free(&t->reads);
+	}
+	for (size_t i = 0; i < l->procs.n; i++)
+		dl_files_free(&l->procs.v[i].files);
+	dl_vec_free(&l->threads);
+	dl_vec_free(&l->procs);
+	dl_u64map_free(&l->by_tid);
+	dl_u64map_free(&l->by_pid);
+	memset(l, 0, sizeof(*l));
+}
+
+static struct dl_lin_thread *thread_of(struct dl_lineage *l, uint32_t tid, uint32_t tgid, uint64_t ts, bool create)
+{
+	struct dl_lin_thread *t;
+	uint64_t i;
+
+	if (dl_u64map_get(&l->by_tid, tid, &i))
+		return &l->threads.v[i];
+	if (!create)
+		return NULL;
+	dl_u64map_put(&l->by_tid, tid, l->threads.n);
+	t = dl_vec_push(&l->threads);
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->tgid = tgid;
+	t->first_ts = ts;
+	return t;
+}
+
+static const struct dl_lin_thread *find_thread(const struct dl_lineage *l, uint32_t tid)
+{
+	uint64_t i;
+
+	return dl_u64map_get(&l->by_tid, tid, &i) ? &l->threads.v[i] : NULL;
+}
+
+static struct dl_proc_files *files_of(struct dl_lineage *l, uint32_t pid)
+{
+	struct dl_lin_proc *p;
+	uint64_t i;
+
+	if (dl_u64map_get(&l->by_pid, pid, &i))
+		return &l->procs.v[i].files;
+	dl_u64map_put(&l->by_pid, pid, l->procs.n);
+	p = dl_vec_push(&l->procs);
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	return &p->files;
+}
+
+/* Edges come from every CPU: kept in time order by inserting from the back. */
+static void insert_edge(struct dl_lin_edge **v, size_t *n, size_t *cap, const struct dl_lin_edge *e)
+{
+	size_t i;
+
+	dl_grow((void **)v, cap, *n + 1, sizeof(**v));
+	for (i = *n; i > 0 && (*v)[i - 1].ts > e->ts; i--)
+		(*v)[i] = (*v)[i - 1];
+	(*v)[i] = *e;
+	(*n)++;
+}
+
+static void note_sched(struct dl_lineage *l, const struct dl_sched_ev *ev)
+{
+	struct dl_lin_thread *t = thread_of(l, ev->h.tid, ev->h.tgid, ev->h.ts, true);
+	struct dl_span s = { ev->h.ts, ev->h.ts + ev->dur_ns, ev->state };
+
+	if (t->spans.n && s.start < t->spans.v[t->spans.n - 1].end)
+		s.start = t->spans.v[t->spans.n - 1].end;
+	if (s.end > s.start)
+		*dl_vec_push(&t->spans) = s;
+	if (s.end >= t->until) {
+		t->until = s.end;
+		t->next = ev->next_state;
+	}
+}
+
+static void note_wake(struct dl_lineage *l, const struct dl_wake_ev *ev)
+{
+	struct dl_lin_edge e = { ev->h.ts, ev->waker_tgid, ev->waker_tid, ev->wakee_tgid, ev->wakee_tid, ev->ctx };
+	struct dl_lin_thread *t = thread_of(l, ev->wakee_tid, ev->wakee_tgid, ev->h.ts, true);
+
+	insert_edge(&t->woken.v, &t->woken.n, &t->woken.cap, &e);
+	if (ev->ctx != DL_WAKE_TASK)
+		return;
+	t = thread_of(l, ev->waker_tid, ev->waker_tgid, ev->h.ts, true);
+	insert_edge(&t->gave.v, &t->gave.n, &t->gave.cap, &e);
+}
+
+static void note_read(struct dl_lineage *l, const struct dl_file_read_ev *ev)
+{
+	struct dl_proc_files *pf = files_of(l, ev->h.tgid);
+	struct dl_lin_thread *t;
+	struct dl_lin_read *r;
+	uint64_t at = 0;
+
+	if (ev->ret <= 0)
+		return;
+	t = thread_of(l, ev->h.tid, ev->h.tgid, ev->h.ts, true);
+	r = dl_vec_push(&t->reads);
+	r->ts = ev->h.ts;
+	r->bytes = (uint64_t)ev->ret;
+	r->path = dl_u64map_get(&pf->fds, (uint32_t)ev->fd, &at) && at ? pf->files.v[at - 1].path : NULL;
+}
+
+void dl_lineage_note(struct dl_lineage *l, const struct dl_hdr *h)
+{
+	switch (h->kind) {
+	case DL_EV_SCHED:
+		note_sched(l, (const void *)h);
+		break;
+	case DL_EV_WAKE:
+		note_wake(l, (const void *)h);
+		break;
+	case DL_EV_FILE_OPEN:
+		dl_files_open(files_of(l, h->tgid), (const void *)h);
+		break;
+	case DL_EV_FILE_CLOSE:
+		dl_files_close(files_of(l, h->tgid), (const void *)h);
+		break;
+	case DL_EV_FILE_READ:
+		note_read(l, (const void *)h);
+		break;
+	case DL_EV_PROC: {
+		const struct dl_proc_ev *e = (const void *)h;
+		uint64_t i;
+
+		/* A forked worker reads through the fds it inherited (the data set opened before the fork). */
+		if (e->what == DL_PROC_FORK && dl_u64map_get(&l->by_pid, e->ppid, &i)) {
+			/* The child's table first: adding it may move the parent's. */
+			struct dl_proc_files *child = files_of(l, h->tgid);
+
+			if (dl_u64map_get(&l->by_pid, e->ppid, &i))
+				dl_files_fork(child, &l->procs.v[i].files);
+		}
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* Time of [a, b) outside the sorted, non-overlapping pieces. */
+static uint64_t outside(const struct dl_span *p, size_t n, uint64_t a, uint64_t b)
+{
+	uint64_t in = 0;
+
+	for (size_t i = dl_spans_first_after(p, n, a); i < n && p[i].start < b; i++) {
+		uint64_t s = dl_max_u64(a, p[i].start), e = dl_min_u64(b, p[i].end);
+
+		if (e > s)
+			in += e - s;
+	}
+	return b - a - dl_min_u64(in, b - a);
+}
+
+/* The last edge into t with lo < ts <= hi, or NULL. */
+static const struct dl_lin_edge *ending_edge(const struct dl_lin_thread *t, uint64_t lo, uint64_t hi)
+{
+	for (size_t i = t ? t->woken.n : 0; i-- > 0;) {
+		const struct dl_lin_edge *e = &t->woken.v[i];
+
+		if (e->ts <= lo)
+			break;
+		if (e->ts <= hi)
+			return e;
+	}
+	return NULL;
+}
+
+/* The producer's previous hand-off to the process before ts, or NULL. */
+static const struct dl_lin_edge *previous_handoff(const struct dl_lin_thread *w, uint32_t pid, uint64_t ts)
+{
+	for (size_t i = w->gave.n; i-- > 0;)
+		if (w->gave.v[i].ts < ts && w->gave.v[i].wakee_tgid == pid)
+			return &w->gave.v[i];
+	return NULL;
+}
+
+static void add_state(const struct dl_lin_query *q, struct dl_step_lineage *o, uint32_t state, uint64_t a, uint64_t b)
+{
+	uint64_t io;
+
+	if (b <= a)
+		return;
+	switch (state) {
+	case DL_ST_RUNNING:
+		o->oncpu_ns += b - a;
+		break;
+	case DL_ST_RUNQ:
+		o->runq_ns += b - a;
+		break;
+	case DL_ST_DISK:
+		/* As the breakdown's io_wait: in D while the tree's reads are in flight. */
+		io = dl_spans_overlap(q->disk, q->ndisk, a, b);
+		o->io_wait_ns += io;
+		o->other_wait_ns += b - a - io;
+		break;
+	default:
+		o->other_wait_ns += b - a;
+		break;
+	}
+}
+
+static void add_file(struct dl_step_lineage *o, const struct dl_lin_read *r)
+{
+	uint32_t i;
+
+	o->reads++;
+	o->read_bytes += r->bytes;
+	if (!r->path)
+		return;
+	for (i = 0; i < o->nfiles && o->files[i].path != r->path; i++)
+		;
+	if (i == o->nfiles) {
+		if (o->nfiles == DL_LIN_FILES) {
+			/* Full: the new file takes the place of the one with the fewest bytes, if it has more. */
+			uint32_t least = 0;
+
+			for (uint32_t k = 1; k < o->nfiles; k++)
+				if (o->files[k].read_bytes < o->files[least].read_bytes)
+					least = k;
+			if (o->files[least].read_bytes >= r->bytes)
+				return;
+			i = least;
+		} else {
+			o->nfiles++;
+		}
+		o->files[i] = (struct dl_lin_file){ r->path, 0, 0 };
+	}
+	o->files[i].read_bytes += r->bytes;
+	o->files[i].reads++;
+}
+
+static int by_file_bytes(const void *a, const void *b)
+{
+	const struct dl_lin_file *x = a, *y = b;
+
+	if (x->read_bytes != y->read_bytes)
+		return x->read_bytes < y->read_bytes ? 1 : -1;
+	return strcmp(x->path, y->path);
+}
+
+/* What producer w did in (since, handoff]. */
+static void producer_window(const struct dl_lin_query *q, const struct dl_lin_thread *w, struct dl_step_lineage *o)
+{
+	uint64_t a = o->since_ns, b = o->handoff_ns, last = a;
+
+	for (size_t i = 0; i < w->spans.n; i++) {
+		const struct dl_span *s = &w->spans.v[i];
+
+		if (s->end <= a || s->start >= b)
+			continue;
+		add_state(q, o, s->kind, dl_max_u64(s->start, a), dl_min_u64(s->end, b));
+		last = dl_max_u64(last, dl_min_u64(s->end, b));
+	}
+	/* Past its last closed interval the producer is in the state it entered then (running, at a hand-off). */
+	if (w->next && w->until <= b)
+		add_state(q, o, w->next, dl_max_u64(w->until, dl_max_u64(a, last)), b);
+	for (size_t i = 0; i < w->reads.n; i++)
+		if (w->reads.v[i].ts > a && w->reads.v[i].ts <= b)
+			add_file(o, &w->reads.v[i]);
+	qsort(o->files, o->nfiles, sizeof(o->files[0]), by_file_bytes);
+}
+
+struct candidate {
+	uint32_t tid, ctx;
+	uint64_t wait_ns, longest;
+	const struct dl_lin_edge *edge;   /* the wake-up that ended its longest wait */
+};
+
+void dl_lineage_step(const struct dl_lineage *l, const struct dl_lin_query *q, struct dl_step_lineage *o)
+{
+	const struct dl_lin_thread *main = find_thread(l, q->main_tid), *w;
+	struct candidate cand[DL_LIN_WAKERS];
+	size_t ncand = 0, best = 0;
+	uint64_t prev_end = 0;
+
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; i < q->nsched; i++) {
+		const struct dl_span *s = &q->sched[i];
+		uint64_t a = dl_max_u64(s->start, q->start), b = dl_min_u64(s->end, q->end), ns, lo;
+		const struct dl_lin_edge *e;
+		size_t k;
+
+		if (s->kind != DL_ST_SLEEP && s->kind != DL_ST_DISK)
+			continue;
+		lo = dl_max_u64(prev_end, s->start > DL_LIN_RACE_NS ? s->start - DL_LIN_RACE_NS : 0);
+		prev_end = s->end;
+		if (b <= a || !(ns = outside(q->cuda, q->ncuda, a, b)))
+			continue;
+		o->waits++;
+		o->wait_ns += ns;
+		/* Still blocked at the step's end: the wake-up that ends it belongs to the next step. */
+		if (s->end > q->end || !(e = ending_edge(main, lo, s->end)))
+			continue;
+		for (k = 0; k < ncand; k++)
+			if (cand[k].ctx == e->ctx && cand[k].tid == (e->ctx == DL_WAKE_TASK ? e->waker_tid : 0))
+				break;
+		if (k == ncand) {
+			if (ncand == DL_LIN_WAKERS)
+				continue;
+			cand[ncand++] = (struct candidate){ e->ctx == DL_WAKE_TASK ? e->waker_tid : 0, e->ctx, 0, 0, e };
+		}
+		cand[k].wait_ns += ns;
+		if (ns > cand[k].longest) {
+			cand[k].longest = ns;
+			cand[k].edge = e;
+		}
+	}
+	if (!ncand)
+		return;
+	for (size_t k = 1; k < ncand; k++)
+		if (cand[k].wait_ns > cand[best].wait_ns)
+			best = k;
+	o->woken = true;
+	o->waker_ctx = cand[best].ctx;
+	o->woken_wait_ns = cand[best].wait_ns;
+	if (o->waker_ctx != DL_WAKE_TASK)
+		return;
+	o->waker_pid = cand[best].edge->waker_tgid;
+	o->waker_tid = cand[best].edge->waker_tid;
+	o->handoff_ns = cand[best].edge->ts;
+	/* Known only when something of it was traced besides the wake-ups it made. */
+	w = find_thread(l, o->waker_tid);
+	if (!w || (!w->spans.n && !w->next && !w->reads.n))
+		return;
+	{
+		const struct dl_lin_edge *prev = previous_handoff(w, q->pid, o->handoff_ns);
+
+		o->producer = true;
+		o->after_handoff = prev != NULL;
+		o->since_ns = prev ? prev->ts : dl_min_u64(w->first_ts, o->handoff_ns);
+	}
+	producer_window(q, w, o);
+}
+
+void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t)
+{
+	for (size_t i = 0; i < l->threads.n; i++) {
+		struct dl_lin_thread *th = &l->threads.v[i];
+		size_t k;
+
+		for (k = 0; k < th->spans.n && th->spans.v[k].end < t; k++)
+			;
+		dl_vec_drop_front(&th->spans, k);
+		for (k = 0; k < th->woken.n && th->woken.v[k].ts < t; k++)
+			;
+		dl_vec_drop_front(&th->woken, k);
+		/* The last hand-off before t stays: it starts the window of the next. */
+		for (k = 0; k + 1 < th->gave.n && th->gave.v[k + 1].ts < t; k++)
+			;
+		dl_vec_drop_front(&th->gave, k);
+		for (k = 0; k < th->reads.n && th->reads.v[k].ts < t; k++)
+			;
+		dl_vec_drop_front(&th->reads, k);
+		if (th->first_ts < t)
+			th->first_ts = t;
+	}
+}
+
+void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s)
+{
+	uint32_t k;
+
+	t->wait_ns += s->wait_ns;
+	if (!s->woken || s->waker_ctx != DL_WAKE_TASK) {
+		t->other_wait_ns += s->wait_ns;
+		if (s->woken)
+			t->irq_wait_ns += s->wait_ns;
+		return;
+	}
+	t->other_wait_ns += s->wait_ns - s->woken_wait_ns;
+	for (k = 0; k < t->nwakers && t->wakers[k].pid != s->waker_pid; k++)
+		;
+	if (k == t->nwakers) {
+		if (k == DL_LIN_WAKERS) {
+			t->other_wait_ns += s->woken_wait_ns;
+			return;
+		}
+		t->wakers[t->nwakers++].pid = s->waker_pid;
+	}
+	t->wakers[k].wait_ns += s->woken_wait_ns;
+	t->wakers[k].steps++;
+	if (!s->producer)
+		return;
+	t->producers++;
+	t->oncpu_ns += s->oncpu_ns;
+	t->io_wait_ns += s->io_wait_ns;
+	t->runq_ns += s->runq_ns;
+	t->other_ns += s->other_wait_ns;
+	t->read_bytes += s->read_bytes;
+}
+
+void dl_lin_totals_sort(struct dl_lin_totals *t)
+{
+	for (uint32_t i = 1; i < t->nwakers; i++)
+		for (uint32_t k = i; k > 0 && t->wakers[k].wait_ns > t->wakers[k - 1].wait_ns; k--) {
+			__typeof__(t->wakers[0]) x = t->wakers[k];
+
+			t->wakers[k] = t->wakers[k - 1];
+			t->wakers[k - 1] = x;
+		}
+}

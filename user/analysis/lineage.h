@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Input lineage: for a step of a main thread, who ended its input waits and
+ * what that producer did for the batch. The wait is the main thread's blocked
+ * time outside CUDA calls; the wake-up edge (DL_EV_WAKE) that ended each
+ * blocked interval names the waker; the producer's scheduler intervals and
+ * file reads since its previous hand-off to the process (its previous
+ * wake-up of one of its threads) are what it spent on the batch.
+ *
+ * Pure: fed records (scheduler intervals of every traced thread, wake-up
+ * edges, file opens, reads and closes, forks), so a replay gives the same.
+ */
+#ifndef DLBPF_LINEAGE_H
+#define DLBPF_LINEAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "analysis/breakdown.h"
+#include "analysis/files.h"
+#include "dlbpf/events.h"
+#include "util.h"
+
+#define DL_LIN_WAKERS 8           /* wakers told apart in a process's totals; the rest are "others" */
+/*
+ * sched_waking runs before the wakee's switch-out is recorded when the wakee
+ * is still leaving its CPU (the wake-up races its sleep): an edge this much
+ * before a blocked interval's start still ended it. The race lasts the
+ * switch itself, microseconds.
+ */
+#define DL_LIN_RACE_NS 1000000ull
+
+struct dl_lin_edge {
+	uint64_t ts;
+	uint32_t waker_tgid, waker_tid, wakee_tgid, wakee_tid, ctx;
+};
+
+struct dl_lin_read {
+	uint64_t ts, bytes;
+	const char *path;             /* NULL: an fd no record named */
+};
+
+struct dl_lin_thread {
+	uint32_t tid, tgid;
+	DL_VEC(struct dl_span) spans;       /* closed scheduler intervals, by start; kind = enum dl_thread_state */
+	uint64_t first_ts, until;           /* its first record; the end of its last closed interval */
+	uint32_t next;                      /* the state it entered at until (0: none or exited) */
+	DL_VEC(struct dl_lin_edge) woken;   /* wake-ups of it, by time */
+	DL_VEC(struct dl_lin_edge) gave;    /* wake-ups it made in task context, by time */
+	DL_VEC(struct dl_lin_read) reads;   /* by time */
+};
+
+struct dl_lin_proc {
+	uint32_t pid;
+	struct dl_proc_files files;         /* its fd table, for the paths of reads */
+};
+
+struct dl_lineage {
+	DL_VEC(struct dl_lin_thread) threads;
+	struct dl_u64map by_tid;
+	DL_VEC(struct dl_lin_proc) procs;
+	struct dl_u64map by_pid;
+};
+
+/* A step to explain: the main thread's CUDA pieces and scheduler spans in it, as the breakdown takes them. */
+struct dl_lin_query {
+	uint32_t pid, main_tid;
+	uint64_t start, end;
+	const struct dl_span *cuda;   /* sorted, non-overlapping */
+	size_t ncuda;
+	const struct dl_span *sched;  /* sorted, non-overlapping */
+	size_t nsched;
+	const struct dl_span *disk;   /* the tree's disk reads in flight: sorted, merged */
+	size_t ndisk;
+};
+
+/* What a process's steps waited on, summed over its steps (for the report's line and the findings). */
+struct dl_lin_totals {
+	uint64_t wait_ns;             /* every step's wait_ns */
+	struct {
+		uint32_t pid;
+		uint64_t wait_ns, steps;
+	} wakers[DL_LIN_WAKERS];      /* by process of the waker; most wait first once sorted */
+	uint32_t nwakers;
+	uint64_t other_wait_ns;       /* ended by interrupts, kernel threads, wakers past the table, or no edge seen */
+	uint64_t irq_wait_ns;         /* of that, ended from interrupt or kernel-thread context */
+	uint64_t producers, oncpu_ns, io_wait_ns, runq_ns, other_ns;   /* the producers' windows, summed */
+	uint64_t read_bytes;
+};
+
+void dl_lineage_free(struct dl_lineage *l);
+/* A record of the stream: scheduler intervals, wake-ups, file records and forks are kept; the rest ignored. */
+void dl_lineage_note(struct dl_lineage *l, const struct dl_hdr *h);
+/* The lineage of one step. */
+void dl_lineage_step(const struct dl_lineage *l, const struct dl_lin_query *q, struct dl_step_lineage *out);
+/* Forgets what ended before t (kept: each thread's last state and the paths, which later reads name). */
+void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t);
+
+void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s);
+/* The wakers by wait, most first. */
+void dl_lin_totals_sort(struct dl_lin_totals *t);
+
+const char *dl_wake_ctx_name(uint32_t ctx);
+
+#endif

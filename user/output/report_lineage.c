@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <inttypes.h>
+#include "output/report_lineage.h"
+
+void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, const struct dl_summary *s)
+{
+	const struct dl_step_lineage *in = &st->input;
+	const struct dl_proc *wp = s && in->woken && in->waker_pid ? dl_summary_find(s, (pid_t)in->waker_pid) : NULL;
+
+	dl_json_key(j, "input");
+	dl_json_obj_begin(j);
+	dl_json_ku64(j, "wait_ns", in->wait_ns);
+	dl_json_ku64(j, "waits", in->waits);
+	dl_json_key(j, "woken_by");
+	if (!in->woken) {
+		dl_json_null(j);
+	} else {
+		dl_json_obj_begin(j);
+		dl_json_ku64(j, "pid", in->waker_pid);
+		dl_json_ku64(j, "tid", in->waker_tid);
+		dl_json_kstr(j, "comm", wp ? wp->comm : "");
+		dl_json_kstr(j, "context", dl_wake_ctx_name(in->waker_ctx));
+		dl_json_ku64(j, "wait_ns", in->woken_wait_ns);
+		dl_json_obj_end(j);
+	}
+	dl_json_key(j, "producer");
+	if (!in->producer) {
+		dl_json_null(j);
+	} else {
+		dl_json_obj_begin(j);
+		dl_json_ku64(j, "since_ns", in->since_ns);
+		dl_json_ku64(j, "handoff_ns", in->handoff_ns);
+		dl_json_key(j, "after_handoff");
+		dl_json_bool(j, in->after_handoff);
+		dl_json_ku64(j, "oncpu_ns", in->oncpu_ns);
+		dl_json_ku64(j, "io_wait_ns", in->io_wait_ns);
+		dl_json_ku64(j, "runq_ns", in->runq_ns);
+		dl_json_ku64(j, "other_wait_ns", in->other_wait_ns);
+		dl_json_ku64(j, "read_bytes", in->read_bytes);
+		dl_json_ku64(j, "reads", in->reads);
+		dl_json_key(j, "files");
+		dl_json_arr_begin(j);
+		for (uint32_t i = 0; i < in->nfiles; i++) {
+			dl_json_obj_begin(j);
+			dl_json_kstr(j, "path", in->files[i].path);
+			dl_json_ku64(j, "read_bytes", in->files[i].read_bytes);
+			dl_json_ku64(j, "reads", in->files[i].reads);
+			dl_json_obj_end(j);
+		}
+		dl_json_arr_end(j);
+		dl_json_obj_end(j);
+	}
+	dl_json_obj_end(j);
+}
+
+void dl_report_lineage_text(FILE *f, const struct dl_corr_proc *p)
+{
+	struct dl_lin_totals t = p->lineage;
+	uint64_t woken = 0, window;
+
+	if (!t.wait_ns)
+		return;
+	dl_lin_totals_sort(&t);
+	for (uint32_t i = 0; i < t.nwakers; i++)
+		woken += t.wakers[i].wait_ns;
+	if (!woken) {
+		fprintf(f, "  input    no wake-up of a traced task ended its waits%s\n",
+			t.irq_wait_ns ? " (interrupts or kernel threads did)" : "");
+		return;
+	}
+	fprintf(f, "  input    waited on %s", t.nwakers > 1 ? "workers" : "worker");
+	for (uint32_t i = 0; i < t.nwakers && i < 4; i++)
+		fprintf(f, "%s %u (%.0f%%)", i ? "," : "", t.wakers[i].pid, dl_pct(t.wakers[i].wait_ns, t.wait_ns));
+	if (t.nwakers > 4)
+		fprintf(f, " and %u more", t.nwakers - 4);
+	window = t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns;
+	if (window)
+		fprintf(f, ": %s spent %.0f%% on CPU, %.0f%% on disk, %.0f%% waiting for a CPU", t.nwakers > 1 ? "they" : "it",
+			dl_pct(t.oncpu_ns, window), dl_pct(t.io_wait_ns, window), dl_pct(t.runq_ns, window));
+	fputc('\n', f);
+}

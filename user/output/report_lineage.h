@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The input lineage of steps (analysis/lineage.h) in the JSON summary and the text report. */
+#ifndef DLBPF_REPORT_LINEAGE_H
+#define DLBPF_REPORT_LINEAGE_H
+
+#include <stdio.h>
+#include "analysis/correlate.h"
+#include "analysis/summary.h"
+#include "output/json.h"
+
+/* A step's "input" object; s names the waker's process (NULL: no names). */
+void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, const struct dl_summary *s);
+/* The process's "input" line: which workers its steps waited on, and what they were doing. */
+void dl_report_lineage_text(FILE *f, const struct dl_corr_proc *p);
+
+#endif
