@@ -120,68 +120,69 @@ int BPF_PROG(sched_wakeup, struct task_struct *p)
  * Which interrupt context each CPU is in. The preempt count would say it, but
  * it is a per-CPU variable, and this kernel's kallsyms names no per-CPU
  * variable, so a typed ksym of it cannot load: the interrupt tracepoints keep
- * the count instead. They run for every interrupt on the machine, a
- * per-CPU increment each (tools/bench table 7 measures it). Interrupts that do
- * not pass through them (the local timer, IPIs of x86's system vectors) are
- * not seen, but for the expiring hrtimers they run (below): a wake-up from
- * one counts as the interrupted task's.
+ * flags instead. They run for every interrupt on the machine, a per-CPU store
+ * each (tools/bench table 7 measures it). Flags, not counts: handlers of one
+ * kind do not nest on a CPU, and an exit missed while the programs attach
+ * (entry seen, exit not yet attached) is undone by the next exit there, where
+ * a count would stay wrong for the rest of the trace. Interrupts that pass
+ * none of these tracepoints (IPIs of x86's system vectors) are not seen: a
+ * wake-up from one counts as the interrupted task's.
  */
-struct irq_depth {
-	__u32 hard, soft;
+struct irq_flags {
+	__u8 hard, soft, timer, pad;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct irq_depth);
-} irq_depth SEC(".maps");
+	__type(value, struct irq_flags);
+} irq_flags SEC(".maps");
 
-static __always_inline struct irq_depth *this_irq_depth(void)
+static __always_inline struct irq_flags *this_irq_flags(void)
 {
 	__u32 zero = 0;
 
-	return bpf_map_lookup_elem(&irq_depth, &zero);
+	return bpf_map_lookup_elem(&irq_flags, &zero);
 }
 
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(irq_enter, int irq, struct irqaction *action)
 {
-	struct irq_depth *d = this_irq_depth();
+	struct irq_flags *f = this_irq_flags();
 
-	if (d)
-		d->hard++;
+	if (f)
+		f->hard = 1;
 	return 0;
 }
 
-/* Attached inside a handler, its exit comes without its entry: the count stays at 0. */
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(irq_exit, int irq, struct irqaction *action, int ret)
 {
-	struct irq_depth *d = this_irq_depth();
+	struct irq_flags *f = this_irq_flags();
 
-	if (d && d->hard)
-		d->hard--;
+	if (f)
+		f->hard = 0;
 	return 0;
 }
 
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(softirq_enter, unsigned int vec)
 {
-	struct irq_depth *d = this_irq_depth();
+	struct irq_flags *f = this_irq_flags();
 
-	if (d)
-		d->soft++;
+	if (f)
+		f->soft = 1;
 	return 0;
 }
 
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(softirq_exit, unsigned int vec)
 {
-	struct irq_depth *d = this_irq_depth();
+	struct irq_flags *f = this_irq_flags();
 
-	if (d && d->soft)
-		d->soft--;
+	if (f)
+		f->soft = 0;
 	return 0;
 }
 
@@ -189,36 +190,36 @@ int BPF_PROG(softirq_exit, unsigned int vec)
  * An expiring hrtimer runs its callback (hrtimer_wakeup of a sleep with a
  * timeout) from the local timer interrupt, which passes no irq_handler
  * tracepoint: counted as a hard interrupt, so the task it interrupted is not
- * taken for the waker. (Soft hrtimers run inside a softirq, already counted.)
+ * taken for the waker. (Soft hrtimers run inside a softirq, seen there too.)
  */
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(hrtimer_enter, struct hrtimer *timer, ktime_t *now)
 {
-	struct irq_depth *d = this_irq_depth();
+	struct irq_flags *f = this_irq_flags();
 
-	if (d)
-		d->hard++;
+	if (f)
+		f->timer = 1;
 	return 0;
 }
 
 SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(hrtimer_exit, struct hrtimer *timer)
 {
-	struct irq_depth *d = this_irq_depth();
+	struct irq_flags *f = this_irq_flags();
 
-	if (d && d->hard)
-		d->hard--;
+	if (f)
+		f->timer = 0;
 	return 0;
 }
 
 static __always_inline __u32 wake_context(struct task_struct *cur)
 {
-	struct irq_depth *d = this_irq_depth();
+	struct irq_flags *f = this_irq_flags();
 
-	/* A softirq run at the end of a hard interrupt's exit has left the handler: soft is the inner one. */
-	if (d && d->hard)
+	/* A hard interrupt may interrupt a softirq: hard is the inner one then. */
+	if (f && (f->hard || f->timer))
 		return DL_WAKE_HARDIRQ;
-	if (d && d->soft)
+	if (f && f->soft)
 		return DL_WAKE_SOFTIRQ;
 	/* The idle task is one too: an interrupt that found the CPU idle and was not seen above. */
 	if (cur->flags & DL_PF_KTHREAD)

@@ -359,6 +359,71 @@ static void small_reads_finding(struct dl_diagnosis *d, const struct dl_summary 
 	evidence_text(x, "file", worst);
 }
 
+/*
+ * An input-bound job: which worker its waits ended on (the wake-ups'
+ * producers, analysis/lineage) and what that worker did between hand-offs,
+ * since each cause has its own fix.
+ */
+static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator *c, const struct dl_summary *s)
+{
+	const struct dl_corr_proc *best = NULL;
+	struct dl_lin_totals t;
+	const struct dl_proc *wp;
+	struct dl_finding *x;
+	uint64_t window;
+	double cpu, disk, runq;
+	const char *what, *fix;
+	char others[96] = "";
+
+	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
+		const struct dl_corr_proc *p = dl_corr_proc(c, i);
+
+		if (p->lineage.producers && (!best || p->lineage.wait_ns > best->lineage.wait_ns))
+			best = p;
+	}
+	if (!best)
+		return;
+	t = best->lineage;
+	dl_lin_totals_sort(&t);
+	window = t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns;
+	if (!window || !t.nwakers)
+		return;
+	cpu = dl_pct(t.oncpu_ns, window);
+	disk = dl_pct(t.io_wait_ns, window);
+	runq = dl_pct(t.runq_ns, window);
+	if (runq >= cpu && runq >= disk) {
+		what = "starved of CPU: runnable, waiting for a CPU";
+		fix = "Give the loaders CPUs (fewer competing processes, CPU affinity, fewer threads per process).";
+	} else if (disk >= cpu) {
+		what = "disk-bound: blocked on its reads";
+		fix = "Read in larger requests, cache the data set in memory, or use faster storage.";
+	} else {
+		what = "CPU-bound: decoding on its CPU";
+		fix = "Add data-loader workers or make decoding cheaper (pre-processed data, a cheaper format).";
+	}
+	for (uint32_t i = 1; i < t.nwakers && i < 4; i++) {
+		size_t n = strlen(others);
+
+		snprintf(others + n, sizeof(others) - n, "%s%u (%.0f%%)", i == 1 ? ", then " : ", ", t.wakers[i].pid,
+			 dl_pct(t.wakers[i].wait_ns, t.wait_ns));
+	}
+	wp = dl_summary_find(s, (pid_t)t.wakers[0].pid);
+	x = add_finding(d, "input-producer",
+			"The main thread's input waits end on worker %u (%s) for %.0f%% of their time%s. Between "
+			"hand-offs the workers spent %.0f%% of their time on CPU, %.0f%% blocked on disk and %.0f%% "
+			"waiting for a CPU: %s. %s",
+			t.wakers[0].pid, wp ? wp->comm : "?", dl_pct(t.wakers[0].wait_ns, t.wait_ns), others, cpu, disk,
+			runq, what, fix);
+	evidence(x, "worker_pid", t.wakers[0].pid);
+	evidence_text(x, "worker_comm", wp ? wp->comm : "");
+	evidence(x, "wait_share", (double)t.wakers[0].wait_ns / (double)t.wait_ns);
+	evidence(x, "workers", t.nwakers);
+	evidence(x, "oncpu_share", cpu / 100);
+	evidence(x, "io_wait_share", disk / 100);
+	evidence(x, "runq_share", runq / 100);
+	evidence_text(x, "bound_by", runq >= cpu && runq >= disk ? "cpu-starved" : disk >= cpu ? "disk" : "cpu");
+}
+
 void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,
 		 struct dl_diagnosis *d)
 {
@@ -383,6 +448,8 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 			d->nsecondary++;
 		}
 		copy_findings(d, &rf, c);
+		if (d->verdict == DL_V_INPUT)
+			producer_finding(d, c, s);
 		sketch(d, &rf, s, o);
 		sketch_finding(d, &rf);
 	}

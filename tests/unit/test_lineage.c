@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Input lineage (analysis/lineage): which wake-up ended each input wait of a
+ * main thread, and what its producer did since its previous hand-off. Every
+ * expected figure is worked out by hand from the records fed (times in us).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "check.h"
+#include "analysis/lineage.h"
+
+#define US(x) ((uint64_t)(x) * 1000ull)
+#define MAIN 100
+#define W1 200
+#define W2 300
+#define STRANGER 999
+
+static struct dl_lineage lin;
+
+static void sched(uint32_t pid, uint64_t a, uint64_t b, uint32_t state, uint32_t next)
+{
+	struct dl_sched_ev e = { .h = { .size = sizeof(e), .kind = DL_EV_SCHED, .ts = US(a), .tgid = pid, .tid = pid },
+				 .dur_ns = US(b) - US(a), .state = state, .next_state = next };
+
+	dl_lineage_note(&lin, &e.h);
+}
+
+static void wake(uint32_t waker, uint32_t wakee, uint64_t ts, uint32_t ctx)
+{
+	struct dl_wake_ev e = { .h = { .size = sizeof(e), .kind = DL_EV_WAKE, .ts = US(ts), .tgid = wakee, .tid = wakee },
+				.waker_tgid = waker, .waker_tid = waker, .wakee_tgid = wakee, .wakee_tid = wakee,
+				.ctx = ctx, .wakee_state = DL_ST_SLEEP };
+
+	dl_lineage_note(&lin, &e.h);
+}
+
+static void open_fd(uint32_t pid, int fd, const char *path)
+{
+	struct dl_file_open_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_FILE_OPEN, .ts = 1, .tgid = pid, .tid = pid };
+	e.fd = fd;
+	snprintf(e.path, sizeof(e.path), "%s", path);
+	dl_lineage_note(&lin, &e.h);
+}
+
+static void read_fd(uint32_t pid, int fd, uint64_t ts, int64_t ret)
+{
+	struct dl_file_read_ev e = { .h = { .size = sizeof(e), .kind = DL_EV_FILE_READ, .ts = US(ts), .tgid = pid, .tid = pid },
+				     .dur_ns = 10, .ret = ret, .fd = fd, .call = DL_READ_PREAD64 };
+
+	dl_lineage_note(&lin, &e.h);
+}
+
+/* The main thread's spans from the store, as the correlator hands its own to a step. */
+static struct dl_step_lineage step(uint64_t a, uint64_t b, const struct dl_span *cuda, size_t ncuda,
+				   const struct dl_span *disk, size_t ndisk)
+{
+	struct dl_step_lineage out;
+	uint64_t i = 0;
+	const struct dl_lin_thread *t = dl_u64map_get(&lin.by_tid, MAIN, &i) ? &lin.threads.v[i] : NULL;
+	struct dl_lin_query q = { .pid = MAIN, .main_tid = MAIN, .start = US(a), .end = US(b), .cuda = cuda,
+				  .ncuda = ncuda, .sched = t ? t->spans.v : NULL, .nsched = t ? t->spans.n : 0,
+				  .disk = disk, .ndisk = ndisk };
+
+	dl_lineage_step(&lin, &q, &out);
+	return out;
+}
+
+int main(void)
+{
+	struct dl_lin_totals tot = { 0 };
+	struct dl_step_lineage s;
+	const struct dl_span disk[] = { { US(2500), US(4000), 0 } };
+	const struct dl_span cuda[] = { { US(13500), US(15500), DL_CAT_GPU_WAIT } };
+
+	/* Worker 1: its previous hand-off at 1000, then read (D, partly with the tree's reads in flight), a CPU wait, decoding. */
+	wake(W1, MAIN, 1000, DL_WAKE_TASK);
+	sched(W1, 1000, 2000, DL_ST_RUNNING, DL_ST_DISK);
+	sched(W1, 2000, 5000, DL_ST_DISK, DL_ST_RUNQ);
+	sched(W1, 5000, 6000, DL_ST_RUNQ, DL_ST_RUNNING);
+	sched(W1, 6000, 12000, DL_ST_RUNNING, DL_ST_RUNNING);
+	open_fd(W1, 3, "/data/a");
+	open_fd(W1, 4, "/data/b");
+	read_fd(W1, 3, 500, 100);     /* before the window */
+	read_fd(W1, 3, 2000, 4096);
+	read_fd(W1, 4, 3000, 8192);
+	read_fd(W1, 4, 3500, -5);     /* a failed read counts nowhere */
+	/* The main thread waits for it, 8000 to 11010, woken at 11000; then waits on the GPU inside a CUDA call. */
+	sched(MAIN, 0, 8000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched(MAIN, 8000, 11010, DL_ST_SLEEP, DL_ST_RUNQ);
+	wake(W1, MAIN, 11000, DL_WAKE_TASK);
+	sched(MAIN, 11010, 11020, DL_ST_RUNQ, DL_ST_RUNNING);
+	sched(MAIN, 11020, 14000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched(MAIN, 14000, 15000, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake(W2, MAIN, 14990, DL_WAKE_TASK);   /* inside the CUDA call: a GPU wait, not input */
+	sched(MAIN, 15000, 21000, DL_ST_RUNNING, DL_ST_SLEEP);
+
+	s = step(7000, 20000, cuda, 1, disk, 1);
+	CHECK_EQ_U64(s.wait_ns, US(3010));
+	CHECK_EQ_U64(s.waits, 1);
+	CHECK(s.woken && s.waker_pid == W1 && s.waker_tid == W1 && s.waker_ctx == DL_WAKE_TASK, "woken by %u", s.waker_pid);
+	CHECK_EQ_U64(s.woken_wait_ns, US(3010));
+	CHECK(s.producer && s.after_handoff, "producer %d after hand-off %d", s.producer, s.after_handoff);
+	CHECK_EQ_U64(s.since_ns, US(1000));
+	CHECK_EQ_U64(s.handoff_ns, US(11000));
+	CHECK_EQ_U64(s.oncpu_ns, US(1000) + US(5000));      /* 1000-2000 and 6000-11000 */
+	CHECK_EQ_U64(s.io_wait_ns, US(1500));               /* D while reads were in flight, 2500-4000 */
+	CHECK_EQ_U64(s.other_wait_ns, US(1500));            /* the rest of the D */
+	CHECK_EQ_U64(s.runq_ns, US(1000));
+	CHECK_EQ_U64(s.read_bytes, 4096 + 8192);
+	CHECK_EQ_U64(s.reads, 2);
+	CHECK(s.nfiles == 2 && !strcmp(s.files[0].path, "/data/b") && s.files[0].read_bytes == 8192 &&
+	      !strcmp(s.files[1].path, "/data/a") && s.files[1].reads == 1, "files %u", s.nfiles);
+	dl_lin_totals_add(&tot, &s);
+
+	/* Round robin: worker 2 hands over the next batch; its first hand-off, so its window starts at its first record. */
+	sched(W2, 15000, 29995, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched(MAIN, 21000, 30000, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake(W2, MAIN, 29990, DL_WAKE_TASK);
+	/* Recorded before the wake-up of 14990: edges come from every CPU, kept in time order. */
+	wake(W2, MAIN, 14980, DL_WAKE_TASK);
+	s = step(20000, 40000, NULL, 0, NULL, 0);
+	CHECK(s.woken && s.waker_pid == W2, "woken by %u", s.waker_pid);
+	CHECK_EQ_U64(s.wait_ns, US(9000));
+	/* The hand-off at 14990 is its previous one: the window starts there. */
+	CHECK(s.producer && s.after_handoff, "after hand-off %d", s.after_handoff);
+	CHECK_EQ_U64(s.since_ns, US(14990));
+	CHECK_EQ_U64(s.oncpu_ns, US(29990) - US(15000));
+	CHECK_EQ_U64(s.reads, 0);
+	dl_lin_totals_add(&tot, &s);
+
+	/* Woken from a softirq (a block completion): no producer. */
+	sched(MAIN, 30000, 41000, DL_ST_RUNNING, DL_ST_DISK);
+	sched(MAIN, 41000, 45000, DL_ST_DISK, DL_ST_RUNNING);
+	wake(0, MAIN, 44990, DL_WAKE_SOFTIRQ);
+	s = step(40000, 50000, NULL, 0, NULL, 0);
+	CHECK(s.woken && s.waker_ctx == DL_WAKE_SOFTIRQ && s.waker_pid == 0 && !s.producer, "ctx %u", s.waker_ctx);
+	CHECK_EQ_U64(s.wait_ns, US(4000));
+	dl_lin_totals_add(&tot, &s);
+
+	/* No wake-up seen. */
+	sched(MAIN, 45000, 51000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched(MAIN, 51000, 52000, DL_ST_SLEEP, DL_ST_RUNNING);
+	s = step(50000, 60000, NULL, 0, NULL, 0);
+	CHECK(!s.woken && !s.producer && s.wait_ns == US(1000) && s.waits == 1, "woken %d", s.woken);
+	dl_lin_totals_add(&tot, &s);
+
+	/* Woken by a task of which nothing else was traced. */
+	sched(MAIN, 52000, 61000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched(MAIN, 61000, 62000, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake(STRANGER, MAIN, 61990, DL_WAKE_TASK);
+	s = step(60000, 70000, NULL, 0, NULL, 0);
+	CHECK(s.woken && s.waker_pid == STRANGER && !s.producer, "woken by %u, producer %d", s.waker_pid, s.producer);
+	dl_lin_totals_add(&tot, &s);
+
+	/*
+	 * The wake-up raced the sleep: sched_waking came 10 us before the switch-out. One 2 ms before it is
+	 * past the race's 1 ms and ended nothing; one inside the wait the step is still blocked in at its end
+	 * belongs to the next step.
+	 */
+	sched(MAIN, 62000, 71000, DL_ST_RUNNING, DL_ST_SLEEP);
+	wake(W2, MAIN, 69000, DL_WAKE_TASK);
+	wake(W1, MAIN, 70990, DL_WAKE_TASK);
+	sched(MAIN, 71000, 72000, DL_ST_SLEEP, DL_ST_RUNNING);
+	sched(MAIN, 72000, 79000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched(MAIN, 79000, 81000, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake(W2, MAIN, 80990, DL_WAKE_TASK);
+	s = step(70000, 80000, NULL, 0, NULL, 0);
+	CHECK(s.woken && s.waker_pid == W1, "woken by %u", s.waker_pid);
+	CHECK_EQ_U64(s.wait_ns, US(1000) + US(1000));
+	CHECK_EQ_U64(s.waits, 2);
+	CHECK_EQ_U64(s.woken_wait_ns, US(1000));
+	/* Its window runs from its hand-off at 11000: 11000-12000 closed, then the state it entered, running. */
+	CHECK_EQ_U64(s.since_ns, US(11000));
+	CHECK_EQ_U64(s.oncpu_ns, US(70990) - US(11000));
+	dl_lin_totals_add(&tot, &s);
+
+	/* The totals: by waker process, most wait first; the rest is the interrupts' and the unexplained. */
+	dl_lin_totals_sort(&tot);
+	CHECK_EQ_U64(tot.wait_ns, US(3010) + US(9000) + US(4000) + US(1000) + US(1000) + US(2000));
+	CHECK(tot.nwakers == 3 && tot.wakers[0].pid == W2 && tot.wakers[0].wait_ns == US(9000) &&
+	      tot.wakers[1].pid == W1 && tot.wakers[1].wait_ns == US(3010) + US(1000) && tot.wakers[1].steps == 2 &&
+	      tot.wakers[2].pid == STRANGER, "wakers %u: %u %u", tot.nwakers, tot.wakers[0].pid, tot.wakers[1].pid);
+	CHECK_EQ_U64(tot.irq_wait_ns, US(4000));
+	CHECK_EQ_U64(tot.other_wait_ns, US(4000) + US(1000) + US(1000));
+	CHECK_EQ_U64(tot.producers, 3);
+	CHECK_EQ_U64(tot.oncpu_ns, US(6000) + US(14990) + US(59990));
+
+	/* Forgetting keeps each producer's last hand-off before the cut: the next window still starts there. */
+	dl_lineage_forget_before(&lin, US(75000));
+	sched(MAIN, 81000, 90000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched(MAIN, 90000, 91000, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake(W1, MAIN, 90990, DL_WAKE_TASK);
+	s = step(85000, 95000, NULL, 0, NULL, 0);
+	CHECK(s.woken && s.waker_pid == W1 && s.after_handoff && s.since_ns == US(70990), "since %llu",
+	      (unsigned long long)s.since_ns);
+
+	/* An unknown waker context has a name too, for the JSON. */
+	CHECK(!strcmp(dl_wake_ctx_name(DL_WAKE_KTHREAD), "kthread") && !strcmp(dl_wake_ctx_name(77), "unknown"), "names");
+	dl_lineage_free(&lin);
+	return check_report("test_lineage");
+}
