@@ -90,6 +90,7 @@ HTML_TESTS := python3 tests/integration/test_html.py
 METRICS_TESTS := python3 tests/integration/test_metrics.py
 RECORDING_TESTS := python3 tests/integration/test_recording.py
 CALLSITE_TESTS := python3 tests/integration/test_callsites.py
+LINEAGE_TESTS := python3 tests/integration/test_lineage.py
 
 # dlbpf itself: the man page and completion tests read its --help.
 test-unit: $(UNIT_BINS) dlbpf
@@ -104,7 +105,8 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
-		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" $(FUZZ_TESTS)
+		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" \
+		"$(LINEAGE_TESTS)" $(FUZZ_TESTS)
 
 # Every integration suite again, with dlbpf under AddressSanitizer and UndefinedBehaviorSanitizer:
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.

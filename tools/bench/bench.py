@@ -599,7 +599,9 @@ def pipe_us_per_op(loops):
     return float(m.group(1))
 
 
-SCHED_PROGS = {"dlbpf": ("sched_switch", "sched_wakeup"), "floor": ("ref_switch", "ref_wakeup")}
+# The wake-up edges' program (sched_waking) runs for every wake-up on the machine too.
+SCHED_PROGS = {"dlbpf": ("sched_switch", "sched_wakeup", "sched_waking"),
+               "floor": ("ref_switch", "ref_wakeup", "ref_waking")}
 
 
 def prog_stats(names):
@@ -660,14 +662,14 @@ def bench_untraced(rounds, loops=200000):
     rows = [[v, spread(us[v], "{:.2f}"), spread(added[v], "{:.2f}") if v != "untraced" else "",
              spread([x / b for x, b in zip(us[v], us["untraced"])], "{:.3f}")] for v in variants]
     rows.append(["dlbpf added / floor added", "", spread(ratio, "{:.2f}"), ""])
-    for i, kind in enumerate(("switch", "wake-up")):
+    for i, kind in enumerate(("switch", "wake-up", "waking (edges)")):
         f, d = per_run[("floor", SCHED_PROGS["floor"][i])], per_run[("dlbpf", SCHED_PROGS["dlbpf"][i])]
         rows.append([f"BPF ns per {kind} (bpf_stats): floor / dlbpf", "", f"{spread(f)} / {spread(d)}",
                      spread([y / x for x, y in zip(f, d) if x > 0], "{:.2f}")])
     return table("7. What untraced processes pay: a pipe ping-pong while dlbpf traces another process",
                  ["variant", "us per round trip", "added us", "ratio to untraced (last rows: dlbpf / floor)"], rows,
                  [f"`perf bench sched pipe -l {loops}`, median [min-max] over {rounds} interleaved rounds; floor = "
-                  "empty programs on sched_switch, sched_wakeup and sched_wakeup_new (reftrace --sched); dlbpf "
+                  "empty programs on sched_switch, sched_wakeup, sched_wakeup_new and sched_waking (reftrace --sched); dlbpf "
                   "traces an idle `sleep`. Goal: dlbpf added <= 1.5x the floor's."])
 
 

@@ -33,6 +33,12 @@ int ref_wakeup(void *ctx)
 	return 0;
 }
 
+SEC("?raw_tp/sched_waking")
+int ref_waking(void *ctx)
+{
+	return 0;
+}
+
 SEC("?raw_tp/sched_wakeup_new")
 int ref_wakeup_new(void *ctx)
 {

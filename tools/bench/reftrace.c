@@ -47,7 +47,7 @@ static void wait_for_end(void)
 	}
 }
 
-/* Empty programs on sched_switch, sched_wakeup and sched_wakeup_new, held until stdin closes. */
+/* Empty programs on sched_switch, sched_wakeup, sched_wakeup_new and sched_waking, held until stdin closes. */
 static int hold_sched(void)
 {
 	struct ref *skel = ref__open();
@@ -60,6 +60,7 @@ static int hold_sched(void)
 	bpf_program__set_autoload(skel->progs.ref_switch, true);
 	bpf_program__set_autoload(skel->progs.ref_wakeup, true);
 	bpf_program__set_autoload(skel->progs.ref_wakeup_new, true);
+	bpf_program__set_autoload(skel->progs.ref_waking, true);
 	err = ref__load(skel) || ref__attach(skel);
 	if (err) {
 		fprintf(stderr, "reftrace: cannot load or attach the scheduler programs\n");
