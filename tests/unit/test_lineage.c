@@ -8,6 +8,7 @@
 #include <string.h>
 #include "check.h"
 #include "analysis/lineage.h"
+#include "records/stream.h"
 
 #define US(x) ((uint64_t)(x) * 1000ull)
 #define MAIN 100
@@ -196,6 +197,17 @@ int main(void)
 	s = step(85000, 95000, NULL, 0, NULL, 0);
 	CHECK(s.woken && s.waker_pid == W1 && s.after_handoff && s.since_ns == US(70990), "since %llu",
 	      (unsigned long long)s.since_ns);
+
+	/* The stream knows the kind's size: one cut short is malformed and reaches no sink. */
+	{
+		struct dl_stream st = { 0 };
+		struct dl_wake_ev e = { .h = { .size = sizeof(e), .kind = DL_EV_WAKE, .ts = 5, .tgid = MAIN, .tid = MAIN } };
+
+		CHECK(dl_stream_emit(&st, &e, sizeof(e)) == 0 && st.malformed == 0, "a whole wake-up refused");
+		e.h.size = sizeof(e) - 4;
+		CHECK(dl_stream_emit(&st, &e, sizeof(e) - 4) == -1 && st.malformed == 1, "a short wake-up accepted");
+		dl_stream_free(&st);
+	}
 
 	/* An unknown waker context has a name too, for the JSON. */
 	CHECK(!strcmp(dl_wake_ctx_name(DL_WAKE_KTHREAD), "kthread") && !strcmp(dl_wake_ctx_name(77), "unknown"), "names");

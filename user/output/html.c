@@ -92,11 +92,8 @@ static void page_head(struct dl_html *h, const struct dl_diagnosis *d)
 
 static void overview(struct dl_html *h, const struct dl_summary *s)
 {
-	uint64_t events = 0;
-
-	for (int k = 0; k < DL_EV_TRACE_START; k++)
-		events += s->records[k];
-	events += s->records[DL_EV_BIO_SUBMIT];
+	/* The text report's count: every record the kernel wrote (files and wake-ups included). */
+	uint64_t events = dl_summary_kernel_events(s);
 	fprintf(h->f, "<h1>dlbpf report</h1>\n<p class=\"meta\">dlbpf %s: traced %zu process%s for %.2f s, %" PRIu64
 		" events, %" PRIu64 " dropped</p>\n", DLBPF_VERSION, s->n, s->n == 1 ? "" : "es",
 		(double)dl_summary_duration(s) / 1e9, events, s->drops_total);
