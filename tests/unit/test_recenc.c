@@ -65,12 +65,12 @@ static void recs_free(struct recs *r)
 static void make_stream(struct recs *r, size_t n, unsigned nthreads, bool ts_backwards)
 {
 	static const uint16_t sizes[] = { 24, 25, 31, 32, 48, 56, 96, 120, 127, 128, 129, 288, 1057, 65535 };
-	static uint8_t last[16][64][128];
+	static uint8_t last[DL_EV_KIND_MAX + 2][64][128];
 	uint64_t ts = 1000000000;
 
 	memset(last, 0, sizeof(last));
 	for (size_t i = 0; i < n; i++) {
-		uint16_t kind = (uint16_t)(1 + rnd() % 15);   /* past DL_EV_KIND_MAX too: unknown kinds */
+		uint16_t kind = (uint16_t)(1 + rnd() % (DL_EV_KIND_MAX + 1));   /* one past DL_EV_KIND_MAX too: unknown */
 		uint32_t tid = (uint32_t)(1000 + rnd() % nthreads);
 		uint16_t size = rnd() % 4 ? (uint16_t)(24 + 8 * (kind % 13)) : sizes[rnd() % (sizeof(sizes) / 2)];
 		uint8_t *p = recs_add(r, size), *prev = last[kind][tid % 64];
