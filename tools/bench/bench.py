@@ -586,7 +586,7 @@ def bench_soak(steps):
                  ["`train --scenario gpu` with one 20 us kernel a step (about 0.3 ms a step untraced). The default "
                   "keeps the latest 10000 steps in full and folds older ones (--keep-steps); `--keep-steps 0` "
                   "keeps every step, for comparison. Goal: flat after warm-up with the default (the kept steps need "
-                  "up to 2 x 10000 x 232 B, 4.6 MB, reached once 20000 steps have been seen)."])
+                  "up to 2 x 10000 x 760 B, 15.2 MB, reached once 20000 steps have been seen; 216 B of each is the input lineage)."])
 
 
 # --- 7. what untraced processes pay ---------------------------------------------------
