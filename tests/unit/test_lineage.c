@@ -54,6 +54,24 @@ static void read_fd(uint32_t pid, int fd, uint64_t ts, int64_t ret)
 	dl_lineage_note(&lin, &e.h);
 }
 
+static void proc_ev(uint32_t tid, uint32_t what, uint64_t ts)
+{
+	struct dl_proc_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_PROC, .ts = US(ts), .tgid = tid, .tid = tid };
+	e.what = what;
+	dl_lineage_note(&lin, &e.h);
+}
+
+/* In the table, and the index finds it where it is. */
+static bool has_thread(uint32_t tid)
+{
+	uint64_t i;
+
+	return dl_u64map_get(&lin.by_tid, tid, &i) && i < lin.threads.n && lin.threads.v[i].tid == tid;
+}
+
 /* The main thread's spans from the store, as the correlator hands its own to a step. */
 static struct dl_step_lineage step(uint64_t a, uint64_t b, const struct dl_span *cuda, size_t ncuda,
 				   const struct dl_span *disk, size_t ndisk)
@@ -190,7 +208,7 @@ int main(void)
 	CHECK_EQ_U64(tot.oncpu_ns, US(6000) + US(14990) + US(59990));
 
 	/* Forgetting keeps each producer's last hand-off before the cut: the next window still starts there. */
-	dl_lineage_forget_before(&lin, US(75000));
+	dl_lineage_forget_before(&lin, US(75000), 0);
 	sched(MAIN, 81000, 90000, DL_ST_RUNNING, DL_ST_SLEEP);
 	sched(MAIN, 90000, 91000, DL_ST_SLEEP, DL_ST_RUNNING);
 	wake(W1, MAIN, 90990, DL_WAKE_TASK);
@@ -207,6 +225,32 @@ int main(void)
 		e.h.size = sizeof(e) - 4;
 		CHECK(dl_stream_emit(&st, &e, sizeof(e) - 4) == -1 && st.malformed == 1, "a short wake-up accepted");
 		dl_stream_free(&st);
+	}
+
+	/*
+	 * Threads that exited go once no step reaches back to them, whatever they did (a job that
+	 * starts threads by the thousand); one whose tid came back as a new thread stays, and so
+	 * does one that exited after the cut.
+	 */
+	{
+		size_t before;
+
+		sched(500, 96000, 97000, DL_ST_RUNNING, 0);
+		wake(500, MAIN, 96990, DL_WAKE_TASK);
+		proc_ev(500, DL_PROC_EXIT, 97000);
+		sched(501, 96000, 97000, DL_ST_RUNNING, 0);
+		proc_ev(501, DL_PROC_EXIT, 97000);
+		proc_ev(501, DL_PROC_THREAD, 97500);
+		sched(502, 96000, 99000, DL_ST_RUNNING, 0);
+		proc_ev(502, DL_PROC_EXIT, 99000);
+		before = lin.threads.n;
+		dl_lineage_forget_before(&lin, US(75000), US(98000));
+		CHECK(lin.threads.n == before - 1, "%zu threads of %zu kept", lin.threads.n, before);
+		CHECK(!has_thread(500) && has_thread(501) && has_thread(502) && has_thread(MAIN) && has_thread(W1),
+		      "the wrong threads forgotten");
+		/* The rest of the table still finds each thread (the last one moved into the freed slot). */
+		wake(W2, 502, 99500, DL_WAKE_TASK);
+		CHECK(has_thread(502) && lin.threads.n == before - 1, "a moved thread found again");
 	}
 
 	/* An unknown waker context has a name too, for the JSON. */

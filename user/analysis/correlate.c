@@ -333,10 +333,10 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	dl_devq_forget_before(&p->devq, end);
 }
 
-/* Oldest time any process may still need tree spans from. */
-static uint64_t tree_frontier(const struct dl_correlator *c)
+/* Oldest time a step not yet finalized starts from (at most from, the watermark). */
+static uint64_t steps_frontier(const struct dl_correlator *c)
 {
-	uint64_t f = c->watermark > 10000000000ull ? c->watermark - 10000000000ull : 0;
+	uint64_t f = c->watermark;
 
 	for (size_t i = 0; i < c->procs.n; i++) {
 		const struct cproc *p = &c->procs.v[i];
@@ -351,6 +351,14 @@ static uint64_t tree_frontier(const struct dl_correlator *c)
 	return f;
 }
 
+/* Oldest time any process may still need tree spans from: 10 s back, for windows that reach before their step. */
+static uint64_t tree_frontier(const struct dl_correlator *c)
+{
+	uint64_t f = steps_frontier(c);
+
+	return dl_min_u64(f, c->watermark > 10000000000ull ? c->watermark - 10000000000ull : 0);
+}
+
 static void trim_tree(struct dl_correlator *c)
 {
 	uint64_t f = tree_frontier(c);
@@ -361,7 +369,11 @@ static void trim_tree(struct dl_correlator *c)
 		if (t[i].end >= f)
 			t[w++] = t[i];
 	c->tree.n = w;
-	dl_lineage_forget_before(&c->lin, f);
+	uint64_t settled = steps_frontier(c);
+
+	/* A dead thread's last records (its exit's wake-ups) may still come from other CPUs until then. */
+	settled = settled > c->opts.finalize_delay_ns ? settled - c->opts.finalize_delay_ns : 0;
+	dl_lineage_forget_before(&c->lin, f, settled);
 }
 
 static void finalize_ready(struct dl_correlator *c, bool all)

@@ -14,16 +14,18 @@ const char *dl_wake_ctx_name(uint32_t ctx)
 	}
 }
 
+static void thread_free(struct dl_lin_thread *t)
+{
+	dl_vec_free(&t->spans);
+	dl_vec_free(&t->woken);
+	dl_vec_free(&t->gave);
+	dl_vec_free(&t->reads);
+}
+
 void dl_lineage_free(struct dl_lineage *l)
 {
-	for (size_t i = 0; i < l->threads.n; i++) {
-		struct dl_lin_thread *t = &l->threads.v[i];
-
-		dl_vec_free(&t->spans);
-		dl_vec_free(&t->woken);
-		dl_vec_free(&t->gave);
-		dl_vec_free(&t->reads);
-	}
+	for (size_t i = 0; i < l->threads.n; i++)
+		thread_free(&l->threads.v[i]);
 	for (size_t i = 0; i < l->procs.n; i++)
 		dl_files_free(&l->procs.v[i].files);
 	dl_vec_free(&l->threads);
@@ -147,7 +149,12 @@ void dl_lineage_note(struct dl_lineage *l, const struct dl_hdr *h)
 		break;
 	case DL_EV_PROC: {
 		const struct dl_proc_ev *e = (const void *)h;
+		struct dl_lin_thread *t = thread_of(l, h->tid, h->tgid, h->ts, false);
 		uint64_t i;
+
+		/* A tid that comes back (reused, or exec's leader) is a live thread again. */
+		if (t)
+			t->exit_ts = e->what == DL_PROC_EXIT ? dl_max_u64(h->ts, 1) : 0;
 
 		/* A forked worker reads through the fds it inherited (the data set opened before the fork). */
 		if (e->what == DL_PROC_FORK && dl_u64map_get(&l->by_pid, e->ppid, &i)) {
@@ -359,11 +366,28 @@ void dl_lineage_step(const struct dl_lineage *l, const struct dl_lin_query *q, s
 	producer_window(q, w, o);
 }
 
-void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t)
+/* Swaps the last thread into i: a job that starts and ends threads by the thousand keeps none of the dead. */
+static void thread_drop(struct dl_lineage *l, size_t i)
+{
+	thread_free(&l->threads.v[i]);
+	dl_u64map_del(&l->by_tid, l->threads.v[i].tid);
+	if (i + 1 < l->threads.n) {
+		l->threads.v[i] = l->threads.v[l->threads.n - 1];
+		dl_u64map_put(&l->by_tid, l->threads.v[i].tid, i);
+	}
+	l->threads.n--;
+}
+
+void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t, uint64_t dead_before)
 {
 	for (size_t i = 0; i < l->threads.n; i++) {
 		struct dl_lin_thread *th = &l->threads.v[i];
 		size_t k;
+
+		if (th->exit_ts && (th->exit_ts < t || th->exit_ts < dead_before)) {
+			thread_drop(l, i--);
+			continue;
+		}
 
 		for (k = 0; k < th->spans.n && th->spans.v[k].end < t; k++)
 			;

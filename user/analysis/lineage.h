@@ -45,6 +45,7 @@ struct dl_lin_thread {
 	DL_VEC(struct dl_span) spans;       /* closed scheduler intervals, by start; kind = enum dl_thread_state */
 	uint64_t first_ts, until;           /* its first record; the end of its last closed interval */
 	uint32_t next;                      /* the state it entered at until (0: none or exited) */
+	uint64_t exit_ts;                   /* its exit record's (0: alive); forgotten once the frontier passes it */
 	DL_VEC(struct dl_lin_edge) woken;   /* wake-ups of it, by time */
 	DL_VEC(struct dl_lin_edge) gave;    /* wake-ups it made in task context, by time */
 	DL_VEC(struct dl_lin_read) reads;   /* by time */
@@ -93,8 +94,11 @@ void dl_lineage_free(struct dl_lineage *l);
 void dl_lineage_note(struct dl_lineage *l, const struct dl_hdr *h);
 /* The lineage of one step. */
 void dl_lineage_step(const struct dl_lineage *l, const struct dl_lin_query *q, struct dl_step_lineage *out);
-/* Forgets what ended before t (kept: each thread's last state and the paths, which later reads name). */
-void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t);
+/*
+ * Forgets what ended before t (kept: each thread's last state and the paths, which later reads name),
+ * and threads that exited before dead_before, when no step still to explain reaches back to them.
+ */
+void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t, uint64_t dead_before);
 
 void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s);
 /* The wakers by wait, most first. */
