@@ -110,15 +110,8 @@ verbatim:
 	return 1 + size;
 }
 
-/* The sparse form's body, after its head: 1 and the record, 0 for more bytes, -1 corrupt. */
-static int get_sparse(const uint8_t **pp, const uint8_t *end, uint8_t *out, const char **why)
-{
-	const uint8_t *p = *pp;
-	uint64_t size, lit, zeros, at = 0;
-	uint16_t claimed;
-	int got;
-
-#define SPARSE_VARINT(x)                                                      \
+/* Reads a varint at p into x, or returns what get_varint said (in a function with p, end, got, why). */
+#define NEED_VARINT(x)                                                        \
 	do {                                                                  \
 		got = get_varint(&p, end, &(x));                              \
 		if (got <= 0) {                                               \
@@ -127,13 +120,21 @@ static int get_sparse(const uint8_t **pp, const uint8_t *end, uint8_t *out, cons
 		}                                                             \
 	} while (0)
 
-	SPARSE_VARINT(size);
+/* The sparse form's body, after its head: 1 and the record, 0 for more bytes, -1 corrupt. */
+static int get_sparse(const uint8_t **pp, const uint8_t *end, uint8_t *out, const char **why)
+{
+	const uint8_t *p = *pp;
+	uint64_t size, lit, zeros, at = 0;
+	uint16_t claimed;
+	int got;
+
+	NEED_VARINT(size);
 	if (size < DL_RECENC_MIN_SIZE || size > DL_RECENC_MAX_SIZE) {
 		*why = "a sparse record's size is out of range";
 		return -1;
 	}
 	while (at < size) {
-		SPARSE_VARINT(lit);
+		NEED_VARINT(lit);
 		if (lit > size - at) {
 			*why = "a sparse record's bytes run past its size";
 			return -1;
@@ -143,7 +144,7 @@ static int get_sparse(const uint8_t **pp, const uint8_t *end, uint8_t *out, cons
 		memcpy(out + at, p, lit);
 		p += lit;
 		at += lit;
-		SPARSE_VARINT(zeros);
+		NEED_VARINT(zeros);
 		if (zeros > size - at) {
 			*why = "a sparse record's bytes run past its size";
 			return -1;
@@ -155,7 +156,6 @@ static int get_sparse(const uint8_t **pp, const uint8_t *end, uint8_t *out, cons
 		memset(out + at, 0, zeros);
 		at += zeros;
 	}
-#undef SPARSE_VARINT
 	memcpy(&claimed, out, sizeof(claimed));
 	if (claimed != size) {
 		*why = "a sparse record's header claims another size";
@@ -256,15 +256,6 @@ long dl_recdec_next(struct dl_recenc *d, const uint8_t *p0, size_t avail, void *
 	unsigned n, nb, slot;
 	struct dl_hdr h;
 	int got;
-
-#define NEED_VARINT(x)                                                        \
-	do {                                                                  \
-		got = get_varint(&p, end, &(x));                              \
-		if (got <= 0) {                                               \
-			*why = "a varint runs past 64 bits";                  \
-			return got;                                           \
-		}                                                             \
-	} while (0)
 
 	NEED_VARINT(head);
 	if ((head & 3) == DL_RECENC_VERBATIM) {
