@@ -5,6 +5,7 @@
 #include <string.h>
 #include "analysis/breakdown.h"
 #include "analysis/correlate_int.h"
+#include "analysis/steplearn.h"
 #include "records/stream.h"
 
 struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, dl_step_fn on_step, void *ctx)
@@ -405,14 +406,43 @@ static bool marker_matches(const struct dl_marker *mk, const struct mcall *m, bo
 		return m->api == mk->api;
 	if (mk->kind == DL_MARK_AFTER_SYNC)
 		return after_sync && m->api == mk->api && (mk->dir == 0xff || m->dir == mk->dir);
+	if (mk->kind == DL_MARK_PERIOD)
+		return m->api == mk->api && m->dir == mk->dir && m->stream == mk->stream &&
+		       dl_sl_size_log2(m->bytes) == mk->size_log2;
 	return false;
+}
+
+static void note_step_sync(struct dl_sync_cadence *c, bool synced)
+{
+	c->steps++;
+	if (!synced)
+		return;
+	if (c->synced++) {
+		uint64_t gap = c->steps - c->last;
+
+		c->gaps[gap <= DL_SYNC_GAP_MAX ? gap : 0]++;
+	}
+	c->last = c->steps;
+}
+
+uint32_t dl_corr_sync_every(const struct dl_corr_proc *p)
+{
+	uint32_t best = 0;
+
+	for (uint32_t g = 1; g <= DL_SYNC_GAP_MAX; g++)
+		if (p->syncs.gaps[g] > p->syncs.gaps[best])
+			best = g;
+	return best;
 }
 
 static void on_marker(struct cproc *p, uint64_t ts)
 {
 	if (p->have_marker && ts > p->last_marker) {
 		*dl_vec_push(&p->pending) = (struct pending_step){ p->last_marker, ts };
+		note_step_sync(&p->pub.syncs, p->step_synced);
 	}
+	if (!p->have_marker || ts > p->last_marker)
+		p->step_synced = false;
 	p->have_marker = true;
 	p->last_marker = ts;
 }
@@ -467,8 +497,10 @@ static void track_call(struct cproc *p, const struct mcall *m)
 		on_marker(p, m->start);
 		p->after_sync = false;
 	}
-	if (dl_corr_is_sync_point(m))
+	if (dl_corr_is_sync_point(m)) {
 		p->after_sync = true;
+		p->step_synced |= p->have_marker;
+	}
 	if (m->cls == DL_CLS_COPY) {
 		note_bandwidth(p, m);
 		note_copy_facts(&p->pub.copy, m);

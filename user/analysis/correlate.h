@@ -30,13 +30,37 @@ struct dl_corr_opts {
 	size_t keep_steps;          /* the latest steps kept in full per process (at least; 0: all); the rest folded */
 };
 
-enum dl_marker_kind { DL_MARK_NONE, DL_MARK_AFTER_SYNC, DL_MARK_API, DL_MARK_SYMBOL };
+/* DL_MARK_PERIOD: every call of one kind, the first of the main thread's repeating call sequence. */
+enum dl_marker_kind { DL_MARK_NONE, DL_MARK_AFTER_SYNC, DL_MARK_API, DL_MARK_SYMBOL, DL_MARK_PERIOD };
 
 struct dl_marker {
 	enum dl_marker_kind kind;
-	uint16_t api;             /* DL_MARK_AFTER_SYNC, DL_MARK_API */
+	uint16_t api;             /* DL_MARK_AFTER_SYNC, DL_MARK_API, DL_MARK_PERIOD */
 	uint8_t dir;              /* copies: direction, or 0xff for any */
+	uint8_t size_log2;        /* DL_MARK_PERIOD: its bytes' bit length (analysis/steplearn.h) */
+	uint64_t stream;          /* DL_MARK_PERIOD */
 	uint32_t mark_id;         /* DL_MARK_SYMBOL */
+};
+
+/* How the marker was chosen. */
+enum dl_learned { DL_LEARNED_NONE, DL_LEARNED_OPTION, DL_LEARNED_SYNC, DL_LEARNED_PERIOD };
+
+/* What step learning saw of the main thread's call sequence in its window. */
+struct dl_step_learning {
+	enum dl_learned how;
+	bool periodic;            /* a period was found (whichever marker was then chosen) */
+	uint32_t period_calls;    /* its length in calls, sync points not counted */
+	uint32_t periods;         /* whole periods in the window */
+	uint32_t repeating;       /* periods identical to the one before (of periods - 1) */
+	uint32_t synced;          /* periods holding a blocking sync */
+};
+
+#define DL_SYNC_GAP_MAX 64
+/* How often the steps hold a blocking sync, over every step. */
+struct dl_sync_cadence {
+	uint64_t steps, synced;   /* steps, those holding a sync point */
+	uint64_t last;            /* the step number of the last synced one */
+	uint64_t gaps[DL_SYNC_GAP_MAX + 1];   /* steps from one synced step to the next; [0]: longer */
 };
 
 /* Copy facts of a main thread that findings are made from. */
@@ -62,6 +86,8 @@ struct dl_corr_proc {
 	struct dl_copy_facts copy;
 	struct dl_sites sites;     /* where its outermost calls come from (every thread's) */
 	struct dl_lin_totals lineage;   /* what its steps' input waits waited on, every step's */
+	struct dl_step_learning learning;
+	struct dl_sync_cadence syncs;
 };
 
 struct dl_correlator;
@@ -82,6 +108,9 @@ static inline uint64_t dl_corr_steps_total(const struct dl_corr_proc *p)
 {
 	return p->folded.n + p->nsteps;
 }
+
+/* The steps from one synced step to the next, most often (1: every step syncs); 0: too few synced, or irregular. */
+uint32_t dl_corr_sync_every(const struct dl_corr_proc *p);
 
 /* What every step of a run adds up to. */
 struct dl_step_stats {

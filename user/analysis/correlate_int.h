@@ -75,8 +75,10 @@ struct cproc {
 	DL_VEC(struct tidcount) tids;
 	uint64_t learn_start;
 	size_t next_infer;          /* nlearn at which to look for a marker again */
+	size_t next_period;         /* nlearn at which to look for a period before the window is enough */
 	/* tracking */
 	bool after_sync, have_marker;
+	bool step_synced;           /* the open step holds a sync point */
 	uint64_t last_marker;
 	DL_VEC(struct mcall) calls;     /* by start */
 	DL_VEC(struct dl_span) sched;   /* kind = state, by start */

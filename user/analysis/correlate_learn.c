@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis/correlate_int.h"
+#include "analysis/steplearn.h"
 
 /* Linear: only the few threads that call CUDA or hit a marker are counted. */
 static struct tidcount *tid_of(struct cproc *p, uint32_t tid)
@@ -83,6 +84,129 @@ static bool infer_marker(struct cproc *p)
 	return true;
 }
 
+/* A size as people read it: 4 KiB, 2 MiB. */
+static void size_text(char *buf, size_t len, uint64_t bytes)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+
+	while (u < 4 && bytes >= 1024 && !(bytes & 1023)) {
+		bytes >>= 10;
+		u++;
+	}
+	snprintf(buf, len, "%llu %s", (unsigned long long)bytes, units[u]);
+}
+
+/* The period of the main thread's calls in the window; the marker it gives is pmk. */
+static void find_period(struct cproc *p, struct dl_marker *pmk)
+{
+	DL_VEC(struct dl_sl_call) v = { 0 };
+	DL_VEC(const struct mcall *) of = { 0 };
+	struct dl_step_learning *l = &p->pub.learning;
+	struct dl_sl_period per;
+
+	for (size_t i = 0; i < p->learn.n; i++) {
+		const struct cevent *e = &p->learn.v[i];
+		const struct mcall *m = &e->u.call;
+
+		if (e->kind != DL_EV_CUDA || e->tid != p->pub.main_tid)
+			continue;
+		*dl_vec_push(&v) = (struct dl_sl_call){
+			.stream = m->stream, .api = m->api, .dir = m->dir, .size_log2 = dl_sl_size_log2(m->bytes),
+			.sync = dl_corr_is_sync_point(m),
+		};
+		*dl_vec_push(&of) = m;
+	}
+	dl_steplearn(v.v, v.n, &per);
+	*l = (struct dl_step_learning){ .periodic = per.found };
+	if (per.found) {
+		const struct mcall *m = of.v[per.marker];
+
+		l->period_calls = per.calls;
+		l->periods = per.periods;
+		l->repeating = per.repeating;
+		l->synced = per.synced;
+		*pmk = (struct dl_marker){ .kind = DL_MARK_PERIOD, .api = m->api, .dir = m->dir,
+					   .size_log2 = dl_sl_size_log2(m->bytes), .stream = m->stream };
+	}
+	dl_vec_free(&v);
+	dl_vec_free(&of);
+}
+
+/* Syncs in every period (but perhaps one at the window's edge): the first call after a sync cuts the same steps. */
+static bool syncs_every_period(const struct dl_step_learning *l)
+{
+	return l->synced + 1 >= l->periods;
+}
+
+static void use_period(struct cproc *p, const struct dl_marker *mk)
+{
+	const struct dl_api *api = dl_api_by_id(mk->api);
+	char what[96] = "", lo[24], hi[24], stream[32] = "the legacy stream";
+
+	p->pub.marker = *mk;
+	p->pub.learning.how = DL_LEARNED_PERIOD;
+	if (mk->size_log2) {
+		size_text(lo, sizeof(lo), 1ull << (mk->size_log2 - 1));
+		size_text(hi, sizeof(hi), mk->size_log2 < 64 ? 1ull << mk->size_log2 : 0);
+		snprintf(what, sizeof(what), "%s%s%s to under %s, ", api->cls == DL_CLS_COPY ? dl_dir_name(mk->dir) : "",
+			 api->cls == DL_CLS_COPY ? ", " : "", lo, hi);
+	}
+	if (mk->stream)
+		snprintf(stream, sizeof(stream), "stream 0x%llx", (unsigned long long)mk->stream);
+	snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
+		 "automatic: each %s (%s%s), the first call of the main thread's repeating call sequence",
+		 api->name, what, stream);
+}
+
+/*
+ * The marker from the window: the call sequence's period where syncs do not
+ * fall in every period; else the first call after a sync, as it always was.
+ */
+static bool learn_marker(struct cproc *p)
+{
+	struct dl_marker pmk;
+
+	find_period(p, &pmk);
+	if (p->pub.learning.periodic && !syncs_every_period(&p->pub.learning)) {
+		use_period(p, &pmk);
+		return true;
+	}
+	if (infer_marker(p)) {
+		p->pub.learning.how = DL_LEARNED_SYNC;
+		return true;
+	}
+	if (p->pub.learning.periodic) {
+		use_period(p, &pmk);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Before any thread has synced enough: a loop that seldom or never syncs is
+ * decided by its period once it has shown as many periods as a sync loop
+ * shows syncs. Looked at as the window doubles, so the looking stays linear.
+ */
+static bool period_early(struct cproc *p, const struct tidcount *t)
+{
+	struct dl_marker pmk;
+
+	if (p->nlearn < (p->next_period ? p->next_period : 4096))
+		return false;
+	p->next_period = 2 * p->nlearn;
+	p->pub.main_tid = t->tid;
+	find_period(p, &pmk);
+	if (p->pub.learning.periodic && p->pub.learning.periods >= LEARN_SYNCS &&
+	    !syncs_every_period(&p->pub.learning)) {
+		use_period(p, &pmk);
+		return true;
+	}
+	p->pub.main_tid = 0;
+	p->pub.learning = (struct dl_step_learning){ 0 };
+	return false;
+}
+
 static void forget_learned(struct cproc *p)
 {
 	dl_vec_free(&p->learn);
@@ -112,6 +236,7 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 			return false;
 		p->pub.main_tid = t->tid;
 		p->pub.marker = (struct dl_marker){ .kind = DL_MARK_SYMBOL };
+		p->pub.learning.how = DL_LEARNED_OPTION;
 		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s (uprobe)", c->opts.step_on);
 	} else if (c->step_on_api) {
 		const struct tidcount *v = p->tids.v;
@@ -124,6 +249,7 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 			return false;
 		p->pub.main_tid = t->tid;
 		p->pub.marker = (struct dl_marker){ .kind = DL_MARK_API, .api = (uint16_t)c->step_on_api, .dir = 0xff };
+		p->pub.learning.how = DL_LEARNED_OPTION;
 		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s", c->opts.step_on);
 	} else {
 		const struct tidcount *v = p->tids.v;
@@ -131,19 +257,24 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 
 		for (size_t i = 0; i < p->tids.n && !enough; i++)
 			enough = v[i].syncs >= LEARN_SYNCS;
-		if (!enough)
-			return false;
 		t = busiest(p, false);
+		if (!enough) {
+			if (!t || !period_early(p, t))
+				return false;
+			start_tracking(p);
+			return true;
+		}
 		if (!t || (!final && p->nlearn < p->next_infer))
 			return false;
 		p->pub.main_tid = t->tid;
-		if (!infer_marker(p)) {
+		if (!learn_marker(p)) {
 			/* Scanning the window is linear: look again only after it has grown. */
 			p->next_infer = p->nlearn + 1024;
 			if (!final && p->nlearn < LEARN_MAX_RECORDS)
 				return false;
 			snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
-				 "none found: no call repeats after the blocking syncs (use --step-on SYMBOL)");
+				 "none found: no call repeats after the blocking syncs and the call sequence has no "
+				 "period (use --step-on SYMBOL)");
 			p->st = CP_NONE;
 			p->pub.decided = true;
 			forget_learned(p);
