@@ -41,6 +41,7 @@ struct opts {
 	long slow_ms;
 	int sync_h2d;      /* H2D with cudaMemcpy (synchronous), not cudaMemcpyAsync */
 	int streams;       /* kernels spread over this many created streams (0: the legacy stream) */
+	int sync_every;    /* the loss copy every this many steps (0: once, after the last step) */
 	long data_mb;
 	char data[PATH_MAX];
 	const char *truth;

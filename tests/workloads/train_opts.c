@@ -32,6 +32,7 @@ struct opts O = {
 	.data_mb = 64,
 	.slow_step = -1,
 	.slow_ms = 100,
+	.sync_every = 1,
 };
 
 struct scenario {
@@ -128,6 +129,8 @@ static void usage(FILE *f)
 		"  --sync-h2d         H2D with cudaMemcpy (synchronous), not cudaMemcpyAsync\n"
 		"  --streams N        kernels round-robin on N created streams, joined to the\n"
 		"                     legacy stream by events before the loss copy (0: legacy)\n"
+		"  --sync-every N     the loss copy (the sync) every N steps, like a loop that logs\n"
+		"                     its loss or accumulates gradients (1); 0: once, after the loop\n"
 		"  --kernels K        kernel launches per step (%d)\n"
 		"  --kernel-us N      device time of each kernel, us (%ld)\n"
 		"  --launch-us X      CPU cost of a launch on the simulator (GPUSIM_LAUNCH_US)\n"
@@ -149,7 +152,7 @@ enum {
 	OPT_STEPS = 256, OPT_WORKERS, OPT_BATCH, OPT_READ, OPT_IO, OPT_WCPU, OPT_HCPU, OPT_PINNED,
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
-	OPT_SYNC_H2D, OPT_STREAMS,
+	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY,
 };
 
 static const struct option longopts[] = {
@@ -165,6 +168,7 @@ static const struct option longopts[] = {
 	{ "h2d-chunks", required_argument, NULL, OPT_CHUNKS },
 	{ "sync-h2d", no_argument, NULL, OPT_SYNC_H2D },
 	{ "streams", required_argument, NULL, OPT_STREAMS },
+	{ "sync-every", required_argument, NULL, OPT_SYNC_EVERY },
 	{ "kernels", required_argument, NULL, OPT_KERNELS },
 	{ "kernel-us", required_argument, NULL, OPT_KUS },
 	{ "launch-us", required_argument, NULL, OPT_LUS },
@@ -240,6 +244,7 @@ void parse_options(int argc, char **argv)
 		case OPT_CHUNKS: O.h2d_chunks = (int)num(n, optarg, 1, 1 << 20); break;
 		case OPT_SYNC_H2D: O.sync_h2d = 1; break;
 		case OPT_STREAMS: O.streams = (int)num(n, optarg, 0, MAX_STREAMS); break;
+		case OPT_SYNC_EVERY: O.sync_every = (int)num(n, optarg, 0, 10000000); break;
 		case OPT_KERNELS: O.kernels = (int)num(n, optarg, 0, 10000000); break;
 		case OPT_KUS: O.kernel_us = num(n, optarg, 0, 100000000); break;
 		case OPT_LUS:

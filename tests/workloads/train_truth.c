@@ -107,6 +107,7 @@ void truth_write_summary(FILE *f, const struct run_summary *s, uint64_t duration
 		s->oncpu_share, s->dominant);
 	if (O.expect)
 		fprintf(f, "\"expected\":\"%s\",\"expected_share\":%.4f,", O.expect, s->expect_share);
+	fprintf(f, "\"sync_every\":%d,", O.sync_every);
 	fprintf(f, "\"workers\":%d,\"spinners\":%d,\"pinned\":%s,\"cuda_errors\":%d,\"simulator\":%s}\n",
 		O.workers, nspinners, O.pinned ? "true" : "false", cuda_errors, simulator ? "true" : "false");
 }
