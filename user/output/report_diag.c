@@ -56,6 +56,37 @@ const char *dl_step_confidence(double cv, uint64_t n)
 	return cv < 0.25 ? "high" : cv < 0.5 ? "medium" : "low (irregular steps)";
 }
 
+static double repeat_share(const struct dl_step_learning *l)
+{
+	return l->periods > 1 ? (double)l->repeating / (double)(l->periods - 1) : 0;
+}
+
+/* How the steps were found, when not from syncs, and how often they sync: the two differ when a loop seldom syncs. */
+static void text_learning(FILE *f, const struct dl_corr_proc *p)
+{
+	const struct dl_step_learning *l = &p->learning;
+	const struct dl_sync_cadence *sc = &p->syncs;
+	uint32_t every = dl_corr_sync_every(p);
+
+	if (l->how == DL_LEARNED_PERIOD)
+		fprintf(f, "  learned  from the call sequence's period, not from syncs: %u calls a step; %u of %u "
+			   "periods repeat the one before (%.0f%%)\n", l->period_calls, l->repeating,
+			l->periods ? l->periods - 1 : 0, 100 * repeat_share(l));
+	if (!sc->steps)
+		return;
+	if (!sc->synced)
+		fprintf(f, "  syncs    none inside the steps (a blocking sync only before or after them)\n");
+	else if (every == 1)
+		fprintf(f, "  syncs    every step (%" PRIu64 " of %" PRIu64 " steps hold a blocking sync)\n",
+			sc->synced, sc->steps);
+	else if (every)
+		fprintf(f, "  syncs    every %u steps (%" PRIu64 " of %" PRIu64 " steps hold a blocking sync)\n", every,
+			sc->synced, sc->steps);
+	else
+		fprintf(f, "  syncs    in %" PRIu64 " of %" PRIu64 " steps%s\n", sc->synced, sc->steps,
+			sc->synced > 1 ? ", irregularly" : "");
+}
+
 void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct dl_diagnosis *d)
 {
 	struct dl_sbuf esc = { 0 };
@@ -69,6 +100,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 			continue;
 		fprintf(f, "\nSteps of pid %d (main thread %u)\n", p->pid, p->main_tid);
 		fprintf(f, "  marker   %s\n", dl_text(&esc, p->marker_desc));   /* holds a symbol's name */
+		text_learning(f, p);
 		n = dl_corr_steps_total(p);
 		if (!n) {
 			fprintf(f, "  no complete step\n");
@@ -153,6 +185,29 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 	dl_json_obj_end(j);
 }
 
+static void json_learning(struct dl_json *j, const struct dl_corr_proc *p)
+{
+	static const char *const how[] = { "none", "option", "sync", "period" };
+	const struct dl_step_learning *l = &p->learning;
+
+	dl_json_kstr(j, "learned_from", how[l->how]);
+	dl_json_key(j, "period");
+	if (l->how != DL_LEARNED_PERIOD) {
+		dl_json_null(j);
+	} else {
+		dl_json_obj_begin(j);
+		dl_json_ku64(j, "calls", l->period_calls);
+		dl_json_ku64(j, "periods", l->periods);
+		dl_json_ku64(j, "repeating", l->repeating);
+		dl_json_key(j, "repeat_share");
+		dl_json_double(j, repeat_share(l));
+		dl_json_ku64(j, "synced", l->synced);
+		dl_json_obj_end(j);
+	}
+	dl_json_ku64(j, "synced_steps", p->syncs.synced);
+	dl_json_ku64(j, "sync_every_steps", dl_corr_sync_every(p));
+}
+
 size_t dl_steps_unlisted(const struct dl_correlator *c, const struct dl_corr_proc *p)
 {
 	size_t keep = dl_corr_options(c)->keep_steps;
@@ -195,6 +250,7 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 		dl_json_key(j, "cv");
 		dl_json_double(j, st.cv);
 		dl_json_kstr(j, "confidence", dl_step_confidence(st.cv, st.sum.n));
+		json_learning(j, p);
 		dl_json_obj_end(j);
 		dl_fold_free(&st.sum);
 	}
