@@ -423,10 +423,15 @@ static void test_no_marker_and_drops(void)
 	struct dl_diagnosis d;
 
 	gen_init(&g, NULL);
-	/* Launches and copies but never a blocking sync: nothing marks a step. */
-	for (int i = 0; i < 50; i++) {
-		cuda(&g, 101, DL_API_LAUNCH_KERNEL, (uint64_t)i * MS, 0, 0, 0);
-		cuda(&g, 101, DL_API_MEMCPY_ASYNC, (uint64_t)i * MS + 100 * US, 10 * US, 4096, DL_DIR_H2D);
+	/* Launches and copies in no repeating order (an LCG's high bit), never a blocking sync: nothing marks a step. */
+	uint32_t x = 12345;
+
+	for (int i = 0; i < 100; i++) {
+		x = x * 1103515245u + 12345u;
+		if (x >> 31)
+			cuda(&g, 101, DL_API_LAUNCH_KERNEL, (uint64_t)i * MS, 0, 0, 0);
+		else
+			cuda(&g, 101, DL_API_MEMCPY_ASYNC, (uint64_t)i * MS, 10 * US, 4096, DL_DIR_H2D);
 	}
 	end(&g, 60 * MS, 5);
 	p = dl_corr_proc(g.corr, 0);

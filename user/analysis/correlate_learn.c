@@ -154,9 +154,12 @@ static void use_period(struct cproc *p, const struct dl_marker *mk)
 	}
 	if (mk->stream)
 		snprintf(stream, sizeof(stream), "stream 0x%llx", (unsigned long long)mk->stream);
-	snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
-		 "automatic: each %s (%s%s), the first call of the main thread's repeating call sequence",
-		 api->name, what, stream);
+	/* Too long for the field (a wide stream handle): the kind's name alone still tells the reader. */
+	if (snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
+		     "automatic: each %s (%s%s), the first call of the main thread's repeating call sequence",
+		     api->name, what, stream) >= (int)sizeof(p->pub.marker_desc))
+		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
+			 "automatic: each %s, the first call of the main thread's repeating call sequence", api->name);
 }
 
 /*

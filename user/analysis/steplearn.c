@@ -187,28 +187,38 @@ static double score(const struct seq *s, size_t period)
 }
 
 /*
- * Where periods start: where the syncs fall when there are any (the loop's
- * own end of an iteration), else at the first steady call.
+ * Where periods start: right after a sync, at the phase most syncs fall at
+ * (the loop's own end of an iteration; an extra call earlier shifts the
+ * phase of those before it), else at the first steady call.
  */
+static size_t first_steady(const struct seq *s)
+{
+	size_t start = 0;
+
+	while (start < s->n && !(s->q[start] < SL_MAX_SIGS && s->sigs[s->q[start]].steady))
+		start++;
+	return start;
+}
+
 static size_t first_start(const struct seq *s, size_t period)
 {
-	size_t phase = 0, start = 0;
+	size_t start = first_steady(s);
 
 	if (s->nsync) {
 		uint32_t *ph = dl_xcalloc(s->nsync, sizeof(*ph));
+		uint32_t phase;
 
 		for (size_t i = 0; i < s->nsync; i++)
 			ph[i] = (uint32_t)(s->syncs[i] % period);
 		phase = mode_u32(ph, s->nsync);
 		free(ph);
-	} else {
-		while (start < s->n && !(s->q[start] < SL_MAX_SIGS && s->sigs[s->q[start]].steady))
-			start++;
-		phase = start % period;
+		/* Three periods after it at least; else (one sync, at the end) its phase from the start. */
+		for (size_t i = 0; i < s->nsync; i++)
+			if (s->syncs[i] >= start && s->syncs[i] % period == phase && s->syncs[i] + 3 * period <= s->n)
+				return s->syncs[i];
+		return start + (phase + period - start % period) % period;
 	}
-	while (start < s->n && !(s->q[start] < SL_MAX_SIGS && s->sigs[s->q[start]].steady))
-		start++;
-	return start + (phase + period - start % period) % period;
+	return start;
 }
 
 /* The first call of the period at r0 whose kind is steady and comes once a period; n when none. */
@@ -228,6 +238,11 @@ static size_t marker_at(const struct seq *s, size_t r0, size_t period)
 	return s->n;
 }
 
+/*
+ * Periods counted from the first steady call: two neighbours are equal when
+ * the calls repeat with the period across both, whatever the phase, so an
+ * extra call anywhere counts against the repeat share.
+ */
 static void describe(const struct seq *s, size_t r0, size_t period, struct dl_sl_period *out)
 {
 	size_t k = (s->n - r0) / period;
@@ -273,7 +288,7 @@ void dl_steplearn(const struct dl_sl_call *v, size_t n, struct dl_sl_period *out
 		out->calls = cand[i];
 		out->score = sc;
 		out->marker = s->idx[m];
-		describe(s, r0, cand[i], out);
+		describe(s, first_steady(s), cand[i], out);
 	}
 	free(cand);
 	free(s->q);
