@@ -91,6 +91,7 @@ METRICS_TESTS := python3 tests/integration/test_metrics.py
 RECORDING_TESTS := python3 tests/integration/test_recording.py
 CALLSITE_TESTS := python3 tests/integration/test_callsites.py
 LINEAGE_TESTS := python3 tests/integration/test_lineage.py
+STEPLEARN_TESTS := python3 tests/integration/test_steplearn.py
 
 # dlbpf itself: the man page and completion tests read its --help.
 test-unit: $(UNIT_BINS) dlbpf
@@ -106,7 +107,7 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
 		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" \
-		"$(LINEAGE_TESTS)" $(FUZZ_TESTS)
+		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" $(FUZZ_TESTS)
 
 # Every integration suite again, with dlbpf under AddressSanitizer and UndefinedBehaviorSanitizer:
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.
@@ -114,7 +115,7 @@ test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN) $(COVERAGE_BI
 	@DLBPF_BIN=$(abspath $(ASAN_DLBPF)) ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		tests/run-tests.sh --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" "$(COVERAGE_TESTS)" \
 		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" \
-		"$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(LINEAGE_TESTS)"
+		"$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input
