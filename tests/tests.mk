@@ -6,7 +6,7 @@ CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/l
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
 WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev $(OUTPUT)/workloads/fileread \
-	$(OUTPUT)/workloads/callsites
+	$(OUTPUT)/workloads/callsites $(OUTPUT)/workloads/nccl_calls
 HANDSHAKE := tests/workloads/handshake.h
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
@@ -20,6 +20,9 @@ $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(SAN_LIBS) | $(OU
 
 $(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
+
+$(OUTPUT)/workloads/nccl_calls: tests/workloads/nccl_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads
+	$(CC) $(WORKLOAD_CFLAGS) $< -L$(CUDA_HOME)/lib64 -l:libnccl.so.2 -Wl,-rpath,$(CUDA_HOME)/lib64 -o $@
 
 # Frame pointers and no inlining, so each named function's calls return into it.
 $(OUTPUT)/workloads/callsites: tests/workloads/callsites.c $(HANDSHAKE) | $(OUTPUT)/workloads
