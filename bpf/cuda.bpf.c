@@ -290,7 +290,7 @@ struct {
 	__type(value, char[256]);
 } dlopen_name SEC(".maps");
 
-/* True when the C string at uaddr holds "cuda" (libcudart, libcuda, libtorch_cuda, ...). */
+/* True when the C string at uaddr holds "cuda" (libcudart, libcuda, libtorch_cuda, ...) or "nccl". */
 static __always_inline bool name_mentions_cuda(__u64 uaddr)
 {
 	__u32 zero = 0;
@@ -306,6 +306,8 @@ static __always_inline bool name_mentions_cuda(__u64 uaddr)
 		if (i + 4 > n)
 			break;
 		if (s[i] == 'c' && s[i + 1] == 'u' && s[i + 2] == 'd' && s[i + 3] == 'a')
+			return true;
+		if (s[i] == 'n' && s[i + 1] == 'c' && s[i + 2] == 'c' && s[i + 3] == 'l')
 			return true;
 	}
 	return false;

@@ -6,7 +6,7 @@ CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/l
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
 WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev $(OUTPUT)/workloads/fileread \
-	$(OUTPUT)/workloads/callsites
+	$(OUTPUT)/workloads/callsites $(OUTPUT)/workloads/nccl_calls
 HANDSHAKE := tests/workloads/handshake.h
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
@@ -20,6 +20,9 @@ $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(SAN_LIBS) | $(OU
 
 $(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
+
+$(OUTPUT)/workloads/nccl_calls: tests/workloads/nccl_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads
+	$(CC) $(WORKLOAD_CFLAGS) $< -L$(CUDA_HOME)/lib64 -l:libnccl.so.2 -Wl,-rpath,$(CUDA_HOME)/lib64 -o $@
 
 # Frame pointers and no inlining, so each named function's calls return into it.
 $(OUTPUT)/workloads/callsites: tests/workloads/callsites.c $(HANDSHAKE) | $(OUTPUT)/workloads
@@ -97,12 +100,12 @@ STEPLEARN_TESTS := python3 tests/integration/test_steplearn.py
 test-unit: $(UNIT_BINS) dlbpf
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)"
 
-test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN)
+test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN)
 	@tests/run-tests.sh "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)"
 
 # Every suite, each reporting "N passed, N failed"; dlbpf's checks are counted apart from the
 # simulator's and the workloads' own (--self), and the last line is dlbpf's total.
-test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
+test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
@@ -111,11 +114,11 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_TEST) $(GPUSIM_
 
 # Every integration suite again, with dlbpf under AddressSanitizer and UndefinedBehaviorSanitizer:
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.
-test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(TRAIN) $(COVERAGE_BINS)
+test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN) $(COVERAGE_BINS)
 	@DLBPF_BIN=$(abspath $(ASAN_DLBPF)) ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		tests/run-tests.sh --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" "$(COVERAGE_TESTS)" \
 		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" \
 		"$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)"
 
-demo-run: dlbpf $(GPUSIM_LIB) $(TRAIN)
+demo-run: dlbpf $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

@@ -5,10 +5,12 @@ CUDA_HOME ?= /usr/local/cuda
 
 # The library, one job a file (gpusim_int.h says which); the tests are not in it.
 GPUSIM_SRC      := $(addprefix tests/gpusim/,gpusim_model.c gpusim_streams.c gpusim_memory.c \
-	gpusim_copy.c gpusim_kernels.c gpusim_api.c gpusim_errors.c gpusim_device.c)
+	gpusim_copy.c gpusim_kernels.c gpusim_api.c gpusim_errors.c gpusim_device.c gpusim_comm.c)
 GPUSIM_HDR      := tests/gpusim/gpusim_int.h
 GPUSIM_MAP      := tests/gpusim/libcudart.map
 GPUSIM_LIB      := $(OUTPUT)/gpusim/libcudart.so.13
+# Its NCCL: libnccl.so.2 beside it, calling into it for the device time of collectives.
+GPUSIM_NCCL     := $(OUTPUT)/gpusim/libnccl.so.2
 GPUSIM_TEST     := $(OUTPUT)/tests/test_gpusim
 GPUSIM_ASAN_LIB := $(OUTPUT)/gpusim-asan/libcudart.so.13
 GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan
@@ -28,6 +30,10 @@ $(GPUSIM_LIB): $(GPUSIM_SRC) $(GPUSIM_HDR) $(GPUSIM_MAP) tests/gpusim/gpusim.mk
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $(GPUSIM_LIB_FLAGS) -o $@ $(GPUSIM_SRC)
 
+$(GPUSIM_NCCL): tests/gpusim/gpusim_nccl.c $(GPUSIM_LIB) tests/gpusim/gpusim.mk
+	$(CC) $(TEST_CFLAGS) -fPIC -fno-omit-frame-pointer -fvisibility=hidden -I$(CUDA_HOME)/include -shared \
+		-Wl,-soname,libnccl.so.2 -Wl,-z,defs -o $@ $< -L$(@D) -l:libcudart.so.13
+
 $(GPUSIM_TEST): $(GPUSIM_TEST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $(GPUSIM_TEST_SRC) $(GPUSIM_TEST_FLAGS)
@@ -41,9 +47,9 @@ $(GPUSIM_ASAN_TEST): $(GPUSIM_TEST_DEPS)
 	$(CC) $(TEST_CFLAGS) $(GPUSIM_SAN) -o $@ $(GPUSIM_TEST_SRC) $(GPUSIM_TEST_FLAGS)
 
 .PHONY: gpusim test-gpusim test-gpusim-asan
-gpusim: $(GPUSIM_LIB)
+gpusim: $(GPUSIM_LIB) $(GPUSIM_NCCL)
 
-test-gpusim: $(GPUSIM_LIB) $(GPUSIM_TEST)
+test-gpusim: $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_TEST)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim $(GPUSIM_TEST)
 
 test-gpusim-asan: $(GPUSIM_ASAN_LIB) $(GPUSIM_ASAN_TEST)

@@ -14,6 +14,7 @@
  *                     (legacy / per-thread stream variants, defaults)
  *   gpusim_errors.c   last error, error names and strings
  *   gpusim_device.c   device count, ordinal, properties, versions
+ *   gpusim_comm.c     collectives (the simulated libnccl.so.2 calls in)
  *
  * A program compiled against the toolkit's cuda_runtime_api.h and linked
  * against the real libcudart.so.13 runs unchanged on this library when it is
@@ -34,6 +35,9 @@
  *     streams and all blocking streams wait for it; cudaStreamNonBlocking
  *     streams do not. _ptds/_ptsz entry points (and cudaStreamPerThread) use
  *     a per-thread default stream, an ordinary blocking stream.
+ *   - Collectives (gpusimCollective, from the simulated libnccl.so.2) run
+ *     on a communication engine of their own, in stream order, and cost
+ *     GPUSIM_NCCL_LATENCY_US + bus bytes / GPUSIM_NCCL_GBPS.
  *   - Kernel cost: the per-function cost set with gpusimSetKernelCost(), else
  *     GPUSIM_KERNEL_BASE_US + blocks * GPUSIM_NS_PER_BLOCK.
  *   - Copy cost: GPUSIM_COPY_LATENCY_US + bytes / bandwidth, the bandwidth
@@ -136,6 +140,9 @@ GPUSIM_API unsigned long long gpusimDeviceNow(void);
 GPUSIM_API unsigned long long gpusimDeviceIdleAt(void);
 GPUSIM_API unsigned long long gpusimTimeline(unsigned long long first, unsigned long long *start_end,
 					     unsigned long long max);
+GPUSIM_API int gpusimCollective(cudaStream_t stream, double bus_bytes);
+GPUSIM_API unsigned long long gpusimCommTimeline(unsigned long long first, unsigned long long *start_end,
+						 unsigned long long max);
 
 /* ---- Internals --------------------------------------------------------- *
  * Hidden on the declarations too, not only by -fvisibility=hidden on the
@@ -179,9 +186,10 @@ struct pending_copy {
 	uint64_t end;
 };
 
-/* One item the device ran: its device start and end. */
+/* One item the device ran: its device start and end, and whether it was a collective. */
 struct timeline_item {
 	uint64_t start, end;
+	int comm;
 };
 
 struct vec {
@@ -199,7 +207,9 @@ struct gpusim_state {
 	uint64_t timerslack_ns;
 	int copy_data;
 	/* device */
-	uint64_t compute_ready[GPUSIM_MAX_COMPUTE], h2d_ready, d2h_ready;
+	uint64_t compute_ready[GPUSIM_MAX_COMPUTE], h2d_ready, d2h_ready, comm_ready;
+	double comm_bpns;              /* GPUSIM_NCCL_GBPS: bus bandwidth of collectives */
+	uint64_t comm_latency_ns, comm_launch_ns;
 	unsigned compute_engines;      /* GPUSIM_COMPUTE_ENGINES: kernels that may run at once */
 	int timeline_on;               /* gpusimTimeline was called: every item is kept */
 	struct vec timeline;           /* struct timeline_item, in scheduling order */
@@ -217,7 +227,7 @@ struct gpusim_state {
 
 extern struct gpusim_state S;
 
-enum engine { ENG_COMPUTE, ENG_H2D, ENG_D2H, ENG_NONE };
+enum engine { ENG_COMPUTE, ENG_H2D, ENG_D2H, ENG_COMM, ENG_NONE };
 
 /* gpusim_model.c */
 void init_once(void);

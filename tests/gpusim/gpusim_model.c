@@ -20,6 +20,9 @@
  *                                     0 leaves it alone
  *   GPUSIM_COMPUTE_ENGINES   1        kernels of different streams that may
  *                                     run at once (1-8)
+ *   GPUSIM_NCCL_GBPS         40       bus bandwidth of collectives, GB/s
+ *   GPUSIM_NCCL_LATENCY_US   20       fixed device cost of each collective, us
+ *   GPUSIM_NCCL_LAUNCH_US    8        CPU cost of one collective call, us
  */
 #define _GNU_SOURCE
 #include "gpusim_int.h"
@@ -94,6 +97,11 @@ void init_once(void)
 	S.timerslack_ns = (uint64_t)env_double("GPUSIM_TIMERSLACK_NS", 1000.0);
 	S.copy_data = env_double("GPUSIM_COPY_DATA", 1.0) != 0.0;
 	S.compute_engines = (unsigned)env_double("GPUSIM_COMPUTE_ENGINES", 1.0);
+	S.comm_bpns = env_double("GPUSIM_NCCL_GBPS", 40.0);
+	S.comm_latency_ns = (uint64_t)(env_double("GPUSIM_NCCL_LATENCY_US", 20.0) * 1000.0);
+	S.comm_launch_ns = (uint64_t)(env_double("GPUSIM_NCCL_LAUNCH_US", 8.0) * 1000.0);
+	if (S.comm_bpns <= 0)
+		S.comm_bpns = 40.0;
 	if (S.compute_engines < 1 || S.compute_engines > GPUSIM_MAX_COMPUTE)
 		S.compute_engines = 1;
 	if (S.pinned_bpns <= 0)
@@ -182,6 +190,8 @@ static uint64_t *engine_ready(enum engine e)
 		return &S.h2d_ready;
 	case ENG_D2H:
 		return &S.d2h_ready;
+	case ENG_COMM:
+		return &S.comm_ready;
 	default:
 		for (unsigned i = 1; i < S.compute_engines; i++)
 			if (S.compute_ready[i] < *best)
@@ -201,13 +211,13 @@ uint64_t schedule(struct CUstream_st *s, enum engine e, uint64_t cost, uint64_t 
 	*er = end;
 	s->ready = end;
 	if (S.timeline_on && (it = vec_push(&S.timeline)))
-		*it = (struct timeline_item){ start, end };
+		*it = (struct timeline_item){ start, end, e == ENG_COMM };
 	return end;
 }
 
 uint64_t device_idle_at(void)
 {
-	uint64_t t = max64(S.legacy.ready, max64(S.h2d_ready, S.d2h_ready));
+	uint64_t t = max64(max64(S.legacy.ready, S.comm_ready), max64(S.h2d_ready, S.d2h_ready));
 
 	for (unsigned i = 0; i < S.compute_engines; i++)
 		t = max64(t, S.compute_ready[i]);

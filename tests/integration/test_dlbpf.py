@@ -71,6 +71,62 @@ def test_cuda_real_runtime_pid():
     compare_cuda(process(d.summary(), w.pid), cuda_truth(out), expect_errors=True)
 
 
+def compare_nccl(p, truth, trace_path):
+    """Every NCCL call: the count and errors the workload saw (its own results), and each collective's
+    slice in the timeline: the arguments it passed, decoded from registers and the stack."""
+    calls = p["cuda"]["calls"]
+    for api, want in truth["calls"].items():
+        got = calls.get(api)
+        check(got is not None, f"{api}: not in the summary's calls ({sorted(calls)})")
+        check(got["count"] == want["count"], f"{api}: {got['count']} calls, the workload made {want['count']}")
+        check(got["errors"] == want["errors"], f"{api}: {got['errors']} errors, the workload saw {want['errors']}")
+    with open(trace_path) as f:
+        events = json.load(f)["traceEvents"]
+    slices = [e for e in events if e.get("ph") == "X" and e.get("pid") == p["pid"] and e["name"].startswith("nccl")]
+    for api, want in truth["args"].items():
+        mine = [e for e in slices if e["name"] == api]
+        check(len(mine) == truth["calls"][api]["count"],
+              f"{api}: {len(mine)} slices, {truth['calls'][api]['count']} calls")
+        for e in mine:
+            for k, v in want.items():
+                check(e["args"].get(k) == v, f"{api} slice: {k} = {e['args'].get(k)!r}, the workload passed {v!r}")
+            check(e["args"].get("ret", 0) != 0, f"{api} slice: no error code, the call failed")
+    version = [e for e in slices if e["name"] == "ncclGetVersion"]
+    check(version and all(e["args"].get("version") == truth["version"] for e in version),
+          f"ncclGetVersion: {[e['args'].get('version') for e in version]}, NCCL said {truth['version']}")
+    init = [e for e in slices if e["name"] == "ncclCommInitRank"]
+    check(init and all(e["args"].get("nranks") == 4 and e["args"].get("rank") == 1 for e in init),
+          f"ncclCommInitRank nranks/rank: {[e['args'] for e in init]}")
+    return sum(w["count"] for w in truth["calls"].values())
+
+
+def test_nccl_real_library():
+    """-- CMD against the toolkit's real libnccl.so.2 (which carries its own static cudart): the exact
+    count and errors of each NCCL API, and the arguments of every collective, at two repeat counts."""
+    notes = []
+    for repeat in (1, 3):
+        trace = os.path.join(WORK, f"nccl-{os.getpid()}-{repeat}.json")
+        d = Dlbpf(["-o", trace, "--", workload("nccl_calls"), "--repeat", str(repeat)])
+        rc = d.wait()
+        check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-1500:]}")
+        check("NCCL functions in" in d.stderr, f"no NCCL library attached: {d.stderr[-1500:]}")
+        truth = truth_line(d.stdout, "{\"version\"")
+        n = compare_nccl(process(d.summary(), d.summary()["processes"][0]["pid"]), truth, trace)
+        os.unlink(trace)
+        notes.append(f"repeat {repeat}: {n} calls")
+    return "; ".join(notes)
+
+
+def test_nccl_real_library_pid():
+    """--pid on a process that mapped libnccl before dlbpf started."""
+    trace = os.path.join(WORK, f"nccl-pid-{os.getpid()}.json")
+    w, out, d, rc = trace_waiting([workload("nccl_calls"), "--wait", "--repeat", "2"], dlbpf_args=["-o", trace])
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-1500:]}")
+    n = compare_nccl(process(d.summary(), w.pid), truth_line(out, "{\"version\""), trace)
+    os.unlink(trace)
+    return f"{n} calls matched"
+
+
 def attach_to_calling(pause_ms, entry_first=False):
     """dlbpf --pid attaches to ratecalls while its thread calls cudaMemcpy in a loop (with the test hook
     DLBPF_TEST_LINK_PAUSE_MS, pause_ms after each link, as a collector descheduled between links would

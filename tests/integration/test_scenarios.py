@@ -28,6 +28,7 @@ EXPECTED = {
     "host-cpu": "host-compute-bound",
     "contention": "cpu-contention",
     "two-streams": "gpu-bound",
+    "comm": "comm-bound",
     "balanced": None,
 }
 SHARE_PP = 5.0        # each phase within 5 percentage points
@@ -133,7 +134,8 @@ def our_shares(steps):
         "host_cpu": share["cpu"] + share["runq"] - wake + share["cuda_other"],
         "h2d": share["h2d"],
         "launch": share["launch"],
-        "gpu_wait": share["gpu_wait"] + share["d2h"],
+        # The workload's loss copy waits for kernels and collectives alike.
+        "gpu_wait": share["gpu_wait"] + share["comm_wait"] + share["d2h"],
     }, share
 
 
@@ -309,6 +311,93 @@ def test_simulator_settings_varied():
             check(verdict in want, f"{label} {name}: verdict {verdict}, the workload's phases say "
                   f"{' or '.join(sorted(want))}")
             notes.append(f"{label} {name}: {verdict}, {judge_bounds(name, s['steps'], busy)}")
+    return "; ".join(notes)
+
+
+# The all-reduce scenario with the collective's cost, the communicator, the gradients and the compute
+# ahead of them varied: bus 10 to 100 GB/s, 5 to 60 us a collective, 2 to 16 ranks, 8 to 64 MiB.
+COMM_VARIANTS = {
+    "defaults": ({}, []),
+    "slow bus, big buffer": ({"GPUSIM_NCCL_GBPS": "10", "GPUSIM_NCCL_LATENCY_US": "60"},
+                             ["--allreduce-kb", "65536", "--ranks", "16", "--steps", "80"]),
+    "fast bus, 2 ranks": ({"GPUSIM_NCCL_GBPS": "100", "GPUSIM_NCCL_LATENCY_US": "5", "GPUSIM_LAUNCH_US": "2"},
+                          ["--allreduce-kb", "8192", "--ranks", "2", "--kernel-us", "300"]),
+    "no kernels ahead": ({"GPUSIM_NCCL_LATENCY_US": "30"}, ["--kernels", "0", "--allreduce-kb", "16384"]),
+}
+# A wait's edges: the workload's clock reads around the loss copy against dlbpf's entry and return
+# probes, a few us apart (a probe's cost), more when a boundary is preempted; the means are compared,
+# within 5% of the mean wait or 100 us per step. Against the device's model times the host's wake-up
+# latency comes in too (0.16 ms per step seen here), which only adds to comm_wait.
+COMM_TOL_REL, COMM_TOL_NS = 0.05, 100_000
+
+
+def comm_truth(path):
+    """Each step's line of the workload's truth with its comm line (train_comm.c) beside it."""
+    out, last = [], None
+    for line in open(path):
+        l = json.loads(line)
+        if "step" in l:
+            last = dict(l)
+            out.append(last)
+        elif "comm" in l and last is not None:
+            last["comm"] = l["comm"]
+    return out
+
+
+def test_comm_wait_against_truth():
+    """The step waits on a gradient all-reduce (NCCL, loaded late by dlopen): comm-bound; over the matched
+    steps, comm_wait is the loss copy's wait as the workload clocks it (all of it: the last work it
+    waits for is the collective), and holds all the exposed communication of the simulator's own
+    timeline (what it adds is the compute queued ahead, which the host cannot tell apart, and the
+    wake-up after it); the exposed-communication finding's bytes and collectives per step are the
+    workload's; at several bus speeds, latencies, ranks and sizes."""
+    notes = []
+    for label, (sim_env, extra) in COMM_VARIANTS.items():
+        truth_path = os.path.join(WORK, f"truth-comm-{len(notes)}.jsonl")
+        env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, **sim_env)
+        d = Dlbpf(["--", workload("train"), "--scenario", "comm", "--quiet", "--truth", truth_path] + extra,
+                  env=env)
+        rc = d.wait(timeout=120)
+        check(rc == 0, f"{label}: dlbpf exited {rc}: {d.stderr[-2000:]}")
+        s, tsteps = d.summary(), comm_truth(truth_path)
+        check(all("comm" in t and t["comm"]["collectives"] == 1 for t in tsteps),
+              f"{label}: the workload's truth lacks a collective per step (not on the simulator?)")
+        marker = s["step_markers"][0]["marker"]
+        cuts = truth_cuts(tsteps, marker)
+        pairs = []
+        for st in s["steps"]:
+            a, b = nearest_cut(cuts, st["start_ns"]), nearest_cut(cuts, st["start_ns"] + st["dur_ns"])
+            if a is not None and b == a + 1:
+                pairs.append((st, tsteps[a]))
+        check(len(pairs) >= len(s["steps"]) - 1, f"{label}: {len(s['steps']) - len(pairs)} steps match none")
+        mean = lambda f: sum(f(st, t) for st, t in pairs) / len(pairs)
+        ours = mean(lambda st, t: st["breakdown_ns"]["comm_wait"])
+        wait = mean(lambda st, t: t["phases_ns"]["gpu_wait"])
+        exposed = mean(lambda st, t: t["comm"]["exposed_ns"])
+        ahead = mean(lambda st, t: t["comm"]["ahead_ns"])
+        got = (f"comm_wait {ours / 1e6:.3f} ms per step; the workload's wait {wait / 1e6:.3f}, on the device "
+               f"exposed {exposed / 1e6:.3f} after {ahead / 1e6:.3f} of compute ahead")
+        check(abs(ours - wait) <= max(COMM_TOL_REL * wait, COMM_TOL_NS), f"{label}: {got}")
+        check(ours >= exposed - COMM_TOL_NS, f"{label}: exposed communication under-counted: {got}")
+        verdict = s["diagnosis"]["verdict"]
+        check(verdict == "comm-bound", f"{label}: verdict {verdict}")
+        finding = [f for f in s["diagnosis"]["findings"] if f["rule"] == "exposed-communication"]
+        check(len(finding) == 1, f"{label}: no exposed-communication finding: {s['diagnosis']['findings']}")
+        ev, nbytes = finding[0]["evidence"], tsteps[0]["comm"]["bytes"]
+        # Kernels are queued ahead of every all-reduce, or of none: all of comm_wait says so, or none.
+        behind = 1.0 if tsteps[0]["kernels"] else 0.0
+        check(abs(ev["after_compute_share"] - behind) < 1e-9,
+              f"{label}: after_compute_share {ev['after_compute_share']}, kernels ahead of every collective: {behind}")
+        # Per step over every step: one step at an edge of the run may hold no collective.
+        n = len(s["steps"])
+        check(abs(ev["bytes_per_step"] - nbytes) <= nbytes / n and abs(ev["collectives_per_step"] - 1) <= 1 / n,
+              f"{label}: {ev['bytes_per_step']} bytes in {ev['collectives_per_step']} collectives per step, "
+              f"the workload all-reduced {nbytes} in 1")
+        ar = [p["cuda"]["calls"].get("ncclAllReduce") for p in s["processes"] if "ncclAllReduce" in p["cuda"]["calls"]]
+        check(len(ar) == 1 and ar[0]["count"] == len(tsteps) and ar[0]["errors"] == 0,
+              f"{label}: ncclAllReduce counted {ar}, the workload made {len(tsteps)}")
+        notes.append(f"{label}: {got}, {len(pairs)} steps")
+        os.unlink(truth_path)
     return "; ".join(notes)
 
 

@@ -585,9 +585,73 @@ out:
 	gen_free(&folded);
 }
 
+/*
+ * loop_step's loop (its input wait 2 ms, not 4) with a gradient all-reduce of 1,000 float32 (ncclFloat32 = 7: 4,000 bytes) on
+ * the legacy stream at 5.9 ms, after the launches (or, with kernels 0, none): the loss copy's
+ * wait is comm_wait, all of it behind kernels in the first run and none in the second; the
+ * verdict comm-bound, the finding's bytes and collectives per step the loop's.
+ */
+static void comm_loop(bool kernels)
+{
+	struct dl_diag_opts dopts = { 0 };
+	struct dl_diagnosis *d = dl_xcalloc(1, sizeof(*d));
+	const struct dl_corr_proc *p;
+	const struct dl_finding *f = NULL;
+	struct gen g;
+
+	gen_init(&g, NULL);
+	for (int i = 0; i < 12; i++) {
+		uint64_t t = MS + (uint64_t)i * 10 * MS;
+
+		sched(&g, 101, DL_ST_SLEEP, t, 2 * MS, DL_ST_RUNNING);
+		cuda(&g, 101, DL_API_MEMCPY_ASYNC, t + 5 * MS, 100 * US, 1 << 20, DL_DIR_H2D);
+		for (int k = 0; kernels && k < 3; k++)
+			cuda(&g, 101, DL_API_LAUNCH_KERNEL, t + 5 * MS + 100 * US + (uint64_t)k * 100 * US, 0, 0, 0);
+		cuda(&g, 101, DL_API_NCCL_ALL_REDUCE, t + 5 * MS + 900 * US, 50 * US, 1000, 7);
+		sched(&g, 101, DL_ST_RUNNING, t + 2 * MS, 4 * MS + 100 * US, DL_ST_SLEEP);
+		sched(&g, 101, DL_ST_SLEEP, t + 6 * MS + 100 * US, 3 * MS + 900 * US, DL_ST_RUNNING);
+		cuda(&g, 101, DL_API_MEMCPY, t + 6 * MS, 4 * MS, 4, DL_DIR_D2H);
+	}
+	end(&g, 200 * MS, 0);
+	p = dl_corr_proc(g.corr, 0);
+	CHECK(p && p->nsteps == 11, "11 steps");
+	if (!p)
+		goto out;
+	/* As in test_auto_marker_loop: 1 ns of the 4-byte copy is its transfer at a third of 10 GB/s. */
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_COMM_WAIT], 4 * MS - 1);
+	CHECK_STEPS(p, s->cat_ns[DL_CAT_GPU_WAIT], 0);
+	CHECK_STEPS(p, s->comm_after_compute_ns, kernels ? 4 * MS - 1 : 0);
+	CHECK_STEPS(p, s->collectives, 1);
+	CHECK_STEPS(p, s->comm_bytes, 4000);
+	CHECK_STEPS(p, sum_cats(s->cat_ns), s->dur_ns);
+	dl_diagnose(g.corr, &g.sum, &dopts, d);
+	CHECK(d->verdict == DL_V_COMM, "verdict %s", dl_verdict_name(d->verdict));
+	for (int i = 0; i < d->nfindings; i++)
+		if (!strcmp(d->findings[i].rule, "exposed-communication"))
+			f = &d->findings[i];
+	CHECK(f != NULL, "no exposed-communication finding");
+	if (f) {
+		/* Evidence: share, ms per step, bytes, collectives, GB/s (4,000 B in 4 ms - 1 ns), after-compute share. */
+		CHECK(f->nev == 6 && f->ev[2].value == 4000 && f->ev[3].value == 1 &&
+			      fabs(f->ev[4].value - 4000.0 / (4e6 - 1)) < 1e-12 && f->ev[5].value == (kernels ? 1 : 0),
+		      "evidence %g B, %g collectives, %g GB/s, %g after compute", f->ev[2].value, f->ev[3].value,
+		      f->ev[4].value, f->ev[5].value);
+	}
+out:
+	free(d);
+	gen_free(&g);
+}
+
+static void test_comm_wait(void)
+{
+	comm_loop(true);
+	comm_loop(false);
+}
+
 int main(void)
 {
 	test_breakdown_priorities();
+	test_comm_wait();
 	test_spans_union();
 	test_auto_marker_loop();
 	test_copy_explained_at_measured_bandwidth();

@@ -18,6 +18,9 @@ static void test_lib_kinds(void)
 	CHECK(dl_lib_kind_by_name("/usr/lib/libcudadebugger.so.1") == DL_LIB_NONE, "libcudadebugger");
 	CHECK(dl_lib_kind_by_name("/usr/lib/x86_64-linux-gnu/libc.so.6") == DL_LIB_LOADER, "libc");
 	CHECK(dl_lib_kind_by_name("/usr/lib/x86_64-linux-gnu/libcrypt.so.1") == DL_LIB_NONE, "libcrypt");
+	CHECK(dl_lib_kind_by_name("/usr/local/cuda/lib64/libnccl.so.2") == DL_LIB_NCCL, "libnccl.so.2");
+	CHECK(dl_lib_kind_by_name("/x/site-packages/nvidia/nccl/lib/libnccl.so.2.28.9") == DL_LIB_NCCL, "versioned");
+	CHECK(dl_lib_kind_by_name("/usr/lib/libnccl-net.so") == DL_LIB_NONE, "an NCCL network plugin is not NCCL");
 }
 
 static void test_trampolines(void)

@@ -129,8 +129,10 @@ static void test_names_unique(void)
 #define OUT 0xc000ull
 
 /* The fields an API of this layout must decode from the record above; 0 if the test has no answer. */
-static int layout_expect(enum dl_api_layout l, struct dl_call *w)
+static int layout_expect(const struct dl_api *api, struct dl_call *w)
 {
+	enum dl_api_layout l = api->layout;
+
 	switch (l) {
 	case DL_L_MEMCPY_ASYNC:
 		w->stream = A4, w->async = true;
@@ -223,8 +225,68 @@ static int layout_expect(enum dl_api_layout l, struct dl_call *w)
 	case DL_L_GET_FUNC:
 		w->func = OUT, w->name_ptr = A2;
 		return 1;
+	case DL_L_NCCL_COLL:
+	case DL_L_NCCL_GATHER:
+	case DL_L_NCCL_REDUCE:
+		/* datatype a3 = 2 (ncclInt32, 4 bytes): 0xdead000000000004 * 4 wraps to 0x7ab4000000000010 */
+		w->src = A0, w->dst = A1, w->count = A2, w->dtype = 2, w->bytes = 0x7ab4000000000010ull, w->async = true;
+		w->peer = -1;
+		if (l == DL_L_NCCL_GATHER) {
+			w->comm = A4, w->stream = A5;
+		} else if (l == DL_L_NCCL_REDUCE) {
+			w->op = 5, w->peer = 7, w->comm = A6, w->stream = A7;
+		} else {
+			if (api->id == DL_API_NCCL_BROADCAST)
+				w->peer = 5;
+			else
+				w->op = 5;
+			w->comm = A5, w->stream = A6;
+		}
+		return 1;
+	case DL_L_NCCL_P2P:
+		/* count a1, datatype a2's low half = 4 (ncclInt64, 8 bytes), peer a3 = 2 */
+		w->src = w->dst = A0, w->count = A1, w->dtype = 4, w->bytes = 0x0000001800000010ull, w->peer = 2;
+		w->comm = A4, w->stream = A5, w->async = true;
+		return 1;
+	case DL_L_NCCL_INIT_RANK:
+		w->comm = OUT, w->nranks = 2, w->rank = 4;
+		return 1;
+	case DL_L_NCCL_INIT_ALL:
+		w->comm = OUT, w->nranks = 2;
+		return 1;
+	case DL_L_NCCL_VERSION:
+		w->size = (uint32_t)OUT;
+		return 1;
 	}
 	return 0;
+}
+
+/* nccl.h's sizes and names, by hand; values past the enum have none. */
+static void test_nccl_types(void)
+{
+	static const struct {
+		unsigned v, size;
+		const char *name;
+	} want[] = { { 0, 1, "int8" }, { 3, 4, "uint32" }, { 6, 2, "float16" }, { 7, 4, "float32" },
+		     { 8, 8, "float64" }, { 9, 2, "bfloat16" }, { 11, 1, "float8e5m2" }, { 12, 0, NULL } };
+	unsigned wrong = 0;
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *n = dl_nccl_type_name(want[i].v);
+
+		wrong += dl_nccl_type_size(want[i].v) != want[i].size || (n == NULL) != (want[i].name == NULL) ||
+			 (n && strcmp(n, want[i].name));
+	}
+	CHECK(wrong == 0, "%u NCCL datatypes sized or named wrongly", wrong);
+	CHECK(!strcmp(dl_nccl_op_name(2), "max") && !strcmp(dl_nccl_op_name(4), "avg") && !dl_nccl_op_name(5),
+	      "NCCL op names");
+	/* The 7- and 8-argument collectives read their stream (and communicator) from the stack. */
+	CHECK((dl_api_cookie(dl_api_by_name("ncclAllReduce")) & DL_COOKIE_STACK) &&
+	      (dl_api_cookie(dl_api_by_name("ncclReduce")) & DL_COOKIE_STACK) &&
+	      !(dl_api_cookie(dl_api_by_name("ncclSend")) & DL_COOKIE_STACK) &&
+	      (dl_api_cookie(dl_api_by_name("ncclCommInitRank")) & DL_COOKIE_OUTPTR),
+	      "NCCL cookies");
+	CHECK(!dl_api_entry_only(dl_api_by_name("ncclAllReduce")), "a collective must have its return probed");
 }
 
 static void test_every_layout_decodes(void)
@@ -245,7 +307,7 @@ static void test_every_layout_decodes(void)
 		memset(&want, 0, sizeof(want));
 		want.api = api, want.ts = 77, want.dur_ns = 55, want.ret = -3, want.tgid = 100, want.tid = 101;
 		want.depth = 2, want.args_fault = true;
-		if (!layout_expect(api->layout, &want)) {
+		if (!layout_expect(api, &want)) {
 			unknown++;
 			continue;
 		}
@@ -594,6 +656,7 @@ int main(void)
 	test_cookies();
 	test_names_unique();
 	test_every_layout_decodes();
+	test_nccl_types();
 	test_driver_column();
 	test_pinned_classification();
 	test_default_direction_and_nesting();

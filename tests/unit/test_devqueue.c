@@ -231,6 +231,63 @@ static void test_drained_by_wake_up(void)
 	dl_devq_free(&q);
 }
 
+static struct dl_devq_call collective(uint64_t start, uint64_t end, uint64_t stream, bool ok)
+{
+	return call(DL_API_NCCL_ALL_REDUCE, start, end, stream, 0, 1, ok);
+}
+
+/*
+ * What a wait waits for last decides gpu_wait or comm_wait. On the legacy
+ * stream: a collective alone, then a collective behind kernels (comm, but
+ * part of it may be compute), then kernels behind a collective (compute).
+ * Every drain is a stream sync that returned; a failed collective enqueues
+ * nothing; a collective on a side stream joined by an event is what a
+ * sync of the legacy stream waits on last, unless kernels follow the join.
+ */
+static void test_collectives(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call sync;
+
+	feed(&q, collective(0, 5 * US, 0, true));
+	sync = call(DL_API_STREAM_SYNC, 10 * US, 100 * US, 0, 0, 1, true);
+	CHECK(dl_devq_call(&q, &sync) == DL_DEVQ_COMM, "a collective alone: comm");
+	/* Busy at most from its enqueue to the sync's return. */
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 200 * US), 100 * US);
+
+	feed(&q, launch(200 * US, 0, 1, DL_API_LAUNCH_KERNEL));
+	feed(&q, collective(210 * US, 215 * US, 0, true));
+	sync = call(DL_API_STREAM_SYNC, 220 * US, 300 * US, 0, 0, 1, true);
+	CHECK(dl_devq_call(&q, &sync) == DL_DEVQ_COMM_AFTER, "a collective behind a kernel: comm, after compute");
+
+	feed(&q, collective(400 * US, 405 * US, 0, true));
+	feed(&q, launch(410 * US, 0, 1, DL_API_LAUNCH_KERNEL));
+	sync = call(DL_API_STREAM_SYNC, 420 * US, 500 * US, 0, 0, 1, true);
+	CHECK(dl_devq_call(&q, &sync) == DL_DEVQ_COMPUTE, "a kernel behind a collective: compute");
+
+	feed(&q, collective(600 * US, 601 * US, 0, false));
+	sync = call(DL_API_STREAM_SYNC, 610 * US, 611 * US, 0, 0, 1, true);
+	CHECK(dl_devq_call(&q, &sync) == DL_DEVQ_EMPTY, "a collective that failed enqueued nothing");
+
+	/* NCCL's own stream (0xc000), joined to stream 0xa000 by an event: a sync of 0xa000 waits on it. */
+	feed(&q, collective(700 * US, 705 * US, 0xc000, true));
+	feed(&q, call(DL_API_EVENT_RECORD, 706 * US, 707 * US, 0xc000, 0xe1, 1, true));
+	feed(&q, call(DL_API_STREAM_WAIT_EVENT, 708 * US, 709 * US, 0xa000, 0xe1, 1, true));
+	sync = call(DL_API_STREAM_SYNC, 710 * US, 800 * US, 0xa000, 0, 1, true);
+	CHECK(dl_devq_call(&q, &sync) == DL_DEVQ_COMM, "the joined collective is what the stream waited on");
+	/* The sync proved the collective done: the NCCL stream is empty after it. */
+	sync = call(DL_API_STREAM_SYNC, 810 * US, 811 * US, 0xc000, 0, 1, true);
+	CHECK(dl_devq_call(&q, &sync) == DL_DEVQ_EMPTY, "the NCCL stream drained through the event");
+	/* Kernels on the stream after the join: compute is what it waits on last. */
+	feed(&q, collective(900 * US, 905 * US, 0xc000, true));
+	feed(&q, call(DL_API_EVENT_RECORD, 906 * US, 907 * US, 0xc000, 0xe1, 1, true));
+	feed(&q, call(DL_API_STREAM_WAIT_EVENT, 908 * US, 909 * US, 0xa000, 0xe1, 1, true));
+	feed(&q, launch(910 * US, 0xa000, 1, DL_API_LAUNCH_KERNEL));
+	sync = call(DL_API_STREAM_SYNC, 920 * US, 990 * US, 0xa000, 0, 1, true);
+	CHECK(dl_devq_call(&q, &sync) == DL_DEVQ_COMPUTE, "kernels after the join: compute");
+	dl_devq_free(&q);
+}
+
 int main(void)
 {
 	test_legacy_vs_per_thread();
@@ -240,5 +297,6 @@ int main(void)
 	test_sync_copies();
 	test_lower_bound();
 	test_drained_by_wake_up();
+	test_collectives();
 	return check_report("test_devqueue");
 }

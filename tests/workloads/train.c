@@ -65,6 +65,7 @@ static void cuda_fail(const char *call, cudaError_t e)
 			cudaGetErrorString(e));
 		fprintf(stderr, "train: (no GPU? run with LD_LIBRARY_PATH=.output/gpusim, or pass --ignore-errors)\n");
 		stop_children();
+	comm_teardown();
 		exit(1);
 	}
 	cuda_errors++;
@@ -184,6 +185,8 @@ int main(int argc, char **argv)
 		CUDA("cudaStreamCreate", cudaStreamCreate(&streams[i]));
 		CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&joins[i], cudaEventDisableTiming));
 	}
+	if (comm_setup())
+		return 1;
 	device_truth_start();
 
 	if (start_workers(self))
@@ -239,6 +242,11 @@ int main(int argc, char **argv)
 			CUDA("cudaEventRecord", cudaEventRecord(joins[i], streams[i]));
 			CUDA("cudaStreamWaitEvent", cudaStreamWaitEvent(0, joins[i], 0));
 		}
+		/* the gradients' all-reduce (data parallel), after the backward kernels */
+		if (comm_step() && !O.ignore_errors) {
+			fprintf(stderr, "train: ncclAllReduce failed\n");
+			break;
+		}
 		ph[PH_LAUNCH] = now_ns() - t;
 
 		/* 5. loss.item(): a synchronous 4-byte D2H copy waits for the GPU; a loop that logs its
@@ -248,6 +256,7 @@ int main(int argc, char **argv)
 		if (synced)
 			CUDA("cudaMemcpy", cudaMemcpy(&loss, d_loss, sizeof(loss), cudaMemcpyDeviceToHost));
 		ph[PH_GPU] = now_ns() - t;
+		uint64_t wait_start = t, wait_end = t + ph[PH_GPU];
 
 		r.hdr = ring->hdr[s];
 		sem_post(&ring->empty[s]);
@@ -265,6 +274,7 @@ int main(int argc, char **argv)
 		if (truth) {
 			truth_write_step(truth, &r);
 			device_truth_write(truth);
+			comm_truth_write(truth, wait_start, wait_end);
 		}
 		t_prev = t;
 	}

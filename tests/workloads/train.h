@@ -5,6 +5,8 @@
  *   train_opts.c    options and scenario presets
  *   train_loader.c  dataset file, data-loader workers, the shared batch ring
  *   train_truth.c   per-step ground truth and the run's summary
+ *   train_device.c  the device's own timeline (the simulator's truth)
+ *   train_comm.c    the gradient all-reduce (NCCL, loaded late)
  *   train.c         main: CUDA set-up and the step loop
  */
 #ifndef DLBPF_TRAIN_H
@@ -42,6 +44,8 @@ struct opts {
 	int sync_h2d;      /* H2D with cudaMemcpy (synchronous), not cudaMemcpyAsync */
 	int streams;       /* kernels spread over this many created streams (0: the legacy stream) */
 	int sync_every;    /* the loss copy every this many steps (0: once, after the last step) */
+	long allreduce_kb; /* float32 gradients all-reduced per step (0: no NCCL) */
+	int ranks;         /* the communicator's size */
 	long data_mb;
 	char data[PATH_MAX];
 	const char *truth;
@@ -166,5 +170,15 @@ void print_summary(const struct run_summary *s, uint64_t duration_ns, int cuda_e
 void device_truth_start(void);
 /* Writes what the device ran since the last call as one truth line. */
 void device_truth_write(FILE *f);
+
+/* ---------------------------- the gradient all-reduce (train_comm.c) -- */
+
+/* Loads libnccl.so.2 and makes the communicator when --allreduce-kb asks; -1 (reported) on failure. */
+int comm_setup(void);
+/* All-reduces the gradients on the legacy stream; -1 when NCCL said no. */
+int comm_step(void);
+/* Writes the step's collectives against the wait [wait_start, wait_end) as one truth line. */
+void comm_truth_write(FILE *f, uint64_t wait_start, uint64_t wait_end);
+void comm_teardown(void);
 
 #endif

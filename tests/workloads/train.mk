@@ -8,23 +8,24 @@
 CUDA_HOME ?= /usr/local/cuda
 
 TRAIN_BIN := $(OUTPUT)/workloads/train
-TRAIN_SCENARIOS := gpu input disk pageable small-copies sync-copies launch host-cpu contention two-streams balanced
+TRAIN_SCENARIOS := gpu input disk pageable small-copies sync-copies launch host-cpu contention two-streams comm balanced
 
 # main and the step loop, options, loader and ring, ground truth, the device's
-# own timeline (train.h is what they share)
-TRAIN_SRCS := $(addprefix tests/workloads/,train.c train_opts.c train_loader.c train_truth.c train_device.c)
+# own timeline, the gradient all-reduce (train.h is what they share)
+TRAIN_SRCS := $(addprefix tests/workloads/,train.c train_opts.c train_loader.c train_truth.c train_device.c \
+	train_comm.c)
 
 $(TRAIN_BIN): $(TRAIN_SRCS) tests/workloads/train.h tests/common/thread_clock.h tests/workloads/train.mk
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -Itests/common -I$(CUDA_HOME)/include -o $@ $(TRAIN_SRCS) \
-		-L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -pthread
+		-L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -pthread -ldl
 
 .PHONY: train test-train test-train-real
 train: $(TRAIN_BIN)
 
 # Every scenario on the simulator; --check fails a run whose named phase is
 # under 50% of step time in its own ground truth (balanced has none).
-test-train: $(TRAIN_BIN) $(OUTPUT)/gpusim/libcudart.so.13
+test-train: $(TRAIN_BIN) $(OUTPUT)/gpusim/libcudart.so.13 $(OUTPUT)/gpusim/libnccl.so.2
 	@mkdir -p $(OUTPUT)/truth
 	@set -e; for s in $(TRAIN_SCENARIOS); do \
 		LD_LIBRARY_PATH=$(OUTPUT)/gpusim $(TRAIN_BIN) --scenario $$s --check \

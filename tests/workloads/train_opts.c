@@ -33,12 +33,13 @@ struct opts O = {
 	.slow_step = -1,
 	.slow_ms = 100,
 	.sync_every = 1,
+	.ranks = 8,
 };
 
 struct scenario {
 	const char *name, *expect, *what;
 	int steps, workers, h2d_chunks, kernels, spinners, pinned, odirect, sync_h2d, streams;
-	long batch_kb, read_kb, io_kb, worker_cpu_us, host_cpu_us, kernel_us;
+	long batch_kb, read_kb, io_kb, worker_cpu_us, host_cpu_us, kernel_us, allreduce_kb;
 };
 
 /* Presets sized for a 2-core VM: each run takes about 1.5-3 s and the named
@@ -79,6 +80,10 @@ static const struct scenario scenarios[] = {
 	  .steps = 80, .workers = 2, .h2d_chunks = 1, .kernels = 20, .pinned = 1, .streams = 2,
 	  .batch_kb = 4096, .read_kb = 256, .io_kb = 256, .worker_cpu_us = 2000, .host_cpu_us = 200,
 	  .kernel_us = 1500 },
+	{ "comm", "gpu_wait", "a 32 MiB gradient all-reduce over 8 ranks per step; the loss copy waits for it",
+	  .steps = 300, .workers = 2, .h2d_chunks = 1, .kernels = 8, .pinned = 1, .batch_kb = 1024,
+	  .read_kb = 256, .io_kb = 256, .worker_cpu_us = 1000, .host_cpu_us = 200, .kernel_us = 100,
+	  .allreduce_kb = 32768 },
 	{ "balanced", NULL, "moderate everything: no phase should dominate",
 	  .steps = 250, .workers = 2, .h2d_chunks = 1, .kernels = 10, .pinned = 1, .batch_kb = 4096,
 	  .read_kb = 512, .io_kb = 512, .worker_cpu_us = 10000, .host_cpu_us = 1500, .kernel_us = 250 },
@@ -105,6 +110,7 @@ static void apply_scenario(const struct scenario *s)
 	O.worker_cpu_us = s->worker_cpu_us;
 	O.host_cpu_us = s->host_cpu_us;
 	O.kernel_us = s->kernel_us;
+	O.allreduce_kb = s->allreduce_kb;
 }
 
 static void usage(FILE *f)
@@ -131,6 +137,9 @@ static void usage(FILE *f)
 		"                     legacy stream by events before the loss copy (0: legacy)\n"
 		"  --sync-every N     the loss copy (the sync) every N steps, like a loop that logs\n"
 		"                     its loss or accumulates gradients (1); 0: once, after the loop\n"
+		"  --allreduce-kb N   all-reduce N KiB of float32 gradients per step with NCCL\n"
+		"                     (libnccl.so.2, loaded late) before the loss copy (0: none)\n"
+		"  --ranks N          ranks of the NCCL communicator (8)\n"
 		"  --kernels K        kernel launches per step (%d)\n"
 		"  --kernel-us N      device time of each kernel, us (%ld)\n"
 		"  --launch-us X      CPU cost of a launch on the simulator (GPUSIM_LAUNCH_US)\n"
@@ -152,7 +161,7 @@ enum {
 	OPT_STEPS = 256, OPT_WORKERS, OPT_BATCH, OPT_READ, OPT_IO, OPT_WCPU, OPT_HCPU, OPT_PINNED,
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
-	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY,
+	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_ALLREDUCE, OPT_RANKS,
 };
 
 static const struct option longopts[] = {
@@ -169,6 +178,8 @@ static const struct option longopts[] = {
 	{ "sync-h2d", no_argument, NULL, OPT_SYNC_H2D },
 	{ "streams", required_argument, NULL, OPT_STREAMS },
 	{ "sync-every", required_argument, NULL, OPT_SYNC_EVERY },
+	{ "allreduce-kb", required_argument, NULL, OPT_ALLREDUCE },
+	{ "ranks", required_argument, NULL, OPT_RANKS },
 	{ "kernels", required_argument, NULL, OPT_KERNELS },
 	{ "kernel-us", required_argument, NULL, OPT_KUS },
 	{ "launch-us", required_argument, NULL, OPT_LUS },
@@ -245,6 +256,8 @@ void parse_options(int argc, char **argv)
 		case OPT_SYNC_H2D: O.sync_h2d = 1; break;
 		case OPT_STREAMS: O.streams = (int)num(n, optarg, 0, MAX_STREAMS); break;
 		case OPT_SYNC_EVERY: O.sync_every = (int)num(n, optarg, 0, 10000000); break;
+		case OPT_ALLREDUCE: O.allreduce_kb = num(n, optarg, 0, 16 << 20); break;
+		case OPT_RANKS: O.ranks = (int)num(n, optarg, 1, 65536); break;
 		case OPT_KERNELS: O.kernels = (int)num(n, optarg, 0, 10000000); break;
 		case OPT_KUS: O.kernel_us = num(n, optarg, 0, 100000000); break;
 		case OPT_LUS:

@@ -94,12 +94,14 @@ static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, 
 			  uint64_t end, struct dl_span out[2])
 {
 	uint32_t copy_cat = m->dir == DL_DIR_H2D ? DL_CAT_H2D : m->dir == DL_DIR_D2H ? DL_CAT_D2H : DL_CAT_CUDA_OTHER;
+	uint32_t wait_cat = m->waited == DL_DEVQ_COMM || m->waited == DL_DEVQ_COMM_AFTER ? DL_CAT_COMM_WAIT
+											     : DL_CAT_GPU_WAIT;
 	uint64_t dur = end - m->start, explained;
 	double gbps;
 
 	switch (m->cls) {
 	case DL_CLS_SYNC:
-		out[0] = (struct dl_span){ m->start, end, m->waited != DL_DEVQ_EMPTY ? DL_CAT_GPU_WAIT : DL_CAT_CUDA_OTHER };
+		out[0] = (struct dl_span){ m->start, end, m->waited == DL_DEVQ_EMPTY ? DL_CAT_CUDA_OTHER : wait_cat };
 		return 1;
 	case DL_CLS_LAUNCH:
 	case DL_CLS_GRAPH:
@@ -107,7 +109,7 @@ static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, 
 		return 1;
 	case DL_CLS_COPY:
 		/* Behind transfers only, a copy waits on the link: its own kind of time. */
-		if (m->async || copy_cat == DL_CAT_CUDA_OTHER || m->waited != DL_DEVQ_COMPUTE) {
+		if (m->async || copy_cat == DL_CAT_CUDA_OTHER || m->waited < DL_DEVQ_COMM) {
 			out[0] = (struct dl_span){ m->start, end, copy_cat };
 			return 1;
 		}
@@ -117,7 +119,7 @@ static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, 
 			out[0] = (struct dl_span){ m->start, end, copy_cat };
 			return 1;
 		}
-		out[0] = (struct dl_span){ m->start, end - explained, DL_CAT_GPU_WAIT };
+		out[0] = (struct dl_span){ m->start, end - explained, wait_cat };
 		out[1] = (struct dl_span){ end - explained, end, copy_cat };
 		return 2 - (explained == 0);
 	default:
@@ -255,12 +257,20 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 			continue;
 		np = call_pieces(c, p, m, e, &cuda[ncuda]);
 		attribute_site(p, &by_site, m, &cuda[ncuda], np, start, end);
+		/* The main thread's outermost calls never overlap: a comm_wait piece is the step's as it is. */
+		for (size_t k = 0; m->waited == DL_DEVQ_COMM_AFTER && k < np; k++)
+			if (cuda[ncuda + k].kind == DL_CAT_COMM_WAIT)
+				st.comm_after_compute_ns += dl_spans_overlap(&cuda[ncuda + k], 1, start, end);
 		ncuda += np;
 		if (m->start < start)
 			continue;
 		/* Per-step counts go to the step the call starts in. */
 		if (m->cls == DL_CLS_LAUNCH)
 			st.kernels++;
+		if (m->cls == DL_CLS_COMM) {
+			st.collectives++;
+			st.comm_bytes += m->bytes;
+		}
 		if (m->cls != DL_CLS_COPY)
 			continue;
 		if (m->dir == DL_DIR_H2D) {

@@ -60,11 +60,22 @@ static const struct dl_devq_event *find_event(const struct dl_devq *q, uint64_t 
 	return dl_u64map_get(&q->event_of, handle, &i) ? &q->events.v[i] : NULL;
 }
 
-static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, bool compute)
+enum work { W_TRANSFER, W_COMPUTE, W_COMM };
+
+static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, enum work kind)
 {
 	struct dl_devq_stream *s = get_stream(q, key);
 
-	s->compute = (s->open && s->compute) || compute;
+	if (!s->open)
+		s->compute = s->comm_last = s->comm_ahead = s->has_kernels = false;
+	/* Records of two threads can come out of order: the latest enqueue names the tail. */
+	if (kind != W_TRANSFER && (!s->compute || t >= s->last_work)) {
+		s->comm_last = kind == W_COMM;
+		s->comm_ahead = kind == W_COMM && s->has_kernels;
+		s->last_work = t;
+	}
+	s->compute = s->compute || kind != W_TRANSFER;
+	s->has_kernels = s->has_kernels || kind == W_COMPUTE;
 	/* A record can come after a later one of another thread: the earliest entry opens the stream. */
 	if (!s->open || t < s->open_since)
 		s->open_since = t;
@@ -89,7 +100,7 @@ static void drain(struct dl_devq *q, uint64_t key, uint64_t upto, uint64_t done,
 		return;
 	if (s->open && s->last_enq < upto) {
 		*dl_vec_push(&q->busy_max) = (struct dl_span){ s->open_since, done, 0 };
-		s->open = s->compute = false;
+		s->open = s->compute = s->comm_last = s->comm_ahead = s->has_kernels = false;
 	}
 	/* Taken out while followed, so a cycle of waits ends here. Draining adds no stream: s stays put. */
 	deps = s->deps.v;
@@ -120,7 +131,13 @@ static void drain_event(struct dl_devq *q, uint64_t handle, uint64_t done)
 
 static enum dl_devq_waited held(const struct dl_devq_stream *s)
 {
-	return !s->open ? DL_DEVQ_EMPTY : s->compute ? DL_DEVQ_COMPUTE : DL_DEVQ_TRANSFERS;
+	if (!s->open)
+		return DL_DEVQ_EMPTY;
+	if (!s->compute)
+		return DL_DEVQ_TRANSFERS;
+	if (!s->comm_last)
+		return DL_DEVQ_COMPUTE;
+	return s->comm_ahead ? DL_DEVQ_COMM_AFTER : DL_DEVQ_COMM;
 }
 
 static enum dl_devq_waited max_waited(enum dl_devq_waited a, enum dl_devq_waited b)
@@ -214,7 +231,7 @@ static enum dl_devq_waited on_copy(struct dl_devq *q, const struct dl_devq_call 
 	if (c->dir == DL_DIR_H2H || !c->ok)
 		return DL_DEVQ_EMPTY;
 	waited = waits_on(q, key, c->start);
-	enqueue(q, key, c->start, false);
+	enqueue(q, key, c->start, W_TRANSFER);
 	if (c->async || c->dir == DL_DIR_D2D)
 		return DL_DEVQ_EMPTY;
 	/*
@@ -235,11 +252,16 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 	case DL_CLS_LAUNCH:
 	case DL_CLS_GRAPH:
 		/* Entry-only: whether it failed is not known, so it may have enqueued. */
-		enqueue(q, stream_key(c), c->start, true);
+		enqueue(q, stream_key(c), c->start, W_COMPUTE);
 		break;
 	case DL_CLS_MEMSET:
 		if (c->ok)
-			enqueue(q, stream_key(c), c->start, true);
+			enqueue(q, stream_key(c), c->start, W_COMPUTE);
+		break;
+	case DL_CLS_COMM:
+		/* Grouped calls reach the device at ncclGroupEnd: enqueued at the call, the upper bound only widens. */
+		if (c->ok)
+			enqueue(q, stream_key(c), c->start, W_COMM);
 		break;
 	case DL_CLS_COPY:
 		return on_copy(q, c);

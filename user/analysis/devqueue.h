@@ -2,12 +2,16 @@
 /*
  * The device-queue model of one process: what its host calls say of the
  * device, without looking at the device. Per stream it knows whether work
- * was enqueued (kernels, graph launches, async copies, memsets) since the last
+ * was enqueued (kernels, graph launches, async copies, memsets, NCCL
+ * collectives) since the last
  * point that proves the stream done: a sync's return, a synchronous copy's
  * return, a query that answered success. From that, per interval:
  *   - upper bound of device-busy time: the time some stream may hold work,
  *     from the first enqueue after its last drain to its next drain;
- *   - whether a blocking call waited on device work (the breakdown's gpu_wait)
+ *   - whether a blocking call waited on device work (the breakdown's gpu_wait),
+ *     on communication (comm_wait: the last work it waits for on each stream
+ *     is a collective; what was queued ahead of it is counted with it, as
+ *     the host cannot see where on the device one ended and the next began),
  *     or found every queue it waits on empty.
  * The lower bound needs the waiting thread's scheduler states and is made by
  * the correlator (dl_devq_busy_lower).
@@ -48,7 +52,11 @@ struct dl_devq_stream {
 	bool open;                /* may hold work */
 	uint64_t open_since;      /* the first enqueue since it was last known empty */
 	uint64_t last_enq;        /* the latest enqueue's entry */
-	bool compute;             /* what it may hold is not only transfers (kernels, graphs, memsets) */
+	bool compute;             /* what it may hold is not only transfers (kernels, graphs, memsets, collectives) */
+	bool comm_last;           /* of that work, the latest enqueued is an NCCL collective */
+	bool comm_ahead;          /* and kernels, graphs or memsets were enqueued before it */
+	bool has_kernels;         /* kernels, graphs or memsets were enqueued since it was last known empty */
+	uint64_t last_work;       /* when that latest one was enqueued */
 	DL_VEC(struct dl_devq_dep) deps;   /* cudaStreamWaitEvent since the last drain */
 };
 
@@ -67,7 +75,9 @@ struct dl_devq {
 enum dl_devq_waited {
 	DL_DEVQ_EMPTY,            /* every queue it waits on known empty (and every non-blocking call) */
 	DL_DEVQ_TRANSFERS,        /* transfers only: a copy behind copies waits on the link, not on compute */
-	DL_DEVQ_COMPUTE,          /* kernels, graphs or memsets may be outstanding */
+	DL_DEVQ_COMM,             /* the last device work it waits for is a collective (communication) */
+	DL_DEVQ_COMM_AFTER,       /* the same, behind kernels enqueued before it: part of the wait may be compute */
+	DL_DEVQ_COMPUTE,          /* it waits for kernels, graphs or memsets last */
 };
 
 void dl_devq_free(struct dl_devq *q);

@@ -46,6 +46,8 @@ struct run_facts {
 	size_t nsteps;
 	uint64_t median_ns, p90_ns;
 	double io_bytes, workers_cpu_ns, h2d_bytes, d2h_bytes, kernels, small, io_ns;
+	double collectives, comm_bytes;   /* per step */
+	double comm_after_share;         /* of comm_wait: behind kernels enqueued before the collective */
 	struct dl_copy_facts copy;   /* summed over processes */
 	double disk_peak_mbps;       /* fastest disk throughput over a step's reads in flight */
 };
@@ -87,6 +89,10 @@ static void gather(const struct dl_correlator *c, struct dl_diagnosis *d, struct
 		rf->d2h_bytes = (double)f->d2h_bytes / n;
 		rf->kernels = (double)f->kernels / n;
 		rf->small = (double)f->small_copies / n;
+		rf->collectives = (double)f->collectives / n;
+		rf->comm_bytes = (double)f->comm_bytes / n;
+		if (f->cat_ns[DL_CAT_COMM_WAIT])
+			rf->comm_after_share = (double)f->comm_after_compute_ns / (double)f->cat_ns[DL_CAT_COMM_WAIT];
 	}
 	dl_fold_free(&st.sum);
 }
@@ -102,6 +108,19 @@ static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
 			 "%.0f%% of step time the host waits for the GPU: input, copies and launches keep up. "
 			 "Speed up the device work itself (fused or faster kernels, mixed precision, a larger batch).",
 			 share);
+		break;
+	case DL_V_COMM:
+		snprintf(d->message, sizeof(d->message),
+			 "%.0f%% of step time the host waits for communication: the last work it waits on is NCCL "
+			 "collectives (%.0f per step, %.1f MB).%s Overlap communication with compute (gradient "
+			 "bucketing, no synchronization right after the all-reduce), send fewer bytes (bf16 "
+			 "gradients, larger but fewer buckets), or check the interconnect (NCCL_DEBUG=INFO names "
+			 "the transport).",
+			 share, rf->collectives, rf->comm_bytes / 1e6,
+			 rf->comm_after_share >= 0.5 ? " Kernels were queued ahead of them in most of these waits: "
+						       "some of the time may be compute, which the host cannot "
+						       "tell apart (a device profiler can)."
+						     : "");
 		break;
 	case DL_V_INPUT: {
 		double inflight = ms > 0 ? 100.0 * rf->io_ns / 1e6 / ms : 0;
@@ -149,6 +168,37 @@ static void verdict_message(struct dl_diagnosis *d, const struct run_facts *rf)
 	default:
 		break;
 	}
+}
+
+/*
+ * The host blocked on collectives: how much of the step, and the bus bandwidth
+ * that implies. The wait also holds compute queued ahead of the collective and
+ * NCCL's latency, so the bandwidth is a lower bound of what the link gave.
+ */
+static void comm_finding(struct dl_diagnosis *d, const struct run_facts *rf)
+{
+	double share = d->total_ns ? (double)d->cat_ns[DL_CAT_COMM_WAIT] / (double)d->total_ns : 0;
+	double wait_ns = (double)d->cat_ns[DL_CAT_COMM_WAIT] / (double)(rf->nsteps ? rf->nsteps : 1);
+	double gbps = wait_ns > 0 ? rf->comm_bytes / wait_ns : 0;
+	struct dl_finding *x;
+
+	if (share < 0.05)
+		return;
+	x = add_finding(d, "exposed-communication",
+			"%.0f%% of step time (%.2f ms per step) the host waits on NCCL collectives, %.1f MB in %.0f "
+			"collectives per step: at least %.2f GB/s of bus bandwidth (bytes / wait). Communication is "
+			"not hidden behind compute: start it earlier (overlap with the backward pass) or make it "
+			"smaller.%s",
+			100 * share, wait_ns / 1e6, rf->comm_bytes / 1e6, rf->collectives, gbps,
+			rf->comm_after_share > 0 ? " Kernels were queued ahead of the collectives in part of the wait "
+						   "(after_compute_share): that part may be compute."
+						 : "");
+	evidence(x, "share", share);
+	evidence(x, "comm_wait_ms_per_step", wait_ns / 1e6);
+	evidence(x, "bytes_per_step", rf->comm_bytes);
+	evidence(x, "collectives_per_step", rf->collectives);
+	evidence(x, "implied_bus_gbps", gbps);
+	evidence(x, "after_compute_share", rf->comm_after_share);
 }
 
 static double pcie_peak(const struct dl_summary *s, const struct dl_diag_opts *o, const char **src)
@@ -448,6 +498,7 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 			d->nsecondary++;
 		}
 		copy_findings(d, &rf, c);
+		comm_finding(d, &rf);
 		if (d->verdict == DL_V_INPUT)
 			producer_finding(d, c, s);
 		sketch(d, &rf, s, o);

@@ -37,7 +37,8 @@ static void fold_of_step(struct dl_step_fold *one, const struct dl_step *st)
 		.io_ns = st->io_ns, .workers_cpu_ns = st->workers_cpu_ns, .h2d_bytes = st->h2d_bytes,
 		.d2h_bytes = st->d2h_bytes, .h2d_copies = st->h2d_copies, .d2h_copies = st->d2h_copies,
 		.small_copies = st->small_copies, .pageable_copies = st->pageable_copies, .kernels = st->kernels,
-		.wakeup_runq_ns = st->wakeup_runq_ns, .gpu_busy_lo_ns = st->gpu_busy_lo_ns,
+		.collectives = st->collectives, .comm_bytes = st->comm_bytes,
+		.comm_after_compute_ns = st->comm_after_compute_ns, .wakeup_runq_ns = st->wakeup_runq_ns, .gpu_busy_lo_ns = st->gpu_busy_lo_ns,
 		.gpu_busy_hi_ns = st->gpu_busy_hi_ns, .mean = (double)st->dur_ns,
 	};
 	memcpy(one->cat_ns, st->cat_ns, sizeof(one->cat_ns));
@@ -86,6 +87,9 @@ void dl_fold_merge(struct dl_step_fold *to, const struct dl_step_fold *from)
 	to->small_copies += from->small_copies;
 	to->pageable_copies += from->pageable_copies;
 	to->kernels += from->kernels;
+	to->collectives += from->collectives;
+	to->comm_bytes += from->comm_bytes;
+	to->comm_after_compute_ns += from->comm_after_compute_ns;
 	to->wakeup_runq_ns += from->wakeup_runq_ns;
 	to->gpu_busy_lo_ns += from->gpu_busy_lo_ns;
 	to->gpu_busy_hi_ns += from->gpu_busy_hi_ns;

@@ -29,6 +29,7 @@ struct dl_step_fold {
 	uint64_t io_read_bytes, io_read_ops, io_ns, workers_cpu_ns;
 	uint64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies;
 	uint64_t small_copies, pageable_copies, kernels, wakeup_runq_ns;
+	uint64_t collectives, comm_bytes, comm_after_compute_ns;
 	uint64_t gpu_busy_lo_ns, gpu_busy_hi_ns;   /* sums of the steps' inferred bounds */
 	uint64_t verdicts[DL_V_COUNT];
 	double io_peak_mbps;       /* fastest disk throughput over a step's reads in flight (> 1 ms of them) */

@@ -4,7 +4,7 @@
 const char *dl_cat_name(enum dl_cat c)
 {
 	static const char *const names[DL_CAT_COUNT] = {
-		"gpu_wait", "h2d", "d2h", "launch", "cuda_other", "io_wait", "input_wait", "runq", "cpu",
+		"gpu_wait", "comm_wait", "h2d", "d2h", "launch", "cuda_other", "io_wait", "input_wait", "runq", "cpu",
 	};
 
 	return c < DL_CAT_COUNT ? names[c] : "?";
@@ -13,7 +13,7 @@ const char *dl_cat_name(enum dl_cat c)
 const char *dl_verdict_name(enum dl_verdict v)
 {
 	static const char *const names[DL_V_COUNT] = {
-		"gpu-bound", "input-bound", "copy-bound", "launch-bound", "host-compute-bound", "cpu-contention",
+		"gpu-bound", "comm-bound", "input-bound", "copy-bound", "launch-bound", "host-compute-bound", "cpu-contention",
 	};
 
 	return v < DL_V_COUNT ? names[v] : "?";
@@ -31,6 +31,8 @@ uint64_t dl_verdict_ns(const uint64_t cat_ns[DL_CAT_COUNT], enum dl_verdict v)
 	switch (v) {
 	case DL_V_GPU:
 		return cat_ns[DL_CAT_GPU_WAIT];
+	case DL_V_COMM:
+		return cat_ns[DL_CAT_COMM_WAIT];
 	case DL_V_INPUT:
 		return cat_ns[DL_CAT_IO_WAIT] + cat_ns[DL_CAT_INPUT_WAIT];
 	case DL_V_COPY:

@@ -14,6 +14,7 @@
 /* In priority order: an instant in several goes to the first. */
 enum dl_cat {
 	DL_CAT_GPU_WAIT,
+	DL_CAT_COMM_WAIT,     /* the same as gpu_wait, the work waited for last being NCCL collectives */
 	DL_CAT_H2D,
 	DL_CAT_D2H,
 	DL_CAT_LAUNCH,
@@ -27,6 +28,7 @@ enum dl_cat {
 
 enum dl_verdict {
 	DL_V_GPU,          /* gpu-bound: healthy, the host waits on the device */
+	DL_V_COMM,         /* comm-bound: comm_wait, the host waits on communication */
 	DL_V_INPUT,        /* input-bound: io_wait + input_wait */
 	DL_V_COPY,         /* copy-bound: h2d + d2h */
 	DL_V_LAUNCH,       /* launch-bound */
@@ -80,6 +82,8 @@ struct dl_step {
 	/* the main thread's CUDA work in the step */
 	uint64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies;
 	uint64_t small_copies, pageable_copies, kernels;
+	uint64_t collectives, comm_bytes;   /* NCCL calls that started in the step, and their bytes (count x type) */
+	uint64_t comm_after_compute_ns;     /* the part of comm_wait behind kernels enqueued before the collective */
 	uint64_t wakeup_runq_ns;   /* the part of runq right after a wake-up from blocking */
 	/* inferred by the device-queue model (analysis/devqueue.h): the truth lies between */
 	uint64_t gpu_busy_lo_ns, gpu_busy_hi_ns;

@@ -10,6 +10,13 @@ bool dl_is_cuda_driver_name(const char *path)
 	return strncmp(b, "libcuda.so", 10) == 0 && (b[10] == '\0' || b[10] == '.');
 }
 
+bool dl_is_nccl_name(const char *path)
+{
+	const char *b = dl_basename(path);
+
+	return strncmp(b, "libnccl.so", 10) == 0 && (b[10] == '\0' || b[10] == '.');
+}
+
 bool dl_is_libc_name(const char *path)
 {
 	const char *b = dl_basename(path);
@@ -25,6 +32,8 @@ enum dl_lib_kind dl_lib_kind_by_name(const char *path)
 		return DL_LIB_RUNTIME;
 	if (dl_is_cuda_driver_name(path))
 		return DL_LIB_DRIVER;
+	if (dl_is_nccl_name(path))
+		return DL_LIB_NCCL;
 	if (dl_is_libc_name(path))
 		return DL_LIB_LOADER;
 	/* The dynamic linker: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld64.so.2, ld-2.31.so. */
@@ -42,6 +51,9 @@ enum dl_lib_kind dl_lib_kind_by_syms(const struct dl_elf_syms *s)
 {
 	static const char *const markers[] = { "__cudaRegisterFatBinary", "cudaLaunchKernel", "cudaMalloc" };
 
+	/* NCCL first: a library with NCCL in it holds the runtime too (libnccl links cudart statically). */
+	if (dl_elf_sym_by_name(s, "ncclCommInitRank") || dl_elf_sym_by_name(s, "ncclAllReduce"))
+		return DL_LIB_NCCL;
 	for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
 		if (dl_elf_sym_by_name(s, markers[i]))
 			return DL_LIB_RUNTIME;

@@ -2,7 +2,7 @@
 /*
  * Which mapped files dlbpf probes, and how: CUDA runtimes (libcudart by name,
  * or any executable or library that contains the runtime, as nvcc's default
- * static cudart does), the driver (libcuda), and the C library's loader.
+ * static cudart does), the driver (libcuda), NCCL, and the C library's loader.
  */
 #ifndef DLBPF_DISCOVER_H
 #define DLBPF_DISCOVER_H
@@ -17,15 +17,18 @@ enum dl_lib_kind {
 	DL_LIB_RUNTIME = 1,   /* libcudart.so*, or a file holding the runtime's functions */
 	DL_LIB_DRIVER = 2,    /* libcuda.so* */
 	DL_LIB_LOADER = 3,    /* the C library: dlopen */
+	DL_LIB_NCCL = 4,      /* libnccl.so*, or a file holding NCCL's functions (it carries a static cudart too) */
 };
 
 /* Kind by file name alone; DL_LIB_NONE means "look at its symbols" (dl_lib_kind_by_syms). */
 enum dl_lib_kind dl_lib_kind_by_name(const char *path);
 /* True for libcuda.so, libcuda.so.1, libcuda.so.580.65.06 (not libcudart, libcudnn ...). */
 bool dl_is_cuda_driver_name(const char *path);
+/* True for libnccl.so, libnccl.so.2, libnccl.so.2.28.9. */
+bool dl_is_nccl_name(const char *path);
 /* The C library (libc.so.6, libc-2.31.so): where dlopen lives. */
 bool dl_is_libc_name(const char *path);
-/* DL_LIB_RUNTIME when the symbols define the runtime's own functions (static cudart). */
+/* DL_LIB_NCCL when the symbols define NCCL's, DL_LIB_RUNTIME the runtime's own functions (static cudart). */
 enum dl_lib_kind dl_lib_kind_by_syms(const struct dl_elf_syms *s);
 
 /*

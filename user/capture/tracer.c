@@ -245,6 +245,20 @@ static bool is_refused(const struct dl_tracer *t, pid_t pid, uint64_t dev, uint6
 	return false;
 }
 
+static const char *lib_kind_name(int kind)
+{
+	switch (kind) {
+	case DL_LIB_LOADER:
+		return "loader";
+	case DL_LIB_DRIVER:
+		return "CUDA driver";
+	case DL_LIB_NCCL:
+		return "NCCL";
+	default:
+		return "CUDA runtime";
+	}
+}
+
 /*
  * A file of pid that could not be opened, read or probed. Said once per file
  * (what = "read", "probe"; why as dl_tfile_open gives it): rescans come four
@@ -400,7 +414,8 @@ static int pick_symbols(struct dl_tracer *t, int fd, pid_t pid, const struct dl_
 			dl_elf_syms_free(&syms);
 			return 0;
 		}
-		dl_info("pid %d: %s contains the CUDA runtime (static cudart)", pid, m->path);
+		dl_info("pid %d: %s contains %s", pid, m->path,
+			*kind == DL_LIB_NCCL ? "NCCL" : "the CUDA runtime (static cudart)");
 	}
 	for (unsigned id = 1; id < DL_API_COUNT; id++) {
 		const struct dl_api *api = dl_api_by_id(id);
@@ -510,7 +525,7 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 	}
 	t->last_attach_ns = dl_now_ns() - t0;
 	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, t->cuda.v[t->cuda.n - 1].nsyms,
-		kind == DL_LIB_LOADER ? "loader" : kind == DL_LIB_DRIVER ? "CUDA driver" : "CUDA runtime", m->path,
+		lib_kind_name(kind), m->path,
 		(double)t->last_attach_ns / 1e6);
 	return r;
 }
@@ -892,7 +907,7 @@ static int maps_cuda_one(const struct dl_mapping *m, void *arg)
 	struct dl_tfile f;
 	int kind = dl_lib_kind_by_name(m->path), err;
 
-	if (kind == DL_LIB_RUNTIME || kind == DL_LIB_DRIVER) {
+	if (kind == DL_LIB_RUNTIME || kind == DL_LIB_DRIVER || kind == DL_LIB_NCCL) {
 		c->found = true;
 		return 1;
 	}
@@ -911,7 +926,7 @@ static int maps_cuda_one(const struct dl_mapping *m, void *arg)
 	}
 	kind = dl_lib_kind_by_syms(&syms);
 	dl_elf_syms_free(&syms);
-	if (kind == DL_LIB_RUNTIME) {
+	if (kind == DL_LIB_RUNTIME || kind == DL_LIB_NCCL) {
 		c->found = true;
 		return 1;
 	}

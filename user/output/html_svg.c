@@ -24,7 +24,7 @@
 
 /* Tableau 10's colour-blind-aware hues, one per category, in priority order. */
 const char *const html_cat_colour[DL_CAT_COUNT] = {
-	[DL_CAT_GPU_WAIT] = "#4e79a7", [DL_CAT_H2D] = "#f28e2b", [DL_CAT_D2H] = "#ffbe7d",
+	[DL_CAT_GPU_WAIT] = "#4e79a7", [DL_CAT_COMM_WAIT] = "#76b7b2", [DL_CAT_H2D] = "#f28e2b", [DL_CAT_D2H] = "#ffbe7d",
 	[DL_CAT_LAUNCH] = "#e15759", [DL_CAT_CUDA_OTHER] = "#b07aa1", [DL_CAT_IO_WAIT] = "#9c755f",
 	[DL_CAT_INPUT_WAIT] = "#59a14f", [DL_CAT_RUNQ] = "#edc948", [DL_CAT_CPU] = "#bab0ac",
 };

@@ -170,6 +170,9 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 	dl_json_ku64(j, "small_copies", st->small_copies);
 	dl_json_ku64(j, "pageable_copies", st->pageable_copies);
 	dl_json_ku64(j, "kernels", st->kernels);
+	dl_json_ku64(j, "collectives", st->collectives);
+	dl_json_ku64(j, "comm_bytes", st->comm_bytes);
+	dl_json_ku64(j, "comm_wait_after_compute_ns", st->comm_after_compute_ns);
 	dl_json_ku64(j, "wakeup_runq_ns", st->wakeup_runq_ns);
 	dl_json_key(j, "gpu_busy_ns");
 	dl_json_arr_begin(j);

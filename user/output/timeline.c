@@ -332,6 +332,32 @@ static const char *stack_label(const struct dl_call *c, char *buf, size_t len)
 	return buf;
 }
 
+/* A collective's arguments as nccl.h names them; a value NCCL does not define is shown as a number. */
+static void nccl_args(const struct dl_call *c, struct dl_targ *a, int *n)
+{
+	const char *type = dl_nccl_type_name(c->dtype), *op = dl_nccl_op_name(c->op);
+	bool reduces = c->api->layout == DL_L_NCCL_REDUCE ||
+		       (c->api->layout == DL_L_NCCL_COLL && c->api->id != DL_API_NCCL_BROADCAST);
+
+	arg(a, n, "count", DL_TA_U64)->u = c->count;
+	if (type) {
+		arg(a, n, "datatype", DL_TA_STR)->s = type;
+		arg(a, n, "bytes", DL_TA_U64)->u = c->bytes;
+	} else {
+		arg(a, n, "datatype", DL_TA_U64)->u = c->dtype;
+	}
+	if (reduces) {
+		if (op)
+			arg(a, n, "op", DL_TA_STR)->s = op;
+		else
+			arg(a, n, "op", DL_TA_U64)->u = c->op;
+	}
+	if (c->peer >= 0)
+		arg(a, n, c->api->id == DL_API_NCCL_SEND || c->api->id == DL_API_NCCL_RECV ? "peer" : "root",
+		    DL_TA_I64)->i = c->peer;
+	arg(a, n, "comm", DL_TA_U64)->u = c->comm;
+}
+
 static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 {
 	struct dl_targ a[DL_TMAX_ARGS];
@@ -365,6 +391,17 @@ static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 		if (c->shmem)
 			arg(a, &n, "shared mem", DL_TA_U64)->u = c->shmem;
 	}
+	if (c->api->cls == DL_CLS_COMM)
+		nccl_args(c, a, &n);
+	if (c->api->layout == DL_L_NCCL_INIT_RANK || c->api->layout == DL_L_NCCL_INIT_ALL) {
+		arg(a, &n, c->api->layout == DL_L_NCCL_INIT_ALL ? "ndev" : "nranks", DL_TA_U64)->u = c->nranks;
+		if (c->api->layout == DL_L_NCCL_INIT_RANK)
+			arg(a, &n, "rank", DL_TA_U64)->u = c->rank;
+		if (!c->ret && !c->args_fault)
+			arg(a, &n, "comm", DL_TA_U64)->u = c->comm;
+	}
+	if (c->api->layout == DL_L_NCCL_VERSION && !c->ret && !c->args_fault)
+		arg(a, &n, "version", DL_TA_U64)->u = c->size;
 	if (c->api->cls == DL_CLS_SYNC && c->depth == 0)
 		push_recent(th, c->ts, c->dur_ns, 1);
 	/* Absent stream: the default stream; absent ret: cudaSuccess (or entry-only: not known). */

@@ -61,6 +61,8 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 	case DL_L_MEMCPY2D:
 	case DL_L_MEMCPY2D_ASYNC:
 	case DL_L_LAUNCH:
+	case DL_L_NCCL_COLL:
+	case DL_L_NCCL_REDUCE:
 		c |= DL_COOKIE_STACK;
 		break;
 	case DL_L_CU_LAUNCH:
@@ -73,6 +75,9 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 	case DL_L_OUT_SIZE:
 	case DL_L_GET_KERNEL:
 	case DL_L_GET_FUNC:
+	case DL_L_NCCL_INIT_RANK:
+	case DL_L_NCCL_INIT_ALL:
+	case DL_L_NCCL_VERSION:
 		c |= DL_COOKIE_OUTPTR;
 		break;
 	default:
@@ -284,10 +289,89 @@ int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *c)
 			break;
 		}
 		break;
+	case DL_L_NCCL_COLL:
+	case DL_L_NCCL_GATHER:
+	case DL_L_NCCL_REDUCE:
+		c->src = a[0];
+		c->dst = a[1];
+		c->count = a[2];
+		c->dtype = (uint32_t)a[3];
+		c->peer = -1;
+		if (api->layout == DL_L_NCCL_GATHER) {
+			c->comm = a[4];
+			c->stream = a[5];
+		} else if (api->layout == DL_L_NCCL_REDUCE) {
+			c->op = (uint32_t)a[4];
+			c->peer = (int32_t)a[5];
+			c->comm = a[6];
+			c->stream = a[7];
+		} else {
+			/* ncclBroadcast's fifth argument is the root; the reductions' is the op. */
+			if (api->id == DL_API_NCCL_BROADCAST)
+				c->peer = (int32_t)a[4];
+			else
+				c->op = (uint32_t)a[4];
+			c->comm = a[5];
+			c->stream = a[6];
+		}
+		c->bytes = c->count * dl_nccl_type_size(c->dtype);
+		c->async = true;
+		break;
+	case DL_L_NCCL_P2P:
+		c->src = c->dst = a[0];
+		c->count = a[1];
+		c->dtype = (uint32_t)a[2];
+		c->peer = (int32_t)a[3];
+		c->comm = a[4];
+		c->stream = a[5];
+		c->bytes = c->count * dl_nccl_type_size(c->dtype);
+		c->async = true;
+		break;
+	case DL_L_NCCL_INIT_RANK:
+		c->comm = ev->out;
+		c->nranks = (uint32_t)a[1];
+		c->rank = (uint32_t)a[2];
+		break;
+	case DL_L_NCCL_INIT_ALL:
+		c->comm = ev->out;
+		c->nranks = (uint32_t)a[1];
+		break;
+	case DL_L_NCCL_VERSION:
+		/* An int: the u64 read at return holds what follows it above. */
+		c->size = (uint32_t)ev->out;
+		break;
 	case DL_L_NONE:
 		break;
 	}
 	return 0;
+}
+
+/* ncclDataType_t's values, in order (nccl.h). */
+static const struct {
+	const char *name;
+	uint8_t size;
+} nccl_types[] = {
+	{ "int8", 1 }, { "uint8", 1 }, { "int32", 4 }, { "uint32", 4 }, { "int64", 8 }, { "uint64", 8 },
+	{ "float16", 2 }, { "float32", 4 }, { "float64", 8 }, { "bfloat16", 2 }, { "float8e4m3", 1 },
+	{ "float8e5m2", 1 },
+};
+
+unsigned dl_nccl_type_size(uint64_t dtype)
+{
+	return dtype < sizeof(nccl_types) / sizeof(nccl_types[0]) ? nccl_types[dtype].size : 0;
+}
+
+const char *dl_nccl_type_name(uint64_t dtype)
+{
+	return dtype < sizeof(nccl_types) / sizeof(nccl_types[0]) ? nccl_types[dtype].name : NULL;
+}
+
+const char *dl_nccl_op_name(uint64_t op)
+{
+	/* ncclRedOp_t; values from ncclNumOps on are ops made by ncclRedOpCreatePreMulSum. */
+	static const char *const names[] = { "sum", "prod", "max", "min", "avg" };
+
+	return op < sizeof(names) / sizeof(names[0]) ? names[op] : NULL;
 }
 
 const char *dl_dir_name(enum dl_dir dir)

@@ -23,6 +23,8 @@ enum dl_api_class {
 	DL_CLS_NAMING,    /* kernel handles and registrations: names for launches, not work */
 	DL_CLS_LOADER,    /* dlopen: makes the collector rescan the process's mappings */
 	DL_CLS_QUERY,     /* cudaStreamQuery, cudaEventQuery: non-blocking; success proves the work done */
+	DL_CLS_COMM,      /* NCCL collectives and point-to-point: device work on their stream */
+	DL_CLS_COMM_SETUP,   /* NCCL groups, communicator set-up, version: host calls, no device work */
 };
 
 /* Where an API's arguments are; decoding is table-driven by this. */
@@ -57,6 +59,13 @@ enum dl_api_layout {
 	DL_L_CU_DTOD,
 	DL_L_CU_DTOD_ASYNC,
 	DL_L_GET_FUNC,        /* handle *out, module/library, const char *name: out read at return */
+	DL_L_NCCL_COLL,       /* send, recv, count, datatype, op or root, comm, [stream] */
+	DL_L_NCCL_GATHER,     /* send, recv, count, datatype, comm, stream */
+	DL_L_NCCL_REDUCE,     /* send, recv, count, datatype, op, root, [comm], [stream] */
+	DL_L_NCCL_P2P,        /* buf, count, datatype, peer or root, comm, stream */
+	DL_L_NCCL_INIT_RANK,  /* ncclComm_t *out, nranks, rank (the 128-byte id by value is on the stack) */
+	DL_L_NCCL_INIT_ALL,   /* ncclComm_t *out, ndev, const int *devlist */
+	DL_L_NCCL_VERSION,    /* int *out */
 };
 
 enum dl_api_id {
@@ -97,8 +106,13 @@ struct dl_call {
 	uint32_t grid[3], block[3];
 	/* streams and events */
 	uint64_t stream, event;
-	/* allocations: ptr is the result for out-pointer APIs, the argument otherwise */
+	/* allocations: ptr is the result for out-pointer APIs, the argument otherwise; ncclGetVersion: size */
 	uint64_t ptr, size;
+	/* NCCL: communicator, elements and their type (bytes = count x its size), the op, the peer or root */
+	uint64_t comm, count;
+	uint32_t dtype, op;
+	int32_t peer;         /* collectives: -1 where the API has none */
+	uint32_t nranks, rank;   /* ncclCommInitRank; ncclCommInitAll: nranks */
 	/* naming calls: the handle made (func) for a host function (host) or a name string (name_ptr) */
 	uint64_t host, name_ptr;
 	/* the call site: the return address at entry; 0 when the record has none (site_fault: unreadable) */
@@ -124,6 +138,11 @@ uint64_t dl_api_cookie(const struct dl_api *api);
 /* Decodes a raw record; returns -1 for an unknown API id (a newer recording). */
 int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *out);
 const char *dl_dir_name(enum dl_dir dir);
+/* The size of one element of an ncclDataType_t; 0 for a type NCCL does not define. */
+unsigned dl_nccl_type_size(uint64_t dtype);
+/* Its name (float32, bfloat16, ...), and a reduction op's (sum, max, ...); NULL for values NCCL does not define. */
+const char *dl_nccl_type_name(uint64_t dtype);
+const char *dl_nccl_op_name(uint64_t op);
 /* Probed at entry only (launches, graph launches): no duration, no return code. */
 bool dl_api_entry_only(const struct dl_api *api);
 /* Blocks the caller until the device is done with it: a synchronization or a synchronous copy (--stacks). */
