@@ -32,8 +32,9 @@ const char *argp_program_bug_address = NULL;
 
 static const char doc[] =
 "Trace what a deep-learning job waits for: CUDA copies, launches and syncs,\n"
-"disk reads and scheduling of a process tree, attached live with eBPF; say\n"
-"what each training step waits for and what to do about it.\n"
+"NCCL collectives, disk reads and scheduling of a process tree, attached\n"
+"live with eBPF; say what each training step waits for and what to do\n"
+"about it.\n"
 "\n"
 "  dlbpf [OPTIONS] --pid PID...      trace processes and their children\n"
 "  dlbpf [OPTIONS] -- COMMAND ARGS   run a command, traced from its start\n"
