@@ -45,6 +45,7 @@ struct opts {
 	int streams;       /* kernels spread over this many created streams (0: the legacy stream) */
 	int sync_every;    /* the loss copy every this many steps (0: once, after the last step) */
 	long allreduce_kb; /* float32 gradients all-reduced per step (0: no NCCL) */
+	long worker_wait_us;   /* a worker's blocked fetch per batch (remote storage), off the CPU */
 	int ranks;         /* the communicator's size */
 	long data_mb;
 	char data[PATH_MAX];

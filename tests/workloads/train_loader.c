@@ -135,6 +135,13 @@ static void worker_main(int w, pid_t parent)
 			sum += (unsigned char)dst[i];
 		cpu_sink += sum;
 		burn_cpu_us(O.worker_cpu_us, c0);
+		/* a fetch from remote storage: blocked, off the CPU */
+		if (O.worker_wait_us) {
+			struct timespec ts = { O.worker_wait_us / 1000000, (O.worker_wait_us % 1000000) * 1000 };
+
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+		}
 		uint64_t c1 = thread_cpu_ns();
 		ring->hdr[s] = (struct slot_hdr){
 			.batch = (uint64_t)b,

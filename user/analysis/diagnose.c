@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -421,7 +422,7 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	const struct dl_proc *wp;
 	struct dl_finding *x;
 	uint64_t window;
-	double cpu, disk, runq;
+	double cpu, disk, runq, other;
 	const char *what, *fix;
 	char others[96] = "";
 
@@ -441,7 +442,12 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	cpu = dl_pct(t.oncpu_ns, window);
 	disk = dl_pct(t.io_wait_ns, window);
 	runq = dl_pct(t.runq_ns, window);
-	if (runq >= cpu && runq >= disk) {
+	other = dl_pct(t.other_ns, window);
+	if (other > cpu && other > disk && other > runq) {
+		what = "blocked on something other than the disk: its own upstream (a remote fetch, a queue, a lock)";
+		fix = "Find what the loaders wait on (py-spy dump, or dlbpf -v for their wake-ups); add loaders if "
+		      "they each wait on a fetch.";
+	} else if (runq >= cpu && runq >= disk) {
 		what = "starved of CPU: runnable, waiting for a CPU";
 		fix = "Give the loaders CPUs (fewer competing processes, CPU affinity, fewer threads per process).";
 	} else if (disk >= cpu) {
@@ -460,10 +466,10 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	wp = dl_summary_find(s, (pid_t)t.wakers[0].pid);
 	x = add_finding(d, "input-producer",
 			"The main thread's input waits end on worker %u (%s) for %.0f%% of their time%s. Between "
-			"hand-offs the workers spent %.0f%% of their time on CPU, %.0f%% blocked on disk and %.0f%% "
-			"waiting for a CPU: %s. %s",
+			"hand-offs the workers spent %.0f%% of their time on CPU, %.0f%% blocked on disk, %.0f%% "
+			"waiting for a CPU and %.0f%% blocked otherwise: %s. %s",
 			t.wakers[0].pid, wp ? wp->comm : "?", dl_pct(t.wakers[0].wait_ns, t.wait_ns), others, cpu, disk,
-			runq, what, fix);
+			runq, other, what, fix);
 	evidence(x, "worker_pid", t.wakers[0].pid);
 	evidence_text(x, "worker_comm", wp ? wp->comm : "");
 	evidence(x, "wait_share", (double)t.wakers[0].wait_ns / (double)t.wait_ns);
@@ -471,7 +477,106 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	evidence(x, "oncpu_share", cpu / 100);
 	evidence(x, "io_wait_share", disk / 100);
 	evidence(x, "runq_share", runq / 100);
-	evidence_text(x, "bound_by", runq >= cpu && runq >= disk ? "cpu-starved" : disk >= cpu ? "disk" : "cpu");
+	evidence(x, "other_wait_share", other / 100);
+	evidence_text(x, "bound_by", other > cpu && other > disk && other > runq ? "other"
+				     : runq >= cpu && runq >= disk ? "cpu-starved" : disk >= cpu ? "disk" : "cpu");
+}
+
+/*
+ * A producer's time per batch, from its latest windows. A window spans
+ * several batches when the hand-offs between woke no one (the consumer was
+ * not waiting: no wake-up to see), so it is a multiple of the batch time:
+ * the mean of the windows under 1.5x the shortest is of single batches.
+ * Returns 0 without two windows.
+ */
+static double batch_ns(const struct dl_lin_totals *t, uint32_t w, uint64_t *n_out)
+{
+	uint64_t n = t->wakers[w].windows < DL_LIN_WINDOWS ? t->wakers[w].windows : DL_LIN_WINDOWS;
+	uint64_t lo = UINT64_MAX, sum = 0, kept = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		lo = t->wakers[w].window_ns[i] < lo ? t->wakers[w].window_ns[i] : lo;
+	for (uint64_t i = 0; n >= 2 && i < n; i++)
+		if (t->wakers[w].window_ns[i] * 2 < lo * 3) {
+			sum += t->wakers[w].window_ns[i];
+			kept++;
+		}
+	*n_out = kept;
+	return kept ? (double)sum / (double)kept : 0;
+}
+
+/*
+ * The producers' time per batch against the consumer's time per step without
+ * its wait: how many producers would keep up (the seed's order-of-magnitude
+ * sketch). A producer's batch time is its window between hand-offs, its own waits in it
+ * (a fetch, its upstream) included: while the consumer waits for it, it is
+ * not ahead, so none of that is a wait for a free slot.
+ */
+static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, const struct dl_correlator *c)
+{
+	const struct dl_corr_proc *best = NULL;
+	struct dl_lin_totals t;
+	struct dl_finding *x;
+	double t_batch, t_step, cpu_share, disk_rate = 0, per_batch_bytes, now;
+	uint64_t busy = 0, windows = 0;
+	unsigned need;
+
+	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
+		const struct dl_corr_proc *p = dl_corr_proc(c, i);
+
+		if (p->lineage.producers && (!best || p->lineage.wait_ns > best->lineage.wait_ns))
+			best = p;
+	}
+	if (!best || !rf->nsteps)
+		return;
+	t = best->lineage;
+	dl_lin_totals_sort(&t);
+	for (uint32_t i = 0; i < t.nwakers; i++) {
+		uint64_t n;
+		double b = batch_ns(&t, i, &n);
+
+		busy += (uint64_t)(b * (double)n);
+		windows += n;
+	}
+	if (windows < 3 || !t.nwakers)
+		return;
+	t_batch = (double)busy / (double)windows;
+	t_step = (double)(d->total_ns - d->cat_ns[DL_CAT_IO_WAIT] - d->cat_ns[DL_CAT_INPUT_WAIT]) / (double)rf->nsteps;
+	if (t_step <= 0)
+		return;
+	/*
+	 * The producers now: at one batch per t_batch each, the steps' pace says
+	 * how many there are; counting the wakers would miss those whose batches
+	 * are always ready in time (producers fall into step with each other).
+	 */
+	now = t_batch * (double)rf->nsteps / (double)d->total_ns;
+	need = (unsigned)ceil(t_batch / t_step);
+	cpu_share = t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns
+		? (double)t.oncpu_ns / (double)(t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns) : 0;
+	per_batch_bytes = (double)t.read_bytes / (double)t.producers;
+	if (per_batch_bytes > 0 && rf->disk_peak_mbps > 0)
+		disk_rate = rf->disk_peak_mbps * 1e6 / per_batch_bytes;
+	if (need > (unsigned)lround(now)) {
+		char disk[200] = "";
+
+		if (disk_rate > 0)
+			snprintf(disk, sizeof(disk), " The disk reads %.1f MB per batch at %.0f MB/s peak, so it allows up to %.0f "
+				 "batches/s (the job needs %.0f): %s.", per_batch_bytes / 1e6, rf->disk_peak_mbps, disk_rate,
+				 1e9 / t_step, disk_rate * t_step / 1e9 >= 1 ? "the limit is the producers, not the disk"
+									   : "the disk is the limit too");
+		x = add_finding(d, "too-few-workers",
+				"Each producer needs %.1f ms per batch (%.0f%% of it on CPU), the main thread consumes one "
+				"per %.1f ms: about %u producers would keep it fed (the steps' pace says about %.0f run "
+				"now).%s%s",
+				t_batch / 1e6, 100 * cpu_share, t_step / 1e6, need, now, disk,
+				cpu_share >= 0.5 ? " They decode on the CPU: that many need that many free cores." : "");
+		evidence(x, "batch_ms", t_batch / 1e6);
+		evidence(x, "step_ms_without_wait", t_step / 1e6);
+		evidence(x, "workers_now", now);
+		evidence(x, "workers_needed", need);
+		evidence(x, "cpu_share", cpu_share);
+		evidence(x, "disk_batches_per_s", disk_rate);
+	}
 }
 
 void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,
@@ -499,8 +604,10 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 		}
 		copy_findings(d, &rf, c);
 		comm_finding(d, &rf);
-		if (d->verdict == DL_V_INPUT)
+		if (d->verdict == DL_V_INPUT) {
 			producer_finding(d, c, s);
+			worker_findings(d, &rf, c);
+		}
 		sketch(d, &rf, s, o);
 		sketch_finding(d, &rf);
 	}

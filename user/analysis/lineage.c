@@ -432,6 +432,10 @@ void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s)
 	t->wakers[k].steps++;
 	if (!s->producer)
 		return;
+	/* A window from the first of a producer kept, not from a hand-off, is not one batch's. */
+	if (s->after_handoff)
+		t->wakers[k].window_ns[t->wakers[k].windows++ % DL_LIN_WINDOWS] =
+			s->oncpu_ns + s->io_wait_ns + s->runq_ns + s->other_wait_ns;
 	t->producers++;
 	t->oncpu_ns += s->oncpu_ns;
 	t->io_wait_ns += s->io_wait_ns;

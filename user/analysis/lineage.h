@@ -22,6 +22,7 @@
 #include "util.h"
 
 #define DL_LIN_WAKERS 8           /* wakers told apart in a process's totals; the rest are "others" */
+#define DL_LIN_WINDOWS 64         /* a waker's latest producer windows kept, for its time per batch */
 /*
  * sched_waking runs before the wakee's switch-out is recorded when the wakee
  * is still leaving its CPU (the wake-up races its sleep): an edge this much
@@ -81,6 +82,8 @@ struct dl_lin_totals {
 	struct {
 		uint32_t pid;
 		uint64_t wait_ns, steps;
+		uint64_t windows;             /* its producer windows (hand-off to hand-off) */
+		uint64_t window_ns[DL_LIN_WINDOWS];   /* the latest of them, windows % DL_LIN_WINDOWS next */
 	} wakers[DL_LIN_WAKERS];      /* by process of the waker; most wait first once sorted */
 	uint32_t nwakers;
 	uint64_t other_wait_ns;       /* ended by interrupts, kernel threads, wakers past the table, or no edge seen */
