@@ -38,11 +38,12 @@ enum dl_recenc_mode {
 struct dl_recenc_slot {
 	uint64_t w[DL_RECENC_SLOT_WORDS];   /* the last record, zero past its size; w[0] holds the cpu only */
 	uint16_t size, kind;
-	uint8_t used;                        /* decoder: a DELTA may name it */
 };
 
 struct dl_recenc {
+	/* Written before read: the encoder clears a slot as it hands it out, the decoder fills it at FRESH. */
 	struct dl_recenc_slot slot[DL_RECENC_SLOTS];
+	uint8_t used[DL_RECENC_SLOTS];       /* decoder: a DELTA may name the slot */
 	/* Encoder: (kind, tid) + 1 -> slot + 1, open addressing at half load; 0 is empty. */
 	uint64_t key[2 * DL_RECENC_SLOTS];
 	uint16_t val[2 * DL_RECENC_SLOTS];
@@ -51,7 +52,7 @@ struct dl_recenc {
 	uint64_t restarts;                   /* times the slot table filled and started over */
 };
 
-/* Both ends start from zeros (calloc it: it is about 170 KiB). */
+/* Both ends start from zeros but for the slots (the 140 KiB of them are left alone until used). */
 void dl_recenc_init(struct dl_recenc *e);
 /*
  * Encodes one record (size from its header, DL_RECENC_MIN_SIZE..MAX_SIZE) to
