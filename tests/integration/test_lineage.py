@@ -197,6 +197,36 @@ def test_lineage_replay_equals_live():
     return "; ".join(notes)
 
 
+def test_lineage_pin_thread_chain():
+    """Batches handed on by a pin-memory thread of the main process (PyTorch's pin_memory=True): every
+    wait names that thread, and the chain's next hop names the worker that posted the batch, its
+    hand-off the post, its window's states summing to the window, at two worker counts."""
+    notes = []
+    for workers in ("2", "3"):
+        args = ["--scenario", "input", "--steps", "40", "--workers", workers, "--pin-thread"]
+        summary, tsteps, _, _ = run(args)
+        truth_path = os.path.join(WORK, f"lineage-truth-{os.getpid()}.jsonl")
+        pin_tid = [json.loads(l) for l in open(truth_path) if '"summary"' in l][0]["pin_tid"]
+        pairs, outside = match(summary, tsteps)
+        check(len(pairs) >= 5, f"{workers} workers: only {len(pairs)} waits inside dlbpf's steps")
+        wrong = []
+        for t, st in pairs:
+            w, chain, p = st["input"]["woken_by"], st["input"]["chain"], t["producer"]
+            if not w or w["tid"] != pin_tid:
+                wrong.append(f"step {t['step']}: woken by {w}, not the pin thread {pin_tid}")
+            elif not chain or (chain[0]["pid"], chain[0]["tid"]) != (p["pid"], p["tid"]):
+                wrong.append(f"step {t['step']}: chain {chain}, batch posted by {p['pid']}/{p['tid']}")
+            elif abs(chain[0]["handoff_ns"] - p["posted_ns"]) > HANDOFF_SLACK_NS:
+                wrong.append(f"step {t['step']}: hop's hand-off at {chain[0]['handoff_ns']}, posted {p['posted_ns']}")
+            elif chain[0]["traced"] and (chain[0]["oncpu_ns"] + chain[0]["io_wait_ns"] + chain[0]["runq_ns"] +
+                                         chain[0]["other_wait_ns"] != chain[0]["handoff_ns"] - chain[0]["since_ns"]):
+                wrong.append(f"step {t['step']}: the hop's states do not partition its window: {chain[0]}")
+        check(not wrong, f"{workers} workers: {len(wrong)} of {len(pairs)} waits: " + "; ".join(wrong[:3]))
+        notes.append(f"{workers} workers: {len(pairs)}/{len(pairs)} waits end on the pin thread, their batch's "
+                     f"worker one hop up ({outside} outside the steps)")
+    return "; ".join(notes)
+
+
 # Loaders that each block on a fetch (remote storage) per batch, and decode a little: too few of
 # them for the main thread. Settings varied: the fetch, the decode, the GPU work per step.
 WORKER_CASES = (

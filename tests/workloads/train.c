@@ -65,6 +65,7 @@ static void cuda_fail(const char *call, cudaError_t e)
 			cudaGetErrorString(e));
 		fprintf(stderr, "train: (no GPU? run with LD_LIBRARY_PATH=.output/gpusim, or pass --ignore-errors)\n");
 		stop_children();
+	pin_join();
 	comm_teardown();
 		exit(1);
 	}
@@ -189,7 +190,7 @@ int main(int argc, char **argv)
 		return 1;
 	device_truth_start();
 
-	if (start_workers(self))
+	if (start_workers(self) || pin_start())
 		return 1;
 	nspinners = start_spinners(self);
 
@@ -205,7 +206,7 @@ int main(int argc, char **argv)
 
 		/* 1. take a batch */
 		t = now_ns();
-		if (sem_wait_intr(&ring->filled[s], 1))
+		if (batch_take(s))
 			break;
 		ph[PH_INPUT] = now_ns() - t;
 

@@ -46,6 +46,7 @@ struct opts {
 	int sync_every;    /* the loss copy every this many steps (0: once, after the last step) */
 	long allreduce_kb; /* float32 gradients all-reduced per step (0: no NCCL) */
 	long worker_wait_us;   /* a worker's blocked fetch per batch (remote storage), off the CPU */
+	int pin_thread;        /* batches go through a pin-memory thread of the main process */
 	int ranks;         /* the communicator's size */
 	long data_mb;
 	char data[PATH_MAX];
@@ -171,6 +172,16 @@ void print_summary(const struct run_summary *s, uint64_t duration_ns, int cuda_e
 void device_truth_start(void);
 /* Writes what the device ran since the last call as one truth line. */
 void device_truth_write(FILE *f);
+
+/* ------------------------------------ the pin thread (train_pin.c) -- */
+
+/* Starts the pin-memory thread when --pin-thread asks; -1 (reported) on failure. */
+int pin_start(void);
+/* The main thread takes batch slot s: from the pin thread, or from the ring. -1 when stopped. */
+int batch_take(int s);
+/* Stops and joins the pin thread (after stop_children). */
+void pin_join(void);
+extern pid_t pin_tid;
 
 /* ---------------------------- the gradient all-reduce (train_comm.c) -- */
 

@@ -13,7 +13,7 @@ TRAIN_SCENARIOS := gpu input disk pageable small-copies sync-copies launch host-
 # main and the step loop, options, loader and ring, ground truth, the device's
 # own timeline, the gradient all-reduce (train.h is what they share)
 TRAIN_SRCS := $(addprefix tests/workloads/,train.c train_opts.c train_loader.c train_truth.c train_device.c \
-	train_comm.c)
+	train_comm.c train_pin.c)
 
 $(TRAIN_BIN): $(TRAIN_SRCS) tests/workloads/train.h tests/common/thread_clock.h tests/workloads/train.mk
 	@mkdir -p $(@D)

@@ -108,8 +108,8 @@ void truth_write_summary(FILE *f, const struct run_summary *s, uint64_t duration
 	if (O.expect)
 		fprintf(f, "\"expected\":\"%s\",\"expected_share\":%.4f,", O.expect, s->expect_share);
 	fprintf(f, "\"sync_every\":%d,", O.sync_every);
-	fprintf(f, "\"workers\":%d,\"spinners\":%d,\"pinned\":%s,\"cuda_errors\":%d,\"simulator\":%s}\n",
-		O.workers, nspinners, O.pinned ? "true" : "false", cuda_errors, simulator ? "true" : "false");
+	fprintf(f, "\"workers\":%d,\"spinners\":%d,\"pinned\":%s,\"cuda_errors\":%d,\"simulator\":%s,\"pin_tid\":%d}\n",
+		O.workers, nspinners, O.pinned ? "true" : "false", cuda_errors, simulator ? "true" : "false", (int)pin_tid);
 }
 
 void print_summary(const struct run_summary *s, uint64_t duration_ns, int cuda_errors)

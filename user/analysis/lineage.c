@@ -300,6 +300,95 @@ struct candidate {
 	const struct dl_lin_edge *edge;   /* the wake-up that ended its longest wait */
 };
 
+/* Whether tid is the main thread or already a task of the chain: a wake-up from there closes a loop. */
+static bool in_chain(const struct dl_lin_query *q, const struct dl_step_lineage *o, uint32_t tid)
+{
+	if (tid == q->main_tid || tid == o->waker_tid)
+		return true;
+	for (uint32_t i = 0; i < o->nchain; i++)
+		if (o->chain[i].tid == tid)
+			return true;
+	return false;
+}
+
+/*
+ * The hops up from the producer: the task whose wake-ups ended most of the
+ * last task's blocked time in its window (a pin-memory thread's waits end on
+ * the worker process that filled the batch), its own window back to its
+ * previous hand-off to that task's process, and so on while edges exist. A
+ * wake-up by the main thread or a task already in the chain (a producer
+ * waiting for a free slot) ends the chain.
+ */
+static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, const struct dl_lin_thread *w,
+		    uint64_t a, uint64_t b, struct dl_step_lineage *o)
+{
+	while (o->nchain < DL_LIN_HOPS && w && b > a) {
+		struct candidate cand[DL_LIN_WAKERS], best = { 0 };
+		struct dl_step_lineage win;
+		struct dl_lin_hop *h;
+		const struct dl_lin_thread *u;
+		uint64_t prev_end = 0;
+		size_t ncand = 0;
+
+		for (size_t i = 0; i < w->spans.n; i++) {
+			const struct dl_span *s = &w->spans.v[i];
+			uint64_t lo = dl_max_u64(prev_end, s->start > DL_LIN_RACE_NS ? s->start - DL_LIN_RACE_NS : 0);
+			const struct dl_lin_edge *e;
+
+			prev_end = s->end;
+			if ((s->kind != DL_ST_SLEEP && s->kind != DL_ST_DISK) || s->end <= a || s->end > b)
+				continue;
+			size_t k;
+
+			e = ending_edge(w, lo, s->end);
+			if (!e || e->ctx != DL_WAKE_TASK || in_chain(q, o, e->waker_tid) || e->waker_tid == w->tid)
+				continue;
+			for (k = 0; k < ncand && cand[k].tid != e->waker_tid; k++)
+				;
+			if (k == ncand) {
+				if (ncand == DL_LIN_WAKERS)
+					continue;
+				cand[ncand++] = (struct candidate){ .tid = e->waker_tid };
+			}
+			cand[k].wait_ns += dl_min_u64(s->end, b) - dl_max_u64(s->start, a);
+			cand[k].edge = e;   /* the latest: the hand-off closest to the window's end */
+		}
+		/* One upstream task per hop: the one that ended the most of these waits. */
+		for (size_t k = 0; k < ncand; k++)
+			if (cand[k].wait_ns > best.wait_ns)
+				best = cand[k];
+		if (!best.edge)
+			return;
+		h = &o->chain[o->nchain++];
+		memset(h, 0, sizeof(*h));
+		h->pid = best.edge->waker_tgid;
+		h->tid = best.tid;
+		h->ended_ns = best.wait_ns;
+		h->handoff_ns = best.edge->ts;
+		u = find_thread(l, best.tid);
+		if (!u || (!u->spans.n && !u->next && !u->reads.n))
+			return;
+		{
+			const struct dl_lin_edge *prev = previous_handoff(u, w->tgid, h->handoff_ns);
+
+			memset(&win, 0, sizeof(win));
+			win.since_ns = h->since_ns = prev ? prev->ts : dl_min_u64(u->first_ts, h->handoff_ns);
+			win.handoff_ns = h->handoff_ns;
+		}
+		producer_window(q, u, &win);
+		h->traced = true;
+		h->oncpu_ns = win.oncpu_ns;
+		h->io_wait_ns = win.io_wait_ns;
+		h->runq_ns = win.runq_ns;
+		h->other_wait_ns = win.other_wait_ns;
+		h->read_bytes = win.read_bytes;
+		h->reads = win.reads;
+		w = u;
+		a = h->since_ns;
+		b = h->handoff_ns;
+	}
+}
+
 void dl_lineage_step(const struct dl_lineage *l, const struct dl_lin_query *q, struct dl_step_lineage *o)
 {
 	const struct dl_lin_thread *main = find_thread(l, q->main_tid), *w;
@@ -364,6 +453,7 @@ void dl_lineage_step(const struct dl_lineage *l, const struct dl_lin_query *q, s
 		o->since_ns = prev ? prev->ts : dl_min_u64(w->first_ts, o->handoff_ns);
 	}
 	producer_window(q, w, o);
+	walk_up(l, q, w, o->since_ns, o->handoff_ns, o);
 }
 
 /* Swaps the last thread into i: a job that starts and ends threads by the thousand keeps none of the dead. */

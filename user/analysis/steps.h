@@ -57,6 +57,18 @@ struct dl_lin_file {
 	uint64_t read_bytes, reads;
 };
 
+/* One hop up the input chain: who ended the producer's (or the previous hop's) own waits, and what it did. */
+#define DL_LIN_HOPS 2             /* hops past the producer: the chain is up to 3 tasks long */
+
+struct dl_lin_hop {
+	uint32_t pid, tid;
+	uint64_t ended_ns;            /* the downstream task's blocked time in its window this hop's wake-ups ended */
+	bool traced;                  /* its activity below is known */
+	uint64_t since_ns, handoff_ns;
+	uint64_t oncpu_ns, io_wait_ns, runq_ns, other_wait_ns;
+	uint64_t read_bytes, reads;
+};
+
 struct dl_step_lineage {
 	uint64_t wait_ns;             /* the main thread blocked outside CUDA calls in the step */
 	uint32_t waits;               /* blocked intervals that made it */
@@ -70,6 +82,8 @@ struct dl_step_lineage {
 	uint64_t read_bytes, reads;   /* its read calls in the window */
 	uint32_t nfiles;
 	struct dl_lin_file files[DL_LIN_FILES];
+	uint32_t nchain;
+	struct dl_lin_hop chain[DL_LIN_HOPS];
 };
 
 struct dl_step {

@@ -50,6 +50,30 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 		dl_json_arr_end(j);
 		dl_json_obj_end(j);
 	}
+	dl_json_key(j, "chain");
+	dl_json_arr_begin(j);
+	for (uint32_t i = 0; i < in->nchain; i++) {
+		const struct dl_lin_hop *h = &in->chain[i];
+		const struct dl_proc *hp = s ? dl_summary_find(s, (pid_t)h->pid) : NULL;
+
+		dl_json_obj_begin(j);
+		dl_json_ku64(j, "pid", h->pid);
+		dl_json_ku64(j, "tid", h->tid);
+		dl_json_kstr(j, "comm", hp ? hp->comm : "");
+		dl_json_ku64(j, "ended_wait_ns", h->ended_ns);
+		dl_json_key(j, "traced");
+		dl_json_bool(j, h->traced);
+		dl_json_ku64(j, "since_ns", h->since_ns);
+		dl_json_ku64(j, "handoff_ns", h->handoff_ns);
+		dl_json_ku64(j, "oncpu_ns", h->oncpu_ns);
+		dl_json_ku64(j, "io_wait_ns", h->io_wait_ns);
+		dl_json_ku64(j, "runq_ns", h->runq_ns);
+		dl_json_ku64(j, "other_wait_ns", h->other_wait_ns);
+		dl_json_ku64(j, "read_bytes", h->read_bytes);
+		dl_json_ku64(j, "reads", h->reads);
+		dl_json_obj_end(j);
+	}
+	dl_json_arr_end(j);
 	dl_json_obj_end(j);
 }
 
