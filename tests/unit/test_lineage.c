@@ -87,6 +87,53 @@ static struct dl_step_lineage step(uint64_t a, uint64_t b, const struct dl_span 
 	return out;
 }
 
+/*
+ * A pin thread (PIN) between a worker (W1) and the main thread: the main
+ * thread waits 9000-10000, woken by PIN; PIN waited for the batch 6000-9000,
+ * woken by W1 at 8990, after handing over its previous batch at 5000; W1
+ * decoded 3000-8990 after its previous post to PIN at 3000, and waited for a
+ * free slot before that, woken by MAIN (a loop back: the chain ends there).
+ */
+#define PIN 101
+
+static void test_chain(void)
+{
+	struct dl_step_lineage s;
+
+	memset(&lin, 0, sizeof(lin));
+	sched(W1, 1000, 2900, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake(MAIN, W1, 2900, DL_WAKE_TASK);
+	sched(W1, 2900, 3000, DL_ST_RUNNING, DL_ST_RUNNING);
+	wake(W1, PIN, 3000, DL_WAKE_TASK);
+	sched(W1, 3000, 8990, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched(PIN, 3000, 5000, DL_ST_RUNNING, DL_ST_RUNNING);
+	wake(PIN, MAIN, 5000, DL_WAKE_TASK);
+	sched(PIN, 5000, 6000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched(PIN, 6000, 9000, DL_ST_SLEEP, DL_ST_RUNQ);
+	wake(W1, PIN, 8990, DL_WAKE_TASK);
+	sched(PIN, 9000, 9010, DL_ST_RUNQ, DL_ST_RUNNING);
+	sched(PIN, 9010, 10000, DL_ST_RUNNING, DL_ST_SLEEP);
+	wake(PIN, MAIN, 10000, DL_WAKE_TASK);
+	sched(MAIN, 0, 9000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched(MAIN, 9000, 10005, DL_ST_SLEEP, DL_ST_RUNNING);
+	sched(MAIN, 10005, 12000, DL_ST_RUNNING, DL_ST_SLEEP);
+
+	s = step(8500, 11000, NULL, 0, NULL, 0);
+	CHECK(s.woken && s.waker_tid == PIN, "woken by %u, not the pin thread", s.waker_tid);
+	/* PIN's window: its previous hand-off at 5000 to this one at 10000. */
+	CHECK_EQ_U64(s.since_ns, US(5000));
+	CHECK_EQ_U64(s.handoff_ns, US(10000));
+	/* One hop up: W1 ended PIN's wait 6000-9000 (3000 us), its window its post at 3000 to the one at 8990. */
+	CHECK(s.nchain == 1 && s.chain[0].tid == W1 && s.chain[0].traced, "chain %u, first %u", s.nchain,
+	      s.nchain ? s.chain[0].tid : 0);
+	CHECK_EQ_U64(s.chain[0].ended_ns, US(3000));
+	CHECK_EQ_U64(s.chain[0].since_ns, US(3000));
+	CHECK_EQ_U64(s.chain[0].handoff_ns, US(8990));
+	CHECK_EQ_U64(s.chain[0].oncpu_ns, US(5990));
+	CHECK_EQ_U64(s.chain[0].other_wait_ns, 0);
+	dl_lineage_free(&lin);
+}
+
 int main(void)
 {
 	struct dl_lin_totals tot = { 0 };
@@ -256,5 +303,6 @@ int main(void)
 	/* An unknown waker context has a name too, for the JSON. */
 	CHECK(!strcmp(dl_wake_ctx_name(DL_WAKE_KTHREAD), "kthread") && !strcmp(dl_wake_ctx_name(77), "unknown"), "names");
 	dl_lineage_free(&lin);
+	test_chain();
 	return check_report("test_lineage");
 }
