@@ -61,7 +61,7 @@ static void test_collinear(void)
 	struct dl_kdur k = { 0 };
 	struct dl_kdur_est est[DL_KDUR_MAX_COLS];
 	int a = dl_kdur_column(&k, "a"), b = dl_kdur_column(&k, "b"), c = dl_kdur_column(&k, "c");
-	double inv;
+	double inv, G[9] = { 0 };
 
 	CHECK(a == DL_KDUR_COL_KERNELS && b == a + 1 && c == a + 2, "columns %d %d %d", a, b, c);
 	CHECK(dl_kdur_column(&k, "b") == b && dl_kdur_find(&k, "c") == c && dl_kdur_find(&k, "d") == -1, "lookup");
@@ -73,6 +73,9 @@ static void test_collinear(void)
 		row[b] = i;
 		row[c] = 2 * i;
 		dl_kdur_add(&k, row, 10 * row[a] + 20 * row[b] + 10 * row[c]);
+		for (int p = 0; p < 3; p++)
+			for (int q = 0; q < 3; q++)
+				G[p * 3 + q] += row[a + p] * row[a + q];
 	}
 	dl_kdur_solve(&k, est);
 	CHECK(est[a].determined && near(est[a].mean_ns, 10, 1e-6), "a: %d %g", est[a].determined, est[a].mean_ns);
@@ -81,16 +84,9 @@ static void test_collinear(void)
 	CHECK(near(est[a].residual_ns, 0, 1e-6), "residual %g", est[a].residual_ns);
 	CHECK_EQ_U64(est[a].windows, 6);
 	/* The Gram matrix of (a, b, c) alone: c = 2b. */
-	{
-		double G[9];
-
-		for (int i = 0; i < 3; i++)
-			for (int j = 0; j < 3; j++)
-				G[i * 3 + j] = k.ata[(size_t)(a + i) * DL_KDUR_MAX_COLS + (size_t)(a + j)];
-		CHECK(dl_gram_determined(3, G, 0, 1e-7, &inv) && !dl_gram_determined(3, G, 1, 1e-7, &inv) &&
-			      !dl_gram_determined(3, G, 2, 1e-7, &inv),
-		      "determined");
-	}
+	CHECK(dl_gram_determined(3, G, 0, 1e-7, &inv) && !dl_gram_determined(3, G, 1, 1e-7, &inv) &&
+		      !dl_gram_determined(3, G, 2, 1e-7, &inv),
+	      "determined");
 	dl_kdur_free(&k);
 }
 
@@ -305,11 +301,11 @@ static void step(struct gen *g, uint64_t t, const uint64_t *funcs, size_t n, uin
 		cuda(g, DL_API_STREAM_SYNC, woke + 200 * US, 10 * US, stream2, 0, 0, 0);
 }
 
-static const struct dl_kdur *run_loop(struct gen *g, uint64_t da, uint64_t db, uint64_t fixed, bool fixed_mix,
-				      bool two_streams)
+static const struct dl_kdur *run_steps(struct gen *g, unsigned steps, uint64_t da, uint64_t db, uint64_t fixed,
+				       bool fixed_mix, bool two_streams, unsigned late_every)
 {
 	gen_init(g);
-	for (unsigned i = 0; i < 24; i++) {
+	for (unsigned i = 0; i < steps; i++) {
 		/* Mixes of 1-3 alpha and 1-4 beta, differing step to step unless fixed_mix (2 and 1). */
 		size_t na = fixed_mix ? 2 : 1 + i % 3, nb = fixed_mix ? 1 : 1 + (i / 3) % 4, n = 0;
 		uint64_t funcs[8];
@@ -319,10 +315,19 @@ static const struct dl_kdur *run_loop(struct gen *g, uint64_t da, uint64_t db, u
 		for (size_t k = 0; k < nb; k++)
 			funcs[n++] = KB;
 		/* The device's time: the fixed part plus the kernels; the sync starts before it is done. */
-		step(g, MS + i * 10 * MS, funcs, n, fixed + na * da + nb * db, two_streams && i % 2 ? 0x7000 : 0);
+		/* late_every: that step's wake-up 3 ms late, as a host that woke late (or a stalled device) has it. */
+		step(g, MS + i * 10 * MS, funcs, n,
+		     fixed + na * da + nb * db + (late_every && i % late_every == 1 ? 3 * MS : 0),
+		     two_streams && i % 2 ? 0x7000 : 0);
 	}
-	dl_emit_trace_end(&g->st, 300 * MS, (uint64_t[DL_DROP_MAX]){ 0 });
+	dl_emit_trace_end(&g->st, (steps + 10) * 10 * MS, (uint64_t[DL_DROP_MAX]){ 0 });
 	return dl_corr_kdur(g->corr, PID);
+}
+
+static const struct dl_kdur *run_loop(struct gen *g, uint64_t da, uint64_t db, uint64_t fixed, bool fixed_mix,
+				      bool two_streams)
+{
+	return run_steps(g, 24, da, db, fixed, fixed_mix, two_streams, 0);
 }
 
 static void test_correlator_mixes(void)
@@ -392,6 +397,30 @@ static void test_correlator_two_streams(void)
 	gen_free(&g);
 }
 
+/*
+ * Every 6th window 3 ms late: least squares would follow them (alpha and beta
+ * off by hundreds of us); the first 48 windows' trimmed fit drops them, and the
+ * gate keeps the later ones out: 10 of 59 windows, the rest exact.
+ */
+static void test_correlator_outliers(void)
+{
+	struct gen g;
+	struct dl_kdur_est est[DL_KDUR_MAX_COLS];
+	const struct dl_kdur *kd = run_steps(&g, 60, 300 * US, 700 * US, 150 * US, false, false, 6);
+	int a = kd ? dl_kdur_find(kd, "k_alpha") : -1, b = kd ? dl_kdur_find(kd, "k_beta") : -1;
+
+	CHECK(kd && a >= 0 && b >= 0, "no fit");
+	if (kd && a >= 0 && b >= 0) {
+		dl_kdur_solve(kd, est);
+		CHECK(kd->gated && kd->windows == 59 && kd->outliers == 10, "gated %d, windows %llu, outliers %llu",
+		      kd->gated, (unsigned long long)kd->windows, (unsigned long long)kd->outliers);
+		CHECK(est[a].determined && near(est[a].mean_ns, 300e3, 1e-3), "alpha %.3f", est[a].mean_ns);
+		CHECK(est[b].determined && near(est[b].mean_ns, 700e3, 1e-3), "beta %.3f", est[b].mean_ns);
+		CHECK_EQ_U64(est[a].windows, 49);
+	}
+	gen_free(&g);
+}
+
 int main(void)
 {
 	test_nnls_by_hand();
@@ -401,5 +430,6 @@ int main(void)
 	test_correlator_mixes();
 	test_correlator_fixed_mix();
 	test_correlator_two_streams();
+	test_correlator_outliers();
 	return check_report("test_kdur");
 }

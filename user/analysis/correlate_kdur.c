@@ -27,6 +27,7 @@
 #include "analysis/correlate_int.h"
 
 #define MAX_PENDING_WINDOWS 4096   /* closed windows waiting for steps to finalize; more are skipped */
+#define KDUR_OFFCPU_DIV 50         /* the host off-CPU over 1/50 of a window's time while enqueuing: skipped */
 
 int dl_corr_kdur_column(struct cproc *p, const struct dl_call *k)
 {
@@ -121,17 +122,49 @@ void dl_corr_kdur_call(struct cproc *p, const struct cevent *e, const struct mca
 	kw->row[DL_KDUR_COL_WINDOW] = 1;
 }
 
+/* The main thread's time off-CPU (runnable, asleep, in D) in [a, b). */
+static uint64_t off_cpu(const struct dl_span *sched, size_t nsched, uint64_t a, uint64_t b)
+{
+	uint64_t off = 0;
+
+	for (size_t k = dl_spans_first_after(sched, nsched, a); k < nsched && sched[k].start < b; k++)
+		if (sched[k].kind != DL_ST_RUNNING)
+			off += dl_min_u64(sched[k].end, b) - dl_max_u64(sched[k].start, a);
+	return off;
+}
+
+/*
+ * When the window's work was done: the drain's last wake-up; for a runtime
+ * that spins, its return if it stayed on-CPU throughout (a preempted return
+ * says nothing of when the device finished). 0: not known.
+ */
+static uint64_t window_done(const struct dl_kdur_window *w, const struct dl_span *sched, size_t nsched)
+{
+	uint64_t woke = dl_devq_woke(sched, nsched, w->start, w->end);
+
+	if (woke)
+		return woke;
+	return off_cpu(sched, nsched, w->start, w->end) ? 0 : w->end;
+}
+
 void dl_corr_kdur_finalize(struct cproc *p, const struct dl_span *sched, size_t nsched, uint64_t end)
 {
 	size_t k;
 
 	for (k = 0; k < p->kwins.n && p->kwins.v[k].end <= end; k++) {
 		const struct dl_kdur_window *w = &p->kwins.v[k];
-		uint64_t woke = dl_devq_woke(sched, nsched, w->start, w->end);
-		uint64_t done = woke ? woke : w->end;   /* a runtime that spins returns at about the drain */
+		uint64_t done = window_done(w, sched, nsched), b = done > w->since ? done - w->since : 0;
 
-		if (done > w->since)
-			dl_kdur_add(&p->pub.kdur, w->row, (double)(done - w->since));
+		/*
+		 * A host off its CPU while it enqueued may have let the device run
+		 * dry: the window would hold that idle time. Beyond a small share of
+		 * it the window goes.
+		 */
+		if (!b || off_cpu(sched, nsched, w->since, w->start) * KDUR_OFFCPU_DIV > b) {
+			p->pub.kdur.skipped++;
+			continue;
+		}
+		dl_kdur_add(&p->pub.kdur, w->row, (double)b);
 	}
 	dl_vec_drop_front(&p->kwins, k);
 }

@@ -29,15 +29,31 @@
 #define DL_KDUR_COL_BYTES 1         /* + direction - 1 (H2D, D2H, D2D): MiB copied */
 #define DL_KDUR_COL_KERNELS 4       /* the first kernel name's */
 
+/* Normal equations of the windows fitted. */
+struct dl_kdur_ne {
+	double *ata;                    /* DL_KDUR_MAX_COLS^2, row-major; allocated at the first window */
+	double atb[DL_KDUR_MAX_COLS], btb;
+	uint64_t col_windows[DL_KDUR_MAX_COLS];   /* windows whose column is not 0 */
+	uint64_t n;                     /* windows */
+};
+
+#define DL_KDUR_BOOT 48             /* windows kept whole until the first fit; then only the equations */
+
 struct dl_kdur {
 	size_t ncols;
 	char *names[DL_KDUR_MAX_COLS];  /* kernel columns' names (others NULL) */
 	uint64_t name_hash[DL_KDUR_MAX_COLS];
-	double *ata;                    /* ncols_max^2, row-major; allocated at the first window */
-	double atb[DL_KDUR_MAX_COLS], btb;
-	uint64_t col_windows[DL_KDUR_MAX_COLS];   /* windows whose column is not 0 */
-	uint64_t windows;               /* equations added */
-	uint64_t skipped;               /* windows not usable (several streams, unnamed work, too many names) */
+	struct dl_kdur_ne fit;          /* windows within the gate */
+	struct { double row[DL_KDUR_MAX_COLS], b; } *boot;   /* the first windows, until gated */
+	size_t nboot;
+	bool gated;                     /* x and scale fitted; later windows are checked against them */
+	double x[DL_KDUR_MAX_COLS], scale;
+	double *basis;                  /* nbasis orthonormal rows (stride DL_KDUR_MAX_COLS) spanning the fit's windows */
+	size_t nbasis, basis_cols;      /* basis_cols: ncols when it was made */
+	uint32_t since_fit;
+	uint64_t windows;               /* equations offered */
+	uint64_t outliers;              /* of those, too far from the fit (a late wake-up, a stalled device) */
+	uint64_t skipped;               /* windows not usable (several streams, unnamed work, no wake-up) */
 	uint64_t names_dropped;         /* kernel names past DL_KDUR_MAX_COLS */
 };
 
@@ -67,7 +83,11 @@ struct dl_kdur_window {
 int dl_kdur_column(struct dl_kdur *k, const char *name);
 /* The column of a name already added, or -1. */
 int dl_kdur_find(const struct dl_kdur *k, const char *name);
-/* One equation: row[ncols] . d = b (ns). */
+/*
+ * One equation: row[ncols] . d = b (ns). The first DL_KDUR_BOOT are kept and
+ * fitted trimmed of outliers; each later one joins the fit only within a
+ * gate around it, unless its mix is new to the fit (then it cannot be judged).
+ */
 void dl_kdur_add(struct dl_kdur *k, const double *row, double b);
 /* The estimate of every column (out[ncols]); undetermined ones zero. */
 void dl_kdur_solve(const struct dl_kdur *k, struct dl_kdur_est *out);

@@ -234,9 +234,10 @@ void dl_report_kdur_text(FILE *f, const struct dl_summary *s, const struct dl_co
 			if (!est[k].determined)
 				continue;
 			if (!shown++)
-				fprintf(f, "\nPID %d kernel device times, inferred from %" PRIu64 " drain windows (host-side: "
-					"launch and sync times fitted, not measured; fit residual %.1f us RMS per window)\n",
-					s->procs[i].pid, kd->windows, est[k].residual_ns / 1e3);
+				fprintf(f, "\nPID %d kernel device times, inferred from %" PRIu64 " drain windows, %" PRIu64
+					" more left out as outliers (host-side: launch and sync times fitted, not measured; "
+					"fit residual %.1f us RMS per window)\n",
+					s->procs[i].pid, kd->windows - kd->outliers, kd->outliers, est[k].residual_ns / 1e3);
 			fprintf(f, "  %-40s inferred mean %10.1f us +- %.1f, in %" PRIu64 " windows\n",
 				dl_text(&esc, kd->names[k]), est[k].mean_ns / 1e3, est[k].stderr_ns / 1e3, est[k].windows);
 		}
