@@ -11,6 +11,7 @@
 #include "analysis/kdur.h"
 #include "analysis/summary.h"
 #include "check.h"
+#include "output/report.h"
 #include "records/stream.h"
 
 #define US 1000ull
@@ -421,6 +422,41 @@ static void test_correlator_outliers(void)
 	gen_free(&g);
 }
 
+/* What the text report and the JSON say of a stream: its kernels' estimates, or why there are none. */
+static char *reports(struct gen *g)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	dl_report_kdur_text(f, &g->sum, g->corr);
+	dl_report_json(f, &g->sum, g->corr, NULL);
+	fclose(f);
+	return buf;
+}
+
+static void test_reports(void)
+{
+	struct gen g;
+	char *out;
+
+	run_loop(&g, 300 * US, 700 * US, 150 * US, false, false);
+	out = reports(&g);
+	CHECK(strstr(out, "k_alpha                                  inferred mean      300.0 us") != NULL &&
+		      strstr(out, "k_beta                                   inferred mean      700.0 us") != NULL,
+	      "text: %s", out);
+	CHECK(strstr(out, "\"name\":\"k_alpha\"") && strstr(out, "\"inferred_ns\":{\"mean\":300000"),
+	      "json: %s", out);
+	free(out);
+	gen_free(&g);
+	run_loop(&g, 300 * US, 700 * US, 150 * US, true, false);
+	out = reports(&g);
+	CHECK(strstr(out, "kernel device times not inferred: in its 23 drain windows") != NULL, "text: %s", out);
+	CHECK(strstr(out, "\"inferred_ns\":null") && !strstr(out, "\"inferred_ns\":{"), "json: %s", out);
+	free(out);
+	gen_free(&g);
+}
+
 int main(void)
 {
 	test_nnls_by_hand();
@@ -431,5 +467,6 @@ int main(void)
 	test_correlator_fixed_mix();
 	test_correlator_two_streams();
 	test_correlator_outliers();
+	test_reports();
 	return check_report("test_kdur");
 }

@@ -244,6 +244,10 @@ void dl_report_kdur_text(FILE *f, const struct dl_summary *s, const struct dl_co
 		if (names > shown && shown)
 			fprintf(f, "  %zu more kernel name%s not determined: launched in the same ratio as others in every "
 				"window, or in too few\n", names - shown, names - shown == 1 ? "" : "s");
+		else if (names && !shown)
+			fprintf(f, "\nPID %d kernel device times not inferred: in its %" PRIu64 " drain windows no kernel "
+				"name's count varied apart from the others' (the same mix in each, or too few)\n", s->procs[i].pid,
+				kd->windows);
 	}
 	dl_sbuf_free(&esc);
 }
