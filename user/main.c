@@ -836,6 +836,7 @@ int main(int argc, char **argv)
 		dl_warn("%" PRIu64 " malformed records ignored", r.stream.malformed);
 	dl_report_text(stdout, &r.sum);
 	dl_report_steps_text(stdout, corr, diag);
+	dl_report_kdur_text(stdout, &r.sum, corr);
 	if (r.cfg.kernel_agg)
 		dl_agg_report(stdout, &r.agg);
 	if (r.cfg.duty_on_s)

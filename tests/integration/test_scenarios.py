@@ -150,11 +150,12 @@ def truth_shares(steps):
     return out
 
 
-def run_scenario(name, extra=(), sim_env=None):
+def run_scenario(name, extra=(), sim_env=None, train_args=()):
     truth_path = os.path.join(WORK, f"truth-{name}.jsonl")
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, **(sim_env or {}))
     stolen = stolen_ns()
-    d = Dlbpf(list(extra) + ["--", workload("train"), "--scenario", name, "--quiet", "--truth", truth_path],
+    d = Dlbpf(list(extra) + ["--", workload("train"), "--scenario", name, "--quiet", "--truth", truth_path]
+              + list(train_args),
               env=env)
     rc = d.wait(timeout=120)
     stolen = stolen_ns() - stolen
@@ -563,6 +564,45 @@ def test_summary_schema_rejects_breaches():
         bad = breach(edit)
         check(len(bad) == 1 and bad[0].startswith(where + ": "), f"breach at {where}: reported as {bad}")
     return f"{len(cases)} breaches, each reported at its place"
+
+
+# Inferred kernel durations against the costs the workload gave the simulator, at two settings: the
+# 8 kernel functions each their own cost, 1 to 16 launches a step so the mixes differ.
+KDUR_SETTINGS = {
+    "200-550 us": ["--kernel-us", "200", "--kernel-us-spread", "50", "--steps", "120"],
+    "800-1850 us": ["--kernel-us", "800", "--kernel-us-spread", "150", "--steps", "80"],
+}
+# A window's device time is read from host clocks: its first enqueue's entry and the drain's wake-up.
+# The wake-up lags the device's completion by the host's wake-up latency, tens of us on this VM and
+# varying window to window; its mean goes to the per-window constant, its spread is the fit's
+# residual, and stderr is that residual carried to each mean. So a mean may be off by a few stderr
+# (4 here), and by a little more than noise: 2% of the cost or 15 us for what stderr does not model
+# (a preempted enqueue, the launch path's cost). A model that counts a kernel wrong, or windows
+# with the wrong kernels, is off by whole kernels: 50 us or more between neighbours here.
+KDUR_SIGMAS, KDUR_REL, KDUR_NS = 4.0, 0.02, 15_000
+
+
+def test_kernel_durations_inferred():
+    """Per kernel name, dlbpf's inferred mean device time against the workload's gpusimSetKernelCost."""
+    notes = []
+    for label, extra in KDUR_SETTINGS.items():
+        s, (tsteps, tsum, busy), _ = run_scenario("gpu", train_args=["--kernels", "16", "--kernels-vary"] + extra)
+        truth = tsum["kernel_cost_ns"]
+        kernels = [k for p in s["processes"] for k in p["cuda"]["kernels"] if k["name"] in truth]
+        check(sorted(k["name"] for k in kernels) == sorted(truth), f"{label}: kernels {[k['name'] for k in kernels]}")
+        worst = 0.0
+        for k in kernels:
+            inf, want = k["inferred_ns"], truth[k["name"]]
+            check(inf is not None, f"{label}: {k['name']} not determined")
+            tol = KDUR_SIGMAS * inf["stderr"] + max(KDUR_REL * want, KDUR_NS)
+            err = inf["mean"] - want
+            check(abs(err) <= tol, f"{label}: {k['name']} inferred {inf['mean'] / 1e3:.1f} us, set "
+                  f"{want / 1e3:.1f} us (allowed {tol / 1e3:.1f}; stderr {inf['stderr'] / 1e3:.1f}, residual "
+                  f"{inf['residual'] / 1e3:.1f} us, {inf['windows']} windows)")
+            worst = max(worst, abs(err) / want)
+        notes.append(f"{label}: " + ", ".join(f"{k['inferred_ns']['mean'] / 1e3:.0f}/{truth[k['name']] / 1e3:.0f}"
+                                               for k in kernels) + f" us (worst {worst * 100:.1f}%)")
+    return "; ".join(notes)
 
 
 if __name__ == "__main__":

@@ -104,6 +104,11 @@ static void (*const kernel_fns[8])(void) = {
 	train_kernel_embedding, train_kernel_conv2d, train_kernel_gemm, train_kernel_relu,
 	train_kernel_layernorm, train_kernel_softmax_loss, train_kernel_backward, train_kernel_sgd_update,
 };
+/* As dlbpf names them: the host functions' symbols. */
+const char *const kernel_names[8] = {
+	"train_kernel_embedding", "train_kernel_conv2d", "train_kernel_gemm", "train_kernel_relu",
+	"train_kernel_layernorm", "train_kernel_softmax_loss", "train_kernel_backward", "train_kernel_sgd_update",
+};
 
 /* The step marker: a tracer puts a uprobe here (--step-on train_step_begin).
  * Naked, so its first instruction is a 5-byte nop (no endbr64, no prologue):
@@ -180,7 +185,7 @@ int main(int argc, char **argv)
 	set_cost = (set_cost_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "gpusimSetKernelCost");
 	if (set_cost)
 		for (int k = 0; k < 8; k++)
-			set_cost((const void *)(uintptr_t)kernel_fns[k], (unsigned long long)O.kernel_us * 1000u);
+			set_cost((const void *)(uintptr_t)kernel_fns[k], (unsigned long long)kernel_cost_us(k) * 1000u);
 
 	for (int i = 0; i < O.streams; i++) {
 		CUDA("cudaStreamCreate", cudaStreamCreate(&streams[i]));
@@ -231,7 +236,7 @@ int main(int argc, char **argv)
 
 		/* 4. kernels */
 		t = now_ns();
-		for (int k = 0; k < O.kernels; k++) {
+		for (int k = 0; k < kernels_of_step(step); k++) {
 			dim3 grid = { 64, 1, 1 }, block = { 256, 1, 1 };
 			void *args[1] = { &d_batch };
 			cudaStream_t st = O.streams ? streams[k % O.streams] : 0;

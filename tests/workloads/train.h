@@ -37,6 +37,8 @@ struct opts {
 	const char *expect; /* phase expected to dominate (scenario presets) */
 	int steps, workers, h2d_chunks, kernels, spinners;
 	long batch_kb, read_kb, io_kb, worker_cpu_us, host_cpu_us, kernel_us;
+	long kernel_us_spread; /* kernel function f (0..7) runs kernel_us + f * this, us */
+	int kernels_vary;      /* step s launches 1 + (7 s mod kernels) kernels, not kernels */
 	double launch_us; /* < 0: leave the runtime's default */
 	int pinned, odirect, ignore_errors, check, quiet;
 	int slow_step;    /* the step whose host work takes slow_ms more (-1: none) */
@@ -56,6 +58,13 @@ struct opts {
 /* The options, read-only once parse_options() returns; the workers see the
  * parent's copy through fork. */
 extern struct opts O;
+
+/* The 8 kernel functions' names (train.c). */
+extern const char *const kernel_names[8];
+/* The device time the simulator is told for kernel function f (0..7), us. */
+long kernel_cost_us(int f);
+/* The kernels step s launches. */
+int kernels_of_step(int step);
 
 /* Sets O from argv (--scenario first, so later options override it); exits 0
  * on --help, 2 on a bad option. */

@@ -144,6 +144,9 @@ static void usage(FILE *f)
 		"  --ranks N          ranks of the NCCL communicator (8)\n"
 		"  --kernels K        kernel launches per step (%d)\n"
 		"  --kernel-us N      device time of each kernel, us (%ld)\n"
+		"  --kernel-us-spread N  kernel function f (0..7) takes --kernel-us + f * N us (0)\n"
+		"  --kernels-vary     step s launches 1 + (7 s mod K) kernels, so the mix of\n"
+		"                     kernel functions differs from step to step\n"
 		"  --launch-us X      CPU cost of a launch on the simulator (GPUSIM_LAUNCH_US)\n"
 		"  --spinners N       CPU-burning competitor processes (%d)\n"
 		"  --slow-step N      step N's host work takes --slow-ms more (a stall to catch)\n"
@@ -163,7 +166,8 @@ enum {
 	OPT_STEPS = 256, OPT_WORKERS, OPT_BATCH, OPT_READ, OPT_IO, OPT_WCPU, OPT_HCPU, OPT_PINNED,
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
-	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN,
+	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_KUS_SPREAD,
+	OPT_KVARY,
 };
 
 static const struct option longopts[] = {
@@ -186,6 +190,8 @@ static const struct option longopts[] = {
 	{ "pin-thread", no_argument, NULL, OPT_PIN },
 	{ "kernels", required_argument, NULL, OPT_KERNELS },
 	{ "kernel-us", required_argument, NULL, OPT_KUS },
+	{ "kernel-us-spread", required_argument, NULL, OPT_KUS_SPREAD },
+	{ "kernels-vary", no_argument, NULL, OPT_KVARY },
 	{ "launch-us", required_argument, NULL, OPT_LUS },
 	{ "odirect", no_argument, NULL, OPT_ODIRECT },
 	{ "data", required_argument, NULL, OPT_DATA },
@@ -215,6 +221,17 @@ static long num(const char *opt, const char *s, long lo, long hi)
 		exit(2);
 	}
 	return v;
+}
+
+long kernel_cost_us(int f)
+{
+	return O.kernel_us + f * O.kernel_us_spread;
+}
+
+int kernels_of_step(int step)
+{
+	/* 7 is prime to 8: over 8 steps every count 1..8 of an 8-kernel step comes once. */
+	return O.kernels_vary && O.kernels ? 1 + (int)((7ll * step) % O.kernels) : O.kernels;
 }
 
 void parse_options(int argc, char **argv)
@@ -266,6 +283,8 @@ void parse_options(int argc, char **argv)
 		case OPT_PIN: O.pin_thread = 1; break;
 		case OPT_KERNELS: O.kernels = (int)num(n, optarg, 0, 10000000); break;
 		case OPT_KUS: O.kernel_us = num(n, optarg, 0, 100000000); break;
+		case OPT_KUS_SPREAD: O.kernel_us_spread = num(n, optarg, 0, 10000000); break;
+		case OPT_KVARY: O.kernels_vary = 1; break;
 		case OPT_LUS:
 			O.launch_us = strtod(optarg, &end);
 			if (*end || end == optarg || O.launch_us < 0) {

@@ -87,7 +87,7 @@ void truth_write_step(FILE *f, const struct step_record *r)
 		"\"cpu_since_post_ns\":%llu,\"first_post\":%s},"
 		"\"sched\":{\"oncpu_ns\":%llu,\"runq_ns\":%llu}}\n",
 		(unsigned long long)r->hdr.io_bytes, r->h2d_bytes,
-		(int)((r->h2d_bytes + r->h2d_chunk - 1) / r->h2d_chunk), O.kernels, r->hdr.worker,
+		(int)((r->h2d_bytes + r->h2d_chunk - 1) / r->h2d_chunk), kernels_of_step(r->step), r->hdr.worker,
 		(unsigned long long)r->hdr.worker_cpu_ns, (unsigned long long)r->hdr.read_ns,
 		(unsigned long long)r->hdr.batch, r->hdr.worker_pid, r->hdr.worker_tid,
 		(unsigned long long)r->hdr.posted_ns, (unsigned long long)r->hdr.cpu_since_post_ns,
@@ -107,7 +107,10 @@ void truth_write_summary(FILE *f, const struct run_summary *s, uint64_t duration
 		s->oncpu_share, s->dominant);
 	if (O.expect)
 		fprintf(f, "\"expected\":\"%s\",\"expected_share\":%.4f,", O.expect, s->expect_share);
-	fprintf(f, "\"sync_every\":%d,", O.sync_every);
+	fprintf(f, "\"sync_every\":%d,\"kernel_cost_ns\":{", O.sync_every);
+	for (int k = 0; k < 8; k++)
+		fprintf(f, "%s\"%s\":%lld", k ? "," : "", kernel_names[k], kernel_cost_us(k) * 1000ll);
+	fprintf(f, "},");
 	fprintf(f, "\"workers\":%d,\"spinners\":%d,\"pinned\":%s,\"cuda_errors\":%d,\"simulator\":%s,\"pin_tid\":%d}\n",
 		O.workers, nspinners, O.pinned ? "true" : "false", cuda_errors, simulator ? "true" : "false", (int)pin_tid);
 }

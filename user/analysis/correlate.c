@@ -41,6 +41,8 @@ void dl_corr_free(struct dl_correlator *c)
 		dl_vec_free(&p->sched);
 		dl_vec_free(&p->pending);
 		dl_devq_free(&p->devq);
+		dl_kdur_free(&p->pub.kdur);
+		dl_vec_free(&p->kwins);
 		free(p->pub.steps);
 		dl_fold_free(&p->pub.folded);
 		dl_sites_free(&p->pub.sites);
@@ -313,6 +315,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 		dl_lin_totals_add(&p->pub.lineage, &st.input);
 	}
 	device_bounds(c, p, &st, sched, nsched);
+	dl_corr_kdur_finalize(p, sched, nsched, end);
 	st.verdict = dl_verdict_of(st.cat_ns, &st.share);
 	dl_step_sites_take(&by_site, &st);
 	free(cuda);
@@ -542,6 +545,7 @@ static void track_device(struct cproc *p, const struct cevent *e)
 	struct mcall mc = *m;
 
 	mc.waited = (uint8_t)dl_devq_call(&p->devq, &dc);
+	dl_corr_kdur_call(p, e, &mc);
 	if (e->tid == p->pub.main_tid)
 		track_call(p, &mc);
 	/* Steps forget the model's old spans as they finalize; while none closes, what they will not need goes. */
@@ -712,6 +716,8 @@ int dl_corr_sink(void *ctx, const struct dl_rec *r)
 		keep = event_of(r, site, &e);
 		/* Processes without CUDA calls are workers: only their tree spans matter. */
 		p = proc_of(c, (pid_t)h->tgid, h->kind != DL_EV_SCHED);
+		if (p && keep && e.kind == DL_EV_CUDA && e.u.call.cls == DL_CLS_LAUNCH)
+			e.u.call.kcol = (uint8_t)dl_corr_kdur_column(p, r->call);
 		if (p && site != DL_SITE_NONE)
 			dl_sites_count(&p->pub.sites, r->call, site);
 		if (p && p->st == CP_LEARN)

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "analysis/callsites.h"
+#include "analysis/kdur.h"
 #include "analysis/lineage.h"
 #include "analysis/stepfold.h"
 #include "analysis/steps.h"
@@ -88,6 +89,7 @@ struct dl_corr_proc {
 	struct dl_lin_totals lineage;   /* what its steps' input waits waited on, every step's */
 	struct dl_step_learning learning;
 	struct dl_sync_cadence syncs;
+	struct dl_kdur kdur;       /* inferred kernel durations: the fit's normal equations */
 };
 
 struct dl_correlator;
@@ -102,6 +104,9 @@ void dl_corr_finish(struct dl_correlator *c);
 size_t dl_corr_nprocs(const struct dl_correlator *c);
 const struct dl_corr_proc *dl_corr_proc(const struct dl_correlator *c, size_t i);
 const struct dl_corr_opts *dl_corr_options(const struct dl_correlator *c);
+
+/* A process's kernel-duration fit, or NULL where records of calls were lost (a window may lack an enqueue). */
+const struct dl_kdur *dl_corr_kdur(const struct dl_correlator *c, pid_t pid);
 
 /* Steps of a process, kept and folded. */
 static inline uint64_t dl_corr_steps_total(const struct dl_corr_proc *p)

@@ -9,6 +9,7 @@
 #include "analysis/correlate.h"
 #include "analysis/breakdown.h"
 #include "analysis/devqueue.h"
+#include "analysis/kdur.h"
 #include "records/cuda_api.h"
 #include "util.h"
 
@@ -28,6 +29,7 @@ struct mcall {
 	uint8_t async, pageable, entry_only;
 	uint8_t ok;               /* returned success (entry-only calls: not known, 0) */
 	uint8_t waited;           /* enum dl_devq_waited: what it blocked on at entry (the device-queue model) */
+	uint8_t kcol;             /* launches: the kernel name's column in the duration fit (analysis/kdur.h); 0: none */
 	uint64_t stream, event;   /* handles as passed */
 };
 
@@ -86,6 +88,8 @@ struct cproc {
 	uint32_t sched_next;        /* state entered then */
 	DL_VEC(struct pending_step) pending;   /* closed, not finalized */
 	struct dl_devq devq;        /* every thread's calls, from the decision on */
+	struct dl_kdur_open kopen;  /* the drain window being filled (correlate_kdur.c) */
+	DL_VEC(struct dl_kdur_window) kwins;   /* closed, waiting for the scheduler states of their drain */
 };
 
 struct dl_correlator {
@@ -111,6 +115,12 @@ void dl_corr_track(struct cproc *p, const struct cevent *e);
  * a call of no use to steps); decides when the window is enough.
  */
 void dl_corr_learn(struct dl_correlator *c, struct cproc *p, const struct cevent *e, const struct dl_hdr *h);
+/* A launch's kernel-name column (0: the table is full). */
+int dl_corr_kdur_column(struct cproc *p, const struct dl_call *k);
+/* The duration fit's view of a call of any thread: fed in stream order, with what the device model said. */
+void dl_corr_kdur_call(struct cproc *p, const struct cevent *e, const struct mcall *m);
+/* Windows whose drain returned by end become equations (sched: the main thread's states). */
+void dl_corr_kdur_finalize(struct cproc *p, const struct dl_span *sched, size_t nsched, uint64_t end);
 /* Decides main thread and marker (final: with whatever was seen); true when decided. */
 bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final);
 

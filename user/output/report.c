@@ -196,8 +196,66 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 	dl_sbuf_free(&esc);
 }
 
-static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct dl_sites *sites)
+/* A kernel's inferred mean device time, or null where the fit does not determine it (analysis/kdur.h). */
+static void json_inferred(struct dl_json *j, const struct dl_kdur *kd, const struct dl_kdur_est *est, const char *name)
 {
+	int col = kd && est ? dl_kdur_find(kd, name) : -1;
+
+	dl_json_key(j, "inferred_ns");
+	if (col < 0 || !est[col].determined) {
+		dl_json_null(j);
+		return;
+	}
+	dl_json_obj_begin(j);
+	dl_json_key(j, "mean");
+	dl_json_double(j, est[col].mean_ns);
+	dl_json_key(j, "stderr");
+	dl_json_double(j, est[col].stderr_ns);
+	dl_json_key(j, "residual");
+	dl_json_double(j, est[col].residual_ns);
+	dl_json_ku64(j, "windows", est[col].windows);
+	dl_json_obj_end(j);
+}
+
+void dl_report_kdur_text(FILE *f, const struct dl_summary *s, const struct dl_correlator *c)
+{
+	struct dl_kdur_est est[DL_KDUR_MAX_COLS];
+	struct dl_sbuf esc = { 0 };
+
+	for (size_t i = 0; c && i < s->n; i++) {
+		const struct dl_kdur *kd = dl_corr_kdur(c, s->procs[i].pid);
+		size_t shown = 0, names = 0;
+
+		if (!kd || !kd->windows)
+			continue;
+		dl_kdur_solve(kd, est);
+		for (size_t k = DL_KDUR_COL_KERNELS; k < kd->ncols; k++) {
+			names++;
+			if (!est[k].determined)
+				continue;
+			if (!shown++)
+				fprintf(f, "\nPID %d kernel device times, inferred from %" PRIu64 " drain windows, %" PRIu64
+					" more left out as outliers (host-side: launch and sync times fitted, not measured; "
+					"fit residual %.1f us RMS per window)\n",
+					s->procs[i].pid, kd->windows - kd->outliers, kd->outliers, est[k].residual_ns / 1e3);
+			fprintf(f, "  %-40s inferred mean %10.1f us +- %.1f, in %" PRIu64 " windows\n",
+				dl_text(&esc, kd->names[k]), est[k].mean_ns / 1e3, est[k].stderr_ns / 1e3, est[k].windows);
+		}
+		if (names > shown && shown)
+			fprintf(f, "  %zu more kernel name%s not determined: launched in the same ratio as others in every "
+				"window, or in too few\n", names - shown, names - shown == 1 ? "" : "s");
+		else if (names && !shown)
+			fprintf(f, "\nPID %d kernel device times not inferred: in its %" PRIu64 " drain windows no kernel "
+				"name's count varied apart from the others' (the same mix in each, or too few)\n", s->procs[i].pid,
+				kd->windows);
+	}
+	dl_sbuf_free(&esc);
+}
+
+static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct dl_sites *sites, const struct dl_kdur *kd)
+{
+	struct dl_kdur_est est[DL_KDUR_MAX_COLS];
+
 	dl_json_obj_begin(j);
 	dl_json_ki64(j, "pid", p->pid);
 	dl_json_ki64(j, "ppid", p->ppid);
@@ -247,6 +305,8 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct d
 		dl_json_obj_end(j);
 	}
 	dl_json_obj_end(j);
+	if (kd)
+		dl_kdur_solve(kd, est);
 	dl_json_key(j, "kernels");
 	dl_json_arr_begin(j);
 	for (size_t k = 0; k < p->nkernels; k++) {
@@ -258,6 +318,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct d
 		dl_json_ku32s(j, "grid", ks->grid, 3);
 		dl_json_ku32s(j, "block", ks->block, 3);
 		dl_json_ku64(j, "shmem", ks->shmem);
+		json_inferred(j, kd, kd ? est : NULL, ks->name);
 		dl_json_obj_end(j);
 	}
 	dl_json_arr_end(j);
@@ -337,7 +398,8 @@ int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlat
 	dl_json_key(&j, "processes");
 	dl_json_arr_begin(&j);
 	for (size_t i = 0; i < s->n; i++)
-		json_proc(&j, &s->procs[i], dl_report_sites_of(c, s->procs[i].pid));
+		json_proc(&j, &s->procs[i], dl_report_sites_of(c, s->procs[i].pid),
+			  c ? dl_corr_kdur(c, s->procs[i].pid) : NULL);
 	dl_json_arr_end(&j);
 	dl_report_steps_json(&j, c, d, s);
 	dl_json_obj_end(&j);

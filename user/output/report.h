@@ -13,6 +13,8 @@ void dl_fmt_bytes(char *buf, size_t len, uint64_t b);
 /* The JSON summary's name of a drop counter (DL_DROP_*), or NULL. */
 const char *dl_drop_name(int i);
 void dl_report_text(FILE *f, const struct dl_summary *s);
+/* Per process, the kernel names whose mean device time the drain windows determine (marked inferred). */
+void dl_report_kdur_text(FILE *f, const struct dl_summary *s, const struct dl_correlator *c);
 /* The whole JSON summary; c and d may be NULL. Returns 0, or -1 when writing failed (errno set). */
 int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
 		   const struct dl_diagnosis *d);
