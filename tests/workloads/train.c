@@ -265,6 +265,7 @@ int main(int argc, char **argv)
 		uint64_t wait_start = t, wait_end = t + ph[PH_GPU];
 
 		r.hdr = ring->hdr[s];
+		r.pin_wait_ns = pin_waited(s);
 		sem_post(&ring->empty[s]);
 		thread_schedstat(&oc1, &rq1);
 		t = now_ns();

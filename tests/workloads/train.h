@@ -148,6 +148,7 @@ struct step_record {
 	uint64_t oncpu_ns, runq_ns; /* schedstat deltas of the main thread */
 	struct slot_hdr hdr;        /* the batch's worker report */
 	size_t h2d_bytes, h2d_chunk;
+	uint64_t pin_wait_ns;       /* --pin-thread: how long it waited for this batch from the worker */
 };
 
 /* Sums over the steps done, and each step's duration for the median. */
@@ -188,6 +189,8 @@ void device_truth_write(FILE *f);
 int pin_start(void);
 /* The main thread takes batch slot s: from the pin thread, or from the ring. -1 when stopped. */
 int batch_take(int s);
+/* How long the pin thread waited for the batch now in slot s (0 without one). */
+uint64_t pin_waited(int s);
 /* Stops and joins the pin thread (after stop_children). */
 void pin_join(void);
 extern pid_t pin_tid;

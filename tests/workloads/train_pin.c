@@ -18,6 +18,7 @@
 
 static pthread_t pin;
 static sem_t ready[MAX_SLOTS];
+static uint64_t waited[MAX_SLOTS];
 static char *stage;
 static int pin_on;
 static volatile int pin_stop;
@@ -29,9 +30,11 @@ static void *pin_main(void *arg)
 	pin_tid = gettid();
 	for (int b = 0; b < O.steps && !pin_stop; b++) {
 		int s = b % ring->nslots;
+		uint64_t t0 = now_ns();
 
 		if (sem_wait_intr(&ring->filled[s], 0) || pin_stop)
 			break;
+		waited[s] = now_ns() - t0;
 		memcpy(stage + (size_t)s * ring->slot_bytes, slots + (size_t)s * ring->slot_bytes, ring->slot_bytes);
 		sem_post(&ready[s]);
 	}
@@ -60,6 +63,12 @@ int pin_start(void)
 int batch_take(int s)
 {
 	return sem_wait_intr(pin_on ? &ready[s] : &ring->filled[s], 1);
+}
+
+uint64_t pin_waited(int s)
+{
+	/* Written before the sem_post that let the main thread take the slot. */
+	return pin_on ? waited[s] : 0;
 }
 
 void pin_join(void)
