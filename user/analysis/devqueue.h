@@ -68,7 +68,7 @@ struct dl_devq {
 	DL_VEC(struct dl_devq_stream) streams;
 	DL_VEC(struct dl_devq_event) events;
 	struct dl_u64map event_of;        /* handle -> index in events (frameworks record thousands) */
-	DL_VEC(struct dl_span) busy_max;   /* closed intervals in which the device may have been busy */
+	DL_VEC(struct dl_span) busy_max;   /* closed intervals in which a stream may have held work; kind: its index in streams */
 };
 
 /* What a blocking call found queued, on the streams it waits for, at its entry. */
@@ -87,6 +87,13 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 bool dl_devq_blocking(const struct dl_devq_call *c);
 /* The most device-busy time [a, b) can hold, by what is known now (streams still open count as busy). */
 uint64_t dl_devq_busy_upper(const struct dl_devq *q, uint64_t a, uint64_t b);
+/*
+ * The spans of [a, b) in which each stream may have held work, clipped to it:
+ * kind is the stream's index in q->streams; sorted by stream, then start; a
+ * stream's spans disjoint. Their union is what dl_devq_busy_upper measures.
+ * *out is allocated (free it).
+ */
+size_t dl_devq_stream_spans(const struct dl_devq *q, uint64_t a, uint64_t b, struct dl_span **out);
 /* A blocking call of the thread whose scheduler states are known. */
 struct dl_devq_wait {
 	uint64_t start, end;
@@ -119,6 +126,9 @@ void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke);
  */
 uint64_t dl_devq_busy_lower(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
 			    uint64_t a, uint64_t b);
+/* The spans dl_devq_busy_lower measures, as a sorted union (not clipped to [a, b)); *out allocated. */
+size_t dl_devq_lower_spans(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
+			   uint64_t a, uint64_t b, struct dl_span **out);
 /* Forgets what no interval starting at or after t needs. */
 void dl_devq_forget_before(struct dl_devq *q, uint64_t t);
 
