@@ -122,10 +122,13 @@ class PfTrace:
         self.slices = []         # (track, name, cat, ts, dur, depth, args)
         self.counters = Counter()
         self.flows = Counter()
+        self.instants = []       # (track, name, ts, flow ids, terminating flow ids)
         open_ = defaultdict(list)
         for ts, _, typ, track, name, cats, args, te in events:
             for f in te.get("flow_ids", []) + te.get("terminating_flow_ids", []):
                 self.flows[f] += 1
+            if typ == "TYPE_INSTANT":
+                self.instants.append((track, name, ts, te.get("flow_ids", []), te.get("terminating_flow_ids", [])))
             if typ == "TYPE_SLICE_BEGIN":
                 check(name, f"slice without a name at {ts}")
                 open_[track].append((ts, name, cats[0] if cats else None, args))
@@ -378,7 +381,8 @@ def gpu_inferred_trace(scenario):
     stream and one of the idle split, under the process; slices never overlap on a track and lie
     inside the steps; per step the stream slices cover exactly the busy upper bound and the idle
     slices hold the summary's split (both drawn from the same spans, to the nanosecond); certain
-    slices hold no more than the lower bounds; and the proto names every field written. Returns the
+    slices hold no more than the lower bounds; a flow runs from each call that began a stream's span
+    to the slice that begins there; and the proto names every field written. Returns the
     stream tracks' count and the certain busy time."""
     path = os.path.join(WORK, f"gpu-inferred-{scenario}.pftrace")
     js = os.path.join(WORK, f"gpu-inferred-{scenario}.json")
@@ -433,12 +437,22 @@ def gpu_inferred_trace(scenario):
         certain += sum(s[4] for s in mine if s[0] in streams and s[6]["certain"] == "true")
         check(all(s[6]["certain"] == ("true" if s[1] == "busy" else "false") for s in mine if s[0] in streams),
               f"step {st['index']}: a stream slice's name and certain disagree")
+    # A flow from each call that began a stream's span (on its thread's track) to that span.
+    threads = {u for u, td in t.tracks.items() if "thread" in td}
+    starts = {u: {s[3] for s in slices if s[0] == u} for u in streams}
+    ends = [i for i in t.instants if i[1] == "enqueue" and i[0] in streams]
+    begins = {f: i for i in t.instants if i[1] == "enqueue" and i[0] in threads for f in i[3]}
+    check(ends and len(ends) == len(begins), f"{len(ends)} enqueue flows end on streams, {len(begins)} begin on threads")
+    for track, _, ts, _, term in ends:
+        check(len(term) == 1 and term[0] in begins and begins[term[0]][2] == ts,
+              f"enqueue flow {term} at {ts} does not begin on a thread at its time")
+        check(ts in starts[track], f"enqueue flow at {ts} ends where no slice of its stream begins")
     lower = sum(st["gpu_busy_ns"][0] for st in steps)
     # Certain only where one stream alone may hold work: never more than the lower bound.
     check(certain <= lower, f"certain busy {certain} ns, over the lower bounds' {lower} ns")
-    return len(streams), certain, (f"{scenario}: {len(streams)} stream tracks, {len(slices)} GPU slices over "
-                                   f"{len(steps)} steps, certain {certain / 1e6:.1f} of the lower bounds' "
-                                   f"{lower / 1e6:.1f} ms")
+    return len(streams), certain, (f"{scenario}: {len(streams)} stream tracks, {len(slices)} GPU slices and "
+                                   f"{len(ends)} enqueue flows over {len(steps)} steps, certain "
+                                   f"{certain / 1e6:.1f} of the lower bounds' {lower / 1e6:.1f} ms")
 
 
 def test_pftrace_gpu_inferred():

@@ -320,6 +320,19 @@ static void test_stream_spans(void)
 	}
 	free(v);
 	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 100 * US);
+	/* The enqueues that began them, by stream: A's at 0 and 60 (thread 1's launches), B's at 20; in 10-100, not A's first. */
+	{
+		struct dl_devq_open *o;
+		size_t no = dl_devq_opens(&q, 0, 100 * US, &o);
+
+		CHECK(no == 3 && o[0].at == 0 && o[1].at == 60 * US && o[2].at == 20 * US && o[2].stream == 1 &&
+			      o[0].tid == 1,
+		      "opens");
+		free(o);
+		no = dl_devq_opens(&q, 10 * US, 100 * US, &o);
+		CHECK(no == 2 && o[0].at == 60 * US, "opens from 10 us");
+		free(o);
+	}
 	/* Clipped to 30-65: A 30-50 and 60-65, B 30-65. */
 	n = dl_devq_stream_spans(&q, 30 * US, 65 * US, &v);
 	CHECK(n == 3 && v[0].start == 30 * US && v[0].end == 50 * US && v[1].end == 65 * US && v[2].start == 30 * US,

@@ -154,8 +154,43 @@ static void test_sync_on_empty_queue(void)
 	free(v);
 }
 
+/*
+ * The enqueues that began spans, inside the step only: A's at 10 by thread 7
+ * becomes a mark on A at 10; one at 120, past the step's end, is left out.
+ * The mark keeps A's 10-40 span whole (it is added after the merge).
+ */
+static void test_enqueue_marks(void)
+{
+	struct dl_span streams[] = { { 10 * US, 40 * US, 0 } };
+	struct dl_devq_open opens[] = { { 10 * US, 0, 7 }, { 120 * US, 0, 7 } };
+	struct dl_gpu_input in = { .start = 0, .end = 100 * US, .streams = streams, .nstreams = 1, .keys = keys,
+				   .opens = opens, .nopens = 2 };
+	uint64_t idle[DL_IDLE_COUNT];
+	struct dl_gpu_span *v;
+	size_t n = dl_gpu_timeline(&in, idle, &v), marks = 0, maybe = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].kind == DL_GS_ENQUEUE) {
+			marks++;
+			CHECK(v[i].start == 10 * US && v[i].end == 10 * US && v[i].stream == KEY_A && v[i].tid == 7,
+			      "the mark at A's enqueue");
+		}
+		if (v[i].kind == DL_GS_MAYBE) {
+			maybe++;
+			CHECK(v[i].start == 10 * US && v[i].end == 40 * US, "A's span whole");
+		}
+	}
+	CHECK_EQ_U64(marks, 1);
+	CHECK_EQ_U64(maybe, 1);
+	/* Sorted by start: the idle 0-10 first. */
+	CHECK(n == 4 && v[0].kind == DL_GS_IDLE && v[0].end == 10 * US, "by start");
+	CHECK_EQ_U64(idle[DL_IDLE_HOST], 70 * US);
+	free(v);
+}
+
 int main(void)
 {
+	test_enqueue_marks();
 	test_each_part();
 	test_overlapping_streams();
 	test_sync_on_empty_queue();

@@ -16,7 +16,8 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, struct dl_
 	struct dl_span *blocking = dl_xcalloc(p->calls.n + 1, sizeof(*blocking));
 	uint64_t *keys = dl_xcalloc(p->devq.streams.n + 1, sizeof(*keys));
 	struct dl_span *streams, *lower;
-	size_t n = 0, nstreams, nlower, nspans = 0;
+	struct dl_devq_open *opens;
+	size_t n = 0, nstreams, nlower, nopens, nspans = 0;
 
 	*spans = NULL;
 	for (size_t i = 0; i < p->calls.n; i++) {
@@ -34,12 +35,14 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, struct dl_
 		keys[i] = p->devq.streams.v[i].key;
 	nstreams = dl_devq_stream_spans(&p->devq, start, end, &streams);
 	nlower = dl_devq_lower_spans(w, n, sched, nsched, start, end, &lower);
+	nopens = dl_devq_opens(&p->devq, start, end, &opens);
 	if (c->calls_lost) {
 		st->gpu_busy_hi_ns = st->dur_ns;
 	} else {
 		struct dl_gpu_input in = { .start = start, .end = end, .streams = streams, .nstreams = nstreams,
 					   .keys = keys, .lower = lower, .nlower = nlower, .blocking = blocking,
-					   .nblocking = n, .cuda = cuda, .ncuda = ncuda, .sched = sched, .nsched = nsched };
+					   .nblocking = n, .cuda = cuda, .ncuda = ncuda, .sched = sched, .nsched = nsched,
+					   .opens = opens, .nopens = nopens };
 		uint64_t idle = 0;
 
 		nspans = dl_gpu_timeline(&in, st->gpu_idle_ns, spans);
@@ -54,5 +57,6 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, struct dl_
 	free(keys);
 	free(streams);
 	free(lower);
+	free(opens);
 	return nspans;
 }

@@ -62,7 +62,7 @@ static const struct dl_devq_event *find_event(const struct dl_devq *q, uint64_t 
 
 enum work { W_TRANSFER, W_COMPUTE, W_COMM };
 
-static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, enum work kind)
+static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, uint32_t tid, enum work kind)
 {
 	struct dl_devq_stream *s = get_stream(q, key);
 
@@ -77,8 +77,10 @@ static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, enum work kind)
 	s->compute = s->compute || kind != W_TRANSFER;
 	s->has_kernels = s->has_kernels || kind == W_COMPUTE;
 	/* A record can come after a later one of another thread: the earliest entry opens the stream. */
-	if (!s->open || t < s->open_since)
+	if (!s->open || t < s->open_since) {
 		s->open_since = t;
+		s->open_tid = tid;
+	}
 	s->open = true;
 	if (t > s->last_enq)
 		s->last_enq = t;
@@ -99,7 +101,8 @@ static void drain(struct dl_devq *q, uint64_t key, uint64_t upto, uint64_t done,
 	if (!s || depth > MAX_DEP_DEPTH)
 		return;
 	if (s->open && s->last_enq < upto) {
-		*dl_vec_push(&q->busy_max) = (struct dl_span){ s->open_since, done, (uint32_t)(s - q->streams.v) };
+		*dl_vec_push(&q->busy_max) = (struct dl_devq_span){ s->open_since, done, (uint32_t)(s - q->streams.v),
+								   s->open_tid };
 		s->open = s->compute = s->comm_last = s->comm_ahead = s->has_kernels = false;
 	}
 	/* Taken out while followed, so a cycle of waits ends here. Draining adds no stream: s stays put. */
@@ -231,7 +234,7 @@ static enum dl_devq_waited on_copy(struct dl_devq *q, const struct dl_devq_call 
 	if (c->dir == DL_DIR_H2H || !c->ok)
 		return DL_DEVQ_EMPTY;
 	waited = waits_on(q, key, c->start);
-	enqueue(q, key, c->start, W_TRANSFER);
+	enqueue(q, key, c->start, c->tid, W_TRANSFER);
 	if (c->async || c->dir == DL_DIR_D2D)
 		return DL_DEVQ_EMPTY;
 	/*
@@ -252,16 +255,16 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 	case DL_CLS_LAUNCH:
 	case DL_CLS_GRAPH:
 		/* Entry-only: whether it failed is not known, so it may have enqueued. */
-		enqueue(q, stream_key(c), c->start, W_COMPUTE);
+		enqueue(q, stream_key(c), c->start, c->tid, W_COMPUTE);
 		break;
 	case DL_CLS_MEMSET:
 		if (c->ok)
-			enqueue(q, stream_key(c), c->start, W_COMPUTE);
+			enqueue(q, stream_key(c), c->start, c->tid, W_COMPUTE);
 		break;
 	case DL_CLS_COMM:
 		/* Grouped calls reach the device at ncclGroupEnd: enqueued at the call, the upper bound only widens. */
 		if (c->ok)
-			enqueue(q, stream_key(c), c->start, W_COMM);
+			enqueue(q, stream_key(c), c->start, c->tid, W_COMM);
 		break;
 	case DL_CLS_COPY:
 		return on_copy(q, c);
@@ -317,7 +320,7 @@ size_t dl_devq_stream_spans(const struct dl_devq *q, uint64_t a, uint64_t b, str
 
 	for (size_t i = 0; i < q->busy_max.n; i++)
 		if (q->busy_max.v[i].end > a && q->busy_max.v[i].start < b)
-			v[n++] = q->busy_max.v[i];
+			v[n++] = (struct dl_span){ q->busy_max.v[i].start, q->busy_max.v[i].end, q->busy_max.v[i].stream };
 	for (size_t i = 0; i < q->streams.n; i++)
 		if (q->streams.v[i].open && q->streams.v[i].open_since < b)
 			v[n++] = (struct dl_span){ q->streams.v[i].open_since, b, (uint32_t)i };
@@ -335,6 +338,32 @@ size_t dl_devq_stream_spans(const struct dl_devq *q, uint64_t a, uint64_t b, str
 	}
 	*out = v;
 	return w;
+}
+
+static int cmp_open(const void *a, const void *b)
+{
+	const struct dl_devq_open *x = a, *y = b;
+
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+size_t dl_devq_opens(const struct dl_devq *q, uint64_t a, uint64_t b, struct dl_devq_open **out)
+{
+	struct dl_devq_open *v = dl_xcalloc(q->busy_max.n + q->streams.n + 1, sizeof(*v));
+	size_t n = 0;
+
+	for (size_t i = 0; i < q->busy_max.n; i++)
+		if (q->busy_max.v[i].start >= a && q->busy_max.v[i].start < b)
+			v[n++] = (struct dl_devq_open){ q->busy_max.v[i].start, q->busy_max.v[i].stream,
+							q->busy_max.v[i].tid };
+	for (size_t i = 0; i < q->streams.n; i++)
+		if (q->streams.v[i].open && q->streams.v[i].open_since >= a && q->streams.v[i].open_since < b)
+			v[n++] = (struct dl_devq_open){ q->streams.v[i].open_since, (uint32_t)i, q->streams.v[i].open_tid };
+	qsort(v, n, sizeof(*v), cmp_open);
+	*out = v;
+	return n;
 }
 
 uint64_t dl_devq_busy_upper(const struct dl_devq *q, uint64_t a, uint64_t b)

@@ -62,7 +62,7 @@ static void push(struct dl_gpu_span **v, size_t *n, size_t *cap, struct dl_gpu_s
 	(*v)[(*n)++] = s;
 }
 
-/* Pieces of one track that touch and say the same become one slice. */
+/* Pieces of one track that touch and say the same become one slice (left by track, not by time). */
 static size_t merge(struct dl_gpu_span *v, size_t n)
 {
 	size_t w = 0;
@@ -78,7 +78,6 @@ static size_t merge(struct dl_gpu_span *v, size_t n)
 		else
 			v[w++] = v[i];
 	}
-	qsort(v, w, sizeof(*v), cmp_time);
 	return w;
 }
 
@@ -128,7 +127,7 @@ size_t dl_gpu_timeline(const struct dl_gpu_input *in, uint64_t idle[DL_IDLE_COUN
 									: DL_IDLE_HOST;
 
 			idle[k] += y - x;
-			push(&v, &nout, &cap, (struct dl_gpu_span){ x, y, 0, DL_GS_IDLE, (uint8_t)k });
+			push(&v, &nout, &cap, (struct dl_gpu_span){ x, y, 0, 0, DL_GS_IDLE, (uint8_t)k });
 			continue;
 		}
 		for (size_t g = 0; g < ngroups; g++)
@@ -140,10 +139,17 @@ size_t dl_gpu_timeline(const struct dl_gpu_input *in, uint64_t idle[DL_IDLE_COUN
 		for (size_t g = 0; g < ngroups; g++)
 			if (covers(&in->streams[group[g]], group[g + 1] - group[g], x))
 				push(&v, &nout, &cap,
-				     (struct dl_gpu_span){ x, y, in->keys[in->streams[group[g]].kind],
+				     (struct dl_gpu_span){ x, y, in->keys[in->streams[group[g]].kind], 0,
 							   (uint8_t)(certain && g == only ? DL_GS_BUSY : DL_GS_MAYBE), 0 });
 	}
 	nout = merge(v, nout);
+	/* After the merge: a zero-length mark between two pieces would keep them apart. */
+	for (size_t i = 0; i < in->nopens; i++)
+		if (in->opens[i].at >= in->start && in->opens[i].at < in->end)
+			push(&v, &nout, &cap, (struct dl_gpu_span){ in->opens[i].at, in->opens[i].at,
+								    in->keys[in->opens[i].stream], in->opens[i].tid,
+								    DL_GS_ENQUEUE, 0 });
+	qsort(v, nout, sizeof(*v), cmp_time);
 	free(cut);
 	free(group);
 	free(busy);

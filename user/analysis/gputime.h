@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "analysis/breakdown.h"
+#include "analysis/devqueue.h"
 #include "analysis/steps.h"
 
 struct dl_gpu_input {
@@ -26,6 +27,8 @@ struct dl_gpu_input {
 	size_t ncuda;
 	const struct dl_span *sched;     /* its scheduler states, as the breakdown's */
 	size_t nsched;
+	const struct dl_devq_open *opens;   /* dl_devq_opens: drawn as DL_GS_ENQUEUE */
+	size_t nopens;
 };
 
 /*

@@ -58,11 +58,13 @@ enum dl_gpu_span_kind {
 	DL_GS_BUSY,              /* on stream: work was certainly running (a host thread blocked on it) */
 	DL_GS_MAYBE,             /* on stream: work may have been queued (inside the upper bound only) */
 	DL_GS_IDLE,              /* every queue known empty; idle: enum dl_idle */
+	DL_GS_ENQUEUE,           /* on stream, start == end: thread tid's call there began a busy or maybe span */
 };
 
 struct dl_gpu_span {
 	uint64_t start, end;
-	uint64_t stream;         /* DL_GS_BUSY, DL_GS_MAYBE: the model's stream key (analysis/devqueue.h) */
+	uint64_t stream;         /* but DL_GS_IDLE: the model's stream key (analysis/devqueue.h) */
+	uint32_t tid;            /* DL_GS_ENQUEUE */
 	uint8_t kind, idle;
 };
 

@@ -579,6 +579,16 @@ int dl_timeline_sink(void *trace, const struct dl_rec *r)
 	return t->err;
 }
 
+/* A thread forgotten (exited) is not brought back for a flow. */
+static const struct dl_ttrack *known_thread_track(void *tl, pid_t pid, pid_t tid)
+{
+	struct dl_timeline *t = tl;
+	uint64_t i;
+
+	return dl_u64map_get(&t->thread_of, (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid, &i) ? &t->threads.v[i].track
+												: NULL;
+}
+
 static void write_step(struct dl_timeline *t, const struct dl_step *s)
 {
 	struct dl_targ a[DL_TMAX_ARGS];
@@ -634,7 +644,8 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 	if (sync)
 		t->out->flow_mark(t->out, &th->track, sync->ts + sync->dur / 2, "step sync", flow, 1);
 	dl_tgpu_step(t->gpu, &(struct dl_tgpu_ctx){ .out = t->out, .next_uuid = &t->next_uuid, .st = &t->st,
-						    .pseudo_tid = PSEUDO_TID - 2 }, &p->track, s);
+						    .pseudo_tid = PSEUDO_TID - 2, .next_flow = &t->next_flow,
+						    .thread_track = known_thread_track, .tl = t }, &p->track, s);
 	check_write(t);
 }
 

@@ -80,12 +80,33 @@ static const struct dl_ttrack *track_of(struct dl_tgpu *g, const struct dl_tgpu_
 	return &t->track;
 }
 
+/* The mark on the stream's track binds to the slice that begins there: the span the call's work opened. */
+static void enqueue_flow(struct dl_tgpu *g, const struct dl_tgpu_ctx *ctx, const struct dl_ttrack *proc, pid_t pid,
+			 const struct dl_gpu_span *sp)
+{
+	const struct dl_ttrack *th = ctx->thread_track ? ctx->thread_track(ctx->tl, pid, (pid_t)sp->tid) : NULL;
+	const struct dl_ttrack *tr = track_of(g, ctx, proc, pid, sp->stream);
+	uint64_t flow;
+
+	if (!th || !tr)
+		return;
+	flow = ++*ctx->next_flow;
+	ctx->st->flows++;
+	ctx->out->flow_mark(ctx->out, th, sp->start, "enqueue", flow, 0);
+	ctx->out->flow_mark(ctx->out, tr, sp->start, "enqueue", flow, 1);
+}
+
 void dl_tgpu_step(struct dl_tgpu *g, const struct dl_tgpu_ctx *ctx, const struct dl_ttrack *proc,
 		  const struct dl_step *s)
 {
 	for (uint32_t i = 0; i < s->ngpu_spans; i++) {
 		const struct dl_gpu_span *sp = &s->gpu_spans[i];
 		bool idle = sp->kind == DL_GS_IDLE;
+
+		if (sp->kind == DL_GS_ENQUEUE) {
+			enqueue_flow(g, ctx, proc, s->pid, sp);
+			continue;
+		}
 		const struct dl_ttrack *tr = track_of(g, ctx, proc, s->pid, idle ? 0 : sp->stream);
 		struct dl_targ a[2] = { { .name = idle ? "while" : "certain", .type = idle ? DL_TA_STR : DL_TA_BOOL } };
 
