@@ -119,6 +119,40 @@ def judge_bounds(name, steps, busy):
     return note
 
 
+# What each scenario's GPU idle time is mostly spent on, by how the workload loops: the input one
+# waits for its loaders with an empty queue; the launch one keeps the queue open while it launches,
+# so its idle time is the host's (its other phases), never a wait for data.
+IDLE_MOSTLY = {"input": "input", "disk": "input", "launch": "host_wait", "host-cpu": "host_wait"}
+
+
+def judge_idle(name, steps, busy):
+    """Each step's gpu_idle_ns sums to the step less its busy upper bound exactly; that idle time is
+    no more than the device's own idle time (the step less its truth busy time) plus the bounds'
+    tolerance in BOUNDS_HOLD of the steps, as the upper bound is at least the truth; on the
+    IDLE_MOSTLY scenarios most of it is of the part named."""
+    starts = [iv[0] for iv in busy]
+    over, sums, parts = 0, [0, 0, 0], {}
+    for st in steps:
+        idle = st["gpu_idle_ns"]
+        ours = sum(idle.values())
+        check(ours == st["dur_ns"] - st["gpu_busy_ns"][1],
+              f"{name}: step {st['index']}: idle parts {idle} sum to {ours}, not the step less its upper bound "
+              f"{st['dur_ns'] - st['gpu_busy_ns'][1]}")
+        truth = st["dur_ns"] - busy_between(busy, starts, st["start_ns"], st["start_ns"] + st["dur_ns"])
+        over += ours > truth + max(BOUND_TOL_REL * st["dur_ns"], BOUND_TOL_NS)
+        sums = [sums[0] + truth, sums[1] + ours, sums[2] + st["dur_ns"]]
+        for k, v in idle.items():
+            parts[k] = parts.get(k, 0) + v
+    n = len(steps)
+    note = (f"GPU idle per step: truth {sums[0] / n / 1e6:.2f} ms, dlbpf {sums[1] / n / 1e6:.2f} of "
+            f"{sums[2] / n / 1e6:.2f} (" + ", ".join(f"{k} {v / n / 1e6:.2f}" for k, v in parts.items()) + ")")
+    check(1 - over / n >= BOUNDS_HOLD, f"{name}: {note}; {over} of {n} steps idle longer than the truth")
+    want = IDLE_MOSTLY.get(name)
+    if want:
+        check(parts[want] * 2 > sums[1], f"{name}: {note}: not mostly {want}")
+    return note
+
+
 def our_shares(steps):
     total = sum(s["dur_ns"] for s in steps)
     cat = {}
@@ -258,7 +292,7 @@ def judge(name, s, truth):
           f"workload's; {note}")
     check(rel <= TOTAL_REL, f"{name}: matched steps' total off by {rel * 100:.2f}%; {note}")
     check(worst <= SHARE_PP, f"{name}: a share is {worst:.1f} points off; {note}")
-    return note + "; " + judge_bounds(name, steps, busy)
+    return note + "; " + judge_bounds(name, steps, busy) + "; " + judge_idle(name, steps, busy)
 
 
 def make_test(name):

@@ -122,10 +122,13 @@ class PfTrace:
         self.slices = []         # (track, name, cat, ts, dur, depth, args)
         self.counters = Counter()
         self.flows = Counter()
+        self.instants = []       # (track, name, ts, flow ids, terminating flow ids)
         open_ = defaultdict(list)
         for ts, _, typ, track, name, cats, args, te in events:
             for f in te.get("flow_ids", []) + te.get("terminating_flow_ids", []):
                 self.flows[f] += 1
+            if typ == "TYPE_INSTANT":
+                self.instants.append((track, name, ts, te.get("flow_ids", []), te.get("terminating_flow_ids", [])))
             if typ == "TYPE_SLICE_BEGIN":
                 check(name, f"slice without a name at {ts}")
                 open_[track].append((ts, name, cats[0] if cats else None, args))
@@ -366,6 +369,101 @@ def test_full_disk():
         rc, _, err = run_dlbpf(["-q", "--format", fmt, "-o", "/dev/full", "--", *SPIN])
         check(rc != 0, f"{fmt}: dlbpf exited 0 writing to /dev/full")
         check("writing the trace to /dev/full failed" in err, f"{fmt}: unclear error: {err}")
+
+
+def unknown_fields(text):
+    """Fields the proto does not name: protoc --decode prints them by number."""
+    return [l.strip() for l in text.splitlines() if re.match(r"\s*\d+(:| \{)", l)]
+
+
+def gpu_inferred_trace(scenario):
+    """A scenario traced → .pftrace, its "GPU (inferred)" tracks checked against its summary: one per
+    stream and one of the idle split, under the process; slices never overlap on a track and lie
+    inside the steps; per step the stream slices cover exactly the busy upper bound and the idle
+    slices hold the summary's split (both drawn from the same spans, to the nanosecond); certain
+    slices hold no more than the lower bounds; a flow runs from each call that began a stream's span
+    to the slice that begins there; and the proto names every field written. Returns the
+    stream tracks' count and the certain busy time."""
+    path = os.path.join(WORK, f"gpu-inferred-{scenario}.pftrace")
+    js = os.path.join(WORK, f"gpu-inferred-{scenario}.json")
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    d = Dlbpf(["-o", path, "--json", js, "--", TRAIN, "--scenario", scenario, "--quiet"], env=env)
+    rc = d.wait(timeout=120)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-800:]}")
+    summary = load_summary(js)
+    with open(path, "rb") as f:
+        out = subprocess.run(["protoc", "--decode=dlbpf_test.Trace", "-I", PROTO_DIR, "perfetto_min.proto"],
+                             stdin=f, capture_output=True, text=True)
+    check(out.returncode == 0, f"protoc --decode failed: {out.stderr[-500:]}")
+    unknown = unknown_fields(out.stdout)
+    check(not unknown, f"{len(unknown)} fields the proto does not know, e.g. {unknown[:3]}")
+    t = PfTrace(parse_text(out.stdout)["packet"])
+    gpu = {u: one(td, "name") for u, td in t.tracks.items() if (one(td, "name") or "").startswith("GPU")}
+    streams = [u for u, n in gpu.items() if n.startswith("GPU (inferred)")]
+    idle = [u for u, n in gpu.items() if n == "GPU idle (inferred)"]
+    check(streams and len(idle) == 1, f"GPU tracks: {sorted(gpu.values())}")
+    procs = {u for u, td in t.tracks.items() if "process" in td}
+    check(all(one(t.tracks[u], "parent_uuid") in procs for u in gpu), "a GPU track is not under a process")
+    slices = [s for s in t.slices if s[0] in gpu]
+    check(all(s[2] == "gpu (inferred)" for s in slices), "GPU slices of another category")
+    deep = [s for s in slices if s[5] != 0]
+    check(not deep, f"{len(deep)} GPU slices overlap another on their track, e.g. {deep[:1]}")
+    steps = sorted(summary["steps"], key=lambda x: x["start_ns"])
+    check(steps, "no steps")
+    index = {x["index"]: x for x in steps}
+    by_step = defaultdict(list)
+    for s in slices:
+        check(s[6]["step"] in index, f"GPU slice of step {s[6]['step']}, not in the summary")
+        st = index[s[6]["step"]]
+        check(st["start_ns"] <= s[3] and s[3] + s[4] <= st["start_ns"] + st["dur_ns"],
+              f"GPU slice {s[1]} at {s[3]}+{s[4]} outside its step {st['index']}")
+        by_step[st["index"]].append(s)
+    certain = 0
+    for st in steps:
+        mine = by_step[st["index"]]
+        busy = sorted((s[3], s[3] + s[4]) for s in mine if s[0] in streams)
+        covered, end = 0, 0
+        for a, b in busy:
+            covered += max(0, b - max(a, end))
+            end = max(end, b)
+        check(covered == st["gpu_busy_ns"][1], f"step {st['index']}: stream slices cover {covered} ns, upper bound "
+              f"{st['gpu_busy_ns'][1]}")
+        split = Counter()
+        for s in mine:
+            if s[0] in idle:
+                split[s[1]] += s[4]
+        check(all(split[k] == v for k, v in st["gpu_idle_ns"].items()),
+              f"step {st['index']}: idle slices {dict(split)}, summary {st['gpu_idle_ns']}")
+        certain += sum(s[4] for s in mine if s[0] in streams and s[6]["certain"] == "true")
+        check(all(s[6]["certain"] == ("true" if s[1] == "busy" else "false") for s in mine if s[0] in streams),
+              f"step {st['index']}: a stream slice's name and certain disagree")
+    # A flow from each call that began a stream's span (on its thread's track) to that span.
+    threads = {u for u, td in t.tracks.items() if "thread" in td}
+    starts = {u: {s[3] for s in slices if s[0] == u} for u in streams}
+    ends = [i for i in t.instants if i[1] == "enqueue" and i[0] in streams]
+    begins = {f: i for i in t.instants if i[1] == "enqueue" and i[0] in threads for f in i[3]}
+    check(ends and len(ends) == len(begins), f"{len(ends)} enqueue flows end on streams, {len(begins)} begin on threads")
+    for track, _, ts, _, term in ends:
+        check(len(term) == 1 and term[0] in begins and begins[term[0]][2] == ts,
+              f"enqueue flow {term} at {ts} does not begin on a thread at its time")
+        check(ts in starts[track], f"enqueue flow at {ts} ends where no slice of its stream begins")
+    lower = sum(st["gpu_busy_ns"][0] for st in steps)
+    # Certain only where one stream alone may hold work: never more than the lower bound.
+    check(certain <= lower, f"certain busy {certain} ns, over the lower bounds' {lower} ns")
+    return len(streams), certain, (f"{scenario}: {len(streams)} stream tracks, {len(slices)} GPU slices and "
+                                   f"{len(ends)} enqueue flows over {len(steps)} steps, certain "
+                                   f"{certain / 1e6:.1f} of the lower bounds' {lower / 1e6:.1f} ms")
+
+
+def test_pftrace_gpu_inferred():
+    """The inferred device tracks (gpu_inferred_trace) of two scenarios: kernels on two streams get a
+    track each; kernels on one stream the host waits on are certain busy time (where two streams
+    may both hold work, which ran is not known: none of it is certain)."""
+    nstreams, _, two = gpu_inferred_trace("two-streams")
+    check(nstreams >= 2, f"{two}: one track for two streams")
+    _, certain, one_stream = gpu_inferred_trace("gpu")
+    check(certain > 0, f"{one_stream}: no certain busy time")
+    return f"{two}; {one_stream}"
 
 
 if __name__ == "__main__":

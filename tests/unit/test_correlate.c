@@ -264,6 +264,13 @@ static void test_auto_marker_loop(void)
 	 */
 	CHECK_STEPS(p, s->gpu_busy_hi_ns, 5 * MS);
 	CHECK_STEPS(p, s->gpu_busy_lo_ns, 4 * MS);
+	/*
+	 * Idle the other 5 ms, from the loss copy's wake-up (its return: nothing of it is left as sync
+	 * overhead): the next batch's wait asleep (4 ms) is input, the CPU after it (1 ms) host.
+	 */
+	CHECK_STEPS(p, s->gpu_idle_ns[DL_IDLE_INPUT], 4 * MS);
+	CHECK_STEPS(p, s->gpu_idle_ns[DL_IDLE_HOST], 1 * MS);
+	CHECK_STEPS(p, s->gpu_idle_ns[DL_IDLE_SYNC], 0);
 	CHECK_STEPS(p, s->cat_ns[DL_CAT_INPUT_WAIT], 4 * MS);
 	CHECK_STEPS(p, s->cat_ns[DL_CAT_CPU], 1 * MS + 600 * US);
 	CHECK_STEPS(p, s->kernels, 3);
@@ -359,6 +366,10 @@ static void test_sync_copies_to_idle_device(void)
 	CHECK_STEPS(p, s->verdict, DL_V_COPY);
 	CHECK_STEPS(p, s->gpu_busy_hi_ns, 20 * 50 * US);
 	CHECK_STEPS(p, s->gpu_busy_lo_ns, 0);
+	/* Idle 2000 - 1000 us: inside the sync on empty queues (10 us) sync overhead; the rest (no scheduler records) host. */
+	CHECK_STEPS(p, s->gpu_idle_ns[DL_IDLE_SYNC], 10 * US);
+	CHECK_STEPS(p, s->gpu_idle_ns[DL_IDLE_HOST], 990 * US);
+	CHECK_STEPS(p, s->gpu_idle_ns[DL_IDLE_INPUT], 0);
 out:
 	gen_free(&g);
 }
@@ -382,6 +393,8 @@ static void test_lost_records_widen_bounds(void)
 	if (!p)
 		goto out;
 	CHECK_STEPS(p, s->gpu_busy_hi_ns, s->dur_ns);
+	/* So no time is known idle. */
+	CHECK_STEPS(p, s->gpu_idle_ns[DL_IDLE_HOST] + s->gpu_idle_ns[DL_IDLE_INPUT] + s->gpu_idle_ns[DL_IDLE_SYNC], 0);
 	/* The lower bound stands: it rests on waits that were seen. */
 	CHECK_STEPS(p, s->gpu_busy_lo_ns, 4 * MS);
 out:

@@ -288,8 +288,66 @@ static void test_collectives(void)
 	dl_devq_free(&q);
 }
 
+/*
+ * Per-stream spans: A (0xa000) opens at 0 and is synced 40-50 us, B (0xb000)
+ * opens at 20 and stays open. In 0-100 us: A 0-50 (the sync's return), B
+ * 20-100 (open to the interval's end); the union, 0-100, is the upper bound.
+ * A second launch on A at 60 and a sync 70-80: A's spans stay apart, 0-50
+ * and 60-80. Forgetting before 55 drops A's first span only (B is open).
+ */
+static void test_stream_spans(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+	struct dl_span *v;
+	size_t n;
+
+	feed(&q, launch(0, 0xa000, 1, DL_API_LAUNCH_KERNEL));
+	feed(&q, launch(20 * US, 0xb000, 1, DL_API_LAUNCH_KERNEL));
+	c = call(DL_API_STREAM_SYNC, 40 * US, 50 * US, 0xa000, 0, 1, true);
+	dl_devq_call(&q, &c);
+	feed(&q, launch(60 * US, 0xa000, 1, DL_API_LAUNCH_KERNEL));
+	c = call(DL_API_STREAM_SYNC, 70 * US, 80 * US, 0xa000, 0, 1, true);
+	dl_devq_call(&q, &c);
+	n = dl_devq_stream_spans(&q, 0, 100 * US, &v);
+	CHECK_EQ_U64(n, 3);
+	if (n == 3) {
+		/* By stream (A is index 0, B index 1), then start. */
+		CHECK(v[0].kind == 0 && v[0].start == 0 && v[0].end == 50 * US, "A's first span");
+		CHECK(v[1].kind == 0 && v[1].start == 60 * US && v[1].end == 80 * US, "A's second span");
+		CHECK(v[2].kind == 1 && v[2].start == 20 * US && v[2].end == 100 * US, "B open to the end");
+		CHECK(q.streams.v[v[2].kind].key == 0xb000, "kind names B's index");
+	}
+	free(v);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 100 * US);
+	/* The enqueues that began them, by stream: A's at 0 and 60 (thread 1's launches), B's at 20; in 10-100, not A's first. */
+	{
+		struct dl_devq_open *o;
+		size_t no = dl_devq_opens(&q, 0, 100 * US, &o);
+
+		CHECK(no == 3 && o[0].at == 0 && o[1].at == 60 * US && o[2].at == 20 * US && o[2].stream == 1 &&
+			      o[0].tid == 1,
+		      "opens");
+		free(o);
+		no = dl_devq_opens(&q, 10 * US, 100 * US, &o);
+		CHECK(no == 2 && o[0].at == 60 * US, "opens from 10 us");
+		free(o);
+	}
+	/* Clipped to 30-65: A 30-50 and 60-65, B 30-65. */
+	n = dl_devq_stream_spans(&q, 30 * US, 65 * US, &v);
+	CHECK(n == 3 && v[0].start == 30 * US && v[0].end == 50 * US && v[1].end == 65 * US && v[2].start == 30 * US,
+	      "clipped spans");
+	free(v);
+	dl_devq_forget_before(&q, 55 * US);
+	n = dl_devq_stream_spans(&q, 0, 100 * US, &v);
+	CHECK(n == 2 && v[0].start == 60 * US && v[1].kind == 1, "forgotten: A's first span only");
+	free(v);
+	dl_devq_free(&q);
+}
+
 int main(void)
 {
+	test_stream_spans();
 	test_legacy_vs_per_thread();
 	test_event_edge_across_streams();
 	test_query_drains();

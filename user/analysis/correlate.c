@@ -204,32 +204,6 @@ static void fold_old_steps(struct dl_correlator *c, struct dl_corr_proc *p)
 	p->nsteps = keep;
 }
 
-/*
- * The step's device-busy bounds. Lost records may have held an enqueue the
- * model never saw, so with any lost the upper bound is the whole step.
- */
-static void device_bounds(const struct dl_correlator *c, struct cproc *p, struct dl_step *st,
-			  const struct dl_span *sched, size_t nsched)
-{
-	uint64_t start = st->start_ns, end = st->start_ns + st->dur_ns;
-	struct dl_devq_wait *w = dl_xcalloc(p->calls.n + 1, sizeof(*w));
-	size_t n = 0;
-
-	for (size_t i = 0; i < p->calls.n; i++) {
-		const struct mcall *m = &p->calls.v[i];
-		struct dl_devq_call dc = { .cls = m->cls, .dir = m->dir, .async = m->async };
-
-		if (m->entry_only || m->end <= start || m->start >= end || !dl_devq_blocking(&dc))
-			continue;
-		w[n++] = (struct dl_devq_wait){ m->start, m->end, m->waited != DL_DEVQ_EMPTY };
-		if (m->ok)
-			dl_devq_drained_by(&p->devq, m->end, dl_devq_woke(sched, nsched, m->start, m->end));
-	}
-	st->gpu_busy_hi_ns = c->calls_lost ? st->dur_ns : dl_devq_busy_upper(&p->devq, start, end);
-	st->gpu_busy_lo_ns = dl_min_u64(st->gpu_busy_hi_ns, dl_devq_busy_lower(w, n, sched, nsched, start, end));
-	free(w);
-}
-
 static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, uint64_t end)
 {
 	const struct mcall *calls = p->calls.v;
@@ -237,7 +211,8 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	struct dl_span *cuda = dl_xcalloc(2 * p->calls.n + 1, sizeof(*cuda));
 	struct dl_span *sched = dl_xcalloc(p->sched.n + 1, sizeof(*sched));
 	struct dl_span *reads = dl_xcalloc(c->tree.n + 1, sizeof(*reads));
-	size_t ncuda = 0, nsched = 0, nreads = 0;
+	size_t ncuda = 0, nsched = 0, nreads = 0, nspans;
+	struct dl_gpu_span *spans;
 	struct dl_step st = { 0 };
 	struct dl_step_sites by_site = { 0 };
 	struct dl_step_input in;
@@ -314,7 +289,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 		dl_lineage_step(&c->lin, &q, &st.input);
 		dl_lin_totals_add(&p->pub.lineage, &st.input);
 	}
-	device_bounds(c, p, &st, sched, nsched);
+	nspans = dl_corr_device(c, p, &st, cuda, ncuda, sched, nsched, &spans);
 	dl_corr_kdur_finalize(p, sched, nsched, end);
 	st.verdict = dl_verdict_of(st.cat_ns, &st.share);
 	dl_step_sites_take(&by_site, &st);
@@ -324,8 +299,11 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 
 	dl_grow((void **)&p->pub.steps, &p->pub.cap, p->pub.nsteps + 1, sizeof(*p->pub.steps));
 	p->pub.steps[p->pub.nsteps++] = st;
+	st.gpu_spans = spans;
+	st.ngpu_spans = (uint32_t)nspans;
 	if (c->on_step)
 		c->on_step(c->ctx, &st);
+	free(spans);
 	fold_old_steps(c, &p->pub);
 
 	/* What ended before this step's end is no longer needed by later steps. */
@@ -647,9 +625,12 @@ static void widen_lost(struct dl_correlator *c)
 	for (size_t i = 0; c->calls_lost && i < c->procs.n; i++) {
 		struct dl_corr_proc *p = &c->procs.v[i].pub;
 
-		for (size_t k = 0; k < p->nsteps; k++)
+		for (size_t k = 0; k < p->nsteps; k++) {
 			p->steps[k].gpu_busy_hi_ns = p->steps[k].dur_ns;
+			memset(p->steps[k].gpu_idle_ns, 0, sizeof(p->steps[k].gpu_idle_ns));
+		}
 		p->folded.gpu_busy_hi_ns = p->folded.dur_ns;
+		memset(p->folded.gpu_idle_ns, 0, sizeof(p->folded.gpu_idle_ns));
 	}
 }
 

@@ -121,6 +121,13 @@ int dl_corr_kdur_column(struct cproc *p, const struct dl_call *k);
 void dl_corr_kdur_call(struct cproc *p, const struct cevent *e, const struct mcall *m);
 /* Windows whose drain returned by end become equations (sched: the main thread's states). */
 void dl_corr_kdur_finalize(struct cproc *p, const struct dl_span *sched, size_t nsched, uint64_t end);
+/*
+ * The step's device-busy bounds and idle split, from the model and the main
+ * thread's pieces and states (as the breakdown's); returns the step's device
+ * timeline (*spans allocated: steps.h, struct dl_gpu_span).
+ */
+size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, struct dl_step *st, const struct dl_span *cuda,
+		      size_t ncuda, const struct dl_span *sched, size_t nsched, struct dl_gpu_span **spans);
 /* Decides main thread and marker (final: with whatever was seen); true when decided. */
 bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final);
 

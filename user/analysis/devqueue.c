@@ -62,7 +62,7 @@ static const struct dl_devq_event *find_event(const struct dl_devq *q, uint64_t 
 
 enum work { W_TRANSFER, W_COMPUTE, W_COMM };
 
-static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, enum work kind)
+static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, uint32_t tid, enum work kind)
 {
 	struct dl_devq_stream *s = get_stream(q, key);
 
@@ -77,8 +77,10 @@ static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, enum work kind)
 	s->compute = s->compute || kind != W_TRANSFER;
 	s->has_kernels = s->has_kernels || kind == W_COMPUTE;
 	/* A record can come after a later one of another thread: the earliest entry opens the stream. */
-	if (!s->open || t < s->open_since)
+	if (!s->open || t < s->open_since) {
 		s->open_since = t;
+		s->open_tid = tid;
+	}
 	s->open = true;
 	if (t > s->last_enq)
 		s->last_enq = t;
@@ -99,7 +101,8 @@ static void drain(struct dl_devq *q, uint64_t key, uint64_t upto, uint64_t done,
 	if (!s || depth > MAX_DEP_DEPTH)
 		return;
 	if (s->open && s->last_enq < upto) {
-		*dl_vec_push(&q->busy_max) = (struct dl_span){ s->open_since, done, 0 };
+		*dl_vec_push(&q->busy_max) = (struct dl_devq_span){ s->open_since, done, (uint32_t)(s - q->streams.v),
+								   s->open_tid };
 		s->open = s->compute = s->comm_last = s->comm_ahead = s->has_kernels = false;
 	}
 	/* Taken out while followed, so a cycle of waits ends here. Draining adds no stream: s stays put. */
@@ -231,7 +234,7 @@ static enum dl_devq_waited on_copy(struct dl_devq *q, const struct dl_devq_call 
 	if (c->dir == DL_DIR_H2H || !c->ok)
 		return DL_DEVQ_EMPTY;
 	waited = waits_on(q, key, c->start);
-	enqueue(q, key, c->start, W_TRANSFER);
+	enqueue(q, key, c->start, c->tid, W_TRANSFER);
 	if (c->async || c->dir == DL_DIR_D2D)
 		return DL_DEVQ_EMPTY;
 	/*
@@ -252,16 +255,16 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 	case DL_CLS_LAUNCH:
 	case DL_CLS_GRAPH:
 		/* Entry-only: whether it failed is not known, so it may have enqueued. */
-		enqueue(q, stream_key(c), c->start, W_COMPUTE);
+		enqueue(q, stream_key(c), c->start, c->tid, W_COMPUTE);
 		break;
 	case DL_CLS_MEMSET:
 		if (c->ok)
-			enqueue(q, stream_key(c), c->start, W_COMPUTE);
+			enqueue(q, stream_key(c), c->start, c->tid, W_COMPUTE);
 		break;
 	case DL_CLS_COMM:
 		/* Grouped calls reach the device at ncclGroupEnd: enqueued at the call, the upper bound only widens. */
 		if (c->ok)
-			enqueue(q, stream_key(c), c->start, W_COMM);
+			enqueue(q, stream_key(c), c->start, c->tid, W_COMM);
 		break;
 	case DL_CLS_COPY:
 		return on_copy(q, c);
@@ -301,18 +304,74 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 	return DL_DEVQ_EMPTY;
 }
 
-uint64_t dl_devq_busy_upper(const struct dl_devq *q, uint64_t a, uint64_t b)
+static int cmp_stream_start(const void *a, const void *b)
+{
+	const struct dl_span *x = a, *y = b;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+size_t dl_devq_stream_spans(const struct dl_devq *q, uint64_t a, uint64_t b, struct dl_span **out)
 {
 	struct dl_span *v = dl_xcalloc(q->busy_max.n + q->streams.n + 1, sizeof(*v));
-	size_t n = 0;
-	uint64_t busy;
+	size_t n = 0, w = 0;
 
 	for (size_t i = 0; i < q->busy_max.n; i++)
 		if (q->busy_max.v[i].end > a && q->busy_max.v[i].start < b)
-			v[n++] = q->busy_max.v[i];
+			v[n++] = (struct dl_span){ q->busy_max.v[i].start, q->busy_max.v[i].end, q->busy_max.v[i].stream };
 	for (size_t i = 0; i < q->streams.n; i++)
 		if (q->streams.v[i].open && q->streams.v[i].open_since < b)
-			v[n++] = (struct dl_span){ q->streams.v[i].open_since, b, 0 };
+			v[n++] = (struct dl_span){ q->streams.v[i].open_since, b, (uint32_t)i };
+	/* Out-of-order records can open a stream before its previous span's end: merged, a stream's spans are disjoint. */
+	qsort(v, n, sizeof(*v), cmp_stream_start);
+	for (size_t i = 0; i < n; i++) {
+		struct dl_span x = { dl_max_u64(v[i].start, a), dl_min_u64(v[i].end, b), v[i].kind };
+
+		if (x.end <= x.start)
+			continue;
+		if (w && v[w - 1].kind == x.kind && x.start <= v[w - 1].end)
+			v[w - 1].end = dl_max_u64(v[w - 1].end, x.end);
+		else
+			v[w++] = x;
+	}
+	*out = v;
+	return w;
+}
+
+static int cmp_open(const void *a, const void *b)
+{
+	const struct dl_devq_open *x = a, *y = b;
+
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+size_t dl_devq_opens(const struct dl_devq *q, uint64_t a, uint64_t b, struct dl_devq_open **out)
+{
+	struct dl_devq_open *v = dl_xcalloc(q->busy_max.n + q->streams.n + 1, sizeof(*v));
+	size_t n = 0;
+
+	for (size_t i = 0; i < q->busy_max.n; i++)
+		if (q->busy_max.v[i].start >= a && q->busy_max.v[i].start < b)
+			v[n++] = (struct dl_devq_open){ q->busy_max.v[i].start, q->busy_max.v[i].stream,
+							q->busy_max.v[i].tid };
+	for (size_t i = 0; i < q->streams.n; i++)
+		if (q->streams.v[i].open && q->streams.v[i].open_since >= a && q->streams.v[i].open_since < b)
+			v[n++] = (struct dl_devq_open){ q->streams.v[i].open_since, (uint32_t)i, q->streams.v[i].open_tid };
+	qsort(v, n, sizeof(*v), cmp_open);
+	*out = v;
+	return n;
+}
+
+uint64_t dl_devq_busy_upper(const struct dl_devq *q, uint64_t a, uint64_t b)
+{
+	struct dl_span *v;
+	size_t n = dl_devq_stream_spans(q, a, b, &v);
+	uint64_t busy;
+
 	n = dl_spans_union(v, n);
 	busy = dl_spans_overlap(v, n, a, b);
 	free(v);
@@ -336,12 +395,11 @@ void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke)
 			q->busy_max.v[i].end = dl_max_u64(q->busy_max.v[i].start, woke);
 }
 
-uint64_t dl_devq_busy_lower(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
-			    uint64_t a, uint64_t b)
+size_t dl_devq_lower_spans(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
+			   uint64_t a, uint64_t b, struct dl_span **out)
 {
 	struct dl_span *v = dl_xcalloc(n + 1, sizeof(*v));
 	size_t k = 0;
-	uint64_t busy;
 
 	for (size_t i = 0; i < n; i++) {
 		uint64_t woke;
@@ -352,8 +410,17 @@ uint64_t dl_devq_busy_lower(const struct dl_devq_wait *w, size_t n, const struct
 		if (woke)
 			v[k++] = (struct dl_span){ w[i].start, woke, 0 };
 	}
-	k = dl_spans_union(v, k);
-	busy = dl_spans_overlap(v, k, a, b);
+	*out = v;
+	return dl_spans_union(v, k);
+}
+
+uint64_t dl_devq_busy_lower(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
+			    uint64_t a, uint64_t b)
+{
+	struct dl_span *v;
+	size_t k = dl_devq_lower_spans(w, n, sched, nsched, a, b, &v);
+	uint64_t busy = dl_spans_overlap(v, k, a, b);
+
 	free(v);
 	return busy;
 }

@@ -51,6 +51,7 @@ struct dl_devq_stream {
 	uint64_t key;
 	bool open;                /* may hold work */
 	uint64_t open_since;      /* the first enqueue since it was last known empty */
+	uint32_t open_tid;        /* the thread that made it */
 	uint64_t last_enq;        /* the latest enqueue's entry */
 	bool compute;             /* what it may hold is not only transfers (kernels, graphs, memsets, collectives) */
 	bool comm_last;           /* of that work, the latest enqueued is an NCCL collective */
@@ -64,11 +65,18 @@ struct dl_devq_event {
 	uint64_t handle, stream, at;   /* recorded on stream (key) at time at */
 };
 
+/* An interval in which a stream may have held work, and the enqueue that began it. */
+struct dl_devq_span {
+	uint64_t start, end;
+	uint32_t stream;          /* index in streams */
+	uint32_t tid;             /* the thread whose call enqueued at start */
+};
+
 struct dl_devq {
 	DL_VEC(struct dl_devq_stream) streams;
 	DL_VEC(struct dl_devq_event) events;
 	struct dl_u64map event_of;        /* handle -> index in events (frameworks record thousands) */
-	DL_VEC(struct dl_span) busy_max;   /* closed intervals in which the device may have been busy */
+	DL_VEC(struct dl_devq_span) busy_max;   /* closed ones */
 };
 
 /* What a blocking call found queued, on the streams it waits for, at its entry. */
@@ -87,6 +95,13 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 bool dl_devq_blocking(const struct dl_devq_call *c);
 /* The most device-busy time [a, b) can hold, by what is known now (streams still open count as busy). */
 uint64_t dl_devq_busy_upper(const struct dl_devq *q, uint64_t a, uint64_t b);
+/*
+ * The spans of [a, b) in which each stream may have held work, clipped to it:
+ * kind is the stream's index in q->streams; sorted by stream, then start; a
+ * stream's spans disjoint. Their union is what dl_devq_busy_upper measures.
+ * *out is allocated (free it).
+ */
+size_t dl_devq_stream_spans(const struct dl_devq *q, uint64_t a, uint64_t b, struct dl_span **out);
 /* A blocking call of the thread whose scheduler states are known. */
 struct dl_devq_wait {
 	uint64_t start, end;
@@ -119,6 +134,17 @@ void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke);
  */
 uint64_t dl_devq_busy_lower(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
 			    uint64_t a, uint64_t b);
+/* An enqueue that opened a stream (began one of its spans), for a trace's flows. */
+struct dl_devq_open {
+	uint64_t at;
+	uint32_t stream, tid;     /* stream: index in streams */
+};
+
+/* The enqueues in [a, b) that opened a stream, by stream then time; *out allocated. */
+size_t dl_devq_opens(const struct dl_devq *q, uint64_t a, uint64_t b, struct dl_devq_open **out);
+/* The spans dl_devq_busy_lower measures, as a sorted union (not clipped to [a, b)); *out allocated. */
+size_t dl_devq_lower_spans(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
+			   uint64_t a, uint64_t b, struct dl_span **out);
 /* Forgets what no interval starting at or after t needs. */
 void dl_devq_forget_before(struct dl_devq *q, uint64_t t);
 

@@ -42,6 +42,7 @@ static void fold_of_step(struct dl_step_fold *one, const struct dl_step *st)
 		.gpu_busy_hi_ns = st->gpu_busy_hi_ns, .mean = (double)st->dur_ns,
 	};
 	memcpy(one->cat_ns, st->cat_ns, sizeof(one->cat_ns));
+	memcpy(one->gpu_idle_ns, st->gpu_idle_ns, sizeof(one->gpu_idle_ns));
 	if (st->verdict < DL_V_COUNT)
 		one->verdicts[st->verdict] = 1;
 	/* Over a millisecond of reads in flight: a shorter window says more about caches than the disk. */
@@ -93,6 +94,8 @@ void dl_fold_merge(struct dl_step_fold *to, const struct dl_step_fold *from)
 	to->wakeup_runq_ns += from->wakeup_runq_ns;
 	to->gpu_busy_lo_ns += from->gpu_busy_lo_ns;
 	to->gpu_busy_hi_ns += from->gpu_busy_hi_ns;
+	for (int k = 0; k < DL_IDLE_COUNT; k++)
+		to->gpu_idle_ns[k] += from->gpu_idle_ns[k];
 	for (int v = 0; v < DL_V_COUNT; v++)
 		to->verdicts[v] += from->verdicts[v];
 	to->io_peak_mbps = dl_max_dbl(to->io_peak_mbps, from->io_peak_mbps);

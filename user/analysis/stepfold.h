@@ -31,6 +31,7 @@ struct dl_step_fold {
 	uint64_t small_copies, pageable_copies, kernels, wakeup_runq_ns;
 	uint64_t collectives, comm_bytes, comm_after_compute_ns;
 	uint64_t gpu_busy_lo_ns, gpu_busy_hi_ns;   /* sums of the steps' inferred bounds */
+	uint64_t gpu_idle_ns[DL_IDLE_COUNT];       /* and of their idle split */
 	uint64_t verdicts[DL_V_COUNT];
 	double io_peak_mbps;       /* fastest disk throughput over a step's reads in flight (> 1 ms of them) */
 	double mean, m2;           /* of dur_ns: Welford's running mean and sum of squared deviations */

@@ -26,6 +26,13 @@ const char *dl_severity_name(enum dl_severity s)
 	return s <= DL_SEV_HIGH ? names[s] : "?";
 }
 
+const char *dl_idle_name(enum dl_idle i)
+{
+	static const char *const names[DL_IDLE_COUNT] = { "host_wait", "input", "sync_overhead" };
+
+	return i < DL_IDLE_COUNT ? names[i] : "?";
+}
+
 uint64_t dl_verdict_ns(const uint64_t cat_ns[DL_CAT_COUNT], enum dl_verdict v)
 {
 	switch (v) {

@@ -37,6 +37,37 @@ enum dl_verdict {
 	DL_V_COUNT,
 };
 
+/*
+ * The step's GPU-idle time (the step less the busy upper bound: every queue
+ * known empty), by what the main thread was doing meanwhile. Each idle
+ * nanosecond goes to the first that holds: inside a blocking CUDA call (a sync
+ * or synchronous copy that had nothing left to wait for) is sync_overhead;
+ * inside any other CUDA call, host_wait; blocked outside CUDA calls (the
+ * breakdown's io_wait and input_wait), input; anything else (cpu, runq,
+ * unknown), host_wait. The three sum to dur_ns - gpu_busy_hi_ns exactly.
+ */
+enum dl_idle {
+	DL_IDLE_HOST,
+	DL_IDLE_INPUT,
+	DL_IDLE_SYNC,
+	DL_IDLE_COUNT,
+};
+
+/* What the step's device timeline looked like, for sinks that draw it (the Perfetto trace). */
+enum dl_gpu_span_kind {
+	DL_GS_BUSY,              /* on stream: work was certainly running (a host thread blocked on it) */
+	DL_GS_MAYBE,             /* on stream: work may have been queued (inside the upper bound only) */
+	DL_GS_IDLE,              /* every queue known empty; idle: enum dl_idle */
+	DL_GS_ENQUEUE,           /* on stream, start == end: thread tid's call there began a busy or maybe span */
+};
+
+struct dl_gpu_span {
+	uint64_t start, end;
+	uint64_t stream;         /* but DL_GS_IDLE: the model's stream key (analysis/devqueue.h) */
+	uint32_t tid;            /* DL_GS_ENQUEUE */
+	uint8_t kind, idle;
+};
+
 enum dl_severity { DL_SEV_NONE, DL_SEV_LOW, DL_SEV_MODERATE, DL_SEV_HIGH };
 
 /* A call site's share of a step (analysis/callsites.h): the sites with the most time are kept. */
@@ -101,6 +132,14 @@ struct dl_step {
 	uint64_t wakeup_runq_ns;   /* the part of runq right after a wake-up from blocking */
 	/* inferred by the device-queue model (analysis/devqueue.h): the truth lies between */
 	uint64_t gpu_busy_lo_ns, gpu_busy_hi_ns;
+	uint64_t gpu_idle_ns[DL_IDLE_COUNT];   /* sums to dur_ns - gpu_busy_hi_ns exactly */
+	/*
+	 * The device timeline inside the step, sorted by start: per stream,
+	 * disjoint; idle spans disjoint from every busy one. Valid only while the
+	 * step is told (dl_step_fn); NULL in the steps kept.
+	 */
+	const struct dl_gpu_span *gpu_spans;
+	uint32_t ngpu_spans;
 	enum dl_verdict verdict;
 	double share;              /* of the verdict's categories in the step */
 	uint64_t first_event;      /* stream position of the marker; for sinks that link */
@@ -113,6 +152,7 @@ struct dl_step {
 const char *dl_cat_name(enum dl_cat c);
 const char *dl_verdict_name(enum dl_verdict v);
 const char *dl_severity_name(enum dl_severity s);
+const char *dl_idle_name(enum dl_idle i);
 
 /* Time of a step's categories that make up a verdict. */
 uint64_t dl_verdict_ns(const uint64_t cat_ns[DL_CAT_COUNT], enum dl_verdict v);

@@ -76,6 +76,7 @@ static void js_slice(struct dl_tout *o, const struct dl_tslice *s)
 			case DL_TA_I64: dl_json_i64(j, a->i); break;
 			case DL_TA_DBL: dl_json_double(j, a->d); break;
 			case DL_TA_STR: dl_json_str(j, a->s); break;
+			case DL_TA_BOOL: dl_json_bool(j, a->u != 0); break;
 			}
 		}
 		dl_json_obj_end(j);

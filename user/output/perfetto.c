@@ -350,6 +350,7 @@ static void annotation(struct pf_out *o, const struct dl_targ *a)
 	case DL_TA_U64: dl_pb_uint(b, 3, a->u); break;
 	case DL_TA_I64: dl_pb_int(b, 4, a->i); break;
 	case DL_TA_DBL: dl_pb_double(b, 5, a->d); break;
+	case DL_TA_BOOL: dl_pb_bool(b, 2, a->u != 0); break;   /* DebugAnnotation.bool_value */
 	case DL_TA_STR:
 		/* Values repeat (kernel names, directions, dims): interned, inline past the table's size. */
 		iid = intern(o, PF_INTERN_STRVAL, a->s ? a->s : "");

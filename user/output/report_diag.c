@@ -119,6 +119,11 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 			(double)st.sum.gpu_busy_lo_ns / 1e6 / (double)n, (double)st.sum.gpu_busy_hi_ns / 1e6 / (double)n,
 			(double)total / 1e6 / (double)n, dl_pct(st.sum.gpu_busy_lo_ns, total),
 			dl_pct(st.sum.gpu_busy_hi_ns, total));
+		fprintf(f, "  GPU idle %.1f ms of %.1f per step: host %.1f, input %.1f, sync %.1f\n",
+			(double)(total - st.sum.gpu_busy_hi_ns) / 1e6 / (double)n, (double)total / 1e6 / (double)n,
+			(double)st.sum.gpu_idle_ns[DL_IDLE_HOST] / 1e6 / (double)n,
+			(double)st.sum.gpu_idle_ns[DL_IDLE_INPUT] / 1e6 / (double)n,
+			(double)st.sum.gpu_idle_ns[DL_IDLE_SYNC] / 1e6 / (double)n);
 		fprintf(f, "  %-12s %12s %7s %12s\n", "category", "total ms", "share", "ms per step");
 		for (int k = 0; k < DL_CAT_COUNT; k++)
 			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)st.sum.cat_ns[k] / 1e6,
@@ -179,6 +184,11 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 	dl_json_u64(j, st->gpu_busy_lo_ns);
 	dl_json_u64(j, st->gpu_busy_hi_ns);
 	dl_json_arr_end(j);
+	dl_json_key(j, "gpu_idle_ns");
+	dl_json_obj_begin(j);
+	for (int k = 0; k < DL_IDLE_COUNT; k++)
+		dl_json_ku64(j, dl_idle_name(k), st->gpu_idle_ns[k]);
+	dl_json_obj_end(j);
 	dl_json_kstr(j, "verdict", dl_verdict_name(st->verdict));
 	dl_json_kstr(j, "severity", dl_severity_name(dl_severity_of(st->verdict, st->share)));
 	dl_json_key(j, "share");

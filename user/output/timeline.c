@@ -18,6 +18,7 @@
 #include "output/timeline.h"
 #include "records/clock.h"
 #include "output/timeline_writer.h"
+#include "output/timeline_gpu.h"
 #include "outfile.h"
 #include "util.h"
 
@@ -72,7 +73,8 @@ struct dl_timeline {
 	struct dl_u64map thread_of;  /* pid << 32 | tid -> index in threads */
 	struct dl_ttrack tree, counters[NCOUNTERS];
 	bool tree_declared;
-	DL_VEC(struct dl_step) held;  /* steps told while a record passes, written before the next one */
+	DL_VEC(struct dl_step) held;  /* steps told while a record passes, written before the next one (own gpu_spans) */
+	struct dl_tgpu *gpu;          /* the inferred device tracks */
 	struct lane lanes[MAX_LANES];
 	int nlanes;
 	double bins[NCOUNTERS][NBINS];
@@ -577,6 +579,16 @@ int dl_timeline_sink(void *trace, const struct dl_rec *r)
 	return t->err;
 }
 
+/* A thread forgotten (exited) is not brought back for a flow. */
+static const struct dl_ttrack *known_thread_track(void *tl, pid_t pid, pid_t tid)
+{
+	struct dl_timeline *t = tl;
+	uint64_t i;
+
+	return dl_u64map_get(&t->thread_of, (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid, &i) ? &t->threads.v[i].track
+												: NULL;
+}
+
 static void write_step(struct dl_timeline *t, const struct dl_step *s)
 {
 	struct dl_targ a[DL_TMAX_ARGS];
@@ -631,6 +643,9 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 		t->out->flow_mark(t->out, &th->track, copy->ts + copy->dur / 2, "step h2d", flow, !sync);
 	if (sync)
 		t->out->flow_mark(t->out, &th->track, sync->ts + sync->dur / 2, "step sync", flow, 1);
+	dl_tgpu_step(t->gpu, &(struct dl_tgpu_ctx){ .out = t->out, .next_uuid = &t->next_uuid, .st = &t->st,
+						    .pseudo_tid = PSEUDO_TID - 2, .next_flow = &t->next_flow,
+						    .thread_track = known_thread_track, .tl = t }, &p->track, s);
 	check_write(t);
 }
 
@@ -644,8 +659,19 @@ void dl_timeline_step(void *trace, const struct dl_step *s)
 {
 	struct dl_timeline *t = trace;
 
-	if (!t->err)
-		*dl_vec_push(&t->held) = *s;
+	struct dl_step *h;
+
+	if (t->err)
+		return;
+	h = dl_vec_push(&t->held);
+	*h = *s;
+	/* The correlator's spans live only while the step is told. */
+	if (s->ngpu_spans) {
+		struct dl_gpu_span *v = dl_xcalloc(s->ngpu_spans, sizeof(*v));
+
+		memcpy(v, s->gpu_spans, s->ngpu_spans * sizeof(*v));
+		h->gpu_spans = v;
+	}
 }
 
 static void write_held_steps(struct dl_timeline *t, uint64_t before_seq)
@@ -654,7 +680,11 @@ static void write_held_steps(struct dl_timeline *t, uint64_t before_seq)
 
 	while (k < t->held.n && t->held.v[k].closed_at < before_seq && !t->err)
 		write_step(t, &t->held.v[k++]);
-	dl_vec_drop_front(&t->held, t->err ? t->held.n : k);
+	if (t->err)
+		k = t->held.n;
+	for (size_t i = 0; i < k; i++)
+		free((void *)t->held.v[i].gpu_spans);
+	dl_vec_drop_front(&t->held, k);
 }
 
 /* --- life cycle --- */
@@ -681,6 +711,7 @@ struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt)
 
 	t->fmt = fmt;
 	t->next_uuid = 1;
+	t->gpu = dl_tgpu_new();
 	t->out = fmt == DL_TIMELINE_JSON ? dl_chrome_json_out(f)
 				       : dl_perfetto_out(f, dl_clock_ns(CLOCK_MONOTONIC), dl_clock_ns(CLOCK_BOOTTIME),
 							 dl_clock_ns(CLOCK_REALTIME));
@@ -717,6 +748,7 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 	if (stats)
 		*stats = t->st;
 	t->out->destroy(t->out);
+	dl_tgpu_free(t->gpu);
 	dl_vec_free(&t->procs);
 	dl_u64map_free(&t->proc_of);
 	for (size_t i = 0; i < t->threads.n; i++)

@@ -16,7 +16,7 @@ struct dl_ttrack {
 	const char *name;
 };
 
-enum dl_targ_type { DL_TA_U64, DL_TA_I64, DL_TA_STR, DL_TA_DBL };
+enum dl_targ_type { DL_TA_U64, DL_TA_I64, DL_TA_STR, DL_TA_DBL, DL_TA_BOOL /* in u */ };
 
 struct dl_targ {
 	const char *name;

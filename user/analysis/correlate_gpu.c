@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The correlator's view of the device in a step: its busy bounds, idle split and timeline. */
+#include <stdlib.h>
+#include "analysis/correlate_int.h"
+#include "analysis/gputime.h"
+
+/*
+ * Lost records may have held an enqueue the model never saw, so with any lost
+ * the upper bound is the whole step: no time is known idle, nothing is drawn.
+ */
+size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, struct dl_step *st, const struct dl_span *cuda,
+		      size_t ncuda, const struct dl_span *sched, size_t nsched, struct dl_gpu_span **spans)
+{
+	uint64_t start = st->start_ns, end = st->start_ns + st->dur_ns;
+	struct dl_devq_wait *w = dl_xcalloc(p->calls.n + 1, sizeof(*w));
+	struct dl_span *blocking = dl_xcalloc(p->calls.n + 1, sizeof(*blocking));
+	uint64_t *keys = dl_xcalloc(p->devq.streams.n + 1, sizeof(*keys));
+	struct dl_span *streams, *lower;
+	struct dl_devq_open *opens;
+	size_t n = 0, nstreams, nlower, nopens, nspans = 0;
+
+	*spans = NULL;
+	for (size_t i = 0; i < p->calls.n; i++) {
+		const struct mcall *m = &p->calls.v[i];
+		struct dl_devq_call dc = { .cls = m->cls, .dir = m->dir, .async = m->async };
+
+		if (m->entry_only || m->end <= start || m->start >= end || !dl_devq_blocking(&dc))
+			continue;
+		blocking[n] = (struct dl_span){ m->start, m->end, 0 };
+		w[n++] = (struct dl_devq_wait){ m->start, m->end, m->waited != DL_DEVQ_EMPTY };
+		if (m->ok)
+			dl_devq_drained_by(&p->devq, m->end, dl_devq_woke(sched, nsched, m->start, m->end));
+	}
+	for (size_t i = 0; i < p->devq.streams.n; i++)
+		keys[i] = p->devq.streams.v[i].key;
+	nstreams = dl_devq_stream_spans(&p->devq, start, end, &streams);
+	nlower = dl_devq_lower_spans(w, n, sched, nsched, start, end, &lower);
+	nopens = dl_devq_opens(&p->devq, start, end, &opens);
+	if (c->calls_lost) {
+		st->gpu_busy_hi_ns = st->dur_ns;
+	} else {
+		struct dl_gpu_input in = { .start = start, .end = end, .streams = streams, .nstreams = nstreams,
+					   .keys = keys, .lower = lower, .nlower = nlower, .blocking = blocking,
+					   .nblocking = n, .cuda = cuda, .ncuda = ncuda, .sched = sched, .nsched = nsched,
+					   .opens = opens, .nopens = nopens };
+		uint64_t idle = 0;
+
+		nspans = dl_gpu_timeline(&in, st->gpu_idle_ns, spans);
+		for (int k = 0; k < DL_IDLE_COUNT; k++)
+			idle += st->gpu_idle_ns[k];
+		/* The same spans' union as dl_devq_busy_upper's: the idle split is the step less the upper bound. */
+		st->gpu_busy_hi_ns = st->dur_ns - idle;
+	}
+	st->gpu_busy_lo_ns = dl_min_u64(st->gpu_busy_hi_ns, dl_spans_overlap(lower, nlower, start, end));
+	free(w);
+	free(blocking);
+	free(keys);
+	free(streams);
+	free(lower);
+	free(opens);
+	return nspans;
+}
