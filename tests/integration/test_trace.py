@@ -437,16 +437,24 @@ def gpu_inferred_trace(scenario):
         certain += sum(s[4] for s in mine if s[0] in streams and s[6]["certain"] == "true")
         check(all(s[6]["certain"] == ("true" if s[1] == "busy" else "false") for s in mine if s[0] in streams),
               f"step {st['index']}: a stream slice's name and certain disagree")
-    # A flow from each call that began a stream's span (on its thread's track) to that span.
+    # A flow from each enqueue of the main thread in a step (its launch, async copy or memset, on its
+    # thread's track) into the slice of its stream that holds it, and from each call that opened a span.
     threads = {u for u, td in t.tracks.items() if "thread" in td}
-    starts = {u: {s[3] for s in slices if s[0] == u} for u in streams}
+    spans = {u: [(s[3], s[3] + s[4]) for s in slices if s[0] == u] for u in streams}
     ends = [i for i in t.instants if i[1] == "enqueue" and i[0] in streams]
     begins = {f: i for i in t.instants if i[1] == "enqueue" and i[0] in threads for f in i[3]}
     check(ends and len(ends) == len(begins), f"{len(ends)} enqueue flows end on streams, {len(begins)} begin on threads")
     for track, _, ts, _, term in ends:
         check(len(term) == 1 and term[0] in begins and begins[term[0]][2] == ts,
               f"enqueue flow {term} at {ts} does not begin on a thread at its time")
-        check(ts in starts[track], f"enqueue flow at {ts} ends where no slice of its stream begins")
+        check(any(a <= ts < b for a, b in spans[track]), f"enqueue flow at {ts} ends outside every slice of its stream")
+    # One per launch of the steps (the workload's only enqueues but its batch copy), each at a launch's start.
+    bounds = [(st["start_ns"], st["start_ns"] + st["dur_ns"]) for st in steps]
+    launches = [s for s in t.slices if s[1].startswith("cudaLaunchKernel") and s[0] in threads and
+                any(a <= s[3] < b for a, b in bounds)]
+    at = Counter(i[2] for i in begins.values())
+    check(all(at[s[3]] >= 1 for s in launches), f"{sum(at[s[3]] == 0 for s in launches)} of {len(launches)} "
+          f"launches in steps have no enqueue flow")
     lower = sum(st["gpu_busy_ns"][0] for st in steps)
     # Certain only where one stream alone may hold work: never more than the lower bound.
     check(certain <= lower, f"certain busy {certain} ns, over the lower bounds' {lower} ns")

@@ -105,12 +105,19 @@ struct gen {
 	struct dl_summary sum;
 	struct dl_correlator *corr;
 	int steps_seen;
+	uint64_t enqueues, enqueue_tids_wrong;   /* DL_GS_ENQUEUE spans the steps carried, and those not the main thread's */
 };
 
 static void on_step(void *ctx, const struct dl_step *s)
 {
-	(void)s;
-	((struct gen *)ctx)->steps_seen++;
+	struct gen *g = ctx;
+
+	g->steps_seen++;
+	for (uint32_t i = 0; i < s->ngpu_spans; i++)
+		if (s->gpu_spans[i].kind == DL_GS_ENQUEUE) {
+			g->enqueues++;
+			g->enqueue_tids_wrong += s->gpu_spans[i].tid != (uint32_t)s->tid;
+		}
 }
 
 static void gen_init_keep(struct gen *g, const char *step_on, size_t keep_steps)
@@ -245,6 +252,9 @@ static void test_auto_marker_loop(void)
 	/* 12 copies mark 12 step starts: 11 complete steps. */
 	CHECK_EQ_U64(p->nsteps, 11);
 	CHECK_EQ_U64(g.steps_seen, 11);
+	/* A flow for each of a step's five enqueues (its batch copy, three launches, the loss copy), the main thread's. */
+	CHECK_EQ_U64(g.enqueues, 11 * 5);
+	CHECK_EQ_U64(g.enqueue_tids_wrong, 0);
 	CHECK_STEPS(p, s->dur_ns, 10 * MS);
 	CHECK_STEPS(p, sum_cats(s->cat_ns), s->dur_ns);
 	CHECK_STEPS(p, s->cat_ns[DL_CAT_H2D], 100 * US);

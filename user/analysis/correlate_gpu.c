@@ -4,6 +4,48 @@
 #include "analysis/correlate_int.h"
 #include "analysis/gputime.h"
 
+/* Enqueue flows drawn per step, past the openers: a step of thousands of launches keeps the trace usable. */
+#define MAX_ENQUEUE_FLOWS 1024
+
+/*
+ * Besides the calls that opened a span, every enqueue of the main thread in
+ * the step is a flow to its stream's track (it falls inside its stream's open
+ * span, so inside a slice of it); *opens grows. Returns the new count.
+ */
+static size_t main_enqueues(const struct cproc *p, uint64_t start, uint64_t end, struct dl_devq_open **opens,
+			    size_t nopens)
+{
+	size_t extra = 0, n = nopens;
+	struct dl_devq_open *v;
+
+	for (size_t i = 0; i < p->calls.n; i++)
+		extra += p->calls.v[i].start >= start && p->calls.v[i].start < end;
+	v = dl_xrealloc(*opens, (nopens + dl_min_u64(extra, MAX_ENQUEUE_FLOWS) + 1) * sizeof(*v));
+	for (size_t i = 0, drawn = 0; i < p->calls.n && drawn < MAX_ENQUEUE_FLOWS; i++) {
+		const struct mcall *m = &p->calls.v[i];
+		struct dl_devq_call dc = { .stream = m->stream, .tid = p->pub.main_tid, .api = m->api, .cls = m->cls,
+					   .dir = m->dir, .async = m->async, .ok = m->ok };
+		uint64_t key;
+		size_t s, k;
+
+		if (m->start < start || m->start >= end || !dl_devq_enqueues(&dc))
+			continue;
+		key = dl_devq_stream_key(&dc);
+		for (s = 0; s < p->devq.streams.n && p->devq.streams.v[s].key != key; s++)
+			;
+		if (s == p->devq.streams.n)
+			continue;
+		for (k = 0; k < nopens && !(v[k].at == m->start && v[k].stream == s); k++)
+			;
+		if (k < nopens)
+			continue;   /* it opened the span: drawn already */
+		v[n++] = (struct dl_devq_open){ m->start, (uint32_t)s, p->pub.main_tid };
+		drawn++;
+	}
+	*opens = v;
+	return n;
+}
+
 /*
  * Lost records may have held an enqueue the model never saw, so with any lost
  * the upper bound is the whole step: no time is known idle, nothing is drawn.
@@ -36,6 +78,7 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, struct dl_
 	nstreams = dl_devq_stream_spans(&p->devq, start, end, &streams);
 	nlower = dl_devq_lower_spans(w, n, sched, nsched, start, end, &lower);
 	nopens = dl_devq_opens(&p->devq, start, end, &opens);
+	nopens = main_enqueues(p, start, end, &opens, nopens);
 	if (c->calls_lost) {
 		st->gpu_busy_hi_ns = st->dur_ns;
 	} else {

@@ -33,6 +33,27 @@ static uint64_t stream_key(const struct dl_devq_call *c)
 	return c->stream <= 1 ? KEY_LEGACY : c->stream;
 }
 
+uint64_t dl_devq_stream_key(const struct dl_devq_call *c)
+{
+	return stream_key(c);
+}
+
+bool dl_devq_enqueues(const struct dl_devq_call *c)
+{
+	switch (c->cls) {
+	case DL_CLS_LAUNCH:
+	case DL_CLS_GRAPH:
+		return true;   /* entry-only: whether it failed is not known */
+	case DL_CLS_MEMSET:
+	case DL_CLS_COMM:
+		return c->ok;
+	case DL_CLS_COPY:
+		return c->ok && c->dir != DL_DIR_H2H;
+	default:
+		return false;
+	}
+}
+
 static struct dl_devq_stream *find_stream(struct dl_devq *q, uint64_t key)
 {
 	for (size_t i = 0; i < q->streams.n; i++)

@@ -140,6 +140,10 @@ struct dl_devq_open {
 	uint32_t stream, tid;     /* stream: index in streams */
 };
 
+/* The model's key of the stream a call works on (streams[].key). */
+uint64_t dl_devq_stream_key(const struct dl_devq_call *c);
+/* Whether the call put work on its stream's queue. */
+bool dl_devq_enqueues(const struct dl_devq_call *c);
 /* The enqueues in [a, b) that opened a stream, by stream then time; *out allocated. */
 size_t dl_devq_opens(const struct dl_devq *q, uint64_t a, uint64_t b, struct dl_devq_open **out);
 /* The spans dl_devq_busy_lower measures, as a sorted union (not clipped to [a, b)); *out allocated. */

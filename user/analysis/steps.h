@@ -58,7 +58,7 @@ enum dl_gpu_span_kind {
 	DL_GS_BUSY,              /* on stream: work was certainly running (a host thread blocked on it) */
 	DL_GS_MAYBE,             /* on stream: work may have been queued (inside the upper bound only) */
 	DL_GS_IDLE,              /* every queue known empty; idle: enum dl_idle */
-	DL_GS_ENQUEUE,           /* on stream, start == end: thread tid's call there began a busy or maybe span */
+	DL_GS_ENQUEUE,           /* on stream, start == end: thread tid's call there enqueued work (opened a span, or joined one) */
 };
 
 struct dl_gpu_span {
