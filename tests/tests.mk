@@ -6,7 +6,7 @@ CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/l
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
 WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev $(OUTPUT)/workloads/fileread \
-	$(OUTPUT)/workloads/callsites $(OUTPUT)/workloads/nccl_calls
+	$(OUTPUT)/workloads/callsites $(OUTPUT)/workloads/nccl_calls $(OUTPUT)/workloads/hostile_files
 HANDSHAKE := tests/workloads/handshake.h
 GPUSIM_LIB := $(OUTPUT)/gpusim/libcudart.so.13
 
@@ -47,6 +47,9 @@ $(OUTPUT)/workloads/readdev: tests/workloads/readdev.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
 $(OUTPUT)/workloads/fileread: tests/workloads/fileread.c $(HANDSHAKE) | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) $< -o $@
+
+$(OUTPUT)/workloads/hostile_files: tests/workloads/hostile_files.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
 # The fault matrix's hangs and holds: a path replaced under a mapped runtime, a

@@ -113,6 +113,41 @@ def test_files_exact():
             f"cached re-read 0")
 
 
+def test_files_hostile():
+    """Files a traced process names badly: a space, a newline, bytes that are not UTF-8 and a terminal
+    escape in their names, one deleted while open, and a child killed while blocked in a read: every
+    file's bytes and calls exact under its name as Python decodes it (invalid bytes as U+FFFD, the JSON
+    still JSON), the report's text free of raw control bytes, the killed child's reads up to the kill."""
+    d = os.path.join(WORK, "hostile files")
+    os.makedirs(d, exist_ok=True)
+    p = subprocess.run([DLBPF, "-q", "--json", os.path.join(WORK, "hostile.json"), "--", workload("hostile_files"), d],
+                       capture_output=True, timeout=60)
+    check(p.returncode == 0, f"dlbpf exited {p.returncode}: {p.stderr[-1500:]!r}")
+    truth = json.loads([l for l in p.stdout.decode("utf-8", "replace").splitlines() if l.startswith('{"pid"')][-1])
+    s = load_summary(os.path.join(WORK, "hostile.json"))
+    base = bytes.fromhex(truth["dir"])
+    got = files_of(process(s, truth["pid"]))
+    for f in truth["files"]:
+        name = (base + b"/" + bytes.fromhex(f["hex"])).decode("utf-8", "replace")
+        check(name in got, f"{name!r} not in {sorted(got)}")
+        check(got[name]["read_bytes"] == f["read_bytes"] and got[name]["reads"] == f["reads"],
+              f"{name!r}: {got[name]['read_bytes']} bytes in {got[name]['reads']} calls, the workload read "
+              f"{f['read_bytes']} in {f['reads']}")
+    child = truth["child"]
+    name = (base + b"/" + bytes.fromhex(child["hex"])).decode("utf-8", "replace")
+    cp = process(s, child["pid"])
+    cf = files_of(cp).get(name)
+    check(cf and cf["read_bytes"] == child["read_bytes"] and cf["reads"] == child["reads"],
+          f"the killed child's reads of {name!r}: {cf}, it made {child['reads']} of {child['read_bytes']} bytes")
+    check(cp["exited"], "the killed child is not reported as exited")
+    # What the terminal gets: no raw escape, no forged line from the newline in a name.
+    out = p.stdout.decode("utf-8", "replace")
+    check("\x1b" not in out and not any(l.startswith("line.dat") for l in out.splitlines()),
+          "the report prints a traced name's control bytes raw")
+    check("new\\x0aline.dat" in out, "the report does not show the newline of a name escaped")
+    return f"{len(truth['files'])} hostile files and a killed reader exact"
+
+
 def test_files_replay():
     """A recording replays to the same files as the live run that recorded it."""
     rec = os.path.join(WORK, "files.dlbpf")
