@@ -113,6 +113,30 @@ def test_files_exact():
             f"cached re-read 0")
 
 
+def test_files_trace_reads():
+    """The timeline's read slices (-o trace.json): on each reading thread's track, per file, their bytes
+    add up to what the workload read and they are as many as its read calls, the fd opened before the
+    attach and the child's inherited one included."""
+    trace = os.path.join(WORK, "files-trace.json")
+    d, truths = run_fileread(["-o", trace])
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    reads = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "file" and e["name"] == "read":
+            k = (e["pid"], e["args"]["file"])
+            b, n = reads.get(k, (0, 0))
+            reads[k] = (b + e["args"]["bytes"], n + 1)
+    n = 0
+    for pid, t in truths.items():
+        for f in t["files"]:
+            got = reads.get((pid, f["path"]), (0, 0))
+            check(got == (f["read_bytes"], f["reads"]), f"pid {pid} {f['path']}: read slices {got[0]} bytes in "
+                  f"{got[1]}, the workload read {f['read_bytes']} in {f['reads']}")
+            n += 1
+    return f"{n} files' read slices exact"
+
+
 def test_files_hostile():
     """Files a traced process names badly: a space, a newline, bytes that are not UTF-8 and a terminal
     escape in their names, one deleted while open, and a child killed while blocked in a read: every

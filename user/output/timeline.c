@@ -18,6 +18,7 @@
 #include "output/timeline.h"
 #include "records/clock.h"
 #include "output/timeline_writer.h"
+#include "output/timeline_files.h"
 #include "output/timeline_gpu.h"
 #include "outfile.h"
 #include "util.h"
@@ -75,6 +76,7 @@ struct dl_timeline {
 	bool tree_declared;
 	DL_VEC(struct dl_step) held;  /* steps told while a record passes, written before the next one (own gpu_spans) */
 	struct dl_tgpu *gpu;          /* the inferred device tracks */
+	struct dl_tfiles *files;      /* the fd tables, for read slices' paths */
 	struct lane lanes[MAX_LANES];
 	int nlanes;
 	double bins[NCOUNTERS][NBINS];
@@ -537,6 +539,21 @@ static void check_write(struct dl_timeline *t)
 
 static void write_held_steps(struct dl_timeline *t, uint64_t before_seq);
 
+/* A read call on its thread's track, named by its file: what a loader spent on which file. */
+static void add_read(struct dl_timeline *t, const struct dl_file_read_ev *e)
+{
+	struct dl_targ a[3] = { { .name = "bytes", .type = DL_TA_U64, .u = (uint64_t)e->ret },
+				{ .name = "disk bytes", .type = DL_TA_U64, .u = e->disk_bytes } };
+	const char *path = e->h.size >= sizeof(*e) && e->ret >= 0 ? dl_tfiles_path(t->files, e) : NULL;
+
+	if (!path)
+		return;
+	a[2] = (struct dl_targ){ .name = "file", .type = DL_TA_STR, .s = path };
+	emit_slice(t, &(struct dl_tslice){ .track = &thread_of(t, (pid_t)e->h.tgid, (pid_t)e->h.tid)->track,
+					   .ts = e->h.ts, .dur = e->dur_ns, .cat = "file", .name = "read", .args = a,
+					   .nargs = 3 });
+}
+
 int dl_timeline_sink(void *trace, const struct dl_rec *r)
 {
 	struct dl_timeline *t = trace;
@@ -558,10 +575,18 @@ int dl_timeline_sink(void *trace, const struct dl_rec *r)
 		add_sched(t, rec);
 		break;
 	case DL_EV_PROC:
+		dl_tfiles_note(t->files, h);
 		add_proc(t, rec);
 		break;
 	case DL_EV_MARK:
 		thread_of(t, (pid_t)h->tgid, (pid_t)h->tid)->keep = true;
+		break;
+	case DL_EV_FILE_OPEN:
+	case DL_EV_FILE_CLOSE:
+		dl_tfiles_note(t->files, h);
+		break;
+	case DL_EV_FILE_READ:
+		add_read(t, rec);
 		break;
 	case DL_EV_PROCINFO: {
 		const struct dl_procinfo_ev *e = rec;
@@ -712,6 +737,7 @@ struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt)
 	t->fmt = fmt;
 	t->next_uuid = 1;
 	t->gpu = dl_tgpu_new();
+	t->files = dl_tfiles_new();
 	t->out = fmt == DL_TIMELINE_JSON ? dl_chrome_json_out(f)
 				       : dl_perfetto_out(f, dl_clock_ns(CLOCK_MONOTONIC), dl_clock_ns(CLOCK_BOOTTIME),
 							 dl_clock_ns(CLOCK_REALTIME));
@@ -749,6 +775,7 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 		*stats = t->st;
 	t->out->destroy(t->out);
 	dl_tgpu_free(t->gpu);
+	dl_tfiles_free(t->files);
 	dl_vec_free(&t->procs);
 	dl_u64map_free(&t->proc_of);
 	for (size_t i = 0; i < t->threads.n; i++)
