@@ -234,6 +234,46 @@ def test_lineage_pin_thread_chain():
     return "; ".join(notes)
 
 
+def test_lineage_handoff_flows():
+    """The timeline's hand-off flows (-o trace.json, Chrome's s/f events): each goes from a step's waker
+    to the main thread at its hand-off, or from a chain's hop to the task it woke, as the JSON's lineage
+    says; every flow begins before it ends; most waits have theirs (a step closed after its producer
+    exited has none: an exited thread's track is not brought back)."""
+    trace = os.path.join(WORK, f"handoff-{os.getpid()}.json")
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    d = Dlbpf(["-o", trace, "--", workload("train"), "--scenario", "input", "--steps", "30", "--pin-thread",
+               "--quiet"], env=env)
+    rc = d.wait(timeout=120)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-1500:]}")
+    s = d.summary()
+    want = set()
+    for st in s["steps"]:
+        w, pr = st["input"]["woken_by"], st["input"]["producer"]
+        if w and w["context"] == "task" and pr:
+            want.add((w["tid"], st["tid"], pr["handoff_ns"]))
+            down = w["tid"]
+            for h in st["input"]["chain"]:
+                want.add((h["tid"], down, h["handoff_ns"]))
+                down = h["tid"]
+    with open(trace) as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "flow"]
+    flows = {}
+    for e in events:
+        flows.setdefault(e["id"], []).append(e)
+    check(all(v[0]["ph"] == "s" and v[-1]["ph"] == "f" for v in flows.values()),
+          "a flow does not begin with s and end with f")
+    tids = {st["tid"] for st in s["steps"]}
+    # Chrome's JSON has microseconds with 3 decimals: a hand-off's ns, to within rounding.
+    drawn = [(v[0]["tid"], v[-1]["tid"], round(v[0]["ts"] * 1000)) for v in flows.values()
+             if len(v) == 2 and v[0]["ts"] == v[-1]["ts"] and v[0]["tid"] != v[-1]["tid"] and
+             (v[-1]["tid"] in tids or v[-1]["tid"] in {w for w, _, _ in want})]
+    wrong = [f for f in drawn if not any(f[0] == a and f[1] == b and abs(f[2] - t) <= 1 for a, b, t in want)]
+    check(not wrong, f"{len(wrong)} hand-off flows the lineage does not name: {wrong[:3]}")
+    check(len(drawn) * 2 >= len(want), f"{len(drawn)} hand-off flows drawn for {len(want)} hand-offs")
+    os.unlink(trace)
+    return f"{len(drawn)} hand-off flows for {len(want)} hand-offs, each the lineage's"
+
+
 # Loaders that each block on a fetch (remote storage) per batch, and decode a little: too few of
 # them for the main thread. Settings varied: the fetch, the decode, the GPU work per step.
 WORKER_CASES = (

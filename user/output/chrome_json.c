@@ -13,6 +13,8 @@
 struct json_out {
 	struct dl_tout base;
 	struct dl_json j;
+	/* Flows begun (at a slice, or a first mark) and not yet ended: a flow begun by a mark needs its "s". */
+	struct dl_u64map open_flows;
 };
 
 static struct dl_json *J(struct dl_tout *o)
@@ -83,8 +85,12 @@ static void js_slice(struct dl_tout *o, const struct dl_tslice *s)
 	}
 	dl_json_obj_end(j);
 	if (s->flow_out) {
-		/* flow start bound to this slice (flow events bind to the slice enclosing their ts) */
-		head(o, "s", "step", s->track->pid, s->track->tid);
+		bool begun = dl_u64map_get(&((struct json_out *)o)->open_flows, s->flow_out, NULL);
+
+		if (!begun)
+			dl_u64map_put(&((struct json_out *)o)->open_flows, s->flow_out, 1);
+		/* flow start (or step) bound to this slice (flow events bind to the slice enclosing their ts) */
+		head(o, begun ? "t" : "s", "step", s->track->pid, s->track->tid);
 		dl_json_kstr(j, "cat", "flow");
 		dl_json_ku64(j, "id", s->flow_out);
 		dl_json_key(j, "ts");
@@ -96,10 +102,16 @@ static void js_slice(struct dl_tout *o, const struct dl_tslice *s)
 static void js_flow_mark(struct dl_tout *o, const struct dl_ttrack *t, uint64_t ts, const char *name,
 			 uint64_t flow, int terminate)
 {
+	struct json_out *jo = (struct json_out *)o;
 	struct dl_json *j = J(o);
+	bool begun = dl_u64map_get(&jo->open_flows, flow, NULL);
 
 	(void)name;
-	head(o, terminate ? "f" : "t", "step", t->pid, t->tid);
+	if (terminate)
+		dl_u64map_del(&jo->open_flows, flow);
+	else if (!begun)
+		dl_u64map_put(&jo->open_flows, flow, 1);
+	head(o, terminate ? "f" : begun ? "t" : "s", "step", t->pid, t->tid);
 	dl_json_kstr(j, "cat", "flow");
 	dl_json_ku64(j, "id", flow);
 	if (terminate)
@@ -139,6 +151,7 @@ static int js_finish(struct dl_tout *o)
 
 static void js_destroy(struct dl_tout *o)
 {
+	dl_u64map_free(&((struct json_out *)o)->open_flows);
 	free(o);
 }
 

@@ -668,9 +668,11 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 		t->out->flow_mark(t->out, &th->track, copy->ts + copy->dur / 2, "step h2d", flow, !sync);
 	if (sync)
 		t->out->flow_mark(t->out, &th->track, sync->ts + sync->dur / 2, "step sync", flow, 1);
-	dl_tgpu_step(t->gpu, &(struct dl_tgpu_ctx){ .out = t->out, .next_uuid = &t->next_uuid, .st = &t->st,
-						    .pseudo_tid = PSEUDO_TID - 2, .next_flow = &t->next_flow,
-						    .thread_track = known_thread_track, .tl = t }, &p->track, s);
+	struct dl_tgpu_ctx ctx = { .out = t->out, .next_uuid = &t->next_uuid, .st = &t->st, .pseudo_tid = PSEUDO_TID - 2,
+				   .next_flow = &t->next_flow, .thread_track = known_thread_track, .tl = t };
+
+	dl_tgpu_step(t->gpu, &ctx, &p->track, s);
+	dl_tfiles_step_flows(&ctx, s);
 	check_write(t);
 }
 

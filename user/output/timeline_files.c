@@ -73,6 +73,38 @@ const char *dl_tfiles_path(struct dl_tfiles *t, const struct dl_file_read_ev *e)
 	return f->files.v[i - 1].path;
 }
 
+static void handoff(const struct dl_tgpu_ctx *ctx, pid_t from_pid, pid_t from_tid, pid_t to_pid, pid_t to_tid,
+		    uint64_t ts)
+{
+	const struct dl_ttrack *from = ctx->thread_track(ctx->tl, from_pid, from_tid);
+	const struct dl_ttrack *to = ctx->thread_track(ctx->tl, to_pid, to_tid);
+	uint64_t flow;
+
+	if (!from || !to || from == to)
+		return;
+	flow = ++*ctx->next_flow;
+	ctx->st->flows++;
+	ctx->out->flow_mark(ctx->out, from, ts, "hand-off", flow, 0);
+	ctx->out->flow_mark(ctx->out, to, ts, "hand-off", flow, 1);
+}
+
+void dl_tfiles_step_flows(const struct dl_tgpu_ctx *ctx, const struct dl_step *s)
+{
+	const struct dl_step_lineage *in = &s->input;
+	pid_t pid = (pid_t)in->waker_pid, tid = (pid_t)in->waker_tid;
+
+	if (!in->woken || in->waker_ctx != DL_WAKE_TASK || !tid)
+		return;
+	handoff(ctx, pid, tid, s->pid, s->tid, in->handoff_ns);
+	for (uint32_t i = 0; i < in->nchain; i++) {
+		const struct dl_lin_hop *h = &in->chain[i];
+
+		handoff(ctx, (pid_t)h->pid, (pid_t)h->tid, pid, tid, h->handoff_ns);
+		pid = (pid_t)h->pid;
+		tid = (pid_t)h->tid;
+	}
+}
+
 void dl_tfiles_free(struct dl_tfiles *t)
 {
 	if (!t)
