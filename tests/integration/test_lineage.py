@@ -152,6 +152,19 @@ def test_lineage_input():
     return judge("input", s, t, extra, tick) + f"; finding: {f['evidence']['bound_by']}"
 
 
+def test_lineage_thread_loaders():
+    """Loaders as threads of the main process (--thread-workers), not processes: every wait names the
+    worker thread that posted its batch, its window the workload's own, at 2 and 3 workers."""
+    notes = []
+    for workers in ("2", "3"):
+        s, t, extra, tick = run(["--scenario", "input", "--steps", "24", "--workers", workers, "--thread-workers"])
+        check(s["diagnosis"]["verdict"] == "input-bound", f"verdict {s['diagnosis']['verdict']}")
+        pids = {x["producer"]["pid"] for x in t}
+        check(len(pids) == 1 and pids == {s["steps"][0]["pid"]}, f"premise: the loaders are threads of {pids}")
+        notes.append(f"{workers} threads: " + judge(f"{workers} thread loaders", s, t, extra, tick))
+    return "; ".join(notes)
+
+
 def test_lineage_settings_varied():
     """3 workers at 30 ms of decode, and 1 at 12 ms with its batch read in 64 KiB calls: the figures
     follow the settings, not a constant."""

@@ -49,6 +49,7 @@ struct opts {
 	long allreduce_kb; /* float32 gradients all-reduced per step (0: no NCCL) */
 	long worker_wait_us;   /* a worker's blocked fetch per batch (remote storage), off the CPU */
 	int pin_thread;        /* batches go through a pin-memory thread of the main process */
+	int thread_workers;    /* the loaders are threads of the main process, not processes */
 	int ranks;         /* the communicator's size */
 	long data_mb;
 	char data[PATH_MAX];

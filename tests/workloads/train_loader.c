@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,8 @@ char *slots;
 size_t slots_len;
 static pid_t workers[MAX_WORKERS], spinners[MAX_SPINNERS];
 static int nworkers, nspinners;
+static pthread_t worker_threads[MAX_WORKERS];
+static int nworker_threads;
 
 int ring_create(size_t slot_bytes)
 {
@@ -81,23 +84,19 @@ int sem_wait_intr(sem_t *s, int honour_stop)
  * --io-kb requests at a scattered offset, then --worker-cpu-us of CPU. */
 }
 
-static void worker_main(int w, pid_t parent)
+/* Batches w, w+W, ...; returns 0 when done or stopped, 1 when the dataset cannot be opened. */
+static int worker_loop(int w)
 {
 	int fd, flags = O_RDONLY | (O.odirect ? O_DIRECT : 0);
 	size_t rbytes = (size_t)O.read_kb * 1024, io = (size_t)O.io_kb * 1024;
 	off_t fsize = (off_t)O.data_mb << 20;
 	uint64_t span;
 
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(0);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
 	prctl(PR_SET_NAME, "train-loader", 0, 0, 0);
 	fd = open(O.data, flags);
 	if (fd < 0) {
 		fprintf(stderr, "train: worker %d: open %s: %s\n", w, O.data, strerror(errno));
-		_exit(1);
+		return 1;
 	}
 	rbytes &= ~(PAGE - 1); /* O_DIRECT wants aligned sizes and offsets */
 	uint64_t cpu_post = thread_cpu_ns();
@@ -160,7 +159,24 @@ static void worker_main(int w, pid_t parent)
 		sem_post(&ring->filled[s]);
 	}
 	close(fd);
-	_exit(0);
+	return 0;
+}
+
+static void worker_main(int w, pid_t parent)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(0);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	_exit(worker_loop(w));
+}
+
+/* --thread-workers: the same loop in a thread of the main process (a thread pool of loaders). */
+static void *worker_thread(void *arg)
+{
+	worker_loop((int)(intptr_t)arg);
+	return NULL;
 }
 
 /* A competitor for the CPUs: runnable all the time, never blocking. */
@@ -178,7 +194,15 @@ static void spinner_main(pid_t parent)
 /* Forked after the CUDA set-up, so the children never touch the runtime. */
 int start_workers(pid_t parent)
 {
-	for (int w = 0; w < O.workers; w++) {
+	for (int w = 0; O.thread_workers && w < O.workers; w++) {
+		if (pthread_create(&worker_threads[w], NULL, worker_thread, (void *)(intptr_t)w)) {
+			fprintf(stderr, "train: cannot start worker thread %d\n", w);
+			stop_children();
+			return -1;
+		}
+		nworker_threads++;
+	}
+	for (int w = 0; !O.thread_workers && w < O.workers; w++) {
 		pid_t p = fork();
 		if (p < 0) {
 			perror("train: fork");
@@ -244,6 +268,9 @@ void stop_children(void)
 			waitpid(spinners[i], NULL, 0);
 			spinners[i] = 0;
 		}
+	for (int i = 0; i < nworker_threads; i++)
+		pthread_join(worker_threads[i], NULL);
+	nworker_threads = 0;
 }
 
 /* ----------------------------------------------------------- dataset -- */
