@@ -161,6 +161,11 @@ def test_lineage_thread_loaders():
         check(s["diagnosis"]["verdict"] == "input-bound", f"verdict {s['diagnosis']['verdict']}")
         pids = {x["producer"]["pid"] for x in t}
         check(len(pids) == 1 and pids == {s["steps"][0]["pid"]}, f"premise: the loaders are threads of {pids}")
+        # The finding names the worker thread, as the process would name a worker process.
+        f = finding(s, t)
+        tids = {x["producer"]["tid"] for x in t}
+        check(f["evidence"]["worker_tid"] in tids, f"the finding names thread {f['evidence']['worker_tid']}, "
+              f"the worker threads are {tids}")
         notes.append(f"{workers} threads: " + judge(f"{workers} thread loaders", s, t, extra, tick))
     return "; ".join(notes)
 

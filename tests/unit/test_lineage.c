@@ -134,6 +134,24 @@ static void test_chain(void)
 	dl_lineage_free(&lin);
 }
 
+/* Wakers of the consumer's own process are told apart by thread (thread loaders); others by process. */
+static void test_totals_by_thread(void)
+{
+	struct dl_lin_totals t = { 0 };
+	struct dl_step_lineage a = { .wait_ns = 10, .woken = true, .waker_ctx = DL_WAKE_TASK, .woken_wait_ns = 10,
+				     .waker_pid = MAIN, .waker_tid = 7 };
+	struct dl_step_lineage b = a, c = a;
+
+	b.waker_tid = 8;
+	c.waker_pid = W1, c.waker_tid = W1 + 1;   /* another process's second thread: that process */
+	dl_lin_totals_add(&t, &a, MAIN);
+	dl_lin_totals_add(&t, &b, MAIN);
+	dl_lin_totals_add(&t, &a, MAIN);
+	dl_lin_totals_add(&t, &c, MAIN);
+	CHECK(t.nwakers == 3 && t.wakers[0].tid == 7 && t.wakers[0].steps == 2 && t.wakers[1].tid == 8 &&
+	      t.wakers[2].pid == W1 && t.wakers[2].tid == 0, "%u wakers", t.nwakers);
+}
+
 int main(void)
 {
 	struct dl_lin_totals tot = { 0 };
@@ -179,7 +197,7 @@ int main(void)
 	CHECK_EQ_U64(s.reads, 2);
 	CHECK(s.nfiles == 2 && !strcmp(s.files[0].path, "/data/b") && s.files[0].read_bytes == 8192 &&
 	      !strcmp(s.files[1].path, "/data/a") && s.files[1].reads == 1, "files %u", s.nfiles);
-	dl_lin_totals_add(&tot, &s);
+	dl_lin_totals_add(&tot, &s, MAIN);
 
 	/* Round robin: worker 2 hands over the next batch; its first hand-off, so its window starts at its first record. */
 	sched(W2, 15000, 29995, DL_ST_RUNNING, DL_ST_SLEEP);
@@ -195,7 +213,7 @@ int main(void)
 	CHECK_EQ_U64(s.since_ns, US(14990));
 	CHECK_EQ_U64(s.oncpu_ns, US(29990) - US(15000));
 	CHECK_EQ_U64(s.reads, 0);
-	dl_lin_totals_add(&tot, &s);
+	dl_lin_totals_add(&tot, &s, MAIN);
 
 	/* Woken from a softirq (a block completion): no producer. */
 	sched(MAIN, 30000, 41000, DL_ST_RUNNING, DL_ST_DISK);
@@ -204,14 +222,14 @@ int main(void)
 	s = step(40000, 50000, NULL, 0, NULL, 0);
 	CHECK(s.woken && s.waker_ctx == DL_WAKE_SOFTIRQ && s.waker_pid == 0 && !s.producer, "ctx %u", s.waker_ctx);
 	CHECK_EQ_U64(s.wait_ns, US(4000));
-	dl_lin_totals_add(&tot, &s);
+	dl_lin_totals_add(&tot, &s, MAIN);
 
 	/* No wake-up seen. */
 	sched(MAIN, 45000, 51000, DL_ST_RUNNING, DL_ST_SLEEP);
 	sched(MAIN, 51000, 52000, DL_ST_SLEEP, DL_ST_RUNNING);
 	s = step(50000, 60000, NULL, 0, NULL, 0);
 	CHECK(!s.woken && !s.producer && s.wait_ns == US(1000) && s.waits == 1, "woken %d", s.woken);
-	dl_lin_totals_add(&tot, &s);
+	dl_lin_totals_add(&tot, &s, MAIN);
 
 	/* Woken by a task of which nothing else was traced. */
 	sched(MAIN, 52000, 61000, DL_ST_RUNNING, DL_ST_SLEEP);
@@ -219,7 +237,7 @@ int main(void)
 	wake(STRANGER, MAIN, 61990, DL_WAKE_TASK);
 	s = step(60000, 70000, NULL, 0, NULL, 0);
 	CHECK(s.woken && s.waker_pid == STRANGER && !s.producer, "woken by %u, producer %d", s.waker_pid, s.producer);
-	dl_lin_totals_add(&tot, &s);
+	dl_lin_totals_add(&tot, &s, MAIN);
 
 	/*
 	 * The wake-up raced the sleep: sched_waking came 10 us before the switch-out. One 2 ms before it is
@@ -241,7 +259,7 @@ int main(void)
 	/* Its window runs from its hand-off at 11000: 11000-12000 closed, then the state it entered, running. */
 	CHECK_EQ_U64(s.since_ns, US(11000));
 	CHECK_EQ_U64(s.oncpu_ns, US(70990) - US(11000));
-	dl_lin_totals_add(&tot, &s);
+	dl_lin_totals_add(&tot, &s, MAIN);
 
 	/* The totals: by waker process, most wait first; the rest is the interrupts' and the unexplained. */
 	dl_lin_totals_sort(&tot);
@@ -304,5 +322,6 @@ int main(void)
 	CHECK(!strcmp(dl_wake_ctx_name(DL_WAKE_KTHREAD), "kthread") && !strcmp(dl_wake_ctx_name(77), "unknown"), "names");
 	dl_lineage_free(&lin);
 	test_chain();
+	test_totals_by_thread();
 	return check_report("test_lineage");
 }

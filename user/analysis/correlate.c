@@ -287,7 +287,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 					  .disk = reads, .ndisk = nreads };
 
 		dl_lineage_step(&c->lin, &q, &st.input);
-		dl_lin_totals_add(&p->pub.lineage, &st.input);
+		dl_lin_totals_add(&p->pub.lineage, &st.input, (uint32_t)p->pub.pid);
 	}
 	nspans = dl_corr_device(c, p, &st, cuda, ncuda, sched, nsched, &spans);
 	dl_corr_kdur_finalize(p, sched, nsched, end);

@@ -460,17 +460,20 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	for (uint32_t i = 1; i < t.nwakers && i < 4; i++) {
 		size_t n = strlen(others);
 
-		snprintf(others + n, sizeof(others) - n, "%s%u (%.0f%%)", i == 1 ? ", then " : ", ", t.wakers[i].pid,
+		snprintf(others + n, sizeof(others) - n, "%s%s%u (%.0f%%)", i == 1 ? ", then " : ", ",
+			 t.wakers[i].tid ? "thread " : "", t.wakers[i].tid ? t.wakers[i].tid : t.wakers[i].pid,
 			 dl_pct(t.wakers[i].wait_ns, t.wait_ns));
 	}
 	wp = dl_summary_find(s, (pid_t)t.wakers[0].pid);
 	x = add_finding(d, "input-producer",
-			"The main thread's input waits end on worker %u (%s) for %.0f%% of their time%s. Between "
+			"The main thread's input waits end on worker %s%u (%s) for %.0f%% of their time%s. Between "
 			"hand-offs the workers spent %.0f%% of their time on CPU, %.0f%% blocked on disk, %.0f%% "
 			"waiting for a CPU and %.0f%% blocked otherwise: %s. %s",
-			t.wakers[0].pid, wp ? wp->comm : "?", dl_pct(t.wakers[0].wait_ns, t.wait_ns), others, cpu, disk,
-			runq, other, what, fix);
+			t.wakers[0].tid ? "thread " : "", t.wakers[0].tid ? t.wakers[0].tid : t.wakers[0].pid,
+			wp ? wp->comm : "?", dl_pct(t.wakers[0].wait_ns, t.wait_ns), others, cpu, disk, runq, other,
+			what, fix);
 	evidence(x, "worker_pid", t.wakers[0].pid);
+	evidence(x, "worker_tid", t.wakers[0].tid);
 	evidence_text(x, "worker_comm", wp ? wp->comm : "");
 	evidence(x, "wait_share", (double)t.wakers[0].wait_ns / (double)t.wait_ns);
 	evidence(x, "workers", t.nwakers);

@@ -497,9 +497,9 @@ void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t, uint64_t dead_be
 	}
 }
 
-void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s)
+void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s, uint32_t pid)
 {
-	uint32_t k;
+	uint32_t k, tid;
 
 	t->wait_ns += s->wait_ns;
 	if (!s->woken || s->waker_ctx != DL_WAKE_TASK) {
@@ -509,14 +509,16 @@ void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s)
 		return;
 	}
 	t->other_wait_ns += s->wait_ns - s->woken_wait_ns;
-	for (k = 0; k < t->nwakers && t->wakers[k].pid != s->waker_pid; k++)
+	tid = s->waker_pid == pid ? s->waker_tid : 0;
+	for (k = 0; k < t->nwakers && (t->wakers[k].pid != s->waker_pid || t->wakers[k].tid != tid); k++)
 		;
 	if (k == t->nwakers) {
 		if (k == DL_LIN_WAKERS) {
 			t->other_wait_ns += s->woken_wait_ns;
 			return;
 		}
-		t->wakers[t->nwakers++].pid = s->waker_pid;
+		t->wakers[t->nwakers].pid = s->waker_pid;
+		t->wakers[t->nwakers++].tid = tid;
 	}
 	t->wakers[k].wait_ns += s->woken_wait_ns;
 	t->wakers[k].steps++;

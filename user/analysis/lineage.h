@@ -81,10 +81,11 @@ struct dl_lin_totals {
 	uint64_t wait_ns;             /* every step's wait_ns */
 	struct {
 		uint32_t pid;
+		uint32_t tid;                 /* a thread of the consumer's own process (thread loaders); 0: by process */
 		uint64_t wait_ns, steps;
 		uint64_t windows;             /* its producer windows (hand-off to hand-off) */
 		uint64_t window_ns[DL_LIN_WINDOWS];   /* the latest of them, windows % DL_LIN_WINDOWS next */
-	} wakers[DL_LIN_WAKERS];      /* by process of the waker; most wait first once sorted */
+	} wakers[DL_LIN_WAKERS];      /* by the waker's process, or thread in the consumer's; most wait first once sorted */
 	uint32_t nwakers;
 	uint64_t other_wait_ns;       /* ended by interrupts, kernel threads, wakers past the table, or no edge seen */
 	uint64_t irq_wait_ns;         /* of that, ended from interrupt or kernel-thread context */
@@ -103,7 +104,8 @@ void dl_lineage_step(const struct dl_lineage *l, const struct dl_lin_query *q, s
  */
 void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t, uint64_t dead_before);
 
-void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s);
+/* A step of process pid: its wakers told apart by process, or by thread within pid itself. */
+void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s, uint32_t pid);
 /* The wakers by wait, most first. */
 void dl_lin_totals_sort(struct dl_lin_totals *t);
 

@@ -96,7 +96,8 @@ void dl_report_lineage_text(FILE *f, const struct dl_corr_proc *p)
 	}
 	fprintf(f, "  input    waited on %s", t.nwakers > 1 ? "workers" : "worker");
 	for (uint32_t i = 0; i < t.nwakers && i < 4; i++)
-		fprintf(f, "%s %u (%.0f%%)", i ? "," : "", t.wakers[i].pid, dl_pct(t.wakers[i].wait_ns, t.wait_ns));
+		fprintf(f, "%s %s%u (%.0f%%)", i ? "," : "", t.wakers[i].tid ? "thread " : "",
+			t.wakers[i].tid ? t.wakers[i].tid : t.wakers[i].pid, dl_pct(t.wakers[i].wait_ns, t.wait_ns));
 	if (t.nwakers > 4)
 		fprintf(f, " and %u more", t.nwakers - 4);
 	window = t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns;
