@@ -107,6 +107,7 @@ static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, 
 		return 1;
 	case DL_CLS_LAUNCH:
 	case DL_CLS_GRAPH:
+	case DL_CLS_COMM: /* a collective's call enqueues its kernel: launch cost, whatever its wait later */
 		out[0] = (struct dl_span){ m->start, end, DL_CAT_LAUNCH };
 		return 1;
 	case DL_CLS_COPY:
