@@ -124,7 +124,10 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 		group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	if (ts) {
-		emit_interval(tgid, tid, ts, bpf_ktime_get_ns(), 0, 0);
+		__u64 now = bpf_ktime_get_ns();
+
+		resume_missed_run(bpf_get_current_task_btf(), ts, now);
+		emit_interval(tgid, tid, ts, now, 0, 0);
 		bpf_map_delete_elem(&threads, &tid);
 	}
 	e = proc_event(DL_PROC_EXIT, tgid, tid);

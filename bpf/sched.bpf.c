@@ -27,9 +27,10 @@ static __always_inline __u32 task_state_of(struct task_struct *t)
 	return BPF_CORE_READ(old, state);
 }
 
-static __always_inline void enter_state(__u32 tgid, __u32 tid, __u32 state, __u64 now, __u32 waker)
+/* ts: the thread's entry, looked up by the caller (NULL: none yet). */
+static __always_inline void enter_state(__u32 tgid, __u32 tid, struct thread_state *ts, __u32 state, __u64 now,
+					__u32 waker)
 {
-	struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
 	struct thread_state fresh = { .since = now, .state = state, .tgid = tgid };
 
 	if (ts) {
@@ -64,9 +65,11 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 
 		/* The fourth argument, where the tracepoint has it (switch_has_prev_state). */
 		prev_state = switch_has_prev_state ? (__u32)ctx[3] : task_state_of(prev);
-		if (prev_state & TASK_DEAD) {
-			struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
+		struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
 
+		if (ts)
+			resume_missed_run(prev, ts, now);
+		if (prev_state & TASK_DEAD) {
 			if (ts) {
 				emit_interval(prev_tgid, tid, ts, now, 0, 0);
 				bpf_map_delete_elem(&threads, &tid);
@@ -83,11 +86,14 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 				state = DL_ST_DISK;
 			else
 				state = DL_ST_SLEEP;
-			enter_state(prev_tgid, tid, state, now, 0);
+			enter_state(prev_tgid, tid, ts, state, now, 0);
 		}
 	}
-	if (next_traced)
-		enter_state(next->tgid, next->pid, DL_ST_RUNNING, now, 0);
+	if (next_traced) {
+		__u32 ntid = next->pid;
+
+		enter_state(next->tgid, ntid, bpf_map_lookup_elem(&threads, &ntid), DL_ST_RUNNING, now, 0);
+	}
 	return 0;
 }
 
@@ -104,7 +110,7 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	/* A wake-up of a running or already runnable task changes nothing. */
 	if (ts && ts->state != DL_ST_SLEEP && ts->state != DL_ST_DISK)
 		return 0;
-	enter_state(tgid, tid, DL_ST_RUNQ, bpf_ktime_get_ns(), (__u32)bpf_get_current_pid_tgid());
+	enter_state(tgid, tid, ts, DL_ST_RUNQ, bpf_ktime_get_ns(), (__u32)bpf_get_current_pid_tgid());
 	return 0;
 }
 
@@ -251,8 +257,15 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	pstate = task_state_of(p);
 	wctx = wake_context(cur);
 	if (wctx == DL_WAKE_TASK) {
+		__u32 ctid = cur->pid;
+		struct thread_state *ts;
+
 		if (!dl_task_traced(cur))
 			return 0;
+		/* A hand-off is made on a CPU: the waker's run is part of its producer's window. */
+		ts = bpf_map_lookup_elem(&threads, &ctid);
+		if (ts)
+			resume_missed_run(cur, ts, bpf_ktime_get_ns());
 	} else if (!(pstate & TASK_UNINTERRUPTIBLE)) {
 		/* A timer or a signal from interrupt context: no I/O of the job's ended. */
 		return 0;

@@ -587,6 +587,10 @@ static int trace_live(struct run *r)
 	sync_kernel(r);
 	dl_held_continue_all(&r->held);
 	dl_tracer_unfinished_requests(&r->tracer, emit_unfinished, r);
+	misses = dl_tracer_missed_switch_ins(&r->tracer);
+	if (misses)
+		dl_info("%" PRIu64 " switch-in%s of traced threads no program saw, each rebuilt from the scheduler's "
+			"run-time accounting", misses, misses == 1 ? "" : "s");
 	misses = dl_tracer_recursion_misses(&r->tracer, emit_prog_misses, r);
 	dl_tracer_read_drops(&r->tracer, drops);
 	dl_emit_trace_end_misses(&r->stream, dl_now_ns(), drops, misses);

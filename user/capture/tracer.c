@@ -739,6 +739,11 @@ int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX])
 	return 0;
 }
 
+uint64_t dl_tracer_missed_switch_ins(const struct dl_tracer *t)
+{
+	return t->skel && t->skel->bss ? t->skel->bss->missed_switch_ins : 0;
+}
+
 uint64_t dl_tracer_recursion_misses(const struct dl_tracer *t,
 				    void (*fn)(const char *prog, uint64_t misses, void *ctx), void *ctx)
 {

@@ -133,6 +133,12 @@ int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX]);
  * tracepoint fired while it ran on that CPU): calls fn, if given, for each
  * program with any, and returns the total.
  */
+/*
+ * Switch-ins of traced threads that no program saw (the programs do not run in
+ * some tasks' context), each rebuilt from the scheduler's run-time accounting
+ * once the thread was next seen on a CPU.
+ */
+uint64_t dl_tracer_missed_switch_ins(const struct dl_tracer *t);
 uint64_t dl_tracer_recursion_misses(const struct dl_tracer *t,
 				    void (*fn)(const char *prog, uint64_t misses, void *ctx), void *ctx);
 struct dl_rq_start;
