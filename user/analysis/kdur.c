@@ -12,6 +12,7 @@
 #define GATE_REL 0.01        /* and than this share of its time: a fit with no spread keeps windows to 1% */
 #define GATE_FLOOR_NS 1000.0 /* and than this: host clock reads apart */
 #define SPAN_TOL 1e-6        /* a row's part outside the fit's span, relative to it, that makes it new */
+#define LEVERAGE_MAX 0.4     /* above: fewer than 3 windows share the mix (2 alike have 1/2 each) */
 #define REFIT_EVERY 32       /* windows between refits of the gate's fit */
 #define NNLS_MAX_ITER(n) ((int)(6 * (n) + 10))
 
@@ -298,14 +299,185 @@ static void refit(const struct dl_kdur *k, const bool *keep, struct dl_kdur_ne *
 }
 
 /* The q-th smallest of |v[0..n)| (n > 0). */
-static double abs_quantile(const double *v, size_t n, size_t q)
+static double quantile(const double *v, size_t n, size_t q, bool absolute)
 {
 	double a[DL_KDUR_BOOT];
 
 	for (size_t i = 0; i < n; i++)
-		a[i] = fabs(v[i]);
+		a[i] = absolute ? fabs(v[i]) : v[i];
 	qsort(a, n, sizeof(*a), cmp_double);
 	return a[q < n ? q : n - 1];
+}
+
+static double abs_quantile(const double *v, size_t n, size_t q)
+{
+	return quantile(v, n, q, true);
+}
+
+/*
+ * Adds row to the orthonormal rows of basis (m of them, stride M) when it
+ * lies outside their span; true if it did.
+ */
+static bool span_add(double *basis, size_t *m, const double *row, size_t n)
+{
+	double *q = &basis[*m * M], norm0 = 0, norm = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		q[i] = row[i];
+		norm0 += q[i] * q[i];
+	}
+	for (size_t b = 0; b < *m; b++) {
+		const double *e = &basis[b * M];
+		double d = 0;
+
+		for (size_t i = 0; i < n; i++)
+			d += e[i] * q[i];
+		for (size_t i = 0; i < n; i++)
+			q[i] -= d * e[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		norm += q[i] * q[i];
+	if (!(norm > SPAN_TOL * SPAN_TOL * norm0))
+		return false;
+	norm = sqrt(norm);
+	for (size_t i = 0; i < n; i++)
+		q[i] /= norm;
+	(*m)++;
+	return true;
+}
+
+/* The dimension of the span of the windows in keep (all: keep NULL). */
+static size_t boot_rank(const struct dl_kdur *k, const bool *keep, double *basis)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < k->nboot && m < k->ncols; i++)
+		if (!keep || keep[i])
+			span_add(basis, &m, k->boot[i].row, k->ncols);
+	return m;
+}
+
+/*
+ * The h windows least above the fit (ties at the cut may keep a few more),
+ * and then as many of the next as it takes for them to span what all the
+ * windows span. Only windows above the fit are trimmed: delays only add to a
+ * window, so one far below the fit says the fit is wrong, not the window
+ * (a fit led by an outlier, which alone told two kernels apart, puts the
+ * windows that tell them apart rightly far below it). And trimming may not
+ * take away every window that tells two kernels apart: without them the fit
+ * could split the two's time at will, which costs the trimmed sum nothing.
+ */
+static bool trim_nearest(const struct dl_kdur *k, bool *keep, size_t h, const double *r, size_t rank, double *basis)
+{
+	size_t n = k->nboot, order[DL_KDUR_BOOT], m;
+	double cut = quantile(r, n, h - 1, false);
+	bool changed = false;
+
+	for (size_t i = 0; i < n; i++) {
+		bool in = r[i] <= cut;
+
+		changed |= in != keep[i];
+		keep[i] = in;
+		order[i] = i;
+	}
+	m = boot_rank(k, keep, basis);
+	if (m >= rank)
+		return changed;
+	/* Insertion sort by distance: n is at most DL_KDUR_BOOT. */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && r[order[j]] < r[order[j - 1]]; j--) {
+			size_t t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (size_t j = 0; j < n && m < rank; j++) {
+		size_t i = order[j];
+
+		if (!keep[i] && span_add(basis, &m, k->boot[i].row, k->ncols)) {
+			keep[i] = true;
+			changed = true;
+		}
+	}
+	return changed;
+}
+
+/*
+ * Concentration steps of least trimmed squares from the windows in keep:
+ * refitted on those trim_nearest keeps until that set stays. Returns the
+ * sum of squares of the h least above the fit; x and r are the fit's.
+ */
+static double concentrate(const struct dl_kdur *k, bool *keep, size_t h, size_t rank, double *basis,
+			  struct dl_kdur_ne *ne, double *G, double *x, double *r)
+{
+	size_t n = k->nboot;
+	double cut, sum = 0;
+
+	refit(k, keep, ne, G, x, r);
+	for (int it = 0; it < 16; it++) {
+		if (!trim_nearest(k, keep, h, r, rank, basis))
+			break;
+		refit(k, keep, ne, G, x, r);
+	}
+	cut = quantile(r, n, h - 1, false);
+	for (size_t i = 0; i < n; i++)
+		if (r[i] <= cut)
+			sum += r[i] * r[i];
+	return sum;
+}
+
+/*
+ * Whether some window alone tells kernels apart: its leverage in the fit of
+ * all is 1 (the fit passes through it whatever its time), so nothing can
+ * judge it, late or not, and a fit made then would judge later windows by
+ * it. The leverage is the squared norm of the window's row of an orthonormal
+ * basis of the columns (windows projected on the rows' span).
+ */
+static bool some_window_alone(const struct dl_kdur *k, double *basis)
+{
+	size_t n = k->nboot, m = boot_rank(k, NULL, basis);
+	double *u = dl_xcalloc(n * m + 1, sizeof(*u));
+	bool alone = false;
+
+	for (size_t j = 0; j < m; j++)
+		for (size_t i = 0; i < n; i++)
+			u[j * n + i] = predict(k->boot[i].row, &basis[j * M], k->ncols);
+	for (size_t j = 0; j < m; j++) {
+		double *uj = &u[j * n], norm = 0;
+
+		for (size_t p = 0; p < j; p++) {
+			const double *up = &u[p * n];
+			double d = 0;
+
+			for (size_t i = 0; i < n; i++)
+				d += up[i] * uj[i];
+			for (size_t i = 0; i < n; i++)
+				uj[i] -= d * up[i];
+		}
+		for (size_t i = 0; i < n; i++)
+			norm += uj[i] * uj[i];
+		norm = norm > 0 ? sqrt(norm) : 1;
+		for (size_t i = 0; i < n; i++)
+			uj[i] /= norm;
+	}
+	for (size_t i = 0; i < n && !alone; i++) {
+		double lev = 0;
+
+		for (size_t j = 0; j < m; j++)
+			lev += u[j * n + i] * u[j * n + i];
+		alone = lev > LEVERAGE_MAX;
+	}
+	free(u);
+	return alone;
+}
+
+/* A fixed generator: the same windows give the same fit, live and in a replay. */
+static uint64_t next_random(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
 }
 
 /*
@@ -313,45 +485,56 @@ static double abs_quantile(const double *v, size_t n, size_t q)
  * ever add to a window (a late wake-up, a simulator's device thread
  * preempted), so a few windows are off by milliseconds where the rest agree
  * to microseconds, and least squares would follow them. Least trimmed
- * squares: refitted on the 3/4 of windows nearest the fit until that set
- * stays (each refit lowers their sum of squares); then the spread is 1.4826
- * times the median absolute residual of all (the normal distribution's
- * standard deviation for that median, which outliers under half do not
- * move), and the fit is made of every window within the gate.
+ * squares on 3/4 of the windows, by concentration steps from several starts
+ * (Rousseeuw and Van Driessen's FAST-LTS): from all windows, and from random
+ * sets of one window more than the columns in use. One start alone ends
+ * where the outliers steer it: a window that alone tells two kernels apart
+ * (the only mixes where their counts differ) can be trimmed for its
+ * distance from an outlier-led fit, after which the fit splits their time at
+ * will and the gate turns away every later window that would tell them
+ * apart (trim_nearest keeps the span for that). The best start has the
+ * least trimmed sum of squares. Then the spread is 1.4826 times the median
+ * absolute residual of all (the normal distribution's standard deviation for
+ * that median, which outliers under half do not move), and the fit is made
+ * of every window within the gate.
  */
+#define LTS_STARTS 48
+
 static void trimmed_fit(const struct dl_kdur *k, struct dl_kdur_ne *ne, double *G, double *x, double *scale,
 			size_t *dropped)
 {
-	bool keep[DL_KDUR_BOOT] = { 0 };
-	double r[DL_KDUR_BOOT] = { 0 };
-	size_t n = k->nboot, h = (3 * n + 3) / 4;
+	bool keep[DL_KDUR_BOOT] = { 0 }, best_keep[DL_KDUR_BOOT] = { 0 };
+	double r[DL_KDUR_BOOT] = { 0 }, best = INFINITY;
+	double *basis = dl_xcalloc(M * M, sizeof(*basis));
+	size_t n = k->nboot, h = (3 * n + 3) / 4, rank = boot_rank(k, NULL, basis), pick;
+	uint64_t state = 0x9e3779b97f4a7c15ull;
 
-	for (size_t i = 0; i < n; i++)
-		keep[i] = true;
-	refit(k, keep, ne, G, x, r);
-	for (int it = 0; it < 16 && n; it++) {
-		double cut = abs_quantile(r, n, h - 1);
-		bool changed = false;
-		size_t kept = 0;
+	pick = rank + 1 < n ? rank + 1 : n;
+	for (int start = 0; start <= LTS_STARTS && n; start++) {
+		double sum;
 
-		/* Ties at the cut may keep a few more than h: the set still only shrinks toward it. */
-		for (size_t i = 0; i < n; i++) {
-			bool in = fabs(r[i]) <= cut;
+		for (size_t i = 0; i < n; i++)
+			keep[i] = !start;
+		for (size_t m = 0; start && m < pick;) {
+			size_t i = (size_t)(next_random(&state) % n);
 
-			changed |= in != keep[i];
-			keep[i] = in;
-			kept += in;
+			m += !keep[i];
+			keep[i] = true;
 		}
-		if (!changed || !kept)
-			break;
-		refit(k, keep, ne, G, x, r);
+		sum = concentrate(k, keep, h, rank, basis, ne, G, x, r);
+		if (sum < best) {
+			best = sum;
+			memcpy(best_keep, keep, sizeof(keep));
+		}
 	}
+	refit(k, best_keep, ne, G, x, r);
 	*scale = n ? 1.4826 * (abs_quantile(r, n, (n - 1) / 2) + abs_quantile(r, n, n / 2)) / 2 : 0;
 	*dropped = 0;
 	for (size_t i = 0; i < n; i++) {
 		keep[i] = fabs(r[i]) <= gate(*scale, k->boot[i].b - r[i]);
 		*dropped += !keep[i];
 	}
+	free(basis);
 	refit(k, keep, ne, G, x, r);
 }
 
@@ -438,8 +621,16 @@ void dl_kdur_add(struct dl_kdur *k, const double *row, double b)
 			k->boot = dl_xcalloc(DL_KDUR_BOOT, sizeof(*k->boot));
 		memcpy(k->boot[k->nboot].row, row, sizeof(k->boot[0].row));
 		k->boot[k->nboot++].b = b;
-		if (k->nboot < DL_KDUR_BOOT)
+		if (k->nboot < DL_KDUR_BOOT_MIN)
 			return;
+		if (k->nboot < DL_KDUR_BOOT) {
+			double *basis = dl_xcalloc(M * M, sizeof(*basis));
+			bool wait = some_window_alone(k, basis);
+
+			free(basis);
+			if (wait)
+				return;
+		}
 		/* Enough to fit: from here windows are gated against it, and only the equations are kept. */
 		trimmed_fit(k, &k->fit, G, k->x, &scale, &dropped);
 		fit_basis(k, G);

@@ -37,7 +37,8 @@ struct dl_kdur_ne {
 	uint64_t n;                     /* windows */
 };
 
-#define DL_KDUR_BOOT 48             /* windows kept whole until the first fit; then only the equations */
+#define DL_KDUR_BOOT_MIN 48         /* windows kept whole before the first fit; then only the equations */
+#define DL_KDUR_BOOT 192            /* and more, up to this, while one window alone tells kernels apart */
 
 struct dl_kdur {
 	size_t ncols;
