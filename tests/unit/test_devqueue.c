@@ -196,9 +196,9 @@ static void test_sync_copies(void)
 static void test_lower_bound(void)
 {
 	struct dl_devq_wait w[] = {
-		{ 10 * US, 40 * US, true },
-		{ 50 * US, 60 * US, false },
-		{ 90 * US, 95 * US, true },   /* no sleep */
+		{ 10 * US, 40 * US, true, false },
+		{ 50 * US, 60 * US, false, false },
+		{ 90 * US, 95 * US, true, false },   /* no sleep, and host work after the device's */
 	};
 	struct dl_span sched[] = {
 		{ 0, 12 * US, DL_ST_RUNNING }, { 12 * US, 20 * US, DL_ST_SLEEP }, { 20 * US, 21 * US, DL_ST_RUNQ },
@@ -211,6 +211,34 @@ static void test_lower_bound(void)
 	CHECK_EQ_U64(dl_devq_busy_lower(w, 3, sched, 7, 0, 100 * US), 28 * US);
 	/* Clipped to the interval asked. */
 	CHECK_EQ_U64(dl_devq_busy_lower(w, 3, sched, 7, 20 * US, 55 * US), 18 * US);
+}
+
+/*
+ * A runtime that spins (CUDA's default while the context has a CPU to itself)
+ * never sleeps in its wait: a sync or a pinned copy on its CPU for the whole
+ * call counts to its return (110-130 us); the same call preempted once
+ * (140-160: runnable 150-152), a pageable copy (its staging ends in host
+ * work: 170-180), or one whose states are not known for all of it (200-230:
+ * states end at 220) counts nothing.
+ */
+static void test_lower_bound_spin(void)
+{
+	struct dl_devq_wait w[] = {
+		{ 110 * US, 130 * US, true, true },
+		{ 140 * US, 160 * US, true, true },
+		{ 170 * US, 180 * US, true, false },
+		{ 200 * US, 230 * US, true, true },
+	};
+	struct dl_span sched[] = {
+		{ 100 * US, 150 * US, DL_ST_RUNNING }, { 150 * US, 152 * US, DL_ST_RUNQ },
+		{ 152 * US, 220 * US, DL_ST_RUNNING },
+	};
+	struct dl_devq_call sync = { .cls = DL_CLS_SYNC }, copy = { .cls = DL_CLS_COPY, .dir = DL_DIR_D2H };
+
+	CHECK_EQ_U64(dl_devq_busy_lower(w, 4, sched, 3, 100 * US, 240 * US), 20 * US);
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 110 * US, 130 * US, false), 0);
+	CHECK(dl_devq_returns_when_done(&sync, true) && dl_devq_returns_when_done(&copy, false) &&
+	      !dl_devq_returns_when_done(&copy, true), "syncs and pinned copies return when their work is done");
 }
 
 /* A drain's call woke at 38 us and returned at 45: the work it proved done ended by 38. */
@@ -349,6 +377,7 @@ int main(void)
 {
 	test_stream_spans();
 	test_legacy_vs_per_thread();
+	test_lower_bound_spin();
 	test_event_edge_across_streams();
 	test_query_drains();
 	test_drain_never_seen();

@@ -69,7 +69,8 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, struct dl_
 		if (m->entry_only || m->end <= start || m->start >= end || !dl_devq_blocking(&dc))
 			continue;
 		blocking[n] = (struct dl_span){ m->start, m->end, 0 };
-		w[n++] = (struct dl_devq_wait){ m->start, m->end, m->waited != DL_DEVQ_EMPTY };
+		w[n++] = (struct dl_devq_wait){ m->start, m->end, m->waited != DL_DEVQ_EMPTY,
+						dl_devq_returns_when_done(&dc, m->pageable) };
 		if (m->ok)
 			dl_devq_drained_by(&p->devq, m->end, dl_devq_woke(sched, nsched, m->start, m->end));
 	}

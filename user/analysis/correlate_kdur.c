@@ -133,18 +133,10 @@ static uint64_t off_cpu(const struct dl_span *sched, size_t nsched, uint64_t a, 
 	return off;
 }
 
-/*
- * When the window's work was done: the drain's last wake-up; for a runtime
- * that spins, its return if it stayed on-CPU throughout (a preempted return
- * says nothing of when the device finished). 0: not known.
- */
+/* When the window's work was done (dl_devq_done); 0: not known. */
 static uint64_t window_done(const struct dl_kdur_window *w, const struct dl_span *sched, size_t nsched)
 {
-	uint64_t woke = dl_devq_woke(sched, nsched, w->start, w->end);
-
-	if (woke)
-		return woke;
-	return off_cpu(sched, nsched, w->start, w->end) ? 0 : w->end;
+	return dl_devq_done(sched, nsched, w->start, w->end, true);
 }
 
 void dl_corr_kdur_finalize(struct cproc *p, const struct dl_span *sched, size_t nsched, uint64_t end)

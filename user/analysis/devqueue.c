@@ -409,6 +409,26 @@ uint64_t dl_devq_woke(const struct dl_span *sched, size_t nsched, uint64_t start
 	return woke;
 }
 
+bool dl_devq_returns_when_done(const struct dl_devq_call *c, bool pageable)
+{
+	return c->cls == DL_CLS_SYNC || (c->cls == DL_CLS_COPY && !pageable);
+}
+
+uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end, bool done_at_return)
+{
+	uint64_t woke = dl_devq_woke(sched, nsched, start, end), oncpu = 0;
+
+	if (woke || !done_at_return)
+		return woke;
+	for (size_t k = dl_spans_first_after(sched, nsched, start); k < nsched && sched[k].start < end; k++) {
+		if (sched[k].kind != DL_ST_RUNNING)
+			return 0;
+		oncpu += dl_min_u64(sched[k].end, end) - dl_max_u64(sched[k].start, start);
+	}
+	/* No state known for part of the call is no evidence that it spun there. */
+	return oncpu == end - start ? end : 0;
+}
+
 void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke)
 {
 	for (size_t i = 0; woke && i < q->busy_max.n; i++)
@@ -427,7 +447,7 @@ size_t dl_devq_lower_spans(const struct dl_devq_wait *w, size_t n, const struct 
 
 		if (!w[i].waited || w[i].end <= a || w[i].start >= b)
 			continue;
-		woke = dl_devq_woke(sched, nsched, w[i].start, w[i].end);
+		woke = dl_devq_done(sched, nsched, w[i].start, w[i].end, w[i].done_at_return);
 		if (woke)
 			v[k++] = (struct dl_span){ w[i].start, woke, 0 };
 	}

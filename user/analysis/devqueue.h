@@ -106,6 +106,7 @@ size_t dl_devq_stream_spans(const struct dl_devq *q, uint64_t a, uint64_t b, str
 struct dl_devq_wait {
 	uint64_t start, end;
 	bool waited;              /* dl_devq_call said it waited on outstanding work (of any kind) */
+	bool done_at_return;      /* dl_devq_returns_when_done */
 };
 
 /*
@@ -117,6 +118,20 @@ struct dl_devq_wait {
  */
 uint64_t dl_devq_woke(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end);
 /*
+ * Whether a blocking call returns as soon as the work it waited for is done,
+ * with no host work of its own after it: a sync, or a copy of pinned memory
+ * (a pageable copy ends with the host copying out of its staging buffer).
+ */
+bool dl_devq_returns_when_done(const struct dl_devq_call *c, bool pageable);
+/*
+ * When the work a blocking call waited for was known done: its last wake-up
+ * from sleep (dl_devq_woke); for a runtime that spins (CUDA's default while
+ * a context has a CPU to itself), the call's return, if done_at_return and
+ * the thread was on its CPU for the whole call (a preempted spin says nothing
+ * of when the device finished). 0: not known.
+ */
+uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end, bool done_at_return);
+/*
  * A drain whose call returned at done, its thread woken at woke (dl_devq_woke):
  * the work it proved done was done by woke, so the busy spans it closed end
  * there. The time to the return was the host's (wake-up latency, run queue).
@@ -125,9 +140,9 @@ void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke);
 /*
  * The least device-busy time [a, b) holds: while the thread was blocked on
  * work outstanding, the device was running it. A wait counts from its entry
- * to its last wake-up. A wait that never slept counts nothing: the runtime
- * may have spun, been preempted or done host work of its own (staging,
- * deferred copies) while the device finished at any point. A copy that found
+ * to when its work was known done (dl_devq_done); a wait that never slept
+ * and was preempted, or that does host work of its own after the device's
+ * (staging), counts nothing: the device may have finished at any point. A copy that found
  * the queues empty counts nothing either: its call is mostly host time around
  * a transfer of unknown length. waits sorted by start, sched as the
  * breakdown's.
