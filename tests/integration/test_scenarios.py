@@ -335,9 +335,27 @@ def judge(name, s, truth):
     return note + "; " + judge_bounds(name, steps, busy) + "; " + judge_idle(name, steps, busy)
 
 
+def judge_report_lines(name, s, stdout):
+    """The report's GPU busy and idle lines state the JSON steps' means (the JSON lists every step
+    here), to their printed resolution: 0.1 ms, so within half of it."""
+    pid = s["step_markers"][0]["pid"]
+    steps = [st for st in s["steps"] if st["pid"] == pid]
+    mean = lambda f: sum(f(st) for st in steps) / len(steps) / 1e6
+    busy = re.search(r"GPU busy ([\d.]+)-([\d.]+) ms of ([\d.]+) per step", stdout)
+    idle = re.search(r"GPU idle ([\d.]+) ms of [\d.]+ per step: host ([\d.]+), input ([\d.]+), sync ([\d.]+)", stdout)
+    check(busy and idle, f"{name}: no GPU busy or idle line in the report")
+    want = [mean(lambda st: st["gpu_busy_ns"][0]), mean(lambda st: st["gpu_busy_ns"][1]), mean(lambda st: st["dur_ns"]),
+            mean(lambda st: st["dur_ns"] - st["gpu_busy_ns"][1])] + \
+        [mean(lambda st, k=k: st["gpu_idle_ns"][k]) for k in ("host_wait", "input", "sync_overhead")]
+    got = [float(x) for x in busy.groups() + idle.groups()]
+    check(all(abs(g - w) <= 0.05 + 1e-9 for g, w in zip(got, want)),
+          f"{name}: report lines {got} against the JSON's means {[round(w, 3) for w in want]}")
+
+
 def make_test(name):
     def t():
-        s, truth, _ = run_scenario(name)
+        s, truth, d = run_scenario(name)
+        judge_report_lines(name, s, d.stdout)
         return judge(name, s, truth)
     t.__name__ = f"test_scenario_{name.replace('-', '_')}"
     return t
