@@ -62,11 +62,11 @@ traced torch_gpu $py "$here/torch_train.py" --steps 50 --workers 4 --decode-ms 0
 echo "== torch_attach"
 $py "$here/torch_train.py" --steps 1500 --workers 2 --decode-ms 0.2 >"$out/torch_attach.stdout" 2>&1 &
 job=$!
-for _ in $(seq 60); do
-  grep -q libcudart "/proc/$job/maps" 2>/dev/null && break
+for _ in $(seq 120); do
+  grep -q '^training' "$out/torch_attach.stdout" 2>/dev/null && break
   sleep 0.5
 done
-sleep 3
+sleep 1
 timeout -k 5 60 "${dlbpf[@]}" record -q -o "$out/torch_attach.dlbpf" -j "$out/torch_attach.json" -p "$job" -d 4 \
   >"$out/torch_attach.report" 2>"$out/torch_attach.stderr"
 echo "rc $?"

@@ -12,6 +12,7 @@ time from CUDA events around the forward/backward/optimizer work.
 import argparse
 import json
 import os
+import sys
 import time
 
 import torch
@@ -58,6 +59,7 @@ def main():
                         pin_memory=True, persistent_workers=True)
     steps = []
     it = iter(loader)
+    print("training", file=sys.stderr, flush=True)
     for s in range(a.steps):
         t_ask = time.monotonic_ns()
         x, y, pids = next(it)
