@@ -73,6 +73,38 @@ def judge(name, n, s, tsteps, report):
     return f"{what}: {len(steps)}/{len(tsteps)} steps, mean {ours / 1e6:.2f}/{truth / 1e6:.2f} ms ({err * 100:.2f}%)"
 
 
+def test_startup_before_the_loop():
+    """A model's set-up before the loop (--setup-params: a check read back, an allocation and a
+    copy, 24 or 40 times) teaches the marker 'the first cudaMalloc after a sync', which the loop never
+    makes: dlbpf gives it up once the loop has passed 16 of its syncs, leaves the steps it cut
+    out and learns the batch copy again. Every step left is one of the workload's, one to one,
+    their mean as its; the loop's first 17 iterations (to the re-learning) and the open one go
+    with the start-up, and no more; on the input and the gpu scenario."""
+    notes = []
+    for name, params, extra in (("input", 24, ["--steps", "50"]), ("gpu", 40, ["--steps", "50", "--kernels", "4"])):
+        s, tsteps, report = run(name, 1, ["--setup-params", str(params)] + extra)
+        what = f"{name} after a set-up"
+        m, steps = s["step_markers"][0], s["steps"]
+        su = m["startup"]
+        check(su and su["relearned"] == 1 and "cudaMalloc" in su["first_marker"],
+              f"{what}: start-up {su}, marker {m['marker']}")
+        check("cudaMemcpyAsync (h2d" in m["marker"], f"{what}: marker learned again: {m['marker']}")
+        check("start-up " in report and "stopped recurring" in report, f"{what}: the report lacks the start-up line")
+        cuts = [t["h2d_start_ns"] for t in tsteps] + [tsteps[-1]["end_ns"]]
+        matched = match_steps(steps, cuts)
+        check(len(matched) == len(steps) and len(tsteps) - 1 - 18 <= len(steps) <= len(tsteps) - 1,
+              f"{what}: {len(steps)} steps, {len(matched)} matched, of the workload's {len(tsteps)}")
+        ours = sum(st["dur_ns"] for st, _ in matched) / len(matched)
+        truth = sum(t for _, t in matched) / len(matched)
+        err = abs(ours - truth) / truth
+        check(err <= MEAN_REL, f"{what}: mean step {ours / 1e6:.3f} ms, the workload's {truth / 1e6:.3f} ms")
+        check(s["diagnosis"]["verdict"] == {"input": "input-bound", "gpu": "gpu-bound"}[name],
+              f"{what}: verdict {s['diagnosis']['verdict']}")
+        notes.append(f"{what}: {su['steps']} start-up steps left out ({su['first_marker']}), "
+                     f"{len(steps)}/{len(tsteps)} steps, mean {ours / 1e6:.2f}/{truth / 1e6:.2f} ms")
+    return "; ".join(notes)
+
+
 def make_test(name, n, extra):
     def t():
         s, tsteps, report = run(name, n, extra)

@@ -307,8 +307,114 @@ static void test_no_period(void)
 	CHECK_EQ_U64(dl_sl_size_log2(8191), 13);
 }
 
+/*
+ * A job's start-up before its loop (a framework loading a model: a 4 B D2H
+ * read back, an allocation, a parameter copy, n times from t = 1 ms, every
+ * 2 ms) makes "the first cudaMalloc after a sync" the marker; the loop (from
+ * base, as run_loop's iterations) never allocates. The marker is given up
+ * once the loop has passed RELEARN_SYNCS (16) sync points without it, the
+ * steps it cut are left out, and the loop's steps are learned again: each
+ * 10 ms from one batch copy to the next, the first ones of the loop (before
+ * the re-learning: 17 iterations, and the open one) left out with them.
+ */
+static void test_startup_marker_given_up(void)
+{
+	const int startup = 12, iters = 60;
+	uint64_t base = 1 * MS + (uint64_t)startup * 2 * MS;
+	struct gen g;
+	const struct dl_corr_proc *p;
+	size_t bad = 0, first;
+
+	gen_init(&g, NULL);
+	for (int i = 0; i < startup; i++) {
+		uint64_t t = MS + (uint64_t)i * 2 * MS;
+
+		cuda(&g, DL_API_MEMCPY, t, 100 * US, 4, DL_DIR_D2H);
+		cuda(&g, DL_API_MALLOC, t + 200 * US, 50 * US, 0, 0);
+		cuda(&g, DL_API_MEMCPY_ASYNC, t + 400 * US, 50 * US, 4096, DL_DIR_H2D);
+	}
+	for (int i = 0; i < iters; i++) {
+		uint64_t t = base + (uint64_t)i * STEP_NS;
+
+		cuda(&g, DL_API_MEMCPY_ASYNC, t + 100 * US, 50 * US, 1 << 20, DL_DIR_H2D);
+		cuda(&g, DL_API_LAUNCH_KERNEL, t + 200 * US, 0, 0, 0);
+		cuda(&g, DL_API_MEMCPY, t + 3 * MS, 6 * MS, 4, DL_DIR_D2H);
+	}
+	end(&g, base + (uint64_t)(iters + 1) * STEP_NS);
+	p = dl_corr_proc(g.corr, 0);
+	CHECK(p && p->decided, "not decided");
+	if (!p)
+		goto out;
+	CHECK(p->startup.relearned == 1 && strstr(p->startup.first_marker, "cudaMalloc"),
+	      "given up %u times, first marker '%s'", p->startup.relearned, p->startup.first_marker);
+	CHECK(!strcmp(p->marker_desc, "automatic: the first cudaMemcpyAsync (h2d) after a blocking sync"),
+	      "marker learned again: '%s'", p->marker_desc);
+	first = p->nsteps ? (size_t)((p->steps[0].start_ns - base - 100 * US) / STEP_NS) : 0;
+	for (size_t i = 0; i < p->nsteps; i++)
+		bad += p->steps[i].dur_ns != STEP_NS || p->steps[i].start_ns != base + (first + i) * STEP_NS + 100 * US;
+	CHECK(bad == 0 && p->nsteps == (size_t)iters - 1 - first && first == 2 * 8 + 1,
+	      "%zu steps from iteration %zu, %zu not the loop's 10 ms", p->nsteps, first, bad);
+	/* The start-up's steps, then the loop's up to the re-learning, left out; indexes go on from theirs. */
+	CHECK(p->startup.steps == (uint64_t)startup - 1 && p->nsteps && p->steps[0].index == p->startup.steps,
+	      "%" PRIu64 " start-up steps left out, first index %u", p->startup.steps, p->nsteps ? p->steps[0].index : 0);
+out:
+	gen_free(&g);
+}
+
+/*
+ * A loop of 40 steps of 10 ms with a 2 s stall in iteration 20: the stalled
+ * step is an outlier, left out of the totals (and so of the verdict), listed
+ * apart; the totals hold the other 38 steps' 10 ms each. A loop whose slow
+ * steps come every other time (25 ms and 5 ms) has none: p90 is a slow one.
+ */
+static void test_outlier_steps(void)
+{
+	struct gen g;
+	const struct dl_corr_proc *p;
+	struct dl_step_stats st;
+
+	gen_init(&g, NULL);
+	for (int i = 0; i < 40; i++) {
+		uint64_t t = MS + (uint64_t)i * STEP_NS + (i > 20 ? 2000 * MS : 0);
+
+		cuda(&g, DL_API_MEMCPY_ASYNC, t + 100 * US, 50 * US, 1 << 20, DL_DIR_H2D);
+		cuda(&g, DL_API_MEMCPY, t + 3 * MS, 6 * MS, 4, DL_DIR_D2H);
+	}
+	end(&g, 50 * STEP_NS + 2000 * MS);
+	p = dl_corr_proc(g.corr, 0);
+	CHECK(p && p->nsteps == 39, "steps %zu", p ? p->nsteps : 0);
+	if (!p)
+		goto out;
+	dl_corr_stats(g.corr, p, &st);
+	CHECK(st.outliers == 1 && st.outlier_index[0] == 20 && st.outlier_ns == 2000 * MS + STEP_NS,
+	      "outliers %" PRIu64 " (first %u, %" PRIu64 " ns)", st.outliers, st.outlier_index[0], st.outlier_ns);
+	CHECK(st.sum.n == 38 && st.sum.dur_ns == 38 * STEP_NS && st.median_ns == STEP_NS && st.p90_ns == STEP_NS,
+	      "totals of %" PRIu64 " steps, %" PRIu64 " ns", st.sum.n, st.sum.dur_ns);
+	CHECK_EQ_U64(st.outlier_cut_ns, 10 * STEP_NS);
+	dl_fold_free(&st.sum);
+	gen_free(&g);
+
+	gen_init(&g, NULL);
+	for (int i = 0; i < 40; i++) {
+		uint64_t t = MS + (uint64_t)(i / 2) * 30 * MS + (i % 2 ? 25 * MS : 0);
+
+		cuda(&g, DL_API_MEMCPY_ASYNC, t + 100 * US, 50 * US, 1 << 20, DL_DIR_H2D);
+		cuda(&g, DL_API_MEMCPY, t + 1 * MS, 2 * MS, 4, DL_DIR_D2H);
+	}
+	end(&g, 700 * MS);
+	p = dl_corr_proc(g.corr, 0);
+	dl_corr_stats(g.corr, p, &st);
+	CHECK(st.outliers == 0 && st.sum.n == 39, "two modes: %" PRIu64 " outliers of %" PRIu64 " steps", st.outliers,
+	      st.sum.n + st.outliers);
+	dl_fold_free(&st.sum);
+out:
+	gen_free(&g);
+}
+
 int main(void)
 {
+	test_startup_marker_given_up();
+	test_outlier_steps();
 	test_sync_every_step_as_before();
 	test_sync_every_n();
 	test_never_syncs();

@@ -193,6 +193,15 @@ int main(int argc, char **argv)
 	}
 	if (comm_setup())
 		return 1;
+	for (int i = 0; i < O.setup_params; i++) {
+		static char param[64 << 10];
+		int check = 0;
+		void *d_param;
+
+		CUDA("cudaMemcpy", cudaMemcpy(&check, d_loss, sizeof(check), cudaMemcpyDeviceToHost));
+		CUDA("cudaMalloc", cudaMalloc(&d_param, sizeof(param)));
+		CUDA("cudaMemcpy", cudaMemcpy(d_param, param, sizeof(param), cudaMemcpyHostToDevice));
+	}
 	device_truth_start();
 
 	if (start_workers(self) || pin_start())

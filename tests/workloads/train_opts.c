@@ -140,6 +140,9 @@ static void usage(FILE *f)
 		"                     legacy stream by events before the loss copy (0: legacy)\n"
 		"  --sync-every N     the loss copy (the sync) every N steps, like a loop that logs\n"
 		"                     its loss or accumulates gradients (1); 0: once, after the loop\n"
+		"  --setup-params N   before the loop, set up N parameters the way a framework moves a\n"
+		"                     model to the GPU: a 4-byte check read back (a sync), an\n"
+		"                     allocation and a 64 KiB copy each (0)\n"
 		"  --allreduce-kb N   all-reduce N KiB of float32 gradients per step with NCCL\n"
 		"                     (libnccl.so.2, loaded late) before the loss copy (0: none)\n"
 		"  --ranks N          ranks of the NCCL communicator (8)\n"
@@ -167,7 +170,7 @@ enum {
 	OPT_STEPS = 256, OPT_WORKERS, OPT_BATCH, OPT_READ, OPT_IO, OPT_WCPU, OPT_HCPU, OPT_PINNED,
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
-	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_TWORKERS, OPT_KUS_SPREAD,
+	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_SETUP, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_TWORKERS, OPT_KUS_SPREAD,
 	OPT_KVARY,
 };
 
@@ -185,6 +188,7 @@ static const struct option longopts[] = {
 	{ "sync-h2d", no_argument, NULL, OPT_SYNC_H2D },
 	{ "streams", required_argument, NULL, OPT_STREAMS },
 	{ "sync-every", required_argument, NULL, OPT_SYNC_EVERY },
+	{ "setup-params", required_argument, NULL, OPT_SETUP },
 	{ "allreduce-kb", required_argument, NULL, OPT_ALLREDUCE },
 	{ "ranks", required_argument, NULL, OPT_RANKS },
 	{ "worker-wait-us", required_argument, NULL, OPT_WWAIT },
@@ -279,6 +283,7 @@ void parse_options(int argc, char **argv)
 		case OPT_SYNC_H2D: O.sync_h2d = 1; break;
 		case OPT_STREAMS: O.streams = (int)num(n, optarg, 0, MAX_STREAMS); break;
 		case OPT_SYNC_EVERY: O.sync_every = (int)num(n, optarg, 0, 10000000); break;
+		case OPT_SETUP: O.setup_params = (int)num(n, optarg, 0, 100000); break;
 		case OPT_ALLREDUCE: O.allreduce_kb = num(n, optarg, 0, 16 << 20); break;
 		case OPT_RANKS: O.ranks = (int)num(n, optarg, 1, 65536); break;
 		case OPT_WWAIT: O.worker_wait_us = num(n, optarg, 0, 100000000); break;

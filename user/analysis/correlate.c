@@ -218,7 +218,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	struct dl_step_sites by_site = { 0 };
 	struct dl_step_input in;
 
-	st.index = (uint32_t)dl_corr_steps_total(&p->pub);
+	st.index = (uint32_t)(p->index_base + dl_corr_steps_total(&p->pub));
 	st.pid = p->pub.pid;
 	st.tid = (pid_t)p->pub.main_tid;
 	st.start_ns = start;
@@ -429,6 +429,8 @@ uint32_t dl_corr_sync_every(const struct dl_corr_proc *p)
 
 static void on_marker(struct cproc *p, uint64_t ts)
 {
+	p->max_step_syncs = p->syncs_since_marker > p->max_step_syncs ? p->syncs_since_marker : p->max_step_syncs;
+	p->syncs_since_marker = 0;
 	if (p->have_marker && ts > p->last_marker) {
 		*dl_vec_push(&p->pending) = (struct pending_step){ p->last_marker, ts };
 		note_step_sync(&p->pub.syncs, p->step_synced);
@@ -490,8 +492,14 @@ static void track_call(struct cproc *p, const struct mcall *m)
 		p->after_sync = false;
 	}
 	if (dl_corr_is_sync_point(m)) {
+		bool automatic = p->pub.marker.kind == DL_MARK_AFTER_SYNC || p->pub.marker.kind == DL_MARK_PERIOD;
+
 		p->after_sync = true;
 		p->step_synced |= p->have_marker;
+		p->syncs_since_marker++;
+		if (automatic && p->pub.startup.relearned < RELEARN_MAX && p->syncs_since_marker > RELEARN_SYNCS &&
+		    p->syncs_since_marker > RELEARN_STEP_FACTOR * p->max_step_syncs)
+			p->relearn_due = true;
 	}
 	if (m->cls == DL_CLS_COPY) {
 		note_bandwidth(p, m);
@@ -706,6 +714,8 @@ int dl_corr_sink(void *ctx, const struct dl_rec *r)
 			dl_corr_learn(c, p, keep ? &e : NULL, h);
 		else if (p && p->st == CP_TRACK && keep)
 			dl_corr_track(p, &e);
+		if (p && p->relearn_due)
+			dl_corr_relearn(p);
 	}
 	finalize_ready(c, false);
 	if (c->tree.n > 4096 && !(c->tree.n & 1023))
@@ -736,6 +746,18 @@ const struct dl_corr_opts *dl_corr_options(const struct dl_correlator *c)
 	return &c->opts;
 }
 
+/* The longest a step of p may last and count in the totals (DL_OUTLIER_P90); UINT64_MAX: no cut. */
+static uint64_t outlier_cut(const struct dl_corr_proc *p)
+{
+	uint64_t *d = dl_xcalloc(p->nsteps + 1, sizeof(*d)), median, p90;
+
+	for (size_t s = 0; s < p->nsteps; s++)
+		d[s] = p->steps[s].dur_ns;
+	dl_durations_percentiles(d, p->nsteps, &median, &p90);
+	free(d);
+	return p->nsteps && p90 && p90 <= UINT64_MAX / DL_OUTLIER_P90 ? p90 * DL_OUTLIER_P90 : UINT64_MAX;
+}
+
 void dl_corr_stats(const struct dl_correlator *c, const struct dl_corr_proc *only, struct dl_step_stats *out)
 {
 	bool folded = false;
@@ -754,11 +776,21 @@ void dl_corr_stats(const struct dl_correlator *c, const struct dl_corr_proc *onl
 	durs = folded ? NULL : dl_xcalloc(n + 1, sizeof(*durs));
 	for (size_t i = 0; i < c->procs.n; i++) {
 		const struct dl_corr_proc *p = &c->procs.v[i].pub;
+		uint64_t cut;
 
 		if (only && p != only)
 			continue;
+		cut = outlier_cut(p);
+		out->outlier_cut_ns = cut;
 		dl_fold_merge(&out->sum, &p->folded);
 		for (size_t s = 0; s < p->nsteps; s++) {
+			if (p->steps[s].dur_ns > cut) {
+				if (out->outliers < DL_OUTLIERS_LISTED)
+					out->outlier_index[out->outliers] = p->steps[s].index;
+				out->outliers++;
+				out->outlier_ns += p->steps[s].dur_ns;
+				continue;
+			}
 			dl_fold_add(&out->sum, &p->steps[s], folded);
 			if (durs)
 				durs[k++] = p->steps[s].dur_ns;

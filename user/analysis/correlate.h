@@ -75,6 +75,18 @@ struct dl_copy_facts {
 	double best_gbps[DL_DIR_COUNT][2];         /* measured, by direction and pageable */
 };
 
+/*
+ * Steps cut by an automatic marker that then stopped recurring (a job's
+ * start-up: a framework's model set-up and its loaders' start look like
+ * steps of their own before the loop begins): left out of the steps, which
+ * are learned again from the calls after.
+ */
+struct dl_step_startup {
+	uint32_t relearned;       /* markers given up */
+	uint64_t steps, dur_ns;   /* the steps they cut, left out */
+	char first_marker[160];   /* the first marker given up */
+};
+
 struct dl_corr_proc {
 	pid_t pid;
 	uint32_t main_tid;
@@ -88,6 +100,7 @@ struct dl_corr_proc {
 	struct dl_sites sites;     /* where its outermost calls come from (every thread's) */
 	struct dl_lin_totals lineage;   /* what its steps' input waits waited on, every step's */
 	struct dl_step_learning learning;
+	struct dl_step_startup startup;
 	struct dl_sync_cadence syncs;
 	struct dl_kdur kdur;       /* inferred kernel durations: the fit's normal equations */
 };
@@ -117,12 +130,26 @@ static inline uint64_t dl_corr_steps_total(const struct dl_corr_proc *p)
 /* The steps from one synced step to the next, most often (1: every step syncs); 0: too few synced, or irregular. */
 uint32_t dl_corr_sync_every(const struct dl_corr_proc *p);
 
+/*
+ * A step kept in full that lasts over this many times the p90 of its
+ * process's kept steps is an outlier: a one-off (the loaders' start before
+ * the first batch, a checkpoint, a stall), at most a tenth of the steps and
+ * an order of magnitude past the slowest of the rest. Outliers are left out
+ * of the totals and the verdict, which describe the typical step, and are
+ * listed apart; every step keeps its own breakdown and verdict.
+ */
+#define DL_OUTLIER_P90 10
+#define DL_OUTLIERS_LISTED 8
+
 /* What every step of a run adds up to. */
 struct dl_step_stats {
 	struct dl_step_fold sum;   /* its histogram is the caller's: dl_fold_free */
 	uint64_t median_ns, p90_ns;
 	double cv;                 /* coefficient of variation of the durations */
 	bool exact;                /* median and p90 of every step; else to DL_FOLD_REL_ERR (steps were folded) */
+	uint64_t outliers, outlier_ns;             /* outlier steps, left out of all the above, and their time */
+	uint64_t outlier_cut_ns;                   /* the longest a step may last and count (one process: its own) */
+	uint32_t outlier_index[DL_OUTLIERS_LISTED];   /* the first outliers' step indexes */
 };
 
 /* Every step of one process (only), or of every process (only NULL). */

@@ -15,6 +15,14 @@
 
 #define LEARN_SYNCS 8                    /* sync points on one thread before deciding */
 #define LEARN_MAX_RECORDS 200000         /* decide anyway past this much */
+/*
+ * An automatic marker given up: the main thread passed this many sync points
+ * without it, and RELEARN_STEP_FACTOR times as many as any step held. A loop
+ * whose steps hold many syncs (a .item() a layer) raises its own bar.
+ */
+#define RELEARN_SYNCS (2 * LEARN_SYNCS)
+#define RELEARN_STEP_FACTOR 4
+#define RELEARN_MAX 3                    /* markers given up per process, at most */
 #define LAUNCH_GAP_CAP_NS 100000ull      /* a launch owns the time to the next call up to this (HTA's cutoff) */
 #define BW_SAMPLE_BYTES (1u << 20)       /* copies this large measure bandwidth */
 #define ALIGN_CHECK_BYTES 4096u
@@ -82,6 +90,10 @@ struct cproc {
 	bool after_sync, have_marker;
 	bool step_synced;           /* the open step holds a sync point */
 	uint64_t last_marker;
+	uint32_t syncs_since_marker;    /* the main thread's sync points since the marker's last hit */
+	uint32_t max_step_syncs;        /* the most any step held */
+	bool relearn_due;               /* the marker stopped recurring: dl_corr_relearn before the next record */
+	uint64_t index_base;            /* steps left out before these (struct dl_step_startup) */
 	DL_VEC(struct mcall) calls;     /* by start */
 	DL_VEC(struct dl_span) sched;   /* kind = state, by start */
 	uint64_t sched_until;       /* end of the last scheduler interval */
@@ -128,6 +140,8 @@ void dl_corr_kdur_finalize(struct cproc *p, const struct dl_span *sched, size_t 
  */
 size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, struct dl_step *st, const struct dl_span *cuda,
 		      size_t ncuda, const struct dl_span *sched, size_t nsched, struct dl_gpu_span **spans);
+/* Gives up the marker: the steps cut so far are left out, and the process learns again. */
+void dl_corr_relearn(struct cproc *p);
 /* Decides main thread and marker (final: with whatever was seen); true when decided. */
 bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final);
 

@@ -227,6 +227,43 @@ static void start_tracking(struct cproc *p)
 	forget_learned(p);
 }
 
+void dl_corr_relearn(struct cproc *p)
+{
+	struct dl_corr_proc *pub = &p->pub;
+	struct dl_step_startup *su = &pub->startup;
+	uint64_t dur = pub->folded.dur_ns;
+
+	for (size_t i = 0; i < pub->nsteps; i++)
+		dur += pub->steps[i].dur_ns;
+	for (size_t i = 0; i < p->pending.n; i++)
+		dur += p->pending.v[i].end - p->pending.v[i].start;
+	if (!su->relearned++)
+		snprintf(su->first_marker, sizeof(su->first_marker), "%s", pub->marker_desc);
+	su->steps += dl_corr_steps_total(pub) + p->pending.n;
+	su->dur_ns += dur;
+	p->index_base += dl_corr_steps_total(pub) + p->pending.n;
+	pub->nsteps = 0;
+	dl_fold_free(&pub->folded);
+	memset(&pub->folded, 0, sizeof(pub->folded));
+	memset(&pub->syncs, 0, sizeof(pub->syncs));
+	memset(&pub->lineage, 0, sizeof(pub->lineage));
+	memset(&pub->learning, 0, sizeof(pub->learning));
+	memset(&pub->marker, 0, sizeof(pub->marker));
+	pub->marker_desc[0] = 0;
+	pub->main_tid = 0;
+	pub->decided = false;
+	p->pending.n = 0;
+	p->have_marker = false;
+	p->syncs_since_marker = 0;
+	p->max_step_syncs = 0;
+	p->relearn_due = false;
+	p->tids.n = 0;
+	forget_learned(p);
+	p->next_infer = 0;
+	p->next_period = 0;
+	p->st = CP_LEARN;
+}
+
 /* Decides main thread and marker once the learning window is enough; returns true when decided. */
 bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 {

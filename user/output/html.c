@@ -212,13 +212,22 @@ static void steps_of(struct dl_html *h, const struct dl_correlator *c, const str
 		return;
 	}
 	dl_corr_stats(c, p, &st);
-	fprintf(h->f, "<p>%" PRIu64 " steps, median %s%.2f ms, p90 %s%.2f ms, confidence %s (CV %.2f)</p>\n", st.sum.n,
-		st.exact ? "" : "~", ms(st.median_ns), st.exact ? "" : "~", ms(st.p90_ns),
+	fprintf(h->f, "<p>%" PRIu64 " steps, median %s%.2f ms, p90 %s%.2f ms, confidence %s (CV %.2f)</p>\n",
+		st.sum.n + st.outliers, st.exact ? "" : "~", ms(st.median_ns), st.exact ? "" : "~", ms(st.p90_ns),
 		dl_step_confidence(st.cv, st.sum.n), st.cv);
-	if (st.sum.n > n)
+	if (st.sum.n + st.outliers > n)
 		fprintf(h->f, "<p class=\"note\">The charts show the last %zu steps; the %" PRIu64 " before them were "
 			"folded into totals (--keep-steps). The median and p90 cover every step (~: within %.1f%%).</p>\n",
-			n, st.sum.n - n, 100 * DL_FOLD_REL_ERR);
+			n, st.sum.n + st.outliers - n, 100 * DL_FOLD_REL_ERR);
+	if (st.outliers)
+		fprintf(h->f, "<p class=\"note\">%" PRIu64 " step%s (%.2f ms in all) lasted over %dx the p90 of the "
+			"others: one-offs (the loaders' start, a checkpoint, a stall), charted but left out of the totals, "
+			"the median, the p90 and the verdict.</p>\n", st.outliers, st.outliers > 1 ? "s" : "",
+			ms(st.outlier_ns), DL_OUTLIER_P90);
+	if (p->startup.relearned)
+		fprintf(h->f, "<p class=\"note\">%" PRIu64 " start-up steps (%.2f ms), cut by a marker that then stopped "
+			"recurring, are left out; the steps were learned again from the calls after them.</p>\n",
+			p->startup.steps, ms(p->startup.dur_ns));
 	if (n) {
 		fputs("<h4>Breakdown per step</h4>\n", h->f);
 		html_svg_step_bars(h, p->steps + first, n, st.median_ns, present);

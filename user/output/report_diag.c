@@ -87,6 +87,26 @@ static void text_learning(FILE *f, const struct dl_corr_proc *p)
 			sc->synced > 1 ? ", irregularly" : "");
 }
 
+/* Steps the totals leave out: outliers, and a start-up cut by a marker given up. */
+static void text_left_out(FILE *f, const struct dl_corr_proc *p, const struct dl_step_stats *st, struct dl_sbuf *esc)
+{
+	const struct dl_step_startup *su = &p->startup;
+
+	if (st->outliers) {
+		fprintf(f, "  outliers %" PRIu64 " step%s (%.2f ms in all; step", st->outliers, st->outliers > 1 ? "s" : "",
+			(double)st->outlier_ns / 1e6);
+		for (uint64_t k = 0; k < st->outliers && k < DL_OUTLIERS_LISTED; k++)
+			fprintf(f, "%s %u", k ? "," : "", st->outlier_index[k]);
+		fprintf(f, "%s) over %dx the p90 of the others, left out of the totals and the verdict: one-offs such "
+			   "as the loaders' start, a checkpoint or a stall\n", st->outliers > DL_OUTLIERS_LISTED ? ", ..." : "",
+			DL_OUTLIER_P90);
+	}
+	if (su->relearned)
+		fprintf(f, "  start-up %" PRIu64 " steps (%.2f ms) cut by a marker that then stopped recurring (%s) are "
+			   "left out; the steps were learned again from the calls after them\n",
+			su->steps, (double)su->dur_ns / 1e6, dl_text(esc, su->first_marker));
+}
+
 void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct dl_diagnosis *d)
 {
 	struct dl_sbuf esc = { 0 };
@@ -94,7 +114,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 		struct dl_step_stats st;
-		uint64_t n, total;
+		uint64_t n, total, counted;
 
 		if (!p->decided)
 			continue;
@@ -108,26 +128,29 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 		}
 		dl_corr_stats(c, p, &st);
 		total = st.sum.dur_ns;
+		/* Means over the steps the totals hold (outliers are left out of both). */
+		counted = st.sum.n ? st.sum.n : 1;
 		fprintf(f, "  steps    %" PRIu64 ", median %s%.2f ms, p90 %s%.2f ms, confidence %s (CV %.2f)\n", n,
 			st.exact ? "" : "~", (double)st.median_ns / 1e6, st.exact ? "" : "~", (double)st.p90_ns / 1e6,
-			dl_step_confidence(st.cv, n), st.cv);
+			dl_step_confidence(st.cv, st.sum.n), st.cv);
+		text_left_out(f, p, &st, &esc);
 		if (!st.exact)
 			fprintf(f, "  kept     the last %zu steps in full, %" PRIu64 " older ones folded into totals "
 				"(--keep-steps); ~: within %.1f%%\n", p->nsteps, p->folded.n, 100 * DL_FOLD_REL_ERR);
 		/* Bounds, not a measurement: the device-queue model's, from the host's calls alone. */
 		fprintf(f, "  GPU busy %.1f-%.1f ms of %.1f per step (%.0f-%.0f%%), inferred from the host's calls\n",
-			(double)st.sum.gpu_busy_lo_ns / 1e6 / (double)n, (double)st.sum.gpu_busy_hi_ns / 1e6 / (double)n,
-			(double)total / 1e6 / (double)n, dl_pct(st.sum.gpu_busy_lo_ns, total),
+			(double)st.sum.gpu_busy_lo_ns / 1e6 / (double)counted, (double)st.sum.gpu_busy_hi_ns / 1e6 / (double)counted,
+			(double)total / 1e6 / (double)counted, dl_pct(st.sum.gpu_busy_lo_ns, total),
 			dl_pct(st.sum.gpu_busy_hi_ns, total));
 		fprintf(f, "  GPU idle %.1f ms of %.1f per step: host %.1f, input %.1f, sync %.1f\n",
-			(double)(total - st.sum.gpu_busy_hi_ns) / 1e6 / (double)n, (double)total / 1e6 / (double)n,
-			(double)st.sum.gpu_idle_ns[DL_IDLE_HOST] / 1e6 / (double)n,
-			(double)st.sum.gpu_idle_ns[DL_IDLE_INPUT] / 1e6 / (double)n,
-			(double)st.sum.gpu_idle_ns[DL_IDLE_SYNC] / 1e6 / (double)n);
+			(double)(total - st.sum.gpu_busy_hi_ns) / 1e6 / (double)counted, (double)total / 1e6 / (double)counted,
+			(double)st.sum.gpu_idle_ns[DL_IDLE_HOST] / 1e6 / (double)counted,
+			(double)st.sum.gpu_idle_ns[DL_IDLE_INPUT] / 1e6 / (double)counted,
+			(double)st.sum.gpu_idle_ns[DL_IDLE_SYNC] / 1e6 / (double)counted);
 		fprintf(f, "  %-12s %12s %7s %12s\n", "category", "total ms", "share", "ms per step");
 		for (int k = 0; k < DL_CAT_COUNT; k++)
 			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)st.sum.cat_ns[k] / 1e6,
-				dl_pct(st.sum.cat_ns[k], total), (double)st.sum.cat_ns[k] / 1e6 / (double)n);
+				dl_pct(st.sum.cat_ns[k], total), (double)st.sum.cat_ns[k] / 1e6 / (double)counted);
 		dl_report_lineage_text(f, p);
 		dl_report_sites_text(f, &p->sites, n);
 		dl_fold_free(&st.sum);
@@ -221,6 +244,38 @@ static void json_learning(struct dl_json *j, const struct dl_corr_proc *p)
 	dl_json_ku64(j, "sync_every_steps", dl_corr_sync_every(p));
 }
 
+static void json_left_out(struct dl_json *j, const struct dl_corr_proc *p, const struct dl_step_stats *st)
+{
+	const struct dl_step_startup *su = &p->startup;
+
+	dl_json_key(j, "outliers");
+	dl_json_obj_begin(j);
+	dl_json_ku64(j, "steps", st->outliers);
+	dl_json_ku64(j, "dur_ns", st->outlier_ns);
+	dl_json_key(j, "cut_ns");
+	if (st->outlier_cut_ns == UINT64_MAX)
+		dl_json_null(j);
+	else
+		dl_json_u64(j, st->outlier_cut_ns);
+	dl_json_key(j, "indexes");
+	dl_json_arr_begin(j);
+	for (uint64_t k = 0; k < st->outliers && k < DL_OUTLIERS_LISTED; k++)
+		dl_json_u64(j, st->outlier_index[k]);
+	dl_json_arr_end(j);
+	dl_json_obj_end(j);
+	dl_json_key(j, "startup");
+	if (!su->relearned) {
+		dl_json_null(j);
+		return;
+	}
+	dl_json_obj_begin(j);
+	dl_json_ku64(j, "relearned", su->relearned);
+	dl_json_ku64(j, "steps", su->steps);
+	dl_json_ku64(j, "dur_ns", su->dur_ns);
+	dl_json_kstr(j, "first_marker", su->first_marker);
+	dl_json_obj_end(j);
+}
+
 size_t dl_steps_unlisted(const struct dl_correlator *c, const struct dl_corr_proc *p)
 {
 	size_t keep = dl_corr_options(c)->keep_steps;
@@ -254,7 +309,7 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 		dl_json_ki64(j, "pid", p->pid);
 		dl_json_ku64(j, "main_tid", p->main_tid);
 		dl_json_kstr(j, "marker", p->marker_desc);
-		dl_json_ku64(j, "steps", st.sum.n);
+		dl_json_ku64(j, "steps", st.sum.n + st.outliers);
 		dl_json_ku64(j, "steps_listed", p->nsteps - dl_steps_unlisted(c, p));
 		dl_json_ku64(j, "median_ns", st.median_ns);
 		dl_json_ku64(j, "p90_ns", st.p90_ns);
@@ -264,6 +319,7 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 		dl_json_double(j, st.cv);
 		dl_json_kstr(j, "confidence", dl_step_confidence(st.cv, st.sum.n));
 		json_learning(j, p);
+		json_left_out(j, p, &st);
 		dl_json_obj_end(j);
 		dl_fold_free(&st.sum);
 	}
