@@ -46,6 +46,7 @@ struct opts {
 	int sync_h2d;      /* H2D with cudaMemcpy (synchronous), not cudaMemcpyAsync */
 	int streams;       /* kernels spread over this many created streams (0: the legacy stream) */
 	int sync_every;    /* the loss copy every this many steps (0: once, after the last step) */
+	int slow_worker;   /* worker 0 decodes this many times as long as the others (0, 1: as long) */
 	int setup_params;  /* a model's set-up before the loop: each an allocation, a copy and a check */
 	long allreduce_kb; /* float32 gradients all-reduced per step (0: no NCCL) */
 	long worker_wait_us;   /* a worker's blocked fetch per batch (remote storage), off the CPU */

@@ -133,7 +133,7 @@ static int worker_loop(int w)
 		for (uint64_t i = 0; i < got; i += 64)
 			sum += (unsigned char)dst[i];
 		cpu_sink += sum;
-		burn_cpu_us(O.worker_cpu_us, c0);
+		burn_cpu_us(w == 0 && O.slow_worker > 1 ? O.worker_cpu_us * O.slow_worker : O.worker_cpu_us, c0);
 		/* a fetch from remote storage: blocked, off the CPU */
 		if (O.worker_wait_us) {
 			struct timespec ts = { O.worker_wait_us / 1000000, (O.worker_wait_us % 1000000) * 1000 };

@@ -129,6 +129,7 @@ static void usage(FILE *f)
 		"  --odirect          read with O_DIRECT (default: buffered, pages dropped)\n"
 		"  --worker-cpu-us N  worker CPU time per batch (%ld)\n"
 		"  --worker-wait-us N a worker's blocked fetch per batch (remote storage), us (0)\n"
+		"  --slow-worker F    worker 0 burns F times --worker-cpu-us per batch (1)\n"
 		"  --pin-thread       batches go through a pin-memory thread of the main process\n"
 		"  --thread-workers   the loaders are threads of the main process, not processes\n"
 		"  --host-cpu-us N    main-thread CPU time per step (%ld)\n"
@@ -170,7 +171,7 @@ enum {
 	OPT_STEPS = 256, OPT_WORKERS, OPT_BATCH, OPT_READ, OPT_IO, OPT_WCPU, OPT_HCPU, OPT_PINNED,
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
-	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_SETUP, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_TWORKERS, OPT_KUS_SPREAD,
+	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_SETUP, OPT_SLOW, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_TWORKERS, OPT_KUS_SPREAD,
 	OPT_KVARY,
 };
 
@@ -189,6 +190,7 @@ static const struct option longopts[] = {
 	{ "streams", required_argument, NULL, OPT_STREAMS },
 	{ "sync-every", required_argument, NULL, OPT_SYNC_EVERY },
 	{ "setup-params", required_argument, NULL, OPT_SETUP },
+	{ "slow-worker", required_argument, NULL, OPT_SLOW },
 	{ "allreduce-kb", required_argument, NULL, OPT_ALLREDUCE },
 	{ "ranks", required_argument, NULL, OPT_RANKS },
 	{ "worker-wait-us", required_argument, NULL, OPT_WWAIT },
@@ -284,6 +286,7 @@ void parse_options(int argc, char **argv)
 		case OPT_STREAMS: O.streams = (int)num(n, optarg, 0, MAX_STREAMS); break;
 		case OPT_SYNC_EVERY: O.sync_every = (int)num(n, optarg, 0, 10000000); break;
 		case OPT_SETUP: O.setup_params = (int)num(n, optarg, 0, 100000); break;
+		case OPT_SLOW: O.slow_worker = (int)num(n, optarg, 1, 1000); break;
 		case OPT_ALLREDUCE: O.allreduce_kb = num(n, optarg, 0, 16 << 20); break;
 		case OPT_RANKS: O.ranks = (int)num(n, optarg, 1, 65536); break;
 		case OPT_WWAIT: O.worker_wait_us = num(n, optarg, 0, 100000000); break;

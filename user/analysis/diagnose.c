@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -560,19 +561,33 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 	if (per_batch_bytes > 0 && rf->disk_peak_mbps > 0)
 		disk_rate = rf->disk_peak_mbps * 1e6 / per_batch_bytes;
 	if (need > (unsigned)lround(now)) {
+		static const struct {
+			const char *name, *text;
+		} limits[] = {
+			{ "cpu", " CPU decode is the limit: that many need that many free cores." },
+			{ "disk", " Reading is the limit: more producers help while the disk has bandwidth to spare." },
+			{ "cpu-starved", " They wait for a CPU: more producers will not help without free cores." },
+			{ "other", " Their own waits (a fetch, an upstream queue) are the limit: more producers overlap them." },
+		};
+		uint64_t part[] = { t.oncpu_ns, t.io_wait_ns, t.runq_ns, t.other_ns };
+		int limit = 0;
 		char disk[200] = "";
 
+		/* What the producers' windows went to most: the resource more of them would need. */
+		for (int k = 1; k < 4; k++)
+			if (part[k] > part[limit])
+				limit = k;
 		if (disk_rate > 0)
 			snprintf(disk, sizeof(disk), " The disk reads %.1f MB per batch at %.0f MB/s peak, so it allows up to %.0f "
 				 "batches/s (the job needs %.0f): %s.", per_batch_bytes / 1e6, rf->disk_peak_mbps, disk_rate,
-				 1e9 / t_step, disk_rate * t_step / 1e9 >= 1 ? "the limit is the producers, not the disk"
+				 1e9 / t_step, disk_rate * t_step / 1e9 >= 1 ? "the disk is not the limit"
 									   : "the disk is the limit too");
 		x = add_finding(d, "too-few-workers",
 				"Each producer needs %.1f ms per batch (%.0f%% of it on CPU), the main thread consumes one "
 				"per %.1f ms: about %u producers would keep it fed (the steps' pace says about %.0f run "
 				"now).%s%s",
-				t_batch / 1e6, 100 * cpu_share, t_step / 1e6, need, now, disk,
-				cpu_share >= 0.5 ? " They decode on the CPU: that many need that many free cores." : "");
+				t_batch / 1e6, 100 * cpu_share, t_step / 1e6, need, now, disk, limits[limit].text);
+		evidence_text(x, "limit", limits[limit].name);
 		evidence(x, "batch_ms", t_batch / 1e6);
 		evidence(x, "step_ms_without_wait", t_step / 1e6);
 		evidence(x, "workers_now", now);
@@ -580,6 +595,95 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 		evidence(x, "cpu_share", cpu_share);
 		evidence(x, "disk_batches_per_s", disk_rate);
 	}
+}
+
+static bool made_cuda_calls(const struct dl_proc *w)
+{
+	for (int a = 0; a < DL_API_COUNT; a++)
+		if (w->calls[a].count)
+			return true;
+	return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median work of process i's siblings (others with work, under its name); *k: how many. */
+static uint64_t sibling_median(const struct dl_summary *s, const uint64_t *work, size_t i, uint64_t *buf, size_t *k)
+{
+	*k = 0;
+	for (size_t j = 0; j < s->n; j++)
+		if (j != i && work[j] && !strcmp(s->procs[j].comm, s->procs[i].comm))
+			buf[(*k)++] = work[j];
+	if (!*k)
+		return 0;
+	qsort(buf, *k, sizeof(*buf), cmp_u64);
+	return *k % 2 ? buf[*k / 2] : (buf[*k / 2 - 1] + buf[*k / 2]) / 2;
+}
+
+/*
+ * One loader far slower than its siblings. A DataLoader deals batches to its
+ * worker processes in turn and hands them over in order, so each makes as
+ * many batches, and a worker's time at work (on CPU and blocked on disk, not
+ * waiting for a free slot) over the trace is its time per batch times the
+ * same count: one at twice the median of the others' stalls the loop on
+ * every batch of its own. Workers: the main process's children that made no
+ * CUDA call, under one name.
+ */
+static void slow_worker_finding(struct dl_diagnosis *d, const struct dl_correlator *c, const struct dl_summary *s)
+{
+	const struct dl_corr_proc *main_p = NULL;
+	uint64_t *work, *buf, median = 0;
+	size_t slow = SIZE_MAX, siblings = 0;
+
+	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
+		const struct dl_corr_proc *p = dl_corr_proc(c, i);
+
+		if (p->nsteps && (!main_p || p->lineage.wait_ns > main_p->lineage.wait_ns))
+			main_p = p;
+	}
+	if (!main_p)
+		return;
+	work = dl_xcalloc(s->n + 1, sizeof(*work));
+	buf = dl_xcalloc(s->n + 1, sizeof(*buf));
+	for (size_t i = 0; i < s->n; i++) {
+		const struct dl_proc *w = &s->procs[i];
+
+		if (w->ppid == main_p->pid && !made_cuda_calls(w))
+			work[i] = w->sched.oncpu_ns + w->sched.disk_ns;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		size_t k;
+		uint64_t m = work[i] ? sibling_median(s, work, i, buf, &k) : 0;
+
+		if (m && work[i] >= 2 * m && (slow == SIZE_MAX || work[i] > work[slow])) {
+			slow = i;
+			median = m;
+			siblings = k;
+		}
+	}
+	if (slow != SIZE_MAX) {
+		struct dl_finding *x = add_finding(
+			d, "slow-worker",
+			"Loader pid %d works %.1fx as long as the median of its %zu siblings (%.0f ms against %.0f ms "
+			"on CPU and disk over the trace): with batches dealt to the loaders in turn, as a DataLoader "
+			"deals them, the loop waits on each of its batches. Find what makes its share slow (its files, "
+			"its samples, its CPU's load) or deal work by readiness.",
+			s->procs[slow].pid, (double)work[slow] / (double)median, siblings, (double)work[slow] / 1e6,
+			(double)median / 1e6);
+
+		evidence(x, "worker_pid", s->procs[slow].pid);
+		evidence(x, "work_ms", (double)work[slow] / 1e6);
+		evidence(x, "median_others_ms", (double)median / 1e6);
+		evidence(x, "ratio", (double)work[slow] / (double)median);
+		evidence(x, "siblings", (double)siblings);
+	}
+	free(work);
+	free(buf);
 }
 
 void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,
@@ -610,6 +714,7 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 		if (d->verdict == DL_V_INPUT) {
 			producer_finding(d, c, s);
 			worker_findings(d, &rf, c);
+			slow_worker_finding(d, c, s);
 		}
 		sketch(d, &rf, s, o);
 		sketch_finding(d, &rf);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <inttypes.h>
+#include <string.h>
 #include "output/report_lineage.h"
+#include "strsafe.h"
 
 /* A producer's or a hop's window: where its time went and what it read. */
 static void window_json(struct dl_json *j, uint64_t oncpu, uint64_t io_wait, uint64_t runq, uint64_t other,
@@ -79,6 +81,55 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 	dl_json_obj_end(j);
 }
 
+#define LONGEST_WAITS 3
+#define LONGEST_WAIT_MIN_NS 1000000ull   /* shorter waits are scheduling noise, not a loader's batch */
+
+/*
+ * The steps that waited longest for input, a line each: whom they waited for,
+ * what that producer did in its window, the files it read, and who it waited
+ * on in turn.
+ */
+static void text_longest_waits(FILE *f, const struct dl_corr_proc *p)
+{
+	const struct dl_step *top[LONGEST_WAITS] = { 0 };
+	struct dl_sbuf esc = { 0 };
+
+	for (size_t i = 0; i < p->nsteps; i++) {
+		const struct dl_step *st = &p->steps[i];
+		int k = LONGEST_WAITS;
+
+		if (!st->input.woken || st->input.wait_ns < LONGEST_WAIT_MIN_NS)
+			continue;
+		while (k > 0 && (!top[k - 1] || top[k - 1]->input.wait_ns < st->input.wait_ns))
+			k--;
+		if (k == LONGEST_WAITS)
+			continue;
+		memmove(&top[k + 1], &top[k], (LONGEST_WAITS - 1 - (size_t)k) * sizeof(top[0]));
+		top[k] = st;
+	}
+	for (int k = 0; k < LONGEST_WAITS && top[k]; k++) {
+		const struct dl_step_lineage *in = &top[k]->input;
+
+		fprintf(f, "    step %u waited %.1f ms for %s", top[k]->index, (double)in->wait_ns / 1e6,
+			in->waker_pid ? "" : dl_wake_ctx_name(in->waker_ctx));
+		if (in->waker_pid)
+			fprintf(f, "thread %u of pid %u", in->waker_tid, in->waker_pid);
+		if (in->producer)
+			fprintf(f, ": %.1f ms on CPU, %.1f ms on disk, %.1f ms waiting for a CPU, %.1f ms blocked otherwise",
+				(double)in->oncpu_ns / 1e6, (double)in->io_wait_ns / 1e6, (double)in->runq_ns / 1e6,
+				(double)in->other_wait_ns / 1e6);
+		if (in->producer && in->read_bytes)
+			fprintf(f, ", reading %.1f %s%s%s%s",
+				(double)in->read_bytes / (in->read_bytes < 1000000 ? 1e3 : 1e6),
+				in->read_bytes < 1000000 ? "KB" : "MB", in->nfiles ? " from " : "",
+				in->nfiles ? dl_text(&esc, in->files[0].path) : "", in->nfiles > 1 ? " and more" : "");
+		if (in->nchain)
+			fprintf(f, "; it waited on thread %u of pid %u", in->chain[0].tid, in->chain[0].pid);
+		fputc('\n', f);
+	}
+	dl_sbuf_free(&esc);
+}
+
 void dl_report_lineage_text(FILE *f, const struct dl_corr_proc *p)
 {
 	struct dl_lin_totals t = p->lineage;
@@ -105,4 +156,5 @@ void dl_report_lineage_text(FILE *f, const struct dl_corr_proc *p)
 		fprintf(f, ": %s spent %.0f%% on CPU, %.0f%% on disk, %.0f%% waiting for a CPU", t.nwakers > 1 ? "they" : "it",
 			dl_pct(t.oncpu_ns, window), dl_pct(t.io_wait_ns, window), dl_pct(t.runq_ns, window));
 	fputc('\n', f);
+	text_longest_waits(f, p);
 }
