@@ -543,7 +543,8 @@ def test_replay_equals_live():
 
 def test_keep_steps_folds():
     """--keep-steps 25 on a run of a few hundred steps: the latest 25 listed in full, the same as a
-    run that keeps every step; the totals and the diagnosis unchanged by the fold; the median and
+    run that keeps every step; the outliers, the totals and the diagnosis unchanged by the fold; the
+    median and
     p90 within the fold's histogram resolution (half a bucket of 1/128 octave: 0.39%)."""
     rec = os.path.join(WORK, "keep.dlbpf")
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
@@ -567,6 +568,9 @@ def test_keep_steps_folds():
           f"full run: {fm}, {len(full['steps'])} listed")
     check(km["steps"] == n and km["steps_listed"] == 25 and not km["percentiles_exact"], f"kept run: {km}")
     check(kept["steps"] == full["steps"][-25:], "the 25 listed steps are not the run's last 25")
+    # Outliers are judged alike (a folded step that may be one is held whole for it): the same
+    # steps are left out of both, and with them added back the totals are every step's.
+    check(fm["outliers"]["indexes"] == km["outliers"]["indexes"], f"outliers {fm['outliers']} vs {km['outliers']}")
     check(kept["diagnosis"]["breakdown_ns"] == full["diagnosis"]["breakdown_ns"]
           and kept["diagnosis"]["verdict"] == full["diagnosis"]["verdict"],
           f"diagnosis changed by the fold: {kept['diagnosis']['verdict']} vs {full['diagnosis']['verdict']}")

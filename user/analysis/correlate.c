@@ -44,6 +44,7 @@ void dl_corr_free(struct dl_correlator *c)
 		dl_kdur_free(&p->pub.kdur);
 		dl_vec_free(&p->kwins);
 		free(p->pub.steps);
+		free(p->pub.held);
 		dl_fold_free(&p->pub.folded);
 		dl_sites_free(&p->pub.sites);
 	}
@@ -192,15 +193,51 @@ static void attribute_tree(struct dl_step *st, uint32_t main_tid, const struct t
  * its end, long after the last late record (a data loader's span, a disk
  * completion) could still be given to it.
  */
+static uint64_t kept_p90(const struct dl_corr_proc *p);
+
+/*
+ * A step folded away can no more be left out of the totals, so one that may
+ * prove an outlier (over half the cut the kept steps give now: the p90 moves
+ * as the run goes on) is held whole until dl_corr_stats judges it; past
+ * DL_OUTLIERS_HELD, the shortest held is folded.
+ */
+static void fold_or_hold(struct dl_corr_proc *p, const struct dl_step *st, uint64_t hold_over)
+{
+	size_t shortest = 0;
+
+	if (st->dur_ns <= hold_over) {
+		dl_fold_add(&p->folded, st, true);
+		return;
+	}
+	if (p->nheld < DL_OUTLIERS_HELD) {
+		if (!p->held)
+			p->held = dl_xcalloc(DL_OUTLIERS_HELD, sizeof(*p->held));
+		p->held[p->nheld++] = *st;
+		return;
+	}
+	for (size_t i = 1; i < p->nheld; i++)
+		if (p->held[i].dur_ns < p->held[shortest].dur_ns)
+			shortest = i;
+	if (p->held[shortest].dur_ns >= st->dur_ns) {
+		dl_fold_add(&p->folded, st, true);
+		return;
+	}
+	dl_fold_add(&p->folded, &p->held[shortest], true);
+	p->held[shortest] = *st;
+}
+
 static void fold_old_steps(struct dl_correlator *c, struct dl_corr_proc *p)
 {
 	size_t keep = c->opts.keep_steps, old;
+	uint64_t p90, hold_over;
 
 	if (!keep || p->nsteps < 2 * keep)
 		return;
+	p90 = kept_p90(p);
+	hold_over = p90 && p90 < UINT64_MAX / DL_OUTLIER_P90 ? p90 * DL_OUTLIER_P90 / 2 : UINT64_MAX;
 	old = p->nsteps - keep;
 	for (size_t i = 0; i < old; i++)
-		dl_fold_add(&p->folded, &p->steps[i], true);
+		fold_or_hold(p, &p->steps[i], hold_over);
 	memmove(p->steps, p->steps + old, keep * sizeof(*p->steps));
 	p->nsteps = keep;
 }
@@ -746,16 +783,58 @@ const struct dl_corr_opts *dl_corr_options(const struct dl_correlator *c)
 	return &c->opts;
 }
 
-/* The longest a step of p may last and count in the totals (DL_OUTLIER_P90); UINT64_MAX: no cut. */
-static uint64_t outlier_cut(const struct dl_corr_proc *p)
+/* The p90 of p's steps kept in full (0: none). */
+static uint64_t kept_p90(const struct dl_corr_proc *p)
 {
-	uint64_t *d = dl_xcalloc(p->nsteps + 1, sizeof(*d)), median, p90;
+	uint64_t *d = dl_xcalloc(p->nsteps + 1, sizeof(*d)), median = 0, p90 = 0;
 
 	for (size_t s = 0; s < p->nsteps; s++)
 		d[s] = p->steps[s].dur_ns;
-	dl_durations_percentiles(d, p->nsteps, &median, &p90);
+	if (p->nsteps)
+		dl_durations_percentiles(d, p->nsteps, &median, &p90);
 	free(d);
-	return p->nsteps && p90 && p90 <= UINT64_MAX / DL_OUTLIER_P90 ? p90 * DL_OUTLIER_P90 : UINT64_MAX;
+	return p90;
+}
+
+/*
+ * The longest a step of p may last and count in the totals (DL_OUTLIER_P90);
+ * UINT64_MAX: no cut. Of every step: exact while none was folded, else from
+ * the fold's histogram, the held steps and the kept ones (to its 0.39%).
+ */
+static uint64_t outlier_cut(const struct dl_corr_proc *p)
+{
+	uint64_t median = 0, p90;
+
+	if (!p->folded.n && !p->nheld) {
+		p90 = kept_p90(p);
+	} else {
+		struct dl_step_fold all = { 0 };
+
+		dl_fold_merge(&all, &p->folded);
+		for (size_t s = 0; s < p->nheld; s++)
+			dl_fold_add(&all, &p->held[s], true);
+		for (size_t s = 0; s < p->nsteps; s++)
+			dl_fold_add(&all, &p->steps[s], true);
+		dl_fold_percentiles(&all, &median, &p90);
+		dl_fold_free(&all);
+	}
+	return p90 && p90 <= UINT64_MAX / DL_OUTLIER_P90 ? p90 * DL_OUTLIER_P90 : UINT64_MAX;
+}
+
+/* Into out: the step, or its count among the outliers. */
+static void stats_add(struct dl_step_stats *out, const struct dl_step *st, uint64_t cut, bool with_hist, uint64_t *durs,
+		      size_t *k)
+{
+	if (st->dur_ns > cut) {
+		if (out->outliers < DL_OUTLIERS_LISTED)
+			out->outlier_index[out->outliers] = st->index;
+		out->outliers++;
+		out->outlier_ns += st->dur_ns;
+		return;
+	}
+	dl_fold_add(&out->sum, st, with_hist);
+	if (durs)
+		durs[(*k)++] = st->dur_ns;
 }
 
 void dl_corr_stats(const struct dl_correlator *c, const struct dl_corr_proc *only, struct dl_step_stats *out)
@@ -769,7 +848,7 @@ void dl_corr_stats(const struct dl_correlator *c, const struct dl_corr_proc *onl
 		const struct dl_corr_proc *p = &c->procs.v[i].pub;
 
 		if (!only || p == only) {
-			folded |= p->folded.n > 0;
+			folded |= p->folded.n + p->nheld > 0;
 			n += p->nsteps;
 		}
 	}
@@ -783,18 +862,10 @@ void dl_corr_stats(const struct dl_correlator *c, const struct dl_corr_proc *onl
 		cut = outlier_cut(p);
 		out->outlier_cut_ns = cut;
 		dl_fold_merge(&out->sum, &p->folded);
-		for (size_t s = 0; s < p->nsteps; s++) {
-			if (p->steps[s].dur_ns > cut) {
-				if (out->outliers < DL_OUTLIERS_LISTED)
-					out->outlier_index[out->outliers] = p->steps[s].index;
-				out->outliers++;
-				out->outlier_ns += p->steps[s].dur_ns;
-				continue;
-			}
-			dl_fold_add(&out->sum, &p->steps[s], folded);
-			if (durs)
-				durs[k++] = p->steps[s].dur_ns;
-		}
+		for (size_t s = 0; s < p->nheld; s++)
+			stats_add(out, &p->held[s], cut, true, NULL, &k);
+		for (size_t s = 0; s < p->nsteps; s++)
+			stats_add(out, &p->steps[s], cut, folded, durs, &k);
 	}
 	out->cv = dl_fold_cv(&out->sum);
 	out->exact = !folded;

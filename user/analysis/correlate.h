@@ -95,7 +95,10 @@ struct dl_corr_proc {
 	bool decided;
 	struct dl_step *steps;     /* the latest steps, oldest first; grown with dl_grow */
 	size_t nsteps, cap;
-	struct dl_step_fold folded;   /* the steps before those (--keep-steps) */
+	struct dl_step_fold folded;   /* the steps before those (--keep-steps), but those held */
+	/* Folded steps that may be outliers: held whole until dl_corr_stats judges them (DL_OUTLIER_P90). */
+	struct dl_step *held;
+	size_t nheld;
 	struct dl_copy_facts copy;
 	struct dl_sites sites;     /* where its outermost calls come from (every thread's) */
 	struct dl_lin_totals lineage;   /* what its steps' input waits waited on, every step's */
@@ -124,15 +127,15 @@ const struct dl_kdur *dl_corr_kdur(const struct dl_correlator *c, pid_t pid);
 /* Steps of a process, kept and folded. */
 static inline uint64_t dl_corr_steps_total(const struct dl_corr_proc *p)
 {
-	return p->folded.n + p->nsteps;
+	return p->folded.n + p->nheld + p->nsteps;
 }
 
 /* The steps from one synced step to the next, most often (1: every step syncs); 0: too few synced, or irregular. */
 uint32_t dl_corr_sync_every(const struct dl_corr_proc *p);
 
 /*
- * A step kept in full that lasts over this many times the p90 of its
- * process's kept steps is an outlier: a one-off (the loaders' start before
+ * A step that lasts over this many times the p90 of its process's steps is
+ * an outlier: a one-off (the loaders' start before
  * the first batch, a checkpoint, a stall), at most a tenth of the steps and
  * an order of magnitude past the slowest of the rest. Outliers are left out
  * of the totals and the verdict, which describe the typical step, and are
@@ -140,6 +143,7 @@ uint32_t dl_corr_sync_every(const struct dl_corr_proc *p);
  */
 #define DL_OUTLIER_P90 10
 #define DL_OUTLIERS_LISTED 8
+#define DL_OUTLIERS_HELD 64      /* folded steps held for judging, per process: the longest */
 
 /* What every step of a run adds up to. */
 struct dl_step_stats {

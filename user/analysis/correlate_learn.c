@@ -243,6 +243,9 @@ void dl_corr_relearn(struct cproc *p)
 	su->dur_ns += dur;
 	p->index_base += dl_corr_steps_total(pub) + p->pending.n;
 	pub->nsteps = 0;
+	for (size_t i = 0; i < pub->nheld; i++)
+		dur += pub->held[i].dur_ns;
+	pub->nheld = 0;
 	dl_fold_free(&pub->folded);
 	memset(&pub->folded, 0, sizeof(pub->folded));
 	memset(&pub->syncs, 0, sizeof(pub->syncs));
