@@ -360,6 +360,8 @@ static void test_startup_marker_given_up(void)
 	CHECK(bad == 0 && p->nsteps == (size_t)iters - 1 - first && first == 2 * 8 + 1,
 	      "%zu steps from iteration %zu, %zu not the loop's 10 ms", p->nsteps, first, bad);
 	/* The start-up's steps, then the loop's up to the re-learning, left out; indexes go on from theirs. */
+	/* They run from the first allocation to the last: 2 ms apart. */
+	CHECK_EQ_U64(p->startup.dur_ns, (uint64_t)(startup - 1) * 2 * MS);
 	CHECK(p->startup.steps == (uint64_t)startup - 1 && p->nsteps && p->steps[0].index == p->startup.steps,
 	      "%" PRIu64 " start-up steps left out, first index %u", p->startup.steps, p->nsteps ? p->steps[0].index : 0);
 out:

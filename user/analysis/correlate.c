@@ -187,13 +187,18 @@ static void attribute_tree(struct dl_step *st, uint32_t main_tid, const struct t
 	}
 }
 
-/*
- * Past twice --keep-steps, the older half is folded: each step is moved once,
- * and at least keep_steps stay in full. A step is folded keep_steps steps after
- * its end, long after the last late record (a data loader's span, a disk
- * completion) could still be given to it.
- */
-static uint64_t kept_p90(const struct dl_corr_proc *p);
+/* The p90 of p's steps kept in full (0: none). */
+static uint64_t kept_p90(const struct dl_corr_proc *p)
+{
+	uint64_t *d = dl_xcalloc(p->nsteps + 1, sizeof(*d)), median = 0, p90 = 0;
+
+	for (size_t s = 0; s < p->nsteps; s++)
+		d[s] = p->steps[s].dur_ns;
+	if (p->nsteps)
+		dl_durations_percentiles(d, p->nsteps, &median, &p90);
+	free(d);
+	return p90;
+}
 
 /*
  * A step folded away can no more be left out of the totals, so one that may
@@ -226,6 +231,12 @@ static void fold_or_hold(struct dl_corr_proc *p, const struct dl_step *st, uint6
 	p->held[shortest] = *st;
 }
 
+/*
+ * Past twice --keep-steps, the older half is folded: each step is moved once,
+ * and at least keep_steps stay in full. A step is folded keep_steps steps after
+ * its end, long after the last late record (a data loader's span, a disk
+ * completion) could still be given to it.
+ */
 static void fold_old_steps(struct dl_correlator *c, struct dl_corr_proc *p)
 {
 	size_t keep = c->opts.keep_steps, old;
@@ -781,19 +792,6 @@ const struct dl_corr_proc *dl_corr_proc(const struct dl_correlator *c, size_t i)
 const struct dl_corr_opts *dl_corr_options(const struct dl_correlator *c)
 {
 	return &c->opts;
-}
-
-/* The p90 of p's steps kept in full (0: none). */
-static uint64_t kept_p90(const struct dl_corr_proc *p)
-{
-	uint64_t *d = dl_xcalloc(p->nsteps + 1, sizeof(*d)), median = 0, p90 = 0;
-
-	for (size_t s = 0; s < p->nsteps; s++)
-		d[s] = p->steps[s].dur_ns;
-	if (p->nsteps)
-		dl_durations_percentiles(d, p->nsteps, &median, &p90);
-	free(d);
-	return p90;
 }
 
 /*

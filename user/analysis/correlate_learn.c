@@ -237,14 +237,14 @@ void dl_corr_relearn(struct cproc *p)
 		dur += pub->steps[i].dur_ns;
 	for (size_t i = 0; i < p->pending.n; i++)
 		dur += p->pending.v[i].end - p->pending.v[i].start;
+	for (size_t i = 0; i < pub->nheld; i++)
+		dur += pub->held[i].dur_ns;
 	if (!su->relearned++)
 		snprintf(su->first_marker, sizeof(su->first_marker), "%s", pub->marker_desc);
 	su->steps += dl_corr_steps_total(pub) + p->pending.n;
 	su->dur_ns += dur;
 	p->index_base += dl_corr_steps_total(pub) + p->pending.n;
 	pub->nsteps = 0;
-	for (size_t i = 0; i < pub->nheld; i++)
-		dur += pub->held[i].dur_ns;
 	pub->nheld = 0;
 	dl_fold_free(&pub->folded);
 	memset(&pub->folded, 0, sizeof(pub->folded));
