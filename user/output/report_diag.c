@@ -136,7 +136,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 		text_left_out(f, p, &st, &esc);
 		if (!st.exact)
 			fprintf(f, "  kept     the last %zu steps in full, %" PRIu64 " older ones folded into totals "
-				"(--keep-steps); ~: within %.1f%%\n", p->nsteps, p->folded.n, 100 * DL_FOLD_REL_ERR);
+				"(--keep-steps); ~: within %.1f%%\n", p->nsteps, p->folded.n + p->nheld, 100 * DL_FOLD_REL_ERR);
 		/* Bounds, not a measurement: the device-queue model's, from the host's calls alone. */
 		fprintf(f, "  GPU busy %.1f-%.1f ms of %.1f per step (%.0f-%.0f%%), inferred from the host's calls\n",
 			(double)st.sum.gpu_busy_lo_ns / 1e6 / (double)counted, (double)st.sum.gpu_busy_hi_ns / 1e6 / (double)counted,
