@@ -315,28 +315,40 @@ static double abs_quantile(const double *v, size_t n, size_t q)
 }
 
 /*
+ * Takes from v (n long) its projections on the m orthonormal vectors at
+ * basis, stride apart (Gram-Schmidt); returns v's squared norm after.
+ */
+static double project_out(double *v, const double *basis, size_t m, size_t stride, size_t n)
+{
+	double norm = 0;
+
+	for (size_t b = 0; b < m; b++) {
+		const double *e = &basis[b * stride];
+		double d = 0;
+
+		for (size_t i = 0; i < n; i++)
+			d += e[i] * v[i];
+		for (size_t i = 0; i < n; i++)
+			v[i] -= d * e[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		norm += v[i] * v[i];
+	return norm;
+}
+
+/*
  * Adds row to the orthonormal rows of basis (m of them, stride M) when it
  * lies outside their span; true if it did.
  */
 static bool span_add(double *basis, size_t *m, const double *row, size_t n)
 {
-	double *q = &basis[*m * M], norm0 = 0, norm = 0;
+	double *q = &basis[*m * M], norm0 = 0, norm;
 
 	for (size_t i = 0; i < n; i++) {
 		q[i] = row[i];
 		norm0 += q[i] * q[i];
 	}
-	for (size_t b = 0; b < *m; b++) {
-		const double *e = &basis[b * M];
-		double d = 0;
-
-		for (size_t i = 0; i < n; i++)
-			d += e[i] * q[i];
-		for (size_t i = 0; i < n; i++)
-			q[i] -= d * e[i];
-	}
-	for (size_t i = 0; i < n; i++)
-		norm += q[i] * q[i];
+	norm = project_out(q, basis, *m, M, n);
 	if (!(norm > SPAN_TOL * SPAN_TOL * norm0))
 		return false;
 	norm = sqrt(norm);
@@ -443,19 +455,8 @@ static bool some_window_alone(const struct dl_kdur *k, double *basis)
 		for (size_t i = 0; i < n; i++)
 			u[j * n + i] = predict(k->boot[i].row, &basis[j * M], k->ncols);
 	for (size_t j = 0; j < m; j++) {
-		double *uj = &u[j * n], norm = 0;
+		double *uj = &u[j * n], norm = project_out(uj, u, j, n, n);
 
-		for (size_t p = 0; p < j; p++) {
-			const double *up = &u[p * n];
-			double d = 0;
-
-			for (size_t i = 0; i < n; i++)
-				d += up[i] * uj[i];
-			for (size_t i = 0; i < n; i++)
-				uj[i] -= d * up[i];
-		}
-		for (size_t i = 0; i < n; i++)
-			norm += uj[i] * uj[i];
 		norm = norm > 0 ? sqrt(norm) : 1;
 		for (size_t i = 0; i < n; i++)
 			uj[i] /= norm;
