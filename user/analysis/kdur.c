@@ -551,29 +551,11 @@ static void fit_basis(struct dl_kdur *k, const double *G)
 	if (!k->basis)
 		k->basis = dl_xcalloc(M * M, sizeof(*k->basis));
 	for (size_t c = 0; c < n; c++) {
-		double *q = &k->basis[m * M], norm0 = 0, norm = 0;
+		double col[M];
 
-		for (size_t i = 0; i < n; i++) {
-			q[i] = G[i * n + c];
-			norm0 += q[i] * q[i];
-		}
-		for (size_t b = 0; b < m; b++) {
-			const double *e = &k->basis[b * M];
-			double d = 0;
-
-			for (size_t i = 0; i < n; i++)
-				d += e[i] * q[i];
-			for (size_t i = 0; i < n; i++)
-				q[i] -= d * e[i];
-		}
 		for (size_t i = 0; i < n; i++)
-			norm += q[i] * q[i];
-		if (!(norm > SPAN_TOL * SPAN_TOL * norm0))
-			continue;
-		norm = sqrt(norm);
-		for (size_t i = 0; i < n; i++)
-			q[i] /= norm;
-		m++;
+			col[i] = G[i * n + c];
+		span_add(k->basis, &m, col, n);
 	}
 	k->nbasis = m;
 	k->basis_cols = n;
@@ -581,7 +563,7 @@ static void fit_basis(struct dl_kdur *k, const double *G)
 
 static bool in_fit_span(const struct dl_kdur *k, const double *row)
 {
-	double r[M], norm0 = 0, norm = 0;
+	double r[M], norm0 = 0;
 	size_t n = k->ncols;
 
 	/* A column added since the basis was made is outside it wherever the row holds it. */
@@ -592,18 +574,7 @@ static bool in_fit_span(const struct dl_kdur *k, const double *row)
 		r[i] = row[i];
 		norm0 += r[i] * r[i];
 	}
-	for (size_t b = 0; b < k->nbasis; b++) {
-		const double *e = &k->basis[b * M];
-		double d = 0;
-
-		for (size_t i = 0; i < n; i++)
-			d += e[i] * r[i];
-		for (size_t i = 0; i < n; i++)
-			r[i] -= d * e[i];
-	}
-	for (size_t i = 0; i < n; i++)
-		norm += r[i] * r[i];
-	return norm <= SPAN_TOL * SPAN_TOL * norm0;
+	return project_out(r, k->basis, k->nbasis, M, n) <= SPAN_TOL * SPAN_TOL * norm0;
 }
 
 void dl_kdur_add(struct dl_kdur *k, const double *row, double b)
