@@ -589,6 +589,11 @@ static void test_collector_records(void)
 	dl_stream_emit(&st, &e, sizeof(e));
 	e.arg[0] = 0x6000;
 	dl_stream_emit(&st, &e, sizeof(e));
+	/* 0x7000's name is found only after its first launch (a retried lookup): the next launch names it. */
+	e.arg[0] = 0x7000;
+	dl_stream_emit(&st, &e, sizeof(e));
+	dl_emit_sym(&st, 1003, 100, 0x7000, "late_kernel");
+	dl_stream_emit(&st, &e, sizeof(e));
 	/* Two launches of one graph, one of another. */
 	e = cuda_ev(DL_API_GRAPH_LAUNCH, 6, 0, 0);
 	e.flags = DL_CUDA_ENTRY_ONLY;
@@ -606,14 +611,16 @@ static void test_collector_records(void)
 		      p->comm);
 		CHECK(p->cuda_libs == 1, "lib records: %d", p->cuda_libs);
 		CHECK(p->nspid == 3, "nspid %d", p->nspid);
-		CHECK(p->nkernels == 3, "kernels %zu", p->nkernels);
+		CHECK(p->nkernels == 4, "kernels %zu", p->nkernels);
 		CHECK(p->ngraphs == 2 && p->graphs[0].graph == 0x9000 && p->graphs[0].count == 2, "graphs %zu",
 		      p->ngraphs);
-		if (p->nkernels == 3) {
+		if (p->nkernels == 4) {
 			CHECK(!strcmp(p->kernels[0].name, "my_kernel"), "name '%s'", p->kernels[0].name);
 			CHECK(strlen(p->kernels[1].name) == DL_SYM_NAME_MAX - 1, "long name kept to %zu",
 			      strlen(p->kernels[1].name));
 			CHECK(!strcmp(p->kernels[2].name, "0x6000"), "unnamed kernel '%s'", p->kernels[2].name);
+			CHECK(!strcmp(p->kernels[3].name, "late_kernel") && p->kernels[3].count == 2,
+			      "late-named kernel '%s' x%llu", p->kernels[3].name, (unsigned long long)p->kernels[3].count);
 		}
 	}
 	CHECK_EQ_U64(dl_summary_duration(&s), 4000);

@@ -136,12 +136,20 @@ static void add_launch(struct dl_proc *p, const struct dl_call *c)
 	char name[32];
 
 	k->count++;
-	if (!fresh)
+	if (!fresh) {
+		/* A name found after the first launch (its lookup failed then, and was retried) replaces the address. */
+		if (c->kernel && k->unnamed) {
+			free(k->name);
+			k->name = dl_xstrdup(c->kernel);
+			k->unnamed = false;
+		}
 		return;
-	/* Named once, at its first launch: by the symbol record the stream had for it by then. */
+	}
+	/* By the symbol record the stream had for it by then. */
 	if (!c->kernel)
 		snprintf(name, sizeof(name), "0x%llx", (unsigned long long)c->func);
 	k->name = dl_xstrdup(c->kernel ? c->kernel : name);
+	k->unnamed = !c->kernel;
 }
 
 static void add_graph(struct dl_proc *p, const struct dl_call *c)

@@ -41,6 +41,7 @@ struct dl_kernel_stat {
 	uint64_t shmem;
 	uint64_t count;
 	char *name;
+	bool unnamed;          /* name is the address: no symbol record yet */
 	size_t same_func;      /* index + 1 of the previous stat of this func (another shape); 0 if none */
 };
 

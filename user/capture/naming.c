@@ -30,6 +30,8 @@ static void name_by_code(struct dl_symbolizer *sz, struct dl_stream *st, uint64_
 	dl_symbolize(sz, pid, code, raw, sizeof(raw));
 	if (raw[0])
 		emit(st, now, pid, addr, raw);
+	else
+		dl_symbolizer_missed(sz, pid, addr);
 }
 
 /*

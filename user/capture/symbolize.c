@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "capture/procfs.h"
 #include "capture/symbolize.h"
 #include "capture/tfile.h"
+#include "log.h"
 #include "util.h"
 
 #define DL_SYMCACHE 16
@@ -89,14 +91,33 @@ static struct pid_maps *pid_maps_of(struct dl_symbolizer *sz, pid_t pid, bool cr
 	return pm;
 }
 
+/*
+ * The seen set's value: the misses so far, and whether the address is settled
+ * (named, or missed DL_SYMBOLIZE_TRIES times). An unsettled one is asked again.
+ */
+#define SEEN_SETTLED (1ull << 63)
+#define DL_SYMBOLIZE_TRIES 3
+
 bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr)
 {
 	struct pid_maps *pm = pid_maps_of(sz, pid, true);
+	uint64_t v = 0;
 
-	if (dl_u64map_get(&pm->seen, addr, NULL))
+	if (dl_u64map_get(&pm->seen, addr, &v) && (v & SEEN_SETTLED))
 		return false;
-	dl_u64map_put(&pm->seen, addr, 0);
+	dl_u64map_put(&pm->seen, addr, v | SEEN_SETTLED);
 	return true;
+}
+
+void dl_symbolizer_missed(struct dl_symbolizer *sz, pid_t pid, uint64_t addr)
+{
+	struct pid_maps *pm = pid_maps_of(sz, pid, true);
+	uint64_t misses = 0;
+
+	if (dl_u64map_get(&pm->seen, addr, &misses))
+		misses &= ~SEEN_SETTLED;
+	misses++;
+	dl_u64map_put(&pm->seen, addr, misses < DL_SYMBOLIZE_TRIES ? misses : misses | SEEN_SETTLED);
 }
 
 static int note_mapping(const struct dl_mapping *m, void *arg)
@@ -227,13 +248,17 @@ void dl_symbolize_loc(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, struct
 	memset(loc, 0, sizeof(*loc));
 	if (!m && dl_symbolizer_note(sz, pid) == 0)
 		m = find_map(pid_maps_of(sz, pid, false), addr);
-	if (!m)
+	if (!m) {
+		dl_debug("pid %d: no mapping holds %#" PRIx64, (int)pid, addr);
 		return;
+	}
 	snprintf(loc->obj, sizeof(loc->obj), "%s", m->path);
 	loc->file_off = addr - m->start + m->offset;
 	cf = file_syms(sz, pid, m);
-	if (!cf)
+	if (!cf) {
+		dl_debug("pid %d: %#" PRIx64 ": no symbols read from %s", (int)pid, addr, m->path);
 		return;
+	}
 	sym = dl_elf_sym_by_offset(&cf->syms, loc->file_off);
 	if (sym) {
 		snprintf(loc->sym, sizeof(loc->sym), "%s", sym->name);

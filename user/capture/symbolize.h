@@ -28,6 +28,12 @@ struct dl_code_loc {
 
 /* True the first time (pid, addr) is asked about: the caller names it once. */
 bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr);
+/*
+ * The name of (pid, addr) was not found this time: a later ask is another
+ * first, up to a few misses (a file read can fail for a moment; a stripped
+ * one stays unnamed without a read per event).
+ */
+void dl_symbolizer_missed(struct dl_symbolizer *sz, pid_t pid, uint64_t addr);
 /* Remembers pid's executable mappings, to name its addresses after it exits. */
 int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid);
 /* Writes the function name holding addr in pid (empty string if unknown). */

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Naming code addresses of traced processes: a function of this binary by
+ * its symbol, in a live process and in a child that has exited since its
+ * mappings were noted; and the once-per-address rule, which a miss reopens
+ * a bounded number of times (a name lost to a failed read is looked up
+ * again at the address's next record, but a stripped binary is not read
+ * on every record).
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "check.h"
+#include "capture/symbolize.h"
+
+__attribute__((noinline, used)) int symbolize_probe_target(int x)
+{
+	return x * 5 + 2;
+}
+
+static void test_live_and_exited(void)
+{
+	struct dl_symbolizer *sz = dl_symbolizer_new();
+	uint64_t addr = (uint64_t)(uintptr_t)&symbolize_probe_target + 1;
+	struct dl_code_loc loc;
+	int pipefd[2], status;
+	char go;
+	pid_t child;
+
+	dl_symbolize_loc(sz, getpid(), addr, &loc);
+	CHECK(!strcmp(loc.sym, "symbolize_probe_target") && loc.sym_off == 1, "self: '%s'+%llu", loc.sym,
+	      (unsigned long long)loc.sym_off);
+	CHECK(strstr(loc.obj, "test_symbolize") != NULL, "self: object '%s'", loc.obj);
+
+	/* A fork has this binary at the same address; it is gone (reaped) when named. */
+	CHECK(pipe(pipefd) == 0, "pipe");
+	child = fork();
+	if (child == 0) {
+		close(pipefd[1]);
+		(void)!read(pipefd[0], &go, 1);
+		_exit(symbolize_probe_target(0) == 2 ? 0 : 1);
+	}
+	close(pipefd[0]);
+	CHECK(dl_symbolizer_note(sz, child) == 0, "note of the live child");
+	close(pipefd[1]);
+	CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status), "child");
+	CHECK(kill(child, 0) != 0, "child reaped");
+	dl_symbolize_loc(sz, child, addr, &loc);
+	CHECK(!strcmp(loc.sym, "symbolize_probe_target"), "exited child: '%s' in '%s'", loc.sym, loc.obj);
+	dl_symbolizer_free(sz);
+}
+
+static void test_first_and_misses(void)
+{
+	struct dl_symbolizer *sz = dl_symbolizer_new();
+	const pid_t pid = 4242;
+	const uint64_t a = 0x401000, b = 0x402000;
+	int firsts = 0;
+
+	CHECK(dl_symbolizer_first(sz, pid, a), "a: first");
+	CHECK(!dl_symbolizer_first(sz, pid, a), "a: asked again without a miss");
+	CHECK(dl_symbolizer_first(sz, pid, a | DL_SYMBOLIZE_SITE_KEY), "a as a site: its own first");
+	CHECK(dl_symbolizer_first(sz, pid + 1, a), "a in another process: its own first");
+
+	/* b misses every time: asked again after each miss, and settled after the last allowed. */
+	for (int i = 0; i < 100; i++)
+		if (dl_symbolizer_first(sz, pid, b)) {
+			firsts++;
+			dl_symbolizer_missed(sz, pid, b);
+		}
+	CHECK(firsts >= 2 && firsts <= 5, "a name that never resolves was looked up %d times in 100 records", firsts);
+	CHECK(!dl_symbolizer_first(sz, pid, b), "b settled");
+	dl_symbolizer_free(sz);
+}
+
+int main(void)
+{
+	test_live_and_exited();
+	test_first_and_misses();
+	return check_report("test_symbolize");
+}
