@@ -315,14 +315,23 @@ def test_lineage_pin_thread_chain():
     return "; ".join(notes)
 
 
+def inside(slices, tid, ts, pred):
+    """Whether a complete slice of thread tid that pred accepts holds ts (Chrome JSON: microseconds with 3
+    decimals, so a mark at a slice's first or last ns may round a thousandth outside it)."""
+    return any(a - 0.001 <= ts <= a + d + 0.001 for a, d, e in slices.get(tid, ()) if pred(e))
+
+
 def test_lineage_handoff_flows():
-    """The timeline's hand-off flows (-o trace.json, Chrome's s/f events): each goes from a step's waker
-    to the main thread at its hand-off, or from a chain's hop to the task it woke, as the JSON's lineage
-    says; every flow begins before it ends; most waits have theirs (a step closed after its producer
-    exited has none: an exited thread's track is not brought back)."""
+    """The timeline's flows (-o trace.json, Chrome's s/t/f events) along a batch's path, on the disk
+    scenario with a pin-memory thread: each disk request into the read call that waited for it (the
+    request's own thread); the worker's last read of its window on to its hand-off; each hand-off from
+    the waker's track to the woken task's at the time the JSON's lineage gives; and on the main thread
+    from the hand-off on to the batch's H2D copy and the first launch after it. Every flow begins
+    before it ends; most waits have theirs (a step closed after its producer exited has none: an exited
+    thread's track is not brought back)."""
     trace = os.path.join(WORK, f"handoff-{os.getpid()}.json")
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
-    d = Dlbpf(["-o", trace, "--", workload("train"), "--scenario", "input", "--steps", "30", "--pin-thread",
+    d = Dlbpf(["-o", trace, "--", workload("train"), "--scenario", "disk", "--steps", "30", "--pin-thread",
                "--quiet"], env=env)
     rc = d.wait(timeout=120)
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-1500:]}")
@@ -337,22 +346,63 @@ def test_lineage_handoff_flows():
                 want.add((h["tid"], down, h["handoff_ns"]))
                 down = h["tid"]
     with open(trace) as f:
-        events = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "flow"]
+        events = json.load(f)["traceEvents"]
+    os.unlink(trace)
+    slices = {}
+    for e in events:
+        if e.get("ph") == "X":
+            slices.setdefault(e["tid"], []).append((e["ts"], e["dur"], e))
     flows = {}
     for e in events:
-        flows.setdefault(e["id"], []).append(e)
-    check(all(v[0]["ph"] == "s" and v[-1]["ph"] == "f" for v in flows.values()),
-          "a flow does not begin with s and end with f")
-    tids = {st["tid"] for st in s["steps"]}
-    # Chrome's JSON has microseconds with 3 decimals: a hand-off's ns, to within rounding.
-    drawn = [(v[0]["tid"], v[-1]["tid"], round(v[0]["ts"] * 1000)) for v in flows.values()
-             if len(v) == 2 and v[0]["ts"] == v[-1]["ts"] and v[0]["tid"] != v[-1]["tid"] and
-             (v[-1]["tid"] in tids or v[-1]["tid"] in {w for w, _, _ in want})]
-    wrong = [f for f in drawn if not any(f[0] == a and f[1] == b and abs(f[2] - t) <= 1 for a, b, t in want)]
-    check(not wrong, f"{len(wrong)} hand-off flows the lineage does not name: {wrong[:3]}")
+        if e.get("cat") == "flow":
+            flows.setdefault(e["id"], []).append(e)
+    check(all(v[0]["ph"] == "s" and v[-1]["ph"] == "f" and all(x["ph"] == "t" for x in v[1:-1])
+              for v in flows.values()), "a flow does not begin with s, go on with t and end with f")
+    drawn, wrong, to_device, disk = [], [], 0, 0
+    is_read = lambda e: e.get("cat") == "file" and e["name"] == "read"
+    for v in flows.values():
+        names = [x["name"] for x in v]
+        if names[0] == "disk request":
+            # From a request's slice on its disk lane into a read call of the thread that issued it.
+            bio = [e for a, dur, e in slices.get(v[0]["tid"], ()) if a - 0.001 <= v[0]["ts"] <= a + dur + 0.001
+                   and e.get("cat") == "io"]
+            ok = len(v) == 2 and bio and inside(slices, v[1]["tid"], v[1]["ts"], is_read) and \
+                any(b["args"].get("tid") == v[1]["tid"] for b in bio)
+            if not ok:
+                wrong.append(f"disk flow {v}")
+            disk += ok
+            continue
+        if "hand-off" not in names:
+            continue
+        for a, b in zip(v, v[1:]):
+            if a["name"] == b["name"] == "hand-off" and a["ts"] == b["ts"] and a["tid"] != b["tid"]:
+                drawn.append((a["tid"], b["tid"], round(a["ts"] * 1000)))
+        if names[0] == "batch read" and not (inside(slices, v[0]["tid"], v[0]["ts"], is_read) and
+                                             v[0]["tid"] == v[1]["tid"] and v[0]["ts"] <= v[1]["ts"]):
+            wrong.append(f"batch read mark outside its producer's reads before the hand-off: {v[:2]}")
+        if "batch to device" in names:
+            k = names.index("batch to device")
+            copy, launch, main_mark = v[k], v[k + 1], v[k - 1]
+            ok = (copy["tid"] == launch["tid"] == main_mark["tid"] and main_mark["ts"] <= copy["ts"] <= launch["ts"]
+                  and inside(slices, copy["tid"], copy["ts"], lambda e: e.get("cat") == "cuda" and
+                             e["args"].get("direction") == "h2d")
+                  and inside(slices, launch["tid"], launch["ts"], lambda e: e.get("cat") == "cuda" and
+                             "Launch" in e["name"]))
+            if not ok:
+                wrong.append(f"batch flow on the main thread off its copy or launch: {v[k - 1:]}")
+            to_device += ok
+    drawn = [f for f in drawn if f[1] in {st["tid"] for st in s["steps"]} or f[1] in {w for w, _, _ in want}]
+    wrong += [f"hand-off {f} the lineage does not name" for f in drawn
+              if not any(f[0] == a and f[1] == b and abs(f[2] - t) <= 1 for a, b, t in want)]
+    check(not wrong, f"{len(wrong)} flows off their path: {wrong[:3]}")
     check(len(drawn) * 2 >= len(want), f"{len(drawn)} hand-off flows drawn for {len(want)} hand-offs")
-    os.unlink(trace)
-    return f"{len(drawn)} hand-off flows for {len(want)} hand-offs, each the lineage's"
+    main_handoffs = sum(1 for f in drawn if f[1] in {st["tid"] for st in s["steps"]})
+    check(to_device * 2 >= main_handoffs, f"{to_device} batch flows reach the H2D copy and a launch, of "
+          f"{main_handoffs} hand-offs to the main thread")
+    reads = sum(1 for e in events if e.get("ph") == "X" and is_read(e))
+    check(disk * 2 >= reads, f"{disk} disk-request flows for {reads} read slices (O_DIRECT: a request each)")
+    return (f"{len(drawn)} hand-off flows for {len(want)} hand-offs, each the lineage's; {to_device} carried on to "
+            f"the batch's copy and launch; {disk} disk requests drawn into {reads} reads")
 
 
 # Loaders that each block on a fetch (remote storage) per batch, and decode a little: too few of

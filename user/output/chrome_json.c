@@ -106,12 +106,11 @@ static void js_flow_mark(struct dl_tout *o, const struct dl_ttrack *t, uint64_t 
 	struct dl_json *j = J(o);
 	bool begun = dl_u64map_get(&jo->open_flows, flow, NULL);
 
-	(void)name;
 	if (terminate)
 		dl_u64map_del(&jo->open_flows, flow);
 	else if (!begun)
 		dl_u64map_put(&jo->open_flows, flow, 1);
-	head(o, terminate ? "f" : begun ? "t" : "s", "step", t->pid, t->tid);
+	head(o, terminate ? "f" : begun ? "t" : "s", name, t->pid, t->tid);
 	dl_json_kstr(j, "cat", "flow");
 	dl_json_ku64(j, "id", flow);
 	if (terminate)

@@ -37,6 +37,13 @@ enum { C_H2D, C_DISK, C_RUNQ, NCOUNTERS };
 struct recent {
 	uint64_t ts, dur;
 	int sync;                    /* else an H2D copy */
+	uint64_t launch_at;          /* a copy's: the middle of the thread's first launch after it (0: none yet) */
+};
+
+/* A batch's flow on the thread that took it: the hand-off, then its H2D copy and first launch once seen. */
+struct batch_flow {
+	uint64_t flow;               /* 0: none open */
+	uint64_t handoff_ns, copy_at;
 };
 
 struct tthread {
@@ -47,6 +54,7 @@ struct tthread {
 	unsigned nrecent;            /* total pushed; ring index = n % RECENT */
 	uint64_t state_end;          /* end of the last state slice: states never overlap */
 	bool keep;                   /* made CUDA calls or hit a step marker: steps may be drawn on it */
+	struct batch_flow batch;
 };
 
 struct tproc {
@@ -162,7 +170,70 @@ static void push_recent(struct tthread *th, uint64_t ts, uint64_t dur, int sync)
 {
 	if (!th->recent)
 		th->recent = dl_xcalloc(RECENT, sizeof(*th->recent));
-	th->recent[th->nrecent++ % RECENT] = (struct recent){ ts, dur, sync };
+	th->recent[th->nrecent++ % RECENT] = (struct recent){ ts, dur, sync, 0 };
+}
+
+/* The batch's flow ends at the last of hand-off, copy and launch known (at = 0: not known). */
+static void batch_flow_end(struct dl_timeline *t, struct tthread *th, uint64_t copy_at, uint64_t launch_at)
+{
+	struct batch_flow *b = &th->batch;
+
+	if (!b->flow)
+		return;
+	t->out->flow_mark(t->out, &th->track, b->handoff_ns, "hand-off", b->flow, !copy_at);
+	if (copy_at)
+		t->out->flow_mark(t->out, &th->track, copy_at, "batch to device", b->flow, !launch_at);
+	if (launch_at)
+		t->out->flow_mark(t->out, &th->track, launch_at, "batch's kernels", b->flow, 1);
+	b->flow = 0;
+}
+
+/*
+ * The flow of the batch handed to th at handoff_ns goes on to the thread's
+ * first H2D copy after it and the first launch after that copy. Steps are
+ * written after they close, so both may be among the recent calls already;
+ * else they are awaited (a batch waited for in one step is often copied at
+ * the start of the next).
+ */
+static void batch_flow_begin(struct dl_timeline *t, struct tthread *th, uint64_t flow, uint64_t handoff_ns)
+{
+	const struct recent *copy = NULL;
+
+	batch_flow_end(t, th, th->batch.copy_at, 0);
+	th->batch = (struct batch_flow){ .flow = flow, .handoff_ns = handoff_ns };
+	for (unsigned i = th->nrecent > RECENT ? th->nrecent - RECENT : 0; th->recent && i < th->nrecent; i++) {
+		const struct recent *r = &th->recent[i % RECENT];
+
+		if (!r->sync && r->ts >= handoff_ns && (!copy || r->ts < copy->ts))
+			copy = r;
+	}
+	if (!copy)
+		return;
+	th->batch.copy_at = copy->ts + copy->dur / 2;
+	if (copy->launch_at)
+		batch_flow_end(t, th, th->batch.copy_at, copy->launch_at);
+}
+
+static void batch_flow_copy(struct tthread *th, uint64_t ts, uint64_t dur)
+{
+	if (th->batch.flow && !th->batch.copy_at && ts >= th->batch.handoff_ns)
+		th->batch.copy_at = ts + dur / 2;
+}
+
+/* A launch: the copies before it since the last launch lead to it, and an awaited batch flow ends on it. */
+static void batch_flow_launch(struct dl_timeline *t, struct tthread *th, uint64_t ts, uint64_t dur)
+{
+	uint64_t at = ts + dur / 2;
+
+	for (unsigned i = th->nrecent; th->recent && i > 0 && i + RECENT > th->nrecent; i--) {
+		struct recent *r = &th->recent[(i - 1) % RECENT];
+
+		if (r->sync || r->launch_at)
+			break;
+		r->launch_at = at;
+	}
+	if (th->batch.flow && th->batch.copy_at && ts >= th->batch.copy_at)
+		batch_flow_end(t, th, th->batch.copy_at, at);
 }
 
 static struct tthread *thread_of(struct dl_timeline *t, pid_t pid, pid_t tid)
@@ -381,9 +452,12 @@ static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 		if (c->dir == DL_DIR_H2D && c->depth == 0) {
 			bin_add(t, C_H2D, c->ts, c->ts + c->dur_ns, (double)c->bytes);
 			push_recent(th, c->ts, c->dur_ns, 0);
+			batch_flow_copy(th, c->ts, c->dur_ns);
 		}
 	}
 	if (c->api->cls == DL_CLS_LAUNCH) {
+		if (c->depth == 0)
+			batch_flow_launch(t, th, c->ts, c->entry_only ? 0 : c->dur_ns);
 		if (c->kernel)
 			arg(a, &n, "kernel", DL_TA_STR)->s = c->kernel;
 		else
@@ -425,6 +499,15 @@ static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 		arg(a, &n, "stack", DL_TA_STR)->s = stack_label(c, stack, sizeof(stack));
 	emit_slice(t, &(struct dl_tslice){ .track = &th->track, .ts = c->ts, .dur = c->entry_only ? 0 : c->dur_ns,
 					   .cat = "cuda", .name = c->api->name, .args = a, .nargs = n });
+}
+
+static const struct dl_ttrack *known_thread_track(void *tl, pid_t pid, pid_t tid);
+
+static struct dl_tgpu_ctx ctx_of(struct dl_timeline *t)
+{
+	return (struct dl_tgpu_ctx){ .out = t->out, .next_uuid = &t->next_uuid, .st = &t->st,
+				     .pseudo_tid = PSEUDO_TID - 2, .next_flow = &t->next_flow,
+				     .thread_track = known_thread_track, .tl = t };
 }
 
 static struct lane *lane_for(struct dl_timeline *t, uint64_t s)
@@ -479,6 +562,11 @@ static void add_bio(struct dl_timeline *t, const struct dl_bio_ev *ev)
 	emit_slice(t, &(struct dl_tslice){ .track = &l->track, .ts = ev->h.ts, .dur = ev->dur_ns, .cat = "io",
 					   .name = async ? (write ? "write (async)" : "read (async)") : write ? "write" : "read",
 					   .args = a, .nargs = n });
+	if (!async && !write && ev->h.tid) {
+		struct dl_tgpu_ctx ctx = ctx_of(t);
+
+		dl_tfiles_bio(&ctx, t->files, (pid_t)ev->h.tgid, (pid_t)ev->h.tid, ev->h.ts, e, &l->track);
+	}
 }
 
 static void add_sched(struct dl_timeline *t, const struct dl_sched_ev *ev)
@@ -525,6 +613,7 @@ static void add_proc(struct dl_timeline *t, const struct dl_proc_ev *ev)
 		}
 	} else if (ev->what == DL_PROC_EXIT) {
 		forget_thread(t, (pid_t)ev->h.tgid, (pid_t)ev->h.tid);
+		dl_tfiles_thread_exit(t->files, (pid_t)ev->h.tgid, (pid_t)ev->h.tid);
 	}
 }
 
@@ -545,6 +634,7 @@ static void add_read(struct dl_timeline *t, const struct dl_file_read_ev *e)
 	struct dl_targ a[3] = { { .name = "bytes", .type = DL_TA_U64, .u = (uint64_t)e->ret },
 				{ .name = "disk bytes", .type = DL_TA_U64, .u = e->disk_bytes } };
 	const char *path = e->h.size >= sizeof(*e) && e->ret >= 0 ? dl_tfiles_path(t->files, e) : NULL;
+	struct dl_tgpu_ctx ctx = ctx_of(t);
 
 	if (!path)
 		return;
@@ -552,6 +642,7 @@ static void add_read(struct dl_timeline *t, const struct dl_file_read_ev *e)
 	emit_slice(t, &(struct dl_tslice){ .track = &thread_of(t, (pid_t)e->h.tgid, (pid_t)e->h.tid)->track,
 					   .ts = e->h.ts, .dur = e->dur_ns, .cat = "file", .name = "read", .args = a,
 					   .nargs = 3 });
+	dl_tfiles_read(&ctx, t->files, (pid_t)e->h.tgid, (pid_t)e->h.tid, e->h.ts, e->h.ts + e->dur_ns);
 }
 
 int dl_timeline_sink(void *trace, const struct dl_rec *r)
@@ -588,6 +679,13 @@ int dl_timeline_sink(void *trace, const struct dl_rec *r)
 	case DL_EV_FILE_READ:
 		add_read(t, rec);
 		break;
+	case DL_EV_WAKE: {
+		const struct dl_wake_ev *e = rec;
+
+		if (h->size >= sizeof(*e) && e->ctx == DL_WAKE_TASK)
+			dl_tfiles_wake(t->files, (pid_t)e->waker_tgid, (pid_t)e->waker_tid, h->ts);
+		break;
+	}
 	case DL_EV_PROCINFO: {
 		const struct dl_procinfo_ev *e = rec;
 		char comm[DL_COMM_LEN + 1];
@@ -620,7 +718,7 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 	const struct recent *copy = NULL, *sync = NULL;
 	struct tthread *th;
 	struct tproc *p;
-	uint64_t end = s->start_ns + s->dur_ns, flow = 0;
+	uint64_t end = s->start_ns + s->dur_ns, flow = 0, batch;
 	int n = 0;
 
 	if (t->err)
@@ -668,11 +766,12 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 		t->out->flow_mark(t->out, &th->track, copy->ts + copy->dur / 2, "step h2d", flow, !sync);
 	if (sync)
 		t->out->flow_mark(t->out, &th->track, sync->ts + sync->dur / 2, "step sync", flow, 1);
-	struct dl_tgpu_ctx ctx = { .out = t->out, .next_uuid = &t->next_uuid, .st = &t->st, .pseudo_tid = PSEUDO_TID - 2,
-				   .next_flow = &t->next_flow, .thread_track = known_thread_track, .tl = t };
+	struct dl_tgpu_ctx ctx = ctx_of(t);
 
 	dl_tgpu_step(t->gpu, &ctx, &p->track, s);
-	dl_tfiles_step_flows(&ctx, s);
+	batch = dl_tfiles_step_flows(&ctx, t->files, s);
+	if (batch)
+		batch_flow_begin(t, th, batch, s->input.handoff_ns);
 	check_write(t);
 }
 
@@ -760,6 +859,9 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 		return -EINVAL;
 	write_held_steps(t, UINT64_MAX);
 	dl_vec_free(&t->held);
+	/* Batches whose copy or launch never came: their flows end where they got to. */
+	for (size_t i = 0; i < t->threads.n; i++)
+		batch_flow_end(t, &t->threads.v[i], t->threads.v[i].batch.copy_at, 0);
 	/* The counters' last bins: each series ends with a sample at its last value change. */
 	for (int i = 0; t->bins_started && i < NBINS; i++)
 		flush_bin(t);

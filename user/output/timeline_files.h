@@ -21,10 +21,25 @@ void dl_tfiles_note(struct dl_tfiles *f, const struct dl_hdr *h);
 const char *dl_tfiles_path(struct dl_tfiles *f, const struct dl_file_read_ev *e);
 void dl_tfiles_free(struct dl_tfiles *f);
 /*
- * A flow for each hand-off of the step's input lineage: from the producer's
- * track to the main thread's at the wake-up that ended its wait, and from each
- * hop of the chain to the task it woke.
+ * A disk request of a thread (not readahead) on its lane, and a read call of
+ * that thread: each request is drawn as a flow into the read that waited for
+ * it, whichever of the two records comes first.
  */
-void dl_tfiles_step_flows(const struct dl_tgpu_ctx *ctx, const struct dl_step *s);
+void dl_tfiles_bio(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts,
+		   uint64_t end, const struct dl_ttrack *lane);
+void dl_tfiles_read(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts,
+		    uint64_t end);
+/* A wake-up thread (pid, tid) made at ts (a hand-off, maybe): its last read before it is kept. */
+void dl_tfiles_wake(struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts);
+/* Its reads and requests are forgotten (a tid given out again starts afresh). */
+void dl_tfiles_thread_exit(struct dl_tfiles *f, pid_t pid, pid_t tid);
+/*
+ * A flow for each hand-off of the step's input lineage, from the producer's
+ * last read in its window (when it read) through its hand-off to the task it
+ * woke, for the producer and each hop of the chain. The flow into the main
+ * thread is returned open (0 if none was drawn): the caller carries it on to
+ * the batch's copy and kernels.
+ */
+uint64_t dl_tfiles_step_flows(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f, const struct dl_step *s);
 
 #endif
