@@ -52,6 +52,7 @@ struct opts {
 	long worker_wait_us;   /* a worker's blocked fetch per batch (remote storage), off the CPU */
 	int pin_thread;        /* batches go through a pin-memory thread of the main process */
 	int thread_workers;    /* the loaders are threads of the main process, not processes */
+	int fetch_thread;      /* each loader reads (and fetches) in a thread of its own and decodes in another */
 	int ranks;         /* the communicator's size */
 	long data_mb;
 	char data[PATH_MAX];
@@ -89,7 +90,10 @@ struct slot_hdr {
 	uint64_t cpu_since_post_ns;
 	int32_t worker_pid, worker_tid;
 	int32_t first_post;
-	int32_t pad2;
+	int32_t fetch_tid;       /* --fetch-thread: the worker's thread that read the batch (0: none) */
+	uint64_t read_off;       /* where in the dataset the batch's bytes were read */
+	uint64_t fetched_ns;     /* --fetch-thread: when it handed the bytes to the decoding thread */
+	uint64_t decode_wait_ns; /* --fetch-thread: how long the decoding thread waited for them */
 };
 
 /* Batch b lives in slot b % nslots; filled/empty hand a slot back and forth

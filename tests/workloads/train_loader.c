@@ -18,6 +18,8 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <semaphore.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "train.h"
@@ -77,20 +79,100 @@ int sem_wait_intr(sem_t *s, int honour_stop)
 			return -1;
 	}
 	return 0;
+}
 
 /* ----------------------------------------------------------- workers -- */
 
 /* Worker w produces batches w, w+W, w+2W, ...: --read-kb from the dataset in
  * --io-kb requests at a scattered offset, then --worker-cpu-us of CPU. */
+
+/* Where batch b's bytes lie: scattered over the dataset, page aligned for O_DIRECT. */
+static uint64_t batch_offset(int b, size_t rbytes)
+{
+	off_t fsize = (off_t)O.data_mb << 20;
+	uint64_t span = (uint64_t)fsize > rbytes ? (uint64_t)fsize - rbytes : 0;
+	uint64_t off = span ? ((uint64_t)b * rbytes * 7919u) % span : 0;
+
+	return off & ~(uint64_t)(PAGE - 1);
+}
+
+/* --read-kb at off in --io-kb requests into dst; the bytes read. */
+static uint64_t read_batch(int w, int fd, char *dst, size_t rbytes, uint64_t off)
+{
+	size_t io = (size_t)O.io_kb * 1024;
+	uint64_t got = 0;
+
+	while (got < rbytes) {
+		size_t n = rbytes - got < io ? rbytes - got : io;
+		ssize_t r = pread(fd, dst + got, n, (off_t)(off + got));
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				fprintf(stderr, "train: worker %d: read: %s\n", w, strerror(errno));
+			break;
+		}
+		got += (uint64_t)r;
+	}
+	if (!O.odirect)
+		posix_fadvise(fd, (off_t)off, (off_t)rbytes, POSIX_FADV_DONTNEED);
+	return got;
+}
+
+/* A fetch from remote storage: blocked, off the CPU. */
+static void remote_fetch(void)
+{
+	struct timespec ts = { O.worker_wait_us / 1000000, (O.worker_wait_us % 1000000) * 1000 };
+
+	if (O.worker_wait_us)
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+}
+
+/*
+ * --fetch-thread: a loader's reading thread. It takes each of the worker's
+ * free slots, reads (and fetches) the batch into it and hands it to the
+ * decoding thread: a third hand-off upstream of the pin thread's.
+ */
+struct fetcher {
+	int w, fd;
+	size_t rbytes;
+	sem_t fetched;
+	pthread_t thread;
+	volatile int32_t tid;
+	uint64_t read_ns[MAX_SLOTS], got[MAX_SLOTS], fetched_ns[MAX_SLOTS];
+};
+
+static void *fetch_main(void *arg)
+{
+	struct fetcher *f = arg;
+
+	f->tid = (int32_t)gettid();
+	prctl(PR_SET_NAME, "train-fetch", 0, 0, 0);
+	for (int b = f->w; b < O.steps; b += O.workers) {
+		int s = b % ring->nslots;
+		uint64_t t0;
+
+		if (sem_wait_intr(&ring->empty[s], 0) || ring->stop)
+			break;
+		t0 = now_ns();
+		f->got[s] = read_batch(f->w, f->fd, slots + (size_t)s * ring->slot_bytes, f->rbytes,
+				       batch_offset(b, f->rbytes));
+		f->read_ns[s] = now_ns() - t0;
+		remote_fetch();
+		f->fetched_ns[s] = now_ns();
+		sem_post(&f->fetched);
+	}
+	sem_post(&f->fetched);   /* a decoding thread still waiting sees the end (or the stop) */
+	return NULL;
 }
 
 /* Batches w, w+W, ...; returns 0 when done or stopped, 1 when the dataset cannot be opened. */
 static int worker_loop(int w)
 {
 	int fd, flags = O_RDONLY | (O.odirect ? O_DIRECT : 0);
-	size_t rbytes = (size_t)O.read_kb * 1024, io = (size_t)O.io_kb * 1024;
-	off_t fsize = (off_t)O.data_mb << 20;
-	uint64_t span;
+	size_t rbytes = (size_t)O.read_kb * 1024;
+	struct fetcher *f = NULL;
 
 	prctl(PR_SET_NAME, "train-loader", 0, 0, 0);
 	fd = open(O.data, flags);
@@ -99,64 +181,74 @@ static int worker_loop(int w)
 		return 1;
 	}
 	rbytes &= ~(PAGE - 1); /* O_DIRECT wants aligned sizes and offsets */
+	if (O.fetch_thread) {
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return 1;
+		*f = (struct fetcher){ .w = w, .fd = fd, .rbytes = rbytes };
+		sem_init(&f->fetched, 0, 0);
+		if (pthread_create(&f->thread, NULL, fetch_main, f)) {
+			fprintf(stderr, "train: worker %d: cannot start its fetch thread\n", w);
+			return 1;
+		}
+	}
 	uint64_t cpu_post = thread_cpu_ns();
 	int first = 1;
-	span = (uint64_t)fsize > rbytes ? (uint64_t)fsize - rbytes : 0;
 	for (int b = w; b < O.steps; b += O.workers) {
 		int s = b % ring->nslots;
 		char *dst = slots + (size_t)s * ring->slot_bytes;
-		uint64_t c0, t0, t1, got = 0, off;
+		uint64_t c0, t0, read_ns, got, off = batch_offset(b, rbytes), decode_wait = 0;
 
-		if (sem_wait_intr(&ring->empty[s], 0) || ring->stop)
-			break;
-		c0 = thread_cpu_ns();
-		t0 = now_ns();
-		off = span ? ((uint64_t)b * rbytes * 7919u) % span : 0; /* scattered */
-		off &= ~(uint64_t)(PAGE - 1);
-		while (got < rbytes) {
-			size_t n = rbytes - got < io ? rbytes - got : io;
-			ssize_t r = pread(fd, dst + got, n, (off_t)(off + got));
-			if (r <= 0) {
-				if (r < 0 && errno == EINTR)
-					continue;
-				if (r < 0)
-					fprintf(stderr, "train: worker %d: read: %s\n", w, strerror(errno));
+		if (f) {
+			t0 = now_ns();
+			if (sem_wait_intr(&f->fetched, 0) || ring->stop)
 				break;
-			}
-			got += (uint64_t)r;
+			decode_wait = now_ns() - t0;
+			got = f->got[s];
+			read_ns = f->read_ns[s];
+			c0 = thread_cpu_ns();
+		} else {
+			if (sem_wait_intr(&ring->empty[s], 0) || ring->stop)
+				break;
+			c0 = thread_cpu_ns();
+			t0 = now_ns();
+			got = read_batch(w, fd, dst, rbytes, off);
+			read_ns = now_ns() - t0;
 		}
-		if (!O.odirect)
-			posix_fadvise(fd, (off_t)off, (off_t)rbytes, POSIX_FADV_DONTNEED);
-		t1 = now_ns();
 		/* "decode": look at the bytes, then the configured CPU time */
 		uint64_t sum = 0;
 		for (uint64_t i = 0; i < got; i += 64)
 			sum += (unsigned char)dst[i];
 		cpu_sink += sum;
 		burn_cpu_us(w == 0 && O.slow_worker > 1 ? O.worker_cpu_us * O.slow_worker : O.worker_cpu_us, c0);
-		/* a fetch from remote storage: blocked, off the CPU */
-		if (O.worker_wait_us) {
-			struct timespec ts = { O.worker_wait_us / 1000000, (O.worker_wait_us % 1000000) * 1000 };
-
-			while (nanosleep(&ts, &ts) && errno == EINTR)
-				;
-		}
+		if (!f)
+			remote_fetch();
 		uint64_t c1 = thread_cpu_ns();
 		ring->hdr[s] = (struct slot_hdr){
 			.batch = (uint64_t)b,
 			.io_bytes = got,
 			.worker_cpu_ns = c1 - c0,
-			.read_ns = t1 - t0,
+			.read_ns = read_ns,
 			.worker = w,
 			.cpu_since_post_ns = c1 - cpu_post,
 			.worker_pid = (int32_t)getpid(),
 			.worker_tid = (int32_t)gettid(),
 			.first_post = first,
+			.fetch_tid = f ? f->tid : 0,
+			.read_off = off,
+			.fetched_ns = f ? f->fetched_ns[s] : 0,
+			.decode_wait_ns = decode_wait,
 		};
 		ring->hdr[s].posted_ns = now_ns();
 		cpu_post = c1;
 		first = 0;
 		sem_post(&ring->filled[s]);
+	}
+	if (f) {
+		/* It ends after its last batch, or at the free slots stop_children posts. */
+		pthread_join(f->thread, NULL);
+		sem_destroy(&f->fetched);
+		free(f);
 	}
 	close(fd);
 	return 0;

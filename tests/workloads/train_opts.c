@@ -132,6 +132,8 @@ static void usage(FILE *f)
 		"  --slow-worker F    worker 0 burns F times --worker-cpu-us per batch (1)\n"
 		"  --pin-thread       batches go through a pin-memory thread of the main process\n"
 		"  --thread-workers   the loaders are threads of the main process, not processes\n"
+		"  --fetch-thread     each loader reads and fetches in a thread of its own, which\n"
+		"                     hands the bytes to its decoding thread\n"
 		"  --host-cpu-us N    main-thread CPU time per step (%ld)\n"
 		"  --pinned           H2D from pinned (cudaHostRegister'ed) memory (default)\n"
 		"  --pageable         H2D from pageable memory\n"
@@ -171,7 +173,7 @@ enum {
 	OPT_STEPS = 256, OPT_WORKERS, OPT_BATCH, OPT_READ, OPT_IO, OPT_WCPU, OPT_HCPU, OPT_PINNED,
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
-	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_SETUP, OPT_SLOW, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_TWORKERS, OPT_KUS_SPREAD,
+	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_SETUP, OPT_SLOW, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_TWORKERS, OPT_FETCH, OPT_KUS_SPREAD,
 	OPT_KVARY,
 };
 
@@ -196,6 +198,7 @@ static const struct option longopts[] = {
 	{ "worker-wait-us", required_argument, NULL, OPT_WWAIT },
 	{ "pin-thread", no_argument, NULL, OPT_PIN },
 	{ "thread-workers", no_argument, NULL, OPT_TWORKERS },
+	{ "fetch-thread", no_argument, NULL, OPT_FETCH },
 	{ "kernels", required_argument, NULL, OPT_KERNELS },
 	{ "kernel-us", required_argument, NULL, OPT_KUS },
 	{ "kernel-us-spread", required_argument, NULL, OPT_KUS_SPREAD },
@@ -292,6 +295,7 @@ void parse_options(int argc, char **argv)
 		case OPT_WWAIT: O.worker_wait_us = num(n, optarg, 0, 100000000); break;
 		case OPT_PIN: O.pin_thread = 1; break;
 		case OPT_TWORKERS: O.thread_workers = 1; break;
+		case OPT_FETCH: O.fetch_thread = 1; break;
 		case OPT_KERNELS: O.kernels = (int)num(n, optarg, 0, 10000000); break;
 		case OPT_KUS: O.kernel_us = num(n, optarg, 0, 100000000); break;
 		case OPT_KUS_SPREAD: O.kernel_us_spread = num(n, optarg, 0, 10000000); break;

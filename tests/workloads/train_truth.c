@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 
 #include "train.h"
 
@@ -73,6 +74,16 @@ void summarize(struct run_totals *t, struct run_summary *s)
 	}
 }
 
+/* The dataset's absolute path, as a tracer resolves it (JSON: the tests' paths need no escaping). */
+static const char *data_path(void)
+{
+	static char abs[PATH_MAX];
+
+	if (!abs[0] && !realpath(O.data, abs))
+		snprintf(abs, sizeof(abs), "%s", O.data);
+	return abs;
+}
+
 void truth_write_step(FILE *f, const struct step_record *r)
 {
 	fprintf(f, "{\"step\":%d,\"start_ns\":%llu,\"end_ns\":%llu,\"h2d_start_ns\":%llu,\"phases_ns\":{",
@@ -85,14 +96,18 @@ void truth_write_step(FILE *f, const struct step_record *r)
 		"\"worker\":%d,\"worker_cpu_ns\":%llu,\"worker_read_ns\":%llu,"
 		"\"producer\":{\"batch\":%llu,\"pid\":%d,\"tid\":%d,\"posted_ns\":%llu,"
 		"\"cpu_since_post_ns\":%llu,\"first_post\":%s},"
-		"\"sched\":{\"oncpu_ns\":%llu,\"runq_ns\":%llu},\"pin_wait_ns\":%llu}\n",
+		"\"sched\":{\"oncpu_ns\":%llu,\"runq_ns\":%llu},\"pin_wait_ns\":%llu,"
+		"\"read\":{\"path\":\"%s\",\"offset\":%llu,\"bytes\":%llu},"
+		"\"fetch\":{\"tid\":%d,\"posted_ns\":%llu,\"decode_wait_ns\":%llu}}\n",
 		(unsigned long long)r->hdr.io_bytes, r->h2d_bytes,
 		(int)((r->h2d_bytes + r->h2d_chunk - 1) / r->h2d_chunk), kernels_of_step(r->step), r->hdr.worker,
 		(unsigned long long)r->hdr.worker_cpu_ns, (unsigned long long)r->hdr.read_ns,
 		(unsigned long long)r->hdr.batch, r->hdr.worker_pid, r->hdr.worker_tid,
 		(unsigned long long)r->hdr.posted_ns, (unsigned long long)r->hdr.cpu_since_post_ns,
 		r->hdr.first_post ? "true" : "false", (unsigned long long)r->oncpu_ns, (unsigned long long)r->runq_ns,
-		(unsigned long long)r->pin_wait_ns);
+		(unsigned long long)r->pin_wait_ns, data_path(), (unsigned long long)r->hdr.read_off,
+		(unsigned long long)r->hdr.io_bytes, r->hdr.fetch_tid, (unsigned long long)r->hdr.fetched_ns,
+		(unsigned long long)r->hdr.decode_wait_ns);
 }
 
 /* simulator: the runtime is the GPU simulator (it has gpusimSetKernelCost). */

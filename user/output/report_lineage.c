@@ -8,6 +8,7 @@
 static void window_json(struct dl_json *j, uint64_t oncpu, uint64_t io_wait, uint64_t runq, uint64_t other,
 			uint64_t read_bytes, uint64_t reads)
 {
+	dl_json_ku64(j, "cpu_ns", oncpu);
 	dl_json_ku64(j, "oncpu_ns", oncpu);
 	dl_json_ku64(j, "io_wait_ns", io_wait);
 	dl_json_ku64(j, "runq_ns", runq);
