@@ -516,6 +516,9 @@ def test_too_few_workers_fix_applied():
             posts.setdefault(t["producer"]["pid"], []).append(t["producer"]["posted_ns"])
         gaps = [b - a for v in posts.values() for a, b in zip(v, v[1:])]
         truth_ms = sum(gaps) / len(gaps) / 1e6
+        # The CPUs the job ran on, all this machine lets it use over 150 steps of several processes.
+        check(ev["cpus"] == len(os.sched_getaffinity(0)), f"{args}: ran on {ev['cpus']} CPUs, "
+              f"{len(os.sched_getaffinity(0))} available")
         check(abs(ev["batch_ms"] - truth_ms) <= BATCH_REL * truth_ms,
               f"{args}: {ev['batch_ms']:.2f} ms per batch, the workers post every {truth_ms:.2f}")
         workers = int(args[args.index("--workers") + 1])
@@ -532,6 +535,42 @@ def test_too_few_workers_fix_applied():
                      f"{ev['step_ms_without_wait']:.2f} ms without the wait: {need} needed; with {need} a step "
                      f"takes {mean:.2f} ms ({s2['diagnosis']['verdict']})")
     return "; ".join(notes)
+
+
+# Loaders that decode on the CPU (12 ms a batch, 4 ms of GPU work a step): more of them need cores.
+CPU_DECODE_CASE = ["--scenario", "input", "--workers", "1", "--worker-cpu-us", "12000", "--kernels", "4",
+                   "--kernel-us", "800", "--host-cpu-us", "200", "--steps", "150"]
+
+
+def test_too_few_workers_cpu_decode():
+    """Input-bound with one loader decoding on the CPU: too-few-workers says CPU decode is the limit.
+    Where the CPUs the job ran on cannot hold the producers it needs beside the main thread, it names
+    how many keep them busy and the step time that leaves; run again with that many, the step is
+    within 25% of it. Where they can (a machine with more cores), the re-run with the count it needs is within
+    25% of the step without its wait, as for fetching loaders."""
+    s, _, _, _ = run(CPU_DECODE_CASE)
+    check(s["diagnosis"]["verdict"] == "input-bound", f"premise: {s['diagnosis']['verdict']}")
+    f = [x for x in s["diagnosis"]["findings"] if x["rule"] == "too-few-workers"]
+    check(len(f) == 1, f"no too-few-workers finding: {[x['rule'] for x in s['diagnosis']['findings']]}")
+    ev = f[0]["evidence"]
+    check(ev["limit"] == "cpu" and "CPU decode is the limit" in f[0]["message"], f"limit {ev['limit']}: {f[0]['message']}")
+    cpus = len(os.sched_getaffinity(0))
+    check(ev["cpus"] == cpus, f"ran on {ev['cpus']} CPUs, {cpus} available")
+    capped = "best_step_ms" in ev
+    workers = int(ev["workers_for_cpus"] if capped else ev["workers_needed"])
+    target = ev["best_step_ms"] if capped else ev["step_ms_without_wait"]
+    check(workers > 1, f"the finding asks for {workers} producers, one runs: {f[0]['message']} {ev}")
+    if capped:
+        check(workers < ev["workers_needed"] and f"The job ran on {cpus} CPUs" in f[0]["message"],
+              f"a cap of {workers} of {ev['workers_needed']} not said: {f[0]['message']}")
+    again = list(CPU_DECODE_CASE)
+    again[again.index("--workers") + 1] = str(workers)
+    s2, _, _, _ = run(again)
+    mean = sum(x["dur_ns"] for x in s2["steps"]) / len(s2["steps"]) / 1e6
+    check(mean <= WORKERS_FIX_REL * target, f"with {workers} producers a step takes {mean:.2f} ms, the finding "
+          f"expected {target:.2f}; verdict {s2['diagnosis']['verdict']}")
+    return (f"{ev['batch_ms']:.1f} ms a batch, {ev['workers_needed']} needed, {cpus} CPUs hold "
+            f"{workers}{' (capped)' if capped else ''}: expected {target:.2f} ms a step, {mean:.2f} with {workers}")
 
 
 if __name__ == "__main__":

@@ -715,6 +715,9 @@ int dl_corr_sink(void *ctx, const struct dl_rec *r)
 			struct tspan t = { h->ts, end, 0, h->tgid, h->tid, 0 };
 
 			add_tree(c, &t);
+			/* Written at the switch away, on the CPU the interval ran on. */
+			if (h->cpu < DL_CORR_CPUS)
+				c->cpus_ran[h->cpu / 64] |= 1ull << (h->cpu % 64);
 		}
 		break;
 	}
@@ -777,6 +780,15 @@ void dl_corr_finish(struct dl_correlator *c)
 		if (c->procs.v[i].st == CP_LEARN)
 			dl_corr_try_decide(c, &c->procs.v[i], true);
 	finalize_ready(c, true);
+}
+
+unsigned dl_corr_cpus(const struct dl_correlator *c)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < DL_CORR_CPUS / 64; i++)
+		n += (unsigned)__builtin_popcountll(c->cpus_ran[i]);
+	return n;
 }
 
 size_t dl_corr_nprocs(const struct dl_correlator *c)

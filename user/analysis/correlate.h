@@ -117,6 +117,8 @@ int dl_corr_sink(void *correlator, const struct dl_rec *r);
 /* End of the stream: decide what is undecided, finalize every pending step. */
 void dl_corr_finish(struct dl_correlator *c);
 
+/* How many CPUs the traced tree was seen running on (0 without scheduler records). */
+unsigned dl_corr_cpus(const struct dl_correlator *c);
 size_t dl_corr_nprocs(const struct dl_correlator *c);
 const struct dl_corr_proc *dl_corr_proc(const struct dl_correlator *c, size_t i);
 const struct dl_corr_opts *dl_corr_options(const struct dl_correlator *c);

@@ -104,6 +104,8 @@ struct cproc {
 	DL_VEC(struct dl_kdur_window) kwins;   /* closed, waiting for the scheduler states of their drain */
 };
 
+#define DL_CORR_CPUS 4096          /* CPUs told apart in cpus_ran (the kernel's usual NR_CPUS cap is 8192) */
+
 struct dl_correlator {
 	struct dl_corr_opts opts;
 	dl_step_fn on_step;
@@ -116,6 +118,7 @@ struct dl_correlator {
 	uint64_t seq;               /* stream position of the record being read (or the last one) */
 	int step_on_api;            /* enum dl_api_id, or 0 */
 	bool calls_lost;            /* the trace end counted CUDA records lost: device bounds cannot be trusted */
+	uint64_t cpus_ran[DL_CORR_CPUS / 64];   /* the CPUs the traced tree ran on */
 };
 
 /* A blocking synchronization, or a synchronous copy back to the host (loss.item()). */

@@ -523,7 +523,7 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 	struct dl_finding *x;
 	double t_batch, t_step, cpu_share, disk_rate = 0, per_batch_bytes, now;
 	uint64_t busy = 0, windows = 0;
-	unsigned need;
+	unsigned need, cpus = dl_corr_cpus(c);
 
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
@@ -574,9 +574,26 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 		char disk[200] = "";
 
 		/* What the producers' windows went to most: the resource more of them would need. */
+		/* What k producers of one batch per t_batch each, on CPU for cpu_share of it, ask of the CPUs. */
+		double main_cpu = (double)(d->cat_ns[DL_CAT_CPU] + d->cat_ns[DL_CAT_LAUNCH] + d->cat_ns[DL_CAT_CUDA_OTHER] +
+					   d->cat_ns[DL_CAT_H2D] + d->cat_ns[DL_CAT_D2H]) / (double)d->total_ns;
+		double cores = (double)cpus - main_cpu, useful = 0, best_step = 0;
+		char cpu_note[300] = "";
+
 		for (int k = 1; k < 4; k++)
 			if (part[k] > part[limit])
 				limit = k;
+		if (limit == 0 && cpus && cpu_share > 0 && cores > 0) {
+			/* Enough to keep those cores busy: past that, producers only share them. */
+			useful = ceil(cores / cpu_share);
+			if (useful < need) {
+				best_step = t_batch * cpu_share / cores;
+				snprintf(cpu_note, sizeof(cpu_note), " The job ran on %u CPUs: beside the main thread's %.0f%% of "
+					 "one, about %.1f are left to decode, which about %.0f keep busy; then a step takes no "
+					 "less than about %.1f ms. More cores or cheaper decoding go further.",
+					 cpus, 100 * main_cpu, cores, useful, best_step / 1e6);
+			}
+		}
 		if (disk_rate > 0)
 			snprintf(disk, sizeof(disk), " The disk reads %.1f MB per batch at %.0f MB/s peak, so it allows up to %.0f "
 				 "batches/s (the job needs %.0f): %s.", per_batch_bytes / 1e6, rf->disk_peak_mbps, disk_rate,
@@ -585,8 +602,8 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 		x = add_finding(d, "too-few-workers",
 				"Each producer needs %.1f ms per batch (%.0f%% of it on CPU), the main thread consumes one "
 				"per %.1f ms: about %u producers would keep it fed (the steps' pace says about %.0f run "
-				"now).%s%s",
-				t_batch / 1e6, 100 * cpu_share, t_step / 1e6, need, now, disk, limits[limit].text);
+				"now).%s%s%s",
+				t_batch / 1e6, 100 * cpu_share, t_step / 1e6, need, now, disk, limits[limit].text, cpu_note);
 		evidence_text(x, "limit", limits[limit].name);
 		evidence(x, "batch_ms", t_batch / 1e6);
 		evidence(x, "step_ms_without_wait", t_step / 1e6);
@@ -594,6 +611,11 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 		evidence(x, "workers_needed", need);
 		evidence(x, "cpu_share", cpu_share);
 		evidence(x, "disk_batches_per_s", disk_rate);
+		evidence(x, "cpus", cpus);
+		if (best_step > 0) {
+			evidence(x, "workers_for_cpus", useful);
+			evidence(x, "best_step_ms", best_step / 1e6);
+		}
 	}
 }
 
