@@ -483,12 +483,13 @@ def test_lineage_handoff_flows():
 
 
 # Loaders that each block on a fetch (remote storage) per batch, and decode a little: too few of
-# them for the main thread. Settings varied: the fetch, the decode, the GPU work per step.
+# them for the main thread. Settings varied: the fetch, the decode, the GPU work per step. Their disk
+# reads are kept small (64 KiB a batch): a busy disk must not make them disk-bound instead.
 WORKER_CASES = (
     ["--scenario", "input", "--workers", "2", "--worker-cpu-us", "200", "--worker-wait-us", "12000",
-     "--steps", "150"],
+     "--read-kb", "64", "--steps", "150"],
     ["--scenario", "input", "--workers", "1", "--worker-cpu-us", "1000", "--worker-wait-us", "7000",
-     "--kernels", "4", "--kernel-us", "500", "--steps", "150"],
+     "--read-kb", "64", "--kernels", "4", "--kernel-us", "500", "--steps", "150"],
 )
 # "Within 25% of the no-input-wait time" (the issue's bar): the re-run's mean step against the
 # first run's step time without its wait, both dlbpf's, over every step.
@@ -570,12 +571,12 @@ def test_too_few_workers_cpu_decode():
     s2, foreign2 = run_with_foreign_load(again)
     mean = sum(x["dur_ns"] for x in s2["steps"]) / len(s2["steps"]) / 1e6
     if capped:
-        # The claim is about the CPUs the job had: what other processes took during the re-run beyond what
-        # they took during the first run (dlbpf's own collector is in both) is not the job's to use.
+        # The claim is about the CPUs the job has: what other processes (dlbpf's collector among them) took
+        # during the re-run is not the loaders' to use. The decode CPU per batch is a CPU time, not a wall
+        # time, so contention in the first run does not move it.
         cores = ev["batch_ms"] * ev["cpu_share"] / ev["best_step_ms"]
-        taken = max(0.0, foreign2 - foreign1)
-        check(cores - taken > 0.5, f"other processes took {taken:.2f} of the {cores:.2f} CPUs the loaders had")
-        target = ev["batch_ms"] * ev["cpu_share"] / (cores - taken)
+        check(cores - foreign2 > 0.5, f"other processes took {foreign2:.2f} of the {cores:.2f} CPUs the loaders had")
+        target = ev["batch_ms"] * ev["cpu_share"] / (cores - foreign2)
     check(mean <= WORKERS_FIX_REL * target, f"with {workers} producers a step takes {mean:.2f} ms, the finding "
           f"expected {target:.2f} (other load {foreign1:.2f} then {foreign2:.2f} CPUs); verdict "
           f"{s2['diagnosis']['verdict']}")
