@@ -13,7 +13,7 @@ import subprocess
 import time
 
 import recording
-from harness import DLBPF, GPUSIM_DIR, WORK, Dlbpf, check, load_summary, main, workload
+from harness import DLBPF, GPUSIM_DIR, WORK, Dlbpf, Skipped, check, load_summary, main, workload
 
 # A step "waited" when the workload's own input wait is at least this: shorter ones may end
 # before the main thread ever blocks (the batch was posted while it was still on its way to
@@ -540,6 +540,9 @@ def test_too_few_workers_fix_applied():
 
 
 # Loaders that decode on the CPU (12 ms a batch, 4 ms of GPU work a step): more of them need cores.
+# Other processes' CPU (dlbpf's collector among them, about 0.25 here) past which the machine is not
+# free enough for the experiment: half a CPU of 2.
+FOREIGN_LOAD_MAX = 0.5
 CPU_DECODE_CASE = ["--scenario", "input", "--workers", "1", "--worker-cpu-us", "12000", "--kernels", "4",
                    "--kernel-us", "800", "--host-cpu-us", "200", "--steps", "150"]
 
@@ -551,6 +554,10 @@ def test_too_few_workers_cpu_decode():
     within 25% of it. Where they can (a machine with more cores), the re-run with the count it needs is within
     25% of the step without its wait, as for fetching loaders."""
     s, foreign1 = run_with_foreign_load(CPU_DECODE_CASE)
+    # The experiment is about CPUs: with most of one taken by other processes the loaders wait for a CPU
+    # (the finding then says cpu-starved, rightly), and no count of them is the experiment's answer.
+    if foreign1 > FOREIGN_LOAD_MAX:
+        raise Skipped(f"other processes kept {foreign1:.2f} CPUs busy during the run: not a CPU-decode experiment")
     check(s["diagnosis"]["verdict"] == "input-bound", f"premise: {s['diagnosis']['verdict']}")
     f = [x for x in s["diagnosis"]["findings"] if x["rule"] == "too-few-workers"]
     check(len(f) == 1, f"no too-few-workers finding: {[x['rule'] for x in s['diagnosis']['findings']]}")
@@ -575,7 +582,8 @@ def test_too_few_workers_cpu_decode():
         # during the re-run is not the loaders' to use. The decode CPU per batch is a CPU time, not a wall
         # time, so contention in the first run does not move it.
         cores = ev["batch_ms"] * ev["cpu_share"] / ev["best_step_ms"]
-        check(cores - foreign2 > 0.5, f"other processes took {foreign2:.2f} of the {cores:.2f} CPUs the loaders had")
+        if foreign2 > FOREIGN_LOAD_MAX:
+            raise Skipped(f"other processes kept {foreign2:.2f} CPUs busy during the re-run")
         target = ev["batch_ms"] * ev["cpu_share"] / (cores - foreign2)
     check(mean <= WORKERS_FIX_REL * target, f"with {workers} producers a step takes {mean:.2f} ms, the finding "
           f"expected {target:.2f} (other load {foreign1:.2f} then {foreign2:.2f} CPUs); verdict "
