@@ -18,6 +18,7 @@
 #include "output/timeline.h"
 #include "records/clock.h"
 #include "output/timeline_writer.h"
+#include "output/timeline_calls.h"
 #include "output/timeline_files.h"
 #include "output/timeline_gpu.h"
 #include "outfile.h"
@@ -30,31 +31,16 @@
 #define BIN_NS 10000000ull       /* counter resolution: 10 ms */
 #define NBINS 512
 #define BIN_LAG 50               /* bins kept open behind the newest end time (0.5 s, inside PF_WINDOW_NS) */
-#define RECENT 64                /* per thread: recent copies and syncs, for step flows */
 
 enum { C_H2D, C_DISK, C_RUNQ, NCOUNTERS };
-
-struct recent {
-	uint64_t ts, dur;
-	int sync;                    /* else an H2D copy */
-	uint64_t launch_at;          /* a copy's: the middle of the thread's first launch after it (0: none yet) */
-};
-
-/* A batch's flow on the thread that took it: the hand-off, then its H2D copy and first launch once seen. */
-struct batch_flow {
-	uint64_t flow;               /* 0: none open */
-	uint64_t handoff_ns, copy_at;
-};
 
 struct tthread {
 	pid_t tid, pid;
 	struct dl_ttrack track, state;
 	char name[48], state_name[48];
-	struct recent *recent;       /* RECENT entries, allocated at the thread's first copy or sync */
-	unsigned nrecent;            /* total pushed; ring index = n % RECENT */
+	struct dl_tcalls calls;      /* recent copies and syncs, and a batch's flow awaiting them */
 	uint64_t state_end;          /* end of the last state slice: states never overlap */
 	bool keep;                   /* made CUDA calls or hit a step marker: steps may be drawn on it */
-	struct batch_flow batch;
 };
 
 struct tproc {
@@ -166,76 +152,6 @@ static struct tproc *proc_of(struct dl_timeline *t, pid_t pid, const char *comm)
 	return p;
 }
 
-static void push_recent(struct tthread *th, uint64_t ts, uint64_t dur, int sync)
-{
-	if (!th->recent)
-		th->recent = dl_xcalloc(RECENT, sizeof(*th->recent));
-	th->recent[th->nrecent++ % RECENT] = (struct recent){ ts, dur, sync, 0 };
-}
-
-/* The batch's flow ends at the last of hand-off, copy and launch known (at = 0: not known). */
-static void batch_flow_end(struct dl_timeline *t, struct tthread *th, uint64_t copy_at, uint64_t launch_at)
-{
-	struct batch_flow *b = &th->batch;
-
-	if (!b->flow)
-		return;
-	t->out->flow_mark(t->out, &th->track, b->handoff_ns, "hand-off", b->flow, !copy_at);
-	if (copy_at)
-		t->out->flow_mark(t->out, &th->track, copy_at, "batch to device", b->flow, !launch_at);
-	if (launch_at)
-		t->out->flow_mark(t->out, &th->track, launch_at, "batch's kernels", b->flow, 1);
-	b->flow = 0;
-}
-
-/*
- * The flow of the batch handed to th at handoff_ns goes on to the thread's
- * first H2D copy after it and the first launch after that copy. Steps are
- * written after they close, so both may be among the recent calls already;
- * else they are awaited (a batch waited for in one step is often copied at
- * the start of the next).
- */
-static void batch_flow_begin(struct dl_timeline *t, struct tthread *th, uint64_t flow, uint64_t handoff_ns)
-{
-	const struct recent *copy = NULL;
-
-	batch_flow_end(t, th, th->batch.copy_at, 0);
-	th->batch = (struct batch_flow){ .flow = flow, .handoff_ns = handoff_ns };
-	for (unsigned i = th->nrecent > RECENT ? th->nrecent - RECENT : 0; th->recent && i < th->nrecent; i++) {
-		const struct recent *r = &th->recent[i % RECENT];
-
-		if (!r->sync && r->ts >= handoff_ns && (!copy || r->ts < copy->ts))
-			copy = r;
-	}
-	if (!copy)
-		return;
-	th->batch.copy_at = copy->ts + copy->dur / 2;
-	if (copy->launch_at)
-		batch_flow_end(t, th, th->batch.copy_at, copy->launch_at);
-}
-
-static void batch_flow_copy(struct tthread *th, uint64_t ts, uint64_t dur)
-{
-	if (th->batch.flow && !th->batch.copy_at && ts >= th->batch.handoff_ns)
-		th->batch.copy_at = ts + dur / 2;
-}
-
-/* A launch: the copies before it since the last launch lead to it, and an awaited batch flow ends on it. */
-static void batch_flow_launch(struct dl_timeline *t, struct tthread *th, uint64_t ts, uint64_t dur)
-{
-	uint64_t at = ts + dur / 2;
-
-	for (unsigned i = th->nrecent; th->recent && i > 0 && i + RECENT > th->nrecent; i--) {
-		struct recent *r = &th->recent[(i - 1) % RECENT];
-
-		if (r->sync || r->launch_at)
-			break;
-		r->launch_at = at;
-	}
-	if (th->batch.flow && th->batch.copy_at && ts >= th->batch.copy_at)
-		batch_flow_end(t, th, th->batch.copy_at, at);
-}
-
 static struct tthread *thread_of(struct dl_timeline *t, pid_t pid, pid_t tid)
 {
 	uint64_t key = (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid, i;
@@ -283,7 +199,7 @@ static void forget_thread(struct dl_timeline *t, pid_t pid, pid_t tid)
 	if (!dl_u64map_get(&t->thread_of, key, &i) || t->threads.v[i].keep)
 		return;
 	th = &t->threads.v[i];
-	free(th->recent);
+	dl_tcalls_free(&th->calls);
 	dl_u64map_del(&t->thread_of, key);
 	last = &t->threads.v[--t->threads.n];
 	if (th != last) {
@@ -451,13 +367,12 @@ static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 			arg(a, &n, "host memory", DL_TA_STR)->s = c->pageable ? "pageable" : "pinned";
 		if (c->dir == DL_DIR_H2D && c->depth == 0) {
 			bin_add(t, C_H2D, c->ts, c->ts + c->dur_ns, (double)c->bytes);
-			push_recent(th, c->ts, c->dur_ns, 0);
-			batch_flow_copy(th, c->ts, c->dur_ns);
+			dl_tcalls_copy(&th->calls, c->ts, c->dur_ns);
 		}
 	}
 	if (c->api->cls == DL_CLS_LAUNCH) {
 		if (c->depth == 0)
-			batch_flow_launch(t, th, c->ts, c->entry_only ? 0 : c->dur_ns);
+			dl_tcalls_launch(&th->calls, t->out, &th->track, c->ts, c->entry_only ? 0 : c->dur_ns);
 		if (c->kernel)
 			arg(a, &n, "kernel", DL_TA_STR)->s = c->kernel;
 		else
@@ -481,7 +396,7 @@ static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 	if (c->api->layout == DL_L_NCCL_VERSION && !c->ret && !c->args_fault)
 		arg(a, &n, "version", DL_TA_U64)->u = c->size;
 	if (c->api->cls == DL_CLS_SYNC && c->depth == 0)
-		push_recent(th, c->ts, c->dur_ns, 1);
+		dl_tcalls_sync(&th->calls, c->ts, c->dur_ns);
 	/* Absent stream: the default stream; absent ret: cudaSuccess (or entry-only: not known). */
 	if (c->stream)
 		arg(a, &n, "stream", DL_TA_U64)->u = c->stream;
@@ -715,7 +630,7 @@ static const struct dl_ttrack *known_thread_track(void *tl, pid_t pid, pid_t tid
 static void write_step(struct dl_timeline *t, const struct dl_step *s)
 {
 	struct dl_targ a[DL_TMAX_ARGS];
-	const struct recent *copy = NULL, *sync = NULL;
+	const struct dl_tcall *copy, *sync;
 	struct tthread *th;
 	struct tproc *p;
 	uint64_t end = s->start_ns + s->dur_ns, flow = 0, batch;
@@ -731,17 +646,7 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 		declare(t, &p->steps);
 		p->steps_declared = true;
 	}
-	/* The step's first H2D copy and the last sync inside it, among the thread's recent calls. */
-	for (unsigned i = th->nrecent > RECENT ? th->nrecent - RECENT : 0; th->recent && i < th->nrecent; i++) {
-		const struct recent *r = &th->recent[i % RECENT];
-
-		if (r->ts < s->start_ns || r->ts >= end)
-			continue;
-		if (!r->sync && (!copy || r->ts < copy->ts))
-			copy = r;
-		if (r->sync && (!sync || r->ts > sync->ts))
-			sync = r;
-	}
+	dl_tcalls_in(&th->calls, s->start_ns, end, &copy, &sync);
 	if (copy || sync) {
 		flow = ++t->next_flow;
 		t->st.flows++;
@@ -771,7 +676,7 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 	dl_tgpu_step(t->gpu, &ctx, &p->track, s);
 	batch = dl_tfiles_step_flows(&ctx, t->files, s);
 	if (batch)
-		batch_flow_begin(t, th, batch, s->input.handoff_ns);
+		dl_tcalls_batch(&th->calls, t->out, &th->track, batch, s->input.handoff_ns);
 	check_write(t);
 }
 
@@ -861,7 +766,7 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 	dl_vec_free(&t->held);
 	/* Batches whose copy or launch never came: their flows end where they got to. */
 	for (size_t i = 0; i < t->threads.n; i++)
-		batch_flow_end(t, &t->threads.v[i], t->threads.v[i].batch.copy_at, 0);
+		dl_tcalls_close(&t->threads.v[i].calls, t->out, &t->threads.v[i].track);
 	/* The counters' last bins: each series ends with a sample at its last value change. */
 	for (int i = 0; t->bins_started && i < NBINS; i++)
 		flush_bin(t);
@@ -883,7 +788,7 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 	dl_vec_free(&t->procs);
 	dl_u64map_free(&t->proc_of);
 	for (size_t i = 0; i < t->threads.n; i++)
-		free(t->threads.v[i].recent);
+		dl_tcalls_free(&t->threads.v[i].calls);
 	dl_vec_free(&t->threads);
 	dl_u64map_free(&t->thread_of);
 	free(t);
