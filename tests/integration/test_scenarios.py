@@ -284,6 +284,12 @@ def match_steps(steps, cuts):
     return out
 
 
+# What each verdict means, as the paper-sketch finding words it.
+VERDICT_WORDS = {"comm-bound": "waiting for communication", "input-bound": "waiting for input",
+                 "copy-bound": "host-device copies", "launch-bound": "kernel launches",
+                 "host-compute-bound": "host CPU work", "cpu-contention": "waiting for a CPU"}
+
+
 def judge(name, s, truth):
     tsteps, tsum, busy = truth
     steps = s["steps"]
@@ -327,6 +333,11 @@ def judge(name, s, truth):
         check("The loaders wait on the disk" in msg or "Add data-loader workers" in msg, f"{name}: no advice: {msg}")
     if advice:
         check(advice in msg, f"{name}: advice lacks '{advice}': {msg}")
+    # The paper sketch's finding says where the time goes: what the verdict names, in words.
+    sketch = [f for f in s["diagnosis"]["findings"] if f["rule"] == "below-paper-sketch"]
+    goes = re.search(r"The time goes to (.+), not to moving data", sketch[0]["message"]) if sketch else None
+    check(not sketch or (goes and goes.group(1) == VERDICT_WORDS.get(verdict)),
+          f"{name}: verdict {verdict}, the paper sketch says: {sketch[0]['message'] if sketch else ''}")
     # Every step but one (at the edge of the run, where a boundary may have no counterpart).
     check(len(matched) >= len(steps) - 1, f"{name}: {len(steps) - len(matched)} steps match none of the "
           f"workload's; {note}")

@@ -301,12 +301,14 @@ static void copy_findings(struct dl_diagnosis *d, const struct run_facts *rf, co
 
 static const char *verdict_phrase(enum dl_verdict v)
 {
+	/* Designated: a verdict added to the enum must not shift the others' phrases. */
 	static const char *const p[DL_V_COUNT] = {
-		"the GPU", "waiting for input", "host-device copies", "kernel launches", "host CPU work",
-		"waiting for a CPU",
+		[DL_V_GPU] = "the GPU", [DL_V_COMM] = "waiting for communication", [DL_V_INPUT] = "waiting for input",
+		[DL_V_COPY] = "host-device copies", [DL_V_LAUNCH] = "kernel launches", [DL_V_HOST] = "host CPU work",
+		[DL_V_CONTENTION] = "waiting for a CPU",
 	};
 
-	return v < DL_V_COUNT ? p[v] : "?";
+	return v < DL_V_COUNT && p[v] ? p[v] : "?";
 }
 
 static void sketch(struct dl_diagnosis *d, const struct run_facts *rf, const struct dl_summary *s,
