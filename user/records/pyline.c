@@ -3,10 +3,10 @@
 #include "records/pyline.h"
 
 /* 3.10 (PEP 626): pairs of (bytes of code, signed line delta); -128: the range has no line. */
-static int line_310(const uint8_t *t, size_t len, int32_t line, uint32_t off)
+static int64_t line_310(const uint8_t *t, size_t len, int64_t line, uint32_t off)
 {
 	uint64_t start = 0, end = 0;
-	int cur = -1;
+	int64_t cur = -1;
 	size_t i = 0;
 
 	while (end <= off) {
@@ -57,10 +57,10 @@ static bool varint(const uint8_t *t, size_t len, size_t *i, uint32_t *out)
  * delta matters here: forms 13 and 14 start with it (a signed varint), 11
  * and 12 move one or two lines, 15 has no location, the short forms none.
  */
-static int line_311(const uint8_t *t, size_t len, int32_t line, uint32_t off)
+static int64_t line_311(const uint8_t *t, size_t len, int64_t line, uint32_t off)
 {
 	uint64_t end = 0;
-	int cur = -1;
+	int64_t cur = -1;
 	size_t i = 0;
 
 	while (end <= off) {
@@ -80,7 +80,8 @@ static int line_311(const uint8_t *t, size_t len, int32_t line, uint32_t off)
 
 			if (!varint(t, len, &j, &u))
 				return -1;
-			line += (u & 1) ? -(int32_t)(u >> 1) : (int32_t)(u >> 1);
+			/* In 64 bits: a corrupt table's deltas (up to 2^31 each, 64 KiB of them) cannot wrap. */
+			line += (u & 1) ? -(int64_t)(u >> 1) : (int64_t)(u >> 1);
 			cur = line;
 		} else if (code == 11 || code == 12) {
 			line += code - 10;
@@ -97,7 +98,7 @@ static int line_311(const uint8_t *t, size_t len, int32_t line, uint32_t off)
 
 int dl_pyline(unsigned format, const uint8_t *table, size_t len, int32_t firstlineno, uint32_t byte_off)
 {
-	int line;
+	int64_t line;
 
 	if (!table || firstlineno < 0)
 		return -1;
@@ -108,7 +109,7 @@ int dl_pyline(unsigned format, const uint8_t *table, size_t len, int32_t firstli
 	else
 		return -1;
 	/* A corrupt table can run the line below 1 (or wrap): no line, rather than a wrong one. */
-	return line > 0 ? line : -1;
+	return line > 0 && line <= INT32_MAX ? (int)line : -1;
 }
 
 bool dl_pycode_ok(const struct dl_pycode_ev *e)
