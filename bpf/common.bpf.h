@@ -8,6 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "dlbpf/events.h"
+#include "dlbpf/pyframes.h"
 
 /*
  * The sources are linked into one object by `bpftool gen object`: maps.bpf.c
@@ -22,6 +23,18 @@
 #endif
 
 #define DL_MAX_TRACED 16384
+
+/*
+ * The CPython layout of each traced process that runs one (key: tgid), from
+ * user space (user/capture/pycode.c); a fork copies the parent's here, so a
+ * forked loader's first calls carry frames, and an exec drops it.
+ */
+DL_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct dl_py_cfg);
+} py_procs SEC(".maps");
 
 DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

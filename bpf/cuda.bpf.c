@@ -6,6 +6,7 @@
  */
 #include "common.bpf.h"
 #include "agg.bpf.h"
+#include "pyframes.bpf.h"
 
 static __always_inline __u32 capture_args(struct pt_regs *ctx, __u64 cookie, __u64 *arg)
 {
@@ -138,6 +139,66 @@ static __always_inline int loader_changed(__u64 id, __u64 cookie)
 	return 0;
 }
 
+/*
+ * The caller's stack, from the frame pointers, at word skip of the tail (past
+ * the Python frames). At return the callee has restored the caller's frame
+ * pointer, so the walk gives the callers' return addresses; its first is the
+ * return address, the ip at return (set again, should the walk have failed).
+ * The record's size says how many frames it holds.
+ */
+static __always_inline void add_stack(struct pt_regs *ctx, struct dl_cuda_ev *e, __u32 skip)
+{
+	__u64 *stack = (__u64 *)((char *)e->stack + skip);
+	long n = bpf_get_stack(ctx, stack, DL_STACK_MAX * sizeof(__u64), BPF_F_USER_STACK);
+
+	stack[0] = PT_REGS_IP(ctx);
+	if (n < (long)sizeof(__u64))
+		n = sizeof(__u64);
+	e->h.size = sizeof(*e) + skip + (n & ~7l);
+}
+
+/* The process's CPython layout when the call is one that carries Python frames, else NULL. */
+static __always_inline const struct dl_py_cfg *py_cfg_for(__u64 cookie, __u32 tgid)
+{
+	return (cookie & DL_COOKIE_PY) ? bpf_map_lookup_elem(&py_procs, &tgid) : NULL;
+}
+
+/*
+ * Reserves a call's record with room for what its tail will hold; four
+ * reservations, each of a size the verifier sees as constant.
+ */
+static __always_inline struct dl_cuda_ev *reserve_call(bool stacks, const struct dl_py_cfg *py, __u64 ts,
+						       __u32 tgid, __u32 tid)
+{
+	const __u32 s = DL_STACK_MAX * sizeof(__u64), p = sizeof(struct dl_py_stack);
+	struct dl_cuda_ev *e;
+
+	if (stacks && py)
+		e = dl_reserve(sizeof(*e) + p + s, DL_EV_CUDA, DL_DROP_CUDA, ts, tgid, tid);
+	else if (stacks)
+		e = dl_reserve(sizeof(*e) + s, DL_EV_CUDA, DL_DROP_CUDA, ts, tgid, tid);
+	else if (py)
+		e = dl_reserve(sizeof(*e) + p, DL_EV_CUDA, DL_DROP_CUDA, ts, tgid, tid);
+	else
+		e = dl_reserve(sizeof(*e), DL_EV_CUDA, DL_DROP_CUDA, ts, tgid, tid);
+	return e;
+}
+
+/* Fills the tail reserve_call made room for; the flags come after (the callers set e->flags). */
+static __always_inline __u16 fill_tail(struct pt_regs *ctx, struct dl_cuda_ev *e, bool stacks,
+				       const struct dl_py_cfg *py)
+{
+	__u32 skip = py ? sizeof(struct dl_py_stack) : 0;
+
+	if (py) {
+		py_walk(py, (struct dl_py_stack *)e->stack);
+		e->h.size = sizeof(*e) + skip;
+	}
+	if (stacks)
+		add_stack(ctx, e, skip);
+	return py ? DL_CUDA_PY : 0;
+}
+
 SEC("uprobe.multi")
 int BPF_KPROBE(cuda_entry_only)
 {
@@ -146,6 +207,7 @@ int BPF_KPROBE(cuda_entry_only)
 	__u32 tid = (__u32)id;
 	__u64 sp = PT_REGS_SP(ctx);
 	bool driver = cookie & DL_COOKIE_DRIVER;
+	const struct dl_py_cfg *py;
 	struct call_stack *st;
 	struct dl_cuda_ev *e;
 
@@ -177,13 +239,15 @@ int BPF_KPROBE(cuda_entry_only)
 		dl_agg_add(id >> 32, cookie, arg, depth, 0, true, 0);
 		return 0;
 	}
-	e = dl_reserve(sizeof(*e), DL_EV_CUDA, DL_DROP_CUDA, bpf_ktime_get_ns(), id >> 32, tid);
+	/* Python frames only on launches with --stacks (the cookie says): the dearest probe stays cheap. */
+	py = py_cfg_for(cookie, id >> 32);
+	e = reserve_call(false, py, bpf_ktime_get_ns(), id >> 32, tid);
 	if (!e)
 		return 0;
 	e->dur_ns = 0;
 	e->ret = 0;
 	e->api = cookie & DL_COOKIE_API_MASK;
-	e->flags = DL_CUDA_ENTRY_ONLY;
+	e->flags = DL_CUDA_ENTRY_ONLY | fill_tail(ctx, e, false, py);
 	e->depth = st ? st->depth : 0;
 	e->arg[6] = e->arg[7] = 0;
 	e->out = 0;
@@ -313,22 +377,6 @@ static __always_inline bool name_mentions_cuda(__u64 uaddr)
 	return false;
 }
 
-/*
- * The caller's stack, from the frame pointers. At return the callee has
- * restored the caller's frame pointer, so the walk gives the callers' return
- * addresses; its first is the return address, the ip at return (set again,
- * should the walk have failed). The record's size says how many frames it holds.
- */
-static __always_inline void add_stack(struct pt_regs *ctx, struct dl_cuda_ev *e)
-{
-	long n = bpf_get_stack(ctx, e->stack, DL_STACK_MAX * sizeof(__u64), BPF_F_USER_STACK);
-
-	e->stack[0] = PT_REGS_IP(ctx);
-	if (n < (long)sizeof(__u64))
-		n = sizeof(__u64);
-	e->h.size = sizeof(*e) + (n & ~7l);
-}
-
 SEC("uretprobe.multi")
 int BPF_KRETPROBE(cuda_return)
 {
@@ -339,8 +387,10 @@ int BPF_KRETPROBE(cuda_return)
 	struct call_stack *st = dl_calls(false);
 	/* The return address has been popped: the call's entry sp is one slot below. */
 	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
+	const struct dl_py_cfg *py;
 	struct call_frame *f;
 	struct dl_cuda_ev *e;
+	__u16 tail;
 	__u32 d;
 
 	if (!st)
@@ -382,21 +432,15 @@ int BPF_KRETPROBE(cuda_return)
 		       PT_REGS_RC(ctx)))
 		return 0;
 
-	/* Two reservations, each of a size the verifier sees as constant. */
-	if (cookie & DL_COOKIE_STACKS) {
-		e = dl_reserve(sizeof(*e) + DL_STACK_MAX * sizeof(__u64), DL_EV_CUDA, DL_DROP_CUDA, f->ts, id >> 32,
-			       tid);
-		if (e)
-			add_stack(ctx, e);
-	} else {
-		e = dl_reserve(sizeof(*e), DL_EV_CUDA, DL_DROP_CUDA, f->ts, id >> 32, tid);
-	}
+	py = py_cfg_for(cookie, id >> 32);
+	e = reserve_call(cookie & DL_COOKIE_STACKS, py, f->ts, id >> 32, tid);
 	if (!e)
 		return 0;
+	tail = fill_tail(ctx, e, cookie & DL_COOKIE_STACKS, py);
 	e->dur_ns = now - f->ts;
 	e->ret = PT_REGS_RC(ctx);
 	e->api = cookie & DL_COOKIE_API_MASK;
-	e->flags = f->flags;
+	e->flags = f->flags | tail;
 	e->depth = d + !!(f->flags & DL_CUDA_IN_RUNTIME);
 	__builtin_memcpy(e->arg, f->arg, sizeof(e->arg));
 	e->out = 0;

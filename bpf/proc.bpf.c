@@ -40,6 +40,12 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 		dl_count_drop(DL_DROP_TRACED);
 		return 0;
 	}
+	if (ctgid != ptgid) {
+		struct dl_py_cfg *py = bpf_map_lookup_elem(&py_procs, &ptgid);
+
+		if (py)
+			bpf_map_update_elem(&py_procs, &ctgid, py, BPF_ANY);
+	}
 	e = proc_event(ctgid != ptgid ? DL_PROC_FORK : DL_PROC_THREAD, ctgid, cpid);
 	if (!e)
 		return 0;
@@ -64,6 +70,8 @@ int BPF_PROG(proc_exec, struct task_struct *p)
 	struct dl_proc_ev *e;
 	bool joined = false;
 
+	/* Another program now: the interpreter's layout (if any) is found again by user space. */
+	bpf_map_delete_elem(&py_procs, &tgid);
 	if (!dl_is_traced(tgid)) {
 		char comm[DL_COMM_LEN] = {};
 		struct dl_traced t = {};

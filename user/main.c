@@ -31,6 +31,7 @@
 #include "capture/held.h"
 #include "log.h"
 #include "capture/naming.h"
+#include "capture/pycode.h"
 #include "capture/pcie.h"
 #include "capture/procfs.h"
 #include "output/exporter.h"
@@ -91,6 +92,7 @@ struct run {
 	struct dl_summary sum;
 	struct dl_stream stream;
 	struct dl_symbolizer *symbolizer;
+	struct dl_pyprocs py;     /* CPython in traced processes (capture/pycode.h) */
 	struct dl_markers markers;
 	struct ring_buffer *rb;
 	uint64_t drained_bytes;      /* of records read from the ring buffer, for the drain's pace */
@@ -158,6 +160,11 @@ static int on_record(void *ctx, void *data, size_t len)
 
 		if (e->what == DL_PROC_FORK && r->tracer.files)
 			dl_cwds_fork(&r->cwds, (pid_t)h->tgid, (pid_t)e->ppid);
+		/* A forked loader runs its parent's interpreter; an exec or an exit ends what was known of it. */
+		if (e->what == DL_PROC_FORK)
+			dl_pyprocs_fork(&r->py, (pid_t)h->tgid, (pid_t)e->ppid);
+		else if (e->what == DL_PROC_EXEC || (e->what == DL_PROC_EXIT && e->group_dead))
+			dl_pyprocs_forget(&r->py, (pid_t)h->tgid);
 
 		/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
 		if (e->what == DL_PROC_EXEC && !dl_summary_find(&r->sum, (pid_t)h->tgid)) {
@@ -191,6 +198,7 @@ static int on_record(void *ctx, void *data, size_t len)
 			return 0; /* a loader event, not a CUDA call */
 		}
 		dl_name_call(r->symbolizer, &r->stream, &in.call, dl_now_ns());
+		dl_pyprocs_name_call(&r->py, &r->stream, &in.call, dl_now_ns());
 	}
 	dl_stream_put(&r->stream, &in);
 	return 0;
@@ -255,6 +263,7 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 
 	dl_maps_hold(pid);   /* one read of its mappings for the three users below */
 	dl_symbolizer_note(r->symbolizer, pid);
+	dl_pyprocs_scan(&r->py, pid);
 	dl_markers_attach(&r->markers, &r->tracer, pid);
 	n = dl_tracer_scan_cuda(&r->tracer, pid);
 	dl_maps_release();
@@ -537,6 +546,7 @@ static int trace_live(struct run *r)
 	if (r->cfg.duty_on_s)
 		dl_tracer_split_hot(&r->tracer);
 	r->tracer.stacks = r->cfg.stacks;
+	dl_pyprocs_init(&r->py, dl_tracer_py_fd(&r->tracer));
 	r->rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r->tracer), on_record, r, NULL);
 	if (!r->rb) {
 		err = -errno;
@@ -880,6 +890,7 @@ cleanup:
 	dl_corr_free(corr);
 	free(diag);
 	dl_symbolizer_free(r.symbolizer);
+	dl_pyprocs_free(&r.py);
 	dl_summary_free(&r.sum);
 	dl_stream_free(&r.stream);
 	dl_cwds_free(&r.cwds);

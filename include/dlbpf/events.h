@@ -56,6 +56,7 @@ enum dl_kind {
 	DL_EV_FILE_CLOSE = 15, /* struct dl_file_close_ev: a traced process closed an fd */
 	DL_EV_SITE = 16,       /* struct dl_site_ev: where a call site (a return address) is in the code */
 	DL_EV_WAKE = 17,       /* struct dl_wake_ev: a task woke a traced thread (a wake-up edge) */
+	DL_EV_PYCODE = 18,     /* struct dl_pycode_ev: what a CPython code object at an address is */
 	DL_EV_KIND_MAX,
 };
 
@@ -89,6 +90,7 @@ enum dl_cuda_cookie {
 	DL_COOKIE_BYTES_2D = 1u << 23, /* bytes arg[4] * arg[5], kind arg[6] */
 	DL_COOKIE_AGG = 1u << 24,      /* aggregated in the kernel in --summary mode (else still a record) */
 	DL_COOKIE_STACKS = 1u << 25,   /* --stacks: at return, the caller's user stack goes into the record's tail */
+	DL_COOKIE_PY = 1u << 26,       /* in a CPython process (map py_procs), its frames go into the record's tail */
 };
 
 enum dl_cuda_flags {
@@ -98,6 +100,7 @@ enum dl_cuda_flags {
 	DL_CUDA_STOPPED = 1u << 3,    /* the process was stopped (SIGSTOP); the collector continues it */
 	DL_CUDA_IN_RUNTIME = 1u << 4, /* a driver call made inside a runtime call (depth includes it) */
 	DL_CUDA_SITE_FAULT = 1u << 5, /* entry-only: the return address at entry could not be read: site is 0 */
+	DL_CUDA_PY = 1u << 6,         /* the tail starts with a struct dl_py_stack (CPython frames) */
 };
 
 #define DL_CUDA_NARGS 8
@@ -119,8 +122,42 @@ struct dl_cuda_ev {
 	 * --stacks (DL_COOKIE_STACKS): (h.size - sizeof) / 8 return addresses,
 	 * innermost first: stack[0] is site, then its callers' as their frame
 	 * pointers give them (at most DL_STACK_MAX). Absent otherwise.
+	 * With DL_CUDA_PY a struct dl_py_stack comes first (its full size), and
+	 * the return addresses, if any, after it.
 	 */
 	dl_u64 stack[];
+};
+
+/*
+ * CPython frames of the thread that made a call, innermost first: each the
+ * code object's address and the byte offset in its bytecode of the
+ * instruction that was running (the call). Written in BPF from the
+ * interpreter's own frame chain, so nothing here is trusted: a reader takes
+ * min(n, DL_PY_MAX) frames and names one only from a DL_EV_PYCODE record
+ * for its code address. A frame of code 0 is a shim the interpreter puts
+ * where C called into Python (3.12+): it takes a slot, readers skip it.
+ */
+#define DL_PY_MAX 16
+
+enum dl_py_status {
+	DL_PY_OK = 0,          /* the frames are the whole chain */
+	DL_PY_TRUNCATED = 1,   /* more frames than DL_PY_MAX: the outermost are left out */
+	DL_PY_NO_THREAD = 2,   /* the thread has no Python thread state (a native thread): n = 0 */
+	DL_PY_FAULT = 3,       /* a read of the interpreter's memory failed: the frames up to it */
+	DL_PY_KEY_HIGH = 4,    /* the thread-state key is past glibc's first block: n = 0 */
+};
+
+struct dl_py_frame {
+	dl_u64 code;           /* the code object's address */
+	dl_u32 off;            /* bytes into its bytecode of the instruction running */
+	dl_u32 pad;
+};
+
+struct dl_py_stack {
+	dl_u16 n;              /* frames filled */
+	dl_u16 status;         /* enum dl_py_status */
+	dl_u32 pad;
+	struct dl_py_frame f[DL_PY_MAX];
 };
 
 enum dl_bio_flags {
@@ -296,6 +333,35 @@ struct dl_site_ev {
 	dl_u64 addr;
 	dl_u32 func_len;          /* bytes of function, its NUL included */
 	dl_u32 flags;
+	char text[];
+};
+
+/*
+ * A CPython code object, written by the collector from the process's memory
+ * the first time its address is in a call's frames (and again once another
+ * code object lives there), before the first call that names it. Variable
+ * size: text = file "\0" function "\0" then table_len bytes of line table,
+ * h.size = offsetof(text) + all, rounded up to 8. function is the qualified
+ * name (3.11+; the name in 3.10).
+ */
+enum dl_pycode_format {
+	DL_PYLINES_310 = 1,    /* co_linetable of 3.10: (bytes delta, signed line delta) pairs (PEP 626) */
+	DL_PYLINES_311 = 2,    /* co_linetable of 3.11 and later: the location table (PEP 657) */
+};
+
+enum dl_pycode_flags {
+	DL_PYCODE_TABLE_CUT = 1u << 0,  /* the line table did not fit: lines past its end are not known */
+};
+
+struct dl_pycode_ev {
+	struct dl_hdr h;          /* tgid = the process whose address space addr is in */
+	dl_u64 addr;
+	dl_s32 firstlineno;
+	dl_u16 format;            /* enum dl_pycode_format */
+	dl_u16 flags;             /* enum dl_pycode_flags */
+	dl_u16 file_len;          /* bytes of file, its NUL included */
+	dl_u16 func_len;          /* bytes of function, its NUL included */
+	dl_u32 table_len;
 	char text[];
 };
 

@@ -31,12 +31,36 @@ static const char *frame_obj(const struct dl_call *c, uint32_t k)
 	return obj ? obj : "";
 }
 
+/* Python frames name a site when the innermost is named: by file, function and line. */
+static bool python_site(const struct dl_call *c)
+{
+	return c->has_py && c->npy_named > 0;
+}
+
+static uint64_t python_key(const struct dl_call *c)
+{
+	uint64_t key = 0x7079;   /* apart from native keys of the same strings */
+
+	for (uint32_t k = 0; k < c->npy_named; k++) {
+		const char *f = c->py_file[k], *fn = c->py_func[k];
+		int32_t line = c->py_line[k];
+
+		key = (key ^ dl_hash_bytes(f, strlen(f))) * 0x9e3779b97f4a7c15ull ^ dl_hash_bytes(fn, strlen(fn));
+		key = (key ^ dl_hash_bytes(&line, sizeof(line))) * 0x9e3779b97f4a7c15ull;
+	}
+	return key;
+}
+
 uint64_t dl_site_key(const struct dl_call *c)
 {
 	uint32_t n = c->nstack > 1 ? c->nstack : 1;
 	uint64_t key = 0;
 	char addr[32];
 
+	if (python_site(c)) {
+		key = python_key(c);
+		return key == DL_SITE_NONE || key == DL_SITE_UNKNOWN ? key ^ 1 : key;
+	}
 	if (c->site_fault)
 		return DL_SITE_UNKNOWN;
 	if (!c->site)
@@ -71,6 +95,18 @@ static struct dl_site_stat *site_of(struct dl_sites *s, uint64_t key, const stru
 	st->key = key;
 	if (key == DL_SITE_UNKNOWN)
 		return st;
+	if (python_site(c)) {
+		st->python = true;
+		st->func = dl_xstrdup(c->py_func[0]);
+		st->obj = dl_xstrdup(c->py_file[0]);
+		st->line = c->py_line[0];
+		st->ncallers = c->npy_named - 1;
+		st->callers = st->ncallers ? dl_xcalloc(st->ncallers, sizeof(*st->callers)) : NULL;
+		for (uint32_t k = 1; k < c->npy_named; k++)
+			st->callers[k - 1] = (struct dl_site_frame){ dl_xstrdup(c->py_func[k]), dl_xstrdup(c->py_file[k]),
+								     c->py_line[k] };
+		return st;
+	}
 	st->func = dl_xstrdup(frame_func(c, 0, addr, sizeof(addr)));
 	st->obj = dl_xstrdup(frame_obj(c, 0));
 	if (c->nstack > 1) {
@@ -170,10 +206,31 @@ void dl_site_label(const char *func, const char *obj, char *buf, size_t len)
 		snprintf(buf, len, "%s", func);
 }
 
+void dl_py_frame_label(const char *file, const char *func, int32_t line, char *buf, size_t len)
+{
+	const char *base = strrchr(file, '/');
+
+	base = base ? base + 1 : file;
+	if (line > 0)
+		snprintf(buf, len, "%s:%d %s", base, (int)line, func);
+	else
+		snprintf(buf, len, "%s:? %s", base, func);
+}
+
 void dl_site_stat_label(const struct dl_site_stat *st, char *buf, size_t len)
 {
 	size_t n;
 
+	if (st && st->python) {
+		dl_py_frame_label(st->obj, st->func, st->line, buf, len);
+		n = strlen(buf);
+		if (st->ncallers && n + 4 < len) {
+			memcpy(buf + n, " <- ", 5);
+			dl_py_frame_label(st->callers[0].obj, st->callers[0].func, st->callers[0].line, buf + n + 4,
+					  len - n - 4);
+		}
+		return;
+	}
 	dl_site_label(st ? st->func : NULL, st ? st->obj : NULL, buf, len);
 	n = strlen(buf);
 	if (st && st->ncallers && n + 4 < len) {

@@ -9,6 +9,7 @@
 #ifndef DLBPF_CALLSITES_H
 #define DLBPF_CALLSITES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "analysis/steps.h"
@@ -20,12 +21,15 @@
 #define DL_SITE_UNKNOWN UINT64_MAX
 
 struct dl_site_frame {
-	char *func, *obj;
+	char *func, *obj;            /* a Python frame: its function and file */
+	int32_t line;                /* a Python frame's line (-1 not known); 0 for a native one */
 };
 
 struct dl_site_stat {
 	uint64_t key;
-	char *func, *obj;            /* both NULL for the unknown site */
+	char *func, *obj;            /* both NULL for the unknown site; a Python site: function and file */
+	bool python;                 /* the frames are CPython's (func, obj and line are the innermost's) */
+	int32_t line;
 	struct dl_site_frame *callers;   /* --stacks: the frames above func, innermost first */
 	uint32_t ncallers;
 	uint64_t calls, total_ns;    /* every thread's outermost calls */
@@ -59,7 +63,13 @@ size_t dl_sites_top(const struct dl_sites *s, enum dl_cat cat, size_t *idx, size
  */
 void dl_site_label(const char *func, const char *obj, char *buf, size_t len);
 
-/* dl_site_label of the site, and of its first caller after " <- " when it has one. */
+/* A Python frame: "train.py:88 read_loss" (the file's base name; "?" for a line not known). */
+void dl_py_frame_label(const char *file, const char *func, int32_t line, char *buf, size_t len);
+
+/*
+ * dl_site_label of the site (a Python site: dl_py_frame_label), and of its
+ * first caller after " <- " when it has one.
+ */
 void dl_site_stat_label(const struct dl_site_stat *st, char *buf, size_t len);
 
 /* A step's time by site (the bounded top list of struct dl_step), filled call by call. */

@@ -446,6 +446,9 @@ static void partition(const struct dl_tracer *t, const struct picks *p, struct l
 		ps->cookie[ps->n] = dl_api_cookie(api);
 		if (t->stacks && dl_api_blocks(api))
 			ps->cookie[ps->n] |= DL_COOKIE_STACKS;
+		/* Python frames where a line explains the time (syncs, copies); launches, the hot path, with --stacks. */
+		if (api->cls == DL_CLS_SYNC || api->cls == DL_CLS_COPY || (t->stacks && api->cls == DL_CLS_LAUNCH))
+			ps->cookie[ps->n] |= DL_COOKIE_PY;
 		ps->n++;
 	}
 }
@@ -865,6 +868,11 @@ void dl_tracer_exec_settled(struct dl_tracer *t, pid_t pid)
 int dl_tracer_held_fd(const struct dl_tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.held);
+}
+
+int dl_tracer_py_fd(const struct dl_tracer *t)
+{
+	return bpf_map__fd(t->skel->maps.py_procs);
 }
 
 int dl_tracer_agg_fd(const struct dl_tracer *t)

@@ -19,14 +19,17 @@ const struct dl_sites *dl_report_sites_of(const struct dl_correlator *c, pid_t p
 /* kind and frames: innermost first (one, or with --stacks its callers too); a native line is not known (0). */
 static void site_frames(struct dl_json *j, const struct dl_site_stat *st)
 {
-	dl_json_kstr(j, "kind", st && st->func ? "native" : "unknown");
+	dl_json_kstr(j, "kind", st && st->func ? (st->python ? "python" : "native") : "unknown");
 	dl_json_key(j, "frames");
 	dl_json_arr_begin(j);
 	for (uint32_t k = 0; st && st->func && k <= st->ncallers; k++) {
+		int32_t line = k ? st->callers[k - 1].line : st->line;
+
 		dl_json_obj_begin(j);
 		dl_json_kstr(j, "file", k ? st->callers[k - 1].obj : st->obj);
 		dl_json_kstr(j, "function", k ? st->callers[k - 1].func : st->func);
-		dl_json_ku64(j, "line", 0);
+		/* A Python line the table does not give is 0, as a native frame's. */
+		dl_json_ku64(j, "line", st->python && line > 0 ? (uint64_t)line : 0);
 		dl_json_obj_end(j);
 	}
 	dl_json_arr_end(j);

@@ -296,6 +296,19 @@ static const char *site_label(const struct dl_call *c, char *buf, size_t len)
 {
 	char addr[32];
 
+	/* A Python site: its line and the caller's, as the report's "at ..." */
+	if (c->has_py && c->npy_named) {
+		size_t n;
+
+		dl_py_frame_label(c->py_file[0], c->py_func[0], c->py_line[0], buf, len);
+		n = strlen(buf);
+		if (c->npy_named > 1 && n + 4 < len) {
+			memcpy(buf + n, " <- ", 5);
+			dl_py_frame_label(c->py_file[1], c->py_func[1], c->py_line[1], buf + n + 4, len - n - 4);
+		}
+		return buf;
+	}
+
 	if (!c->site_fault && !c->site_func) {
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, c->site);
 		dl_site_label(addr, NULL, buf, len);

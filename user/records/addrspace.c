@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "records/addrspace.h"
+#include "records/pyline.h"
 
 static void addrspace_free(struct dl_addrspace *s)
 {
@@ -14,6 +15,10 @@ static void addrspace_free(struct dl_addrspace *s)
 		free(s->sites.v[i]);
 	dl_vec_free(&s->sites);
 	dl_u64map_free(&s->site_of);
+	for (size_t i = 0; i < s->pycodes.n; i++)
+		free(s->pycodes.v[i]);
+	dl_vec_free(&s->pycodes);
+	dl_u64map_free(&s->pycode_of);
 	dl_vec_free(&s->pinned);
 	dl_vec_free(&s->device);
 }
@@ -104,10 +109,36 @@ static void range_remove(struct dl_ranges *r, uint64_t start)
 		dl_vec_remove(r, i);
 }
 
+/*
+ * Names the Python frames from the innermost on, up to the first whose code
+ * object no record names: a caller is never shown above a gap it may not
+ * belong to.
+ */
+static void resolve_py(const struct dl_addrspace *s, struct dl_call *c)
+{
+	c->npy_named = 0;
+	for (uint32_t k = 0; k < c->py.n && k < DL_PY_MAX; k++) {
+		const struct dl_pycode_ev *e;
+		uint64_t i;
+
+		c->py_line[k] = -1;
+		if (!s || !dl_u64map_get(&s->pycode_of, c->py.f[k].code, &i))
+			return;
+		e = s->pycodes.v[i];
+		c->py_file[k] = dl_pycode_file(e);
+		c->py_func[k] = dl_pycode_func(e);
+		c->py_line[k] = dl_pyline(e->format, dl_pycode_table(e), e->table_len, e->firstlineno, c->py.f[k].off);
+		c->npy_named = k + 1;
+	}
+}
+
 void dl_addrspaces_resolve(const struct dl_addrspaces *a, struct dl_call *c)
 {
 	const struct dl_addrspace *s = dl_addrspace_find(a, c->tgid);
 	uint64_t i;
+
+	if (c->has_py)
+		resolve_py(s, c);
 
 	if (s && c->site && dl_u64map_get(&s->site_of, c->site, &i)) {
 		c->site_func = s->sites.v[i];
@@ -187,4 +218,21 @@ void dl_addrspaces_note_site(struct dl_addrspaces *a, const struct dl_site_ev *e
 	}
 	dl_u64map_put(&s->site_of, e->addr, s->sites.n);
 	*dl_vec_push(&s->sites) = text;
+}
+
+void dl_addrspaces_note_pycode(struct dl_addrspaces *a, const struct dl_pycode_ev *e)
+{
+	struct dl_addrspace *s = addrspace_of(a, e->h.tgid);
+	struct dl_pycode_ev *copy = dl_xcalloc(1, e->h.size);
+	uint64_t i;
+
+	memcpy(copy, e, e->h.size);
+	/* A later record for the address is the code object that lives there since. */
+	if (dl_u64map_get(&s->pycode_of, e->addr, &i)) {
+		free(s->pycodes.v[i]);
+		s->pycodes.v[i] = copy;
+		return;
+	}
+	dl_u64map_put(&s->pycode_of, e->addr, s->pycodes.n);
+	*dl_vec_push(&s->pycodes) = copy;
 }

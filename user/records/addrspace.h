@@ -33,6 +33,8 @@ struct dl_addrspace {
 	struct dl_u64map name_of;     /* code address -> index in names */
 	DL_VEC(char *) sites;         /* a site record's text: function "\0" object "\0" */
 	struct dl_u64map site_of;     /* return address -> index in sites */
+	DL_VEC(struct dl_pycode_ev *) pycodes;   /* code records, copied */
+	struct dl_u64map pycode_of;   /* code object address -> index in pycodes */
 };
 
 struct dl_addrspaces {
@@ -62,6 +64,8 @@ void dl_addrspaces_resolve(const struct dl_addrspaces *a, struct dl_call *c);
  */
 void dl_addrspaces_note_call(struct dl_addrspaces *a, const struct dl_call *c);
 void dl_addrspaces_note_sym(struct dl_addrspaces *a, const struct dl_sym_ev *e);
+/* A Python code record (checked by the stream: dl_pycode_ok). */
+void dl_addrspaces_note_pycode(struct dl_addrspaces *a, const struct dl_pycode_ev *e);
 /* A site record (checked by the stream: both strings end inside it). */
 void dl_addrspaces_note_site(struct dl_addrspaces *a, const struct dl_site_ev *e);
 

@@ -2,6 +2,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "records/cuda_api.h"
+#include "records/pyline.h"
 
 static const struct dl_api apis[DL_API_COUNT] = {
 #define DL_API(id_, name_, cls_, layout_, pinned_, driver_) \
@@ -125,6 +126,7 @@ int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *c)
 {
 	const struct dl_api *api = dl_api_by_id(ev->api);
 	const uint64_t *a = ev->arg;
+	uint32_t skip;
 
 	memset(c, 0, sizeof(*c));
 	if (!api)
@@ -144,10 +146,11 @@ int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *c)
 		c->site_fault = ev->flags & DL_CUDA_SITE_FAULT;
 	}
 	/* The stream checked h.size against the buffer; a tail past DL_STACK_MAX frames is not one of ours. */
-	if (ev->h.size > sizeof(*ev)) {
-		uint32_t n = (ev->h.size - sizeof(*ev)) / sizeof(uint64_t);
+	c->has_py = dl_py_stack_of(ev, &c->py, &skip);
+	if (ev->h.size > sizeof(*ev) + skip * sizeof(uint64_t)) {
+		uint32_t n = (ev->h.size - sizeof(*ev)) / sizeof(uint64_t) - skip;
 
-		c->stack = ev->stack;
+		c->stack = ev->stack + skip;
 		c->nstack = n < DL_STACK_MAX ? n : DL_STACK_MAX;
 	}
 

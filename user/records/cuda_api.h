@@ -121,6 +121,9 @@ struct dl_call {
 	/* --stacks: the return addresses of the record's tail, innermost first (stack[0] == site); else 0 */
 	const uint64_t *stack;
 	uint32_t nstack;
+	/* CPython frames (DL_CUDA_PY), innermost first; has_py with py.n == 0: a thread without Python */
+	bool has_py;
+	struct dl_py_stack py;
 	/* resolved by the stream (records/addrspace.h) */
 	uint64_t host_mem;    /* copies: the host side (H2D source, D2H destination); 0 for other directions */
 	bool pageable;        /* copies: host_mem is not in a pinned range */
@@ -129,6 +132,10 @@ struct dl_call {
 	const char *site_func, *site_obj;
 	/* the same for each of stack's frames */
 	const char *stack_func[DL_STACK_MAX], *stack_obj[DL_STACK_MAX];
+	/* each Python frame's file, function and line from its code record (DL_EV_PYCODE); NULL, -1 when none */
+	const char *py_file[DL_PY_MAX], *py_func[DL_PY_MAX];
+	int32_t py_line[DL_PY_MAX];
+	uint32_t npy_named;   /* frames named from the innermost on, up to the first one not named */
 };
 
 const struct dl_api *dl_api_by_id(unsigned id);

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include "records/pyline.h"
 #include "records/stream.h"
+#include "util.h"
 
 static const size_t min_size[DL_EV_KIND_MAX] = {
 	/* Older recordings' calls end before the call site. */
@@ -24,6 +27,7 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_FILE_CLOSE] = sizeof(struct dl_file_close_ev),
 	[DL_EV_SITE] = offsetof(struct dl_site_ev, text) + 2,
 	[DL_EV_WAKE] = sizeof(struct dl_wake_ev),
+	[DL_EV_PYCODE] = offsetof(struct dl_pycode_ev, text) + 2,
 };
 
 /* A site record holds its two strings: function ends at func_len, object before the end. */
@@ -99,6 +103,8 @@ static int record_check(const void *rec, size_t len)
 		return -1;
 	if (h->kind == DL_EV_SITE && !site_ok(rec))
 		return -1;
+	if (h->kind == DL_EV_PYCODE && !dl_pycode_ok(rec))
+		return -1;
 	/*
 	 * The kernel's clock is an s64 (ktime_t): no real interval ends past
 	 * INT64_MAX. One that does is corrupt, and would make sinks' ts + dur
@@ -147,6 +153,8 @@ void dl_stream_put(struct dl_stream *s, struct dl_rec_in *in)
 		dl_addrspaces_note_sym(&s->mem, (const struct dl_sym_ev *)in->h);
 	} else if (in->h->kind == DL_EV_SITE) {
 		dl_addrspaces_note_site(&s->mem, (const struct dl_site_ev *)in->h);
+	} else if (in->h->kind == DL_EV_PYCODE) {
+		dl_addrspaces_note_pycode(&s->mem, (const struct dl_pycode_ev *)in->h);
 	}
 	for (int i = 0; i < s->n; i++) {
 		int err = s->sinks[i].fn(s->sinks[i].ctx, &r);
@@ -262,6 +270,37 @@ void dl_emit_site(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, co
 	memcpy(u.e.text, func, nf);
 	memcpy(u.e.text + nf + 1, obj, no);
 	dl_stream_emit(s, &u, size);
+}
+
+void dl_emit_pycode(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *file, const char *func,
+		    int32_t firstlineno, unsigned format, const uint8_t *table, size_t table_len)
+{
+	/* h.size is 16 bits: what the strings leave of it goes to the table. */
+	const size_t max = 65528, head = offsetof(struct dl_pycode_ev, text);
+	size_t nf = strnlen(file, DL_PATH_LEN - 1), nn = strnlen(func, DL_SYM_NAME_MAX - 1), size;
+	struct dl_pycode_ev *e;
+	uint16_t flags = 0;
+
+	if (head + nf + 1 + nn + 1 + table_len > max) {
+		table_len = max - (head + nf + 1 + nn + 1);
+		flags |= DL_PYCODE_TABLE_CUT;
+	}
+	size = (head + nf + 1 + nn + 1 + table_len + 7) & ~(size_t)7;
+	e = dl_xcalloc(1, size);
+	fill_hdr(&e->h, size, DL_EV_PYCODE, ts, pid);
+	e->addr = addr;
+	e->firstlineno = firstlineno;
+	e->format = (uint16_t)format;
+	e->flags = flags;
+	e->file_len = (uint16_t)(nf + 1);
+	e->func_len = (uint16_t)(nn + 1);
+	e->table_len = (uint32_t)table_len;
+	memcpy(e->text, file, nf);
+	memcpy(e->text + nf + 1, func, nn);
+	if (table_len)
+		memcpy(e->text + nf + 1 + nn + 1, table, table_len);
+	dl_stream_emit(s, e, size);
+	free(e);
 }
 
 void dl_emit_trace_end_misses(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX],

@@ -77,6 +77,12 @@ void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, 
 void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *name);
 /* Where return address addr is: func "name+0xOFF" (or "0xOFF" in the file), obj the mapped path (or ""). */
 void dl_emit_site(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *func, const char *obj);
+/*
+ * A Python code object (DL_EV_PYCODE): file and function cut to what fits,
+ * the line table to what fits after them (DL_PYCODE_TABLE_CUT then).
+ */
+void dl_emit_pycode(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *file, const char *func,
+		    int32_t firstlineno, unsigned format, const uint8_t *table, size_t table_len);
 void dl_emit_trace_end(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX]);
 void dl_emit_trace_end_misses(struct dl_stream *s, uint64_t ts, const uint64_t drops[DL_DROP_MAX],
 			      uint64_t recursion_misses);

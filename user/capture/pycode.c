@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "capture/procfs.h"
+#include "capture/pycode.h"
+#include "capture/pyobj.h"
+#include "capture/tfile.h"
+#include "log.h"
+#include "records/stream.h"
+
+struct code_ent {
+	uint64_t addr, checked_ns;
+	struct dl_pycode_info id;   /* identity fields only */
+};
+
+struct dl_pyproc {
+	pid_t pid;
+	bool python;                /* set up: BPF walks its frames */
+	bool decided;               /* looked at: a CPython found (python) or refused with a notice */
+	int mem;                    /* /proc/PID/mem, -1 */
+	struct dl_py_layout layout;
+	uint64_t code_type;         /* &PyCode_Type in the process */
+	struct dl_py_cfg cfg;
+	DL_VEC(struct code_ent) codes;
+	struct dl_u64map code_of;   /* code address -> index in codes */
+};
+
+/*
+ * Where glibc keeps a thread's first pthread key values, from dlbpf's own
+ * thread: the traced processes on this machine run the same glibc (a
+ * container's own glibc could differ: its frames then read as none).
+ */
+static uint32_t measure_specific_off(void)
+{
+	const void *mark = (const void *)(uintptr_t)0x5eed5eed5eed5eedull;
+	const char *self = (const char *)pthread_self();
+	pthread_key_t key;
+	uint32_t off = 0;
+
+	if (pthread_key_create(&key, NULL))
+		return 0;
+	if (key < DL_PY_KEYS_1ST && !pthread_setspecific(key, mark)) {
+		for (uint32_t i = 8; i < 4096; i += 8) {
+			const void *v;
+
+			memcpy(&v, self + i, sizeof(v));
+			if (v == mark && i >= 8 + 16 * key) {
+				off = i - 8 - 16 * key;
+				break;
+			}
+		}
+	}
+	pthread_key_delete(key);
+	return off;
+}
+
+void dl_pyprocs_init(struct dl_pyprocs *pp, int map_fd)
+{
+	memset(pp, 0, sizeof(*pp));
+	pp->map_fd = map_fd;
+	pp->specific_off = measure_specific_off();
+	pp->recheck_ns = 100 * 1000 * 1000ull;
+}
+
+static void proc_free(struct dl_pyproc *p)
+{
+	if (p->mem >= 0)
+		close(p->mem);
+	dl_vec_free(&p->codes);
+	dl_u64map_free(&p->code_of);
+	free(p);
+}
+
+void dl_pyprocs_free(struct dl_pyprocs *pp)
+{
+	for (size_t i = 0; i < pp->v.n; i++)
+		if (pp->v.v[i])
+			proc_free(pp->v.v[i]);
+	dl_vec_free(&pp->v);
+	dl_u64map_free(&pp->by_pid);
+}
+
+static struct dl_pyproc *proc_of(struct dl_pyprocs *pp, pid_t pid, bool create)
+{
+	struct dl_pyproc *p;
+	uint64_t i;
+
+	if (dl_u64map_get(&pp->by_pid, (uint64_t)pid, &i) && pp->v.v[i])
+		return pp->v.v[i];
+	if (!create)
+		return NULL;
+	p = dl_xcalloc(1, sizeof(*p));
+	p->pid = pid;
+	p->mem = -1;
+	dl_u64map_put(&pp->by_pid, (uint64_t)pid, pp->v.n);
+	*dl_vec_push(&pp->v) = p;
+	return p;
+}
+
+static ssize_t mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct dl_pyproc *p = ctx;
+
+	if (p->mem < 0 || addr > (uint64_t)INT64_MAX - len)
+		return -1;
+	return pread(p->mem, buf, len, (off_t)addr);
+}
+
+struct pybin {
+	char path[4096];
+	uint64_t start, offset;     /* the mapping of the binary that holds file offset 0 */
+	bool lib;                   /* libpython (else the executable) */
+	unsigned major, minor;      /* from its name; 0 when it has none */
+};
+
+/* "python3.11", "libpython3.11.so.1.0": the version a name gives. */
+static bool name_version(const char *base, unsigned *major, unsigned *minor)
+{
+	const char *p = strstr(base, "python");
+
+	return p && sscanf(p + 6, "%u.%u", major, minor) == 2;
+}
+
+static int find_bin(const struct dl_mapping *m, void *arg)
+{
+	struct pybin *b = arg;
+	const char *base = dl_basename(m->path);
+	bool lib = strncmp(base, "libpython", 9) == 0;
+
+	if (m->offset != 0 || (!lib && strncmp(base, "python", 6)))
+		return 0;
+	/* A libpython wins over the executable that loaded it: the interpreter is in the library. */
+	if (b->path[0] && (b->lib || !lib))
+		return 0;
+	snprintf(b->path, sizeof(b->path), "%s", m->path);
+	b->start = m->start;
+	b->lib = lib;
+	if (!name_version(base, &b->major, &b->minor))
+		b->major = b->minor = 0;
+	return 0;
+}
+
+/* Values (link-time addresses) of the named symbols, functions or data, from .dynsym and .symtab. */
+static void elf_values(Elf *elf, const char *const *names, uint64_t *vals, int n, uint64_t *first_vaddr)
+{
+	Elf_Scn *scn = NULL;
+	size_t nph;
+
+	*first_vaddr = 0;
+	if (!elf_getphdrnum(elf, &nph))
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				*first_vaddr = ph.p_vaddr - ph.p_offset;
+				break;
+			}
+		}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t cnt, ent = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !ent)
+			continue;
+		cnt = d->d_size / ent;
+		for (size_t i = 0; i < cnt && i < (8u << 20); i++) {
+			GElf_Sym s;
+			const char *nm;
+
+			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value)
+				continue;
+			nm = elf_strptr(elf, sh.sh_link, s.st_name);
+			for (int k = 0; nm && k < n; k++)
+				if (!vals[k] && !strcmp(nm, names[k]))
+					vals[k] = s.st_value;
+		}
+	}
+}
+
+enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE_TYPE, NSYMS };
+
+static int bin_symbols(pid_t pid, const char *path, uint64_t vals[NSYMS], uint64_t *first_vaddr)
+{
+	static const char *const names[NSYMS] = { "_PyRuntime", "Py_Version", "PyCode_Type" };
+	struct dl_tfile f;
+	Elf *elf;
+
+	memset(vals, 0, NSYMS * sizeof(*vals));
+	if (dl_tfile_open(pid, path, &f, NULL, 0))
+		return -1;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(f.fd, ELF_C_READ_MMAP, NULL);
+	if (elf) {
+		elf_values(elf, names, vals, NSYMS, first_vaddr);
+		elf_end(elf);
+	}
+	dl_tfile_close(&f);
+	return elf ? 0 : -1;
+}
+
+static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybin *b)
+{
+	uint64_t vals[NSYMS], first_vaddr = 0, bias;
+	const struct dl_py_layout *l;
+	unsigned major = b->major, minor = b->minor;
+	uint8_t dbg[44 * 8];
+	uint32_t ver;
+
+	p->decided = true;
+	if (bin_symbols(p->pid, b->path, vals, &first_vaddr) || !vals[SYM_RUNTIME] || !vals[SYM_CODE_TYPE]) {
+		dl_warn("pid %d: %s has no _PyRuntime or PyCode_Type symbol: native call sites only", p->pid, b->path);
+		return;
+	}
+	bias = b->start - first_vaddr;
+	p->mem = dl_proc_open(p->pid, "mem");
+	/* Py_Version (3.11+) is the running interpreter's own word; 3.10 has only its name. */
+	if (vals[SYM_VERSION] && mem_read(p, bias + vals[SYM_VERSION], &ver, sizeof(ver)) == sizeof(ver)) {
+		major = ver >> 24;
+		minor = (ver >> 16) & 0xff;
+	}
+	l = dl_py_layout_of(major, minor);
+	if (!l || !pp->specific_off || p->mem < 0) {
+		dl_warn("pid %d: CPython %u.%u (%s): Python frames need %s and a readable process; native call sites only",
+			p->pid, major, minor, dl_basename(b->path), dl_py_versions_supported());
+		return;
+	}
+	p->layout = *l;
+	if (mem_read(p, bias + vals[SYM_RUNTIME], dbg, sizeof(dbg)) == sizeof(dbg) &&
+	    dl_py_debug_offsets(dbg, sizeof(dbg), &p->layout))
+		dl_debug("pid %d: CPython %u.%u: offsets from its _Py_DebugOffsets", p->pid, major, minor);
+	p->code_type = bias + vals[SYM_CODE_TYPE];
+	p->cfg = p->layout.bpf;
+	p->cfg.tss_addr = bias + vals[SYM_RUNTIME] + p->layout.runtime_tss;
+	p->cfg.specific_off = pp->specific_off;
+	if (pp->map_fd >= 0 && bpf_map_update_elem(pp->map_fd, &p->pid, &p->cfg, BPF_ANY)) {
+		dl_warn("pid %d: cannot add it to the Python frame map (%s): native call sites only", p->pid,
+			strerror(errno));
+		return;
+	}
+	p->python = true;
+	dl_info("pid %d: CPython %u.%u (%s): call sites name Python lines", p->pid, major, minor,
+		dl_basename(b->path));
+}
+
+void dl_pyprocs_scan(struct dl_pyprocs *pp, pid_t pid)
+{
+	struct dl_pyproc *p = proc_of(pp, pid, false);
+	struct pybin b = { .path = "" };
+
+	if (p && p->decided)
+		return;
+	if (dl_maps_foreach(pid, find_bin, &b) < 0 || !b.path[0])
+		return;   /* no interpreter (yet: a later rescan looks again) */
+	set_up(pp, proc_of(pp, pid, true), &b);
+}
+
+void dl_pyprocs_fork(struct dl_pyprocs *pp, pid_t child, pid_t parent)
+{
+	struct dl_pyproc *from = proc_of(pp, parent, false), *p;
+
+	if (!from || !from->python)
+		return;
+	dl_pyprocs_forget(pp, child);
+	p = proc_of(pp, child, true);
+	p->decided = p->python = true;
+	p->layout = from->layout;
+	p->code_type = from->code_type;
+	p->cfg = from->cfg;
+	p->mem = dl_proc_open(child, "mem");
+	if (p->mem < 0 || (pp->map_fd >= 0 && bpf_map_update_elem(pp->map_fd, &child, &p->cfg, BPF_ANY)))
+		p->python = false;
+}
+
+void dl_pyprocs_forget(struct dl_pyprocs *pp, pid_t pid)
+{
+	uint64_t i;
+
+	if (!dl_u64map_get(&pp->by_pid, (uint64_t)pid, &i) || !pp->v.v[i])
+		return;
+	if (pp->map_fd >= 0)
+		bpf_map_delete_elem(pp->map_fd, &pid);
+	proc_free(pp->v.v[i]);
+	pp->v.v[i] = NULL;
+	dl_u64map_del(&pp->by_pid, (uint64_t)pid);
+}
+
+static bool same_code(const struct dl_pycode_info *a, const struct dl_pycode_info *b)
+{
+	return a->id_filename == b->id_filename && a->id_name == b->id_name && a->id_linetable == b->id_linetable &&
+	       a->firstlineno == b->firstlineno;
+}
+
+/* Writes the code record of addr unless the one written still holds (its identity checked now and then). */
+static void name_code(struct dl_pyproc *p, struct dl_stream *st, uint64_t addr, uint64_t now, uint64_t recheck)
+{
+	struct dl_pycode_info info, id;
+	struct code_ent *e = NULL;
+	uint64_t i;
+
+	if (dl_u64map_get(&p->code_of, addr, &i)) {
+		e = &p->codes.v[i];
+		if (now - e->checked_ns < recheck)
+			return;
+		/* An unreadable one (gone with its process or freed) keeps what was written. */
+		if (dl_pycode_identity(&p->layout, p->code_type, mem_read, p, addr, &id) || same_code(&id, &e->id)) {
+			e->checked_ns = now;
+			return;
+		}
+	}
+	if (dl_pycode_read(&p->layout, p->code_type, mem_read, p, addr, &info))
+		return;
+	dl_emit_pycode(st, now, p->pid, addr, info.file, info.func, info.firstlineno, p->layout.lines_format,
+		       info.table, info.table_len);
+	dl_pycode_info_free(&info);
+	if (!e) {
+		dl_u64map_put(&p->code_of, addr, p->codes.n);
+		e = dl_vec_push(&p->codes);
+	}
+	e->addr = addr;
+	e->checked_ns = now;
+	e->id = info;
+}
+
+void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c, uint64_t now)
+{
+	struct dl_pyproc *p;
+
+	if (!c->has_py || !c->py.n || c->depth > 0)
+		return;
+	p = proc_of(pp, (pid_t)c->tgid, false);
+	if (!p || !p->python)
+		return;
+	for (uint32_t k = 0; k < c->py.n && k < DL_PY_MAX; k++)
+		if (c->py.f[k].code)
+			name_code(p, st, c->py.f[k].code, now, pp->recheck_ns);
+}

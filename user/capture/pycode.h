@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * CPython in traced processes: which ones run it (the interpreter's binary:
+ * the executable or a libpython), with which layout (pyobj.h); BPF's map
+ * py_procs gets each one's offsets, so its calls carry Python frames. The
+ * code objects those frames name are read from the process once per address
+ * and written into the stream as DL_EV_PYCODE records (replay has no process
+ * to read them from); one whose identity changed (freed, another made at the
+ * same address) is read and written again.
+ */
+#ifndef DLBPF_PYCODE_H
+#define DLBPF_PYCODE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "records/cuda_api.h"
+#include "util.h"
+
+struct dl_stream;
+struct dl_pyproc;
+
+struct dl_pyprocs {
+	int map_fd;                 /* BPF map py_procs; -1: none (tests) */
+	uint32_t specific_off;      /* glibc's struct pthread: specific_1stblock (measured in dlbpf itself) */
+	DL_VEC(struct dl_pyproc *) v;
+	struct dl_u64map by_pid;    /* pid -> index in v */
+	uint64_t recheck_ns;        /* how long a code object read stays trusted before its identity is checked */
+};
+
+void dl_pyprocs_init(struct dl_pyprocs *pp, int map_fd);
+void dl_pyprocs_free(struct dl_pyprocs *pp);
+/* Looks at pid's mappings (held by the caller's rescan) for a CPython it was not set up for yet. */
+void dl_pyprocs_scan(struct dl_pyprocs *pp, pid_t pid);
+/* A fork: the child runs the parent's interpreter at the same addresses. */
+void dl_pyprocs_fork(struct dl_pyprocs *pp, pid_t child, pid_t parent);
+/* An exec or an exit: what was known of pid's interpreter is no longer so. */
+void dl_pyprocs_forget(struct dl_pyprocs *pp, pid_t pid);
+/* Writes the code records a call's frames need and the stream has not had (before the call reaches the sinks). */
+void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c, uint64_t now);
+
+#endif

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdlib.h>
+#include <string.h>
+#include "capture/pyobj.h"
+#include "util.h"
+
+/* Enough of a code object for every field of the table (the largest is below 256). */
+#define CODE_HEAD 256
+/* Bytes objects and strings: ob_size / length at 16, as PyVarObject has it in every version. */
+#define VAR_SIZE 16
+#define BYTES_DATA 32
+#define STR_STATE 32
+
+static uint64_t word_at(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static bool read_all(dl_pymem_fn rd, void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return addr && rd(ctx, addr, buf, len) == (ssize_t)len;
+}
+
+/*
+ * A str as UTF-8: compact ASCII inline, else the utf8 copy when the
+ * interpreter made one. Anything else (or garbage) gives "?": a name is
+ * never read past DL_PY_STR_MAX - 1 bytes.
+ */
+static void read_str(const struct dl_py_layout *l, dl_pymem_fn rd, void *ctx, uint64_t addr, char *out)
+{
+	uint8_t h[64];
+	uint64_t len, data;
+	uint32_t state;
+
+	strcpy(out, "?");
+	if (!read_all(rd, ctx, addr, h, sizeof(h)))
+		return;
+	len = word_at(h, VAR_SIZE);
+	memcpy(&state, h + STR_STATE, sizeof(state));
+	/* interned:2 kind:3 compact:1 ascii:1, in every version in the table */
+	if (!(state & (1u << 5)))
+		return;
+	if (state & (1u << 6)) {
+		data = addr + l->ascii_size;
+	} else {
+		len = word_at(h, l->compact_utf8_len);
+		data = word_at(h, l->compact_utf8);
+	}
+	if (len >= DL_PY_STR_MAX)
+		len = DL_PY_STR_MAX - 1;
+	if (!len || !read_all(rd, ctx, data, out, (size_t)len)) {
+		strcpy(out, "?");
+		return;
+	}
+	out[len] = '\0';
+	/* A NUL inside is not a name Python made: cut there, and never an empty one. */
+	if (!out[0])
+		strcpy(out, "?");
+}
+
+int dl_pycode_identity(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn rd, void *ctx, uint64_t addr,
+		       struct dl_pycode_info *out)
+{
+	uint8_t h[CODE_HEAD];
+	int32_t first;
+
+	memset(out, 0, sizeof(*out));
+	if (!read_all(rd, ctx, addr, h, sizeof(h)))
+		return -1;
+	/* ob_type: only a code object is read as one (a frame's f_executable may be something else). */
+	if (word_at(h, 8) != code_type)
+		return -1;
+	out->id_filename = word_at(h, l->co_filename);
+	out->id_name = word_at(h, l->co_qualname ? l->co_qualname : l->co_name);
+	out->id_linetable = word_at(h, l->co_linetable);
+	memcpy(&first, h + l->co_firstlineno, sizeof(first));
+	out->firstlineno = first;
+	return 0;
+}
+
+int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn rd, void *ctx, uint64_t addr,
+		   struct dl_pycode_info *out)
+{
+	uint8_t h[BYTES_DATA];
+	uint64_t n;
+
+	if (dl_pycode_identity(l, code_type, rd, ctx, addr, out))
+		return -1;
+	read_str(l, rd, ctx, out->id_filename, out->file);
+	read_str(l, rd, ctx, out->id_name, out->func);
+	if (!read_all(rd, ctx, out->id_linetable, h, sizeof(h)))
+		return 0;
+	n = word_at(h, VAR_SIZE);
+	/* A table past the cap is cut: lines past its end are then not known, never wrong. */
+	if (n > DL_PY_TABLE_MAX)
+		n = DL_PY_TABLE_MAX;
+	if (!n)
+		return 0;
+	out->table = dl_xcalloc(1, (size_t)n);
+	if (!read_all(rd, ctx, out->id_linetable + BYTES_DATA, out->table, (size_t)n)) {
+		free(out->table);
+		out->table = NULL;
+		return 0;
+	}
+	out->table_len = (size_t)n;
+	return 0;
+}
+
+void dl_pycode_info_free(struct dl_pycode_info *i)
+{
+	free(i->table);
+	i->table = NULL;
+	i->table_len = 0;
+}
