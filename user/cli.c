@@ -41,6 +41,8 @@ static const char doc[] =
 "  dlbpf record -o FILE [OPTIONS] (--pid PID... | -- COMMAND)\n"
 "                                    also write the raw events to FILE\n"
 "  dlbpf report FILE [OPTIONS]       diagnose a recording, as if live\n"
+"  dlbpf report R0 R1... [OPTIONS]   a distributed job's ranks' recordings as\n"
+"                                    one report and timeline, straggler named\n"
 "\n"
 "EXAMPLES:\n"
 "  sudo dlbpf --pid 4242            # trace a job and its workers until Ctrl-C\n"
@@ -60,6 +62,8 @@ static const char doc[] =
 "                                   # out when a step is twice the median\n"
 "  dlbpf report run.dlbpf -o t.json # a recording's timeline, Chrome JSON\n"
 "  dlbpf report run.dlbpf --html r.html  # the report as a page for a browser\n"
+"  dlbpf report r0.dlbpf r1.dlbpf -j s.json -o t.json  # the ranks of a job,\n"
+"                                   # aligned on their CLOCK_REALTIME snapshots\n"
 "  sudo dlbpf -v --pid 4242         # also say what is attached where\n"
 "  sudo dlbpf --stacks -- ./train   # syncs and copies with their callers\n"
 "  sudo dlbpf -p 4242 --metrics 9464   # Prometheus: 127.0.0.1:9464/metrics\n"
@@ -178,8 +182,6 @@ static void check_files(struct argp_state *state, const struct dl_config *cfg)
 		{ .opt = "-o", .path = cfg->mode == DL_MODE_RECORD ? cfg->record_path : NULL },
 		{ .opt = cfg->mode == DL_MODE_RECORD ? "--format's timeline" : "-o", .path = cfg->timeline_path },
 	};
-	struct dl_fileref in;
-	bool have_in = cfg->input_path && dl_input_id(cfg->input_path, &in) == 0;
 	size_t n = sizeof(out) / sizeof(out[0]);
 
 	/* One that cannot be resolved (no such directory, no access) fails when it is opened, with its reason. */
@@ -188,9 +190,13 @@ static void check_files(struct argp_state *state, const struct dl_config *cfg)
 	for (size_t i = 0; i < n; i++) {
 		if (!out[i].known)
 			continue;
-		if (have_in && dl_fileref_clash(&out[i].id, &in))
-			argp_failure(state, 2, 0, "%s %s is the recording being reported (%s): it would be "
-				     "overwritten; write to another file", out[i].opt, out[i].path, cfg->input_path);
+		for (int r = 0; r < cfg->ninputs; r++) {
+			struct dl_fileref in;
+
+			if (dl_input_id(cfg->inputs[r], &in) == 0 && dl_fileref_clash(&out[i].id, &in))
+				argp_failure(state, 2, 0, "%s %s is the recording being reported (%s): it would be "
+					     "overwritten; write to another file", out[i].opt, out[i].path, cfg->inputs[r]);
+		}
 		for (size_t k = i + 1; k < n; k++)
 			if (out[k].known && dl_fileref_clash(&out[i].id, &out[k].id))
 				argp_failure(state, 2, 0, "%s %s and %s %s are the same file: one output would "
@@ -357,9 +363,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			break;
 		}
 		if (cfg->mode == DL_MODE_REPORT) {
-			if (cfg->input_path)
-				argp_error(state, "report takes one recording, got '%s' too", arg);
-			cfg->input_path = arg;
+			if (cfg->ninputs == DL_MAX_RANKS)
+				argp_error(state, "report takes at most %d recordings (ranks), got '%s' too", DL_MAX_RANKS, arg);
+			if (!cfg->input_path)
+				cfg->input_path = arg;
+			cfg->inputs[cfg->ninputs++] = arg;
 			break;
 		}
 		/* The first non-option starts the command: everything after it is the command's. */
@@ -394,6 +402,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				argp_error(state, "report reads the encoding from the recording: --encoding applies to record");
 			if (cfg->stacks)
 				argp_error(state, "report replays a recording: --stacks applies when recording");
+			if (cfg->ninputs > 1 && cfg->html_path)
+				argp_error(state, "--html reports one recording; with several ranks use -j and -o");
 			check_files(state, cfg);
 			break;
 		}
@@ -439,7 +449,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 void dl_cli_parse(int argc, char **argv, struct dl_config *cfg)
 {
 	static const struct argp argp = { .options = opts, .parser = parse_opt, .doc = doc,
-					  .args_doc = "--pid PID...\n-- COMMAND [ARGS...]\nrecord -o FILE --pid PID...\nreport FILE" };
+					  .args_doc = "--pid PID...\n-- COMMAND [ARGS...]\nrecord -o FILE --pid PID...\nreport FILE..." };
 
 	memset(cfg, 0, sizeof(*cfg));
 	argp_err_exit_status = 2;   /* usage errors exit 2, as cli.h says (argp's own default is 64) */

@@ -7,6 +7,7 @@
 
 #define DL_MAX_PIDS 64
 #define DL_MAX_COMMS 16
+#define DL_MAX_RANKS 255   /* report's recordings at most: output/timeline.h's rank id ranges */
 #define DL_RINGBUF_MAX_MB 2048   /* the largest ring buffer the kernel takes (cli.c says why) */
 
 enum dl_mode {
@@ -23,7 +24,9 @@ struct dl_config {
 	const char *record_path;   /* record: -o FILE */
 	int record_encoding;       /* record --encoding: enum dl_rec_encoding (records/record.h) */
 	bool encoding_given;
-	const char *input_path;    /* report: FILE */
+	const char *input_path;    /* report: FILE (the first, with several) */
+	const char *inputs[DL_MAX_RANKS];   /* report r0.dlbpf r1.dlbpf ...: a job's ranks, in rank order */
+	int ninputs;
 	const char *step_on;       /* --step-on: a CUDA API or a symbol of the target */
 	double pcie_gbps, disk_mbps;
 	pid_t pids[DL_MAX_PIDS];

@@ -35,6 +35,7 @@
 #include "capture/pcie.h"
 #include "capture/procfs.h"
 #include "output/exporter.h"
+#include "output/ranks.h"
 #include "output/report.h"
 #include "capture/spawn.h"
 #include "records/stream.h"
@@ -712,6 +713,24 @@ static int close_timeline(struct run *r)
 	return 0;
 }
 
+/* report r0.dlbpf r1.dlbpf ...: the ranks of one job (output/ranks.h). */
+static int report_ranks(const struct dl_config *cfg, const struct sigaction *sa)
+{
+	struct dl_ranks_opts o = {
+		.paths = cfg->inputs, .n = (size_t)cfg->ninputs, .json_path = cfg->json_path,
+		.timeline_path = cfg->timeline_path, .stop = &stop_signal,
+		.timeline_format = cfg->timeline_format >= 0 ? (enum dl_timeline_format)cfg->timeline_format
+			: cfg->timeline_path ? dl_timeline_format_of_path(cfg->timeline_path) : DL_TIMELINE_PFTRACE,
+		.corr = { .step_on = cfg->step_on, .pcie_gbps = cfg->pcie_gbps, .keep_steps = cfg->keep_steps },
+		.diag = { .pcie_gbps = cfg->pcie_gbps, .disk_mbps = cfg->disk_mbps },
+	};
+
+	sigaction(SIGINT, sa, NULL);
+	sigaction(SIGTERM, sa, NULL);
+	sigaction(SIGHUP, sa, NULL);
+	return dl_ranks_report(&o, stdout);
+}
+
 int main(int argc, char **argv)
 {
 	struct run r = {};
@@ -735,6 +754,8 @@ int main(int argc, char **argv)
 	if (dl_log_level > DL_LOG_DEBUG)
 		dl_log_level = DL_LOG_DEBUG;
 	libbpf_set_print(libbpf_print);
+	if (r.cfg.mode == DL_MODE_REPORT && r.cfg.ninputs > 1)
+		return report_ranks(&r.cfg, &sa);
 	r.markers.symbol = r.cfg.step_on && !dl_api_by_name(r.cfg.step_on) ? r.cfg.step_on : NULL;
 
 	/*

@@ -252,11 +252,14 @@ void dl_report_kdur_text(FILE *f, const struct dl_summary *s, const struct dl_co
 	dl_sbuf_free(&esc);
 }
 
-static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct dl_sites *sites, const struct dl_kdur *kd)
+static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct dl_sites *sites, const struct dl_kdur *kd,
+		      int rank)
 {
 	struct dl_kdur_est est[DL_KDUR_MAX_COLS];
 
 	dl_json_obj_begin(j);
+	if (rank >= 0)
+		dl_json_ki64(j, "rank", rank);
 	dl_json_ki64(j, "pid", p->pid);
 	dl_json_ki64(j, "ppid", p->ppid);
 	dl_json_ki64(j, "nspid", p->nspid ? p->nspid : p->pid);
@@ -366,6 +369,13 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct d
 	dl_json_obj_end(j);
 }
 
+void dl_report_json_procs(struct dl_json *j, const struct dl_summary *s, const struct dl_correlator *c, int rank)
+{
+	for (size_t i = 0; i < s->n; i++)
+		json_proc(j, &s->procs[i], dl_report_sites_of(c, s->procs[i].pid),
+			  c ? dl_corr_kdur(c, s->procs[i].pid) : NULL, rank);
+}
+
 int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
 		   const struct dl_diagnosis *d)
 {
@@ -397,9 +407,7 @@ int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlat
 	dl_json_obj_end(&j);
 	dl_json_key(&j, "processes");
 	dl_json_arr_begin(&j);
-	for (size_t i = 0; i < s->n; i++)
-		json_proc(&j, &s->procs[i], dl_report_sites_of(c, s->procs[i].pid),
-			  c ? dl_corr_kdur(c, s->procs[i].pid) : NULL);
+	dl_report_json_procs(&j, s, c, -1);
 	dl_json_arr_end(&j);
 	dl_report_steps_json(&j, c, d, s);
 	dl_json_obj_end(&j);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "analysis/diagnose.h"
 #include "analysis/summary.h"
+#include "output/json.h"
 
 /* b bytes as "512 B" or "1.5 MiB" (binary units, one decimal). */
 void dl_fmt_bytes(char *buf, size_t len, uint64_t b);
@@ -18,6 +19,8 @@ void dl_report_kdur_text(FILE *f, const struct dl_summary *s, const struct dl_co
 /* The whole JSON summary; c and d may be NULL. Returns 0, or -1 when writing failed (errno set). */
 int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
 		   const struct dl_diagnosis *d);
+/* The processes' objects of the JSON summary, each with its rank when rank >= 0 (several recordings). */
+void dl_report_json_procs(struct dl_json *j, const struct dl_summary *s, const struct dl_correlator *c, int rank);
 /* "12.3 MiB": bytes in the largest binary unit under 1024 of it. */
 void dl_fmt_bytes(char *buf, size_t len, uint64_t b);
 

@@ -172,9 +172,11 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 }
 
 static void json_step(struct dl_json *j, const struct dl_step *st, const struct dl_sites *sites,
-		      const struct dl_summary *s)
+		      const struct dl_summary *s, int rank)
 {
 	dl_json_obj_begin(j);
+	if (rank >= 0)
+		dl_json_ki64(j, "rank", rank);
 	dl_json_ku64(j, "index", st->index);
 	dl_json_ki64(j, "pid", st->pid);
 	dl_json_ki64(j, "tid", st->tid);
@@ -283,21 +285,18 @@ size_t dl_steps_unlisted(const struct dl_correlator *c, const struct dl_corr_pro
 	return keep && p->nsteps > keep ? p->nsteps - keep : 0;
 }
 
-void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d,
-			  const struct dl_summary *s)
+void dl_report_steps_items(struct dl_json *j, const struct dl_correlator *c, const struct dl_summary *s, int rank)
 {
-	dl_json_key(j, "steps");
-	dl_json_arr_begin(j);
 	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 
 		for (size_t k = dl_steps_unlisted(c, p); k < p->nsteps; k++)
-			json_step(j, &p->steps[k], &p->sites, s);
+			json_step(j, &p->steps[k], &p->sites, s, rank);
 	}
-	dl_json_arr_end(j);
+}
 
-	dl_json_key(j, "step_markers");
-	dl_json_arr_begin(j);
+void dl_report_markers_items(struct dl_json *j, const struct dl_correlator *c, int rank)
+{
 	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 		struct dl_step_stats st;
@@ -306,6 +305,8 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 			continue;
 		dl_corr_stats(c, p, &st);
 		dl_json_obj_begin(j);
+		if (rank >= 0)
+			dl_json_ki64(j, "rank", rank);
 		dl_json_ki64(j, "pid", p->pid);
 		dl_json_ku64(j, "main_tid", p->main_tid);
 		dl_json_kstr(j, "marker", p->marker_desc);
@@ -323,9 +324,32 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 		dl_json_obj_end(j);
 		dl_fold_free(&st.sum);
 	}
-	dl_json_arr_end(j);
+}
 
-	dl_json_key(j, "diagnosis");
+void dl_report_finding_json(struct dl_json *j, const struct dl_finding *x, int rank)
+{
+	dl_json_obj_begin(j);
+	if (rank >= 0)
+		dl_json_ki64(j, "rank", rank);
+	dl_json_kstr(j, "rule", x->rule);
+	dl_json_kstr(j, "message", x->message);
+	dl_json_key(j, "evidence");
+	dl_json_obj_begin(j);
+	for (int e = 0; e < x->nev; e++) {
+		dl_json_key(j, x->ev[e].key);
+		if (x->ev[e].text)
+			dl_json_str(j, x->ev[e].text);
+		else if (x->ev[e].value == floor(x->ev[e].value) && fabs(x->ev[e].value) < 9e15)
+			dl_json_i64(j, (int64_t)x->ev[e].value);
+		else
+			dl_json_double(j, x->ev[e].value);
+	}
+	dl_json_obj_end(j);
+	dl_json_obj_end(j);
+}
+
+void dl_report_diagnosis_json(struct dl_json *j, const struct dl_diagnosis *d)
+{
 	dl_json_obj_begin(j);
 	if (d && d->nsteps) {
 		dl_json_kstr(j, "verdict", dl_verdict_name(d->verdict));
@@ -352,26 +376,23 @@ void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, cons
 	}
 	dl_json_key(j, "findings");
 	dl_json_arr_begin(j);
-	for (int i = 0; d && i < d->nfindings; i++) {
-		const struct dl_finding *x = &d->findings[i];
-
-		dl_json_obj_begin(j);
-		dl_json_kstr(j, "rule", x->rule);
-		dl_json_kstr(j, "message", x->message);
-		dl_json_key(j, "evidence");
-		dl_json_obj_begin(j);
-		for (int e = 0; e < x->nev; e++) {
-			dl_json_key(j, x->ev[e].key);
-			if (x->ev[e].text)
-				dl_json_str(j, x->ev[e].text);
-			else if (x->ev[e].value == floor(x->ev[e].value) && fabs(x->ev[e].value) < 9e15)
-				dl_json_i64(j, (int64_t)x->ev[e].value);
-			else
-				dl_json_double(j, x->ev[e].value);
-		}
-		dl_json_obj_end(j);
-		dl_json_obj_end(j);
-	}
+	for (int i = 0; d && i < d->nfindings; i++)
+		dl_report_finding_json(j, &d->findings[i], -1);
 	dl_json_arr_end(j);
 	dl_json_obj_end(j);
+}
+
+void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d,
+			  const struct dl_summary *s)
+{
+	dl_json_key(j, "steps");
+	dl_json_arr_begin(j);
+	dl_report_steps_items(j, c, s, -1);
+	dl_json_arr_end(j);
+	dl_json_key(j, "step_markers");
+	dl_json_arr_begin(j);
+	dl_report_markers_items(j, c, -1);
+	dl_json_arr_end(j);
+	dl_json_key(j, "diagnosis");
+	dl_report_diagnosis_json(j, d);
 }

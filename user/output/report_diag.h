@@ -32,4 +32,11 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d,
 			  const struct dl_summary *s);
 
+/* The parts of it, for several recordings in one summary (output/ranks.h): rank >= 0 is written in each object. */
+void dl_report_steps_items(struct dl_json *j, const struct dl_correlator *c, const struct dl_summary *s, int rank);
+void dl_report_markers_items(struct dl_json *j, const struct dl_correlator *c, int rank);
+void dl_report_finding_json(struct dl_json *j, const struct dl_finding *x, int rank);
+/* The "diagnosis" object (its key is the caller's). */
+void dl_report_diagnosis_json(struct dl_json *j, const struct dl_diagnosis *d);
+
 #endif

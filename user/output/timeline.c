@@ -121,13 +121,23 @@ static struct tproc *find_proc(struct dl_timeline *t, pid_t pid)
 	return dl_u64map_get(&t->proc_of, (uint32_t)pid, &i) ? &t->procs.v[i] : NULL;
 }
 
+/* An id as its host gave it: a rank's (dl_timeline_rank_id) without its range. */
+static pid_t own_id(pid_t id)
+{
+	return (pid_t)((uint32_t)id & (PID_LIMIT - 1));
+}
+
 static void name_proc(struct tproc *p, const char *comm)
 {
+	char rank[16] = "";
+
+	if ((uint32_t)p->pid >= PID_LIMIT)
+		snprintf(rank, sizeof(rank), "rank %u: ", ((uint32_t)p->pid >> DL_TIMELINE_RANK_SHIFT) - 1);
 	if (comm && comm[0]) {
-		snprintf(p->name, sizeof(p->name), "%.*s %d", DL_COMM_LEN, comm, p->pid);
+		snprintf(p->name, sizeof(p->name), "%s%.*s %d", rank, DL_COMM_LEN, comm, own_id(p->pid));
 		p->named = true;
 	} else {
-		snprintf(p->name, sizeof(p->name), "pid %d", p->pid);
+		snprintf(p->name, sizeof(p->name), "%spid %d", rank, own_id(p->pid));
 	}
 }
 
@@ -167,10 +177,10 @@ static struct tthread *thread_of(struct dl_timeline *t, pid_t pid, pid_t tid)
 		t->st.threads_max = t->threads.n;
 	th->tid = tid;
 	th->pid = pid;
-	snprintf(th->name, sizeof(th->name), "%s %d", tid == pid ? "main" : "thread", tid);
+	snprintf(th->name, sizeof(th->name), "%s %d", tid == pid ? "main" : "thread", own_id(tid));
 	if (tid == pid && p->named)
 		snprintf(th->name, sizeof(th->name), "%s", p->name);
-	snprintf(th->state_name, sizeof(th->state_name), "state of %d", tid);
+	snprintf(th->state_name, sizeof(th->state_name), "state of %d", own_id(tid));
 	th->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_THREAD,
 				       .pid = pid, .tid = tid, .name = th->name };
 	declare(t, &th->track);
@@ -536,7 +546,7 @@ static void add_proc(struct dl_timeline *t, const struct dl_proc_ev *ev)
 
 		/* a new thread's own name (data-loader threads often have one) */
 		if (comm[0] && th->tid != th->pid) {
-			snprintf(th->name, sizeof(th->name), "%s %d", comm, th->tid);
+			snprintf(th->name, sizeof(th->name), "%s %d", comm, own_id(th->tid));
 			redeclare(t, &th->track, th->name);
 		}
 	} else if (ev->what == DL_PROC_EXIT) {

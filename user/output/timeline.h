@@ -34,6 +34,19 @@ struct dl_timeline_stats {
 
 struct dl_timeline;
 
+/*
+ * Several recordings in one timeline (output/ranks.h): rank K's process and
+ * thread ids are moved to a range of their own, above any the kernel gives
+ * (PID_MAX_LIMIT, 2^22), so that the processes of two hosts never share a
+ * track; such a process is named "rank K: comm pid", with its own pid.
+ */
+#define DL_TIMELINE_RANK_SHIFT 22
+#define DL_TIMELINE_MAX_RANKS 255    /* ids stay under the timeline's tree-wide pseudo pid */
+static inline uint32_t dl_timeline_rank_id(int rank, uint32_t id)
+{
+	return id ? (uint32_t)(rank + 1) << DL_TIMELINE_RANK_SHIFT | (id & ((1u << DL_TIMELINE_RANK_SHIFT) - 1)) : 0;
+}
+
 /* Writes to f (not closed by the trace). */
 struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt);
 /*

@@ -306,92 +306,123 @@ static void cut_short(char *why, size_t whylen, enum dl_rec_encoding enc, const 
 	}
 }
 
-int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, char *err, size_t errlen)
-{
+/* A recording being read, one record at a time (dl_replay_open). */
+struct dl_replayer {
+	FILE *f;
+	const char *path;
+	struct replay_buf b;
+	struct dl_recenc *dec;        /* compact: the decoder's slots; NULL: verbatim */
+	enum dl_rec_encoding encoding;
+	uint64_t offset, n;           /* where the next record starts; records read */
 	union {
 		struct dl_hdr h;
 		uint64_t align;
 		unsigned char buf[DL_RECENC_MAX_BYTES];
-	} *rec = dl_xrealloc(NULL, sizeof(*rec));
-	struct replay_buf b = { .p = dl_xrealloc(NULL, REC_BATCH + DL_RECENC_MAX_BYTES) };
-	struct dl_recenc *dec = NULL;
-	enum dl_rec_encoding encoding;
-	struct dl_rec_header h;
-	struct dl_rec_in in;
-	uint64_t offset, n = 0;
-	char why[200];
-	FILE *f;
-	int ret = -1;
+	} rec;
+};
 
-	f = fopen(path, "rb");
-	if (!f) {
+struct dl_replayer *dl_replay_open(const char *path, struct dl_rec_header *hdr, char *err, size_t errlen)
+{
+	struct dl_replayer *r = dl_xcalloc(1, sizeof(*r));
+	struct dl_rec_header h;
+
+	r->path = path;
+	r->f = fopen(path, "rb");
+	if (!r->f) {
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		goto out_free;
+		free(r);
+		return NULL;
 	}
-	if (read_header(f, path, &h, err, errlen))
-		goto out;
+	if (read_header(r->f, path, &h, err, errlen)) {
+		fclose(r->f);
+		free(r);
+		return NULL;
+	}
 	if (hdr)
 		*hdr = h;
-	encoding = (enum dl_rec_encoding)DL_REC_ENCODING(h.abi_version);
-	if (encoding == DL_REC_COMPACT) {
-		dec = dl_xrealloc(NULL, sizeof(*dec));
-		dl_recenc_init(dec);
+	r->b.p = dl_xrealloc(NULL, REC_BATCH + DL_RECENC_MAX_BYTES);
+	r->encoding = (enum dl_rec_encoding)DL_REC_ENCODING(h.abi_version);
+	if (r->encoding == DL_REC_COMPACT) {
+		r->dec = dl_xrealloc(NULL, sizeof(*r->dec));
+		dl_recenc_init(r->dec);
 	}
-	offset = h.header_size;
+	r->offset = h.header_size;
+	return r;
+}
+
+int dl_replay_next(struct dl_replayer *r, const volatile sig_atomic_t *stop, const struct dl_hdr **rec, char *err,
+		   size_t errlen)
+{
+	char why[200];
+
 	for (;;) {
-		size_t avail = b.len - b.at;
+		size_t avail = r->b.len - r->b.at;
 		const char *cwhy = NULL;
 		long used;
 
-		if (s->stop && *s->stop) {
-			snprintf(why, sizeof(why), "stopped by signal %d", (int)*s->stop);
-			ret = stopped(err, errlen, path, offset, n, why);
-			goto out;
+		if (stop && *stop) {
+			snprintf(why, sizeof(why), "stopped by signal %d", (int)*stop);
+			return -stopped(err, errlen, r->path, r->offset, r->n, why);
 		}
-		if (dec) {
-			used = dl_recdec_next(dec, b.p + b.at, avail, rec->buf, &cwhy);
+		if (r->dec) {
+			used = dl_recdec_next(r->dec, r->b.p + r->b.at, avail, r->rec.buf, &cwhy);
 			if (used < 0)
 				snprintf(why, sizeof(why), "%s (corrupt from there)", cwhy);
 		} else {
-			used = next_verbatim(b.p + b.at, avail, rec->buf, why, sizeof(why));
+			used = next_verbatim(r->b.p + r->b.at, avail, r->rec.buf, why, sizeof(why));
 		}
-		if (used < 0) {
-			ret = stopped(err, errlen, path, offset, n, why);
-			goto out;
-		}
+		if (used < 0)
+			return -stopped(err, errlen, r->path, r->offset, r->n, why);
 		if (used == 0) {
-			if (!b.eof) {
-				if (!refill(&b, f))
+			if (!r->b.eof) {
+				if (!refill(&r->b, r->f))
 					break;   /* a read error, or a signal (from a pipe): said below */
 				continue;
 			}
 			if (!avail)
-				break;
+				return 0;
 			/* Cut short by a killed or crashed recorder or a full disk: what came before is whole. */
-			cut_short(why, sizeof(why), encoding, b.p + b.at, avail);
-			ret = stopped(err, errlen, path, offset, n, why);
-			goto out;
+			cut_short(why, sizeof(why), r->encoding, r->b.p + r->b.at, avail);
+			return -stopped(err, errlen, r->path, r->offset, r->n, why);
 		}
+		r->b.at += (size_t)used;
+		r->offset += (uint64_t)used;
+		r->n++;
+		*rec = &r->rec.h;
+		return 1;
+	}
+	if (stop && *stop) {
+		snprintf(why, sizeof(why), "stopped by signal %d", (int)*stop);
+		return -stopped(err, errlen, r->path, r->offset, r->n, why);
+	}
+	snprintf(err, errlen, "reading %s failed at byte %" PRIu64 ": %s", r->path, r->offset, strerror(errno));
+	return -2;
+}
+
+void dl_replay_close(struct dl_replayer *r)
+{
+	if (!r)
+		return;
+	fclose(r->f);
+	free(r->dec);
+	free(r->b.p);
+	free(r);
+}
+
+int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, char *err, size_t errlen)
+{
+	struct dl_replayer *r = dl_replay_open(path, hdr, err, errlen);
+	const struct dl_hdr *rec;
+	struct dl_rec_in in;
+	int ret;
+
+	if (!r)
+		return -1;
+	while ((ret = dl_replay_next(r, s->stop, &rec, err, errlen)) == 1) {
 		/* The same reading as a live record's: a malformed one is counted by the stream and skipped. */
-		if (dl_stream_read(s, &in, rec->buf, rec->h.size) == 0)
+		if (dl_stream_read(s, &in, rec, rec->size) == 0)
 			dl_stream_put(s, &in);
-		b.at += (size_t)used;
-		offset += (uint64_t)used;
-		n++;
 	}
-	if (!ferror(f)) {
-		ret = 0;
-	} else if (s->stop && *s->stop) {
-		snprintf(why, sizeof(why), "stopped by signal %d", (int)*s->stop);
-		ret = stopped(err, errlen, path, offset, n, why);
-	} else {
-		snprintf(err, errlen, "reading %s failed at byte %" PRIu64 ": %s", path, offset, strerror(errno));
-	}
-out:
-	fclose(f);
-out_free:
-	free(dec);
-	free(b.p);
-	free(rec);
-	return ret;
+	dl_replay_close(r);
+	return ret == 0 ? 0 : ret == -1 ? 1 : -1;
 }

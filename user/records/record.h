@@ -93,4 +93,16 @@ int dl_rec_header_read(const char *path, struct dl_rec_header *hdr, char *err, s
  */
 int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, char *err, size_t errlen);
 
+/*
+ * The same reading, one record at a time, for a reader that interleaves
+ * several recordings (output/ranks.h). open: NULL with a message when the
+ * file is refused. next: 1 with *rec valid until the next call; 0 at the end;
+ * -1 when it stopped early as dl_replay's 1 (why in err), -2 on a read error.
+ */
+struct dl_replayer;
+struct dl_replayer *dl_replay_open(const char *path, struct dl_rec_header *hdr, char *err, size_t errlen);
+int dl_replay_next(struct dl_replayer *r, const volatile sig_atomic_t *stop, const struct dl_hdr **rec, char *err,
+		   size_t errlen);
+void dl_replay_close(struct dl_replayer *r);
+
 #endif
