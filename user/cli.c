@@ -121,7 +121,8 @@ static const struct argp_option opts[] = {
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two up to 2048 (default 16)", 0 },
 	{ "drain-ms", OPT_DRAIN_MS, "MS", 0, "Drain the ring buffer every MS ms (default 10); while drains find it nearly empty, up to every 80 ms", 0 },
 	{ "stacks", OPT_STACKS, NULL, 0, "Call sites of syncs and synchronous copies as short user stacks (up to 16 "
-	  "frames); needs frame pointers in the program and its libraries (-fno-omit-frame-pointer)", 0 },
+	  "frames); needs frame pointers in the program and its libraries (-fno-omit-frame-pointer). In CPython "
+	  "3.10-3.13, launches also get their Python lines (syncs and copies always do)", 0 },
 	{ "summary", OPT_SUMMARY, NULL, 0, "Low overhead: count CUDA calls, bytes and durations in the kernel (no per-call "
 	  "records; kernels without grid/block, copies without pageable/pinned)", 0 },
 	{ "duty", OPT_DUTY, "M/N", 0, "Low overhead: probe launches and copies only M of every N seconds; the report "
