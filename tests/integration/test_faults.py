@@ -1405,7 +1405,7 @@ def test_cli_conflicts():
         (["record", "-o", os.path.join(WORK, "x.dlbpf"), "--summary", "--pid", NO_PID], "--summary and --duty"),
         (["record", "-o", os.path.join(WORK, "x.dlbpf"), "--duty", "1/2", "--pid", NO_PID], "--summary and --duty"),
         (["report"], "report needs a recording"),
-        (["report", "a.dlbpf", "b.dlbpf"], "one recording"),
+        (["report", "a.dlbpf", "b.dlbpf", "--html", "r.html"], "--html reports one recording"),
         (["report", "a.dlbpf", "--pid", "1"], "do not apply"),
         (["report", "a.dlbpf", "-d", "1"], "do not apply"),
         (["report", "a.dlbpf", "--summary"], "do not apply"),

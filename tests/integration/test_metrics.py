@@ -281,7 +281,9 @@ def status_of(resp):
 def test_metrics_hostile_clients():
     """Slow loris, a 1 MB request line, garbage, 100 connections: answered or closed, scrapes still served,
     the trace exact against the workload."""
-    job = Job("hostile", ["--scenario", "input", "--steps", "250"], linger=False)
+    # Lingering: the trace (and its server) must outlive the attack, which a 250-step job did not always
+    # (the stalled request's connection closed at 2.7 s, with the job's end).
+    job = Job("hostile", ["--scenario", "input", "--steps", "250"])
     port, results, errors = job.port, {}, []
 
     def loris(i):
@@ -342,7 +344,6 @@ def test_metrics_hostile_clients():
         st = status_of(resp)
         check(st == want[what] or (reset and st is None and what in ("1 MB request line", "huge headers")),
               f"{what}: answered {resp[:60]!r} (reset: {reset}), expected {want[what]}")
-    check(not job.trained(), "the job ended before the attack did: make it longer")
     check(results["connections"] == 100, f"{results['connections']} of 100 connections made: {errors[:3]}")
     summary, tsteps, _ = job.finish()
     check_against_truth(summary, tsteps)

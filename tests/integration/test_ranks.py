@@ -62,6 +62,12 @@ def truth_compute(path):
     return sum(s["end_ns"] - s["start_ns"] - s["phases_ns"]["gpu_wait"] for s in steps) / len(steps)
 
 
+def truth_wait_share(path):
+    """train's own share of its steps spent in the loss copy's wait (the collective's), set-up step left out."""
+    steps = [json.loads(l) for l in open(path) if l.startswith('{"step"')][1:]
+    return sum(s["phases_ns"]["gpu_wait"] for s in steps) / sum(s["end_ns"] - s["start_ns"] for s in steps)
+
+
 def strip_rank(x):
     return {k: v for k, v in x.items() if k != "rank"}
 
@@ -109,12 +115,20 @@ def check_job(name, factors):
         check(abs(strag[0]["evidence"]["ratio"] - ratio) < 1e-3, "the finding's ratio is not ranks[]'s")
         check(f"[straggler] rank {slow} computes" in out, "the text report does not name the straggler")
     else:
-        # Equal settings, yet train's own ranks apart by nearly the threshold: CPU contention made a
-        # straggler, and either answer could be right.
-        if t_ratio >= 1.2 * (1 - RATIO_REL):
-            raise Skipped(f"train's own equal ranks differ by {t_ratio:.3f}x: the machine is too busy")
-        check(not strag, f"equal ranks, yet a straggler: {strag} (ratio {ratio:.3f}, truth {t_ratio:.3f})")
-        check("no straggler" in out, "the text report does not say there is no straggler")
+        # Equal settings: on 2 CPUs, contention can still make one rank slower by train's own clocks. The
+        # finding must follow that truth where it is clear (past the threshold by the ratio's tolerance,
+        # the others waiting in communication at least the rule's 5% of their steps); near it, either
+        # answer could be right.
+        others_wait = min(truth_wait_share(t) for k, (_, t) in enumerate(ranks) if k != t_top)
+        if t_ratio >= 1.2 * (1 + RATIO_REL) and others_wait >= 0.05 * (1 + RATIO_REL):
+            check(len(strag) == 1 and strag[0]["rank"] == t_top,
+                  f"equal settings, train's own rank {t_top} computes {t_ratio:.3f}x the others: straggler "
+                  f"{[(f['rank'], f['evidence']) for f in strag]}")
+        elif t_ratio <= 1.2 * (1 - RATIO_REL):
+            check(not strag, f"equal ranks, yet a straggler: {strag} (ratio {ratio:.3f}, truth {t_ratio:.3f})")
+            check("no straggler" in out, "the text report does not say there is no straggler")
+        else:
+            raise Skipped(f"train's own equal ranks differ by {t_ratio:.3f}x, at the threshold")
 
     # The timeline: a process group per rank, named for it, with that rank's own pid.
     with open(trace) as f:
