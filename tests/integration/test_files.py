@@ -102,7 +102,9 @@ def test_files_exact():
     t = {f["path"]: f for f in truths[parent]["files"]}
     a, b = t[os.path.join(FILES_DIR, "a.dat")], t[os.path.join(FILES_DIR, "b.dat")]
     check(a["fd"] == b["fd"], f"the workload did not reuse the fd ({a['fd']} vs {b['fd']})")
-    check(a["io_delta"] >= SIZES["a.dat"], f"a.dat was not read from disk (io_delta {a['io_delta']})")
+    # The untraced reader of the same file may bring some of its pages into the cache first: what matters
+    # is that part of it came from the disk, counted exactly (compare_files: disk_bytes == io_delta).
+    check(a["io_delta"] > 0, f"a.dat was not read from disk at all (io_delta {a['io_delta']})")
     child = max(truths)
     again = files_of(process(s, child))[os.path.join(FILES_DIR, "a.dat")]
     check(again["disk_bytes"] == 0, f"the cached re-read of a.dat has disk_bytes {again['disk_bytes']}")
