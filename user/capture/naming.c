@@ -23,15 +23,10 @@ static void emit(struct dl_stream *st, uint64_t now, pid_t pid, uint64_t addr, c
 static void name_by_code(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t now, pid_t pid,
 			 uint64_t addr, uint64_t code)
 {
-	char raw[DL_SYM_NAME_MAX];
+	struct dl_code_loc loc;
 
-	if (!addr || !code || !dl_symbolizer_first(sz, pid, addr))
-		return;
-	dl_symbolize(sz, pid, code, raw, sizeof(raw));
-	if (raw[0])
-		emit(st, now, pid, addr, raw);
-	else
-		dl_symbolizer_missed(sz, pid, addr);
+	if (addr && code && dl_symbolize_once(sz, pid, addr, code, &loc) >= 0 && loc.sym[0])
+		emit(st, now, pid, addr, loc.sym);
 }
 
 /*
@@ -62,16 +57,22 @@ static void name_by_string(struct dl_symbolizer *sz, struct dl_stream *st, uint6
 
 /*
  * Where the call returns to, the first time the address is seen: replay has
- * no process to read symbols from, so the recording carries it.
+ * no process to read symbols from, so the recording carries it. A look that
+ * could not read the code's file names it by address and is tried again at a
+ * later record; a better name found then is a record of its own, and the
+ * calls from then on are a site of that name.
  */
 static void name_site(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t now, pid_t pid, uint64_t site)
 {
 	char name[DL_SYM_NAME_MAX], func[DL_SYM_NAME_MAX];
 	struct dl_code_loc loc;
+	int misses;
 
-	if (!site || !dl_symbolizer_first(sz, pid, site | DL_SYMBOLIZE_SITE_KEY))
+	if (!site || (misses = dl_symbolize_once(sz, pid, site | DL_SYMBOLIZE_SITE_KEY, site, &loc)) < 0)
 		return;
-	dl_symbolize_loc(sz, pid, site, &loc);
+	/* A second look that found no more than the first says nothing new. */
+	if (misses > 0 && !loc.final)
+		return;
 	if (loc.sym[0]) {
 		dl_demangle(loc.sym, name, sizeof(name));
 		snprintf(func, sizeof(func), "%.*s+0x%" PRIx64, (int)sizeof(name) - 24, name, loc.sym_off);

@@ -109,15 +109,18 @@ bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr)
 	return true;
 }
 
-void dl_symbolizer_missed(struct dl_symbolizer *sz, pid_t pid, uint64_t addr)
+int dl_symbolize_once(struct dl_symbolizer *sz, pid_t pid, uint64_t key, uint64_t addr, struct dl_code_loc *loc)
 {
 	struct pid_maps *pm = pid_maps_of(sz, pid, true);
 	uint64_t misses = 0;
 
-	if (dl_u64map_get(&pm->seen, addr, &misses))
-		misses &= ~SEEN_SETTLED;
-	misses++;
-	dl_u64map_put(&pm->seen, addr, misses < DL_SYMBOLIZE_TRIES ? misses : misses | SEEN_SETTLED);
+	if (dl_u64map_get(&pm->seen, key, &misses) && (misses & SEEN_SETTLED))
+		return -1;
+	dl_symbolize_loc(sz, pid, addr, loc);
+	/* The symbolizer's own maps may have grown: look the entry up anew. */
+	pm = pid_maps_of(sz, pid, true);
+	dl_u64map_put(&pm->seen, key, loc->final || misses + 1 >= DL_SYMBOLIZE_TRIES ? SEEN_SETTLED : misses + 1);
+	return (int)misses;
 }
 
 static int note_mapping(const struct dl_mapping *m, void *arg)
@@ -260,6 +263,7 @@ void dl_symbolize_loc(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, struct
 		return;
 	}
 	sym = dl_elf_sym_by_offset(&cf->syms, loc->file_off);
+	loc->final = true;
 	if (sym) {
 		snprintf(loc->sym, sizeof(loc->sym), "%s", sym->name);
 		loc->sym_off = loc->file_off - sym->offset;

@@ -24,16 +24,20 @@ struct dl_code_loc {
 	uint64_t file_off;    /* offset of the address in obj */
 	char sym[1024];       /* raw (mangled) symbol name; "" when none holds it */
 	uint64_t sym_off;     /* bytes from the symbol's start */
+	bool final;           /* a symbol holds it, or obj's symbols were read and none does */
 };
 
 /* True the first time (pid, addr) is asked about: the caller names it once. */
 bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr);
 /*
- * The name of (pid, addr) was not found this time: a later ask is another
- * first, up to a few misses (a file read can fail for a moment; a stripped
- * one stays unnamed without a read per event).
+ * dl_symbolize_loc of addr for the name keyed (pid, key), unless that name is
+ * settled. An answer that cannot change settles it; one that may (no mapping
+ * noted yet, a file that could not be read for a moment) leaves it open for
+ * the key's next record, a few times at most, so that a stripped or vanished
+ * file is not read on every record. Returns the misses before this lookup
+ * (0: the first), or -1 when settled (loc untouched).
  */
-void dl_symbolizer_missed(struct dl_symbolizer *sz, pid_t pid, uint64_t addr);
+int dl_symbolize_once(struct dl_symbolizer *sz, pid_t pid, uint64_t key, uint64_t addr, struct dl_code_loc *loc);
 /* Remembers pid's executable mappings, to name its addresses after it exits. */
 int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid);
 /* Writes the function name holding addr in pid (empty string if unknown). */
