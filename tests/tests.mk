@@ -128,3 +128,14 @@ test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN
 
 demo-run: dlbpf $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input
+
+# test_glibctsd's glibcs: a layout BPF reads (keys' first block at 2000 - 32 * 16), one it does
+# not (24-byte entries), and a library without libthread_db's descriptors.
+GLIBC_FAKES := $(OUTPUT)/unit/fake-glibc-1488.so $(OUTPUT)/unit/fake-glibc-entry24.so $(OUTPUT)/unit/fake-glibc-none.so
+$(OUTPUT)/unit/fake-glibc-1488.so: tests/unit/fake_glibc.c | $(OUTPUT)/unit
+	$(CC) -shared -fPIC -DDESCRIPTORS -DSPECIFIC=2000 -DDATA=8 -DENTRY=16 $< -o $@
+$(OUTPUT)/unit/fake-glibc-entry24.so: tests/unit/fake_glibc.c | $(OUTPUT)/unit
+	$(CC) -shared -fPIC -DDESCRIPTORS -DSPECIFIC=2000 -DDATA=8 -DENTRY=24 $< -o $@
+$(OUTPUT)/unit/fake-glibc-none.so: tests/unit/fake_glibc.c | $(OUTPUT)/unit
+	$(CC) -shared -fPIC $< -o $@
+$(OUTPUT)/unit/test_glibctsd: $(GLIBC_FAKES)

@@ -192,3 +192,73 @@ const struct dl_elf_sym *dl_elf_sym_by_offset(const struct dl_elf_syms *s, uint6
 		return c;
 	return NULL;
 }
+
+static void want_bytes(Elf *elf, const GElf_Sym *sym, struct dl_elf_want *w)
+{
+	Elf_Scn *scn = elf_getscn(elf, sym->st_shndx);
+	GElf_Shdr sh;
+	Elf_Data *d;
+	size_t len = w->len;
+
+	w->len = 0;
+	if (sym->st_shndx >= SHN_LORESERVE || !scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || sym->st_value < sh.sh_addr)
+		return;
+	d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || sym->st_value - sh.sh_addr > d->d_size || len > d->d_size - (sym->st_value - sh.sh_addr))
+		return;
+	memcpy(w->bytes, (const char *)d->d_buf + (sym->st_value - sh.sh_addr), len);
+	w->len = len;
+}
+
+int dl_elf_find_fd(int fd, struct dl_elf_want *want, int n, uint64_t *first_vaddr)
+{
+	Elf_Scn *scn = NULL;
+	size_t nph;
+	Elf *elf;
+
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -EINVAL;
+	*first_vaddr = 0;
+	if (!elf_getphdrnum(elf, &nph))
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				*first_vaddr = ph.p_vaddr - ph.p_offset;
+				break;
+			}
+		}
+	while ((scn = elf_nextscn(elf, scn))) {
+		size_t cnt, ent = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !ent)
+			continue;
+		cnt = d->d_size / ent;
+		for (size_t i = 0; i < cnt && i < DL_ELF_MAX_SYMS; i++) {
+			const char *nm;
+			GElf_Sym sym;
+
+			if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+				continue;
+			nm = elf_strptr(elf, sh.sh_link, sym.st_name);
+			for (int k = 0; nm && k < n; k++)
+				if (!want[k].value && !strcmp(nm, want[k].name)) {
+					want[k].value = sym.st_value;
+					if (want[k].bytes)
+						want_bytes(elf, &sym, &want[k]);
+				}
+		}
+	}
+	elf_end(elf);
+	for (int k = 0; k < n; k++)
+		if (!want[k].value)
+			want[k].len = 0;
+	return 0;
+}

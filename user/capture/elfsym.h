@@ -30,6 +30,19 @@ int dl_elf_syms_load(const char *path, struct dl_elf_syms *out);
 int dl_elf_syms_load_fd(int fd, struct dl_elf_syms *out);
 void dl_elf_syms_free(struct dl_elf_syms *s);
 
+/*
+ * Named symbols of any type (data too), from .dynsym and .symtab of an open
+ * file: each wanted one found gets its link-time value and, where its
+ * section holds bytes in the file, up to len of them (a constant's value).
+ */
+struct dl_elf_want {
+	const char *name;
+	uint64_t value;     /* 0: not found */
+	void *bytes;        /* NULL: value only */
+	size_t len;         /* bytes wanted; set to those read (0: none in the file) */
+};
+int dl_elf_find_fd(int fd, struct dl_elf_want *want, int n, uint64_t *first_vaddr);
+
 /* A global definition is preferred to a local or weak one of the same name. */
 const struct dl_elf_sym *dl_elf_sym_by_name(const struct dl_elf_syms *s, const char *name);
 /* The function containing a file offset, or NULL. */

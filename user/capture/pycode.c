@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <bpf/bpf.h>
 #include <errno.h>
-#include <gelf.h>
-#include <libelf.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "capture/elfsym.h"
+#include "capture/glibctsd.h"
 #include "capture/procfs.h"
 #include "capture/pycode.h"
 #include "capture/pyobj.h"
@@ -32,40 +31,16 @@ struct dl_pyproc {
 	struct dl_u64map code_of;   /* code address -> index in codes */
 };
 
-/*
- * Where glibc keeps a thread's first pthread key values, from dlbpf's own
- * thread: the traced processes on this machine run the same glibc (a
- * container's own glibc could differ: its frames then read as none).
- */
-static uint32_t measure_specific_off(void)
-{
-	const void *mark = (const void *)(uintptr_t)0x5eed5eed5eed5eedull;
-	const char *self = (const char *)pthread_self();
-	pthread_key_t key;
-	uint32_t off = 0;
-
-	if (pthread_key_create(&key, NULL))
-		return 0;
-	if (key < DL_PY_KEYS_1ST && !pthread_setspecific(key, mark)) {
-		for (uint32_t i = 8; i < 4096; i += 8) {
-			const void *v;
-
-			memcpy(&v, self + i, sizeof(v));
-			if (v == mark && i >= 8 + 16 * key) {
-				off = i - 8 - 16 * key;
-				break;
-			}
-		}
-	}
-	pthread_key_delete(key);
-	return off;
-}
-
 void dl_pyprocs_init(struct dl_pyprocs *pp, int map_fd)
 {
 	memset(pp, 0, sizeof(*pp));
 	pp->map_fd = map_fd;
-	pp->specific_off = measure_specific_off();
+	pp->specific_off = dl_glibc_keys_off_self();
+	/* The file's descriptors give what the measurement gave, or they are not read as glibc means them. */
+	pp->own_glibc_agrees = pp->specific_off && dl_glibc_keys_off_of(getpid()) == pp->specific_off;
+	if (pp->specific_off && !pp->own_glibc_agrees)
+		dl_debug("glibc's libthread_db descriptors disagree with its pthread keys measured (+%u): "
+			 "every process is taken to run dlbpf's glibc", pp->specific_off);
 	pp->recheck_ns = 100 * 1000 * 1000ull;
 }
 
@@ -147,66 +122,22 @@ static int find_bin(const struct dl_mapping *m, void *arg)
 	return 0;
 }
 
-/* Values (link-time addresses) of the named symbols, functions or data, from .dynsym and .symtab. */
-static void elf_values(Elf *elf, const char *const *names, uint64_t *vals, int n, uint64_t *first_vaddr)
-{
-	Elf_Scn *scn = NULL;
-	size_t nph;
-
-	*first_vaddr = 0;
-	if (!elf_getphdrnum(elf, &nph))
-		for (size_t i = 0; i < nph; i++) {
-			GElf_Phdr ph;
-
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
-				*first_vaddr = ph.p_vaddr - ph.p_offset;
-				break;
-			}
-		}
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t cnt, ent = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB))
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d || !ent)
-			continue;
-		cnt = d->d_size / ent;
-		for (size_t i = 0; i < cnt && i < (8u << 20); i++) {
-			GElf_Sym s;
-			const char *nm;
-
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF || !s.st_value)
-				continue;
-			nm = elf_strptr(elf, sh.sh_link, s.st_name);
-			for (int k = 0; nm && k < n; k++)
-				if (!vals[k] && !strcmp(nm, names[k]))
-					vals[k] = s.st_value;
-		}
-	}
-}
-
 enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE_TYPE, NSYMS };
 
 static int bin_symbols(pid_t pid, const char *path, uint64_t vals[NSYMS], uint64_t *first_vaddr)
 {
-	static const char *const names[NSYMS] = { "_PyRuntime", "Py_Version", "PyCode_Type" };
+	struct dl_elf_want want[NSYMS] = { { .name = "_PyRuntime" }, { .name = "Py_Version" }, { .name = "PyCode_Type" } };
 	struct dl_tfile f;
-	Elf *elf;
+	int err;
 
 	memset(vals, 0, NSYMS * sizeof(*vals));
 	if (dl_tfile_open(pid, path, &f, NULL, 0))
 		return -1;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(f.fd, ELF_C_READ_MMAP, NULL);
-	if (elf) {
-		elf_values(elf, names, vals, NSYMS, first_vaddr);
-		elf_end(elf);
-	}
+	err = dl_elf_find_fd(f.fd, want, NSYMS, first_vaddr);
 	dl_tfile_close(&f);
-	return elf ? 0 : -1;
+	for (int k = 0; k < NSYMS; k++)
+		vals[k] = want[k].value;
+	return err ? -1 : 0;
 }
 
 static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybin *b)
@@ -215,7 +146,7 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 	const struct dl_py_layout *l;
 	unsigned major = b->major, minor = b->minor;
 	uint8_t dbg[44 * 8];
-	uint32_t ver;
+	uint32_t ver, keys_off = 0;
 
 	p->decided = true;
 	if (bin_symbols(p->pid, b->path, vals, &first_vaddr) || !vals[SYM_RUNTIME] || !vals[SYM_CODE_TYPE]) {
@@ -230,7 +161,11 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 		minor = (ver >> 16) & 0xff;
 	}
 	l = dl_py_layout_of(major, minor);
-	if (!l || !pp->specific_off || p->mem < 0) {
+	if (pp->own_glibc_agrees && (keys_off = dl_glibc_keys_off_of(p->pid)) && keys_off != pp->specific_off)
+		dl_info("pid %d: its glibc keeps pthread keys at +%u (dlbpf's at +%u)", p->pid, keys_off, pp->specific_off);
+	if (!keys_off)
+		keys_off = pp->specific_off;
+	if (!l || !keys_off || p->mem < 0) {
 		dl_warn("pid %d: CPython %u.%u (%s): Python frames need %s and a readable process; native call sites only",
 			p->pid, major, minor, dl_basename(b->path), dl_py_versions_supported());
 		return;
@@ -242,7 +177,7 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 	p->code_type = bias + vals[SYM_CODE_TYPE];
 	p->cfg = p->layout.bpf;
 	p->cfg.tss_addr = bias + vals[SYM_RUNTIME] + p->layout.runtime_tss;
-	p->cfg.specific_off = pp->specific_off;
+	p->cfg.specific_off = keys_off;
 	if (pp->map_fd >= 0 && bpf_map_update_elem(pp->map_fd, &p->pid, &p->cfg, BPF_ANY)) {
 		dl_warn("pid %d: cannot add it to the Python frame map (%s): native call sites only", p->pid,
 			strerror(errno));

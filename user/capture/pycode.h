@@ -11,6 +11,7 @@
 #ifndef DLBPF_PYCODE_H
 #define DLBPF_PYCODE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "records/cuda_api.h"
@@ -21,7 +22,8 @@ struct dl_pyproc;
 
 struct dl_pyprocs {
 	int map_fd;                 /* BPF map py_procs; -1: none (tests) */
-	uint32_t specific_off;      /* glibc's struct pthread: specific_1stblock (measured in dlbpf itself) */
+	uint32_t specific_off;      /* glibc's pthread keys, measured in dlbpf (capture/glibctsd.h) */
+	bool own_glibc_agrees;      /* a glibc's descriptors say what was measured: each process's own are read */
 	DL_VEC(struct dl_pyproc *) v;
 	struct dl_u64map by_pid;    /* pid -> index in v */
 	uint64_t recheck_ns;        /* how long a code object read stays trusted before its identity is checked */
