@@ -23,7 +23,7 @@ BPF_HDRS := $(wildcard bpf/*.bpf.h) bpf/vmlinux.h $(wildcard include/dlbpf/*.h)
 # pipeline stage; dlbpf and the unit tests link the libraries. Link order follows the
 # include rule (user/README.md): capture -> output -> analysis -> records -> base.
 STAGES := capture output analysis records
-BASE_SRCS := $(filter-out user/main.c user/cli.c user/flightrec.c,$(wildcard user/*.c))
+BASE_SRCS := $(filter-out user/main.c user/cli.c user/flightrec.c user/outputs.c,$(wildcard user/*.c))
 stage_srcs = $(wildcard user/$(1)/*.c)
 OBJ := $(OUTPUT)/obj
 SAN_OBJ := $(OUTPUT)/obj-san
@@ -31,7 +31,7 @@ stage_lib = $(OUTPUT)/lib/libdl_$(1).a
 san_lib = $(OUTPUT)/lib-san/libdl_$(1).a
 LIB_NAMES := $(STAGES) base
 STAGE_LIBS := $(foreach s,$(LIB_NAMES),$(call stage_lib,$(s)))
-MAIN_OBJS := $(OBJ)/main.o $(OBJ)/cli.o $(OBJ)/flightrec.o
+MAIN_OBJS := $(OBJ)/main.o $(OBJ)/cli.o $(OBJ)/flightrec.o $(OBJ)/outputs.o
 # Pure stages for unit tests (no libbpf): output, analysis, records, base, and the
 # parts of capture that only read files or compute (the library pulls in what a test uses;
 # duty.c's one call into the tracer is the unit test's to provide).

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,7 +22,7 @@
 #include "capture/discover.h"
 #include "capture/drainpace.h"
 #include "capture/marker.h"
-#include "outfile.h"
+#include "outputs.h"
 #include "records/record.h"
 #include "output/report_diag.h"
 #include "capture/env.h"
@@ -41,7 +40,6 @@
 #include "records/stream.h"
 #include "analysis/summary.h"
 #include "capture/symbolize.h"
-#include "output/html.h"
 #include "output/timeline.h"
 #include "capture/tracer.h"
 #include "dlbpf/io.h"
@@ -98,10 +96,8 @@ struct run {
 	struct ring_buffer *rb;
 	uint64_t drained_bytes;      /* of records read from the ring buffer, for the drain's pace */
 	struct dl_spawn spawn;
-	struct dl_outfile json;
-	struct dl_outfile html;      /* --html */
+	struct dl_outputs out;       /* --json, --html, -o */
 	struct dl_recorder *rec;     /* record: flushed as it goes */
-	struct dl_timeline *trace;   /* -o: the timeline (records through the stream, steps through on_step) */
 	struct dl_flightrec *flight; /* record --ring */
 	uint64_t start_ns;
 	uint64_t last_records[DL_EV_KIND_MAX];
@@ -608,111 +604,6 @@ static int trace_live(struct run *r)
 	return err;
 }
 
-/* A report file, written (err: how writing it went) and put in place, or removed. */
-static int finish_output(struct dl_outfile *o, int err, const char *what, const char *path)
-{
-	if (err)
-		dl_outfile_abort(o);
-	else
-		err = dl_outfile_commit(o);
-	if (err) {
-		dl_err("writing the %s to %s failed: %s; it is not written (a file of that name is left as it was)",
-		       what, path, strerror(-err));
-		return -EIO;
-	}
-	return 0;
-}
-
-static int write_reports(struct run *r, const struct dl_correlator *corr, const struct dl_diagnosis *diag)
-{
-	int err = 0, herr;
-
-	if (r->json.f)
-		err = finish_output(&r->json, dl_report_json(r->json.f, &r->sum, corr, diag) ? -(errno ? errno : EIO) : 0,
-				    "JSON summary", r->cfg.json_path);
-	if (r->html.f) {
-		herr = finish_output(&r->html, dl_report_html(r->html.f, &r->sum, corr, diag) ? -(errno ? errno : EIO) : 0,
-				     "HTML report", r->cfg.html_path);
-		err = err ? err : herr;
-	}
-	return err;
-}
-
-/* Steps go to the live printer and to the timeline. */
-struct step_sinks {
-	struct dl_step_printer *printer;
-	struct dl_timeline *trace;
-	struct dl_flightrec *flight;
-	struct dl_metrics *metrics;
-};
-
-static void on_step(void *ctx, const struct dl_step *st)
-{
-	struct step_sinks *s = ctx;
-
-	/* A closed stdout (EPIPE) ends the step lines; the trace goes on. */
-	if (s->printer->f && ferror(s->printer->f)) {
-		dl_info("writing to stdout failed (closed?): no more step lines");
-		s->printer->f = NULL;
-	}
-	if (s->printer->f)
-		dl_print_step(s->printer, st);
-	if (s->trace)
-		dl_timeline_step(s->trace, st);
-	if (s->flight)
-		dl_flightrec_step(s->flight, st);
-	if (s->metrics)
-		dl_metrics_step(s->metrics, st);
-}
-
-/* A replayed timeline shows the recording's own real time: its header's clock snapshot. */
-static void timeline_clocks_of(struct dl_timeline *t, const char *path)
-{
-	struct dl_rec_header h;
-	struct stat st;
-	char err[512];
-
-	/* A pipe is read once, by dl_replay: its timeline keeps the host's clocks. */
-	if (stat(path, &st) || !S_ISREG(st.st_mode))
-		return;
-	if (dl_rec_header_read(path, &h, err, sizeof(err)) == 0)   /* else dl_replay says why */
-		dl_timeline_set_clocks(t, h.mono_ns, h.boot_ns, h.real_ns);
-}
-
-static int open_timeline(struct run *r)
-{
-	int err, fmt = r->cfg.timeline_format >= 0 ? r->cfg.timeline_format : (int)dl_timeline_format_of_path(r->cfg.timeline_path);
-
-	r->trace = dl_timeline_open(r->cfg.timeline_path, (enum dl_timeline_format)fmt, &err);
-	if (!r->trace) {
-		dl_err("cannot write the trace to %s: %s", r->cfg.timeline_path, strerror(-err));
-		return err;
-	}
-	if (r->cfg.mode == DL_MODE_REPORT)
-		timeline_clocks_of(r->trace, r->cfg.input_path);
-	return 0;
-}
-
-static int close_timeline(struct run *r)
-{
-	struct dl_timeline_stats ts;
-	int err = dl_timeline_close(r->trace, &ts);
-
-	r->trace = NULL;
-	if (err) {
-		dl_err("writing the trace to %s failed: %s; it is not written (a file of that name is left as it "
-		       "was)", r->cfg.timeline_path, strerror(-err));
-		return err;
-	}
-	dl_info("trace: %" PRIu64 " slices, %" PRIu64 " counter samples, %" PRIu64 " events (%" PRIu64
-		" out of order), %" PRIu64 " bytes in %s; at most %" PRIu64 " threads held at once", ts.slices,
-		ts.counters, ts.events, ts.late, ts.bytes, r->cfg.timeline_path, ts.threads_max);
-	if (ts.lane_overflow || ts.clipped)
-		dl_warn("trace: %" PRIu64 " disk requests left out (more in flight than lanes), %" PRIu64
-			" overlapping thread-state intervals cut", ts.lane_overflow, ts.clipped);
-	return 0;
-}
-
 /* report r0.dlbpf r1.dlbpf ...: the ranks of one job (output/ranks.h). */
 static int report_ranks(const struct dl_config *cfg, const struct sigaction *sa)
 {
@@ -738,7 +629,7 @@ int main(int argc, char **argv)
 	struct dl_corr_opts copts = { 0 };
 	struct dl_diag_opts dopts = { 0 };
 	struct dl_step_printer printer = { .f = stdout };
-	struct step_sinks steps = { .printer = &printer };
+	struct dl_step_sinks steps = { .printer = &printer };
 	struct dl_correlator *corr = NULL;
 	struct dl_diagnosis *diag = NULL;
 	struct dl_recorder rec = { 0 };
@@ -758,37 +649,16 @@ int main(int argc, char **argv)
 		return report_ranks(&r.cfg, &sa);
 	r.markers.symbol = r.cfg.step_on && !dl_api_by_name(r.cfg.step_on) ? r.cfg.step_on : NULL;
 
-	/*
-	 * Outputs are opened first: an unwritable path fails before anything is
-	 * traced. Each is a temporary until complete (outfile.h): a run that fails
-	 * leaves an existing file of that name as it was.
-	 */
-	if (r.cfg.json_path) {
-		err = dl_outfile_open(&r.json, r.cfg.json_path);
-		if (err) {
-			dl_err("cannot write the JSON summary to %s: %s", r.cfg.json_path, strerror(-err));
-			return 1;
-		}
-	}
-	if (r.cfg.html_path) {
-		err = dl_outfile_open(&r.html, r.cfg.html_path);
-		if (err) {
-			dl_err("cannot write the HTML report to %s: %s", r.cfg.html_path, strerror(-err));
-			dl_outfile_abort(&r.json);
-			return 1;
-		}
-	}
+	/* Before anything is traced: an unwritable path fails first (outputs.h). */
+	if (dl_outputs_open(&r.out, &r.cfg))
+		return 1;
 	if (r.cfg.record_path) {
 		err = dl_recorder_open(&rec, r.cfg.record_path, (enum dl_rec_encoding)r.cfg.record_encoding);
 		if (err)
 			goto cleanup;
 		r.rec = &rec;
 	}
-	if (r.cfg.timeline_path && open_timeline(&r)) {
-		err = -EIO;
-		goto cleanup;
-	}
-	steps.trace = r.trace;
+	steps.trace = r.out.trace;
 	/* Bound before tracing: a port in use fails the run before any probe is attached. */
 	struct dl_metrics_opts mo = { .kernel_names = r.cfg.metrics_kernels, .memory_unknown = r.cfg.kernel_agg };
 	if (r.cfg.metrics_addr && (err = dl_exporter_open(&r.metrics, r.cfg.metrics_addr, &mo)))
@@ -809,8 +679,8 @@ int main(int argc, char **argv)
 	dl_stream_add(&r.stream, dl_summary_sink, &r.sum);
 	if (r.rec)
 		dl_stream_add(&r.stream, dl_recorder_sink, &rec);
-	if (r.trace)
-		dl_stream_add(&r.stream, dl_timeline_sink, r.trace);
+	if (r.out.trace)
+		dl_stream_add(&r.stream, dl_timeline_sink, r.out.trace);
 	if (r.cfg.ring_dir) {
 		struct dl_flightrec_opts fo = { .dir = r.cfg.ring_dir, .window_s = r.cfg.ring_s,
 						.budget_mb = r.cfg.ring_mb, .step_factor = r.cfg.trigger_step,
@@ -826,7 +696,7 @@ int main(int argc, char **argv)
 	copts.step_on = r.cfg.step_on;
 	copts.pcie_gbps = r.cfg.pcie_gbps;
 	copts.keep_steps = r.cfg.keep_steps;
-	corr = dl_corr_new(&copts, on_step, &steps);
+	corr = dl_corr_new(&copts, dl_steps_put, &steps);
 	dl_stream_add(&r.stream, dl_corr_sink, corr);
 
 	if (r.cfg.mode == DL_MODE_REPORT) {
@@ -881,12 +751,7 @@ int main(int argc, char **argv)
 		       rec.records, (double)rec.bytes / (1 << 20), dl_rec_encoding_name(rec.encoding), r.cfg.record_path,
 		       r.cfg.record_path);
 	fflush(stdout);
-	err = write_reports(&r, corr, diag);
-	if (r.trace) {
-		int terr = close_timeline(&r);
-
-		err = err ? err : terr;
-	}
+	err = dl_outputs_finish(&r.out, &r.sum, corr, diag);
 	exit_code = err ? 1 : command_status(&r);
 	/* A replay a signal stopped is not the whole recording's report. */
 	if (!err && replay_stopped)
@@ -897,10 +762,7 @@ cleanup:
 		dl_flightrec_close(r.flight, dl_now_ns(), (uint64_t[DL_DROP_MAX]){ 0 });
 	dl_exporter_close(&r.metrics);
 	dl_recorder_abort(&rec);
-	dl_outfile_abort(&r.json);
-	dl_outfile_abort(&r.html);
-	if (r.trace)
-		dl_timeline_discard(r.trace);
+	dl_outputs_abort(&r.out);
 	dl_markers_detach(&r.markers);
 	dl_held_continue_all(&r.held);
 	ring_buffer__free(r.rb);
