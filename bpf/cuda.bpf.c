@@ -160,7 +160,7 @@ static __always_inline void add_stack(struct pt_regs *ctx, struct dl_cuda_ev *e,
 /* The process's CPython layout when the call is one that carries Python frames, else NULL. */
 static __always_inline const struct dl_py_cfg *py_cfg_for(__u64 cookie, __u32 tgid)
 {
-	return (cookie & DL_COOKIE_PY) ? bpf_map_lookup_elem(&py_procs, &tgid) : NULL;
+	return (cookie & DL_COOKIE_PY) && py_known ? bpf_map_lookup_elem(&py_procs, &tgid) : NULL;
 }
 
 /*
@@ -207,13 +207,20 @@ int BPF_KPROBE(cuda_entry_only)
 	__u32 tid = (__u32)id;
 	__u64 sp = PT_REGS_SP(ctx);
 	bool driver = cookie & DL_COOKIE_DRIVER;
+	/*
+	 * A runtime launch is the frame a driver call made inside it nests in:
+	 * kept once a driver library is probed. Before, a thread that made no
+	 * call with a return probe gets no stack, and a launch in --summary
+	 * mode reads no return address (a user read, ~90 ns).
+	 */
+	bool keep_rt = !driver && driver_probed;
 	const struct dl_py_cfg *py;
 	struct call_stack *st;
 	struct dl_cuda_ev *e;
 
 	if (cookie & DL_COOKIE_LOADER)
 		return loader_changed(id, cookie);
-	st = stack_of(tid, !driver);
+	st = stack_of(tid, keep_rt);
 	if (st) {
 		drop_stale_tail(st);
 		unwind(st, sp);
@@ -232,7 +239,7 @@ int BPF_KPROBE(cuda_entry_only)
 		if (driver) {
 			if (inside_runtime_launch(st, sp))
 				depth += 1;
-		} else if (st) {
+		} else if (st && keep_rt) {
 			st->rt_sp = sp;
 			bpf_probe_read_user(&st->rt_ret, sizeof(st->rt_ret), (void *)sp);
 		}
@@ -251,7 +258,7 @@ int BPF_KPROBE(cuda_entry_only)
 	e->depth = st ? st->depth : 0;
 	e->arg[6] = e->arg[7] = 0;
 	e->out = 0;
-	if (!driver && st && (cookie & DL_COOKIE_STACK) && !(cookie & DL_COOKIE_STACK3)) {
+	if (!driver && (cookie & DL_COOKIE_STACK) && !(cookie & DL_COOKIE_STACK3)) {
 		/*
 		 * A runtime launch: its return address (the call site, and for
 		 * nesting below) and its two stack arguments are adjacent, so one
@@ -263,13 +270,16 @@ int BPF_KPROBE(cuda_entry_only)
 		if (bpf_probe_read_user(frame, sizeof(frame), (void *)sp)) {
 			e->flags |= DL_CUDA_ARGS_FAULT | DL_CUDA_SITE_FAULT;
 			e->site = 0;
-			st->rt_sp = 0;
+			if (st && keep_rt)
+				st->rt_sp = 0;
 		} else {
 			e->arg[6] = frame[1];
 			e->arg[7] = frame[2];
 			e->site = frame[0];
-			st->rt_sp = sp;
-			st->rt_ret = frame[0];
+			if (st && keep_rt) {
+				st->rt_sp = sp;
+				st->rt_ret = frame[0];
+			}
 		}
 		dl_submit(e);
 		return 0;
@@ -289,7 +299,7 @@ int BPF_KPROBE(cuda_entry_only)
 			e->depth += 1;
 			e->flags |= DL_CUDA_IN_RUNTIME;
 		}
-	} else if (st) {
+	} else if (st && keep_rt) {
 		st->rt_sp = sp;
 		st->rt_ret = e->site;
 	}
