@@ -199,6 +199,51 @@ static __always_inline __u16 fill_tail(struct pt_regs *ctx, struct dl_cuda_ev *e
 	return py ? DL_CUDA_PY : 0;
 }
 
+/* An entry-only call's record but for its arguments and site; the Python frames, if any, are walked here. */
+static __always_inline void fill_entry(struct pt_regs *ctx, struct dl_cuda_ev *e, __u64 cookie,
+				       const struct dl_py_cfg *py, __u32 depth)
+{
+	e->dur_ns = 0;
+	e->ret = 0;
+	e->api = cookie & DL_COOKIE_API_MASK;
+	e->flags = DL_CUDA_ENTRY_ONLY | fill_tail(ctx, e, false, py);
+	e->depth = depth;
+	e->out = 0;
+}
+
+/*
+ * Writes a runtime launch as a struct dl_launch_ev, one cache line, when its
+ * arguments fit one (include/dlbpf/events.h); false when they do not, and
+ * the caller writes the dl_cuda_ev. frame: [sp], [sp+8], [sp+16] at entry.
+ */
+static __always_inline bool put_launch(struct pt_regs *ctx, __u64 cookie, __u64 id, __u32 depth, __u64 ts,
+				       const __u64 *frame)
+{
+	/* dim3 by value: {x, y} in one register, z in the low half of the next. */
+	__u64 grid = PT_REGS_PARM2(ctx), gz = PT_REGS_PARM3(ctx), block = PT_REGS_PARM4(ctx), bz = PT_REGS_PARM5(ctx);
+	__u32 bx = (__u32)block, by = block >> 32;
+	struct dl_launch_ev *e;
+
+	if ((grid >> 48) || (__u32)gz > 0xffff || (bx >> DL_LAUNCH_BX_BITS) || (by >> DL_LAUNCH_BY_BITS) ||
+	    ((__u32)bz >> DL_LAUNCH_BZ_BITS) || frame[1] > 0xffff || (depth >> DL_LAUNCH_DEPTH_BITS))
+		return false;
+	e = dl_reserve(sizeof(*e), DL_EV_LAUNCH, DL_DROP_CUDA, ts, id >> 32, (__u32)id);
+	if (!e)
+		return true;   /* counted, as the full record's would be */
+	e->func = PT_REGS_PARM1(ctx);
+	e->stream = frame[2];
+	e->site = frame[0];
+	e->grid_x = (__u32)grid;
+	e->grid_y = grid >> 32;
+	e->grid_z = gz;
+	e->api = cookie & DL_COOKIE_API_MASK;
+	e->shmem = frame[1];
+	e->block_depth = bx | by << DL_LAUNCH_BX_BITS | (__u32)bz << (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS) |
+			 depth << (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS + DL_LAUNCH_BZ_BITS);
+	dl_submit(e);
+	return true;
+}
+
 SEC("uprobe.multi")
 int BPF_KPROBE(cuda_entry_only)
 {
@@ -217,6 +262,8 @@ int BPF_KPROBE(cuda_entry_only)
 	const struct dl_py_cfg *py;
 	struct call_stack *st;
 	struct dl_cuda_ev *e;
+	__u64 ts;
+	__u32 depth;
 
 	if (cookie & DL_COOKIE_LOADER)
 		return loader_changed(id, cookie);
@@ -248,16 +295,8 @@ int BPF_KPROBE(cuda_entry_only)
 	}
 	/* Python frames only on launches with --stacks (the cookie says): the dearest probe stays cheap. */
 	py = py_cfg_for(cookie, id >> 32);
-	e = reserve_call(false, py, bpf_ktime_get_ns(), id >> 32, tid);
-	if (!e)
-		return 0;
-	e->dur_ns = 0;
-	e->ret = 0;
-	e->api = cookie & DL_COOKIE_API_MASK;
-	e->flags = DL_CUDA_ENTRY_ONLY | fill_tail(ctx, e, false, py);
-	e->depth = st ? st->depth : 0;
-	e->arg[6] = e->arg[7] = 0;
-	e->out = 0;
+	ts = bpf_ktime_get_ns();
+	depth = st ? st->depth : 0;
 	if (!driver && (cookie & DL_COOKIE_STACK) && !(cookie & DL_COOKIE_STACK3)) {
 		/*
 		 * A runtime launch: its return address (the call site, and for
@@ -265,25 +304,34 @@ int BPF_KPROBE(cuda_entry_only)
 		 * user read (~90 ns each, the dearest part of this probe) serves all.
 		 */
 		__u64 frame[3];
+		bool fault = bpf_probe_read_user(frame, sizeof(frame), (void *)sp);
 
-		capture_args(ctx, cookie & ~(__u64)DL_COOKIE_STACK, e->arg);
-		if (bpf_probe_read_user(frame, sizeof(frame), (void *)sp)) {
-			e->flags |= DL_CUDA_ARGS_FAULT | DL_CUDA_SITE_FAULT;
-			e->site = 0;
-			if (st && keep_rt)
-				st->rt_sp = 0;
-		} else {
-			e->arg[6] = frame[1];
-			e->arg[7] = frame[2];
-			e->site = frame[0];
-			if (st && keep_rt) {
-				st->rt_sp = sp;
-				st->rt_ret = frame[0];
-			}
+		if (fault)
+			frame[0] = frame[1] = frame[2] = 0;
+		if (st && keep_rt) {
+			st->rt_sp = fault ? 0 : sp;
+			st->rt_ret = frame[0];
 		}
+		if (!fault && !py && (cookie & DL_COOKIE_LAUNCH) && put_launch(ctx, cookie, id, depth, ts, frame))
+			return 0;
+		e = reserve_call(false, py, ts, id >> 32, tid);
+		if (!e)
+			return 0;
+		fill_entry(ctx, e, cookie, py, depth);
+		capture_args(ctx, cookie & ~(__u64)DL_COOKIE_STACK, e->arg);
+		e->arg[6] = frame[1];
+		e->arg[7] = frame[2];
+		e->site = frame[0];
+		if (fault)
+			e->flags |= DL_CUDA_ARGS_FAULT | DL_CUDA_SITE_FAULT;
 		dl_submit(e);
 		return 0;
 	}
+	e = reserve_call(false, py, ts, id >> 32, tid);
+	if (!e)
+		return 0;
+	fill_entry(ctx, e, cookie, py, depth);
+	e->arg[6] = e->arg[7] = 0;
 	/* The call site; a runtime call also keeps it for nesting below. Zeroed on a fault. */
 	if (bpf_probe_read_user(&e->site, sizeof(e->site), (void *)sp))
 		e->flags |= DL_CUDA_SITE_FAULT;

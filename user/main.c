@@ -188,7 +188,7 @@ static int on_record(void *ctx, void *data, size_t len)
 		}
 	}
 	if (in.is_call) {
-		const struct dl_cuda_ev *e = data;
+		const struct dl_cuda_ev *e = (const struct dl_cuda_ev *)in.h;
 
 		if (in.call.api->cls == DL_CLS_LOADER) {
 			note_load(r, e);

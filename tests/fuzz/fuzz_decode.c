@@ -51,6 +51,7 @@ static size_t abi_size(unsigned kind)
 	case DL_EV_FILE_CLOSE: return sizeof(struct dl_file_close_ev);
 	case DL_EV_SITE: return offsetof(struct dl_site_ev, text) + 2;
 	case DL_EV_WAKE: return sizeof(struct dl_wake_ev);
+	case DL_EV_LAUNCH: return sizeof(struct dl_launch_ev);
 	default: return sizeof(struct dl_hdr);   /* a newer kind: skipped by sinks, not rejected */
 	}
 }
@@ -67,7 +68,27 @@ struct check {
 	size_t nnames;
 	bool names_full;             /* more named addresses than the table holds: launches go unchecked */
 	uint64_t seen;
+	bool launch;                 /* the record handed over is a DL_EV_LAUNCH: sinks must get it expanded */
+	struct dl_launch_ev l;
 };
+
+/* A plain re-reading of a launch record (include/dlbpf/events.h) against the call given to sinks. */
+CHECKER static void check_launch(const struct dl_launch_ev *l, const struct dl_hdr *h, const struct dl_call *c)
+{
+	const struct dl_cuda_ev *ev = (const void *)h;
+	uint32_t bd = l->block_depth;
+	uint32_t block[3] = { bd & 0x7ff, (bd >> 11) & 0x7ff, (bd >> 22) & 0x7f };
+	uint32_t grid[3] = { l->grid_x, l->grid_y, l->grid_z };
+
+	if (h->kind != DL_EV_CUDA || h->size != sizeof(struct dl_cuda_ev) || h->ts != l->h.ts ||
+	    h->tgid != l->h.tgid || h->tid != l->h.tid || ev->api != l->api || ev->flags != DL_CUDA_ENTRY_ONLY ||
+	    ev->depth != bd >> 29 || ev->site != l->site || ev->dur_ns || ev->ret)
+		FAIL("launch record of api %u: given to sinks as kind %u of %u bytes, not as its dl_cuda_ev", l->api,
+		     h->kind, h->size);
+	if (c && (c->func != l->func || c->stream != l->stream || c->shmem != l->shmem ||
+		  memcmp(c->grid, grid, sizeof(grid)) || memcmp(c->block, block, sizeof(block)) || !c->entry_only))
+		FAIL("%s: a launch record decoded to another launch", c->api->name);
+}
 
 static struct name *find_name(struct check *k, uint32_t pid, uint64_t addr)
 {
@@ -130,6 +151,10 @@ static int check_sink(void *ctx, const struct dl_rec *r)
 		FAIL("kind %u of %u bytes given to sinks; it needs %zu", h->kind, h->size, abi_size(h->kind));
 	if (h->kind == DL_EV_SYM && ((const char *)h)[h->size - 1])
 		FAIL("a symbol record without its terminating NUL given to sinks");
+	if (h->kind == DL_EV_LAUNCH)
+		FAIL("a launch record given to sinks unexpanded");
+	if (k->launch)
+		check_launch(&k->l, h, r->call);
 	if (h->kind == DL_EV_CUDA) {
 		const struct dl_cuda_ev *ev = (const void *)h;
 
@@ -235,7 +260,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		memcpy(rec, data + off, len);
 		tries++;
+		k.launch = len >= sizeof(k.l) && ((const struct dl_hdr *)rec)->kind == DL_EV_LAUNCH;
+		if (k.launch)
+			memcpy(&k.l, rec, sizeof(k.l));
 		err = dl_stream_emit(&s, rec, len);
+		k.launch = false;
 		free(rec);
 		if (err == 0 && (claimed < sizeof(struct dl_hdr) || claimed > len))
 			FAIL("a record claiming %u of %zu bytes was accepted", claimed, len);

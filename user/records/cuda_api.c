@@ -59,9 +59,11 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 	if (api->cls == DL_CLS_LOADER)
 		c |= DL_COOKIE_LOADER;
 	switch (api->layout) {
+	case DL_L_LAUNCH:
+		c |= DL_COOKIE_LAUNCH;
+		/* fallthrough */
 	case DL_L_MEMCPY2D:
 	case DL_L_MEMCPY2D_ASYNC:
-	case DL_L_LAUNCH:
 	case DL_L_NCCL_COLL:
 	case DL_L_NCCL_REDUCE:
 		c |= DL_COOKIE_STACK;
