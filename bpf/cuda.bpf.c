@@ -24,12 +24,11 @@ static __always_inline __u32 capture_args(struct pt_regs *ctx, __u64 cookie, __u
 	return 0;
 }
 
-/* The thread's in-flight stack (task-local storage, common.bpf.h); tid is the caller's. */
-static __always_inline struct call_stack *stack_of(__u32 tid, bool create)
+/* The current thread's in-flight stack (task-local storage, common.bpf.h). */
+static __always_inline struct call_stack *stack_of(bool create)
 {
 	struct call_stack *st = dl_calls(create);
 
-	(void)tid;
 	if (!st && create)
 		dl_count_drop(DL_DROP_INFLIGHT);
 	return st;
@@ -267,7 +266,7 @@ int BPF_KPROBE(cuda_entry_only)
 
 	if (cookie & DL_COOKIE_LOADER)
 		return loader_changed(id, cookie);
-	st = stack_of(tid, keep_rt);
+	st = stack_of(keep_rt);
 	if (st) {
 		drop_stale_tail(st);
 		unwind(st, sp);
@@ -359,8 +358,7 @@ SEC("uprobe.multi")
 int BPF_KPROBE(cuda_enter)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct call_stack *st = stack_of(tid, true);
+	struct call_stack *st = stack_of(true);
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_frame *f;
 	__u32 d;
@@ -435,6 +433,37 @@ static __always_inline bool name_mentions_cuda(__u64 uaddr)
 	return false;
 }
 
+/*
+ * Writes a returning call as a struct dl_call_short_ev with its first nargs
+ * arguments (a constant: one reservation of a size the verifier sees), when
+ * the call fits one (include/dlbpf/events.h); false when it does not, and the
+ * caller writes the dl_cuda_ev. d: the frame's index, its depth at entry.
+ */
+static __always_inline bool put_short(struct pt_regs *ctx, __u64 cookie, __u64 id, const struct call_frame *f,
+				      __u32 d, __u64 now, const int nargs)
+{
+	__s64 ret = PT_REGS_RC(ctx);
+	__u32 depth = d + !!(f->flags & DL_CUDA_IN_RUNTIME);
+	struct dl_call_short_ev *e;
+
+	if ((__s64)(__s32)ret != ret || f->flags > 0xff || depth > 0xff)
+		return false;
+	e = dl_reserve(sizeof(*e) + nargs * sizeof(__u64), DL_EV_CALL_SHORT, DL_DROP_CUDA, f->ts, id >> 32, (__u32)id);
+	if (!e)
+		return true;   /* counted, as the full record's would be */
+	e->dur_ns = now - f->ts;
+	/* The call site: the kernel set the ip to the return address (see cuda_return). */
+	e->site = PT_REGS_IP(ctx);
+	e->ret = ret;
+	e->api = cookie & DL_COOKIE_API_MASK;
+	e->flags = f->flags;
+	e->depth = depth;
+	for (int i = 0; i < nargs; i++)
+		e->arg[i] = f->arg[i];
+	dl_submit(e);
+	return true;
+}
+
 SEC("uretprobe.multi")
 int BPF_KRETPROBE(cuda_return)
 {
@@ -491,6 +520,12 @@ int BPF_KRETPROBE(cuda_return)
 		return 0;
 
 	py = py_cfg_for(cookie, id >> 32);
+	if (!py && !(cookie & (DL_COOKIE_STACKS | DL_COOKIE_LOADER))) {
+		if ((cookie & DL_COOKIE_ARGS2) && put_short(ctx, cookie, id, f, d, now, 2))
+			return 0;
+		if ((cookie & DL_COOKIE_ARGS5) && put_short(ctx, cookie, id, f, d, now, 5))
+			return 0;
+	}
 	e = reserve_call(cookie & DL_COOKIE_STACKS, py, f->ts, id >> 32, tid);
 	if (!e)
 		return 0;

@@ -58,6 +58,7 @@ enum dl_kind {
 	DL_EV_WAKE = 17,       /* struct dl_wake_ev: a task woke a traced thread (a wake-up edge) */
 	DL_EV_PYCODE = 18,     /* struct dl_pycode_ev: what a CPython code object at an address is */
 	DL_EV_LAUNCH = 19,     /* struct dl_launch_ev: a runtime kernel launch, one cache line (stands for a DL_EV_CUDA) */
+	DL_EV_CALL_SHORT = 20, /* struct dl_call_short_ev: a call with its first arguments only (stands for a DL_EV_CUDA) */
 	DL_EV_KIND_MAX,
 };
 
@@ -93,6 +94,9 @@ enum dl_cuda_cookie {
 	DL_COOKIE_STACKS = 1u << 25,   /* --stacks: at return, the caller's user stack goes into the record's tail */
 	DL_COOKIE_PY = 1u << 26,       /* in a CPython process (map py_procs), its frames go into the record's tail */
 	DL_COOKIE_LAUNCH = 1u << 27,   /* cudaLaunchKernel's layout: a struct dl_launch_ev when it fits one */
+	/* At return, a struct dl_call_short_ev with the first 2 (ARGS2) or 5 (ARGS5) arguments when it fits one */
+	DL_COOKIE_ARGS2 = 1u << 28,
+	DL_COOKIE_ARGS5 = 1u << 29,
 };
 
 enum dl_cuda_flags {
@@ -161,6 +165,31 @@ struct dl_launch_ev {
 	dl_u16 shmem;                 /* arg[6], [sp+8] at entry */
 	/* block x (arg[3] low half), y (arg[3] high half), z (arg[4] low half), then depth, low bits first */
 	dl_u32 block_depth;
+};
+
+/*
+ * A call with a return probe whose decoding reads no more than its first
+ * register arguments (DL_COOKIE_ARGS2: synchronizations, events, streams,
+ * frees; DL_COOKIE_ARGS5: copies and memsets without stack arguments):
+ * (h.size - sizeof) / 8 of them, at most 6, in arg. 64 bytes (one cache
+ * line) with 2, 88 with 5, against a dl_cuda_ev's 120. A call whose return
+ * value is not a sign-extended 32-bit one (cudaError_t), whose flags or
+ * depth pass 255, or that carries a tail (--stacks, Python frames) is
+ * written as a dl_cuda_ev. The record stream expands it (user/records/stream.c):
+ * sinks and recordings see the dl_cuda_ev it stands for, with the arguments
+ * it does not hold and out 0.
+ */
+#define DL_CALL_SHORT_ARGS_MAX 6
+
+struct dl_call_short_ev {
+	struct dl_hdr h;              /* ts = entry */
+	dl_u64 dur_ns;                /* entry to return */
+	dl_u64 site;                  /* the ip at return: the return address into the caller */
+	dl_s32 ret;                   /* eax at return, sign-extended in the dl_cuda_ev */
+	dl_u16 api;                   /* enum dl_cuda_api (user/cuda_api.h) */
+	dl_u8 flags;                  /* enum dl_cuda_flags */
+	dl_u8 depth;                  /* nesting of probed calls on this thread at entry */
+	dl_u64 arg[];                 /* the dl_cuda_ev's arg[0], arg[1], ... */
 };
 
 /*

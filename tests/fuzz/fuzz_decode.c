@@ -52,6 +52,7 @@ static size_t abi_size(unsigned kind)
 	case DL_EV_SITE: return offsetof(struct dl_site_ev, text) + 2;
 	case DL_EV_WAKE: return sizeof(struct dl_wake_ev);
 	case DL_EV_LAUNCH: return sizeof(struct dl_launch_ev);
+	case DL_EV_CALL_SHORT: return sizeof(struct dl_call_short_ev);
 	default: return sizeof(struct dl_hdr);   /* a newer kind: skipped by sinks, not rejected */
 	}
 }
@@ -70,7 +71,33 @@ struct check {
 	uint64_t seen;
 	bool launch;                 /* the record handed over is a DL_EV_LAUNCH: sinks must get it expanded */
 	struct dl_launch_ev l;
+	bool shortc;                 /* the record handed over is a DL_EV_CALL_SHORT: likewise */
+	unsigned char sc[sizeof(struct dl_call_short_ev) + DL_CALL_SHORT_ARGS_MAX * sizeof(uint64_t)];
+	size_t sc_len;
 };
+
+/* A plain re-reading of a short call against the dl_cuda_ev given to sinks. */
+CHECKER static void check_short(const unsigned char *rec, size_t len, const struct dl_hdr *h)
+{
+	struct dl_call_short_ev s;
+	const struct dl_cuda_ev *ev = (const void *)h;
+	uint64_t arg[8] = { 0 };
+	size_t n;
+
+	memcpy(&s, rec, sizeof(s));
+	n = (s.h.size - sizeof(s)) / 8;
+	if (n > DL_CALL_SHORT_ARGS_MAX)
+		n = DL_CALL_SHORT_ARGS_MAX;
+	if (sizeof(s) + n * 8 > len)
+		FAIL("short call of %u bytes accepted from %zu", s.h.size, len);
+	memcpy(arg, rec + sizeof(s), n * 8);
+	if (h->kind != DL_EV_CUDA || h->size != sizeof(struct dl_cuda_ev) || h->ts != s.h.ts || h->tgid != s.h.tgid ||
+	    h->tid != s.h.tid || ev->api != s.api || ev->flags != s.flags || ev->depth != s.depth ||
+	    ev->dur_ns != s.dur_ns || ev->ret != s.ret || ev->site != s.site || ev->out ||
+	    memcmp(ev->arg, arg, sizeof(arg)))
+		FAIL("short call of api %u: given to sinks as kind %u of %u bytes, not as its dl_cuda_ev", s.api,
+		     h->kind, h->size);
+}
 
 /* A plain re-reading of a launch record (include/dlbpf/events.h) against the call given to sinks. */
 CHECKER static void check_launch(const struct dl_launch_ev *l, const struct dl_hdr *h, const struct dl_call *c)
@@ -155,6 +182,10 @@ static int check_sink(void *ctx, const struct dl_rec *r)
 		FAIL("a launch record given to sinks unexpanded");
 	if (k->launch)
 		check_launch(&k->l, h, r->call);
+	if (k->shortc)
+		check_short(k->sc, k->sc_len, h);
+	if (h->kind == DL_EV_CALL_SHORT)
+		FAIL("a short call given to sinks unexpanded");
 	if (h->kind == DL_EV_CUDA) {
 		const struct dl_cuda_ev *ev = (const void *)h;
 
@@ -263,8 +294,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		k.launch = len >= sizeof(k.l) && ((const struct dl_hdr *)rec)->kind == DL_EV_LAUNCH;
 		if (k.launch)
 			memcpy(&k.l, rec, sizeof(k.l));
+		k.shortc = len >= sizeof(struct dl_call_short_ev) &&
+			   ((const struct dl_hdr *)rec)->kind == DL_EV_CALL_SHORT;
+		if (k.shortc) {
+			k.sc_len = len < sizeof(k.sc) ? len : sizeof(k.sc);
+			memcpy(k.sc, rec, k.sc_len);
+		}
 		err = dl_stream_emit(&s, rec, len);
-		k.launch = false;
+		k.launch = k.shortc = false;
 		free(rec);
 		if (err == 0 && (claimed < sizeof(struct dl_hdr) || claimed > len))
 			FAIL("a record claiming %u of %zu bytes was accepted", claimed, len);

@@ -29,7 +29,39 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_WAKE] = sizeof(struct dl_wake_ev),
 	[DL_EV_PYCODE] = offsetof(struct dl_pycode_ev, text) + 2,
 	[DL_EV_LAUNCH] = sizeof(struct dl_launch_ev),
+	[DL_EV_CALL_SHORT] = sizeof(struct dl_call_short_ev),
 };
+
+static size_t short_nargs(const struct dl_call_short_ev *e)
+{
+	size_t n = (e->h.size - sizeof(*e)) / sizeof(e->arg[0]);
+
+	return n < DL_CALL_SHORT_ARGS_MAX ? n : DL_CALL_SHORT_ARGS_MAX;
+}
+
+/* A short call holds every argument its API's decoding reads (an API newer than this build is kept bare). */
+static bool short_ok(const struct dl_call_short_ev *e)
+{
+	const struct dl_api *api = dl_api_by_id(e->api);
+
+	return !api || dl_api_reg_args(api) <= short_nargs(e);
+}
+
+/* The dl_cuda_ev a DL_EV_CALL_SHORT stands for: the arguments and out it does not hold are 0. */
+static void short_expand(const struct dl_call_short_ev *s, struct dl_cuda_ev *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->h = s->h;
+	e->h.size = sizeof(*e);
+	e->h.kind = DL_EV_CUDA;
+	e->dur_ns = s->dur_ns;
+	e->ret = s->ret;
+	e->api = s->api;
+	e->flags = s->flags;
+	e->depth = s->depth;
+	memcpy(e->arg, s->arg, short_nargs(s) * sizeof(s->arg[0]));
+	e->site = s->site;
+}
 
 /* A launch record names a launch of cudaLaunchKernel's layout, or an API newer than this build (kept bare). */
 static bool launch_ok(const struct dl_launch_ev *l)
@@ -86,6 +118,9 @@ static uint64_t dur_of(const void *rec, unsigned kind)
 	switch (kind) {
 	case DL_EV_CUDA:
 		at = offsetof(struct dl_cuda_ev, dur_ns);
+		break;
+	case DL_EV_CALL_SHORT:
+		at = offsetof(struct dl_call_short_ev, dur_ns);
 		break;
 	case DL_EV_BIO:
 		at = offsetof(struct dl_bio_ev, dur_ns);
@@ -145,6 +180,8 @@ static int record_check(const void *rec, size_t len)
 		return -1;
 	if (h->kind == DL_EV_LAUNCH && !launch_ok(rec))
 		return -1;
+	if (h->kind == DL_EV_CALL_SHORT && !short_ok(rec))
+		return -1;
 	/*
 	 * The kernel's clock is an s64 (ktime_t): no real interval ends past
 	 * INT64_MAX. One that does is corrupt, and would make sinks' ts + dur
@@ -179,6 +216,9 @@ int dl_stream_read(struct dl_stream *s, struct dl_rec_in *in, const void *rec, s
 	}
 	if (in->h->kind == DL_EV_LAUNCH) {
 		launch_expand(rec, &in->full);
+		in->h = &in->full.h;
+	} else if (in->h->kind == DL_EV_CALL_SHORT) {
+		short_expand(rec, &in->full);
 		in->h = &in->full.h;
 	}
 	/* An API newer than this build stays a bare record: sinks count it as unknown. */
