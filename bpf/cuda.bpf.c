@@ -271,9 +271,9 @@ int BPF_KPROBE(cuda_entry_only)
 		drop_stale_tail(st);
 		unwind(st, sp);
 	}
+	depth = st ? st->depth : 0;
 	if (agg_mode && (cookie & DL_COOKIE_AGG)) {
 		__u64 arg[DL_CUDA_NARGS] = {};
-		__u32 depth = st ? st->depth : 0;
 
 		/* The kernel handle; a launch-config API (DEREF_CFG) passes it second. */
 		__u64 p1 = PT_REGS_PARM1(ctx), p2 = PT_REGS_PARM2(ctx);
@@ -295,7 +295,6 @@ int BPF_KPROBE(cuda_entry_only)
 	/* Python frames only on launches with --stacks (the cookie says): the dearest probe stays cheap. */
 	py = py_cfg_for(cookie, id >> 32);
 	ts = bpf_ktime_get_ns();
-	depth = st ? st->depth : 0;
 	if (!driver && (cookie & DL_COOKIE_STACK) && !(cookie & DL_COOKIE_STACK3)) {
 		/*
 		 * A runtime launch: its return address (the call site, and for

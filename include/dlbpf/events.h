@@ -11,6 +11,9 @@
  *  - kinds and enum values are append-only; fields are only ever appended to a
  *    record, and readers accept records longer than the struct they know;
  *  - DL_ABI_VERSION is bumped when the meaning of an existing field changes.
+ * DL_EV_LAUNCH and DL_EV_CALL_SHORT are cheaper shapes of a DL_EV_CUDA for the
+ * ring buffer: the collector's record stream expands them, so a recording
+ * holds the DL_EV_CUDA they stand for.
  */
 #ifndef DLBPF_EVENTS_H
 #define DLBPF_EVENTS_H

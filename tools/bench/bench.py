@@ -760,10 +760,16 @@ def bench_probe_runtime(rounds, baseline=None):
 def bench_size():
     sizes = json.loads(subprocess.check_output([REF, "--sizes"], text=True))
     rows = []
-    for kind in ("cuda", "bio", "sched", "proc"):
-        b = sizes[kind]
+    shapes = [("cuda", "cuda", 0), ("cuda launch (DL_EV_LAUNCH, ring buffer only)", "launch", 0),
+              ("cuda call, 2 arguments (DL_EV_CALL_SHORT, ring buffer only)", "call_short", 2),
+              ("cuda call, 5 arguments (DL_EV_CALL_SHORT, ring buffer only)", "call_short", 5),
+              ("bio", "bio", 0), ("sched", "sched", 0), ("proc", "proc", 0)]
+    for name, kind, nargs in shapes:
+        if kind not in sizes:
+            continue   # reftrace of a build without that kind
+        b = sizes[kind] + 8 * nargs
         ring = (b + 8 + 7) // 8 * 8
-        rows.append([kind, b, ring, f"{b * 100000 / 1e6:.1f}"])
+        rows.append([name, b, ring, f"{b * 100000 / 1e6:.1f}"])
     rows.append(["cuda, --summary", 0, 0, "0 (per-(pid, api, kernel) map entry of "
                  f"{40 + 8 * 40} B per CPU, read at the end)"])
     notes = []
