@@ -108,6 +108,16 @@ static __always_inline struct call_stack *dl_calls(bool create)
  */
 DL_SHARED volatile __u32 traced_gen;
 
+/*
+ * Set by user space, never cleared, before it first probes a CUDA driver
+ * library (driver_probed) or writes py_procs (py_known). Until then a runtime
+ * launch keeps no frame for driver calls to nest in, and a call's return asks
+ * py_procs nothing: that hash lookup, a miss in every process without Python,
+ * ran on each copy and sync.
+ */
+DL_SHARED volatile __u32 driver_probed;
+DL_SHARED volatile __u32 py_known;
+
 /* Switch-ins rebuilt by resume_missed_run: read at the end and logged. */
 DL_SHARED volatile __u64 missed_switch_ins;
 

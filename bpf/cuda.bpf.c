@@ -24,12 +24,11 @@ static __always_inline __u32 capture_args(struct pt_regs *ctx, __u64 cookie, __u
 	return 0;
 }
 
-/* The thread's in-flight stack (task-local storage, common.bpf.h); tid is the caller's. */
-static __always_inline struct call_stack *stack_of(__u32 tid, bool create)
+/* The current thread's in-flight stack (task-local storage, common.bpf.h). */
+static __always_inline struct call_stack *stack_of(bool create)
 {
 	struct call_stack *st = dl_calls(create);
 
-	(void)tid;
 	if (!st && create)
 		dl_count_drop(DL_DROP_INFLIGHT);
 	return st;
@@ -160,7 +159,7 @@ static __always_inline void add_stack(struct pt_regs *ctx, struct dl_cuda_ev *e,
 /* The process's CPython layout when the call is one that carries Python frames, else NULL. */
 static __always_inline const struct dl_py_cfg *py_cfg_for(__u64 cookie, __u32 tgid)
 {
-	return (cookie & DL_COOKIE_PY) ? bpf_map_lookup_elem(&py_procs, &tgid) : NULL;
+	return (cookie & DL_COOKIE_PY) && py_known ? bpf_map_lookup_elem(&py_procs, &tgid) : NULL;
 }
 
 /*
@@ -199,6 +198,51 @@ static __always_inline __u16 fill_tail(struct pt_regs *ctx, struct dl_cuda_ev *e
 	return py ? DL_CUDA_PY : 0;
 }
 
+/* An entry-only call's record but for its arguments and site; the Python frames, if any, are walked here. */
+static __always_inline void fill_entry(struct pt_regs *ctx, struct dl_cuda_ev *e, __u64 cookie,
+				       const struct dl_py_cfg *py, __u32 depth)
+{
+	e->dur_ns = 0;
+	e->ret = 0;
+	e->api = cookie & DL_COOKIE_API_MASK;
+	e->flags = DL_CUDA_ENTRY_ONLY | fill_tail(ctx, e, false, py);
+	e->depth = depth;
+	e->out = 0;
+}
+
+/*
+ * Writes a runtime launch as a struct dl_launch_ev, one cache line, when its
+ * arguments fit one (include/dlbpf/events.h); false when they do not, and
+ * the caller writes the dl_cuda_ev. frame: [sp], [sp+8], [sp+16] at entry.
+ */
+static __always_inline bool put_launch(struct pt_regs *ctx, __u64 cookie, __u64 id, __u32 depth, __u64 ts,
+				       const __u64 *frame)
+{
+	/* dim3 by value: {x, y} in one register, z in the low half of the next. */
+	__u64 grid = PT_REGS_PARM2(ctx), gz = PT_REGS_PARM3(ctx), block = PT_REGS_PARM4(ctx), bz = PT_REGS_PARM5(ctx);
+	__u32 bx = (__u32)block, by = block >> 32;
+	struct dl_launch_ev *e;
+
+	if ((grid >> 48) || (__u32)gz > 0xffff || (bx >> DL_LAUNCH_BX_BITS) || (by >> DL_LAUNCH_BY_BITS) ||
+	    ((__u32)bz >> DL_LAUNCH_BZ_BITS) || frame[1] > 0xffff || (depth >> DL_LAUNCH_DEPTH_BITS))
+		return false;
+	e = dl_reserve(sizeof(*e), DL_EV_LAUNCH, DL_DROP_CUDA, ts, id >> 32, (__u32)id);
+	if (!e)
+		return true;   /* counted, as the full record's would be */
+	e->func = PT_REGS_PARM1(ctx);
+	e->stream = frame[2];
+	e->site = frame[0];
+	e->grid_x = (__u32)grid;
+	e->grid_y = grid >> 32;
+	e->grid_z = gz;
+	e->api = cookie & DL_COOKIE_API_MASK;
+	e->shmem = frame[1];
+	e->block_depth = bx | by << DL_LAUNCH_BX_BITS | (__u32)bz << (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS) |
+			 depth << (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS + DL_LAUNCH_BZ_BITS);
+	dl_submit(e);
+	return true;
+}
+
 SEC("uprobe.multi")
 int BPF_KPROBE(cuda_entry_only)
 {
@@ -207,20 +251,29 @@ int BPF_KPROBE(cuda_entry_only)
 	__u32 tid = (__u32)id;
 	__u64 sp = PT_REGS_SP(ctx);
 	bool driver = cookie & DL_COOKIE_DRIVER;
+	/*
+	 * A runtime launch is the frame a driver call made inside it nests in:
+	 * kept once a driver library is probed. Before, a thread that made no
+	 * call with a return probe gets no stack, and a launch in --summary
+	 * mode reads no return address (a user read, ~90 ns).
+	 */
+	bool keep_rt = !driver && driver_probed;
 	const struct dl_py_cfg *py;
 	struct call_stack *st;
 	struct dl_cuda_ev *e;
+	__u64 ts;
+	__u32 depth;
 
 	if (cookie & DL_COOKIE_LOADER)
 		return loader_changed(id, cookie);
-	st = stack_of(tid, !driver);
+	st = stack_of(keep_rt);
 	if (st) {
 		drop_stale_tail(st);
 		unwind(st, sp);
 	}
+	depth = st ? st->depth : 0;
 	if (agg_mode && (cookie & DL_COOKIE_AGG)) {
 		__u64 arg[DL_CUDA_NARGS] = {};
-		__u32 depth = st ? st->depth : 0;
 
 		/* The kernel handle; a launch-config API (DEREF_CFG) passes it second. */
 		__u64 p1 = PT_REGS_PARM1(ctx), p2 = PT_REGS_PARM2(ctx);
@@ -232,7 +285,7 @@ int BPF_KPROBE(cuda_entry_only)
 		if (driver) {
 			if (inside_runtime_launch(st, sp))
 				depth += 1;
-		} else if (st) {
+		} else if (st && keep_rt) {
 			st->rt_sp = sp;
 			bpf_probe_read_user(&st->rt_ret, sizeof(st->rt_ret), (void *)sp);
 		}
@@ -241,39 +294,42 @@ int BPF_KPROBE(cuda_entry_only)
 	}
 	/* Python frames only on launches with --stacks (the cookie says): the dearest probe stays cheap. */
 	py = py_cfg_for(cookie, id >> 32);
-	e = reserve_call(false, py, bpf_ktime_get_ns(), id >> 32, tid);
-	if (!e)
-		return 0;
-	e->dur_ns = 0;
-	e->ret = 0;
-	e->api = cookie & DL_COOKIE_API_MASK;
-	e->flags = DL_CUDA_ENTRY_ONLY | fill_tail(ctx, e, false, py);
-	e->depth = st ? st->depth : 0;
-	e->arg[6] = e->arg[7] = 0;
-	e->out = 0;
-	if (!driver && st && (cookie & DL_COOKIE_STACK) && !(cookie & DL_COOKIE_STACK3)) {
+	ts = bpf_ktime_get_ns();
+	if (!driver && (cookie & DL_COOKIE_STACK) && !(cookie & DL_COOKIE_STACK3)) {
 		/*
 		 * A runtime launch: its return address (the call site, and for
 		 * nesting below) and its two stack arguments are adjacent, so one
 		 * user read (~90 ns each, the dearest part of this probe) serves all.
 		 */
 		__u64 frame[3];
+		bool fault = bpf_probe_read_user(frame, sizeof(frame), (void *)sp);
 
-		capture_args(ctx, cookie & ~(__u64)DL_COOKIE_STACK, e->arg);
-		if (bpf_probe_read_user(frame, sizeof(frame), (void *)sp)) {
-			e->flags |= DL_CUDA_ARGS_FAULT | DL_CUDA_SITE_FAULT;
-			e->site = 0;
-			st->rt_sp = 0;
-		} else {
-			e->arg[6] = frame[1];
-			e->arg[7] = frame[2];
-			e->site = frame[0];
-			st->rt_sp = sp;
+		if (fault)
+			frame[0] = frame[1] = frame[2] = 0;
+		if (st && keep_rt) {
+			st->rt_sp = fault ? 0 : sp;
 			st->rt_ret = frame[0];
 		}
+		if (!fault && !py && (cookie & DL_COOKIE_LAUNCH) && put_launch(ctx, cookie, id, depth, ts, frame))
+			return 0;
+		e = reserve_call(false, py, ts, id >> 32, tid);
+		if (!e)
+			return 0;
+		fill_entry(ctx, e, cookie, py, depth);
+		capture_args(ctx, cookie & ~(__u64)DL_COOKIE_STACK, e->arg);
+		e->arg[6] = frame[1];
+		e->arg[7] = frame[2];
+		e->site = frame[0];
+		if (fault)
+			e->flags |= DL_CUDA_ARGS_FAULT | DL_CUDA_SITE_FAULT;
 		dl_submit(e);
 		return 0;
 	}
+	e = reserve_call(false, py, ts, id >> 32, tid);
+	if (!e)
+		return 0;
+	fill_entry(ctx, e, cookie, py, depth);
+	e->arg[6] = e->arg[7] = 0;
 	/* The call site; a runtime call also keeps it for nesting below. Zeroed on a fault. */
 	if (bpf_probe_read_user(&e->site, sizeof(e->site), (void *)sp))
 		e->flags |= DL_CUDA_SITE_FAULT;
@@ -289,7 +345,7 @@ int BPF_KPROBE(cuda_entry_only)
 			e->depth += 1;
 			e->flags |= DL_CUDA_IN_RUNTIME;
 		}
-	} else if (st) {
+	} else if (st && keep_rt) {
 		st->rt_sp = sp;
 		st->rt_ret = e->site;
 	}
@@ -301,8 +357,7 @@ SEC("uprobe.multi")
 int BPF_KPROBE(cuda_enter)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct call_stack *st = stack_of(tid, true);
+	struct call_stack *st = stack_of(true);
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_frame *f;
 	__u32 d;
@@ -377,6 +432,37 @@ static __always_inline bool name_mentions_cuda(__u64 uaddr)
 	return false;
 }
 
+/*
+ * Writes a returning call as a struct dl_call_short_ev with its first nargs
+ * arguments (a constant: one reservation of a size the verifier sees), when
+ * the call fits one (include/dlbpf/events.h); false when it does not, and the
+ * caller writes the dl_cuda_ev. d: the frame's index, its depth at entry.
+ */
+static __always_inline bool put_short(struct pt_regs *ctx, __u64 cookie, __u64 id, const struct call_frame *f,
+				      __u32 d, __u64 now, const int nargs)
+{
+	__s64 ret = PT_REGS_RC(ctx);
+	__u32 depth = d + !!(f->flags & DL_CUDA_IN_RUNTIME);
+	struct dl_call_short_ev *e;
+
+	if ((__s64)(__s32)ret != ret || f->flags > 0xff || depth > 0xff)
+		return false;
+	e = dl_reserve(sizeof(*e) + nargs * sizeof(__u64), DL_EV_CALL_SHORT, DL_DROP_CUDA, f->ts, id >> 32, (__u32)id);
+	if (!e)
+		return true;   /* counted, as the full record's would be */
+	e->dur_ns = now - f->ts;
+	/* The call site: the kernel set the ip to the return address (see cuda_return). */
+	e->site = PT_REGS_IP(ctx);
+	e->ret = ret;
+	e->api = cookie & DL_COOKIE_API_MASK;
+	e->flags = f->flags;
+	e->depth = depth;
+	for (int i = 0; i < nargs; i++)
+		e->arg[i] = f->arg[i];
+	dl_submit(e);
+	return true;
+}
+
 SEC("uretprobe.multi")
 int BPF_KRETPROBE(cuda_return)
 {
@@ -433,6 +519,12 @@ int BPF_KRETPROBE(cuda_return)
 		return 0;
 
 	py = py_cfg_for(cookie, id >> 32);
+	if (!py && !(cookie & (DL_COOKIE_STACKS | DL_COOKIE_LOADER))) {
+		if ((cookie & DL_COOKIE_ARGS2) && put_short(ctx, cookie, id, f, d, now, 2))
+			return 0;
+		if ((cookie & DL_COOKIE_ARGS5) && put_short(ctx, cookie, id, f, d, now, 5))
+			return 0;
+	}
 	e = reserve_call(cookie & DL_COOKIE_STACKS, py, f->ts, id >> 32, tid);
 	if (!e)
 		return 0;

@@ -188,7 +188,7 @@ static int on_record(void *ctx, void *data, size_t len)
 		}
 	}
 	if (in.is_call) {
-		const struct dl_cuda_ev *e = data;
+		const struct dl_cuda_ev *e = (const struct dl_cuda_ev *)in.h;
 
 		if (in.call.api->cls == DL_CLS_LOADER) {
 			note_load(r, e);
@@ -544,6 +544,7 @@ static int trace_live(struct run *r)
 		dl_tracer_split_hot(&r->tracer);
 	r->tracer.stacks = r->cfg.stacks;
 	dl_pyprocs_init(&r->py, dl_tracer_py_fd(&r->tracer));
+	r->py.bpf_known = dl_tracer_py_known(&r->tracer);
 	r->rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r->tracer), on_record, r, NULL);
 	if (!r->rb) {
 		err = -errno;

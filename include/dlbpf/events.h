@@ -11,6 +11,9 @@
  *  - kinds and enum values are append-only; fields are only ever appended to a
  *    record, and readers accept records longer than the struct they know;
  *  - DL_ABI_VERSION is bumped when the meaning of an existing field changes.
+ * DL_EV_LAUNCH and DL_EV_CALL_SHORT are cheaper shapes of a DL_EV_CUDA for the
+ * ring buffer: the collector's record stream expands them, so a recording
+ * holds the DL_EV_CUDA they stand for.
  */
 #ifndef DLBPF_EVENTS_H
 #define DLBPF_EVENTS_H
@@ -57,6 +60,8 @@ enum dl_kind {
 	DL_EV_SITE = 16,       /* struct dl_site_ev: where a call site (a return address) is in the code */
 	DL_EV_WAKE = 17,       /* struct dl_wake_ev: a task woke a traced thread (a wake-up edge) */
 	DL_EV_PYCODE = 18,     /* struct dl_pycode_ev: what a CPython code object at an address is */
+	DL_EV_LAUNCH = 19,     /* struct dl_launch_ev: a runtime kernel launch, one cache line (stands for a DL_EV_CUDA) */
+	DL_EV_CALL_SHORT = 20, /* struct dl_call_short_ev: a call with its first arguments only (stands for a DL_EV_CUDA) */
 	DL_EV_KIND_MAX,
 };
 
@@ -91,6 +96,10 @@ enum dl_cuda_cookie {
 	DL_COOKIE_AGG = 1u << 24,      /* aggregated in the kernel in --summary mode (else still a record) */
 	DL_COOKIE_STACKS = 1u << 25,   /* --stacks: at return, the caller's user stack goes into the record's tail */
 	DL_COOKIE_PY = 1u << 26,       /* in a CPython process (map py_procs), its frames go into the record's tail */
+	DL_COOKIE_LAUNCH = 1u << 27,   /* cudaLaunchKernel's layout: a struct dl_launch_ev when it fits one */
+	/* At return, a struct dl_call_short_ev with the first 2 (ARGS2) or 5 (ARGS5) arguments when it fits one */
+	DL_COOKIE_ARGS2 = 1u << 28,
+	DL_COOKIE_ARGS5 = 1u << 29,
 };
 
 enum dl_cuda_flags {
@@ -126,6 +135,64 @@ struct dl_cuda_ev {
 	 * the return addresses, if any, after it.
 	 */
 	dl_u64 stack[];
+};
+
+/*
+ * A runtime kernel launch (DL_COOKIE_LAUNCH: cudaLaunchKernel's layout) in 64
+ * bytes, against a dl_cuda_ev's 120: its writes fill one cache line, not two,
+ * on the hottest probe. It holds what decoding a launch reads of the
+ * dl_cuda_ev it stands for, in the widths the CUDA runtime accepts; a launch
+ * that does not fit them (grid y or z past 65535, block x or y past 2047 or
+ * z past 127, dynamic shared memory past 65535 bytes: launches the runtime
+ * refuses, bar large shared memory), nests deeper than 7, or faults is written
+ * as a dl_cuda_ev. The record stream expands it
+ * (user/records/stream.c): sinks and recordings see that dl_cuda_ev, with
+ * flags DL_CUDA_ENTRY_ONLY, arg[5] (the kernel's argument array, which no
+ * decoding reads) 0 and the registers' upper halves that hold no field of a
+ * dim3 0.
+ */
+#define DL_LAUNCH_BX_BITS 11
+#define DL_LAUNCH_BY_BITS 11
+#define DL_LAUNCH_BZ_BITS 7
+#define DL_LAUNCH_DEPTH_BITS 3
+
+struct dl_launch_ev {
+	struct dl_hdr h;              /* ts = entry */
+	dl_u64 func;                  /* arg[0]: the kernel's host stub (or handle) */
+	dl_u64 stream;                /* arg[7], [sp+16] at entry */
+	dl_u64 site;                  /* [sp] at entry: the return address into the caller */
+	dl_u32 grid_x;                /* arg[1] low half */
+	dl_u16 grid_y;                /* arg[1] high half */
+	dl_u16 grid_z;                /* arg[2] low half */
+	dl_u16 api;                   /* enum dl_cuda_api (user/cuda_api.h) */
+	dl_u16 shmem;                 /* arg[6], [sp+8] at entry */
+	/* block x (arg[3] low half), y (arg[3] high half), z (arg[4] low half), then depth, low bits first */
+	dl_u32 block_depth;
+};
+
+/*
+ * A call with a return probe whose decoding reads no more than its first
+ * register arguments (DL_COOKIE_ARGS2: synchronizations, events, streams,
+ * frees; DL_COOKIE_ARGS5: copies and memsets without stack arguments):
+ * (h.size - sizeof) / 8 of them, at most 6, in arg. 64 bytes (one cache
+ * line) with 2, 88 with 5, against a dl_cuda_ev's 120. A call whose return
+ * value is not a sign-extended 32-bit one (cudaError_t), whose flags or
+ * depth pass 255, or that carries a tail (--stacks, Python frames) is
+ * written as a dl_cuda_ev. The record stream expands it (user/records/stream.c):
+ * sinks and recordings see the dl_cuda_ev it stands for, with the arguments
+ * it does not hold and out 0.
+ */
+#define DL_CALL_SHORT_ARGS_MAX 6
+
+struct dl_call_short_ev {
+	struct dl_hdr h;              /* ts = entry */
+	dl_u64 dur_ns;                /* entry to return */
+	dl_u64 site;                  /* the ip at return: the return address into the caller */
+	dl_s32 ret;                   /* eax at return, sign-extended in the dl_cuda_ev */
+	dl_u16 api;                   /* enum dl_cuda_api (user/cuda_api.h) */
+	dl_u8 flags;                  /* enum dl_cuda_flags */
+	dl_u8 depth;                  /* nesting of probed calls on this thread at entry */
+	dl_u64 arg[];                 /* the dl_cuda_ev's arg[0], arg[1], ... */
 };
 
 /*

@@ -51,6 +51,8 @@ static size_t abi_size(unsigned kind)
 	case DL_EV_FILE_CLOSE: return sizeof(struct dl_file_close_ev);
 	case DL_EV_SITE: return offsetof(struct dl_site_ev, text) + 2;
 	case DL_EV_WAKE: return sizeof(struct dl_wake_ev);
+	case DL_EV_LAUNCH: return sizeof(struct dl_launch_ev);
+	case DL_EV_CALL_SHORT: return sizeof(struct dl_call_short_ev);
 	default: return sizeof(struct dl_hdr);   /* a newer kind: skipped by sinks, not rejected */
 	}
 }
@@ -67,7 +69,53 @@ struct check {
 	size_t nnames;
 	bool names_full;             /* more named addresses than the table holds: launches go unchecked */
 	uint64_t seen;
+	bool launch;                 /* the record handed over is a DL_EV_LAUNCH: sinks must get it expanded */
+	struct dl_launch_ev l;
+	bool shortc;                 /* the record handed over is a DL_EV_CALL_SHORT: likewise */
+	unsigned char sc[sizeof(struct dl_call_short_ev) + DL_CALL_SHORT_ARGS_MAX * sizeof(uint64_t)];
+	size_t sc_len;
 };
+
+/* A plain re-reading of a short call against the dl_cuda_ev given to sinks. */
+CHECKER static void check_short(const unsigned char *rec, size_t len, const struct dl_hdr *h)
+{
+	struct dl_call_short_ev s;
+	const struct dl_cuda_ev *ev = (const void *)h;
+	uint64_t arg[8] = { 0 };
+	size_t n;
+
+	memcpy(&s, rec, sizeof(s));
+	n = (s.h.size - sizeof(s)) / 8;
+	if (n > DL_CALL_SHORT_ARGS_MAX)
+		n = DL_CALL_SHORT_ARGS_MAX;
+	if (sizeof(s) + n * 8 > len)
+		FAIL("short call of %u bytes accepted from %zu", s.h.size, len);
+	memcpy(arg, rec + sizeof(s), n * 8);
+	if (h->kind != DL_EV_CUDA || h->size != sizeof(struct dl_cuda_ev) || h->ts != s.h.ts || h->tgid != s.h.tgid ||
+	    h->tid != s.h.tid || ev->api != s.api || ev->flags != s.flags || ev->depth != s.depth ||
+	    ev->dur_ns != s.dur_ns || ev->ret != s.ret || ev->site != s.site || ev->out ||
+	    memcmp(ev->arg, arg, sizeof(arg)))
+		FAIL("short call of api %u: given to sinks as kind %u of %u bytes, not as its dl_cuda_ev", s.api,
+		     h->kind, h->size);
+}
+
+/* A plain re-reading of a launch record (include/dlbpf/events.h) against the call given to sinks. */
+CHECKER static void check_launch(const struct dl_launch_ev *l, const struct dl_hdr *h, const struct dl_call *c)
+{
+	const struct dl_cuda_ev *ev = (const void *)h;
+	uint32_t bd = l->block_depth;
+	uint32_t block[3] = { bd & 0x7ff, (bd >> 11) & 0x7ff, (bd >> 22) & 0x7f };
+	uint32_t grid[3] = { l->grid_x, l->grid_y, l->grid_z };
+
+	if (h->kind != DL_EV_CUDA || h->size != sizeof(struct dl_cuda_ev) || h->ts != l->h.ts ||
+	    h->tgid != l->h.tgid || h->tid != l->h.tid || ev->api != l->api || ev->flags != DL_CUDA_ENTRY_ONLY ||
+	    ev->depth != bd >> 29 || ev->site != l->site || ev->dur_ns || ev->ret)
+		FAIL("launch record of api %u: given to sinks as kind %u of %u bytes, not as its dl_cuda_ev", l->api,
+		     h->kind, h->size);
+	if (c && (c->func != l->func || c->stream != l->stream || c->shmem != l->shmem ||
+		  memcmp(c->grid, grid, sizeof(grid)) || memcmp(c->block, block, sizeof(block)) || !c->entry_only))
+		FAIL("%s: a launch record decoded to another launch", c->api->name);
+}
 
 static struct name *find_name(struct check *k, uint32_t pid, uint64_t addr)
 {
@@ -130,6 +178,14 @@ static int check_sink(void *ctx, const struct dl_rec *r)
 		FAIL("kind %u of %u bytes given to sinks; it needs %zu", h->kind, h->size, abi_size(h->kind));
 	if (h->kind == DL_EV_SYM && ((const char *)h)[h->size - 1])
 		FAIL("a symbol record without its terminating NUL given to sinks");
+	if (h->kind == DL_EV_LAUNCH)
+		FAIL("a launch record given to sinks unexpanded");
+	if (k->launch)
+		check_launch(&k->l, h, r->call);
+	if (k->shortc)
+		check_short(k->sc, k->sc_len, h);
+	if (h->kind == DL_EV_CALL_SHORT)
+		FAIL("a short call given to sinks unexpanded");
 	if (h->kind == DL_EV_CUDA) {
 		const struct dl_cuda_ev *ev = (const void *)h;
 
@@ -235,7 +291,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		memcpy(rec, data + off, len);
 		tries++;
+		k.launch = len >= sizeof(k.l) && ((const struct dl_hdr *)rec)->kind == DL_EV_LAUNCH;
+		if (k.launch)
+			memcpy(&k.l, rec, sizeof(k.l));
+		k.shortc = len >= sizeof(struct dl_call_short_ev) &&
+			   ((const struct dl_hdr *)rec)->kind == DL_EV_CALL_SHORT;
+		if (k.shortc) {
+			k.sc_len = len < sizeof(k.sc) ? len : sizeof(k.sc);
+			memcpy(k.sc, rec, k.sc_len);
+		}
 		err = dl_stream_emit(&s, rec, len);
+		k.launch = k.shortc = false;
 		free(rec);
 		if (err == 0 && (claimed < sizeof(struct dl_hdr) || claimed > len))
 			FAIL("a record claiming %u of %zu bytes was accepted", claimed, len);

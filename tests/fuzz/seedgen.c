@@ -28,13 +28,14 @@
 
 struct raw {
 	FILE *f;
+	bool skip;                   /* the record the sinks get is not the one read (launch()) */
 };
 
 static int raw_sink(void *ctx, const struct dl_rec *r)
 {
 	struct raw *w = ctx;
 
-	if (!w->f)
+	if (!w->f || w->skip)
 		return 0;
 	return fwrite(r->h, r->h->size, 1, w->f) == 1 ? 0 : -EIO;
 }
@@ -107,6 +108,60 @@ static void cuda(struct seed *sd, enum dl_api_id api, uint64_t ts, uint64_t dur,
 		memcpy(e.arg, args, sizeof(e.arg));
 	e.out = out;
 	dl_stream_emit(&sd->s, &e, sizeof(e));
+}
+
+/*
+ * A launch as the probe writes one that fits a cache line (DL_EV_LAUNCH): the
+ * stream hands sinks, and so the recordings, the dl_cuda_ev it stands for;
+ * the raw seed gets the launch record itself, as the ring buffer would.
+ */
+static void launch(struct seed *sd, enum dl_api_id api, uint64_t ts, uint32_t tid, uint32_t gx, uint16_t bx,
+		   uint16_t shmem, uint64_t stream, uint32_t depth)
+{
+	struct dl_launch_ev e;
+
+	memset(&e, 0, sizeof(e));
+	hdr(&e.h, sizeof(e), DL_EV_LAUNCH, ts, PID, tid);
+	e.func = KERNEL_FN;
+	e.stream = stream;
+	e.site = KERNEL_FN + 0x40;
+	e.grid_x = gx;
+	e.grid_y = 2;
+	e.grid_z = 1;
+	e.api = (uint16_t)api;
+	e.shmem = shmem;
+	e.block_depth = bx | 2u << DL_LAUNCH_BX_BITS | 1u << (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS) |
+			depth << (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS + DL_LAUNCH_BZ_BITS);
+	sd->raw.skip = true;
+	dl_stream_emit(&sd->s, &e, sizeof(e));
+	sd->raw.skip = false;
+	if (sd->raw.f && fwrite(&e, sizeof(e), 1, sd->raw.f) != 1)
+		sd->s.err = -EIO;
+}
+
+/* A returning call as the probe writes one that fits (DL_EV_CALL_SHORT): nargs arguments of args. */
+static void cuda_short(struct seed *sd, enum dl_api_id api, uint64_t ts, uint64_t dur, uint32_t tid,
+		       const uint64_t args[8], unsigned nargs, int32_t ret)
+{
+	union {
+		struct dl_call_short_ev e;
+		unsigned char b[sizeof(struct dl_call_short_ev) + DL_CALL_SHORT_ARGS_MAX * sizeof(uint64_t)];
+	} u;
+
+	memset(&u, 0, sizeof(u));
+	hdr(&u.e.h, sizeof(u.e) + nargs * sizeof(uint64_t), DL_EV_CALL_SHORT, ts, PID, tid);
+	u.e.dur_ns = dur;
+	u.e.site = KERNEL_FN + 0x80;
+	u.e.ret = ret;
+	u.e.api = (uint16_t)api;
+	u.e.depth = (uint8_t)(api % 3);
+	if (args)
+		memcpy(u.e.arg, args, nargs * sizeof(uint64_t));
+	sd->raw.skip = true;
+	dl_stream_emit(&sd->s, &u, u.e.h.size);
+	sd->raw.skip = false;
+	if (sd->raw.f && fwrite(&u, u.e.h.size, 1, sd->raw.f) != 1)
+		sd->s.err = -EIO;
 }
 
 static void sched(struct seed *sd, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur, uint32_t state, uint32_t next)
@@ -212,9 +267,10 @@ static void step(struct seed *sd, uint64_t t0, int i, int marks)
 	a[2] = 1;
 	a[3] = 256ull | 1ull << 32;
 	a[4] = 1;
-	for (int k = 0; k < 3; k++)
-		cuda(sd, DL_API_LAUNCH_KERNEL, t0 + 4 * MS + k * 10000ull, 0, PID, a, 0);
-	cuda(sd, DL_API_STREAM_SYNC, t0 + 4 * MS + 40000, 5 * MS, PID, NULL, 0);
+	cuda(sd, DL_API_LAUNCH_KERNEL, t0 + 4 * MS, 0, PID, a, 0);
+	for (int k = 1; k < 3; k++)
+		launch(sd, DL_API_LAUNCH_KERNEL, t0 + 4 * MS + k * 10000ull, PID, 64, 256, k == 2 ? 4096 : 0, 0, 0);
+	cuda_short(sd, DL_API_STREAM_SYNC, t0 + 4 * MS + 40000, 5 * MS, PID, NULL, 2, 0);
 	sched(sd, PID, PID, t0 + 3 * MS, 2 * MS, DL_ST_RUNNING, DL_ST_RUNQ);
 	sched(sd, PID, PID, t0 + 5 * MS, 100000, DL_ST_RUNQ, DL_ST_RUNNING);
 }
@@ -264,6 +320,23 @@ static void seed_kinds(const char *dir, enum dl_rec_encoding enc)
 		cuda(&sd, (enum dl_api_id)id, t, 20000, PID, a, PINNED);
 	}
 	cuda(&sd, (enum dl_api_id)DL_API_COUNT, t, 1000, PID, NULL, 0);
+	/* Short calls: of each API that has them, with the arguments the probe keeps, and of a newer API. */
+	for (unsigned id = 1; id <= DL_API_COUNT; id++, t += MS) {
+		const struct dl_api *api = dl_api_by_id(id);
+		unsigned n = api ? dl_api_reg_args(api) : 2;
+
+		for (int k = 0; k < 8; k++)
+			a[k] = k == 0 ? DEV_BUF : 16ull << k;
+		if (n <= 5)
+			cuda_short(&sd, (enum dl_api_id)id, t, 20000, PID, a, n <= 2 ? 2 : 5, id % 2 ? -1 : 0);
+	}
+	/* Launch records: of each API of the launch layout, and of an API newer than this build. */
+	for (unsigned id = 1; id <= DL_API_COUNT; id++, t += MS) {
+		const struct dl_api *api = dl_api_by_id(id);
+
+		if (!api || api->layout == DL_L_LAUNCH)
+			launch(&sd, (enum dl_api_id)id, t, PID, 1u << 31, 1024, 0xffff, 0x5000 + id, id % 8);
+	}
 	proc(&sd, DL_PROC_FORK, t, WORKER, WORKER, PID, "python3");
 	proc(&sd, DL_PROC_EXEC, t + 1, WORKER, WORKER, PID, "pt_data_worker");
 	proc(&sd, DL_PROC_THREAD, t + 2, PID, LOADER, PID, "pin_memory");

@@ -33,6 +33,9 @@
 #define KERNEL 0x401000ull
 #define NSTEPS 12
 
+/* The loop's launches and copies come as the probe writes those that fit (DL_EV_LAUNCH, DL_EV_CALL_SHORT). */
+static bool probe_records;
+
 /* How the loop's copies say their direction. */
 enum variant { V_EXPLICIT, V_DEFAULT, V_DRIVER, V_DRIVER_DEFAULT, V_COUNT };
 
@@ -65,6 +68,28 @@ static void alloc(recs_t *r, enum dl_api_id api, uint64_t ts, uint64_t ptr, uint
 	put(r, &e);
 }
 
+/* e as a short call with its first nargs arguments. */
+static void put_short(recs_t *r, const struct dl_cuda_ev *e, unsigned nargs)
+{
+	union {
+		struct dl_call_short_ev s;
+		unsigned char b[sizeof(struct dl_call_short_ev) + DL_CALL_SHORT_ARGS_MAX * sizeof(uint64_t)];
+	} u;
+
+	memset(&u, 0, sizeof(u));
+	u.s.h = e->h;
+	u.s.h.kind = DL_EV_CALL_SHORT;
+	u.s.h.size = sizeof(u.s) + nargs * sizeof(uint64_t);
+	u.s.dur_ns = e->dur_ns;
+	u.s.site = e->site;
+	u.s.ret = (int32_t)e->ret;
+	u.s.api = e->api;
+	u.s.flags = (uint8_t)e->flags;
+	u.s.depth = (uint8_t)e->depth;
+	memcpy(u.s.arg, e->arg, nargs * sizeof(uint64_t));
+	put(r, &u);
+}
+
 static void copy(recs_t *r, enum variant v, uint64_t ts, uint64_t dur, uint64_t dst, uint64_t src, uint64_t bytes,
 		 enum dl_dir dir)
 {
@@ -78,7 +103,10 @@ static void copy(recs_t *r, enum variant v, uint64_t ts, uint64_t dur, uint64_t 
 	e.arg[2] = bytes;
 	if (v == V_EXPLICIT || v == V_DEFAULT)
 		e.arg[3] = v == V_DEFAULT ? DL_DIR_DEFAULT : dir;
-	put(r, &e);
+	if (probe_records)
+		put_short(r, &e, 5);
+	else
+		put(r, &e);
 }
 
 static void sched(recs_t *r, uint32_t pid, uint32_t tid, uint32_t state, uint64_t ts, uint64_t dur, uint32_t next)
@@ -145,6 +173,17 @@ static void loop(recs_t *r, enum variant v, bool extras)
 			e.arg[2] = 1;
 			e.arg[3] = 256 | 1ull << 32;
 			e.arg[4] = 1;
+			if (probe_records) {
+				struct dl_launch_ev l = { .h = e.h, .func = KERNEL, .grid_x = 64, .grid_y = 1, .grid_z = 1,
+							  .api = DL_API_LAUNCH_KERNEL,
+							  .block_depth = 256 | 1u << DL_LAUNCH_BX_BITS |
+									 1u << (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS) };
+
+				l.h.size = sizeof(l);
+				l.h.kind = DL_EV_LAUNCH;
+				put(r, &l);
+				continue;
+			}
 			put(r, &e);
 		}
 		/* Staged through the failed pinned allocation: a pageable copy. */
@@ -508,10 +547,102 @@ static void test_malformed_counted_once(void)
 	run_free(&r);
 }
 
+/*
+ * A launch or short call record is read as the dl_cuda_ev it stands for,
+ * byte for byte (what sinks and recordings get); one of a size or an API it
+ * cannot be is malformed, one of an API newer than this build stays a bare
+ * record.
+ */
+static void test_probe_records(void)
+{
+	struct dl_cuda_ev full = call(DL_API_LAUNCH_KERNEL_PTSZ, TID, MS, 0, 0);
+	struct dl_launch_ev l = { .h = full.h, .func = KERNEL, .stream = 0x5000, .site = KERNEL + 0x40,
+				  .grid_x = 0x7fffffff, .grid_y = 0xffff, .grid_z = 3, .api = DL_API_LAUNCH_KERNEL_PTSZ,
+				  .shmem = 0xffff,
+				  .block_depth = 1024 | 2047u << DL_LAUNCH_BX_BITS |
+						 127u << (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS) |
+						 7u << (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS + DL_LAUNCH_BZ_BITS) };
+	struct dl_stream s = { 0 };
+	struct dl_rec_in in;
+	struct dl_diagnosis d[2];
+	struct run *r[2];
+
+	full.flags = DL_CUDA_ENTRY_ONLY;
+	full.depth = 7;
+	full.arg[0] = KERNEL;
+	full.arg[1] = 0x7fffffff | 0xffffull << 32;
+	full.arg[2] = 3;
+	full.arg[3] = 1024 | 2047ull << 32;
+	full.arg[4] = 127;
+	full.arg[6] = 0xffff;
+	full.arg[7] = 0x5000;
+	full.site = KERNEL + 0x40;
+	l.h.size = sizeof(l);
+	l.h.kind = DL_EV_LAUNCH;
+	CHECK(dl_stream_read(&s, &in, &l, sizeof(l)) == 0 && in.is_call, "launch record refused");
+	CHECK(in.h->size == sizeof(full) && !memcmp(in.h, &full, sizeof(full)), "launch record expanded otherwise");
+	CHECK(in.call.grid[0] == 0x7fffffff && in.call.grid[1] == 0xffff && in.call.grid[2] == 3 &&
+	      in.call.block[0] == 1024 && in.call.block[1] == 2047 && in.call.block[2] == 127 &&
+	      in.call.shmem == 0xffff && in.call.stream == 0x5000 && in.call.depth == 7 && in.call.entry_only,
+	      "launch record decoded otherwise");
+	l.h.size = sizeof(l) - 8;
+	CHECK(dl_stream_read(&s, &in, &l, sizeof(l)) == -1, "short launch record accepted");
+	l.h.size = sizeof(l);
+	l.api = DL_API_MEMCPY;
+	CHECK(dl_stream_read(&s, &in, &l, sizeof(l)) == -1, "launch record of a copy accepted");
+	l.api = DL_API_COUNT;
+	CHECK(dl_stream_read(&s, &in, &l, sizeof(l)) == 0 && !in.is_call && in.h->kind == DL_EV_CUDA,
+	      "launch record of a newer API not kept bare");
+
+	/* A stream synchronization's two arguments, a negative error, nested in a runtime call. */
+	full = call(DL_API_STREAM_SYNC, TID, MS, 5 * US, -2);
+	full.flags = DL_CUDA_IN_RUNTIME;
+	full.depth = 3;
+	full.arg[0] = 0x5000;
+	full.arg[1] = 0x77;
+	full.site = KERNEL + 0x80;
+	{
+		recs_t one = { 0 };
+		struct dl_call_short_ev *sh;
+
+		put_short(&one, &full, 2);
+		sh = (struct dl_call_short_ev *)one.v;
+		CHECK(sh->h.size == 64, "a short call of 2 arguments is %u bytes", sh->h.size);
+		CHECK(dl_stream_read(&s, &in, sh, sh->h.size) == 0 && in.is_call, "short call refused");
+		CHECK(in.h->size == sizeof(full) && !memcmp(in.h, &full, sizeof(full)), "short call expanded otherwise");
+		CHECK(in.call.stream == 0x5000 && in.call.ret == -2 && in.call.depth == 3 && in.call.dur_ns == 5 * US,
+		      "short call decoded otherwise");
+		sh->h.size = sizeof(*sh) - 8;
+		CHECK(dl_stream_read(&s, &in, sh, sizeof(*sh) + 16) == -1, "short call record too short accepted");
+		sh->h.size = 64;
+		sh->api = DL_API_MEMCPY;   /* its decoding reads 4 arguments */
+		CHECK(dl_stream_read(&s, &in, sh, sh->h.size) == -1, "short call of a copy with 2 arguments accepted");
+		sh->api = DL_API_COUNT;
+		CHECK(dl_stream_read(&s, &in, sh, sh->h.size) == 0 && !in.is_call && in.h->kind == DL_EV_CUDA,
+		      "short call of a newer API not kept bare");
+		dl_vec_free(&one);
+	}
+	CHECK_EQ_U64(s.malformed, 4);
+	dl_stream_free(&s);
+
+	/* The loop with its launches and copies as the probe writes them: every output the same. */
+	for (int i = 0; i < 2; i++) {
+		probe_records = i;
+		r[i] = run_loop(V_EXPLICIT, &d[i]);
+	}
+	probe_records = false;
+	check_same(r[0], r[1], "launch and short call records against full ones");
+	for (int i = 0; i < 2; i++) {
+		run_free(r[i]);
+		free(r[i]);
+	}
+}
+
 int main(void)
 {
 	test_sinks_in_any_order();
 	test_default_copies_agree();
 	test_malformed_counted_once();
+	test_probe_records();
 	return check_report("test_stream");
 }

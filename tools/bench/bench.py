@@ -706,8 +706,9 @@ def probe_ns(binary, api, n, extra=()):
 
 
 def bench_probe_runtime(rounds, baseline=None):
-    variants = [("dlbpf", DLBPF, ()), ("dlbpf --stacks", DLBPF, ("--stacks",))]
-    variants += [("baseline", baseline, ())] if baseline else []
+    variants = [("dlbpf", DLBPF, ()), ("dlbpf --stacks", DLBPF, ("--stacks",)),
+                ("dlbpf --summary", DLBPF, ("--summary",))]
+    variants += [("baseline", baseline, ()), ("baseline --summary", baseline, ("--summary",))] if baseline else []
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         stats_were = f.read().strip()
     with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
@@ -717,7 +718,7 @@ def bench_probe_runtime(rounds, baseline=None):
         for name, api, sym, ret, n in CLASSES:
             for r in range(rounds):
                 for v, binary, extra in variants[r % len(variants):] + variants[:r % len(variants)]:
-                    if extra and not ret:
+                    if "--stacks" in extra and not ret:
                         continue   # --stacks changes only the calls with a return probe
                     for prog, ns in (probe_ns(binary, api, n, extra) or {}).items():
                         got.setdefault((name, prog, v), {})[r] = ns
@@ -731,18 +732,21 @@ def bench_probe_runtime(rounds, baseline=None):
             if not mine:
                 continue
 
-            def beside(v):
-                other = got.get((name, prog, v), {})
-                pairs = [other[r] / mine[r] for r in other if mine.get(r)]   # the same round's runs only
+            def beside(v, to="dlbpf"):
+                other, ref = got.get((name, prog, v), {}), got.get((name, prog, to), {})
+                pairs = [other[r] / ref[r] for r in other if ref.get(r)]   # the same round's runs only
                 return [f"{spread(list(other.values()))} ({len(other)})" if other else "-",
                         spread(pairs, "{:.3f}") if pairs else "-"]
 
             row = [name, prog, f"{spread(list(mine.values()))} ({len(mine)})"] + beside("dlbpf --stacks")
+            row += beside("dlbpf --summary")
             if baseline:
-                row += beside("baseline")
+                row += beside("baseline") + beside("baseline --summary", "dlbpf --summary")
             rows.append(row)
-    header = ["probe class", "program", "dlbpf ns/run", "dlbpf --stacks ns/run", "--stacks / dlbpf"]
-    header += ["baseline ns/run", "baseline / dlbpf"] if baseline else []
+    header = ["probe class", "program", "dlbpf ns/run", "dlbpf --stacks ns/run", "--stacks / dlbpf",
+              "dlbpf --summary ns/run", "--summary / dlbpf"]
+    header += ["baseline ns/run", "baseline / dlbpf", "baseline --summary ns/run",
+               "baseline --summary / dlbpf --summary"] if baseline else []
     return table("10. The CUDA probes' own run time (kernel.bpf_stats_enabled)", header, rows,
                  [f"median [min-max] (runs) over {rounds} interleaved rounds of the calls of table 1, the ratio "
                   "of runs of the same round; a run is left out when another tracer loaded programs at its "
@@ -756,10 +760,16 @@ def bench_probe_runtime(rounds, baseline=None):
 def bench_size():
     sizes = json.loads(subprocess.check_output([REF, "--sizes"], text=True))
     rows = []
-    for kind in ("cuda", "bio", "sched", "proc"):
-        b = sizes[kind]
+    shapes = [("cuda", "cuda", 0), ("cuda launch (DL_EV_LAUNCH, ring buffer only)", "launch", 0),
+              ("cuda call, 2 arguments (DL_EV_CALL_SHORT, ring buffer only)", "call_short", 2),
+              ("cuda call, 5 arguments (DL_EV_CALL_SHORT, ring buffer only)", "call_short", 5),
+              ("bio", "bio", 0), ("sched", "sched", 0), ("proc", "proc", 0)]
+    for name, kind, nargs in shapes:
+        if kind not in sizes:
+            continue   # reftrace of a build without that kind
+        b = sizes[kind] + 8 * nargs
         ring = (b + 8 + 7) // 8 * 8
-        rows.append([kind, b, ring, f"{b * 100000 / 1e6:.1f}"])
+        rows.append([name, b, ring, f"{b * 100000 / 1e6:.1f}"])
     rows.append(["cuda, --summary", 0, 0, "0 (per-(pid, api, kernel) map entry of "
                  f"{40 + 8 * 40} B per CPU, read at the end)"])
     notes = []

@@ -81,9 +81,11 @@ int main(int argc, char **argv)
 	int pid, ret;
 
 	if (argc == 2 && !strcmp(argv[1], "--sizes")) {
-		printf("{\"cuda\":%zu,\"bio\":%zu,\"sched\":%zu,\"proc\":%zu,\"mark\":%zu,\"hdr\":%zu}\n",
+		printf("{\"cuda\":%zu,\"bio\":%zu,\"sched\":%zu,\"proc\":%zu,\"mark\":%zu,\"hdr\":%zu,"
+		       "\"launch\":%zu,\"call_short\":%zu}\n",
 		       sizeof(struct dl_cuda_ev), sizeof(struct dl_bio_ev), sizeof(struct dl_sched_ev),
-		       sizeof(struct dl_proc_ev), sizeof(struct dl_mark_ev), sizeof(struct dl_hdr));
+		       sizeof(struct dl_proc_ev), sizeof(struct dl_mark_ev), sizeof(struct dl_hdr),
+		       sizeof(struct dl_launch_ev), sizeof(struct dl_call_short_ev));
 		return 0;
 	}
 	if (argc == 2 && !strcmp(argv[1], "--sched"))

@@ -31,6 +31,16 @@ struct dl_pyproc {
 	struct dl_u64map code_of;   /* code address -> index in codes */
 };
 
+/* Until BPF's flag is set its return probes do not look in py_procs (bpf/common.bpf.h): set it first. */
+static int map_put(struct dl_pyprocs *pp, pid_t pid, const struct dl_py_cfg *cfg)
+{
+	if (pp->map_fd < 0)
+		return 0;
+	if (pp->bpf_known)
+		__atomic_store_n(pp->bpf_known, 1, __ATOMIC_SEQ_CST);
+	return bpf_map_update_elem(pp->map_fd, &pid, cfg, BPF_ANY);
+}
+
 void dl_pyprocs_init(struct dl_pyprocs *pp, int map_fd)
 {
 	memset(pp, 0, sizeof(*pp));
@@ -178,7 +188,7 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 	p->cfg = p->layout.bpf;
 	p->cfg.tss_addr = bias + vals[SYM_RUNTIME] + p->layout.runtime_tss;
 	p->cfg.specific_off = keys_off;
-	if (pp->map_fd >= 0 && bpf_map_update_elem(pp->map_fd, &p->pid, &p->cfg, BPF_ANY)) {
+	if (map_put(pp, p->pid, &p->cfg)) {
 		dl_warn("pid %d: cannot add it to the Python frame map (%s): native call sites only", p->pid,
 			strerror(errno));
 		return;
@@ -213,7 +223,7 @@ void dl_pyprocs_fork(struct dl_pyprocs *pp, pid_t child, pid_t parent)
 	p->code_type = from->code_type;
 	p->cfg = from->cfg;
 	p->mem = dl_proc_open(child, "mem");
-	if (p->mem < 0 || (pp->map_fd >= 0 && bpf_map_update_elem(pp->map_fd, &child, &p->cfg, BPF_ANY)))
+	if (p->mem < 0 || map_put(pp, child, &p->cfg))
 		p->python = false;
 }
 

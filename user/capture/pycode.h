@@ -22,6 +22,7 @@ struct dl_pyproc;
 
 struct dl_pyprocs {
 	int map_fd;                 /* BPF map py_procs; -1: none (tests) */
+	volatile uint32_t *bpf_known; /* BPF's py_known, set before the map's first entry; NULL: none (tests) */
 	uint32_t specific_off;      /* glibc's pthread keys, measured in dlbpf (capture/glibctsd.h) */
 	bool own_glibc_agrees;      /* a glibc's descriptors say what was measured: each process's own are read */
 	DL_VEC(struct dl_pyproc *) v;

@@ -520,6 +520,10 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 		return 0;
 	}
 	partition(t, &picks, &sets);
+	/* Before the links: from now on a runtime launch keeps the frame a driver call nests in (cuda.bpf.c). */
+	for (size_t i = 0; i < picks.n; i++)
+		if (picks.v[i].api->driver)
+			__atomic_store_n(&t->skel->bss->driver_probed, 1, __ATOMIC_SEQ_CST);
 	r = attach_sets(t, pid, m, kind, &sets, &f);
 	if (r < 0) {
 		refuse(t, pid, m, kind, r, "probe", strerror(-r));
@@ -873,6 +877,11 @@ int dl_tracer_held_fd(const struct dl_tracer *t)
 int dl_tracer_py_fd(const struct dl_tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.py_procs);
+}
+
+volatile uint32_t *dl_tracer_py_known(struct dl_tracer *t)
+{
+	return &t->skel->bss->py_known;
 }
 
 int dl_tracer_agg_fd(const struct dl_tracer *t)

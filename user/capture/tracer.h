@@ -99,6 +99,8 @@ int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e);
 int dl_tracer_agg_fd(const struct dl_tracer *t);
 /* BPF map py_procs: the CPython layout of each traced process that runs one (capture/pycode.h). */
 int dl_tracer_py_fd(const struct dl_tracer *t);
+/* BPF's flag that py_procs may hold an entry (dl_pyprocs.bpf_known). */
+volatile uint32_t *dl_tracer_py_known(struct dl_tracer *t);
 /* The processes the dlopen hold stopped and nobody continued yet: pid -> time of the stop (bpf/cuda.bpf.c). */
 /*
  * After an exec the dynamic linker holds the process again at each change of

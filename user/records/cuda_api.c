@@ -50,8 +50,45 @@ bool dl_api_blocks(const struct dl_api *api)
 	}
 }
 
+unsigned dl_api_reg_args(const struct dl_api *api)
+{
+	if (dl_api_entry_only(api) || api->cls == DL_CLS_LOADER)
+		return DL_API_ARGS_FULL;
+	switch (api->layout) {
+	case DL_L_NONE:
+		return 0;
+	case DL_L_STREAM:
+	case DL_L_EVENT:
+	case DL_L_PTR:
+		return 1;
+	case DL_L_EVENT_STREAM:
+	case DL_L_STREAM_EVENT:
+	case DL_L_PTR_SIZE:
+		return 2;
+	case DL_L_MEMSET:
+	case DL_L_CU_COPY:
+	case DL_L_CU_HTOD:
+	case DL_L_CU_DTOH:
+	case DL_L_CU_DTOD:
+		return 3;
+	case DL_L_MEMCPY:
+	case DL_L_MEMSET_ASYNC:
+	case DL_L_CU_COPY_ASYNC:
+	case DL_L_CU_HTOD_ASYNC:
+	case DL_L_CU_DTOH_ASYNC:
+	case DL_L_CU_DTOD_ASYNC:
+		return 4;
+	case DL_L_MEMCPY_ASYNC:
+		return 5;
+	default:
+		return DL_API_ARGS_FULL;
+	}
+}
+
 uint64_t dl_api_cookie(const struct dl_api *api)
 {
+	unsigned nargs = dl_api_reg_args(api);
+
 	uint64_t c = api->id;
 
 	if (api->driver)
@@ -59,9 +96,11 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 	if (api->cls == DL_CLS_LOADER)
 		c |= DL_COOKIE_LOADER;
 	switch (api->layout) {
+	case DL_L_LAUNCH:
+		c |= DL_COOKIE_LAUNCH;
+		/* fallthrough */
 	case DL_L_MEMCPY2D:
 	case DL_L_MEMCPY2D_ASYNC:
-	case DL_L_LAUNCH:
 	case DL_L_NCCL_COLL:
 	case DL_L_NCCL_REDUCE:
 		c |= DL_COOKIE_STACK;
@@ -84,6 +123,11 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 	default:
 		break;
 	}
+	/* Stack arguments and out stay in a dl_cuda_ev (their layouts read more than registers). */
+	if (nargs <= 2)
+		c |= DL_COOKIE_ARGS2;
+	else if (nargs <= 5)
+		c |= DL_COOKIE_ARGS5;
 	/*
 	 * --summary mode: what BPF aggregates instead of recording. Runtime copies
 	 * carry where their bytes and kind are (those of kind cudaMemcpyDefault stay

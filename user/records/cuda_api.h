@@ -142,6 +142,13 @@ const struct dl_api *dl_api_by_id(unsigned id);
 const struct dl_api *dl_api_by_name(const char *name);
 /* uprobe_multi cookie for an API: its id and how BPF captures its arguments. */
 uint64_t dl_api_cookie(const struct dl_api *api);
+/*
+ * How many leading register arguments decoding api's record reads (a
+ * dl_call_short_ev must hold them); DL_API_ARGS_FULL when it reads stack
+ * arguments or out, or the call has no return probe: only a dl_cuda_ev holds it.
+ */
+#define DL_API_ARGS_FULL 99
+unsigned dl_api_reg_args(const struct dl_api *api);
 /* Decodes a raw record; returns -1 for an unknown API id (a newer recording). */
 int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *out);
 const char *dl_dir_name(enum dl_dir dir);

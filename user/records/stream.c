@@ -28,7 +28,77 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_SITE] = offsetof(struct dl_site_ev, text) + 2,
 	[DL_EV_WAKE] = sizeof(struct dl_wake_ev),
 	[DL_EV_PYCODE] = offsetof(struct dl_pycode_ev, text) + 2,
+	[DL_EV_LAUNCH] = sizeof(struct dl_launch_ev),
+	[DL_EV_CALL_SHORT] = sizeof(struct dl_call_short_ev),
 };
+
+static size_t short_nargs(const struct dl_call_short_ev *e)
+{
+	size_t n = (e->h.size - sizeof(*e)) / sizeof(e->arg[0]);
+
+	return n < DL_CALL_SHORT_ARGS_MAX ? n : DL_CALL_SHORT_ARGS_MAX;
+}
+
+/* A short call holds every argument its API's decoding reads (an API newer than this build is kept bare). */
+static bool short_ok(const struct dl_call_short_ev *e)
+{
+	const struct dl_api *api = dl_api_by_id(e->api);
+
+	return !api || dl_api_reg_args(api) <= short_nargs(e);
+}
+
+/* The dl_cuda_ev a DL_EV_CALL_SHORT stands for: the arguments and out it does not hold are 0. */
+static void short_expand(const struct dl_call_short_ev *s, struct dl_cuda_ev *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->h = s->h;
+	e->h.size = sizeof(*e);
+	e->h.kind = DL_EV_CUDA;
+	e->dur_ns = s->dur_ns;
+	e->ret = s->ret;
+	e->api = s->api;
+	e->flags = s->flags;
+	e->depth = s->depth;
+	memcpy(e->arg, s->arg, short_nargs(s) * sizeof(s->arg[0]));
+	e->site = s->site;
+}
+
+/* A launch record names a launch of cudaLaunchKernel's layout, or an API newer than this build (kept bare). */
+static bool launch_ok(const struct dl_launch_ev *l)
+{
+	const struct dl_api *api = dl_api_by_id(l->api);
+
+	return !api || api->layout == DL_L_LAUNCH;
+}
+
+#define LAUNCH_MASK(bits) ((1u << (bits)) - 1)
+
+/*
+ * The dl_cuda_ev a DL_EV_LAUNCH stands for (include/dlbpf/events.h): what
+ * the probe writes for such a launch when it does not fit, but for the
+ * fields no decoding reads (0 here).
+ */
+static void launch_expand(const struct dl_launch_ev *l, struct dl_cuda_ev *e)
+{
+	uint32_t bd = l->block_depth;
+
+	memset(e, 0, sizeof(*e));
+	e->h = l->h;
+	e->h.size = sizeof(*e);
+	e->h.kind = DL_EV_CUDA;
+	e->api = l->api;
+	e->flags = DL_CUDA_ENTRY_ONLY;
+	e->depth = bd >> (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS + DL_LAUNCH_BZ_BITS);
+	e->arg[0] = l->func;
+	e->arg[1] = l->grid_x | (uint64_t)l->grid_y << 32;
+	e->arg[2] = l->grid_z;
+	e->arg[3] = (bd & LAUNCH_MASK(DL_LAUNCH_BX_BITS)) |
+		    (uint64_t)((bd >> DL_LAUNCH_BX_BITS) & LAUNCH_MASK(DL_LAUNCH_BY_BITS)) << 32;
+	e->arg[4] = (bd >> (DL_LAUNCH_BX_BITS + DL_LAUNCH_BY_BITS)) & LAUNCH_MASK(DL_LAUNCH_BZ_BITS);
+	e->arg[6] = l->shmem;
+	e->arg[7] = l->stream;
+	e->site = l->site;
+}
 
 /* A site record holds its two strings: function ends at func_len, object before the end. */
 static bool site_ok(const struct dl_site_ev *e)
@@ -48,6 +118,9 @@ static uint64_t dur_of(const void *rec, unsigned kind)
 	switch (kind) {
 	case DL_EV_CUDA:
 		at = offsetof(struct dl_cuda_ev, dur_ns);
+		break;
+	case DL_EV_CALL_SHORT:
+		at = offsetof(struct dl_call_short_ev, dur_ns);
 		break;
 	case DL_EV_BIO:
 		at = offsetof(struct dl_bio_ev, dur_ns);
@@ -105,6 +178,10 @@ static int record_check(const void *rec, size_t len)
 		return -1;
 	if (h->kind == DL_EV_PYCODE && !dl_pycode_ok(rec))
 		return -1;
+	if (h->kind == DL_EV_LAUNCH && !launch_ok(rec))
+		return -1;
+	if (h->kind == DL_EV_CALL_SHORT && !short_ok(rec))
+		return -1;
 	/*
 	 * The kernel's clock is an s64 (ktime_t): no real interval ends past
 	 * INT64_MAX. One that does is corrupt, and would make sinks' ts + dur
@@ -137,8 +214,15 @@ int dl_stream_read(struct dl_stream *s, struct dl_rec_in *in, const void *rec, s
 		s->malformed++;
 		return -1;
 	}
+	if (in->h->kind == DL_EV_LAUNCH) {
+		launch_expand(rec, &in->full);
+		in->h = &in->full.h;
+	} else if (in->h->kind == DL_EV_CALL_SHORT) {
+		short_expand(rec, &in->full);
+		in->h = &in->full.h;
+	}
 	/* An API newer than this build stays a bare record: sinks count it as unknown. */
-	in->is_call = in->h->kind == DL_EV_CUDA && dl_call_decode(rec, &in->call) == 0;
+	in->is_call = in->h->kind == DL_EV_CUDA && dl_call_decode((const struct dl_cuda_ev *)in->h, &in->call) == 0;
 	return 0;
 }
 

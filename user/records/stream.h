@@ -50,15 +50,21 @@ struct dl_stream {
 
 /* A record read into the stream, not yet given to the sinks: the collector looks at it in between. */
 struct dl_rec_in {
-	const struct dl_hdr *h;
+	const struct dl_hdr *h;       /* the record read, or full when it stands for a dl_cuda_ev */
 	bool is_call;                 /* call holds its decoded CUDA call (not yet resolved) */
 	struct dl_call call;
+	struct dl_cuda_ev full;       /* a DL_EV_LAUNCH or DL_EV_CALL_SHORT as the dl_cuda_ev it stands for */
 };
 
 void dl_stream_add(struct dl_stream *s, dl_sink_fn fn, void *ctx);
 /* Frees what the stream learnt of the processes; the sinks are the caller's. */
 void dl_stream_free(struct dl_stream *s);
-/* Checks a record and decodes its CUDA call; -1 for a malformed record (counted). */
+/*
+ * Checks a record and decodes its CUDA call; -1 for a malformed record
+ * (counted). in->h is the record to use from here on: a DL_EV_LAUNCH or
+ * DL_EV_CALL_SHORT is expanded into in->full, so in must stay where it is
+ * until it is put.
+ */
 int dl_stream_read(struct dl_stream *s, struct dl_rec_in *in, const void *rec, size_t len);
 /* Resolves a read record's call, notes what it says about the process, and gives it to every sink. */
 void dl_stream_put(struct dl_stream *s, struct dl_rec_in *in);
