@@ -7,8 +7,10 @@
  *
  *   ratecalls [--api launch|copy|sync] [--rate N/s] [--seconds S | --count N]
  *             [--threads T] [--wait | --calling]
- *   prints {"api":..,"calls":N,"seconds":S,"ns_per_call":X,"rate":R,"max_lag_s":L,
- *           "after_go":G}
+ *   prints {"api":..,"calls":N,"seconds":S,"ns_per_call":X,"cpu_ns_per_call":C,"rate":R,
+ *           "max_lag_s":L,"after_go":G}
+ *   (C: the calling threads' own CPU time per call, the probes' traps and
+ *   programs included, time another process held the CPU not)
  *   (L: when paced, the furthest any call fell behind its due time; so the calls
  *   made in any interval of length D are rate * D within rate * L)
  *
@@ -38,12 +40,17 @@ static int calling;            /* --calling */
 static int calling_threads;    /* threads that have made a call */
 static int go;                 /* the line came (--calling) */
 
-static double now_s(void)
+static double clock_s(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+	return clock_s(CLOCK_MONOTONIC);
 }
 
 static void one_call(void *dev, char *host)
@@ -124,7 +131,7 @@ int main(int argc, char **argv)
 	long long total = 0, after_go = 0;
 	double max_lag = 0;
 	int wait = 0;
-	double start, el;
+	double start, el, cpu_start, cpu;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -154,6 +161,7 @@ int main(int argc, char **argv)
 	if (wait && ready_then_wait())
 		return 1;
 	start = now_s();
+	cpu_start = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	for (int t = 0; t < threads; t++)
 		if (pthread_create(&th[t], NULL, worker, &n[t]))
 			return 1;
@@ -172,9 +180,11 @@ int main(int argc, char **argv)
 			max_lag = n[t].max_lag;
 	}
 	el = now_s() - start;
-	printf("{\"api\":\"%s\",\"calls\":%lld,\"seconds\":%.6f,\"ns_per_call\":%.1f,\"rate\":%.0f,"
-	       "\"max_lag_s\":%.6f,\"after_go\":%lld}\n",
+	cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu_start;
+	printf("{\"api\":\"%s\",\"calls\":%lld,\"seconds\":%.6f,\"ns_per_call\":%.1f,\"cpu_ns_per_call\":%.1f,"
+	       "\"rate\":%.0f,\"max_lag_s\":%.6f,\"after_go\":%lld}\n",
 	       api[0] == 'l' ? "cudaLaunchKernel" : api[0] == 'c' ? "cudaMemcpy" : "cudaDeviceSynchronize",
-	       total, el, total ? el * 1e9 * threads / (double)total : 0, total / el, max_lag, after_go);
+	       total, el, total ? el * 1e9 * threads / (double)total : 0, total ? cpu * 1e9 / (double)total : 0,
+	       total / el, max_lag, after_go);
 	return 0;
 }
