@@ -143,6 +143,19 @@ static void test_scale_by_hand(void)
 	dl_budget_scale(&all, 1, 10e9, &s);
 	CHECK(s.scaled == 12345 && s.lo == 12345 && s.hi == 12345, "whole: %g [%g, %g]", s.scaled, s.lo, s.hi);
 
+	/* The probes slowed probed steps 1.5x: the unseen part ran 1.5x the windows' rate. */
+	dl_budget_scale(w, 2, 10e9, &s);
+	dl_budget_correct(&s, 1.5);
+	CHECK(NEAR(s.scaled, 4000 + 16000 * 1.5, 1e-6) && s.lo == 4000, "corrected %g [%g", s.scaled, s.lo);
+	CHECK(NEAR(s.hi, 4000 + (20000 + 12.706 * sqrt(80e6) - 4000) * 1.5, 1e-3), "corrected hi %g", s.hi);
+	/* Nothing observed stays unknown; a ratio that is no ratio changes nothing. */
+	dl_budget_scale(NULL, 0, 10e9, &s);
+	dl_budget_correct(&s, 2);
+	CHECK(s.scaled == 0 && isinf(s.hi), "empty corrected");
+	dl_budget_scale(w, 2, 10e9, &s);
+	dl_budget_correct(&s, NAN);
+	CHECK(NEAR(s.scaled, 20000, 1e-6), "NaN ratio: %g", s.scaled);
+
 	CHECK(NEAR(dl_student_t975(1), 12.706, 1e-9) && NEAR(dl_student_t975(30), 2.042, 1e-9) &&
 	      NEAR(dl_student_t975(45), 2.021, 1e-9) && dl_student_t975(1000) == 1.96, "t table");
 }

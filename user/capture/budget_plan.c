@@ -171,3 +171,12 @@ void dl_budget_scale(const struct dl_budget_window *w, size_t n, double total_ns
 	if (out->lo < C)
 		out->lo = C;
 }
+
+void dl_budget_correct(struct dl_budget_scaled *e, double ratio)
+{
+	if (!(ratio > 0) || !isfinite(e->hi))
+		return;
+	e->scaled = e->seen + (e->scaled - e->seen) * ratio;
+	e->lo = e->seen + (e->lo - e->seen) * ratio;
+	e->hi = e->seen + (e->hi - e->seen) * ratio;
+}

@@ -67,6 +67,9 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	bpf_program__set_autoattach(skel->progs.cuda_enter, false);
 	bpf_program__set_autoattach(skel->progs.cuda_return, false);
 	bpf_program__set_autoattach(skel->progs.step_mark, false);
+	/* --overhead-budget attaches these to dlbpf itself for a few ms (capture/calib.c). */
+	bpf_program__set_autoattach(skel->progs.calib_entry, false);
+	bpf_program__set_autoattach(skel->progs.calib_return, false);
 	err = dlbpf__load(skel);
 	if (err) {
 		dl_err("cannot load the BPF programs: %s (run with -vv for the verifier's log)", strerror(-err));
@@ -474,10 +477,10 @@ static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *
 		*a.hot_launch = s->launch;
 		*a.hot_copy = s->copies;
 	}
-	if (!t->split_hot || t->hot_on) {
+	if (!t->split_hot || t->hot_on[DL_HOT_LAUNCH])
 		sets[DL_LINK_LAUNCH] = &s->launch;
+	if (!t->split_hot || t->hot_on[DL_HOT_COPY])
 		sets[DL_LINK_COPY_ENTER] = sets[DL_LINK_COPY_RETURN] = &s->copies;
-	}
 	err = attach_links(t, &a, sets);
 	if (err) {
 		a.fd = -1;   /* still the caller's */
@@ -536,7 +539,7 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 void dl_tracer_split_hot(struct dl_tracer *t)
 {
 	t->split_hot = true;
-	t->hot_on = true;
+	t->hot_on[DL_HOT_LAUNCH] = t->hot_on[DL_HOT_COPY] = true;
 }
 
 /* Attaches the slots in want of every runtime's hot sets; returns the first error. */
@@ -581,33 +584,55 @@ static void destroy_slots(struct dl_tracer *t, const int *which, int n)
  * the probe stopped firing, so bracketing only the entry links keeps the edge
  * tight).
  */
+static const int hot_entry[DL_HOT_CLASSES] = { [DL_HOT_LAUNCH] = DL_LINK_LAUNCH, [DL_HOT_COPY] = DL_LINK_COPY_ENTER };
+static const int hot_returns[] = { DL_LINK_COPY_RETURN };
+
+/* Class c's entry probes on or off, bracketed by e; a copy's return probes go on before and off after them. */
+static int set_hot_class(struct dl_tracer *t, int c, bool on, struct dl_hot_edges *e)
+{
+	int err = 0;
+
+	if (t->hot_on[c] == on)
+		return 0;
+	t->hot_on[c] = on;
+	if (on && c == DL_HOT_COPY)
+		err = attach_hot_slots(t, hot_returns, 1);
+	e->lo[c] = dl_now_ns();
+	if (on) {
+		int e2 = attach_hot_slots(t, &hot_entry[c], 1);
+
+		err = err ? err : e2;
+	} else {
+		destroy_slots(t, &hot_entry[c], 1);
+	}
+	e->hi[c] = dl_now_ns();
+	if (!on && c == DL_HOT_COPY)
+		destroy_slots(t, hot_returns, 1);
+	return err;
+}
+
 int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e)
 {
-	static const int entry[DL_HOT_CLASSES] = { [DL_HOT_LAUNCH] = DL_LINK_LAUNCH, [DL_HOT_COPY] = DL_LINK_COPY_ENTER };
-	static const int returns[] = { DL_LINK_COPY_RETURN };
 	int err = 0;
 
 	for (int c = 0; c < DL_HOT_CLASSES; c++)
 		e->lo[c] = e->hi[c] = dl_now_ns();
-	if (!t->split_hot || t->hot_on == on)
+	if (!t->split_hot)
 		return 0;
-	t->hot_on = on;
-	if (on)
-		err = attach_hot_slots(t, returns, 1);
 	for (int c = 0; c < DL_HOT_CLASSES; c++) {
-		e->lo[c] = dl_now_ns();
-		if (on) {
-			int e2 = attach_hot_slots(t, &entry[c], 1);
+		int e2 = set_hot_class(t, c, on, e);
 
-			err = err ? err : e2;
-		} else {
-			destroy_slots(t, &entry[c], 1);
-		}
-		e->hi[c] = dl_now_ns();
+		err = err ? err : e2;
 	}
-	if (!on)
-		destroy_slots(t, returns, 1);
 	return err;
+}
+
+int dl_tracer_set_hot_class(struct dl_tracer *t, int c, bool on, struct dl_hot_edges *e)
+{
+	e->lo[c] = e->hi[c] = dl_now_ns();
+	if (!t->split_hot || c < 0 || c >= DL_HOT_CLASSES)
+		return 0;
+	return set_hot_class(t, c, on, e);
 }
 
 struct scan_ctx {
