@@ -145,15 +145,25 @@ static void test_scale_by_hand(void)
 
 	/* The probes slowed probed steps 1.5x: the unseen part ran 1.5x the windows' rate. */
 	dl_budget_scale(w, 2, 10e9, &s);
-	dl_budget_correct(&s, 1.5);
+	dl_budget_correct(&s, 1.5, 0);
 	CHECK(NEAR(s.scaled, 4000 + 16000 * 1.5, 1e-6) && s.lo == 4000, "corrected %g [%g", s.scaled, s.lo);
 	CHECK(NEAR(s.hi, 4000 + (20000 + 12.706 * sqrt(80e6) - 4000) * 1.5, 1e-3), "corrected hi %g", s.hi);
+	/* The ratio known to 5%: the bounds widen by two of it, the estimate stays. */
+	struct dl_budget_window tight[10];
+	for (int i = 0; i < 10; i++)
+		tight[i] = (struct dl_budget_window){ 100e6, 500 };
+	dl_budget_scale(tight, 10, 10e9, &s);
+	double lo0 = s.lo, hi0 = s.hi;
+	dl_budget_correct(&s, 2, 0.05);
+	CHECK(NEAR(s.scaled, 5000 + 45000 * 2, 1e-6), "scaled %g", s.scaled);
+	CHECK(NEAR(s.hi, 5000 + (hi0 - 5000) * 2 * 1.1, 1e-6) && NEAR(s.lo, 5000 + (lo0 - 5000) * 2 * 0.9, 1e-6),
+	      "widened [%g, %g]", s.lo, s.hi);
 	/* Nothing observed stays unknown; a ratio that is no ratio changes nothing. */
 	dl_budget_scale(NULL, 0, 10e9, &s);
-	dl_budget_correct(&s, 2);
+	dl_budget_correct(&s, 2, 0);
 	CHECK(s.scaled == 0 && isinf(s.hi), "empty corrected");
 	dl_budget_scale(w, 2, 10e9, &s);
-	dl_budget_correct(&s, NAN);
+	dl_budget_correct(&s, NAN, 0);
 	CHECK(NEAR(s.scaled, 20000, 1e-6), "NaN ratio: %g", s.scaled);
 
 	CHECK(NEAR(dl_student_t975(1), 12.706, 1e-9) && NEAR(dl_student_t975(30), 2.042, 1e-9) &&

@@ -220,32 +220,42 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double steps_median(const struct dl_budget_steps *st)
+/*
+ * The median of the latest durations, and its relative standard error
+ * (1.2533 sigma / sqrt(n), sigma from the interquartile range, which a few
+ * slow steps do not move).
+ */
+static double steps_median(const struct dl_budget_steps *st, double *rel_se)
 {
 	size_t n = st->n < DL_BUDGET_STEPS ? st->n : DL_BUDGET_STEPS;
 	uint64_t d[DL_BUDGET_STEPS];
-	double med;
+	double med, iqr;
 
+	*rel_se = 0;
 	if (!n)
 		return 0;
 	memcpy(d, st->dur, n * sizeof(*d));
 	qsort(d, n, sizeof(*d), cmp_u64);
 	med = n % 2 ? (double)d[n / 2] : ((double)d[n / 2 - 1] + (double)d[n / 2]) / 2;
+	iqr = (double)d[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1] - (double)d[n / 4];
+	if (med > 0)
+		*rel_se = 1.2533 * (iqr / 1.349) / med / sqrt((double)n);
 	return med;
 }
 
 /* How much slower a step with launches probed is than one without; the launch cost that implies. */
 static void measure_slowdown(struct dl_budget *b)
 {
-	double in, out;
+	double in, out, se_in, se_out;
 
 	if (b->steps_in.n < 3 || b->steps_out.n < 3)
 		return;
-	in = steps_median(&b->steps_in);
-	out = steps_median(&b->steps_out);
+	in = steps_median(&b->steps_in, &se_in);
+	out = steps_median(&b->steps_out, &se_out);
 	if (!(out > 0))
 		return;
 	b->slowdown = in / out - 1;
+	b->slowdown_rel_se = sqrt(se_in * se_in + se_out * se_out);
 	/* A step inside a window made rate_on x in launches; each added (in - out) / launches to it. */
 	if (b->rate_on_hz > 0 && in > out)
 		b->ns_per_launch_steps = (in - out) / (b->rate_on_hz * in / 1e9);
@@ -442,7 +452,18 @@ static void scaled(const struct dl_budget *b, int k, struct dl_budget_scaled *e)
 				w[i].count += (double)r->v[a];
 	}
 	dl_budget_scale(w, b->windows.n, (double)(b->t_end - b->t0), e);
-	dl_budget_correct(e, 1 + b->slowdown);
+	if (b->steps_in.n >= 3 && b->steps_out.n >= 3) {
+		dl_budget_correct(e, 1 + b->slowdown, b->slowdown_rel_se);
+	} else if (isfinite(e->hi)) {
+		/*
+		 * No steps to measure the slowdown: at most, the probes slowed a
+		 * launching thread that did nothing else by their whole cost, the
+		 * share rate x cost of its time. The estimate stays as seen.
+		 */
+		double busy = b->rate_on_hz * b->ns_per_launch / 1e9;
+
+		e->hi = e->seen + (e->hi - e->seen) / (1 - (busy < 0.95 ? busy : 0.95));
+	}
 	free(w);
 }
 
@@ -508,7 +529,8 @@ void dl_budget_report(FILE *f, struct dl_budget *b)
 			" steps): the rate between windows is scaled by it\n", 100 * o.slowdown, o.steps_in, o.steps_out);
 	else
 		fprintf(f, "  too few steps inside and outside windows to measure the probes' slowdown: the scaled counts "
-			"assume the probes did not slow the launches\n");
+			"assume the probes did not slow the launches, the upper bounds that they slowed them by their whole "
+			"cost\n");
 	fprintf(f, "  steps outside every launch window are left out of the breakdown and the verdict (their durations "
 		"count)\n");
 	if (b->err)

@@ -90,6 +90,7 @@ struct dl_budget {
 	 */
 	struct dl_budget_steps steps_in, steps_out;
 	double slowdown;         /* median step inside / outside - 1; 0 until both sides have 3 steps */
+	double slowdown_rel_se;  /* the ratio's relative standard error, from the two medians' */
 	double ns_per_launch_steps;   /* what a launch cost by that slowdown; 0: unknown */
 };
 

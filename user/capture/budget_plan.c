@@ -172,11 +172,13 @@ void dl_budget_scale(const struct dl_budget_window *w, size_t n, double total_ns
 		out->lo = C;
 }
 
-void dl_budget_correct(struct dl_budget_scaled *e, double ratio)
+void dl_budget_correct(struct dl_budget_scaled *e, double ratio, double rel_se)
 {
-	if (!(ratio > 0) || !isfinite(e->hi))
+	double lo = ratio * (1 - 2 * rel_se);
+
+	if (!(ratio > 0) || !isfinite(e->hi) || !(rel_se >= 0))
 		return;
 	e->scaled = e->seen + (e->scaled - e->seen) * ratio;
-	e->lo = e->seen + (e->lo - e->seen) * ratio;
-	e->hi = e->seen + (e->hi - e->seen) * ratio;
+	e->lo = e->seen + (e->lo - e->seen) * (lo > 0 ? lo : 0);
+	e->hi = e->seen + (e->hi - e->seen) * ratio * (1 + 2 * rel_se);
 }

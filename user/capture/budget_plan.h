@@ -87,9 +87,10 @@ void dl_budget_scale(const struct dl_budget_window *w, size_t n, double total_ns
  * The probes slow what they watch: with launches probed a launch-bound step
  * takes longer, so the windows saw a lower rate than ran between them. ratio:
  * a step's duration with the probes over without (measured on the job's own
- * steps); the unseen part of the count and its bounds are scaled by it.
+ * steps); the unseen part of the count and its bounds are scaled by it, the
+ * bounds widened by two of the ratio's relative standard errors (rel_se).
  */
-void dl_budget_correct(struct dl_budget_scaled *e, double ratio);
+void dl_budget_correct(struct dl_budget_scaled *e, double ratio, double rel_se);
 
 /* Student's t, two-sided 95% (the 0.975 quantile), for dof degrees of freedom (dof >= 1). */
 double dl_student_t975(size_t dof);
