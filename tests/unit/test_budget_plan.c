@@ -138,6 +138,10 @@ static void test_scale_by_hand(void)
 	/* Nothing observed: what was seen (nothing) and no upper bound. */
 	dl_budget_scale(NULL, 0, 10e9, &s);
 	CHECK(s.scaled == 0 && isinf(s.hi) && s.observed == 0, "empty");
+	/* One window of part of the time: an estimate, no upper bound (its rate's spread is unknown). */
+	dl_budget_scale(w, 1, 10e9, &s);
+	CHECK(NEAR(s.scaled, 10000, 1e-6) && s.lo == 1000 && isinf(s.hi), "one window: %g [%g, %g]", s.scaled, s.lo,
+	      s.hi);
 	/* Observed throughout: exact. */
 	struct dl_budget_window all = { 10e9, 12345 };
 	dl_budget_scale(&all, 1, 10e9, &s);

@@ -519,9 +519,14 @@ void dl_budget_report(FILE *f, struct dl_budget *b)
 	fprintf(f, "  launches probed %.1f%% of %.2f s (%" PRIu64 " windows), syncs, copies, scheduler and I/O 100%%; "
 		"launch counts above are as observed, scaled here (about 95%% bounds):\n", 100 * o.observed,
 		(double)(b->t_end - b->t0) / 1e9, o.windows);
-	for (int k = 0; k < o.napis; k++)
-		fprintf(f, "  budget-scaled %-28s seen %10.0f  scaled %12.0f [%.0f-%.0f]\n",
-			dl_api_by_id(o.apis[k].api)->name, o.apis[k].seen, o.apis[k].scaled, o.apis[k].lo, o.apis[k].hi);
+	for (int k = 0; k < o.napis; k++) {
+		fprintf(f, "  budget-scaled %-28s seen %10.0f  scaled %12.0f ", dl_api_by_id(o.apis[k].api)->name,
+			o.apis[k].seen, o.apis[k].scaled);
+		if (isfinite(o.apis[k].hi))
+			fprintf(f, "[%.0f-%.0f]\n", o.apis[k].lo, o.apis[k].hi);
+		else
+			fprintf(f, "(at least %.0f; one window bounds nothing above)\n", o.apis[k].lo);
+	}
 	if (!o.napis)
 		fprintf(f, "  no launches seen while their probes were on\n");
 	if (o.steps_in >= 3 && o.steps_out >= 3)

@@ -157,6 +157,11 @@ void dl_budget_scale(const struct dl_budget_window *w, size_t n, double total_ns
 		s2 /= (double)(used - 1);
 		se2 = s2 / (double)used;
 		t = dl_student_t975(used - 1);
+	} else if (U > 0) {
+		/* One window says nothing of how the rate varies: the rest of the trace is unbounded above. */
+		out->lo = C;
+		out->hi = INFINITY;
+		return;
 	} else {
 		s2 = se2 = 0;
 		t = 1.96;

@@ -79,7 +79,8 @@ struct dl_budget_scaled {
  * the unobserved time, plus what they saw. The bounds are a prediction
  * interval with Student's t over the windows: the rate's standard error, and
  * the spread of counts over spans as long as a window in the time not seen;
- * never narrower than counting noise (Poisson) of what was seen.
+ * never narrower than counting noise (Poisson) of what was seen. A single
+ * window that did not see all of the time bounds nothing above (hi infinite).
  */
 void dl_budget_scale(const struct dl_budget_window *w, size_t n, double total_ns, struct dl_budget_scaled *out);
 
