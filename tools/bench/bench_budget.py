@@ -29,6 +29,7 @@ def budget_run(variant, steps):
     tsum = [l for l in lines if l.get("summary")][0]
     cuts = [st["h2d_start_ns"] for st in tsteps]
     r = {"mean": statistics.mean(st["end_ns"] - st["start_ns"] for st in tsteps),
+         "oncpu": statistics.mean(st["sched"]["oncpu_ns"] for st in tsteps),
          "truth_median": statistics.median(b - a for a, b in zip(cuts, cuts[1:])),
          "truth_verdict": max(tsum["phase_share"], key=tsum["phase_share"].get),
          "launches": sum(st["kernels"] for st in tsteps)}
@@ -55,11 +56,13 @@ def bench_budget(rounds, steps):
         for v in VARIANTS[rnd % len(VARIANTS):] + VARIANTS[:rnd % len(VARIANTS)]:
             runs[v].append(budget_run(v, steps))
     base = [r["mean"] for r in runs["untraced"]]
+    base_cpu = [r["oncpu"] for r in runs["untraced"]]
     rows = []
     for v in VARIANTS:
         rr = runs[v]
         row = [v, spread([r["mean"] / 1e6 for r in rr], "{:.2f}"),
-               spread([r["mean"] / b for r, b in zip(rr, base)], "{:.3f}")]
+               spread([r["mean"] / b for r, b in zip(rr, base)], "{:.3f}"),
+               spread([r["oncpu"] / b for r, b in zip(rr, base_cpu)], "{:.3f}")]
         if v == "untraced":
             rows.append(row + [""] * 6)
             continue
@@ -75,7 +78,9 @@ def bench_budget(rounds, steps):
     over = sum(r.get("over", False) for v in VARIANTS for r in runs[v])
     notes = [f"median [min-max] over {rounds} interleaved rounds of `train --scenario launch --steps {steps}` "
              "(4000 launches a step, GPU simulator). Step-time ratio: mean step (the job's throughput) traced / "
-             "untraced in the same round, from the workload's own truth file. Estimate: dlbpf's own account "
+             "untraced in the same round, from the workload's own truth file; on-CPU ratio: the same for the main thread's "
+             "on-CPU time per step (the truth's schedstat reading), which waiting for a CPU on a shared machine "
+             "does not lengthen, and in which the probes' traps are spent. Estimate: dlbpf's own account "
              "(overhead_budget.achieved: BPF run time from run-time statistics plus the uprobe traps timed at "
              "start, over the traced job's CPU less that cost); always-on: its part for syncs, copies, the "
              "scheduler and I/O (the scheduler's and block programs' whole run time, every task's, is charged). "
@@ -84,10 +89,12 @@ def bench_budget(rounds, steps):
              "cudaLaunchKernel bounds hold the true count."]
     if over:
         notes.append(f"In {over} run(s) the always-on probes alone exceeded the budget (the report says so).")
-    notes.append("Goal: the step-time ratio within the budget (1.01 at 1%, 1.05 at 5%) with the verdict and "
-                 "median right: " + ", ".join(
-                     f"{v.split()[-1]} {'met' if med([r['mean'] / b for r, b in zip(runs[v], base)]) <= 1 + float(v.split()[-1].rstrip('%')) / 100 else 'missed'}"
-                     for v in VARIANTS[2:]))
+    def verdict(v, key, b):
+        return "met" if med([r[key] / x for r, x in zip(runs[v], b)]) <= 1 + float(v.split()[-1].rstrip("%")) / 100 \
+            else "missed"
+    notes.append("Goal: the slowdown within the budget (1.01 at 1%, 1.05 at 5%) with the verdict and median right: "
+                 + ", ".join(f"{v.split()[-1]} {verdict(v, 'mean', base)} by step time, {verdict(v, 'oncpu', base_cpu)} "
+                             "by on-CPU time" for v in VARIANTS[2:]))
     return table("12. --overhead-budget: the launch-bound scenario's step time against the budget",
-                 ["variant", "mean step ms", "step-time ratio", "dlbpf's estimate", "launches probed",
+                 ["variant", "mean step ms", "step-time ratio", "on-CPU ratio", "dlbpf's estimate", "launches probed",
                   "always-on part", "verdict right", "median / truth", "launches in bounds"], rows, notes)
