@@ -255,6 +255,13 @@ static void measure_slowdown(struct dl_budget *b)
 	if (!(out > 0))
 		return;
 	b->slowdown = in / out - 1;
+	/*
+	 * Steps of one window share its moment (a neighbour's burst, the job's
+	 * phase): they are not independent. The probed side counts as many
+	 * samples as windows held its steps, at most.
+	 */
+	if (b->windows.n < b->steps_in.n)
+		se_in *= sqrt((double)b->steps_in.n / (double)b->windows.n);
 	b->slowdown_rel_se = sqrt(se_in * se_in + se_out * se_out);
 	/* A step inside a window made rate_on x in launches; each added (in - out) / launches to it. */
 	if (b->rate_on_hz > 0 && in > out)
