@@ -90,6 +90,7 @@ include tests/workloads/paths.mk
 include tests/fuzz/fuzz.mk
 TRACE_TESTS := python3 tests/integration/test_trace.py
 MODES_TESTS := python3 tests/integration/test_modes.py
+BUDGET_TESTS := python3 tests/integration/test_budget.py
 FAULT_TESTS := python3 tests/integration/test_faults.py
 FLIGHT_TESTS := python3 tests/integration/test_flight.py
 HTML_TESTS := python3 tests/integration/test_html.py
@@ -113,7 +114,7 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN)
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
-		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
+		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
 		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" \
 		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" $(FUZZ_TESTS)
 
@@ -122,7 +123,7 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_
 test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN) $(COVERAGE_BINS)
 	@DLBPF_BIN=$(abspath $(ASAN_DLBPF)) ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		tests/run-tests.sh --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" "$(COVERAGE_TESTS)" \
-		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" \
+		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" \
 		"$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" "$(LINEAGE_TESTS)" \
 		"$(STEPLEARN_TESTS)" "$(RANKS_TESTS)"
 

@@ -5,7 +5,7 @@
 # `make test-all` has built everything.
 #
 # Usage: tools/flake-check.sh [--idle] SUITE [N]
-#   SUITE: scenarios | sched | modes | gpusim | gpusim-asan | 'any command'
+#   SUITE: scenarios | sched | modes | budget | gpusim | gpusim-asan | 'any command'
 #   N:     runs (default 20)
 #   --idle: no busy loop
 # Prints one line per run and a last line "SUITE: F of N runs failed", with the
@@ -25,6 +25,7 @@ case $suite in
   scenarios) cmd="python3 tests/integration/test_scenarios.py" ;;
   sched) cmd="python3 tests/integration/test_dlbpf.py test_sched_uncontended test_sched_contended" ;;
   modes) cmd="python3 tests/integration/test_modes.py" ;;
+  budget) cmd="python3 tests/integration/test_budget.py" ;;
   gpusim) cmd="env LD_LIBRARY_PATH=.output/gpusim .output/tests/test_gpusim" ;;
   gpusim-asan) cmd="env ASAN_OPTIONS=detect_leaks=1 LD_LIBRARY_PATH=.output/gpusim-asan .output/tests/test_gpusim-asan" ;;
   *) cmd=$suite ;;

@@ -13,6 +13,7 @@
 #include "output/metrics.h"
 #include "output/timeline.h"
 #include "records/record.h"
+#include "capture/budget_plan.h"
 #include "capture/duty.h"
 #include "version.h"
 
@@ -67,7 +68,9 @@ static const char doc[] =
 "  sudo dlbpf -v --pid 4242         # also say what is attached where\n"
 "  sudo dlbpf --stacks -- ./train   # syncs and copies with their callers\n"
 "  sudo dlbpf -p 4242 --metrics 9464   # Prometheus: 127.0.0.1:9464/metrics\n"
-"  sudo dlbpf -p 4242 --metrics 0.0.0.0:9464    # scraped from other hosts"
+"  sudo dlbpf -p 4242 --metrics 0.0.0.0:9464    # scraped from other hosts\n"
+"  sudo dlbpf --overhead-budget 1% -p 4242   # production: launches probed in\n"
+"                                   # windows, all probes within 1% of the job's CPU"
 "\v"
 "OUTPUT FILES:\n"
 "  -j, --html, -o and record -o are written to a hidden temporary beside\n"
@@ -92,7 +95,7 @@ static const char doc[] =
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
        OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_ENCODING, OPT_NO_FILES,
-       OPT_STACKS };
+       OPT_STACKS, OPT_OVERHEAD_BUDGET };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -127,6 +130,10 @@ static const struct argp_option opts[] = {
 	  "records; kernels without grid/block, copies without pageable/pinned)", 0 },
 	{ "duty", OPT_DUTY, "M/N", 0, "Low overhead: probe launches and copies only M of every N seconds; the report "
 	  "scales their counts", 0 },
+	{ "overhead-budget", OPT_OVERHEAD_BUDGET, "P", 0, "Low overhead: keep every probe's measured cost within P "
+	  "percent of the traced job's CPU (1%, 0.5%, 5): kernel launches are probed in windows, as often as the "
+	  "budget allows after syncs, copies, the scheduler and I/O, which stay on; the report scales launch counts "
+	  "and says the cost achieved", 0 },
 	{ "no-files", OPT_NO_FILES, NULL, 0, "Do not attribute reads to files: leaves the read, openat and close syscall "
 	  "tracepoints off, which every process's syscalls pass while they are on", 0 },
 	{ "ring", OPT_RING, "SEC", 0, "record: a flight recorder: keep the last SEC seconds in memory and write them "
@@ -307,6 +314,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (dl_duty_parse(arg, &cfg->duty_on_s, &cfg->duty_period_s))
 			argp_error(state, "invalid duty cycle '%s' (expected M/N seconds, 0 < M < N)", arg);
 		break;
+	case OPT_OVERHEAD_BUDGET:
+		if (dl_budget_parse(arg, &cfg->overhead_budget))
+			argp_error(state, "invalid --overhead-budget '%s' (expected a percentage over 0 and at most 100, "
+				   "as 1%%, 0.5%% or 5)", arg);
+		break;
 	case OPT_RING: {
 		char *end;
 
@@ -396,8 +408,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			if (cfg->metrics_addr || cfg->metrics_kernels)
 				argp_error(state, "report replays a recording: --metrics serves a live trace");
 			/* Both read BPF maps of a live trace; a recording holds per-call records only. */
-			if (cfg->kernel_agg || cfg->duty_on_s)
-				argp_error(state, "report replays a recording: --summary and --duty do not apply");
+			if (cfg->kernel_agg || cfg->duty_on_s || cfg->overhead_budget > 0)
+				argp_error(state, "report replays a recording: --summary, --duty and --overhead-budget do not apply");
 			/* The recording's header says how it is encoded. */
 			if (cfg->encoding_given)
 				argp_error(state, "report reads the encoding from the recording: --encoding applies to record");
@@ -433,11 +445,20 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (cfg->mode == DL_MODE_RECORD && (cfg->kernel_agg || cfg->duty_on_s))
 			argp_error(state, "record keeps every record for report; --summary and --duty keep counts "
 				   "only the live run sees");
+		/* A recording of launches seen part of the time would replay as a job that launched less. */
+		if (cfg->mode == DL_MODE_RECORD && cfg->overhead_budget > 0)
+			argp_error(state, "record keeps every record for report; --overhead-budget probes launches part of "
+				   "the time and scales their counts in the live report only");
+		if (cfg->overhead_budget > 0 && cfg->duty_on_s)
+			argp_error(state, "--overhead-budget and --duty both turn the launch probes on and off: give one");
 		if (cfg->metrics_kernels && !cfg->metrics_addr)
 			argp_error(state, "--metrics-kernels needs --metrics");
 		/* Its counts are scaled once, at the end: a counter would jump down then up. */
 		if (cfg->metrics_addr && cfg->duty_on_s)
 			argp_error(state, "--metrics counts what the probes see; --duty sees launches and copies part "
+				   "of the time and scales them at the end only");
+		if (cfg->metrics_addr && cfg->overhead_budget > 0)
+			argp_error(state, "--metrics counts what the probes see; --overhead-budget sees launches part "
 				   "of the time and scales them at the end only");
 		check_files(state, cfg);
 		break;

@@ -48,6 +48,7 @@ struct dl_config {
 	bool no_files;         /* --no-files: the files source (bpf/files.bpf.c) is not loaded */
 	bool stacks;           /* --stacks: syncs and synchronous copies carry their callers' stack */
 	unsigned duty_on_s, duty_period_s;   /* --duty M/N (capture/duty.c); 0: always on */
+	double overhead_budget;   /* --overhead-budget P, a fraction of the job's CPU (capture/budget.c); 0: none */
 	size_t keep_steps;     /* --keep-steps: the latest steps kept in full per process; 0: all */
 	int ready_fd;          /* --ready-fd: told "ready" once tracing has begun; -1: none */
 	/* record --ring SEC -o DIR: the flight recorder (flightrec.h); ring_s 0: a whole recording */

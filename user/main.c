@@ -16,6 +16,7 @@
 #include "capture/aggregate.h"
 #include "cli.h"
 #include "records/clock.h"
+#include "capture/budget.h"
 #include "capture/duty.h"
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
@@ -106,6 +107,7 @@ struct run {
 	unsigned selects;
 	struct dl_agg agg;      /* --summary */
 	struct dl_duty duty;    /* --duty */
+	struct dl_budget budget;   /* --overhead-budget */
 	struct dl_watchdog watchdog;   /* continues held processes if dlbpf dies or stalls */
 	struct dl_exporter metrics;    /* --metrics */
 	struct dl_cwds cwds;    /* for relative paths of processes gone before their records are read */
@@ -410,6 +412,8 @@ static int run_loop(struct run *r)
 			break;
 		if (r->cfg.duty_on_s)
 			dl_duty_tick(&r->duty, &r->tracer, now, &r->sum, sync_kernel, r);
+		if (r->cfg.overhead_budget > 0)
+			dl_budget_tick(&r->budget, &r->tracer, now, &r->sum, sync_kernel, r);
 		if (r->flight)
 			flight_tick(r, now);
 		/* The first flush puts the recording at its path; a write error is said at the end. */
@@ -472,32 +476,6 @@ static int start_command(struct run *r)
 	return err;
 }
 
-/* Reaps the command dlbpf started and returns the exit status dlbpf should end with. */
-static int command_status(struct run *r)
-{
-	int status;
-
-	if (r->spawn.pid <= 0 || waitpid(r->spawn.pid, &status, WNOHANG) != r->spawn.pid)
-		return 0;
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 0;
-}
-
-/* --ready-fd: whoever started dlbpf may start the traced work now. */
-static void signal_ready(int fd)
-{
-	static const char msg[] = "ready\n";
-	ssize_t n;
-
-	do
-		n = write(fd, msg, sizeof(msg) - 1);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(msg) - 1)
-		dl_warn("--ready-fd %d: %s", fd, n < 0 ? strerror(errno) : "short write");
-	close(fd);
-}
-
 /* A block request with no completion seen by the end: still in flight, or it ended where BPF does not run. */
 static void emit_unfinished(const struct dl_rq_start *rq, void *arg)
 {
@@ -542,6 +520,8 @@ static int trace_live(struct run *r)
 	}
 	if (r->cfg.duty_on_s)
 		dl_tracer_split_hot(&r->tracer);
+	if (r->cfg.overhead_budget > 0)
+		dl_budget_init(&r->budget, r->cfg.overhead_budget, &r->tracer);
 	r->tracer.stacks = r->cfg.stacks;
 	dl_pyprocs_init(&r->py, dl_tracer_py_fd(&r->tracer));
 	r->py.bpf_known = dl_tracer_py_known(&r->tracer);
@@ -575,6 +555,8 @@ static int trace_live(struct run *r)
 		return err;
 	if (r->cfg.duty_on_s)
 		dl_duty_start(&r->duty, r->cfg.duty_on_s, r->cfg.duty_period_s, duty_t0, dl_now_ns());
+	if (r->cfg.overhead_budget > 0)
+		dl_budget_start(&r->budget, duty_t0, dl_now_ns());
 	for (size_t i = 0; i < r->sum.n; i++)
 		if (!r->sum.procs[i].cuda_libs)
 			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
@@ -584,11 +566,13 @@ static int trace_live(struct run *r)
 			r->cfg.step_on);
 	dl_info("tracing %zu process%s; Ctrl-C to stop", r->sum.n, r->sum.n == 1 ? "" : "es");
 	if (r->cfg.ready_fd >= 0)
-		signal_ready(r->cfg.ready_fd);
+		dl_spawn_signal_ready(r->cfg.ready_fd);
 
 	err = run_loop(r);
 	if (r->cfg.duty_on_s)
 		dl_duty_finish(&r->duty, &r->tracer, dl_now_ns(), &r->sum, sync_kernel, r);
+	if (r->cfg.overhead_budget > 0)
+		dl_budget_finish(&r->budget, &r->tracer, dl_now_ns(), &r->sum, sync_kernel, r);
 	dl_markers_detach(&r->markers);
 	dl_tracer_detach(&r->tracer);
 	dl_info("detached every probe in %.1f ms", (double)r->tracer.last_detach_ns / 1e6);
@@ -697,6 +681,8 @@ int main(int argc, char **argv)
 	copts.step_on = r.cfg.step_on;
 	copts.pcie_gbps = r.cfg.pcie_gbps;
 	copts.keep_steps = r.cfg.keep_steps;
+	if (r.cfg.overhead_budget > 0)
+		copts.observed = dl_budget_observed, copts.observed_ctx = &r.budget;
 	corr = dl_corr_new(&copts, dl_steps_put, &steps);
 	dl_stream_add(&r.stream, dl_corr_sink, corr);
 
@@ -747,13 +733,15 @@ int main(int argc, char **argv)
 		dl_agg_report(stdout, &r.agg);
 	if (r.cfg.duty_on_s)
 		dl_duty_report(stdout, &r.duty, &r.sum);
+	if (r.cfg.overhead_budget > 0)
+		dl_budget_report(stdout, &r.budget);
 	if (r.rec)
 		printf("\ndlbpf: recorded %" PRIu64 " records (%.1f MiB, %s) to %s; `dlbpf report %s` replays it\n",
 		       rec.records, (double)rec.bytes / (1 << 20), dl_rec_encoding_name(rec.encoding), r.cfg.record_path,
 		       r.cfg.record_path);
 	fflush(stdout);
 	err = dl_outputs_finish(&r.out, &r.sum, corr, diag);
-	exit_code = err ? 1 : command_status(&r);
+	exit_code = err ? 1 : dl_spawn_exit_status(&r.spawn);
 	/* A replay a signal stopped is not the whole recording's report. */
 	if (!err && replay_stopped)
 		exit_code = 128 + stop_signal;
@@ -780,6 +768,7 @@ cleanup:
 	dl_cwds_free(&r.cwds);
 	dl_agg_free(&r.agg);
 	dl_duty_free(&r.duty);
+	dl_budget_free(&r.budget);
 	/* A command that never ran: the statuses env(1), nice(1) and the shell give it. */
 	if (err && r.spawn.exec_errno)
 		return r.spawn.exec_errno == ENOENT ? 127 : 126;

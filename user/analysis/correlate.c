@@ -341,6 +341,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	nspans = dl_corr_device(c, p, &st, cuda, ncuda, sched, nsched, &spans);
 	dl_corr_kdur_finalize(p, sched, nsched, end);
 	st.verdict = dl_verdict_of(st.cat_ns, &st.share);
+	st.partial = c->opts.observed && !c->opts.observed(c->opts.observed_ctx, st.start_ns, st.start_ns + st.dur_ns);
 	dl_step_sites_take(&by_site, &st);
 	free(cuda);
 	free(sched);
@@ -842,6 +843,7 @@ static void stats_add(struct dl_step_stats *out, const struct dl_step *st, uint6
 		out->outlier_ns += st->dur_ns;
 		return;
 	}
+	/* A partial step's duration is true (its markers are always probed): it is in the percentiles. */
 	dl_fold_add(&out->sum, st, with_hist);
 	if (durs)
 		durs[(*k)++] = st->dur_ns;

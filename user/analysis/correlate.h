@@ -29,6 +29,13 @@ struct dl_corr_opts {
 	double pcie_gbps;           /* copy bandwidth assumed until measured (default 24, PCIe Gen4 x16) */
 	uint64_t finalize_delay_ns; /* default 50 ms */
 	size_t keep_steps;          /* the latest steps kept in full per process (at least; 0: all); the rest folded */
+	/*
+	 * --overhead-budget: were launches probed over all of [start, end]? A step
+	 * they were not is partial: its duration counts, its breakdown does not.
+	 * NULL: every step was.
+	 */
+	bool (*observed)(void *ctx, uint64_t start_ns, uint64_t end_ns);
+	void *observed_ctx;
 };
 
 /* DL_MARK_PERIOD: every call of one kind, the first of the main thread's repeating call sequence. */

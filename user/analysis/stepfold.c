@@ -54,6 +54,10 @@ void dl_fold_add(struct dl_step_fold *f, const struct dl_step *st, bool with_his
 {
 	struct dl_step_fold one;
 
+	if (st->partial) {
+		f->partial++;
+		return;
+	}
 	fold_of_step(&one, st);
 	dl_fold_merge(f, &one);
 	if (with_hist) {
@@ -68,6 +72,7 @@ void dl_fold_merge(struct dl_step_fold *to, const struct dl_step_fold *from)
 	uint64_t n = to->n + from->n;
 	double d = from->mean - to->mean;
 
+	to->partial += from->partial;
 	if (!from->n)
 		return;
 	/* Chan et al.'s pairwise update of the mean and the sum of squares. */

@@ -33,12 +33,17 @@ struct dl_step_fold {
 	uint64_t gpu_busy_lo_ns, gpu_busy_hi_ns;   /* sums of the steps' inferred bounds */
 	uint64_t gpu_idle_ns[DL_IDLE_COUNT];       /* and of their idle split */
 	uint64_t verdicts[DL_V_COUNT];
+	/*
+	 * Partial steps (--overhead-budget: launches not probed all through them),
+	 * counted apart from n: their breakdown would hold launch time as CPU.
+	 */
+	uint64_t partial;
 	double io_peak_mbps;       /* fastest disk throughput over a step's reads in flight (> 1 ms of them) */
 	double mean, m2;           /* of dur_ns: Welford's running mean and sum of squared deviations */
 	uint32_t *hist;            /* durations, DL_FOLD_BUCKETS; NULL until a step is folded with it */
 };
 
-/* Adds a step; with_hist: its duration goes to the histogram too (allocated on first use). */
+/* Adds a step (a partial one is only counted); with_hist: its duration goes to the histogram too (allocated on first use). */
 void dl_fold_add(struct dl_step_fold *f, const struct dl_step *st, bool with_hist);
 /* Adds every count of from into to (to's histogram is allocated if from has one). */
 void dl_fold_merge(struct dl_step_fold *to, const struct dl_step_fold *from);

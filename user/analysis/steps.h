@@ -142,6 +142,7 @@ struct dl_step {
 	uint32_t ngpu_spans;
 	enum dl_verdict verdict;
 	double share;              /* of the verdict's categories in the step */
+	bool partial;              /* --overhead-budget: launches were not probed all through it (duration only) */
 	uint64_t first_event;      /* stream position of the marker; for sinks that link */
 	uint64_t closed_at;        /* stream position (dl_rec.seq) of the record that finalized it */
 	uint32_t nsites;           /* of top_sites */

@@ -101,6 +101,28 @@ struct dl_prog_miss {
 	uint64_t misses;
 };
 
+/*
+ * --overhead-budget: what the live controller (capture/budget.c) measured and
+ * scaled, carried for the JSON's overhead_budget object. Shares are of the
+ * traced job's CPU with dlbpf's cost taken out (what it would use untraced).
+ */
+#define DL_OVERHEAD_APIS 16
+struct dl_overhead {
+	double budget, achieved;       /* the cost set, and the cost measured over the run */
+	double always_on, launches;    /* achieved, split: what stays on, and the launch probes */
+	bool always_on_over;           /* always-on costs alone exceed the budget */
+	double job_cpu_ns, cost_ns;
+	double uprobe_ns, uretprobe_ns;    /* the kernel's trap, timed at start */
+	double ns_per_launch;          /* trap plus the launch program's measured run time */
+	double observed;               /* fraction of the time launches were probed */
+	double launches_probed;        /* launch events the probes ran for */
+	double slowdown;               /* median step with launches probed / without - 1 (0: not measured) */
+	uint64_t steps_in, steps_out;  /* the steps that measured it */
+	uint64_t windows;
+	int napis;
+	struct { uint16_t api; double seen, scaled, lo, hi; } apis[DL_OVERHEAD_APIS];
+};
+
 struct dl_summary {
 	struct dl_proc *procs; /* grown with dl_grow; main.c and duty.c walk procs[0..n) */
 	size_t n, cap;
@@ -117,6 +139,7 @@ struct dl_summary {
 	bool bio_submits;             /* DL_TRACE_BIO_SUBMITS: block bytes counted at submission */
 	uint64_t recursion_misses;    /* program runs the kernel's recursion guard skipped */
 	DL_VEC(struct dl_prog_miss) prog_misses;   /* from DL_EV_PROG, in the order they came */
+	const struct dl_overhead *overhead;   /* --overhead-budget, live runs only; NULL otherwise */
 };
 
 void dl_summary_init(struct dl_summary *s);

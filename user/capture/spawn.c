@@ -163,3 +163,27 @@ void dl_spawn_abort(struct dl_spawn *sp)
 		sp->pid = 0;
 	}
 }
+
+int dl_spawn_exit_status(struct dl_spawn *sp)
+{
+	int status;
+
+	if (sp->pid <= 0 || waitpid(sp->pid, &status, WNOHANG) != sp->pid)
+		return 0;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 0;
+}
+
+void dl_spawn_signal_ready(int fd)
+{
+	static const char msg[] = "ready\n";
+	ssize_t n;
+
+	do
+		n = write(fd, msg, sizeof(msg) - 1);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(msg) - 1)
+		dl_warn("--ready-fd %d: %s", fd, n < 0 ? strerror(errno) : "short write");
+	close(fd);
+}

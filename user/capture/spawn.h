@@ -29,4 +29,10 @@ int dl_spawn_release(struct dl_spawn *sp);
 /* Kills a child that was never released (setup failed). */
 void dl_spawn_abort(struct dl_spawn *sp);
 
+/* Reaps the command if it has ended: its exit status as a shell gives it (128 + N for signal N); 0 otherwise. */
+int dl_spawn_exit_status(struct dl_spawn *sp);
+
+/* --ready-fd: writes "ready\n" to fd and closes it; whoever started dlbpf may start the traced work now. */
+void dl_spawn_signal_ready(int fd);
+
 #endif

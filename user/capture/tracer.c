@@ -21,6 +21,7 @@
 #include "capture/procfs.h"
 #include "capture/tfile.h"
 #include "capture/tracer.h"
+#include "capture/tracer_int.h"
 #include "util.h"
 
 int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files)
@@ -67,6 +68,9 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	bpf_program__set_autoattach(skel->progs.cuda_enter, false);
 	bpf_program__set_autoattach(skel->progs.cuda_return, false);
 	bpf_program__set_autoattach(skel->progs.step_mark, false);
+	/* --overhead-budget attaches these to dlbpf itself for a few ms (capture/calib.c). */
+	bpf_program__set_autoattach(skel->progs.calib_entry, false);
+	bpf_program__set_autoattach(skel->progs.calib_return, false);
 	err = dlbpf__load(skel);
 	if (err) {
 		dl_err("cannot load the BPF programs: %s (run with -vv for the verifier's log)", strerror(-err));
@@ -139,7 +143,7 @@ static struct bpf_link *attach_set(struct bpf_program *prog, pid_t pid, const ch
  * (tracer.h: a return link before its entry link); the launch set is
  * entry-only, the others entry+return. Returns 0 or -errno.
  */
-static int attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const struct dl_probe_set *sets[DL_LINK_MAX])
+int dl_tracer_attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const struct dl_probe_set *sets[DL_LINK_MAX])
 {
 	/* The test hook's order: each entry link before its return link. */
 	static const int entry_first[DL_LINK_MAX] = {
@@ -474,11 +478,11 @@ static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *
 		*a.hot_launch = s->launch;
 		*a.hot_copy = s->copies;
 	}
-	if (!t->split_hot || t->hot_on) {
+	if (!t->split_hot || t->hot_on[DL_HOT_LAUNCH])
 		sets[DL_LINK_LAUNCH] = &s->launch;
+	if (!t->split_hot || t->hot_on[DL_HOT_COPY])
 		sets[DL_LINK_COPY_ENTER] = sets[DL_LINK_COPY_RETURN] = &s->copies;
-	}
-	err = attach_links(t, &a, sets);
+	err = dl_tracer_attach_links(t, &a, sets);
 	if (err) {
 		a.fd = -1;   /* still the caller's */
 		attach_free(&a);
@@ -535,83 +539,6 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 		lib_kind_name(kind), m->path,
 		(double)t->last_attach_ns / 1e6);
 	return r;
-}
-
-void dl_tracer_split_hot(struct dl_tracer *t)
-{
-	t->split_hot = true;
-	t->hot_on = true;
-}
-
-/* Attaches the slots in want of every runtime's hot sets; returns the first error. */
-static int attach_hot_slots(struct dl_tracer *t, const int *want, int nwant)
-{
-	int first = 0;
-
-	for (size_t i = 0; i < t->cuda.n; i++) {
-		struct dl_cuda_attach *a = &t->cuda.v[i];
-		const struct dl_probe_set *sets[DL_LINK_MAX] = {};
-		const struct dl_probe_set *hot[DL_LINK_MAX] = {
-			[DL_LINK_LAUNCH] = a->hot_launch,
-			[DL_LINK_COPY_ENTER] = a->hot_copy, [DL_LINK_COPY_RETURN] = a->hot_copy,
-		};
-		int err;
-
-		for (int k = 0; k < nwant; k++)
-			sets[want[k]] = hot[want[k]];
-		err = attach_links(t, a, sets);
-		if (err)
-			dl_err("pid %d: cannot attach uprobes to %s: %s", a->pid, a->path, strerror(-err));
-		if (err && !first)
-			first = err;
-	}
-	return first;
-}
-
-static void destroy_slots(struct dl_tracer *t, const int *which, int n)
-{
-	for (size_t i = 0; i < t->cuda.n; i++)
-		for (int k = 0; k < n; k++) {
-			bpf_link__destroy(t->cuda.v[i].links[which[k]]);
-			t->cuda.v[i].links[which[k]] = NULL;
-		}
-}
-
-/*
- * The window edge [edge_lo, edge_hi] brackets the change of the entry probes,
- * which decide whether a call is counted: return probes are attached before
- * them and detached after them, so no call is left entered with no return to
- * pop it (a uprobe_multi detach takes 22-76 ms on kernel 6.18; most of it after
- * the probe stopped firing, so bracketing only the entry links keeps the edge
- * tight).
- */
-int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e)
-{
-	static const int entry[DL_HOT_CLASSES] = { [DL_HOT_LAUNCH] = DL_LINK_LAUNCH, [DL_HOT_COPY] = DL_LINK_COPY_ENTER };
-	static const int returns[] = { DL_LINK_COPY_RETURN };
-	int err = 0;
-
-	for (int c = 0; c < DL_HOT_CLASSES; c++)
-		e->lo[c] = e->hi[c] = dl_now_ns();
-	if (!t->split_hot || t->hot_on == on)
-		return 0;
-	t->hot_on = on;
-	if (on)
-		err = attach_hot_slots(t, returns, 1);
-	for (int c = 0; c < DL_HOT_CLASSES; c++) {
-		e->lo[c] = dl_now_ns();
-		if (on) {
-			int e2 = attach_hot_slots(t, &entry[c], 1);
-
-			err = err ? err : e2;
-		} else {
-			destroy_slots(t, &entry[c], 1);
-		}
-		e->hi[c] = dl_now_ns();
-	}
-	if (!on)
-		destroy_slots(t, returns, 1);
-	return err;
 }
 
 struct scan_ctx {

@@ -36,6 +36,9 @@ enum { DL_LINK_LAUNCH, DL_LINK_RETURN, DL_LINK_ENTER, DL_LINK_COPY_RETURN, DL_LI
 _Static_assert(DL_LINK_RETURN < DL_LINK_ENTER && DL_LINK_COPY_RETURN < DL_LINK_COPY_ENTER,
 	       "a return link is attached before its entry link");
 
+/* The classes of hot probes --duty and --overhead-budget turn on and off. */
+enum { DL_HOT_LAUNCH, DL_HOT_COPY, DL_HOT_CLASSES };
+
 /* One CUDA runtime, driver or C library (dlopen) attached in one process. */
 struct dl_cuda_attach {
 	pid_t pid;
@@ -76,7 +79,7 @@ struct dl_tracer {
 	struct dl_u64map warned;        /* hash of (dev, inode): said once why, for every process */
 	bool split_hot;           /* --duty: launches and copies on their own links */
 	bool stacks;              /* --stacks: syncs and synchronous copies record their callers' stack */
-	bool hot_on;              /* those links are attached */
+	bool hot_on[DL_HOT_CLASSES];   /* those links are attached, per class */
 	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
 	uint64_t traced_full;     /* processes user space could not add to the full traced set */
 	unsigned link_pause_ms;   /* test hook DLBPF_TEST_LINK_PAUSE_MS (capture/hooks.h) */
@@ -91,11 +94,12 @@ void dl_tracer_split_hot(struct dl_tracer *t);
  * Attaches (on) or detaches (off) the hot links of every runtime; returns the
  * first error. The entry probes of class c changed state within [e->lo[c], e->hi[c]].
  */
-enum { DL_HOT_LAUNCH, DL_HOT_COPY, DL_HOT_CLASSES };
 struct dl_hot_edges {
 	uint64_t lo[DL_HOT_CLASSES], hi[DL_HOT_CLASSES];
 };
 int dl_tracer_set_hot(struct dl_tracer *t, bool on, struct dl_hot_edges *e);
+/* The same for one class only (--overhead-budget turns launches alone on and off); edges in e->lo[c], e->hi[c]. */
+int dl_tracer_set_hot_class(struct dl_tracer *t, int c, bool on, struct dl_hot_edges *e);
 int dl_tracer_agg_fd(const struct dl_tracer *t);
 /* BPF map py_procs: the CPython layout of each traced process that runs one (capture/pycode.h). */
 int dl_tracer_py_fd(const struct dl_tracer *t);

@@ -213,12 +213,12 @@ static void steps_of(struct dl_html *h, const struct dl_correlator *c, const str
 	}
 	dl_corr_stats(c, p, &st);
 	fprintf(h->f, "<p>%" PRIu64 " steps, median %s%.2f ms, p90 %s%.2f ms, confidence %s (CV %.2f)</p>\n",
-		st.sum.n + st.outliers, st.exact ? "" : "~", ms(st.median_ns), st.exact ? "" : "~", ms(st.p90_ns),
+		st.sum.n + st.outliers + st.sum.partial, st.exact ? "" : "~", ms(st.median_ns), st.exact ? "" : "~", ms(st.p90_ns),
 		dl_step_confidence(st.cv, st.sum.n), st.cv);
-	if (st.sum.n + st.outliers > n)
+	if (st.sum.n + st.outliers + st.sum.partial > n)
 		fprintf(h->f, "<p class=\"note\">The charts show the last %zu steps; the %" PRIu64 " before them were "
 			"folded into totals (--keep-steps). The median and p90 cover every step (~: within %.1f%%).</p>\n",
-			n, st.sum.n + st.outliers - n, 100 * DL_FOLD_REL_ERR);
+			n, st.sum.n + st.outliers + st.sum.partial - n, 100 * DL_FOLD_REL_ERR);
 	if (st.outliers)
 		fprintf(h->f, "<p class=\"note\">%" PRIu64 " step%s (%.2f ms in all) lasted over %dx the p90 of the "
 			"others: one-offs (the loaders' start, a checkpoint, a stall), charted but left out of the totals, "

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 #include "log.h"
 #include "output/json.h"
@@ -376,6 +377,55 @@ void dl_report_json_procs(struct dl_json *j, const struct dl_summary *s, const s
 			  c ? dl_corr_kdur(c, s->procs[i].pid) : NULL, rank);
 }
 
+/* --overhead-budget: the cost set and achieved, and the launch counts scaled by the time they were probed. */
+static void json_overhead(struct dl_json *j, const struct dl_overhead *o)
+{
+	dl_json_key(j, "overhead_budget");
+	dl_json_obj_begin(j);
+	dl_json_key(j, "budget");
+	dl_json_double(j, o->budget);
+	dl_json_key(j, "achieved");
+	dl_json_double(j, o->achieved);
+	dl_json_key(j, "always_on");
+	dl_json_double(j, o->always_on);
+	dl_json_key(j, "launches");
+	dl_json_double(j, o->launches);
+	dl_json_key(j, "always_on_exceeds_budget");
+	dl_json_bool(j, o->always_on_over);
+	dl_json_ku64(j, "job_cpu_ns", (uint64_t)o->job_cpu_ns);
+	dl_json_ku64(j, "cost_ns", (uint64_t)o->cost_ns);
+	dl_json_key(j, "uprobe_ns");
+	dl_json_double(j, o->uprobe_ns);
+	dl_json_key(j, "uretprobe_ns");
+	dl_json_double(j, o->uretprobe_ns);
+	dl_json_key(j, "ns_per_launch");
+	dl_json_double(j, o->ns_per_launch);
+	dl_json_key(j, "launch_observed");
+	dl_json_double(j, o->observed);
+	dl_json_ku64(j, "launch_windows", o->windows);
+	dl_json_key(j, "launch_slowdown");
+	dl_json_double(j, o->slowdown);
+	dl_json_key(j, "launches_scaled");
+	dl_json_arr_begin(j);
+	for (int k = 0; k < o->napis; k++) {
+		dl_json_obj_begin(j);
+		dl_json_kstr(j, "api", dl_api_by_id(o->apis[k].api)->name);
+		dl_json_ku64(j, "seen", (uint64_t)o->apis[k].seen);
+		dl_json_key(j, "scaled");
+		dl_json_double(j, o->apis[k].scaled);
+		dl_json_key(j, "lo");
+		dl_json_double(j, o->apis[k].lo);
+		dl_json_key(j, "hi");
+		if (isfinite(o->apis[k].hi))
+			dl_json_double(j, o->apis[k].hi);
+		else
+			dl_json_null(j);
+		dl_json_obj_end(j);
+	}
+	dl_json_arr_end(j);
+	dl_json_obj_end(j);
+}
+
 int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
 		   const struct dl_diagnosis *d)
 {
@@ -410,6 +460,8 @@ int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlat
 	dl_report_json_procs(&j, s, c, -1);
 	dl_json_arr_end(&j);
 	dl_report_steps_json(&j, c, d, s);
+	if (s->overhead)
+		json_overhead(&j, s->overhead);
 	dl_json_obj_end(&j);
 	fputc('\n', f);
 	if (fflush(f) || ferror(f)) {

@@ -101,6 +101,9 @@ static void text_left_out(FILE *f, const struct dl_corr_proc *p, const struct dl
 			   "as the loaders' start, a checkpoint or a stall\n", st->outliers > DL_OUTLIERS_LISTED ? ", ..." : "",
 			DL_OUTLIER_P90);
 	}
+	if (st->sum.partial)
+		fprintf(f, "  partial  %" PRIu64 " step%s not inside a launch window (--overhead-budget): in the median "
+			   "and p90, left out of the totals and the verdict\n", st->sum.partial, st->sum.partial > 1 ? "s" : "");
 	if (su->relearned)
 		fprintf(f, "  start-up %" PRIu64 " steps (%.2f ms) cut by a marker that then stopped recurring (%s) are "
 			   "left out; the steps were learned again from the calls after them\n",
@@ -182,6 +185,10 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 	dl_json_ki64(j, "tid", st->tid);
 	dl_json_ku64(j, "start_ns", st->start_ns);
 	dl_json_ku64(j, "dur_ns", st->dur_ns);
+	if (st->partial) {
+		dl_json_key(j, "partial");
+		dl_json_bool(j, true);
+	}
 	dl_json_key(j, "breakdown_ns");
 	dl_json_obj_begin(j);
 	for (int k = 0; k < DL_CAT_COUNT; k++)
@@ -310,7 +317,8 @@ void dl_report_markers_items(struct dl_json *j, const struct dl_correlator *c, i
 		dl_json_ki64(j, "pid", p->pid);
 		dl_json_ku64(j, "main_tid", p->main_tid);
 		dl_json_kstr(j, "marker", p->marker_desc);
-		dl_json_ku64(j, "steps", st.sum.n + st.outliers);
+		dl_json_ku64(j, "steps", st.sum.n + st.outliers + st.sum.partial);
+		dl_json_ku64(j, "steps_partial", st.sum.partial);
 		dl_json_ku64(j, "steps_listed", p->nsteps - dl_steps_unlisted(c, p));
 		dl_json_ku64(j, "median_ns", st.median_ns);
 		dl_json_ku64(j, "p90_ns", st.p90_ns);

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Integration tests of --overhead-budget P against the training emulator's own truth: launch
+counts scaled from the windows against the launches train made, the verdict against the phase
+that dominates its steps, and the step median against its own clock reads; with the workload's
+settings and the budget varied. No timing assertions: what the budget costs is measured by
+`make bench` (table 12); here the controller's claims are checked against independent counts.
+Run as root."""
+import json
+import os
+import re
+import statistics
+
+from harness import GPUSIM_DIR, WORK, Dlbpf, check, main, run_dlbpf, workload
+
+# dlbpf cuts steps at the batch's host-to-device copy (the first call after the blocking sync);
+# train's truth notes its clock right before that copy (h2d_start_ns). A boundary's uprobe costs
+# the copy's entry some us (tens when a neighbour holds the CPU): two medians of the same steps,
+# both ends shifted alike, agree to that over a step of tens of ms. 1% leaves room for a
+# preempted boundary and still fails a median of the wrong steps (a launch window's slower steps
+# alone are 10% and more longer on the launch scenario).
+MEDIAN_REL = 0.01
+
+
+def truth_of(path):
+    lines = [json.loads(l) for l in open(path)]
+    steps = [l for l in lines if "step" in l and "start_ns" in l]
+    summary = [l for l in lines if l.get("summary")][0]
+    return steps, summary
+
+
+def run_budget(budget, train_args, sim_env=None, extra=()):
+    truth_path = os.path.join(WORK, f"truth-budget-{budget}-{os.getpid()}.jsonl")
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, **(sim_env or {}))
+    d = Dlbpf(["--overhead-budget", budget] + list(extra) + ["--", workload("train"), "--quiet", "--truth",
+                                                              truth_path] + list(train_args), env=env)
+    rc = d.wait(timeout=300)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-2000:]}")
+    steps, summary = truth_of(truth_path)
+    return d, d.summary(), steps, summary
+
+
+def section(stdout):
+    at = stdout.find("overhead budget ")
+    return stdout[at:at + 1500] if at >= 0 else "(no overhead budget section)"
+
+
+def check_budget_run(budget, train_args, sim_env=None, verdict="launch-bound", cycled=True):
+    d, s, steps, tsum = run_budget(budget, train_args, sim_env)
+    ob = s.get("overhead_budget")
+    check(ob is not None, "no overhead_budget object in the JSON")
+    why = section(d.stdout)
+    check(abs(ob["budget"] - float(budget.rstrip("%")) / 100) < 1e-9, f"budget {ob['budget']} for {budget}")
+    check(abs(ob["always_on"] + ob["launches"] - ob["achieved"]) <= 1e-3 * max(ob["achieved"], 1e-6),
+          f"the cost's parts do not add up: {ob}")
+    check(0 < ob["launch_observed"] <= 1 and (ob["launch_observed"] < 1 or not cycled),
+          f"launches observed {ob['launch_observed']}: {why}")
+    made = sum(st["kernels"] for st in steps)
+    if ob["always_on_exceeds_budget"]:
+        # Every task's scheduler events are charged: a machine busy with other work can spend the
+        # budget on them alone. Then the first window is the only one, and its count bounds nothing.
+        check(ob["launch_windows"] == 1, f"always-on over the budget, yet {ob['launch_windows']} windows: {why}")
+        check("over the budget" in d.stdout, why)
+        return f"{budget}: always-on {ob['always_on']:.2%} alone over the budget on this machine now: one window"
+    # The launches train made, every one in a step; the scaled count's bounds must hold them.
+    scaled = {a["api"]: a for a in ob["launches_scaled"]}
+    check("cudaLaunchKernel" in scaled, f"no scaled cudaLaunchKernel: {why}")
+    k = scaled["cudaLaunchKernel"]
+    seen = next(p for p in s["processes"] if p["cuda"]["calls"].get("cudaLaunchKernel"))
+    check(k["seen"] == seen["cuda"]["calls"]["cudaLaunchKernel"]["count"],
+          f"seen {k['seen']} != the process's count {seen['cuda']['calls']['cudaLaunchKernel']['count']}")
+    check(k["seen"] < made or not cycled, f"seen {k['seen']} of {made}: the launches were not cycled")
+    check(k["hi"] is not None and k["lo"] <= made <= k["hi"],
+          f"train made {made} launches, scaled {k['scaled']:.0f} [{k['lo']:.0f}-{k['hi']}]: {why}")
+    # The verdict of the steps inside windows: the phase train's own clocks say dominates.
+    check(s["diagnosis"]["verdict"] == verdict, f"verdict {s['diagnosis']['verdict']}, want {verdict}: {why}")
+    share = tsum["phase_share"]
+    dominant = max(share, key=share.get)
+    check(verdict != "launch-bound" or dominant == "launch", f"train's own shares: {share}")
+    # The step median, every step's (partial ones included), against train's own clock reads.
+    m = s["step_markers"][0]
+    check(m["steps_partial"] < m["steps"] and (m["steps_partial"] > 0 or not cycled),
+          f"{m['steps_partial']} partial of {m['steps']} steps")
+    cuts = [st["h2d_start_ns"] for st in steps]
+    truth_med = statistics.median(b - a for a, b in zip(cuts, cuts[1:]))
+    check(abs(m["median_ns"] - truth_med) <= MEDIAN_REL * truth_med,
+          f"median step {m['median_ns'] / 1e6:.3f} ms, train's {truth_med / 1e6:.3f} ms")
+    check("steps with launches probed took" in d.stdout or "too few steps inside" in d.stdout, why)
+    return (f"{budget}: observed {ob['launch_observed']:.1%} in {ob['launch_windows']} windows, launches "
+            f"{made} inside [{k['lo']:.0f}-{k['hi']:.0f}] (scaled {k['scaled']:.0f}), {m['steps_partial']} of "
+            f"{m['steps']} steps partial, median {m['median_ns'] / 1e6:.2f} vs {truth_med / 1e6:.2f} ms, "
+            f"estimate {ob['achieved']:.2%}")
+
+
+def test_budget_launch_bound():
+    """The launch scenario at 10%: launches cycled, their count bounded, verdict and median right."""
+    return check_budget_run("10%", ["--scenario", "launch", "--steps", "450"])
+
+
+def test_budget_settings_varied():
+    """Fewer launches a step, a slower simulated launch and a larger budget: the same claims hold."""
+    notes = []
+    for budget, args, env in (("15", ["--scenario", "launch", "--kernels", "1500", "--steps", "900"],
+                               {"GPUSIM_LAUNCH_US": "6"}),
+                              ("6.5%", ["--scenario", "launch", "--kernels", "2500", "--steps", "700"],
+                               {"GPUSIM_LAUNCH_US": "2"})):
+        notes.append(check_budget_run(budget, args, env))
+    return "; ".join(notes)
+
+
+def test_budget_gpu_bound():
+    """A GPU-bound loop: launches are few and hidden behind the device; the verdict stays gpu-bound.
+    Its job uses little CPU, so the always-on programs' run time (every task's scheduler events are
+    charged) takes a share of it that depends on the machine's load: the budget is set high enough
+    that launches are probed at all, and may be probed all the time."""
+    return check_budget_run("30%", ["--scenario", "gpu", "--steps", "300"], verdict="gpu-bound", cycled=False)
+
+
+def test_budget_always_on_over():
+    """A budget the always-on probes alone exceed: said in the report and the JSON, and launches are
+    probed only in the first window, which measures them."""
+    d, s, steps, _ = run_budget("0.001%", ["--scenario", "launch", "--steps", "150"])
+    ob = s["overhead_budget"]
+    check(ob["always_on_exceeds_budget"], f"always-on {ob['always_on']:.4%} of a 0.001% budget: {section(d.stdout)}")
+    check(ob["launch_windows"] == 1, f"{ob['launch_windows']} windows with no budget left: {section(d.stdout)}")
+    check(re.search(r"warning: the always-on probes alone cost [\d.]+%, over the budget", d.stdout),
+          section(d.stdout))
+    return f"always-on {ob['always_on']:.3%}, {ob['launch_windows']} window"
+
+
+def test_budget_cli():
+    """Bad values and conflicting options: exit 2, a clear message, nothing traced."""
+    for bad in ("0", "0%", "-1", "101", "abc", "1%%", "1e1", " 1", ""):
+        rc, _, err = run_dlbpf(["--overhead-budget", bad, "--", "true"])
+        check(rc == 2 and "invalid --overhead-budget" in err, f"--overhead-budget '{bad}': rc {rc}, {err.strip()}")
+    for args, words in (
+            (["--overhead-budget", "1%", "--duty", "1/4", "--", "true"], "give one"),
+            (["record", "-o", os.path.join(WORK, "b.dlbpf"), "--overhead-budget", "1%", "--", "true"],
+             "--overhead-budget probes launches part"),
+            (["report", os.path.join(WORK, "b.dlbpf"), "--overhead-budget", "1%"], "do not apply"),
+            (["--overhead-budget", "1%", "--metrics", "127.0.0.1:19464", "--", "true"], "--overhead-budget sees launches")):
+        rc, _, err = run_dlbpf(args)
+        check(rc == 2 and words in err, f"{' '.join(args)}: rc {rc}, {err.strip()}")
+    for good in ("1%", "0.5%", "5", "100"):
+        rc, _, err = run_dlbpf(["--overhead-budget", good, "--summary", "-q", "--", "true"])
+        check(rc == 0, f"--overhead-budget {good} --summary: rc {rc}, {err.strip()[-500:]}")
+    return "refused with exit 2; accepted with --summary"
+
+
+if __name__ == "__main__":
+    main()

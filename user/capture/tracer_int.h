@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What tracer.c shares with tracer_hot.c (the hot probes' switch), and no one else. */
+#ifndef DLBPF_TRACER_INT_H
+#define DLBPF_TRACER_INT_H
+
+#include "capture/tracer.h"
+
+/* Attaches the links of a's slots that sets names (NULL: not that slot); returns 0 or -errno. */
+int dl_tracer_attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const struct dl_probe_set *sets[DL_LINK_MAX]);
+
+#endif
