@@ -19,6 +19,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by drainprod.c before load: the launch every record describes. */
 const volatile __u16 launch_api;
 const volatile __u64 launch_arg[DL_CUDA_NARGS];
+/* Where the launches return to: one call site, as a training loop's launch line is (an unset one reads stale ring memory). */
+const volatile __u64 launch_site;
 
 struct produce_args {
 	__u32 n;       /* records to write in this run */
@@ -43,6 +45,7 @@ static long emit_launch(__u64 i, struct loop_ctx *c)
 	for (int k = 0; k < DL_CUDA_NARGS; k++)
 		e->arg[k] = launch_arg[k];
 	e->out = 0;
+	e->site = launch_site;
 	dl_submit(e);
 	c->written++;
 	return 0;

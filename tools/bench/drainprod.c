@@ -462,6 +462,7 @@ int main(int argc, char **argv)
 	skel->rodata->launch_arg[3] = 256 | (1ull << 32);
 	skel->rodata->launch_arg[4] = 1;
 	skel->rodata->launch_arg[5] = (uint64_t)(uintptr_t)&line;
+	skel->rodata->launch_site = (uint64_t)(uintptr_t)drainprod_kernel + 4;
 	skel->rodata->wakeup_bytes = wakeup_q.value;
 	/* Only the ring buffer and the drop counters are used: dlbpf's own. */
 	struct bpf_map *m;

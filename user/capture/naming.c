@@ -66,12 +66,12 @@ static void name_site(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t n
 {
 	char name[DL_SYM_NAME_MAX], func[DL_SYM_NAME_MAX];
 	struct dl_code_loc loc;
-	int misses;
+	int looks;
 
-	if (!site || (misses = dl_symbolize_once(sz, pid, site | DL_SYMBOLIZE_SITE_KEY, site, &loc)) < 0)
+	if (!site || (looks = dl_symbolize_once(sz, pid, site | DL_SYMBOLIZE_SITE_KEY, site, &loc)) < 0)
 		return;
-	/* A second look that found no more than the first says nothing new. */
-	if (misses > 0 && !loc.final)
+	/* A later look that found no more than the first says nothing new. */
+	if (looks > 0 && !loc.final)
 		return;
 	if (loc.sym[0]) {
 		dl_demangle(loc.sym, name, sizeof(name));

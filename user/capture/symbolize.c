@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "capture/symbolize.h"
 #include "capture/tfile.h"
 #include "log.h"
+#include "records/clock.h"
 #include "util.h"
 
 #define DL_SYMCACHE 16
@@ -39,6 +41,7 @@ struct pid_maps {
 	bool shares_root;   /* resolves paths as dlbpf does (same mount namespace and root) */
 	exec_map_vec maps;
 	struct dl_u64map seen;   /* addresses asked about (dl_symbolizer_first) */
+	uint64_t read_ns;        /* when its maps were last read (tried) */
 };
 
 struct dl_symbolizer {
@@ -92,11 +95,20 @@ static struct pid_maps *pid_maps_of(struct dl_symbolizer *sz, pid_t pid, bool cr
 }
 
 /*
- * The seen set's value: the misses so far, and whether the address is settled
- * (named, or missed DL_SYMBOLIZE_TRIES times). An unsettled one is asked again.
+ * The seen set's value: the misses so far (low 16 bits), the looks (the next
+ * 32), and whether the address is settled (named, or missed
+ * DL_SYMBOLIZE_TRIES times). An unsettled one is asked again.
  */
 #define SEEN_SETTLED (1ull << 63)
+#define SEEN_MISSES(v) ((v) & 0xffff)
+#define SEEN_LOOKS(v) (((v) >> 16) & 0xffffffffu)
 #define DL_SYMBOLIZE_TRIES 3
+/*
+ * An address no mapping holds has the maps read again, at most this often
+ * per process: code in anonymous memory (a JIT) or a corrupt address would
+ * otherwise cost a read of /proc/PID/maps per record.
+ */
+#define DL_SYMBOLIZE_REREAD_NS 100000000ull
 
 bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr)
 {
@@ -112,15 +124,21 @@ bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr)
 int dl_symbolize_once(struct dl_symbolizer *sz, pid_t pid, uint64_t key, uint64_t addr, struct dl_code_loc *loc)
 {
 	struct pid_maps *pm = pid_maps_of(sz, pid, true);
-	uint64_t misses = 0;
+	uint64_t v = 0, misses, looks;
 
-	if (dl_u64map_get(&pm->seen, key, &misses) && (misses & SEEN_SETTLED))
+	if (dl_u64map_get(&pm->seen, key, &v) && (v & SEEN_SETTLED))
 		return -1;
+	misses = SEEN_MISSES(v);
+	looks = SEEN_LOOKS(v);
 	dl_symbolize_loc(sz, pid, addr, loc);
+	/* A miss counts when something was read anew for it: the maps or the file. */
+	if (!loc->final && !loc->reused)
+		misses++;
 	/* The symbolizer's own maps may have grown: look the entry up anew. */
 	pm = pid_maps_of(sz, pid, true);
-	dl_u64map_put(&pm->seen, key, loc->final || misses + 1 >= DL_SYMBOLIZE_TRIES ? SEEN_SETTLED : misses + 1);
-	return (int)misses;
+	dl_u64map_put(&pm->seen, key, loc->final || misses >= DL_SYMBOLIZE_TRIES ? SEEN_SETTLED :
+		      (dl_min_u64(looks + 1, 0xffffffffu) << 16) | misses);
+	return (int)dl_min_u64(looks, INT32_MAX);
 }
 
 static int note_mapping(const struct dl_mapping *m, void *arg)
@@ -177,7 +195,10 @@ int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid)
 {
 	struct pid_maps *pm = pid_maps_of(sz, pid, true);
 	exec_map_vec fresh = { 0 };
-	int err = dl_maps_foreach(pid, note_mapping, &fresh);
+	int err;
+
+	pm->read_ns = dl_now_ns();
+	err = dl_maps_foreach(pid, note_mapping, &fresh);
 
 	/* An exiting process shows no mappings: keep what was known (its events are still being named). */
 	if (!err && (!fresh.n || !dl_proc_running(pid)))
@@ -249,8 +270,14 @@ void dl_symbolize_loc(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, struct
 	struct cached_file *cf;
 
 	memset(loc, 0, sizeof(*loc));
-	if (!m && dl_symbolizer_note(sz, pid) == 0)
-		m = find_map(pid_maps_of(sz, pid, false), addr);
+	if (!m) {
+		const struct pid_maps *pm = pid_maps_of(sz, pid, false);
+
+		if (pm && dl_now_ns() - pm->read_ns < DL_SYMBOLIZE_REREAD_NS)
+			loc->reused = true;
+		else if (dl_symbolizer_note(sz, pid) == 0)
+			m = find_map(pid_maps_of(sz, pid, false), addr);
+	}
 	if (!m) {
 		dl_debug("pid %d: no mapping holds %#" PRIx64, (int)pid, addr);
 		return;

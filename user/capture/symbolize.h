@@ -25,6 +25,7 @@ struct dl_code_loc {
 	char sym[1024];       /* raw (mangled) symbol name; "" when none holds it */
 	uint64_t sym_off;     /* bytes from the symbol's start */
 	bool final;           /* a symbol holds it, or obj's symbols were read and none does */
+	bool reused;          /* no mapping held it, and the maps were read too lately to read again */
 };
 
 /* True the first time (pid, addr) is asked about: the caller names it once. */
@@ -34,7 +35,7 @@ bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr);
  * settled. An answer that cannot change settles it; one that may (no mapping
  * noted yet, a file that could not be read for a moment) leaves it open for
  * the key's next record, a few times at most, so that a stripped or vanished
- * file is not read on every record. Returns the misses before this lookup
+ * file is not read on every record. Returns the looks before this one
  * (0: the first), or -1 when settled (loc untouched).
  */
 int dl_symbolize_once(struct dl_symbolizer *sz, pid_t pid, uint64_t key, uint64_t addr, struct dl_code_loc *loc);
