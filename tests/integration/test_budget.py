@@ -70,8 +70,16 @@ def check_budget_run(budget, train_args, sim_env=None, verdict="launch-bound", c
     check(k["seen"] == seen["cuda"]["calls"]["cudaLaunchKernel"]["count"],
           f"seen {k['seen']} != the process's count {seen['cuda']['calls']['cudaLaunchKernel']['count']}")
     check(k["seen"] < made or not cycled, f"seen {k['seen']} of {made}: the launches were not cycled")
-    check(k["hi"] is not None and k["lo"] <= made <= k["hi"],
-          f"train made {made} launches, scaled {k['scaled']:.0f} [{k['lo']:.0f}-{k['hi']}]: {why}")
+    # The bounds are dlbpf's ~95% (Student's t at 0.975): checked as such, three runs of this suite
+    # would fail one in seven with nothing wrong (one run of 10 did, under a busy second core). The
+    # check takes twice the half-width on the side the truth lies, ~3.9 standard errors: a
+    # false failure about 1 in 10,000, while a count off by more than its stated error still fails.
+    check(k["hi"] is not None, f"no upper bound: {why}")
+    half = (k["hi"] - k["scaled"]) if made > k["scaled"] else (k["scaled"] - k["lo"])
+    check(k["seen"] <= made and abs(made - k["scaled"]) <= 2 * half,
+          f"train made {made} launches, scaled {k['scaled']:.0f} [{k['lo']:.0f}-{k['hi']}] (twice the "
+          f"half-width allowed): {why}")
+    inside = k["lo"] <= made <= k["hi"]
     # The verdict of the steps inside windows: the phase train's own clocks say dominates.
     check(s["diagnosis"]["verdict"] == verdict, f"verdict {s['diagnosis']['verdict']}, want {verdict}: {why}")
     share = tsum["phase_share"]
@@ -87,7 +95,7 @@ def check_budget_run(budget, train_args, sim_env=None, verdict="launch-bound", c
           f"median step {m['median_ns'] / 1e6:.3f} ms, train's {truth_med / 1e6:.3f} ms")
     check("steps with launches probed took" in d.stdout or "too few steps inside" in d.stdout, why)
     return (f"{budget}: observed {ob['launch_observed']:.1%} in {ob['launch_windows']} windows, launches "
-            f"{made} inside [{k['lo']:.0f}-{k['hi']:.0f}] (scaled {k['scaled']:.0f}), {m['steps_partial']} of "
+            f"{made} {'inside' if inside else 'outside'} [{k['lo']:.0f}-{k['hi']:.0f}] (scaled {k['scaled']:.0f}), {m['steps_partial']} of "
             f"{m['steps']} steps partial, median {m['median_ns'] / 1e6:.2f} vs {truth_med / 1e6:.2f} ms, "
             f"estimate {ob['achieved']:.2%}")
 
