@@ -97,7 +97,7 @@ class Dlbpf:
         try:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                                         env=env, text=True, pass_fds=(ready_w,))
+                                         env=env, text=True, errors="surrogateescape", pass_fds=(ready_w,))
         finally:
             os.close(ready_w)   # only dlbpf holds it: end of file once dlbpf wrote it or died
         self.stderr_lines = []

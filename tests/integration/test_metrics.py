@@ -123,6 +123,10 @@ class Job:
         open(self.go, "w").close()
         rc = self.d.wait(timeout=60)
         check(rc == 0, f"dlbpf exited {rc}: {self.d.stderr[-2000:]}")
+        # The report names the worker in its findings: the comm's newline and 0xff byte come out escaped
+        # (the harness reads stdout with surrogateescape, so a raw 0xff would be U+DCFF here).
+        named = [l for l in self.d.stdout.splitlines() if "tr\"a" in l]
+        check("\udcff" not in self.d.stdout and "i\nn" not in self.d.stdout, f"raw comm bytes on stdout: {named[:3]}")
         lines = [json.loads(l) for l in open(self.truth)]
         return self.d.summary(), [l for l in lines if "step" in l], [l for l in lines if l.get("summary")][0]
 

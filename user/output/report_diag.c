@@ -164,13 +164,13 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 	} else {
 		fprintf(f, "\nDiagnosis: %s (%s, %.0f%% of step time)\n  %s\n", dl_verdict_name(d->verdict),
 			d->severity == DL_SEV_NONE ? "healthy" : dl_severity_name(d->severity), 100 * d->share,
-			d->message);
+			dl_text(&esc, d->message));
 		for (int i = 0; i < d->nsecondary; i++)
 			fprintf(f, "  also %s: %.0f%% (%s)\n", dl_verdict_name(d->secondary[i].verdict),
 				100 * d->secondary[i].share, dl_severity_name(d->secondary[i].severity));
 	}
 	for (int i = 0; i < d->nfindings; i++)
-		fprintf(f, "\n  [%s] %s\n", d->findings[i].rule, d->findings[i].message);
+		fprintf(f, "\n  [%s] %s\n", d->findings[i].rule, dl_text(&esc, d->findings[i].message));   /* names comms */
 	dl_sbuf_free(&esc);
 }
 
