@@ -58,6 +58,30 @@ void dl_grow(void **v, size_t *cap, size_t need, size_t elem);
 /* Drops the first k elements (all of them if k >= n). */
 #define dl_vec_drop_front(vec, k) \
 	dl_drop_front((vec)->v, &(vec)->n, (k), sizeof(*(vec)->v))
+/*
+ * Drops the first k elements once they are at least as many as those left:
+ * a history trimmed often has each element moved a bounded number of times,
+ * not the whole of it at every trim. Until then the k stay, so readers find
+ * where to start by search (dl_vec_lower_bound), not at 0.
+ */
+#define dl_vec_drop_front_amortized(vec, k) do { \
+	__typeof__(vec) vd_ = (vec); \
+	size_t vdk_ = (k); \
+	if (vdk_ && 2 * vdk_ >= vd_->n) \
+		dl_vec_drop_front(vd_, vdk_); } while (0)
+/* In a vector ordered by field: the index of the first element whose field is >= t (n if none). */
+#define dl_vec_lower_bound(vec, field, t) ({ \
+	__typeof__(vec) vl_ = (vec); \
+	__typeof__(t) vt_ = (t); \
+	size_t lo_ = 0, hi_ = vl_->n; \
+	while (lo_ < hi_) { \
+		size_t mid_ = lo_ + (hi_ - lo_) / 2; \
+		if (vl_->v[mid_].field < vt_) \
+			lo_ = mid_ + 1; \
+		else \
+			hi_ = mid_; \
+	} \
+	lo_; })
 #define dl_vec_free(vec) \
 	do { free((vec)->v); (vec)->v = NULL; (vec)->n = (vec)->cap = 0; } while (0)
 

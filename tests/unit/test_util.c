@@ -71,9 +71,67 @@ static void test_vec(void)
 	CHECK(v.v == NULL && v.cap == 0, "freed");
 }
 
+struct stamped {
+	uint64_t ts;
+	int id;
+};
+
+/* The lower bound against a linear scan, on runs of equal keys, at both ends and between keys. */
+static void test_lower_bound(void)
+{
+	DL_VEC(struct stamped) v = { 0 };
+	unsigned bad = 0;
+
+	CHECK(dl_vec_lower_bound(&v, ts, (uint64_t)5) == 0, "empty: 0");
+	for (int i = 0; i < 300; i++)
+		*dl_vec_push(&v) = (struct stamped){ (uint64_t)(i / 3) * 10 + 10, i };   /* 10,10,10,20,... */
+	for (uint64_t t = 0; t <= 1020; t++) {
+		size_t want = 0;
+
+		while (want < v.n && v.v[want].ts < t)
+			want++;
+		bad += dl_vec_lower_bound(&v, ts, t) != want;
+	}
+	CHECK(bad == 0, "%u of 1021 keys placed wrong", bad);
+	dl_vec_free(&v);
+}
+
+/*
+ * A sliding window of the last W stamps, trimmed after every push: the
+ * elements at or after the window's start (found by search) are always
+ * exactly the window, and the vector never holds more than twice it.
+ */
+static void test_drop_front_amortized(void)
+{
+	enum { W = 100, N = 5000 };
+	DL_VEC(struct stamped) v = { 0 };
+	size_t most = 0, drops = 0, before;
+	unsigned wrong = 0;
+
+	for (int i = 0; i < N; i++) {
+		uint64_t from = i >= W ? (uint64_t)(i - W + 1) : 0;
+		size_t k;
+
+		*dl_vec_push(&v) = (struct stamped){ (uint64_t)i, i };
+		before = v.n;
+		dl_vec_drop_front_amortized(&v, dl_vec_lower_bound(&v, ts, from));
+		drops += v.n != before;
+		k = dl_vec_lower_bound(&v, ts, from);
+		wrong += v.n - k != (size_t)(i < W ? i + 1 : W) || v.v[k].id != (int)from;
+		most = v.n > most ? v.n : most;
+	}
+	CHECK(wrong == 0, "%u windows wrong", wrong);
+	CHECK(most <= 2 * W, "held %zu for a window of %d", most, W);
+	/* Each drop halves the vector: about one per W pushes once full, not one per push. */
+	CHECK(drops >= N / W - 1 && drops <= N / W + 1, "%zu drops over %d pushes", drops, N);
+	dl_vec_free(&v);
+}
+
 int main(void)
 {
 	test_map_matches_reference();
 	test_vec();
+	test_lower_bound();
+	test_drop_front_amortized();
 	return check_report("test_util");
 }

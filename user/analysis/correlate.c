@@ -259,7 +259,9 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	const struct tspan *tree = c->tree.v;
 	struct dl_span *cuda = dl_xcalloc(2 * p->calls.n + 1, sizeof(*cuda));
 	struct dl_span *sched = dl_xcalloc(p->sched.n + 1, sizeof(*sched));
-	struct dl_span *reads = dl_xcalloc(c->tree.n + 1, sizeof(*reads));
+	/* None ending before the step touches it: a step's cost does not grow with the spans kept. */
+	size_t tree_from = dl_vec_lower_bound(&c->tree, end, start);
+	struct dl_span *reads = dl_xcalloc(c->tree.n - tree_from + 1, sizeof(*reads));
 	size_t ncuda = 0, nsched = 0, nreads = 0, nspans;
 	struct dl_gpu_span *spans;
 	struct dl_step st = { 0 };
@@ -318,7 +320,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 		if (p->sched_next && p->sched_until < end)
 			sched[nsched++] = (struct dl_span){ dl_max_u64(p->sched_until, start), end, p->sched_next };
 	}
-	for (size_t i = 0; i < c->tree.n; i++) {
+	for (size_t i = tree_from; i < c->tree.n; i++) {
 		attribute_tree(&st, p->pub.main_tid, &tree[i]);
 		if (tree[i].is_read && tree[i].end > start && tree[i].start < end)
 			reads[nreads++] = (struct dl_span){ tree[i].start, tree[i].end, 0 };
@@ -404,13 +406,8 @@ static uint64_t tree_frontier(const struct dl_correlator *c)
 static void trim_tree(struct dl_correlator *c)
 {
 	uint64_t f = tree_frontier(c);
-	struct tspan *t = c->tree.v;
-	size_t w = 0;
 
-	for (size_t i = 0; i < c->tree.n; i++)
-		if (t[i].end >= f)
-			t[w++] = t[i];
-	c->tree.n = w;
+	dl_vec_drop_front_amortized(&c->tree, dl_vec_lower_bound(&c->tree, end, f));
 	uint64_t settled = steps_frontier(c);
 
 	/* A dead thread's last records (its exit's wake-ups) may still come from other CPUs until then. */
@@ -626,7 +623,15 @@ static void add_tree(struct dl_correlator *c, const struct tspan *t)
 			attribute_tree(st, p->main_tid, t);
 		}
 	}
-	*dl_vec_push(&c->tree) = *t;
+	{
+		size_t i;
+
+		(void)dl_vec_push(&c->tree);
+		/* Kept ordered by end; records come nearly in that order (written at the switch away or completion). */
+		for (i = c->tree.n - 1; i && c->tree.v[i - 1].end > t->end; i--)
+			c->tree.v[i] = c->tree.v[i - 1];
+		c->tree.v[i] = *t;
+	}
 }
 
 /* The correlator's view of a record of a process: false for one it has no use for (nested, unknown API). */

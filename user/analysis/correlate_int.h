@@ -112,7 +112,7 @@ struct dl_correlator {
 	void *ctx;
 	DL_VEC(struct cproc) procs;
 	struct dl_u64map proc_of;   /* pid -> index in procs */
-	DL_VEC(struct tspan) tree;  /* unordered */
+	DL_VEC(struct tspan) tree;  /* ordered by end */
 	struct dl_lineage lin;      /* every traced thread's intervals, wake-ups and reads */
 	uint64_t watermark;
 	uint64_t seq;               /* stream position of the record being read (or the last one) */

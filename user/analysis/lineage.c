@@ -277,19 +277,20 @@ static void producer_window(const struct dl_lin_query *q, const struct dl_lin_th
 {
 	uint64_t a = o->since_ns, b = o->handoff_ns, last = a;
 
-	for (size_t i = 0; i < w->spans.n; i++) {
+	/* Spans and reads are in time order and hold seconds of history: only the window's are visited. */
+	for (size_t i = dl_spans_first_after(w->spans.v, w->spans.n, a); i < w->spans.n; i++) {
 		const struct dl_span *s = &w->spans.v[i];
 
-		if (s->end <= a || s->start >= b)
-			continue;
+		if (s->start >= b)
+			break;
 		add_state(q, o, s->kind, dl_max_u64(s->start, a), dl_min_u64(s->end, b));
 		last = dl_max_u64(last, dl_min_u64(s->end, b));
 	}
 	/* Past its last closed interval the producer is in the state it entered then (running, at a hand-off). */
 	if (w->next && w->until <= b)
 		add_state(q, o, w->next, dl_max_u64(w->until, dl_max_u64(a, last)), b);
-	for (size_t i = 0; i < w->reads.n; i++)
-		if (w->reads.v[i].ts > a && w->reads.v[i].ts <= b)
+	for (size_t i = dl_vec_lower_bound(&w->reads, ts, a); i < w->reads.n && w->reads.v[i].ts <= b; i++)
+		if (w->reads.v[i].ts > a)
 			add_file(o, &w->reads.v[i]);
 	qsort(o->files, o->nfiles, sizeof(o->files[0]), by_file_bytes);
 }
@@ -327,16 +328,16 @@ static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, co
 		struct dl_step_lineage win;
 		struct dl_lin_hop *h;
 		const struct dl_lin_thread *u;
-		uint64_t prev_end = 0;
-		size_t ncand = 0;
+		size_t ncand = 0, from = dl_spans_first_after(w->spans.v, w->spans.n, a);
+		uint64_t prev_end = from ? w->spans.v[from - 1].end : 0;
 
-		for (size_t i = 0; i < w->spans.n; i++) {
+		for (size_t i = from; i < w->spans.n && w->spans.v[i].end <= b; i++) {
 			const struct dl_span *s = &w->spans.v[i];
 			uint64_t lo = dl_max_u64(prev_end, s->start > DL_LIN_RACE_NS ? s->start - DL_LIN_RACE_NS : 0);
 			const struct dl_lin_edge *e;
 
 			prev_end = s->end;
-			if ((s->kind != DL_ST_SLEEP && s->kind != DL_ST_DISK) || s->end <= a || s->end > b)
+			if (s->kind != DL_ST_SLEEP && s->kind != DL_ST_DISK)
 				continue;
 			size_t k;
 
@@ -479,19 +480,13 @@ void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t, uint64_t dead_be
 			continue;
 		}
 
-		for (k = 0; k < th->spans.n && th->spans.v[k].end < t; k++)
-			;
-		dl_vec_drop_front(&th->spans, k);
-		for (k = 0; k < th->woken.n && th->woken.v[k].ts < t; k++)
-			;
-		dl_vec_drop_front(&th->woken, k);
+		/* Called every thousand records over seconds of history: searched, and moved only when halved. */
+		dl_vec_drop_front_amortized(&th->spans, dl_vec_lower_bound(&th->spans, end, t));
+		dl_vec_drop_front_amortized(&th->woken, dl_vec_lower_bound(&th->woken, ts, t));
 		/* The last hand-off before t stays: it starts the window of the next. */
-		for (k = 0; k + 1 < th->gave.n && th->gave.v[k + 1].ts < t; k++)
-			;
-		dl_vec_drop_front(&th->gave, k);
-		for (k = 0; k < th->reads.n && th->reads.v[k].ts < t; k++)
-			;
-		dl_vec_drop_front(&th->reads, k);
+		k = dl_vec_lower_bound(&th->gave, ts, t);
+		dl_vec_drop_front_amortized(&th->gave, k ? k - 1 : 0);
+		dl_vec_drop_front_amortized(&th->reads, dl_vec_lower_bound(&th->reads, ts, t));
 		if (th->first_ts < t)
 			th->first_ts = t;
 	}
