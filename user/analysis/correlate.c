@@ -257,8 +257,15 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 {
 	const struct mcall *calls = p->calls.v;
 	const struct tspan *tree = c->tree.v;
-	struct dl_span *cuda = dl_xcalloc(2 * p->calls.n + 1, sizeof(*cuda));
-	struct dl_span *sched = dl_xcalloc(p->sched.n + 1, sizeof(*sched));
+	/*
+	 * The calls and intervals held run the finalize delay past the step: only
+	 * those starting in it (and intervals to its last call's return) are its,
+	 * so a step's cost does not grow with the call rate.
+	 */
+	size_t ncalls = dl_vec_lower_bound(&p->calls, start, end), nsched_in;
+	uint64_t sched_to = end;
+	struct dl_span *cuda = dl_xcalloc(2 * ncalls + 1, sizeof(*cuda));
+	struct dl_span *sched;
 	/* None ending before the step touches it: a step's cost does not grow with the spans kept. */
 	size_t tree_from = dl_vec_lower_bound(&c->tree, end, start);
 	struct dl_span *reads = dl_xcalloc(c->tree.n - tree_from + 1, sizeof(*reads));
@@ -274,8 +281,13 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	st.start_ns = start;
 	st.dur_ns = end - start;
 	st.closed_at = c->seq;
+	for (size_t i = 0; i < ncalls; i++)
+		if (!calls[i].entry_only)
+			sched_to = dl_max_u64(sched_to, calls[i].end);
+	nsched_in = dl_vec_lower_bound(&p->sched, start, sched_to);
+	sched = dl_xcalloc(nsched_in + 1, sizeof(*sched));
 
-	for (size_t i = 0; i < p->calls.n; i++) {
+	for (size_t i = 0; i < ncalls; i++) {
 		const struct mcall *m = &calls[i];
 		uint64_t e = m->entry_only ? launch_end(p, i, end) : m->end;
 
@@ -314,7 +326,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	{
 		const struct dl_span *sc = p->sched.v;
 
-		for (size_t i = 0; i < p->sched.n; i++)
+		for (size_t i = 0; i < nsched_in; i++)
 			sched[nsched++] = sc[i];
 		/* After its last closed interval the thread is in the state it entered then. */
 		if (p->sched_next && p->sched_until < end)
@@ -340,7 +352,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 		dl_lineage_step(&c->lin, &q, &st.input);
 		dl_lin_totals_add(&p->pub.lineage, &st.input, (uint32_t)p->pub.pid);
 	}
-	nspans = dl_corr_device(c, p, &st, cuda, ncuda, sched, nsched, &spans);
+	nspans = dl_corr_device(c, p, ncalls, &st, cuda, ncuda, sched, nsched, &spans);
 	dl_corr_kdur_finalize(p, sched, nsched, end);
 	st.verdict = dl_verdict_of(st.cat_ns, &st.share);
 	st.partial = c->opts.observed && !c->opts.observed(c->opts.observed_ctx, st.start_ns, st.start_ns + st.dur_ns);

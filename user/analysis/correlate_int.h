@@ -139,10 +139,12 @@ void dl_corr_kdur_finalize(struct cproc *p, const struct dl_span *sched, size_t 
 /*
  * The step's device-busy bounds and idle split, from the model and the main
  * thread's pieces and states (as the breakdown's); returns the step's device
- * timeline (*spans allocated: steps.h, struct dl_gpu_span).
+ * timeline (*spans allocated: steps.h, struct dl_gpu_span). The first ncalls
+ * of p's calls are those that start before the step's end.
  */
-size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, struct dl_step *st, const struct dl_span *cuda,
-		      size_t ncuda, const struct dl_span *sched, size_t nsched, struct dl_gpu_span **spans);
+size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t ncalls, struct dl_step *st,
+		      const struct dl_span *cuda, size_t ncuda, const struct dl_span *sched, size_t nsched,
+		      struct dl_gpu_span **spans);
 /* Gives up the marker: the steps cut so far are left out, and the process learns again. */
 void dl_corr_relearn(struct cproc *p);
 /* Decides main thread and marker (final: with whatever was seen); true when decided. */
