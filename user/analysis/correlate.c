@@ -144,7 +144,7 @@ static uint64_t launch_end(const struct cproc *p, size_t i, uint64_t step_end)
 
 	if (i + 1 < p->calls.n)
 		e = dl_min_u64(e, dl_max_u64(s, calls[i + 1].start));
-	for (size_t k = 0; k < p->sched.n && sc[k].start < e; k++)
+	for (size_t k = p->sched_from; k < p->sched.n && sc[k].start < e; k++)
 		if (sc[k].kind != DL_ST_RUNNING && sc[k].end > s)
 			off += dl_min_u64(sc[k].end, e) - dl_max_u64(sc[k].start, s);
 	if (e - s - off <= LAUNCH_GAP_CAP_NS)
@@ -253,6 +253,25 @@ static void fold_old_steps(struct dl_correlator *c, struct dl_corr_proc *p)
 	p->nsteps = keep;
 }
 
+/*
+ * The calls and intervals before the first not finalized go once they are
+ * as many as those held: at a step a call, moving all held at every step cost
+ * a third of the collector's CPU.
+ */
+static void forget_finalized(struct cproc *p)
+{
+	size_t kc = p->calls_from, ks = p->sched_from;
+
+	if (kc && 2 * kc >= p->calls.n) {
+		dl_vec_drop_front(&p->calls, kc);
+		p->calls_from = 0;
+	}
+	if (ks && 2 * ks >= p->sched.n) {
+		dl_vec_drop_front(&p->sched, ks);
+		p->sched_from = 0;
+	}
+}
+
 static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, uint64_t end)
 {
 	const struct mcall *calls = p->calls.v;
@@ -262,9 +281,9 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	 * those starting in it (and intervals to its last call's return) are its,
 	 * so a step's cost does not grow with the call rate.
 	 */
-	size_t ncalls = dl_vec_lower_bound(&p->calls, start, end), nsched_in;
+	size_t c0 = p->calls_from, c1 = dl_max_u64(c0, dl_vec_lower_bound(&p->calls, start, end)), s1;
 	uint64_t sched_to = end;
-	struct dl_span *cuda = dl_xcalloc(2 * ncalls + 1, sizeof(*cuda));
+	struct dl_span *cuda = dl_xcalloc(2 * (c1 - c0) + 1, sizeof(*cuda));
 	struct dl_span *sched;
 	/* None ending before the step touches it: a step's cost does not grow with the spans kept. */
 	size_t tree_from = dl_vec_lower_bound(&c->tree, end, start);
@@ -281,13 +300,13 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	st.start_ns = start;
 	st.dur_ns = end - start;
 	st.closed_at = c->seq;
-	for (size_t i = 0; i < ncalls; i++)
+	for (size_t i = c0; i < c1; i++)
 		if (!calls[i].entry_only)
 			sched_to = dl_max_u64(sched_to, calls[i].end);
-	nsched_in = dl_vec_lower_bound(&p->sched, start, sched_to);
-	sched = dl_xcalloc(nsched_in + 1, sizeof(*sched));
+	s1 = dl_max_u64(p->sched_from, dl_vec_lower_bound(&p->sched, start, sched_to));
+	sched = dl_xcalloc(s1 - p->sched_from + 1, sizeof(*sched));
 
-	for (size_t i = 0; i < ncalls; i++) {
+	for (size_t i = c0; i < c1; i++) {
 		const struct mcall *m = &calls[i];
 		uint64_t e = m->entry_only ? launch_end(p, i, end) : m->end;
 
@@ -326,7 +345,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	{
 		const struct dl_span *sc = p->sched.v;
 
-		for (size_t i = 0; i < nsched_in; i++)
+		for (size_t i = p->sched_from; i < s1; i++)
 			sched[nsched++] = sc[i];
 		/* After its last closed interval the thread is in the state it entered then. */
 		if (p->sched_next && p->sched_until < end)
@@ -352,7 +371,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 		dl_lineage_step(&c->lin, &q, &st.input);
 		dl_lin_totals_add(&p->pub.lineage, &st.input, (uint32_t)p->pub.pid);
 	}
-	nspans = dl_corr_device(c, p, ncalls, &st, cuda, ncuda, sched, nsched, &spans);
+	nspans = dl_corr_device(c, p, c0, c1, &st, cuda, ncuda, sched, nsched, &spans);
 	dl_corr_kdur_finalize(p, sched, nsched, end);
 	st.verdict = dl_verdict_of(st.cat_ns, &st.share);
 	st.partial = c->opts.observed && !c->opts.observed(c->opts.observed_ctx, st.start_ns, st.start_ns + st.dur_ns);
@@ -372,19 +391,18 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 
 	/* What ended before this step's end is no longer needed by later steps. */
 	{
-		size_t k = 0;
+		size_t k = c1;
 		const struct mcall *mc = p->calls.v;
 		const struct dl_span *sc = p->sched.v;
 
-		for (k = 0; k < p->calls.n && mc[k].start < end; k++)
-			;
 		/* A call running across the boundary is the next step's too. */
-		if (k && !mc[k - 1].entry_only && mc[k - 1].end > end)
+		if (k > c0 && !mc[k - 1].entry_only && mc[k - 1].end > end)
 			k--;
-		dl_vec_drop_front(&p->calls, k);
-		for (k = 0; k < p->sched.n && sc[k].end <= end; k++)
+		p->calls_from = k;
+		for (k = p->sched_from; k < p->sched.n && sc[k].end <= end; k++)
 			;
-		dl_vec_drop_front(&p->sched, k);
+		p->sched_from = k;
+		forget_finalized(p);
 	}
 	dl_devq_forget_before(&p->devq, end);
 }
@@ -434,15 +452,18 @@ static void finalize_ready(struct dl_correlator *c, bool all)
 	for (size_t i = 0; i < c->procs.n; i++) {
 		struct cproc *p = &c->procs.v[i];
 
-		while (p->pending.n) {
-			struct pending_step ps = p->pending.v[0];
+		size_t k;
+
+		/* Dropped together: a backlog of thousands of steps is not moved once per step. */
+		for (k = 0; k < p->pending.n; k++) {
+			struct pending_step ps = p->pending.v[k];
 
 			if (!all && c->watermark < ps.end + c->opts.finalize_delay_ns)
 				break;
-			dl_vec_drop_front(&p->pending, 1);
 			finalize(c, p, ps.start, ps.end);
 			any = true;
 		}
+		dl_vec_drop_front(&p->pending, k);
 	}
 	if (any)
 		trim_tree(c);

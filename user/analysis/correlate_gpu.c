@@ -12,16 +12,16 @@
  * the step is a flow to its stream's track (it falls inside its stream's open
  * span, so inside a slice of it); *opens grows. Returns the new count.
  */
-static size_t main_enqueues(const struct cproc *p, size_t ncalls, uint64_t start, uint64_t end,
+static size_t main_enqueues(const struct cproc *p, size_t c0, size_t c1, uint64_t start, uint64_t end,
 			    struct dl_devq_open **opens, size_t nopens)
 {
 	size_t extra = 0, n = nopens;
 	struct dl_devq_open *v;
 
-	for (size_t i = 0; i < ncalls; i++)
+	for (size_t i = c0; i < c1; i++)
 		extra += p->calls.v[i].start >= start && p->calls.v[i].start < end;
 	v = dl_xrealloc(*opens, (nopens + dl_min_u64(extra, MAX_ENQUEUE_FLOWS) + 1) * sizeof(*v));
-	for (size_t i = 0, drawn = 0; i < ncalls && drawn < MAX_ENQUEUE_FLOWS; i++) {
+	for (size_t i = c0, drawn = 0; i < c1 && drawn < MAX_ENQUEUE_FLOWS; i++) {
 		const struct mcall *m = &p->calls.v[i];
 		struct dl_devq_call dc = { .stream = m->stream, .tid = p->pub.main_tid, .api = m->api, .cls = m->cls,
 					   .dir = m->dir, .async = m->async, .ok = m->ok };
@@ -50,20 +50,20 @@ static size_t main_enqueues(const struct cproc *p, size_t ncalls, uint64_t start
  * Lost records may have held an enqueue the model never saw, so with any lost
  * the upper bound is the whole step: no time is known idle, nothing is drawn.
  */
-size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t ncalls, struct dl_step *st,
+size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t c0, size_t c1, struct dl_step *st,
 		      const struct dl_span *cuda, size_t ncuda, const struct dl_span *sched, size_t nsched,
 		      struct dl_gpu_span **spans)
 {
 	uint64_t start = st->start_ns, end = st->start_ns + st->dur_ns;
-	struct dl_devq_wait *w = dl_xcalloc(ncalls + 1, sizeof(*w));
-	struct dl_span *blocking = dl_xcalloc(ncalls + 1, sizeof(*blocking));
+	struct dl_devq_wait *w = dl_xcalloc(c1 - c0 + 1, sizeof(*w));
+	struct dl_span *blocking = dl_xcalloc(c1 - c0 + 1, sizeof(*blocking));
 	uint64_t *keys = dl_xcalloc(p->devq.streams.n + 1, sizeof(*keys));
 	struct dl_span *streams, *lower;
 	struct dl_devq_open *opens;
 	size_t n = 0, nstreams, nlower, nopens, nspans = 0;
 
 	*spans = NULL;
-	for (size_t i = 0; i < ncalls; i++) {
+	for (size_t i = c0; i < c1; i++) {
 		const struct mcall *m = &p->calls.v[i];
 		struct dl_devq_call dc = { .cls = m->cls, .dir = m->dir, .async = m->async };
 
@@ -80,7 +80,7 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t nca
 	nstreams = dl_devq_stream_spans(&p->devq, start, end, &streams);
 	nlower = dl_devq_lower_spans(w, n, sched, nsched, start, end, &lower);
 	nopens = dl_devq_opens(&p->devq, start, end, &opens);
-	nopens = main_enqueues(p, ncalls, start, end, &opens, nopens);
+	nopens = main_enqueues(p, c0, c1, start, end, &opens, nopens);
 	if (c->calls_lost) {
 		st->gpu_busy_hi_ns = st->dur_ns;
 	} else {

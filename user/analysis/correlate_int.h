@@ -96,6 +96,7 @@ struct cproc {
 	uint64_t index_base;            /* steps left out before these (struct dl_step_startup) */
 	DL_VEC(struct mcall) calls;     /* by start */
 	DL_VEC(struct dl_span) sched;   /* kind = state, by start */
+	size_t calls_from, sched_from;  /* the first of each not yet finalized (older ones go in bulk) */
 	uint64_t sched_until;       /* end of the last scheduler interval */
 	uint32_t sched_next;        /* state entered then */
 	DL_VEC(struct pending_step) pending;   /* closed, not finalized */
@@ -139,10 +140,10 @@ void dl_corr_kdur_finalize(struct cproc *p, const struct dl_span *sched, size_t 
 /*
  * The step's device-busy bounds and idle split, from the model and the main
  * thread's pieces and states (as the breakdown's); returns the step's device
- * timeline (*spans allocated: steps.h, struct dl_gpu_span). The first ncalls
- * of p's calls are those that start before the step's end.
+ * timeline (*spans allocated: steps.h, struct dl_gpu_span). p's calls
+ * [c0, c1) are those not finalized that start before the step's end.
  */
-size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t ncalls, struct dl_step *st,
+size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t c0, size_t c1, struct dl_step *st,
 		      const struct dl_span *cuda, size_t ncuda, const struct dl_span *sched, size_t nsched,
 		      struct dl_gpu_span **spans);
 /* Gives up the marker: the steps cut so far are left out, and the process learns again. */
