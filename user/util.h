@@ -59,15 +59,16 @@ void dl_grow(void **v, size_t *cap, size_t need, size_t elem);
 #define dl_vec_drop_front(vec, k) \
 	dl_drop_front((vec)->v, &(vec)->n, (k), sizeof(*(vec)->v))
 /*
- * Drops the first k elements once they are at least as many as those left:
- * a history trimmed often has each element moved a bounded number of times,
- * not the whole of it at every trim. Until then the k stay, so readers find
- * where to start by search (dl_vec_lower_bound), not at 0.
+ * Drops the first k elements once they are a quarter of those held: a
+ * history trimmed often has each element moved at most three times, not the
+ * whole of it at every trim, and holds at most a third more than it needs.
+ * Until then the k stay, so readers find where to start by search
+ * (dl_vec_lower_bound), not at 0.
  */
 #define dl_vec_drop_front_amortized(vec, k) do { \
 	__typeof__(vec) vd_ = (vec); \
 	size_t vdk_ = (k); \
-	if (vdk_ && 2 * vdk_ >= vd_->n) \
+	if (vdk_ && 4 * vdk_ >= vd_->n) \
 		dl_vec_drop_front(vd_, vdk_); } while (0)
 /* In a vector ordered by field: the index of the first element whose field is >= t (n if none). */
 #define dl_vec_lower_bound(vec, field, t) ({ \

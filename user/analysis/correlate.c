@@ -254,22 +254,21 @@ static void fold_old_steps(struct dl_correlator *c, struct dl_corr_proc *p)
 }
 
 /*
- * The calls and intervals before the first not finalized go once they are
- * as many as those held: at a step a call, moving all held at every step cost
- * a third of the collector's CPU.
+ * The calls and intervals before the first not finalized go in bulk (see
+ * dl_vec_drop_front_amortized): at a step a call, moving all held at every
+ * step cost a third of the collector's CPU.
  */
 static void forget_finalized(struct cproc *p)
 {
-	size_t kc = p->calls_from, ks = p->sched_from;
+	size_t n = p->calls.n;
 
-	if (kc && 2 * kc >= p->calls.n) {
-		dl_vec_drop_front(&p->calls, kc);
+	dl_vec_drop_front_amortized(&p->calls, p->calls_from);
+	if (p->calls.n != n)
 		p->calls_from = 0;
-	}
-	if (ks && 2 * ks >= p->sched.n) {
-		dl_vec_drop_front(&p->sched, ks);
+	n = p->sched.n;
+	dl_vec_drop_front_amortized(&p->sched, p->sched_from);
+	if (p->sched.n != n)
 		p->sched_from = 0;
-	}
 }
 
 static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, uint64_t end)
