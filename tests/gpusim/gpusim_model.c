@@ -134,23 +134,34 @@ void init_once(void)
 	S.pending.elt = sizeof(struct pending_copy);
 	S.kcost.elt = sizeof(struct range);
 	S.timeline.elt = sizeof(struct timeline_item);
+	S.wakes.elt = sizeof(struct late_wake);
 }
 
 /* Sleep (not spin) until CLOCK_MONOTONIC reaches t. Called without the lock. */
 void sleep_until(uint64_t t)
 {
 	struct timespec ts = { .tv_sec = (time_t)(t / NSEC), .tv_nsec = (long)(t % NSEC) };
+	struct late_wake *w;
+	uint64_t woke;
+	int slept = 0;
 
 	if (!t_slack_set) {
 		t_slack_set = 1;
 		if (S.timerslack_ns)
 			prctl(PR_SET_TIMERSLACK, (unsigned long)S.timerslack_ns, 0, 0, 0);
 	}
-	while (now_ns() < t) {
+	while ((woke = now_ns()) < t) {
 		int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		slept = 1;
 		if (r && r != EINTR)
 			break;
 	}
+	if (!slept)
+		return;
+	lock();
+	if (S.timeline_on && woke > t && (w = vec_push(&S.wakes)))
+		*w = (struct late_wake){ t, woke };
+	unlock();
 }
 
 /* Busy-spin ns of this thread's CPU time (a launch's host cost). */
@@ -244,6 +255,27 @@ GPUSIM_API unsigned long long gpusimTimeline(unsigned long long first, unsigned 
 
 		start_end[2 * n] = it->start;
 		start_end[2 * n + 1] = it->end;
+	}
+	unlock();
+	return n;
+}
+
+/*
+ * The host's waits on the device that ended after the model's time, as (due, woke) pairs, recorded
+ * from the first gpusimTimeline call: what a tracer sees of a completion is the waiting thread's
+ * wake-up, and these say how late the host, not the device, made it.
+ */
+GPUSIM_API unsigned long long gpusimLateWakes(unsigned long long first, unsigned long long *due_woke,
+					      unsigned long long max)
+{
+	unsigned long long n = 0;
+
+	lock();
+	for (; first + n < S.wakes.n && n < max; n++) {
+		const struct late_wake *w = (const struct late_wake *)S.wakes.v + first + n;
+
+		due_woke[2 * n] = w->due;
+		due_woke[2 * n + 1] = w->woke;
 	}
 	unlock();
 	return n;

@@ -518,6 +518,33 @@ static void stream_tests(void)
 typedef unsigned long long (*timeline_fn)(unsigned long long, unsigned long long *, unsigned long long);
 
 /*
+ * gpusimLateWakes, after timeline_tests' scenario: the blocking copy and the
+ * device-wide sync each slept until a model time, the copy's end and the
+ * device's last end, and each woke at or after it (never early: a wait that
+ * ended early would be the model's bug, not the host's lateness).
+ */
+static void late_wake_tests(timeline_fn tl)
+{
+	timeline_fn lw = (timeline_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "gpusimLateWakes");
+	unsigned long long items[6] = { 0 }, w[8] = { 0 }, n, last_end = 0;
+
+	CHECK(lw != NULL, "gpusimLateWakes is exported");
+	if (!lw || tl(0, items, 3) != 3)
+		return;
+	for (int i = 0; i < 3; i++)
+		last_end = items[2 * i + 1] > last_end ? items[2 * i + 1] : last_end;
+	n = lw(0, w, 4);
+	CHECK(n == 2, "the copy's wait and the sync's recorded, got %llu", n);
+	if (n != 2)
+		return;
+	CHECK(w[0] == items[5] && w[2] == last_end, "due at the copy's end and the device's last end: %llu/%llu, %llu/%llu",
+	      w[0], items[5], w[2], last_end);
+	CHECK(w[1] > w[0] && w[3] > w[2], "each woke after it was due (+%lld, +%lld ns)", (long long)(w[1] - w[0]),
+	      (long long)(w[3] - w[2]));
+	CHECK(lw(1, w, 4) == 1 && w[0] == last_end, "reading from an offset");
+}
+
+/*
  * gpusimTimeline: exact model times, so exact checks. Two 30 ms kernels on
  * two streams share the one compute engine (the second starts as the first
  * ends); a pinned copy on the legacy stream waits for the blocking stream s1.
@@ -546,6 +573,7 @@ static void timeline_tests(void)
 	CHECK(v[5] - v[4] == copy_model(MID, PINNED_GBPS) && v[4] >= v[1],
 	      "the copy lasts its model (%llu ns) and starts after s1's kernel", v[5] - v[4]);
 	CHECK(tl(2, v, 4) == 1 && v[1] - v[0] == copy_model(MID, PINNED_GBPS), "reading from an offset");
+	late_wake_tests(tl);
 }
 
 void timing_tests(void)
