@@ -196,11 +196,10 @@ static int on_record(void *ctx, void *data, size_t len)
 			note_load(r, e);
 			return 0; /* a loader event, not a CUDA call */
 		}
-		/* One clock read a call: on a VM's clock source it was a fifth of the collector's time per record. */
-		uint64_t now = dl_now_ns();
+		struct dl_lazy_now now = { 0 };
 
-		dl_name_call(r->symbolizer, &r->stream, &in.call, now);
-		dl_pyprocs_name_call(&r->py, &r->stream, &in.call, now);
+		dl_name_call(r->symbolizer, &r->stream, &in.call, &now);
+		dl_pyprocs_name_call(&r->py, &r->stream, &in.call, &now);
 	}
 	dl_stream_put(&r->stream, &in);
 	return 0;

@@ -61,14 +61,26 @@ void dl_drop_front(void *v, size_t *n, size_t k, size_t elem)
 	*n -= k;
 }
 
+/*
+ * Eight bytes a step, not one: names are hashed per record (a call site's frames, a kernel's name),
+ * and byte-wise FNV was a quarter of the collector's time at 5 M launches/s. The length goes into
+ * the seed so that trailing zero bytes still make another key. Values are never stored or compared
+ * across builds or machines, so the byte order of the words does not matter.
+ */
 uint64_t dl_hash_bytes(const void *p, size_t n)
 {
 	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a, then mixed */
+	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)n * 0x9e3779b97f4a7c15ull), w;
 
+	for (; n >= 8; b += 8, n -= 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 29;
+	}
+	w = 0;
 	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return dl_mix64(h);
+		w |= (uint64_t)b[i] << (8 * i);
+	return dl_mix64(h ^ w);
 }
 
 static void rehash(struct dl_u64map *m, size_t cap)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The toolbox against plain references: the hash map against a flat array, vectors against hand-computed contents. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "check.h"
 #include "util.h"
 
@@ -128,8 +130,59 @@ static void test_drop_front_amortized(void)
 	dl_vec_free(&v);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * dl_hash_bytes reads eight bytes at a time: the same bytes hash the same at any alignment and
+ * length split; a changed bit anywhere, or trailing zero bytes, give another value; and the names
+ * the collector hashes (call sites, kernels: short, alike, differing in their last bytes) do not
+ * collide in 64 bits.
+ */
+static void test_hash_bytes(void)
+{
+	enum { LEN = 45, NAMES = 200000 };
+	static char buf[LEN + 16], names[NAMES][24];
+	static uint64_t h[NAMES];
+	unsigned misaligned = 0, unchanged = 0, dup = 0;
+	uint64_t ref;
+
+	for (int i = 0; i < LEN; i++)
+		buf[8 + i] = (char)(i * 37 + 11);
+	ref = dl_hash_bytes(buf + 8, LEN);
+	for (int off = 0; off < 8; off++) {
+		char copy[LEN + 16];
+
+		memcpy(copy + off, buf + 8, LEN);
+		misaligned += dl_hash_bytes(copy + off, LEN) != ref;
+	}
+	CHECK(misaligned == 0, "%u of 8 alignments hash differently", misaligned);
+	for (int i = 0; i < LEN * 8; i++) {
+		buf[8 + i / 8] ^= (char)(1 << (i % 8));
+		unchanged += dl_hash_bytes(buf + 8, LEN) == ref;
+		buf[8 + i / 8] ^= (char)(1 << (i % 8));
+	}
+	CHECK(unchanged == 0, "%u of %d one-bit changes kept the hash", unchanged, LEN * 8);
+	memset(buf, 0, sizeof(buf));
+	CHECK(dl_hash_bytes(buf, 3) != dl_hash_bytes(buf, 4) && dl_hash_bytes(buf, 8) != dl_hash_bytes(buf, 9) &&
+	      dl_hash_bytes(buf, 0) != dl_hash_bytes(buf, 1), "trailing zero bytes change the hash");
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(names[i], sizeof(names[i]), "train_step+0x%x", i);
+		h[i] = dl_hash_bytes(names[i], strlen(names[i]));
+	}
+	qsort(h, NAMES, sizeof(h[0]), cmp_u64);
+	for (int i = 1; i < NAMES; i++)
+		dup += h[i] == h[i - 1];
+	CHECK(dup == 0, "%u of %d alike names collide", dup, NAMES);
+}
+
 int main(void)
 {
+	test_hash_bytes();
 	test_map_matches_reference();
 	test_vec();
 	test_lower_bound();

@@ -11,16 +11,16 @@
 #include "records/stream.h"
 #include "capture/symbolize.h"
 
-static void emit(struct dl_stream *st, uint64_t now, pid_t pid, uint64_t addr, const char *raw)
+static void emit(struct dl_stream *st, struct dl_lazy_now *now, pid_t pid, uint64_t addr, const char *raw)
 {
 	char name[DL_SYM_NAME_MAX];
 
 	dl_demangle(raw, name, sizeof(name));
-	dl_emit_sym(st, now, pid, addr, name);
+	dl_emit_sym(st, dl_lazy_now(now), pid, addr, name);
 }
 
 /* Names addr after the function holding code address code (a host stub). */
-static void name_by_code(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t now, pid_t pid,
+static void name_by_code(struct dl_symbolizer *sz, struct dl_stream *st, struct dl_lazy_now *now, pid_t pid,
 			 uint64_t addr, uint64_t code)
 {
 	struct dl_code_loc loc;
@@ -33,7 +33,7 @@ static void name_by_code(struct dl_symbolizer *sz, struct dl_stream *st, uint64_
  * A name string in the process, read while it lives. Best effort: the event is
  * drained some milliseconds after the call, and a string freed since is lost.
  */
-static void name_by_string(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t now, pid_t pid,
+static void name_by_string(struct dl_symbolizer *sz, struct dl_stream *st, struct dl_lazy_now *now, pid_t pid,
 			   uint64_t addr, uint64_t str)
 {
 	char raw[DL_SYM_NAME_MAX];
@@ -62,7 +62,7 @@ static void name_by_string(struct dl_symbolizer *sz, struct dl_stream *st, uint6
  * later record; a better name found then is a record of its own, and the
  * calls from then on are a site of that name.
  */
-static void name_site(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t now, pid_t pid, uint64_t site)
+static void name_site(struct dl_symbolizer *sz, struct dl_stream *st, struct dl_lazy_now *now, pid_t pid, uint64_t site)
 {
 	char name[DL_SYM_NAME_MAX], func[DL_SYM_NAME_MAX];
 	struct dl_code_loc loc;
@@ -81,10 +81,10 @@ static void name_site(struct dl_symbolizer *sz, struct dl_stream *st, uint64_t n
 	} else {
 		snprintf(func, sizeof(func), "0x%" PRIx64, site);
 	}
-	dl_emit_site(st, now, pid, site, func, loc.obj);
+	dl_emit_site(st, dl_lazy_now(now), pid, site, func, loc.obj);
 }
 
-void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_call *c, uint64_t now)
+void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_call *c, struct dl_lazy_now *now)
 {
 	pid_t pid = (pid_t)c->tgid;
 

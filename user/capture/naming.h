@@ -12,12 +12,13 @@
 #define DLBPF_NAMING_H
 
 #include <stdint.h>
+#include "records/clock.h"
 #include "records/cuda_api.h"
 
 struct dl_symbolizer;
 struct dl_stream;
 
 /* Names what a call (as the stream decoded it, before it reaches the sinks) launches or makes. */
-void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_call *c, uint64_t now);
+void dl_name_call(struct dl_symbolizer *sz, struct dl_stream *st, const struct dl_call *c, struct dl_lazy_now *now);
 
 #endif

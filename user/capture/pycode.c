@@ -247,8 +247,10 @@ static bool same_code(const struct dl_pycode_info *a, const struct dl_pycode_inf
 }
 
 /* Writes the code record of addr unless the one written still holds (its identity checked now and then). */
-static void name_code(struct dl_pyproc *p, struct dl_stream *st, uint64_t addr, uint64_t now, uint64_t recheck)
+static void name_code(struct dl_pyproc *p, struct dl_stream *st, uint64_t addr, struct dl_lazy_now *clock,
+		      uint64_t recheck)
 {
+	uint64_t now = dl_lazy_now(clock);
 	struct dl_pycode_info info, id;
 	struct code_ent *e = NULL;
 	uint64_t i;
@@ -277,7 +279,8 @@ static void name_code(struct dl_pyproc *p, struct dl_stream *st, uint64_t addr, 
 	e->id = info;
 }
 
-void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c, uint64_t now)
+void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,
+			  struct dl_lazy_now *now)
 {
 	struct dl_pyproc *p;
 

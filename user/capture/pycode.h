@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "records/clock.h"
 #include "records/cuda_api.h"
 #include "util.h"
 
@@ -39,6 +40,7 @@ void dl_pyprocs_fork(struct dl_pyprocs *pp, pid_t child, pid_t parent);
 /* An exec or an exit: what was known of pid's interpreter is no longer so. */
 void dl_pyprocs_forget(struct dl_pyprocs *pp, pid_t pid);
 /* Writes the code records a call's frames need and the stream has not had (before the call reaches the sinks). */
-void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c, uint64_t now);
+void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,
+			  struct dl_lazy_now *now);
 
 #endif
