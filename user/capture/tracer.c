@@ -648,75 +648,6 @@ void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid)
 	}
 }
 
-int dl_tracer_ringbuf_fd(const struct dl_tracer *t)
-{
-	return bpf_map__fd(t->skel->maps.rb);
-}
-
-int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX])
-{
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *v;
-
-	memset(out, 0, DL_DROP_MAX * sizeof(*out));
-	if (ncpu <= 0)
-		return ncpu;
-	v = dl_xcalloc((size_t)ncpu, sizeof(*v));
-	for (uint32_t k = 0; k < DL_DROP_MAX; k++) {
-		if (bpf_map__lookup_elem(t->skel->maps.drops, &k, sizeof(k), v, (size_t)ncpu * sizeof(*v), 0))
-			continue;
-		for (int c = 0; c < ncpu; c++)
-			out[k] += v[c];
-	}
-	out[DL_DROP_TRACED] += t->traced_full;
-	free(v);
-	return 0;
-}
-
-uint64_t dl_tracer_missed_switch_ins(const struct dl_tracer *t)
-{
-	return t->skel && t->skel->bss ? t->skel->bss->missed_switch_ins : 0;
-}
-
-uint64_t dl_tracer_recursion_misses(const struct dl_tracer *t,
-				    void (*fn)(const char *prog, uint64_t misses, void *ctx), void *ctx)
-{
-	const struct bpf_object_skeleton *sk = t->skel ? t->skel->skeleton : NULL;
-	uint64_t total = 0;
-
-	for (int i = 0; sk && i < sk->prog_cnt; i++) {
-		struct bpf_program *prog = *sk->progs[i].prog;
-		struct bpf_prog_info info;
-		uint32_t len = sizeof(info);
-		int fd = bpf_program__fd(prog);
-
-		memset(&info, 0, sizeof(info));
-		if (fd < 0 || bpf_prog_get_info_by_fd(fd, &info, &len) || !info.recursion_misses)
-			continue;
-		total += info.recursion_misses;
-		if (fn)
-			fn(bpf_program__name(prog), info.recursion_misses, ctx);
-	}
-	return total;
-}
-
-void dl_tracer_unfinished_requests(const struct dl_tracer *t, void (*fn)(const struct dl_rq_start *rq, void *ctx),
-				   void *ctx)
-{
-	int fd = bpf_map__fd(t->skel->maps.requests);
-	uint64_t key, next;
-	struct dl_rq_start v;
-	bool first = true;
-
-	/* At most the map's size: a map that changed under the walk cannot make it loop. */
-	for (int n = 0; n < DL_MAX_REQUESTS && !bpf_map_get_next_key(fd, first ? NULL : &key, &next); n++) {
-		first = false;
-		key = next;
-		if (!bpf_map_lookup_elem(fd, &key, &v))
-			fn(&v, ctx);
-	}
-}
-
 static void *destroy_link(void *l)
 {
 	bpf_link__destroy(l);
@@ -794,26 +725,6 @@ void dl_tracer_exec_settled(struct dl_tracer *t, pid_t pid)
 			return;
 		}
 	}
-}
-
-int dl_tracer_held_fd(const struct dl_tracer *t)
-{
-	return bpf_map__fd(t->skel->maps.held);
-}
-
-int dl_tracer_py_fd(const struct dl_tracer *t)
-{
-	return bpf_map__fd(t->skel->maps.py_procs);
-}
-
-volatile uint32_t *dl_tracer_py_known(struct dl_tracer *t)
-{
-	return &t->skel->bss->py_known;
-}
-
-int dl_tracer_agg_fd(const struct dl_tracer *t)
-{
-	return bpf_map__fd(t->skel->maps.agg);
 }
 
 void dl_tracer_destroy(struct dl_tracer *t)
