@@ -252,18 +252,58 @@ static __always_inline void dl_count_drop(__u32 src)
 		*n += 1;
 }
 
+/*
+ * How many of traced's entries hash to each slot (tgid modulo the slots): one more before an entry
+ * is inserted, one less after one is deleted, so a slot is never below its entries. A zero slot
+ * answers "not traced" with one load, before any helper: the scheduler and block programs run for
+ * every task on the machine, and untraced tasks' lookups were most of what they cost (bench table
+ * 7). A slot shared with a traced process, or one an overwriting insert left counted, only sends
+ * the question on to the map. XADD: no atomic with fetch needed.
+ */
+#define DL_TRACED_SLOTS 8192
+DL_SHARED volatile __u32 traced_slots[DL_TRACED_SLOTS];
+
+static __always_inline volatile __u32 *dl_traced_slot(__u32 tgid)
+{
+	return &traced_slots[tgid & (DL_TRACED_SLOTS - 1)];
+}
+
 static __always_inline bool dl_is_traced(__u32 tgid)
 {
+	if (!*dl_traced_slot(tgid))
+		return false;
 	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
+}
+
+/* Inserts tgid into traced (flags as bpf_map_update_elem), its slot counted first; returns 0 or < 0. */
+static __always_inline long dl_traced_insert(__u32 tgid, struct dl_traced *t, __u64 flags)
+{
+	long err;
+
+	__sync_fetch_and_add(dl_traced_slot(tgid), 1);
+	err = bpf_map_update_elem(&traced, &tgid, t, flags);
+	if (err)
+		__sync_fetch_and_add(dl_traced_slot(tgid), -1);
+	return err;
+}
+
+static __always_inline void dl_traced_delete(__u32 tgid)
+{
+	if (!bpf_map_delete_elem(&traced, &tgid))
+		__sync_fetch_and_add(dl_traced_slot(tgid), -1);
 }
 
 /* Whether t's process is traced; t must be a trusted task pointer (tp_btf arguments, current). */
 static __always_inline bool dl_task_traced(struct task_struct *t)
 {
-	struct traced_mark *m = bpf_task_storage_get(&traced_marks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	__u32 gen = traced_gen + 1;
+	struct traced_mark *m;
+	__u32 gen;
 	bool yes;
 
+	if (!*dl_traced_slot(t->tgid))
+		return false;
+	m = bpf_task_storage_get(&traced_marks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	gen = traced_gen + 1;
 	if (m && m->gen == gen)
 		return m->traced;
 	/* No mark (storage busy on this CPU, or out of memory): the map answers, as always. */

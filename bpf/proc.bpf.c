@@ -36,7 +36,7 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (!dl_is_traced(ptgid))
 		return 0;
-	if (ctgid != ptgid && bpf_map_update_elem(&traced, &ctgid, &t, BPF_NOEXIST)) {
+	if (ctgid != ptgid && dl_traced_insert(ctgid, &t, BPF_NOEXIST)) {
 		dl_count_drop(DL_DROP_TRACED);
 		return 0;
 	}
@@ -80,7 +80,7 @@ int BPF_PROG(proc_exec, struct task_struct *p)
 		if (!bpf_map_lookup_elem(&comm_watch, comm))
 			return 0;
 		t.ppid = BPF_CORE_READ(p, real_parent, tgid);
-		if (bpf_map_update_elem(&traced, &tgid, &t, BPF_NOEXIST)) {
+		if (dl_traced_insert(tgid, &t, BPF_NOEXIST)) {
 			dl_count_drop(DL_DROP_TRACED);
 			return 0;
 		}
@@ -145,7 +145,7 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 		dl_submit(e);
 	}
 	if (group_dead) {
-		bpf_map_delete_elem(&traced, &tgid);
+		dl_traced_delete(tgid);
 		bpf_map_delete_elem(&exec_pending, &tgid);
 	}
 	return 0;

@@ -611,6 +611,7 @@ def pipe_us_per_op(loops):
 
 # The wake-up edges' program (sched_waking) runs for every wake-up on the machine too.
 SCHED_PROGS = {"dlbpf": ("sched_switch", "sched_wakeup", "sched_waking"),
+               "baseline": ("sched_switch", "sched_wakeup", "sched_waking"),
                "floor": ("ref_switch", "ref_wakeup", "ref_waking")}
 
 
@@ -624,11 +625,12 @@ def prog_stats(names):
     return got
 
 
-def bench_untraced(rounds, loops=200000):
-    """A pipe ping-pong of two processes dlbpf does not trace, while dlbpf traces an idle one."""
+def bench_untraced(rounds, loops=200000, baseline=None):
+    """A pipe ping-pong of two processes dlbpf does not trace, while dlbpf (and the baseline build, if
+    given, in the same rounds) traces an idle one."""
     if not shutil.which("perf"):
         return table("7. What untraced processes pay", ["note"], [["perf is not installed: skipped"]])
-    variants = ["untraced", "floor", "dlbpf"]
+    variants = ["untraced", "floor", "dlbpf"] + (["baseline"] if baseline else [])
     us = {v: [] for v in variants}
     per_run = {(v, n): [] for v in SCHED_PROGS for n in SCHED_PROGS[v]}
     idle = subprocess.Popen(["sleep", "100000"])
@@ -644,9 +646,10 @@ def bench_untraced(rounds, loops=200000):
                     tracer = subprocess.Popen([REF, "--sched"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                               text=True)
                     readline_until(tracer.stdout, "attached")
-                elif v == "dlbpf":
-                    tracer = subprocess.Popen([DLBPF, "-v", "-q", "--pid", str(idle.pid)], stdout=subprocess.PIPE,
-                                              stderr=subprocess.PIPE, text=True)
+                elif v in ("dlbpf", "baseline"):
+                    tracer = subprocess.Popen([DLBPF if v == "dlbpf" else baseline, "-v", "-q", "--pid",
+                                               str(idle.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                              text=True)
                     readline_until(tracer.stderr, "tracing ")
                 try:
                     before = prog_stats(SCHED_PROGS.get(v, ()))
@@ -659,7 +662,7 @@ def bench_untraced(rounds, loops=200000):
                 finally:
                     if tracer:
                         # The floor holds its programs until its stdin closes; dlbpf until SIGINT.
-                        if v == "dlbpf":
+                        if v != "floor":
                             tracer.send_signal(signal.SIGINT)
                         tracer.communicate(input="" if v == "floor" else None, timeout=60)
     finally:
@@ -672,15 +675,24 @@ def bench_untraced(rounds, loops=200000):
     rows = [[v, spread(us[v], "{:.2f}"), spread(added[v], "{:.2f}") if v != "untraced" else "",
              spread([x / b for x, b in zip(us[v], us["untraced"])], "{:.3f}")] for v in variants]
     rows.append(["dlbpf added / floor added", "", spread(ratio, "{:.2f}"), ""])
+    if baseline:
+        rows.append(["baseline added / floor added", "",
+                     spread([d / f if f > 0 else float("nan") for d, f in zip(added["baseline"], added["floor"])],
+                            "{:.2f}"), ""])
     for i, kind in enumerate(("switch", "wake-up", "waking (edges)")):
         f, d = per_run[("floor", SCHED_PROGS["floor"][i])], per_run[("dlbpf", SCHED_PROGS["dlbpf"][i])]
         rows.append([f"BPF ns per {kind} (bpf_stats): floor / dlbpf", "", f"{spread(f)} / {spread(d)}",
                      spread([y / x for x, y in zip(f, d) if x > 0], "{:.2f}")])
+        if baseline:
+            b = per_run[("baseline", SCHED_PROGS["baseline"][i])]
+            rows.append([f"BPF ns per {kind} (bpf_stats): baseline", "", spread(b),
+                         spread([y / x for x, y in zip(f, b) if x > 0], "{:.2f}")])
     return table("7. What untraced processes pay: a pipe ping-pong while dlbpf traces another process",
                  ["variant", "us per round trip", "added us", "ratio to untraced (last rows: dlbpf / floor)"], rows,
                  [f"`perf bench sched pipe -l {loops}`, median [min-max] over {rounds} interleaved rounds; floor = "
                   "empty programs on sched_switch, sched_wakeup, sched_wakeup_new and sched_waking (reftrace --sched); dlbpf "
-                  "traces an idle `sleep`. Goal: dlbpf added <= 1.5x the floor's."])
+                  "traces an idle `sleep`" + ("; baseline = the --baseline build, in the same rounds" if baseline
+                                               else "") + ". Goal: dlbpf added <= 1.5x the floor's."])
 
 
 # --- 8. the CUDA probes' own run time ---------------------------------------------------
@@ -890,8 +902,8 @@ def main():
     ap.add_argument("--budget-steps", type=int, default=1500)
     ap.add_argument("--only", default="1,2,3,3b,3c,4,5,6,7,8,9,10,11,12")
     ap.add_argument("--baseline", metavar="DLBPF",
-                    help="tables 1 and 10 also run this dlbpf binary (another build) and give dlbpf's cost as a ratio "
-                         "to it")
+                    help="tables 1, 7 and 10 also run this dlbpf binary (another build) and give dlbpf's cost as a "
+                         "ratio to it")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (it loads BPF programs)")
@@ -916,7 +928,7 @@ def main():
     if "6" in only:
         out.append(bench_soak(a.soak_steps))
     if "7" in only:
-        out.append(bench_untraced(a.rounds))
+        out.append(bench_untraced(a.rounds, baseline=a.baseline))
     if "8" in only:
         out.append(bench_drain(max(2, a.rounds // 2), a.drain_records))
     if "9" in only:

@@ -106,10 +106,17 @@ int dl_tracer_attach_auto(struct dl_tracer *t)
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
 {
 	struct dl_traced v = { .ppid = (uint32_t)ppid };
-	uint32_t key = (uint32_t)pid;
+	uint32_t key = (uint32_t)pid, nslots = sizeof(t->skel->bss->traced_slots) / sizeof(t->skel->bss->traced_slots[0]);
+	volatile uint32_t *slot = &t->skel->bss->traced_slots[key & (nslots - 1)];
 
+	_Static_assert(!(sizeof(t->skel->bss->traced_slots) / sizeof(uint32_t) & (sizeof(t->skel->bss->traced_slots) /
+		       sizeof(uint32_t) - 1)), "traced_slots: a power of two");
+	/* Counted before the entry exists (common.bpf.h, dl_traced_insert): a slot is never below its entries. */
+	__atomic_fetch_add(slot, 1, __ATOMIC_SEQ_CST);
 	if (bpf_map__update_elem(t->skel->maps.traced, &key, sizeof(key), &v, sizeof(v), BPF_ANY)) {
 		int err = -errno;
+
+		__atomic_fetch_sub(slot, 1, __ATOMIC_SEQ_CST);
 
 		/* Full: the process goes untraced, counted with the children BPF could not add. */
 		if (err == -E2BIG) {
