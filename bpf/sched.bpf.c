@@ -10,6 +10,19 @@
 #define TASK_RUNNING 0x0000
 #define TASK_UNINTERRUPTIBLE 0x0002
 #define TASK_DEAD 0x0080
+#define DL_PF_EXITING 0x00000004
+
+/*
+ * A thread past its exit record (proc.bpf.c closed its last interval and
+ * deleted its state) still switches out and in until it is dead: no state is
+ * made for it anew, or its last switch would write an interval after its exit,
+ * even after its parent reaped it (and a flight dump cut before then would
+ * miss that record's drop).
+ */
+static __always_inline bool gone(struct task_struct *t, struct thread_state *ts)
+{
+	return !ts && (t->flags & DL_PF_EXITING);
+}
 
 /* Set by user space from the BTF of btf_trace_sched_switch: the prev_state argument exists since 5.18. */
 const volatile bool switch_has_prev_state = true;
@@ -74,7 +87,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 				emit_interval(prev_tgid, tid, ts, now, 0, 0);
 				bpf_map_delete_elem(&threads, &tid);
 			}
-		} else {
+		} else if (!gone(prev, ts)) {
 			/*
 			 * A preempted task stays runnable even when it had set a
 			 * sleeping state on its way to schedule() (as the
@@ -91,8 +104,10 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	}
 	if (next_traced) {
 		__u32 ntid = next->pid;
+		struct thread_state *nts = bpf_map_lookup_elem(&threads, &ntid);
 
-		enter_state(next->tgid, ntid, bpf_map_lookup_elem(&threads, &ntid), DL_ST_RUNNING, now, 0);
+		if (!gone(next, nts))
+			enter_state(next->tgid, ntid, nts, DL_ST_RUNNING, now, 0);
 	}
 	return 0;
 }
@@ -108,7 +123,7 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	tid = p->pid;
 	ts = bpf_map_lookup_elem(&threads, &tid);
 	/* A wake-up of a running or already runnable task changes nothing. */
-	if (ts && ts->state != DL_ST_SLEEP && ts->state != DL_ST_DISK)
+	if ((ts && ts->state != DL_ST_SLEEP && ts->state != DL_ST_DISK) || gone(p, ts))
 		return 0;
 	enter_state(tgid, tid, ts, DL_ST_RUNQ, bpf_ktime_get_ns(), (__u32)bpf_get_current_pid_tgid());
 	return 0;
