@@ -260,7 +260,6 @@ static __always_inline void dl_count_drop(__u32 src)
  * 7). A slot shared with a traced process, or one an overwriting insert left counted, only sends
  * the question on to the map. XADD: no atomic with fetch needed.
  */
-#define DL_TRACED_SLOTS 8192
 DL_SHARED volatile __u32 traced_slots[DL_TRACED_SLOTS];
 
 static __always_inline volatile __u32 *dl_traced_slot(__u32 tgid)

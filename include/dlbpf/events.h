@@ -509,6 +509,9 @@ struct dl_file_close_ev {
 	dl_u32 pad;
 };
 
+/* Slots of the traced set's count per tgid (bpf/common.bpf.h, traced_slots): a power of two. */
+#define DL_TRACED_SLOTS 8192
+
 /* Value of the "traced" map (key: tgid). */
 struct dl_traced {
 	dl_u32 ppid;

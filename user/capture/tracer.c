@@ -106,11 +106,11 @@ int dl_tracer_attach_auto(struct dl_tracer *t)
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
 {
 	struct dl_traced v = { .ppid = (uint32_t)ppid };
-	uint32_t key = (uint32_t)pid, nslots = sizeof(t->skel->bss->traced_slots) / sizeof(t->skel->bss->traced_slots[0]);
-	volatile uint32_t *slot = &t->skel->bss->traced_slots[key & (nslots - 1)];
+	uint32_t key = (uint32_t)pid;
+	volatile uint32_t *slot = &t->skel->bss->traced_slots[key & (DL_TRACED_SLOTS - 1)];
 
-	_Static_assert(!(sizeof(t->skel->bss->traced_slots) / sizeof(uint32_t) & (sizeof(t->skel->bss->traced_slots) /
-		       sizeof(uint32_t) - 1)), "traced_slots: a power of two");
+	_Static_assert(!(DL_TRACED_SLOTS & (DL_TRACED_SLOTS - 1)), "DL_TRACED_SLOTS: a power of two");
+	_Static_assert(sizeof(t->skel->bss->traced_slots) == DL_TRACED_SLOTS * sizeof(uint32_t), "traced_slots' size");
 	/* Counted before the entry exists (common.bpf.h, dl_traced_insert): a slot is never below its entries. */
 	__atomic_fetch_add(slot, 1, __ATOMIC_SEQ_CST);
 	if (bpf_map__update_elem(t->skel->maps.traced, &key, sizeof(key), &v, sizeof(v), BPF_ANY)) {
