@@ -18,6 +18,7 @@
 #include "output/timeline.h"
 #include "records/clock.h"
 #include "output/timeline_writer.h"
+#include "output/timeline_args.h"
 #include "output/timeline_calls.h"
 #include "output/timeline_files.h"
 #include "output/timeline_gpu.h"
@@ -291,150 +292,26 @@ static void bin_add(struct dl_timeline *t, int c, uint64_t s, uint64_t e, double
 
 /* --- records --- */
 
-static struct dl_targ *arg(struct dl_targ *a, int *n, const char *name, enum dl_targ_type type)
-{
-	struct dl_targ *x = &a[(*n)++];
-
-	memset(x, 0, sizeof(*x));
-	x->name = name;
-	x->type = type;
-	return x;
-}
-
-/* Named as the report names it (analysis/callsites.h), from what the stream resolved. */
-static const char *site_label(const struct dl_call *c, char *buf, size_t len)
-{
-	char addr[32];
-
-	/* A Python site: its line and the caller's, as the report's "at ..." */
-	if (c->has_py && c->npy_named) {
-		size_t n;
-
-		dl_py_frame_label(c->py_file[0], c->py_func[0], c->py_line[0], buf, len);
-		n = strlen(buf);
-		if (c->npy_named > 1 && n + 4 < len) {
-			memcpy(buf + n, " <- ", 5);
-			dl_py_frame_label(c->py_file[1], c->py_func[1], c->py_line[1], buf + n + 4, len - n - 4);
-		}
-		return buf;
-	}
-
-	if (!c->site_fault && !c->site_func) {
-		snprintf(addr, sizeof(addr), "0x%" PRIx64, c->site);
-		dl_site_label(addr, NULL, buf, len);
-	} else {
-		dl_site_label(c->site_fault ? NULL : c->site_func, c->site_obj, buf, len);
-	}
-	return buf;
-}
-
-/* --stacks: every frame, innermost first, joined by " <- " (repeated stacks: interned by the writer). */
-static const char *stack_label(const struct dl_call *c, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (uint32_t k = 0; k < c->nstack && n + 8 < len; k++) {
-		char frame[256], addr[32];
-		uint64_t a;
-
-		memcpy(&a, &c->stack[k], sizeof(a));   /* the record may sit at any offset */
-		snprintf(addr, sizeof(addr), "0x%" PRIx64, a);
-		dl_site_label(c->stack_func[k] ? c->stack_func[k] : addr, c->stack_obj[k], frame, sizeof(frame));
-		n += (size_t)snprintf(buf + n, len - n, "%s%s", k ? " <- " : "", frame);
-	}
-	return buf;
-}
-
-/* A collective's arguments as nccl.h names them; a value NCCL does not define is shown as a number. */
-static void nccl_args(const struct dl_call *c, struct dl_targ *a, int *n)
-{
-	const char *type = dl_nccl_type_name(c->dtype), *op = dl_nccl_op_name(c->op);
-	bool reduces = c->api->layout == DL_L_NCCL_REDUCE ||
-		       (c->api->layout == DL_L_NCCL_COLL && c->api->id != DL_API_NCCL_BROADCAST);
-
-	arg(a, n, "count", DL_TA_U64)->u = c->count;
-	if (type) {
-		arg(a, n, "datatype", DL_TA_STR)->s = type;
-		arg(a, n, "bytes", DL_TA_U64)->u = c->bytes;
-	} else {
-		arg(a, n, "datatype", DL_TA_U64)->u = c->dtype;
-	}
-	if (reduces) {
-		if (op)
-			arg(a, n, "op", DL_TA_STR)->s = op;
-		else
-			arg(a, n, "op", DL_TA_U64)->u = c->op;
-	}
-	if (c->peer >= 0)
-		arg(a, n, c->api->id == DL_API_NCCL_SEND || c->api->id == DL_API_NCCL_RECV ? "peer" : "root",
-		    DL_TA_I64)->i = c->peer;
-	arg(a, n, "comm", DL_TA_U64)->u = c->comm;
-}
-
 static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 {
 	struct dl_targ a[DL_TMAX_ARGS];
-	char grid[40], block[40], site[1400], stack[4096];
+	struct dl_call_arg_text text;
 	struct tthread *th;
-	int n = 0;
+	int n;
 
 	if (!c)
 		return;
 	th = thread_of(t, (pid_t)c->tgid, (pid_t)c->tid);
 	th->keep = true;
-	if (c->api->cls == DL_CLS_COPY || c->api->cls == DL_CLS_MEMSET) {
-		arg(a, &n, "bytes", DL_TA_U64)->u = c->bytes;
-		arg(a, &n, "direction", DL_TA_STR)->s = dl_dir_name(c->dir);
-		if (c->dir == DL_DIR_H2D || c->dir == DL_DIR_D2H)
-			arg(a, &n, "host memory", DL_TA_STR)->s = c->pageable ? "pageable" : "pinned";
-		if (c->dir == DL_DIR_H2D && c->depth == 0) {
-			bin_add(t, C_H2D, c->ts, c->ts + c->dur_ns, (double)c->bytes);
-			dl_tcalls_copy(&th->calls, c->ts, c->dur_ns);
-		}
+	if ((c->api->cls == DL_CLS_COPY || c->api->cls == DL_CLS_MEMSET) && c->dir == DL_DIR_H2D && c->depth == 0) {
+		bin_add(t, C_H2D, c->ts, c->ts + c->dur_ns, (double)c->bytes);
+		dl_tcalls_copy(&th->calls, c->ts, c->dur_ns);
 	}
-	if (c->api->cls == DL_CLS_LAUNCH) {
-		if (c->depth == 0)
-			dl_tcalls_launch(&th->calls, t->out, &th->track, c->ts, c->entry_only ? 0 : c->dur_ns);
-		if (c->kernel)
-			arg(a, &n, "kernel", DL_TA_STR)->s = c->kernel;
-		else
-			arg(a, &n, "kernel address", DL_TA_U64)->u = c->func;
-		snprintf(grid, sizeof(grid), "%ux%ux%u", c->grid[0], c->grid[1], c->grid[2]);
-		snprintf(block, sizeof(block), "%ux%ux%u", c->block[0], c->block[1], c->block[2]);
-		arg(a, &n, "grid", DL_TA_STR)->s = grid;
-		arg(a, &n, "block", DL_TA_STR)->s = block;
-		if (c->shmem)
-			arg(a, &n, "shared mem", DL_TA_U64)->u = c->shmem;
-	}
-	if (c->api->cls == DL_CLS_COMM)
-		nccl_args(c, a, &n);
-	if (c->api->layout == DL_L_NCCL_INIT_RANK || c->api->layout == DL_L_NCCL_INIT_ALL) {
-		arg(a, &n, c->api->layout == DL_L_NCCL_INIT_ALL ? "ndev" : "nranks", DL_TA_U64)->u = c->nranks;
-		if (c->api->layout == DL_L_NCCL_INIT_RANK)
-			arg(a, &n, "rank", DL_TA_U64)->u = c->rank;
-		if (!c->ret && !c->args_fault)
-			arg(a, &n, "comm", DL_TA_U64)->u = c->comm;
-	}
-	if (c->api->layout == DL_L_NCCL_VERSION && !c->ret && !c->args_fault)
-		arg(a, &n, "version", DL_TA_U64)->u = c->size;
+	if (c->api->cls == DL_CLS_LAUNCH && c->depth == 0)
+		dl_tcalls_launch(&th->calls, t->out, &th->track, c->ts, c->entry_only ? 0 : c->dur_ns);
 	if (c->api->cls == DL_CLS_SYNC && c->depth == 0)
 		dl_tcalls_sync(&th->calls, c->ts, c->dur_ns);
-	/* Absent stream: the default stream; absent ret: cudaSuccess (or entry-only: not known). */
-	if (c->stream)
-		arg(a, &n, "stream", DL_TA_U64)->u = c->stream;
-	if (c->api->cls == DL_CLS_ALLOC || c->api->cls == DL_CLS_FREE) {
-		if (c->ptr)
-			arg(a, &n, "ptr", DL_TA_U64)->u = c->ptr;
-		if (c->size)
-			arg(a, &n, "size", DL_TA_U64)->u = c->size;
-	}
-	if (!c->entry_only && c->ret)
-		arg(a, &n, "ret", DL_TA_I64)->i = c->ret;
-	if (c->depth == 0 && (c->site || c->site_fault))
-		arg(a, &n, "call site", DL_TA_STR)->s = site_label(c, site, sizeof(site));
-	if (c->depth == 0 && c->nstack > 1 && !c->site_fault)
-		arg(a, &n, "stack", DL_TA_STR)->s = stack_label(c, stack, sizeof(stack));
+	n = dl_call_slice_args(c, a, &text);
 	emit_slice(t, &(struct dl_tslice){ .track = &th->track, .ts = c->ts, .dur = c->entry_only ? 0 : c->dur_ns,
 					   .cat = "cuda", .name = c->api->name, .args = a, .nargs = n });
 }
@@ -487,16 +364,16 @@ static void add_bio(struct dl_timeline *t, const struct dl_bio_ev *ev)
 		return;
 	}
 	l->last_end = e > ev->h.ts ? e : ev->h.ts + 1;
-	arg(a, &n, "bytes", DL_TA_U64)->u = ev->bytes;
-	arg(a, &n, "sector", DL_TA_U64)->u = ev->sector;
+	dl_targ_add(a, &n, "bytes", DL_TA_U64)->u = ev->bytes;
+	dl_targ_add(a, &n, "sector", DL_TA_U64)->u = ev->sector;
 	snprintf(dev, sizeof(dev), "%u:%u", ev->dev >> 20, ev->dev & 0xfffff);
-	arg(a, &n, "dev", DL_TA_STR)->s = dev;
+	dl_targ_add(a, &n, "dev", DL_TA_STR)->s = dev;
 	if (!async) {
-		arg(a, &n, "pid", DL_TA_U64)->u = ev->h.tgid;
-		arg(a, &n, "tid", DL_TA_U64)->u = ev->h.tid;
+		dl_targ_add(a, &n, "pid", DL_TA_U64)->u = ev->h.tgid;
+		dl_targ_add(a, &n, "tid", DL_TA_U64)->u = ev->h.tid;
 	}
 	if (ev->flags & DL_BIO_ERROR)
-		arg(a, &n, "error", DL_TA_U64)->u = 1;
+		dl_targ_add(a, &n, "error", DL_TA_U64)->u = 1;
 	emit_slice(t, &(struct dl_tslice){ .track = &l->track, .ts = ev->h.ts, .dur = ev->dur_ns, .cat = "io",
 					   .name = async ? (write ? "write (async)" : "read (async)") : write ? "write" : "read",
 					   .args = a, .nargs = n });
@@ -528,7 +405,7 @@ static void add_sched(struct dl_timeline *t, const struct dl_sched_ev *ev)
 	if (ev->state == DL_ST_RUNQ)
 		bin_add(t, C_RUNQ, ev->h.ts, ev->h.ts + ev->dur_ns, (double)ev->dur_ns);
 	if (ev->waker_tid)
-		arg(a, &n, "woken by", DL_TA_U64)->u = ev->waker_tid;
+		dl_targ_add(a, &n, "woken by", DL_TA_U64)->u = ev->waker_tid;
 	emit_slice(t, &(struct dl_tslice){ .track = &th->state, .ts = ts, .dur = end - ts, .cat = "sched",
 					   .name = state_names[ev->state], .args = a, .nargs = n });
 }
@@ -674,19 +551,19 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 		flow = ++t->next_flow;
 		t->st.flows++;
 	}
-	arg(a, &n, "index", DL_TA_U64)->u = s->index;
-	arg(a, &n, "share", DL_TA_DBL)->d = s->share;
+	dl_targ_add(a, &n, "index", DL_TA_U64)->u = s->index;
+	dl_targ_add(a, &n, "share", DL_TA_DBL)->d = s->share;
 	for (int c = 0; c < DL_CAT_COUNT; c++)
 		if (s->cat_ns[c])
-			arg(a, &n, dl_cat_name((enum dl_cat)c), DL_TA_U64)->u = s->cat_ns[c];
+			dl_targ_add(a, &n, dl_cat_name((enum dl_cat)c), DL_TA_U64)->u = s->cat_ns[c];
 	if (s->h2d_bytes)
-		arg(a, &n, "h2d_bytes", DL_TA_U64)->u = s->h2d_bytes;
+		dl_targ_add(a, &n, "h2d_bytes", DL_TA_U64)->u = s->h2d_bytes;
 	if (s->io_read_bytes)
-		arg(a, &n, "io_read_bytes", DL_TA_U64)->u = s->io_read_bytes;
+		dl_targ_add(a, &n, "io_read_bytes", DL_TA_U64)->u = s->io_read_bytes;
 	if (s->kernels)
-		arg(a, &n, "kernels", DL_TA_U64)->u = s->kernels;
+		dl_targ_add(a, &n, "kernels", DL_TA_U64)->u = s->kernels;
 	if (s->wakeup_runq_ns)
-		arg(a, &n, "wakeup_runq", DL_TA_U64)->u = s->wakeup_runq_ns;
+		dl_targ_add(a, &n, "wakeup_runq", DL_TA_U64)->u = s->wakeup_runq_ns;
 	emit_slice(t, &(struct dl_tslice){ .track = &p->steps, .ts = s->start_ns, .dur = s->dur_ns, .cat = "step",
 					   .name = (unsigned)s->verdict < DL_V_COUNT ? dl_verdict_name(s->verdict) : "step",
 					   .args = a, .nargs = n, .flow_out = flow });
