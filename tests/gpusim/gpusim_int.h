@@ -192,12 +192,6 @@ struct timeline_item {
 	int comm;
 };
 
-/* One wait of the host on the device: when the model said it was done, and when the waiting thread
- * ran again (a timer wakes it late, by an interrupt's latency or a vCPU the host had halted). */
-struct late_wake {
-	uint64_t due, woke;
-};
-
 struct vec {
 	void *v;
 	size_t n, cap, elt;
@@ -219,7 +213,9 @@ struct gpusim_state {
 	unsigned compute_engines;      /* GPUSIM_COMPUTE_ENGINES: kernels that may run at once */
 	int timeline_on;               /* gpusimTimeline was called: every item is kept */
 	struct vec timeline;           /* struct timeline_item, in scheduling order */
-	struct vec wakes;              /* struct late_wake, kept with the timeline */
+	/* struct timeline_item: each host wait that slept, from when the model said it was done to when
+	 * the waiting thread ran again (a timer wakes it late: an interrupt's latency, a halted vCPU) */
+	struct vec wakes;
 	struct CUstream_st legacy;
 	struct CUstream_st *streams;   /* created streams + per-thread streams */
 	struct CUevent_st *events;

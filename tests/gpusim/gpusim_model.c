@@ -134,14 +134,14 @@ void init_once(void)
 	S.pending.elt = sizeof(struct pending_copy);
 	S.kcost.elt = sizeof(struct range);
 	S.timeline.elt = sizeof(struct timeline_item);
-	S.wakes.elt = sizeof(struct late_wake);
+	S.wakes.elt = sizeof(struct timeline_item);
 }
 
 /* Sleep (not spin) until CLOCK_MONOTONIC reaches t. Called without the lock. */
 void sleep_until(uint64_t t)
 {
 	struct timespec ts = { .tv_sec = (time_t)(t / NSEC), .tv_nsec = (long)(t % NSEC) };
-	struct late_wake *w;
+	struct timeline_item *w;
 	uint64_t woke;
 	int slept = 0;
 
@@ -160,7 +160,7 @@ void sleep_until(uint64_t t)
 		return;
 	lock();
 	if (S.timeline_on && woke > t && (w = vec_push(&S.wakes)))
-		*w = (struct late_wake){ t, woke };
+		*w = (struct timeline_item){ t, woke, 0 };
 	unlock();
 }
 
@@ -237,6 +237,24 @@ uint64_t device_idle_at(void)
 	return t;
 }
 
+/* Items first.. of v (struct timeline_item) as (start, end) pairs into out; starts recording both. */
+static unsigned long long copy_items(const struct vec *v, unsigned long long first, unsigned long long *out,
+				     unsigned long long max)
+{
+	unsigned long long n = 0;
+
+	lock();
+	S.timeline_on = 1;
+	for (; first + n < v->n && n < max; n++) {
+		const struct timeline_item *it = (const struct timeline_item *)v->v + first + n;
+
+		out[2 * n] = it->start;
+		out[2 * n + 1] = it->end;
+	}
+	unlock();
+	return n;
+}
+
 /*
  * The device's own timeline, the truth a tracer's inferences are tested
  * against: items first.. as (start, end) pairs into start_end (2 * max
@@ -246,18 +264,7 @@ uint64_t device_idle_at(void)
 GPUSIM_API unsigned long long gpusimTimeline(unsigned long long first, unsigned long long *start_end,
 					     unsigned long long max)
 {
-	unsigned long long n = 0;
-
-	lock();
-	S.timeline_on = 1;
-	for (; first + n < S.timeline.n && n < max; n++) {
-		const struct timeline_item *it = (const struct timeline_item *)S.timeline.v + first + n;
-
-		start_end[2 * n] = it->start;
-		start_end[2 * n + 1] = it->end;
-	}
-	unlock();
-	return n;
+	return copy_items(&S.timeline, first, start_end, max);
 }
 
 /*
@@ -268,17 +275,7 @@ GPUSIM_API unsigned long long gpusimTimeline(unsigned long long first, unsigned 
 GPUSIM_API unsigned long long gpusimLateWakes(unsigned long long first, unsigned long long *due_woke,
 					      unsigned long long max)
 {
-	unsigned long long n = 0;
-
-	lock();
-	for (; first + n < S.wakes.n && n < max; n++) {
-		const struct late_wake *w = (const struct late_wake *)S.wakes.v + first + n;
-
-		due_woke[2 * n] = w->due;
-		due_woke[2 * n + 1] = w->woke;
-	}
-	unlock();
-	return n;
+	return copy_items(&S.wakes, first, due_woke, max);
 }
 
 GPUSIM_API unsigned long long gpusimDeviceNow(void)
