@@ -601,18 +601,23 @@ def bench_soak(steps):
 
 # --- 7. what untraced processes pay ---------------------------------------------------
 def pipe_us_per_op(loops):
-    out = subprocess.run(["perf", "bench", "sched", "pipe", "-l", str(loops)], capture_output=True, text=True,
-                         timeout=300).stdout
+    # Both ends on one CPU: each round trip is then two switches, two wake-ups and four syscalls, and no
+    # CPU's way out of idle, which on a VM costs 5-40 us and varies more than everything measured here.
+    cpu = str(min(os.sched_getaffinity(0)))
+    out = subprocess.run(["taskset", "-c", cpu, "perf", "bench", "sched", "pipe", "-l", str(loops)],
+                         capture_output=True, text=True, timeout=300).stdout
     m = re.search(r"([\d.]+) usecs/op", out)
     if not m:
         raise RuntimeError(f"perf bench sched pipe said: {out[-300:]}")
     return float(m.group(1))
 
 
-# The wake-up edges' program (sched_waking) runs for every wake-up on the machine too.
-SCHED_PROGS = {"dlbpf": ("sched_switch", "sched_wakeup", "sched_waking"),
+# The wake-up edges' program (sched_waking) runs for every wake-up on the machine too, and the files
+# source's two programs at every syscall.
+SCHED_PROGS = {"dlbpf": ("sched_switch", "sched_wakeup", "sched_waking", "file_sys_enter", "file_sys_exit"),
                "baseline": ("sched_switch", "sched_wakeup", "sched_waking"),
-               "floor": ("ref_switch", "ref_wakeup", "ref_waking")}
+               "floor": ("ref_switch", "ref_wakeup", "ref_waking"),
+               "floor+syscalls": ("ref_switch", "ref_wakeup", "ref_waking", "ref_sys_enter", "ref_sys_exit")}
 
 
 def prog_stats(names):
@@ -630,7 +635,7 @@ def bench_untraced(rounds, loops=200000, baseline=None):
     given, in the same rounds) traces an idle one."""
     if not shutil.which("perf"):
         return table("7. What untraced processes pay", ["note"], [["perf is not installed: skipped"]])
-    variants = ["untraced", "floor", "dlbpf"] + (["baseline"] if baseline else [])
+    variants = ["untraced", "floor", "floor+syscalls", "dlbpf"] + (["baseline"] if baseline else [])
     us = {v: [] for v in variants}
     per_run = {(v, n): [] for v in SCHED_PROGS for n in SCHED_PROGS[v]}
     idle = subprocess.Popen(["sleep", "100000"])
@@ -642,9 +647,9 @@ def bench_untraced(rounds, loops=200000, baseline=None):
         for r in range(rounds):
             for v in variants[r % len(variants):] + variants[:r % len(variants)]:
                 tracer = None
-                if v == "floor":
-                    tracer = subprocess.Popen([REF, "--sched"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                              text=True)
+                if v.startswith("floor"):
+                    tracer = subprocess.Popen([REF, "--sched"] + (["--syscalls"] if v == "floor+syscalls" else []),
+                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                     readline_until(tracer.stdout, "attached")
                 elif v in ("dlbpf", "baseline"):
                     tracer = subprocess.Popen([DLBPF if v == "dlbpf" else baseline, "-v", "-q", "--pid",
@@ -662,37 +667,43 @@ def bench_untraced(rounds, loops=200000, baseline=None):
                 finally:
                     if tracer:
                         # The floor holds its programs until its stdin closes; dlbpf until SIGINT.
-                        if v != "floor":
+                        if not v.startswith("floor"):
                             tracer.send_signal(signal.SIGINT)
-                        tracer.communicate(input="" if v == "floor" else None, timeout=60)
+                        tracer.communicate(input="" if v.startswith("floor") else None, timeout=60)
     finally:
         idle.kill()
         idle.wait()
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write(stats_were)
     added = {v: [x - b for x, b in zip(us[v], us["untraced"])] for v in variants[1:]}
-    ratio = [d / f if f > 0 else float("nan") for d, f in zip(added["dlbpf"], added["floor"])]
     rows = [[v, spread(us[v], "{:.2f}"), spread(added[v], "{:.2f}") if v != "untraced" else "",
              spread([x / b for x, b in zip(us[v], us["untraced"])], "{:.3f}")] for v in variants]
-    rows.append(["dlbpf added / floor added", "", spread(ratio, "{:.2f}"), ""])
+    for f in ("floor", "floor+syscalls"):
+        ratio = [d / x if x > 0 else float("nan") for d, x in zip(added["dlbpf"], added[f])]
+        rows.append([f"dlbpf added / {f} added", "", spread(ratio, "{:.2f}"), ""])
     if baseline:
         rows.append(["baseline added / floor added", "",
                      spread([d / f if f > 0 else float("nan") for d, f in zip(added["baseline"], added["floor"])],
                             "{:.2f}"), ""])
-    for i, kind in enumerate(("switch", "wake-up", "waking (edges)")):
-        f, d = per_run[("floor", SCHED_PROGS["floor"][i])], per_run[("dlbpf", SCHED_PROGS["dlbpf"][i])]
+    for i, kind in enumerate(("switch", "wake-up", "waking (edges)", "syscall entry", "syscall exit")):
+        fv = "floor" if i < 3 else "floor+syscalls"
+        f, d = per_run[(fv, SCHED_PROGS[fv][i])], per_run[("dlbpf", SCHED_PROGS["dlbpf"][i])]
         rows.append([f"BPF ns per {kind} (bpf_stats): floor / dlbpf", "", f"{spread(f)} / {spread(d)}",
                      spread([y / x for x, y in zip(f, d) if x > 0], "{:.2f}")])
-        if baseline:
+        if baseline and i < len(SCHED_PROGS["baseline"]):
             b = per_run[("baseline", SCHED_PROGS["baseline"][i])]
             rows.append([f"BPF ns per {kind} (bpf_stats): baseline", "", spread(b),
                          spread([y / x for x, y in zip(f, b) if x > 0], "{:.2f}")])
     return table("7. What untraced processes pay: a pipe ping-pong while dlbpf traces another process",
                  ["variant", "us per round trip", "added us", "ratio to untraced (last rows: dlbpf / floor)"], rows,
-                 [f"`perf bench sched pipe -l {loops}`, median [min-max] over {rounds} interleaved rounds; floor = "
-                  "empty programs on sched_switch, sched_wakeup, sched_wakeup_new and sched_waking (reftrace --sched); dlbpf "
-                  "traces an idle `sleep`" + ("; baseline = the --baseline build, in the same rounds" if baseline
-                                               else "") + ". Goal: dlbpf added <= 1.5x the floor's."])
+                 [f"`perf bench sched pipe -l {loops}` with both ends on one CPU (taskset), median [min-max] over "
+                  f"{rounds} interleaved rounds; floor = "
+                  "empty programs on sched_switch, sched_wakeup, sched_wakeup_new and sched_waking (reftrace --sched); "
+                  "floor+syscalls = the same and empty programs on the raw sys_enter and sys_exit tracepoints, which "
+                  "the files source needs (reftrace --sched --syscalls: any syscall tracepoint sends every task's "
+                  "syscalls through the kernel's slow path); dlbpf traces an idle `sleep`"
+                  + ("; baseline = the --baseline build, in the same rounds" if baseline else "")
+                  + ". Goal: dlbpf added <= 1.5x the floor's."])
 
 
 # --- 8. the CUDA probes' own run time ---------------------------------------------------

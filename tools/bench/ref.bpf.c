@@ -3,7 +3,8 @@
  * The physical floor of a uprobe: programs that do nothing. What a probe costs
  * the traced thread with these attached is the trap and the kernel's uprobe
  * machinery, which no tracer can go below. The same for the scheduler's
- * tracepoints, which dlbpf's sched programs share with every task.
+ * and the raw syscall tracepoints, which dlbpf's sched and files programs
+ * share with every task.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -41,6 +42,19 @@ int ref_waking(void *ctx)
 
 SEC("?raw_tp/sched_wakeup_new")
 int ref_wakeup_new(void *ctx)
+{
+	return 0;
+}
+
+/* The floor of the raw syscall tracepoints the files source runs at (reftrace --sched --syscalls). */
+SEC("?raw_tp/sys_enter")
+int ref_sys_enter(void *ctx)
+{
+	return 0;
+}
+
+SEC("?raw_tp/sys_exit")
+int ref_sys_exit(void *ctx)
 {
 	return 0;
 }

@@ -5,10 +5,13 @@
  * and return), says "attached", and holds them until stdin closes or SIGTERM.
  *
  *   reftrace PID LIBRARY SYMBOL [--ret]
- *   reftrace --sched     empty programs on the scheduler's tracepoints
+ *   reftrace [--sched] [--syscalls]
+ *                        empty programs on the scheduler's tracepoints,
+ *                        on sys_enter and sys_exit, or both
  *   reftrace --sizes     record sizes of the event ABI, as JSON
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +50,11 @@ static void wait_for_end(void)
 	}
 }
 
-/* Empty programs on sched_switch, sched_wakeup, sched_wakeup_new and sched_waking, held until stdin closes. */
-static int hold_sched(void)
+/*
+ * Empty programs on sched_switch, sched_wakeup, sched_wakeup_new and
+ * sched_waking, on sys_enter and sys_exit, or both, held until stdin closes.
+ */
+static int hold_tracepoints(bool sched, bool syscalls)
 {
 	struct ref *skel = ref__open();
 	int err;
@@ -57,13 +63,15 @@ static int hold_sched(void)
 		return 1;
 	bpf_program__set_autoload(skel->progs.ref_entry, false);
 	bpf_program__set_autoload(skel->progs.ref_return, false);
-	bpf_program__set_autoload(skel->progs.ref_switch, true);
-	bpf_program__set_autoload(skel->progs.ref_wakeup, true);
-	bpf_program__set_autoload(skel->progs.ref_wakeup_new, true);
-	bpf_program__set_autoload(skel->progs.ref_waking, true);
+	bpf_program__set_autoload(skel->progs.ref_switch, sched);
+	bpf_program__set_autoload(skel->progs.ref_wakeup, sched);
+	bpf_program__set_autoload(skel->progs.ref_wakeup_new, sched);
+	bpf_program__set_autoload(skel->progs.ref_waking, sched);
+	bpf_program__set_autoload(skel->progs.ref_sys_enter, syscalls);
+	bpf_program__set_autoload(skel->progs.ref_sys_exit, syscalls);
 	err = ref__load(skel) || ref__attach(skel);
 	if (err) {
-		fprintf(stderr, "reftrace: cannot load or attach the scheduler programs\n");
+		fprintf(stderr, "reftrace: cannot load or attach the tracepoint programs\n");
 		ref__destroy(skel);
 		return 1;
 	}
@@ -88,10 +96,21 @@ int main(int argc, char **argv)
 		       sizeof(struct dl_launch_ev), sizeof(struct dl_call_short_ev));
 		return 0;
 	}
-	if (argc == 2 && !strcmp(argv[1], "--sched"))
-		return hold_sched();
+	if (argc >= 2 && (!strcmp(argv[1], "--sched") || !strcmp(argv[1], "--syscalls"))) {
+		bool sched = false, syscalls = false;
+
+		for (int i = 1; i < argc; i++) {
+			if (!strcmp(argv[i], "--sched"))
+				sched = true;
+			else if (!strcmp(argv[i], "--syscalls"))
+				syscalls = true;
+			else
+				return fprintf(stderr, "reftrace: unknown option %s\n", argv[i]), 2;
+		}
+		return hold_tracepoints(sched, syscalls);
+	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s PID LIBRARY SYMBOL [--ret] | --sched | --sizes\n", argv[0]);
+		fprintf(stderr, "usage: %s PID LIBRARY SYMBOL [--ret] | [--sched] [--syscalls] | --sizes\n", argv[0]);
 		return 2;
 	}
 	pid = atoi(argv[1]);
