@@ -7,11 +7,10 @@
  * thread's file_call), which is the share of the read the page cache did not
  * serve.
  *
- * The two programs run at every syscall of every process on the machine:
- * entry asks the syscall number, then the count of traced processes in the
- * task's slot, before the clock or any argument; exit asks the slot first. Both are optional
- * ("?"): user space loads them where the kernel has the raw syscall
- * tracepoints (CONFIG_FTRACE_SYSCALLS).
+ * These tracepoints fire for every syscall of every process on the machine:
+ * the task-local traced mark is the first thing each program asks, before it
+ * reads the clock or any argument. All are optional ("?"): user space loads
+ * them where tracefs has the syscall events.
  */
 #include "common.bpf.h"
 
@@ -21,6 +20,8 @@ static __always_inline struct file_call *begin(__u32 call, __s32 fd)
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct file_call *fc;
 
+	if (!dl_task_traced(t))
+		return NULL;
 	fc = bpf_task_storage_get(&file_calls, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!fc) {
 		dl_count_drop(DL_DROP_INFLIGHT);
@@ -33,56 +34,126 @@ static __always_inline struct file_call *begin(__u32 call, __s32 fd)
 	return fc;
 }
 
-/*
- * The syscall numbers of the kernel's native ABI, set by user space from its
- * <sys/syscall.h> (the same ABI: dlbpf is built for the machine it traces).
- * -1 matches no syscall.
- */
-const volatile long nr_read = -1, nr_pread64 = -1, nr_readv = -1, nr_preadv = -1;
-const volatile long nr_openat = -1, nr_close = -1;
-
-/* x86's TS_COMPAT: a 32-bit task's syscall numbers are another table's, so its calls are not read as these. */
-#define DL_TS_COMPAT 0x0002
-
-static __always_inline bool compat_syscall(struct task_struct *t)
+/* The thread's call in flight, if it is the one this exit ends; ended. */
+static __always_inline struct file_call *end(bool openat)
 {
-#ifdef __TARGET_ARCH_x86
-	if (bpf_core_field_exists(t->thread_info.status))
-		return t->thread_info.status & DL_TS_COMPAT;
-#endif
-	return false;
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct file_call *fc;
+
+	/* Untraced tasks never got a file_call: no mark check needed, and no storage is created. */
+	fc = bpf_task_storage_get(&file_calls, t, 0, 0);
+	if (!fc || !fc->call || (fc->call == FILE_CALL_OPENAT) != openat)
+		return NULL;
+	return fc;
 }
 
-static __always_inline void read_exit(struct file_call *fc, long ret)
+static __always_inline int read_enter(struct trace_event_raw_sys_enter *ctx, __u32 call)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	begin(call, (__s32)ctx->args[0]);
+	return 0;
+}
+
+static __always_inline int read_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	struct file_call *fc = end(false);
+	__u64 id = bpf_get_current_pid_tgid(), now;
 	struct dl_file_read_ev *e;
 
+	if (!fc)
+		return 0;
+	now = bpf_ktime_get_ns();
 	e = dl_reserve(sizeof(*e), DL_EV_FILE_READ, DL_DROP_BIO, fc->ts, id >> 32, (__u32)id);
 	if (e) {
 		e->dur_ns = now - fc->ts;
-		e->ret = ret;
+		e->ret = ctx->ret;
 		e->disk_bytes = fc->disk_bytes;
 		e->fd = fc->fd;
 		e->call = fc->call;
 		dl_submit(e);
 	}
+	fc->call = 0;
+	return 0;
 }
 
-static __always_inline void open_exit(struct file_call *fc, long ret)
+SEC("?tp/syscalls/sys_enter_read")
+int file_read_enter(struct trace_event_raw_sys_enter *ctx)
 {
+	return read_enter(ctx, DL_READ_READ);
+}
+
+SEC("?tp/syscalls/sys_enter_pread64")
+int file_pread_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return read_enter(ctx, DL_READ_PREAD64);
+}
+
+SEC("?tp/syscalls/sys_enter_readv")
+int file_readv_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return read_enter(ctx, DL_READ_READV);
+}
+
+SEC("?tp/syscalls/sys_enter_preadv")
+int file_preadv_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return read_enter(ctx, DL_READ_PREADV);
+}
+
+SEC("?tp/syscalls/sys_exit_read")
+int file_read_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return read_exit(ctx);
+}
+
+SEC("?tp/syscalls/sys_exit_pread64")
+int file_pread_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return read_exit(ctx);
+}
+
+SEC("?tp/syscalls/sys_exit_readv")
+int file_readv_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return read_exit(ctx);
+}
+
+SEC("?tp/syscalls/sys_exit_preadv")
+int file_preadv_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return read_exit(ctx);
+}
+
+SEC("?tp/syscalls/sys_enter_openat")
+int file_open_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	struct file_call *fc = begin(FILE_CALL_OPENAT, (__s32)ctx->args[0]);
+
+	if (fc) {
+		fc->path = ctx->args[1];
+		fc->open_flags = (__u32)ctx->args[2];
+	}
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_exit_openat")
+int file_open_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	struct file_call *fc = end(true);
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dl_file_open_ev *e;
 	struct dentry *cwd;
 	long n;
 
+	if (!fc)
+		return 0;
+	fc->call = 0;
 	/* A failed open names no fd: nothing to attribute. */
-	if (ret < 0)
-		return;
+	if (ctx->ret < 0)
+		return 0;
 	e = dl_reserve(sizeof(*e), DL_EV_FILE_OPEN, DL_DROP_BIO, bpf_ktime_get_ns(), id >> 32, (__u32)id);
 	if (!e)
-		return;
-	e->fd = (__s32)ret;
+		return 0;
+	e->fd = (__s32)ctx->ret;
 	e->dirfd = fc->fd;
 	e->open_flags = fc->open_flags;
 	e->flags = 0;
@@ -100,80 +171,22 @@ static __always_inline void open_exit(struct file_call *fc, long ret)
 		e->flags |= DL_FILE_TRUNCATED;
 	}
 	dl_submit(e);
+	return 0;
 }
 
-static __always_inline void file_close(__s32 fd)
+SEC("?tp/syscalls/sys_enter_close")
+int file_close(struct trace_event_raw_sys_enter *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dl_file_close_ev *e;
 
+	if (!dl_task_traced(bpf_get_current_task_btf()))
+		return 0;
 	e = dl_reserve(sizeof(*e), DL_EV_FILE_CLOSE, DL_DROP_BIO, bpf_ktime_get_ns(), id >> 32, (__u32)id);
 	if (!e)
-		return;
-	e->fd = fd;
+		return 0;
+	e->fd = (__s32)ctx->args[0];
 	e->pad = 0;
 	dl_submit(e);
-}
-
-/*
- * One program on the raw syscall entry, not one per syscall event: those are
- * perf events, and each one's detach waits for its own grace period under
- * the trace event mutex (11 of them took ~400 ms to detach, one after the
- * other), and each of their runs fills a perf record first.
- */
-SEC("?tp_btf/sys_enter")
-int BPF_PROG(file_sys_enter, struct pt_regs *regs, long nr)
-{
-	struct task_struct *t;
-	struct file_call *fc;
-	__u32 call;
-
-	/* The number first: it is in a register, and most syscalls are none of these. */
-	if (nr == nr_read)
-		call = DL_READ_READ;
-	else if (nr == nr_pread64)
-		call = DL_READ_PREAD64;
-	else if (nr == nr_readv)
-		call = DL_READ_READV;
-	else if (nr == nr_preadv)
-		call = DL_READ_PREADV;
-	else if (nr == nr_openat)
-		call = FILE_CALL_OPENAT;
-	else if (nr == nr_close)
-		call = 0;
-	else
-		return 0;
-	t = bpf_get_current_task_btf();
-	if (!dl_task_traced(t) || compat_syscall(t))
-		return 0;
-	if (!call) {
-		file_close((__s32)PT_REGS_PARM1_CORE_SYSCALL(regs));
-		return 0;
-	}
-	fc = begin(call, (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs));
-	if (fc && call == FILE_CALL_OPENAT) {
-		fc->path = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		fc->open_flags = (__u32)PT_REGS_PARM3_CORE_SYSCALL(regs);
-	}
-	return 0;
-}
-
-/* A thread is in one syscall at a time: a call begun at entry ends at the next exit. */
-SEC("?tp_btf/sys_exit")
-int BPF_PROG(file_sys_exit, struct pt_regs *regs, long ret)
-{
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct file_call *fc;
-
-	if (!*dl_traced_slot(t->tgid))
-		return 0;
-	fc = bpf_task_storage_get(&file_calls, t, 0, 0);
-	if (!fc || !fc->call)
-		return 0;
-	if (fc->call == FILE_CALL_OPENAT)
-		open_exit(fc, ret);
-	else
-		read_exit(fc, ret);
-	fc->call = 0;
 	return 0;
 }

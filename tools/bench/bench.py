@@ -612,12 +612,11 @@ def pipe_us_per_op(loops):
     return float(m.group(1))
 
 
-# The wake-up edges' program (sched_waking) runs for every wake-up on the machine too, and the files
-# source's two programs at every syscall.
-SCHED_PROGS = {"dlbpf": ("sched_switch", "sched_wakeup", "sched_waking", "file_sys_enter", "file_sys_exit"),
+# The wake-up edges' program (sched_waking) runs for every wake-up on the machine too.
+SCHED_PROGS = {"dlbpf": ("sched_switch", "sched_wakeup", "sched_waking"),
                "baseline": ("sched_switch", "sched_wakeup", "sched_waking"),
                "floor": ("ref_switch", "ref_wakeup", "ref_waking"),
-               "floor+syscalls": ("ref_switch", "ref_wakeup", "ref_waking", "ref_sys_enter", "ref_sys_exit")}
+               "floor+syscalls": ("ref_switch", "ref_wakeup", "ref_waking")}
 
 
 def prog_stats(names):
@@ -685,12 +684,11 @@ def bench_untraced(rounds, loops=200000, baseline=None):
         rows.append(["baseline added / floor added", "",
                      spread([d / f if f > 0 else float("nan") for d, f in zip(added["baseline"], added["floor"])],
                             "{:.2f}"), ""])
-    for i, kind in enumerate(("switch", "wake-up", "waking (edges)", "syscall entry", "syscall exit")):
-        fv = "floor" if i < 3 else "floor+syscalls"
-        f, d = per_run[(fv, SCHED_PROGS[fv][i])], per_run[("dlbpf", SCHED_PROGS["dlbpf"][i])]
+    for i, kind in enumerate(("switch", "wake-up", "waking (edges)")):
+        f, d = per_run[("floor", SCHED_PROGS["floor"][i])], per_run[("dlbpf", SCHED_PROGS["dlbpf"][i])]
         rows.append([f"BPF ns per {kind} (bpf_stats): floor / dlbpf", "", f"{spread(f)} / {spread(d)}",
                      spread([y / x for x, y in zip(f, d) if x > 0], "{:.2f}")])
-        if baseline and i < len(SCHED_PROGS["baseline"]):
+        if baseline:
             b = per_run[("baseline", SCHED_PROGS["baseline"][i])]
             rows.append([f"BPF ns per {kind} (bpf_stats): baseline", "", spread(b),
                          spread([y / x for x, y in zip(f, b) if x > 0], "{:.2f}")])
@@ -699,9 +697,9 @@ def bench_untraced(rounds, loops=200000, baseline=None):
                  [f"`perf bench sched pipe -l {loops}` with both ends on one CPU (taskset), median [min-max] over "
                   f"{rounds} interleaved rounds; floor = "
                   "empty programs on sched_switch, sched_wakeup, sched_wakeup_new and sched_waking (reftrace --sched); "
-                  "floor+syscalls = the same and empty programs on the raw sys_enter and sys_exit tracepoints, which "
-                  "the files source needs (reftrace --sched --syscalls: any syscall tracepoint sends every task's "
-                  "syscalls through the kernel's slow path); dlbpf traces an idle `sleep`"
+                  "floor+syscalls = the same and empty programs on the syscall events the files source attaches to "
+                  "(read, pread64, readv, preadv, openat, close; reftrace --sched --syscalls): any syscall event "
+                  "sends every task's syscalls through the kernel's slower traced path; dlbpf traces an idle `sleep`"
                   + ("; baseline = the --baseline build, in the same rounds" if baseline else "")
                   + ". Goal: dlbpf added <= 1.5x the floor's."])
 

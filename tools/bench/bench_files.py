@@ -7,12 +7,11 @@ import signal
 import subprocess
 import time
 
-from bench import DLBPF, REF, TMP, prog_stats, readline_until, spread, table
+from bench import DLBPF, TMP, prog_stats, readline_until, spread, table
 
-FILE_PROGS = ("file_sys_enter", "file_sys_exit")
+READ_PROGS = ("file_read_enter", "file_read_exit")
 BLOCK = 4096
-# The per-syscall events dlbpf used before: each run fills a perf record before the program.
-EVENTS_FLOOR = "tracepoint:syscalls:sys_enter_read { } tracepoint:syscalls:sys_exit_read { }"
+FLOOR = "tracepoint:syscalls:sys_enter_read { } tracepoint:syscalls:sys_exit_read { }"
 
 
 def reader_script(path, passes):
@@ -33,12 +32,9 @@ def one_run(variant, path, passes):
     idle = tracer = None
     try:
         if variant.startswith("floor"):
-            # Empty programs on the same two tracepoints: what the kernel's path to them costs by itself.
-            tracer = subprocess.Popen([REF, "--syscalls"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            readline_until(tracer.stdout, "attached")
-        elif variant.startswith("syscall events"):
-            tracer = subprocess.Popen(["bpftrace", "-e", EVENTS_FLOOR], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True)
+            # Empty programs on the same two events: what the kernel's syscall-event path costs by itself.
+            tracer = subprocess.Popen(["bpftrace", "-e", FLOOR], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
             readline_until(tracer.stdout, "Attaching")
             time.sleep(0.5)   # bpftrace prints the line before its attach is done
         elif variant != "untraced":
@@ -50,23 +46,20 @@ def one_run(variant, path, passes):
             tracer = subprocess.Popen([DLBPF, "-v", "-q", "--pid", str(target)] + extra, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True)
             readline_until(tracer.stderr, "tracing ")
-        before = prog_stats(FILE_PROGS)
+        before = prog_stats(READ_PROGS)
         sh.stdin.write("go\n")
         sh.stdin.flush()
         sh.stdout.readline()
-        after = prog_stats(FILE_PROGS)
+        after = prog_stats(READ_PROGS)
         sh.stdin.write("end\n")
         sh.stdin.flush()
         sh.wait(timeout=60)
         # The shell and its dd's, waited for: CPU time, which a busy machine's waits for a CPU do not inflate.
-        return children_cpu_ns() - cpu0, {n: (after[n][0] - before[n][0], after[n][1] - before[n][1]) for n in FILE_PROGS}
+        return children_cpu_ns() - cpu0, {n: (after[n][0] - before[n][0], after[n][1] - before[n][1]) for n in READ_PROGS}
     finally:
         if tracer:
-            if variant.startswith("floor"):
-                tracer.communicate(input="", timeout=60)   # reftrace holds its programs until stdin closes
-            else:
-                tracer.send_signal(signal.SIGINT)
-                tracer.communicate(timeout=60)
+            tracer.send_signal(signal.SIGINT)
+            tracer.communicate(timeout=60)
         if idle:
             idle.kill()
             idle.wait()
@@ -80,8 +73,7 @@ def bench_files(rounds, mb=16, passes=8):
     with open(path, "wb") as f:
         f.write(os.urandom(mb << 20))
     reads = passes * ((mb << 20) // BLOCK + 1)   # dd's last call returns 0 at end of file
-    variants = ["untraced", "floor: empty programs on sys_enter/sys_exit (reftrace --syscalls)",
-                "syscall events: empty programs on sys_enter_read/sys_exit_read (bpftrace)",
+    variants = ["untraced", "floor: empty programs on sys_enter_read/sys_exit_read (bpftrace)",
                 "dlbpf --no-files, reader untraced", "dlbpf, reader untraced", "dlbpf, reader traced"]
     loop_ns = {v: [] for v in variants}
     bpf_ns = {v: [] for v in variants}
@@ -95,9 +87,10 @@ def bench_files(rounds, mb=16, passes=8):
             for v in variants[r % len(variants):] + variants[:r % len(variants)]:
                 ns, st = one_run(v, path, passes)
                 loop_ns[v].append(ns / reads)
-                if st["file_sys_enter"][1]:
-                    # Both programs run at every syscall of the machine: their time over the loop, per read call.
-                    bpf_ns[v].append(sum(t for t, _ in st.values()) / reads)
+                runs = st["file_read_enter"][1]
+                if runs:
+                    # Every read of the machine runs both programs: per run, enter plus exit.
+                    bpf_ns[v].append(sum(t for t, _ in st.values()) / runs)
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write(stats_were)
@@ -112,8 +105,7 @@ def bench_files(rounds, mb=16, passes=8):
                  [f"`dd bs={BLOCK}` over a {mb} MiB cached file, {passes} passes ({reads} read calls); reader CPU: "
                   "user + system time of the shell and its dd's (process starts and writes to /dev/null "
                   f"included); median [min-max] over {rounds} interleaved rounds. floor: what the kernel's "
-                  "path to the raw syscall tracepoints the files source uses costs with programs that do nothing. "
-                  "syscall events: the per-syscall perf events dlbpf used before (each fills a perf record). "
-                  "--no-files: dlbpf without the files source, the rest of it (sched, block) still on. BPF ns: "
-                  "run_time_ns of file_sys_enter + file_sys_exit over the loop (kernel.bpf_stats_enabled) divided "
-                  "by the loop's read calls: it holds the other syscalls they ran at meanwhile, the machine's too."])
+                  "syscall-event path costs with programs that do nothing. --no-files: dlbpf without the files "
+                  "source, the rest of it (sched, block) still on. BPF ns: run_time_ns / run_cnt of "
+                  "file_read_enter + file_read_exit over the loop (kernel.bpf_stats_enabled), which also counts "
+                  "other processes' reads meanwhile."])

@@ -3,7 +3,7 @@
  * The physical floor of a uprobe: programs that do nothing. What a probe costs
  * the traced thread with these attached is the trap and the kernel's uprobe
  * machinery, which no tracer can go below. The same for the scheduler's
- * and the raw syscall tracepoints, which dlbpf's sched and files programs
+ * and the syscall events, which dlbpf's sched and files programs
  * share with every task.
  */
 #include "vmlinux.h"
@@ -46,15 +46,69 @@ int ref_wakeup_new(void *ctx)
 	return 0;
 }
 
-/* The floor of the raw syscall tracepoints the files source runs at (reftrace --sched --syscalls). */
-SEC("?raw_tp/sys_enter")
-int ref_sys_enter(void *ctx)
+/* The floor of the syscall events the files source attaches to (reftrace --syscalls). */
+SEC("?tp/syscalls/sys_enter_read")
+int ref_sys_enter_read(void *ctx)
 {
 	return 0;
 }
 
-SEC("?raw_tp/sys_exit")
-int ref_sys_exit(void *ctx)
+SEC("?tp/syscalls/sys_enter_pread64")
+int ref_sys_enter_pread64(void *ctx)
+{
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_enter_readv")
+int ref_sys_enter_readv(void *ctx)
+{
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_enter_preadv")
+int ref_sys_enter_preadv(void *ctx)
+{
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_enter_openat")
+int ref_sys_enter_openat(void *ctx)
+{
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_enter_close")
+int ref_sys_enter_close(void *ctx)
+{
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_exit_read")
+int ref_sys_exit_read(void *ctx)
+{
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_exit_pread64")
+int ref_sys_exit_pread64(void *ctx)
+{
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_exit_readv")
+int ref_sys_exit_readv(void *ctx)
+{
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_exit_preadv")
+int ref_sys_exit_preadv(void *ctx)
+{
+	return 0;
+}
+
+SEC("?tp/syscalls/sys_exit_openat")
+int ref_sys_exit_openat(void *ctx)
 {
 	return 0;
 }

@@ -7,7 +7,8 @@
  *   reftrace PID LIBRARY SYMBOL [--ret]
  *   reftrace [--sched] [--syscalls]
  *                        empty programs on the scheduler's tracepoints,
- *                        on sys_enter and sys_exit, or both
+ *                        on the syscall events the files source uses
+ *                        (read, pread64, readv, preadv, openat, close), or both
  *   reftrace --sizes     record sizes of the event ABI, as JSON
  */
 #include <signal.h>
@@ -52,7 +53,8 @@ static void wait_for_end(void)
 
 /*
  * Empty programs on sched_switch, sched_wakeup, sched_wakeup_new and
- * sched_waking, on sys_enter and sys_exit, or both, held until stdin closes.
+ * sched_waking, on the files source's syscall events, or both, held until
+ * stdin closes.
  */
 static int hold_tracepoints(bool sched, bool syscalls)
 {
@@ -67,8 +69,14 @@ static int hold_tracepoints(bool sched, bool syscalls)
 	bpf_program__set_autoload(skel->progs.ref_wakeup, sched);
 	bpf_program__set_autoload(skel->progs.ref_wakeup_new, sched);
 	bpf_program__set_autoload(skel->progs.ref_waking, sched);
-	bpf_program__set_autoload(skel->progs.ref_sys_enter, syscalls);
-	bpf_program__set_autoload(skel->progs.ref_sys_exit, syscalls);
+	{
+		struct bpf_program *p;
+
+		/* Every syscall event program: the same events as the files source's. */
+		bpf_object__for_each_program(p, skel->obj)
+			if (!strncmp(bpf_program__name(p), "ref_sys_", 8))
+				bpf_program__set_autoload(p, syscalls);
+	}
 	err = ref__load(skel) || ref__attach(skel);
 	if (err) {
 		fprintf(stderr, "reftrace: cannot load or attach the tracepoint programs\n");

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <bpf/libbpf.h>
 #include "capture/files.h"
@@ -15,28 +14,54 @@
 #include "log.h"
 #include "records/clock.h"
 
+/* Where tracefs may be mounted; libbpf looks in the same two places. */
+static const char *const tracefs_roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+
+static bool syscall_event_exists(const char *name)
+{
+	char path[128];
+
+	for (size_t i = 0; i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", tracefs_roots[i], name);
+		if (access(path, R_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
 bool dl_files_choose(struct dlbpf *skel, bool wanted)
 {
-	/* The raw syscall tracepoints are in the kernel's BTF where it has them (CONFIG_FTRACE_SYSCALLS). */
-	bool have = libbpf_find_vmlinux_btf_id("sys_enter", BPF_TRACE_RAW_TP) > 0 &&
-		    libbpf_find_vmlinux_btf_id("sys_exit", BPF_TRACE_RAW_TP) > 0;
+	struct {
+		struct bpf_program *prog;
+		const char *event;
+	} progs[] = {
+		{ skel->progs.file_read_enter, "sys_enter_read" },
+		{ skel->progs.file_read_exit, "sys_exit_read" },
+		{ skel->progs.file_pread_enter, "sys_enter_pread64" },
+		{ skel->progs.file_pread_exit, "sys_exit_pread64" },
+		{ skel->progs.file_readv_enter, "sys_enter_readv" },
+		{ skel->progs.file_readv_exit, "sys_exit_readv" },
+		{ skel->progs.file_preadv_enter, "sys_enter_preadv" },
+		{ skel->progs.file_preadv_exit, "sys_exit_preadv" },
+		{ skel->progs.file_open_enter, "sys_enter_openat" },
+		{ skel->progs.file_open_exit, "sys_exit_openat" },
+		{ skel->progs.file_close, "sys_enter_close" },
+	};
+	const size_t n = sizeof(progs) / sizeof(progs[0]);
+	const char *missing = NULL;
 
-	bpf_program__set_autoload(skel->progs.file_sys_enter, wanted && have);
-	bpf_program__set_autoload(skel->progs.file_sys_exit, wanted && have);
+	/* All or none: an entry without its exit would leave a call open, a read without its open no file. */
+	for (size_t i = 0; i < n && !missing && wanted; i++)
+		if (!syscall_event_exists(progs[i].event))
+			missing = progs[i].event;
+	for (size_t i = 0; i < n; i++)
+		bpf_program__set_autoload(progs[i].prog, wanted && !missing);
 	if (!wanted)
 		return false;
-	if (!have) {
-		dl_warn("reads are not attributed to files: the kernel has no sys_enter/sys_exit tracepoints "
-			"(CONFIG_FTRACE_SYSCALLS)");
-		return false;
-	}
-	skel->rodata->nr_read = SYS_read;
-	skel->rodata->nr_pread64 = SYS_pread64;
-	skel->rodata->nr_readv = SYS_readv;
-	skel->rodata->nr_preadv = SYS_preadv;
-	skel->rodata->nr_openat = SYS_openat;
-	skel->rodata->nr_close = SYS_close;
-	return true;
+	if (missing)
+		dl_warn("reads are not attributed to files: tracefs has no syscalls/%s event "
+			"(CONFIG_FTRACE_SYSCALLS, or tracefs not mounted)", missing);
+	return !missing;
 }
 
 /* readlink of /proc/PID/<name>, NUL-terminated; -1 if it cannot be read or does not fit. */

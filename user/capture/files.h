@@ -16,7 +16,7 @@
 
 struct dlbpf;
 
-/* Loads the files programs when wanted and the kernel has the raw syscall tracepoints; false if not. */
+/* Loads the files programs when wanted and tracefs has every syscall event they attach to; false if not. */
 bool dl_files_choose(struct dlbpf *skel, bool wanted);
 /*
  * The cwd each traced process was last seen with, for relative paths of a
