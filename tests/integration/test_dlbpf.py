@@ -5,6 +5,7 @@ with independent truth (the workloads' own counters, /proc/PID/io,
 /proc/PID/task/TID/schedstat). Run as root."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -489,6 +490,65 @@ def test_sigkill_leaves_nothing():
         w.kill()
         w.wait()
     return f"{len(during)} links while running, 0 after SIGKILL"
+
+
+def perf_attached():
+    """The perf events with a BPF program on them, machine-wide (bpftool perf list)."""
+    out = subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, text=True, check=True).stdout
+    return json.loads(out or "[]")
+
+
+def perf_event_holders():
+    """Pids holding a perf event fd."""
+    pids = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]":
+                    pids.add(int(pid))
+                    break
+        except OSError:
+            pass   # gone, or a thread group we may not read
+    return pids
+
+
+def test_stop_leaves_nothing():
+    """A stopped dlbpf has taken every program off when it exits; the syscall events whose kernel
+    teardown waits for grace periods are closed by a child of their own, which holds no pipe of
+    dlbpf's and is gone soon after."""
+    w = subprocess.Popen(["sleep", "60"])
+    try:
+        holders_before = perf_event_holders()
+        links_before = bpf_link_ids()
+        d = Dlbpf(["--pid", str(w.pid)])
+        d.started()
+        events = [e for e in perf_attached() if e.get("pid") == d.proc.pid]
+        syscalls = {e.get("tracepoint") for e in events}
+        check({"sys_enter_read", "sys_exit_read", "sys_enter_openat", "sys_enter_close"} <= syscalls,
+              f"dlbpf's syscall events not found: {sorted(map(str, syscalls))}")
+        links = bpf_link_ids() - links_before
+        rc = d.stop()
+        check(rc == 0, f"rc {rc}: {d.stderr[-300:]}")
+        # wait() joined the readers: a closer that kept dlbpf's stdout or stderr would keep them open.
+        check(not d.stderr_open(), "dlbpf's stderr is still held after it exited")
+        progs = {e["prog_id"] for e in events}
+        left = [e for e in perf_attached() if e["prog_id"] in progs]
+        check(not left, f"programs still on perf events after dlbpf exited: {left}")
+        check(not (links & bpf_link_ids()), f"links left after dlbpf exited: {sorted(links & bpf_link_ids())}")
+        # The closer waits one grace period per event (tens of ms each); 10 s is far past that.
+        new = perf_event_holders() - holders_before
+        for _ in range(100):
+            if not new:
+                break
+            time.sleep(0.1)
+            new = perf_event_holders() - holders_before
+        check(not new, f"processes still hold perf events 10 s after dlbpf exited: {sorted(new)}")
+        m = re.search(r"detached every probe in ([\d.]+) ms", d.stderr)
+        check(m is not None, "no detach time in dlbpf -v's log")
+    finally:
+        w.kill()
+        w.wait()
+    return f"{len(events)} tracepoint attachments and {len(links)} links while running; none after; detach {m.group(1)} ms"
 
 
 def expect_error(args, needle, env=None, prefix=None):

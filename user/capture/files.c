@@ -10,58 +10,81 @@
 #include <sys/sysmacros.h>
 #include <bpf/libbpf.h>
 #include "capture/files.h"
+#include "capture/sysevents.h"
 #include "dlbpf.skel.h"
 #include "log.h"
 #include "records/clock.h"
 
-/* Where tracefs may be mounted; libbpf looks in the same two places. */
-static const char *const tracefs_roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+struct files_prog {
+	struct bpf_program *prog;
+	struct bpf_link **link;
+	const char *event;
+};
 
-static bool syscall_event_exists(const char *name)
+#define FILES_PROG(name, ev) { skel->progs.name, &skel->links.name, ev }
+
+/* Every program of bpf/files.bpf.c and its event; returns how many. */
+static size_t files_progs(struct dlbpf *skel, struct files_prog out[static DL_SYSEVENTS_MAX])
 {
-	char path[128];
+	const struct files_prog progs[] = {
+		FILES_PROG(file_read_enter, "sys_enter_read"),
+		FILES_PROG(file_read_exit, "sys_exit_read"),
+		FILES_PROG(file_pread_enter, "sys_enter_pread64"),
+		FILES_PROG(file_pread_exit, "sys_exit_pread64"),
+		FILES_PROG(file_readv_enter, "sys_enter_readv"),
+		FILES_PROG(file_readv_exit, "sys_exit_readv"),
+		FILES_PROG(file_preadv_enter, "sys_enter_preadv"),
+		FILES_PROG(file_preadv_exit, "sys_exit_preadv"),
+		FILES_PROG(file_open_enter, "sys_enter_openat"),
+		FILES_PROG(file_open_exit, "sys_exit_openat"),
+		FILES_PROG(file_close, "sys_enter_close"),
+	};
+	const size_t n = sizeof(progs) / sizeof(progs[0]);
 
-	for (size_t i = 0; i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]); i++) {
-		snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", tracefs_roots[i], name);
-		if (access(path, R_OK) == 0)
-			return true;
-	}
-	return false;
+	_Static_assert(sizeof(progs) / sizeof(progs[0]) <= DL_SYSEVENTS_MAX, "raise DL_SYSEVENTS_MAX");
+	memcpy(out, progs, sizeof(progs));
+	return n;
 }
 
 bool dl_files_choose(struct dlbpf *skel, bool wanted)
 {
-	struct {
-		struct bpf_program *prog;
-		const char *event;
-	} progs[] = {
-		{ skel->progs.file_read_enter, "sys_enter_read" },
-		{ skel->progs.file_read_exit, "sys_exit_read" },
-		{ skel->progs.file_pread_enter, "sys_enter_pread64" },
-		{ skel->progs.file_pread_exit, "sys_exit_pread64" },
-		{ skel->progs.file_readv_enter, "sys_enter_readv" },
-		{ skel->progs.file_readv_exit, "sys_exit_readv" },
-		{ skel->progs.file_preadv_enter, "sys_enter_preadv" },
-		{ skel->progs.file_preadv_exit, "sys_exit_preadv" },
-		{ skel->progs.file_open_enter, "sys_enter_openat" },
-		{ skel->progs.file_open_exit, "sys_exit_openat" },
-		{ skel->progs.file_close, "sys_enter_close" },
-	};
-	const size_t n = sizeof(progs) / sizeof(progs[0]);
+	struct files_prog progs[DL_SYSEVENTS_MAX];
+	const size_t n = files_progs(skel, progs);
 	const char *missing = NULL;
 
 	/* All or none: an entry without its exit would leave a call open, a read without its open no file. */
 	for (size_t i = 0; i < n && !missing && wanted; i++)
-		if (!syscall_event_exists(progs[i].event))
+		if (dl_sysevent_id(progs[i].event) < 0)
 			missing = progs[i].event;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		bpf_program__set_autoload(progs[i].prog, wanted && !missing);
+		/* dl_files_attach: through perf events of dlbpf's own (capture/sysevents.h). */
+		bpf_program__set_autoattach(progs[i].prog, false);
+	}
 	if (!wanted)
 		return false;
 	if (missing)
 		dl_warn("reads are not attributed to files: tracefs has no syscalls/%s event "
 			"(CONFIG_FTRACE_SYSCALLS, or tracefs not mounted)", missing);
 	return !missing;
+}
+
+int dl_files_attach(struct dlbpf *skel, struct dl_sysevents *events)
+{
+	struct files_prog progs[DL_SYSEVENTS_MAX];
+	const size_t n = files_progs(skel, progs);
+
+	for (size_t i = 0; i < n; i++) {
+		*progs[i].link = dl_sysevent_attach(events, progs[i].prog, progs[i].event);
+		if (!*progs[i].link) {
+			int err = -errno;
+
+			dl_err("cannot attach %s to syscalls/%s: %s", bpf_program__name(progs[i].prog),
+			       progs[i].event, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
 }
 
 /* readlink of /proc/PID/<name>, NUL-terminated; -1 if it cannot be read or does not fit. */

@@ -15,9 +15,15 @@
 #include "dlbpf/events.h"
 
 struct dlbpf;
+struct dl_sysevents;
 
 /* Loads the files programs when wanted and tracefs has every syscall event they attach to; false if not. */
 bool dl_files_choose(struct dlbpf *skel, bool wanted);
+/*
+ * Attaches the loaded files programs, each link in its skeleton slot (destroyed
+ * with the others), each event also held in events; -errno.
+ */
+int dl_files_attach(struct dlbpf *skel, struct dl_sysevents *events);
 /*
  * The cwd each traced process was last seen with, for relative paths of a
  * process gone by the time its records are read (a short-lived worker): a

@@ -16,6 +16,7 @@
 #include "dlbpf/io.h"
 #include "capture/elfsym.h"
 #include "capture/files.h"
+#include "capture/sysevents.h"
 #include "capture/hooks.h"
 #include "log.h"
 #include "capture/procfs.h"
@@ -98,9 +99,11 @@ int dl_tracer_attach_auto(struct dl_tracer *t)
 		       err ? strerror(-err) : "libbpf cannot attach this section by itself");
 		return err ? err : -EINVAL;
 	}
-	if (err)
+	if (err) {
 		dl_err("cannot attach the BPF programs: %s", strerror(-err));
-	return err;
+		return err;
+	}
+	return t->files ? dl_files_attach(t->skel, &t->sysevents) : 0;
 }
 
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
@@ -717,6 +720,7 @@ void dl_tracer_detach(struct dl_tracer *t)
 	}
 	destroy_links_parallel(all.v, all.n);
 	dl_vec_free(&all);
+	dl_sysevents_release(&t->sysevents);
 	t->last_detach_ns = dl_now_ns() - t0;
 }
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "capture/env.h"
+#include "capture/sysevents.h"
 #include "dlbpf/events.h"
 #include "util.h"
 
@@ -68,6 +69,7 @@ struct dl_tracer {
 	struct dlbpf *skel;
 	struct dl_features feat;
 	bool files;                 /* the files programs are loaded (dl_files_choose) */
+	struct dl_sysevents sysevents;  /* their events (capture/sysevents.h) */
 	DL_VEC(struct dl_cuda_attach) cuda;
 	struct dl_u64map cuda_index;    /* hash of (pid, dev, inode) -> position in cuda */
 	/* Files whose symbols hold no CUDA runtime: not read again. */
