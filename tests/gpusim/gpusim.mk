@@ -6,7 +6,7 @@ CUDA_HOME ?= /usr/local/cuda
 # The library, one job a file (gpusim_int.h says which); the tests are not in it.
 GPUSIM_SRC      := $(addprefix tests/gpusim/,gpusim_model.c gpusim_streams.c gpusim_memory.c \
 	gpusim_copy.c gpusim_kernels.c gpusim_api.c gpusim_errors.c gpusim_device.c gpusim_comm.c)
-GPUSIM_HDR      := tests/gpusim/gpusim_int.h
+GPUSIM_HDR      := tests/gpusim/gpusim_int.h tests/common/thread_clock.h
 GPUSIM_MAP      := tests/gpusim/libcudart.map
 GPUSIM_LIB      := $(OUTPUT)/gpusim/libcudart.so.13
 # Its NCCL: libnccl.so.2 beside it, calling into it for the device time of collectives.
@@ -20,7 +20,7 @@ GPUSIM_SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-san
 
 # Frame pointers make every function start with push %rbp, which uprobes emulate
 # instead of single-stepping (~0.4 us against ~14 us a hit, measured on kernel 6.18).
-GPUSIM_LIB_FLAGS = -fPIC -fno-omit-frame-pointer -fvisibility=hidden -I$(CUDA_HOME)/include -pthread -shared \
+GPUSIM_LIB_FLAGS = -fPIC -fno-omit-frame-pointer -fvisibility=hidden -Itests/common -I$(CUDA_HOME)/include -pthread -shared \
 	-Wl,-soname,libcudart.so.13 -Wl,--version-script=$(GPUSIM_MAP) -Wl,-z,defs
 # The test links against the toolkit's real library (no rpath): it runs on the
 # simulator only through LD_LIBRARY_PATH, which is the point.

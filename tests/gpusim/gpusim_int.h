@@ -45,7 +45,7 @@
  *     cudaHostAlloc and cudaHostRegister ranges are pinned; everything else
  *     is pageable). D2D copies use GPUSIM_D2D_GBPS, memsets GPUSIM_MEMSET_GBPS.
  *   - Host side: a kernel launch busy-spins GPUSIM_LAUNCH_US of the calling
- *     thread's CPU time (CLOCK_THREAD_CPUTIME_ID), then enqueues.
+ *     thread's CPU time (spin_oncpu_ns, no system call), then enqueues.
  *     cudaMemcpy/cudaMemcpy2D/cudaMemset-free synchronous copies and pageable
  *     cudaMemcpyAsync block the caller until the copy ends (including the wait
  *     for earlier work on the stream), as the real runtime does for pageable
@@ -82,6 +82,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
+#include "thread_clock.h"
 
 #define GPUSIM_API __attribute__((visibility("default")))
 
@@ -267,14 +268,7 @@ cudaError_t do_launch(const void *func, dim3 grid, dim3 block, cudaStream_t hs, 
 /* gpusim_errors.c: the per-thread last error (sticky until read). */
 extern _Thread_local cudaError_t t_last_error;
 
-/* Inline: on every call's path, and each is a line or two. */
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
-}
-
+/* Inline: on every call's path, and each is a line or two (now_ns: thread_clock.h). */
 static inline uint64_t max64(uint64_t a, uint64_t b)
 {
 	return a > b ? a : b;

@@ -61,13 +61,6 @@ void vec_del(struct vec *v, size_t i)
 	v->n--;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
-}
-
 static double env_double(const char *name, double def)
 {
 	const char *s = getenv(name);
@@ -164,16 +157,10 @@ void sleep_until(uint64_t t)
 	unlock();
 }
 
-/* Busy-spin ns of this thread's CPU time (a launch's host cost). */
+/* Busy-spin ns of this thread's CPU time (a launch's host cost); thread_clock.h says how. */
 void spin_cpu(uint64_t ns)
 {
-	uint64_t end;
-
-	if (!ns)
-		return;
-	end = thread_cpu_ns() + ns;
-	while (thread_cpu_ns() < end)
-		;
+	spin_oncpu_ns(ns);
 }
 
 /* Earliest start of a new item on s, from stream ordering only. */

@@ -304,8 +304,8 @@ static uint64_t long_kernel_sync(void)
 
 /*
  * A launch busy-spins LAUNCH_NS of the caller's CPU time. Its CPU time has
- * more in it than the spin, and how much depends on the machine: the spin
- * polls CLOCK_THREAD_CPUTIME_ID, a system call here (about 0.65 us idle,
+ * more in it than the spin, and how much depends on the machine: the test
+ * reads CLOCK_THREAD_CPUTIME_ID, a system call here (about 0.5-0.65 us idle,
  * more under load); interrupts that land during a launch are charged to it;
  * and on a shared machine another tracer's uprobes on the simulator add a
  * few us to every call. So each of 1000 iterations measures, between reads

@@ -26,16 +26,16 @@
 
 static volatile uint64_t cpu_sink;
 
-/* Burn us microseconds of this thread's CPU time (not wall time: under
- * contention the same work takes longer, as real computation would). */
+/* Burn us microseconds of this thread's CPU time since since_cpu_ns (not wall
+ * time: under contention the same work takes longer, as real computation
+ * would). The CPU clock is read once; the spin itself makes no system call
+ * (thread_clock.h). */
 void burn_cpu_us(long us, uint64_t since_cpu_ns)
 {
-	uint64_t end = since_cpu_ns + (uint64_t)us * 1000u, x = cpu_sink;
+	uint64_t end = since_cpu_ns + (uint64_t)us * 1000u, now = thread_cpu_ns();
 
-	while (thread_cpu_ns() < end)
-		for (int i = 0; i < 200; i++)
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-	cpu_sink = x;
+	if (now < end)
+		spin_oncpu_ns(end - now);
 }
 
 /* -------------------------------------------------------------- ring -- */
