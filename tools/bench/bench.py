@@ -645,8 +645,7 @@ def pipe_us_per_op(loops):
 # The wake-up edges' program (sched_waking) runs for every wake-up on the machine too.
 SCHED_PROGS = {"dlbpf": ("sched_switch", "sched_wakeup", "sched_waking"),
                "baseline": ("sched_switch", "sched_wakeup", "sched_waking"),
-               "floor": ("ref_switch", "ref_wakeup", "ref_waking"),
-               "floor+syscalls": ("ref_switch", "ref_wakeup", "ref_waking")}
+               "floor": ("ref_switch", "ref_wakeup", "ref_waking")}
 
 
 def prog_stats(names):
