@@ -269,9 +269,14 @@ def expected_verdicts(name, tsum):
     return {want} if lead < -SHARE_PP else {want, "cpu-contention"}
 
 
+def cut_before_call(marker):
+    """True when truth_cuts are the workload's clock reads right before the call dlbpf's marker is."""
+    return "(h2d) after a blocking sync" in marker or "--step-on cudaMemcpyAsync" in marker
+
+
 def truth_cuts(tsteps, marker):
     """Where the workload's own clocks put the boundaries dlbpf's steps should have."""
-    if "(h2d) after a blocking sync" in marker or "--step-on cudaMemcpyAsync" in marker:
+    if cut_before_call(marker):
         # These steps start at the batch's host-to-device copy, the workload's at train_step_begin,
         # before it waits for the batch: the same loop cut at another phase. Cut the workload's own
         # clocks at its copy too (its clock read right before the call, not a sum of phases, which
@@ -291,12 +296,25 @@ def nearest_cut(cuts, ts):
     return j if abs(cuts[j] - ts) < half else None
 
 
-def match_steps(steps, cuts):
+def boundary_cut(cuts, ts, before_call):
+    """The index of the workload's boundary ts stands for, or None. Where each cut is the workload's
+    clock read right before the marker's call (before_call), the probe on that call fires after it,
+    however long the thread was preempted in between (a 2-CPU machine under load moved one 1.6 ms
+    into a 3 ms step): the last cut at or before ts. Elsewhere dlbpf's boundary may fall on either
+    side of the workload's: the nearest cut."""
+    if not before_call:
+        return nearest_cut(cuts, ts)
+    i = bisect.bisect_right(cuts, ts) - 1
+    return i if 0 <= i < len(cuts) else None
+
+
+def match_steps(steps, cuts, before_call=False):
     """dlbpf's steps matched one to one to the workload's: [(dlbpf step, truth duration)] for each
     step whose start and end stand for consecutive boundaries of the workload."""
     out = []
     for st in steps:
-        a, b = nearest_cut(cuts, st["start_ns"]), nearest_cut(cuts, st["start_ns"] + st["dur_ns"])
+        a = boundary_cut(cuts, st["start_ns"], before_call)
+        b = boundary_cut(cuts, st["start_ns"] + st["dur_ns"], before_call)
         if a is not None and b == a + 1:
             out.append((st, cuts[b] - cuts[a]))
     return out
@@ -315,7 +333,7 @@ def judge(name, s, truth):
     n_truth = len(tsteps)
     check(abs(len(steps) - n_truth) <= 1, f"{name}: {len(steps)} steps, the workload made {n_truth}")
     marker = s["step_markers"][0]["marker"] if s["step_markers"] else ""
-    matched = match_steps(steps, truth_cuts(tsteps, marker))
+    matched = match_steps(steps, truth_cuts(tsteps, marker), cut_before_call(marker))
     ours_total = sum(st["dur_ns"] for st, _ in matched)
     truth_total = sum(t for _, t in matched)
     rel = abs(ours_total - truth_total) / truth_total if truth_total else 1.0
@@ -486,10 +504,11 @@ def test_comm_wait_against_truth():
         check(all("comm" in t and t["comm"]["collectives"] == 1 for t in tsteps),
               f"{label}: the workload's truth lacks a collective per step (not on the simulator?)")
         marker = s["step_markers"][0]["marker"]
-        cuts = truth_cuts(tsteps, marker)
+        cuts, before_call = truth_cuts(tsteps, marker), cut_before_call(marker)
         pairs = []
         for st in s["steps"]:
-            a, b = nearest_cut(cuts, st["start_ns"]), nearest_cut(cuts, st["start_ns"] + st["dur_ns"])
+            a = boundary_cut(cuts, st["start_ns"], before_call)
+            b = boundary_cut(cuts, st["start_ns"] + st["dur_ns"], before_call)
             if a is not None and b == a + 1:
                 pairs.append((st, tsteps[a]))
         check(len(pairs) >= len(s["steps"]) - 1, f"{label}: {len(s['steps']) - len(pairs)} steps match none")
