@@ -39,20 +39,6 @@ def run(name, n, extra):
     return d.summary(), truth_of(truth_path)[0], d.stdout
 
 
-def match_in_order(steps, cuts):
-    """dlbpf's step k against the workload's step k: [(dlbpf step, truth duration)] for each step whose
-    start lies between the workload's clock read before batch k's copy and the one before batch k+1's,
-    and whose end between those of k+1 and k+2. The probe on the copy fires after the clock read
-    however long the thread was preempted between the two (1.9 ms was seen on 2 busy CPUs, where
-    --sync-every leaves steps of 0.26 ms: the nearest boundary was then the wrong one)."""
-    out = []
-    for k, st in enumerate(steps):
-        a, b = st["start_ns"], st["start_ns"] + st["dur_ns"]
-        if k + 2 < len(cuts) and cuts[k] <= a < cuts[k + 1] <= b < cuts[k + 2]:
-            out.append((st, cuts[k + 1] - cuts[k]))
-    return out
-
-
 def judge(name, n, s, tsteps, report):
     what = f"{name} --sync-every {n}"
     check(s["step_markers"], f"{what}: no step marker")
@@ -62,7 +48,8 @@ def judge(name, n, s, tsteps, report):
           f"marker {m['marker']}")
     check("cudaMemcpyAsync (h2d" in m["marker"], f"{what}: marker {m['marker']}")
     cuts = [t["h2d_start_ns"] for t in tsteps] + [tsteps[-1]["end_ns"]]
-    matched = match_in_order(steps, cuts)
+    # The cuts are clock reads right before the marker's call: a boundary stands for the last one before it.
+    matched = match_steps(steps, cuts, before_call=True)
     check(len(matched) == len(steps), f"{what}: {len(steps) - len(matched)} steps match none of the workload's")
     ours = sum(st["dur_ns"] for st, _ in matched) / len(matched)
     truth = sum(t for _, t in matched) / len(matched)
@@ -105,7 +92,7 @@ def test_startup_before_the_loop():
         check("cudaMemcpyAsync (h2d" in m["marker"], f"{what}: marker learned again: {m['marker']}")
         check("start-up " in report and "stopped recurring" in report, f"{what}: the report lacks the start-up line")
         cuts = [t["h2d_start_ns"] for t in tsteps] + [tsteps[-1]["end_ns"]]
-        matched = match_steps(steps, cuts)
+        matched = match_steps(steps, cuts, before_call=True)
         check(len(matched) == len(steps) and len(tsteps) - 1 - 18 <= len(steps) <= len(tsteps) - 1,
               f"{what}: {len(steps)} steps, {len(matched)} matched, of the workload's {len(tsteps)}")
         ours = sum(st["dur_ns"] for st, _ in matched) / len(matched)

@@ -150,7 +150,8 @@ void dl_sysevents_release(struct dl_sysevents *s)
 		close(go[0]);
 	}
 	if (child < 0)
-		dl_debug("cannot fork to close the syscall events (%s): closing them here", strerror(errno));
+		dl_debug("no child to close the syscall events (%s): closing them here, one grace period each",
+			 strerror(errno));
 	else
 		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 			;
