@@ -244,6 +244,31 @@ static __always_inline bool dl_hold_current(__u32 tgid, __u64 now)
 /* Past this much unread data a submission wakes the consumer instead of waiting for its timer. */
 DL_SHARED const volatile __u64 wakeup_bytes;
 
+/*
+ * Nonzero while the consumer sleeps in epoll_wait: user space sets it around
+ * the wait (memory-mapped). A forced wake-up is an irq_work that wakes no one
+ * while the consumer is draining, yet it cost each submission that sent one
+ * ~2-5 us in a VM: a consumer slower than its producer (2.2 us per record)
+ * had every 16th submission send one, and a sync's return probe cost 430-620
+ * ns against 306 without (kernel.bpf_stats_enabled). A map, not a global, so
+ * that a producer of another object (tools/bench/drain.bpf.c) shares it.
+ */
+DL_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} consumer_asleep SEC(".maps");
+
+static __always_inline bool dl_consumer_asleep(void)
+{
+	__u32 zero = 0;
+	__u32 *asleep = bpf_map_lookup_elem(&consumer_asleep, &zero);
+
+	return asleep && *asleep;
+}
+
 static __always_inline void dl_count_drop(__u32 src)
 {
 	__u64 *n = bpf_map_lookup_elem(&drops, &src);
@@ -345,9 +370,12 @@ static __always_inline void dl_submit(void *ev)
 	 * The query reads the consumer position, a cache line the consumer writes
 	 * from another CPU: ~10 ns of a ~265 ns entry-only probe here
 	 * (kernel.bpf_stats_enabled run_time_ns). One submission in 16 checks; the threshold is a quarter of the buffer,
-	 * thousands of records below full, so checking late by a few is harmless.
+	 * thousands of records below full, so checking late by a few is harmless. A consumer that is awake
+	 * drains without being woken: a submission that saw it awake just before it slept is late by the
+	 * same few.
 	 */
-	if (!(bpf_get_prandom_u32() & 15) && bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	if (!(bpf_get_prandom_u32() & 15) && dl_consumer_asleep() &&
+	    bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(ev, flags);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -383,6 +384,21 @@ static void flight_tick(struct run *r, uint64_t now)
 	dl_flightrec_tick(r->flight, now, drops);
 }
 
+/*
+ * Sleeps until the timer or a forced wake-up (a quarter of the buffer unread):
+ * only while we sleep does BPF send one. Returns >= 0, or -errno.
+ */
+static int wait_for_records(struct run *r, int timeout_ms)
+{
+	struct epoll_event ev;
+	int n;
+
+	dl_tracer_consumer_sleeps(&r->tracer, true);
+	n = epoll_wait(ring_buffer__epoll_fd(r->rb), &ev, 1, timeout_ms);
+	dl_tracer_consumer_sleeps(&r->tracer, false);
+	return n < 0 ? -errno : n;
+}
+
 static int run_loop(struct run *r)
 {
 	uint64_t deadline = r->cfg.duration_s > 0 ? r->start_ns + (uint64_t)(r->cfg.duration_s * 1e9) : 0;
@@ -397,7 +413,7 @@ static int run_loop(struct run *r)
 		int err;
 
 		r->drained_bytes = 0;
-		err = ring_buffer__poll(r->rb, timeout);
+		err = wait_for_records(r, timeout);
 		/* Submissions do not wake us (BPF_RB_NO_WAKEUP): drain whatever the timer finds. */
 		if (err >= 0)
 			err = ring_buffer__consume(r->rb);

@@ -1536,6 +1536,41 @@ def test_ringbuf_overflow_exact():
     return f"{got} received + {lost} dropped == {calls} calls"
 
 
+@fault("the collector sleeps a 1 s drain interval while the job bursts CUDA calls into an 8 MiB ring buffer",
+       "the quarter-full wake-up drains it in time: no record dropped, every call received")
+def test_ringbuf_burst_wakes_collector():
+    # 400,000 records of ~128 bytes are 51 MB: six buffers' worth, made in under the 1 s interval (~1-2 us
+    # a traced call), so a collector that slept through it, reading at most two buffers' worth, would drop
+    # most of them. Woken at a quarter (16 k records), it has the other three quarters, ~48 k calls or
+    # ~50 ms, to start draining.
+    calls = 400_000
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, GPUSIM_LAUNCH_US="0")
+    w = subprocess.Popen([workload("ratecalls"), "--wait", "--count", str(calls)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        check(w.stdout.readline().strip() == "ready", "ratecalls did not start")
+        d = Dlbpf(["--ringbuf-mb", "8", "--drain-ms", "1000", "--pid", str(w.pid)])
+        d.started()
+        t0 = time.monotonic()
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=120)
+        burst_s = time.monotonic() - t0
+        rc = d.wait()
+    finally:
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
+    truth = truth_line(out, "{\"api\"")
+    check(truth["calls"] == calls, f"ratecalls made {truth['calls']} calls")
+    s = d.summary()
+    got = process(s, w.pid)["cuda"]["calls"].get("cudaLaunchKernel", {}).get("count", 0)
+    lost = s["drops"]["cuda"]
+    check(lost == 0 and got == calls, f"received {got}, dropped {lost} of {calls} calls made in {burst_s:.2f} s")
+    return f"{got} of {calls} calls received, none dropped, in a {burst_s:.2f} s burst"
+
+
 def bpf_objects(pid):
     """What a process holds of BPF: the tracepoints of its links and the ids of its maps (from fdinfo)."""
     tps, maps = set(), []

@@ -9,7 +9,7 @@
  * It prints "ready" and waits for a line "go DLBPF_PID" on stdin: dlbpf is
  * started in between with --pid of this process, so the records it drains
  * are of a traced process (tgid = this one) and go through every sink.
- * It then takes dlbpf's "rb" and "drops" maps and
+ * It then takes dlbpf's "rb", "drops" and "consumer_asleep" maps and
  * dlbpf's own wake-up threshold (its .rodata), and writes:
  *  - without --bursts: N records at R records/s in all (0: as fast as the
  *    threads go), then waits until dlbpf has read everything; one JSON line;
@@ -416,7 +416,7 @@ int main(int argc, char **argv)
 	uint64_t rate = 0, records = 1000000, backlog = 0;
 	struct global_query wakeup_q = { "wakeup_bytes", 0 };
 	const char *bursts = NULL;
-	int threads = 1, rb_fd, err;
+	int threads = 1, rb_fd, asleep_fd, err;
 	char line[64];
 	pid_t dl;
 
@@ -447,6 +447,9 @@ int main(int argc, char **argv)
 	drops_fd = dlbpf_map(dl, "drops", BPF_MAP_TYPE_PERCPU_ARRAY);
 	if (drops_fd < 0)
 		die("dlbpf's drop counters (map drops)", drops_fd);
+	asleep_fd = dlbpf_map(dl, "consumer_asleep", BPF_MAP_TYPE_ARRAY);
+	if (asleep_fd < 0)
+		die("dlbpf's consumer sleep flag (map consumer_asleep)", asleep_fd);
 	/* The wake-up threshold dlbpf set for its own programs, so ours wake it alike. */
 	if (each_map_of(dl, read_global, &wakeup_q) != 2)
 		die("dlbpf's wakeup_bytes (.rodata)", ENOENT);
@@ -464,12 +467,14 @@ int main(int argc, char **argv)
 	skel->rodata->launch_arg[5] = (uint64_t)(uintptr_t)&line;
 	skel->rodata->launch_site = (uint64_t)(uintptr_t)drainprod_kernel + 4;
 	skel->rodata->wakeup_bytes = wakeup_q.value;
-	/* Only the ring buffer and the drop counters are used: dlbpf's own. */
+	/* Only the ring buffer, the drop counters and the consumer's sleep flag are used: dlbpf's own. */
 	struct bpf_map *m;
 	bpf_object__for_each_map(m, skel->obj)
-		if (m != skel->maps.rb && m != skel->maps.drops && !bpf_map__is_internal(m))
+		if (m != skel->maps.rb && m != skel->maps.drops && m != skel->maps.consumer_asleep &&
+		    !bpf_map__is_internal(m))
 			bpf_map__set_autocreate(m, false);
-	if ((err = bpf_map__reuse_fd(skel->maps.rb, rb_fd)) || (err = bpf_map__reuse_fd(skel->maps.drops, drops_fd)))
+	if ((err = bpf_map__reuse_fd(skel->maps.rb, rb_fd)) || (err = bpf_map__reuse_fd(skel->maps.drops, drops_fd)) ||
+	    (err = bpf_map__reuse_fd(skel->maps.consumer_asleep, asleep_fd)))
 		die("sharing dlbpf's maps", err);
 	err = drain_bpf__load(skel);
 	if (err)

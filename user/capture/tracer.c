@@ -77,7 +77,7 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 		dl_err("cannot load the BPF programs: %s (run with -vv for the verifier's log)", strerror(-err));
 		return err;
 	}
-	return 0;
+	return dl_tracer_map_consumer_flag(t);
 }
 
 /*
@@ -747,6 +747,7 @@ void dl_tracer_destroy(struct dl_tracer *t)
 	dl_vec_free(&t->refused);
 	dl_u64map_free(&t->refused_index);
 	dl_u64map_free(&t->warned);
+	dl_tracer_unmap_consumer_flag(t);
 	dlbpf__destroy(t->skel);
 	memset(t, 0, sizeof(*t));
 }

@@ -86,6 +86,7 @@ struct dl_tracer {
 	uint64_t traced_full;     /* processes user space could not add to the full traced set */
 	unsigned link_pause_ms;   /* test hook DLBPF_TEST_LINK_PAUSE_MS (capture/hooks.h) */
 	bool entry_link_first;    /* test hook DLBPF_TEST_ENTRY_LINK_FIRST */
+	uint32_t *consumer_asleep;  /* BPF map consumer_asleep, memory-mapped; NULL: it always says asleep */
 };
 
 /* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records; files: load bpf/files.bpf.c. */
@@ -136,6 +137,11 @@ int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid);
 /* Forgets the attachments of a process that exited. */
 void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid);
 int dl_tracer_ringbuf_fd(const struct dl_tracer *t);
+/*
+ * Around the consumer's wait for records: while it is awake, BPF sends it no
+ * forced wake-up (bpf/common.bpf.h, dl_submit). After load.
+ */
+void dl_tracer_consumer_sleeps(struct dl_tracer *t, bool asleep);
 /* Sums the per-CPU drop counters. */
 int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX]);
 /*

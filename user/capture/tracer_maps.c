@@ -5,17 +5,59 @@
  * counters, the kernel's recursion misses per program and the block requests
  * still open at the end.
  */
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "dlbpf.skel.h"
 #include "dlbpf/io.h"
 #include "capture/tracer.h"
+#include "capture/tracer_int.h"
+#include "log.h"
 #include "util.h"
 
 int dl_tracer_ringbuf_fd(const struct dl_tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.rb);
+}
+
+/*
+ * Maps the flag BPF reads before it forces a wake-up. Where it cannot be
+ * mapped it is set once to "asleep": every quarter-full buffer wakes the
+ * consumer, as before the flag existed, rather than none.
+ */
+int dl_tracer_map_consumer_flag(struct dl_tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.consumer_asleep);
+	uint32_t zero = 0, one = 1;
+	void *p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p != MAP_FAILED) {
+		t->consumer_asleep = p;
+		return 0;
+	}
+	dl_debug("cannot map consumer_asleep (%s): every wake-up is sent", strerror(errno));
+	if (bpf_map_update_elem(fd, &zero, &one, BPF_ANY)) {
+		dl_err("cannot set consumer_asleep: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+void dl_tracer_unmap_consumer_flag(struct dl_tracer *t)
+{
+	if (t->consumer_asleep)
+		munmap(t->consumer_asleep, (size_t)sysconf(_SC_PAGESIZE));
+	t->consumer_asleep = NULL;
+}
+
+void dl_tracer_consumer_sleeps(struct dl_tracer *t, bool asleep)
+{
+	/* Sequentially consistent: the wait that follows must not come before the store. */
+	if (t->consumer_asleep)
+		__atomic_store_n(t->consumer_asleep, asleep, __ATOMIC_SEQ_CST);
 }
 
 int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX])
