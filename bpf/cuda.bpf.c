@@ -25,9 +25,9 @@ static __always_inline __u32 capture_args(struct pt_regs *ctx, __u64 cookie, __u
 }
 
 /* The current thread's in-flight stack (task-local storage, common.bpf.h). */
-static __always_inline struct call_stack *stack_of(bool create)
+static __always_inline struct call_stack *stack_of(struct task_struct *task, bool create)
 {
-	struct call_stack *st = dl_calls(create);
+	struct call_stack *st = dl_calls(task, create);
 
 	if (!st && create)
 		dl_count_drop(DL_DROP_INFLIGHT);
@@ -247,7 +247,8 @@ SEC("uprobe.multi")
 int BPF_KPROBE(cuda_entry_only)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 id = dl_task_ids(task);
 	__u32 tid = (__u32)id;
 	__u64 sp = PT_REGS_SP(ctx);
 	bool driver = cookie & DL_COOKIE_DRIVER;
@@ -266,7 +267,7 @@ int BPF_KPROBE(cuda_entry_only)
 
 	if (cookie & DL_COOKIE_LOADER)
 		return loader_changed(id, cookie);
-	st = stack_of(keep_rt);
+	st = stack_of(task, keep_rt);
 	if (st) {
 		drop_stale_tail(st);
 		unwind(st, sp);
@@ -357,7 +358,7 @@ SEC("uprobe.multi")
 int BPF_KPROBE(cuda_enter)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct call_stack *st = stack_of(true);
+	struct call_stack *st = stack_of(bpf_get_current_task_btf(), true);
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_frame *f;
 	__u32 d;
@@ -468,9 +469,10 @@ int BPF_KRETPROBE(cuda_return)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 id = dl_task_ids(task);
 	__u32 tid = (__u32)id;
-	struct call_stack *st = dl_calls(false);
+	struct call_stack *st = dl_calls(task, false);
 	/* The return address has been popped: the call's entry sp is one slot below. */
 	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
 	const struct dl_py_cfg *py;

@@ -467,11 +467,11 @@ int main(int argc, char **argv)
 	skel->rodata->launch_arg[5] = (uint64_t)(uintptr_t)&line;
 	skel->rodata->launch_site = (uint64_t)(uintptr_t)drainprod_kernel + 4;
 	skel->rodata->wakeup_bytes = wakeup_q.value;
-	/* Only the ring buffer, the drop counters and the consumer's sleep flag are used: dlbpf's own. */
+	/* The ring buffer, the drop counters and the consumer's sleep flag are dlbpf's; submits is per producer. */
 	struct bpf_map *m;
 	bpf_object__for_each_map(m, skel->obj)
 		if (m != skel->maps.rb && m != skel->maps.drops && m != skel->maps.consumer_asleep &&
-		    !bpf_map__is_internal(m))
+		    m != skel->maps.submits && !bpf_map__is_internal(m))
 			bpf_map__set_autocreate(m, false);
 	if ((err = bpf_map__reuse_fd(skel->maps.rb, rb_fd)) || (err = bpf_map__reuse_fd(skel->maps.drops, drops_fd)) ||
 	    (err = bpf_map__reuse_fd(skel->maps.consumer_asleep, asleep_fd)))
