@@ -512,15 +512,16 @@ def perf_event_holders():
     return pids
 
 
-def test_stop_leaves_nothing():
-    """A stopped dlbpf has taken every program off when it exits; the syscall events whose kernel
-    teardown waits for grace periods are closed by a child of their own, which holds no pipe of
-    dlbpf's and is gone soon after."""
+def stop_leaves_nothing(env=None):
+    """Starts and stops dlbpf on a sleeping process; checks that nothing of its BPF is left once it
+    exited, and that within 10 s no process it started holds a perf event. Returns (Dlbpf, the number
+    of its syscall-event attachments, its links, its detach time in ms, the perf-event holders that
+    appeared, as found right after its exit)."""
     w = subprocess.Popen(["sleep", "60"])
     try:
         holders_before = perf_event_holders()
         links_before = bpf_link_ids()
-        d = Dlbpf(["--pid", str(w.pid)])
+        d = Dlbpf(["--pid", str(w.pid)], env=env)
         d.started()
         events = [e for e in perf_attached() if e.get("pid") == d.proc.pid]
         syscalls = {e.get("tracepoint") for e in events}
@@ -536,7 +537,7 @@ def test_stop_leaves_nothing():
         check(not left, f"programs still on perf events after dlbpf exited: {left}")
         check(not (links & bpf_link_ids()), f"links left after dlbpf exited: {sorted(links & bpf_link_ids())}")
         # The closer waits one grace period per event (tens of ms each); 10 s is far past that.
-        new = perf_event_holders() - holders_before
+        new = at_exit = perf_event_holders() - holders_before
         for _ in range(100):
             if not new:
                 break
@@ -548,7 +549,25 @@ def test_stop_leaves_nothing():
     finally:
         w.kill()
         w.wait()
-    return f"{len(events)} tracepoint attachments and {len(links)} links while running; none after; detach {m.group(1)} ms"
+    return d, len(events), len(links), float(m.group(1)), at_exit
+
+
+def test_stop_leaves_nothing():
+    """A stopped dlbpf has taken every program off when it exits; the syscall events whose kernel
+    teardown waits for grace periods are closed by a child of their own, which holds no pipe of
+    dlbpf's and is gone soon after."""
+    d, events, links, detach_ms, _ = stop_leaves_nothing()
+    return f"{events} tracepoint attachments and {links} links while running; none after; detach {detach_ms} ms"
+
+
+def test_stop_leaves_nothing_without_closer():
+    """Where dlbpf cannot fork the closer of its syscall events (test hook DLBPF_TEST_NO_CLOSER), it
+    closes them itself: the same nothing left, no process of its holding an event even at its exit."""
+    d, events, links, detach_ms, at_exit = stop_leaves_nothing(dict(os.environ, DLBPF_TEST_NO_CLOSER="1"))
+    check("DLBPF_TEST_NO_CLOSER" in d.stderr, "the test hook was not announced")
+    check("no child to close the syscall events" in d.stderr, "dlbpf did not say it closed the events itself")
+    check(not at_exit, f"processes held perf events as dlbpf exited, with no closer: {sorted(at_exit)}")
+    return f"{events} tracepoint attachments and {links} links while running; none after; closed by dlbpf itself"
 
 
 def expect_error(args, needle, env=None, prefix=None):

@@ -10,6 +10,7 @@
 #define MAP_ENTRIES "DLBPF_TEST_MAP_ENTRIES"
 #define LINK_PAUSE "DLBPF_TEST_LINK_PAUSE_MS"
 #define ENTRY_FIRST "DLBPF_TEST_ENTRY_LINK_FIRST"
+#define NO_CLOSER "DLBPF_TEST_NO_CLOSER"
 
 /* A hook of one value: *on when name is set to it; -EINVAL when set to anything else. */
 static int one_value_hook(const char *name, const char *value, bool *on)
@@ -116,5 +117,15 @@ int dl_hooks_entry_link_first(bool *on)
 	if (err || !*on)
 		return err;
 	dl_warn("test hook %s=1: entry links attached before their return links", ENTRY_FIRST);
+	return 0;
+}
+
+int dl_hooks_no_closer(bool *on)
+{
+	int err = one_value_hook(NO_CLOSER, "1", on);
+
+	if (err || !*on)
+		return err;
+	dl_warn("test hook %s=1: the syscall events closed by dlbpf itself, as when it cannot fork", NO_CLOSER);
 	return 0;
 }

@@ -22,6 +22,9 @@
  *                                the order tracer.h forbids, so that the
  *                                in-flight stacks' recovery from a return
  *                                that never comes can be tested
+ *   DLBPF_TEST_NO_CLOSER=1       the syscall events closed by dlbpf itself
+ *                                at detach, one grace period each, as when
+ *                                it cannot fork their closer
  *
  * A bad value is an error: a test that asked for a hook must not silently run
  * without it.
@@ -41,5 +44,7 @@ int dl_hooks_map_entries(struct bpf_object *obj);
 int dl_hooks_link_pause(unsigned *ms);
 /* DLBPF_TEST_ENTRY_LINK_FIRST: *on; 0 or -EINVAL. */
 int dl_hooks_entry_link_first(bool *on);
+/* DLBPF_TEST_NO_CLOSER: *on; 0 or -EINVAL. */
+int dl_hooks_no_closer(bool *on);
 
 #endif

@@ -132,13 +132,13 @@ _Noreturn static void close_in_child(const struct dl_sysevents *s, int go)
 void dl_sysevents_release(struct dl_sysevents *s)
 {
 	pid_t child = -1;
-	int status, go[2];
+	int status, go[2] = { -1, -1 };
 
 	if (!s->n)
 		return;
 	for (size_t i = 0; i < s->n; i++)
 		ioctl(s->fd[i], PERF_EVENT_IOC_DISABLE, 0);
-	if (pipe2(go, O_CLOEXEC) == 0) {
+	if (!s->no_closer && pipe2(go, O_CLOEXEC) == 0) {
 		/* Two forks: the closer is nobody's child to wait for, and no zombie of dlbpf's. */
 		child = fork();
 		if (child == 0) {
@@ -150,14 +150,15 @@ void dl_sysevents_release(struct dl_sysevents *s)
 		close(go[0]);
 	}
 	if (child < 0)
-		dl_debug("no child to close the syscall events (%s): closing them here, one grace period each",
-			 strerror(errno));
+		dl_info("no child to close the syscall events (%s): closing them here, one grace period each",
+			 s->no_closer ? "test hook" : strerror(errno));
 	else
 		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 			;
 	for (size_t i = 0; i < s->n; i++)
 		close(s->fd[i]);
 	s->n = 0;
-	if (child >= 0)
+	/* Last: the closer's EOF. Without a closer, only the pipe itself (a fork that failed). */
+	if (go[1] >= 0)
 		close(go[1]);
 }

@@ -14,6 +14,7 @@
 #ifndef DLBPF_CAPTURE_SYSEVENTS_H
 #define DLBPF_CAPTURE_SYSEVENTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <bpf/libbpf.h>
 
@@ -22,6 +23,7 @@
 struct dl_sysevents {
 	int fd[DL_SYSEVENTS_MAX];  /* dlbpf's own reference to each event, beside the link's */
 	size_t n;
+	bool no_closer;            /* test hook DLBPF_TEST_NO_CLOSER (capture/hooks.h) */
 };
 
 /* The tracepoint id of events/syscalls/<event> in tracefs; -errno if there is none. */

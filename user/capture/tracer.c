@@ -38,6 +38,8 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 		err = dl_hooks_link_pause(&t->link_pause_ms);
 	if (!err)
 		err = dl_hooks_entry_link_first(&t->entry_link_first);
+	if (!err)
+		err = dl_hooks_no_closer(&t->sysevents.no_closer);
 	if (err)
 		return err;
 	skel = dlbpf__open();
