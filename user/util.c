@@ -53,6 +53,8 @@ void dl_grow(void **v, size_t *cap, size_t need, size_t elem)
 
 void dl_drop_front(void *v, size_t *n, size_t k, size_t elem)
 {
+	if (!k)
+		return;   /* callers drop what is ready, often nothing: not a move of everything onto itself */
 	if (k >= *n) {
 		*n = 0;
 		return;

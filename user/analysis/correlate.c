@@ -416,8 +416,8 @@ static uint64_t steps_frontier(const struct dl_correlator *c)
 
 		if (p->st == CP_LEARN && p->nlearn)
 			f = dl_min_u64(f, p->learn_start);
-		else if (p->st == CP_TRACK && p->pending.n)
-			f = dl_min_u64(f, p->pending.v[0].start);
+		else if (p->st == CP_TRACK && pending_first(p))
+			f = dl_min_u64(f, pending_first(p)->start);
 		else if (p->st == CP_TRACK && p->have_marker)
 			f = dl_min_u64(f, p->last_marker);
 	}
@@ -453,8 +453,7 @@ static void finalize_ready(struct dl_correlator *c, bool all)
 
 		size_t k;
 
-		/* Dropped together: a backlog of thousands of steps is not moved once per step. */
-		for (k = 0; k < p->pending.n; k++) {
+		for (k = p->pending_done; k < p->pending.n; k++) {
 			struct pending_step ps = p->pending.v[k];
 
 			if (!all && c->watermark < ps.end + c->opts.finalize_delay_ns)
@@ -462,7 +461,11 @@ static void finalize_ready(struct dl_correlator *c, bool all)
 			finalize(c, p, ps.start, ps.end);
 			any = true;
 		}
-		dl_vec_drop_front(&p->pending, k);
+		if (k && 4 * k >= p->pending.n) {
+			dl_vec_drop_front(&p->pending, k);
+			k = 0;
+		}
+		p->pending_done = k;
 	}
 	if (any)
 		trim_tree(c);

@@ -99,11 +99,28 @@ struct cproc {
 	size_t calls_from, sched_from;  /* the first of each not yet finalized (older ones go in bulk) */
 	uint64_t sched_until;       /* end of the last scheduler interval */
 	uint32_t sched_next;        /* state entered then */
-	DL_VEC(struct pending_step) pending;   /* closed, not finalized */
+	/*
+	 * Closed steps: pending.v[pending_done..n) are not finalized yet; the
+	 * finalized ones before them go once they are a quarter of those held, so
+	 * a backlog of many short steps is not moved once per step finalized.
+	 */
+	DL_VEC(struct pending_step) pending;
+	size_t pending_done;
 	struct dl_devq devq;        /* every thread's calls, from the decision on */
 	struct dl_kdur_open kopen;  /* the drain window being filled (correlate_kdur.c) */
 	DL_VEC(struct dl_kdur_window) kwins;   /* closed, waiting for the scheduler states of their drain */
 };
+
+/* The oldest closed step not finalized yet, or NULL; and how many there are. */
+static inline const struct pending_step *pending_first(const struct cproc *p)
+{
+	return p->pending.n > p->pending_done ? &p->pending.v[p->pending_done] : NULL;
+}
+
+static inline size_t pending_count(const struct cproc *p)
+{
+	return p->pending.n - p->pending_done;
+}
 
 #define DL_CORR_CPUS 4096          /* CPUs told apart in cpus_ran (the kernel's usual NR_CPUS cap is 8192) */
 

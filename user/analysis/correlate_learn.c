@@ -235,15 +235,15 @@ void dl_corr_relearn(struct cproc *p)
 
 	for (size_t i = 0; i < pub->nsteps; i++)
 		dur += pub->steps[i].dur_ns;
-	for (size_t i = 0; i < p->pending.n; i++)
+	for (size_t i = p->pending_done; i < p->pending.n; i++)
 		dur += p->pending.v[i].end - p->pending.v[i].start;
 	for (size_t i = 0; i < pub->nheld; i++)
 		dur += pub->held[i].dur_ns;
 	if (!su->relearned++)
 		snprintf(su->first_marker, sizeof(su->first_marker), "%s", pub->marker_desc);
-	su->steps += dl_corr_steps_total(pub) + p->pending.n;
+	su->steps += dl_corr_steps_total(pub) + pending_count(p);
 	su->dur_ns += dur;
-	p->index_base += dl_corr_steps_total(pub) + p->pending.n;
+	p->index_base += dl_corr_steps_total(pub) + pending_count(p);
 	pub->nsteps = 0;
 	pub->nheld = 0;
 	dl_fold_free(&pub->folded);
@@ -256,6 +256,7 @@ void dl_corr_relearn(struct cproc *p)
 	pub->main_tid = 0;
 	pub->decided = false;
 	p->pending.n = 0;
+	p->pending_done = 0;
 	p->have_marker = false;
 	p->syncs_since_marker = 0;
 	p->max_step_syncs = 0;

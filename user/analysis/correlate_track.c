@@ -153,7 +153,7 @@ static void track_device(struct cproc *p, const struct cevent *e)
 		track_call(p, &mc);
 	/* Steps forget the model's old spans as they finalize; while none closes, what they will not need goes. */
 	if (p->devq.busy_max.n >= 4096 && !(p->devq.busy_max.n & 1023))
-		dl_devq_forget_before(&p->devq, p->pending.n ? p->pending.v[0].start : p->last_marker);
+		dl_devq_forget_before(&p->devq, pending_first(p) ? pending_first(p)->start : p->last_marker);
 }
 
 void dl_corr_track(struct cproc *p, const struct cevent *e)
