@@ -1536,17 +1536,18 @@ def test_ringbuf_overflow_exact():
     return f"{got} received + {lost} dropped == {calls} calls"
 
 
-@fault("the collector sleeps a 1 s drain interval while the job bursts CUDA calls into an 8 MiB ring buffer",
+@fault("the collector sleeps 1 s drain intervals while the job makes 200,000 CUDA calls a second into an 8 MiB ring buffer",
        "the quarter-full wake-up drains it in time: no record dropped, every call received")
 def test_ringbuf_burst_wakes_collector():
-    # 400,000 records of ~128 bytes are 51 MB: six buffers' worth, made in under the 1 s interval (~1-2 us
-    # a traced call), so a collector that slept through it, reading at most two buffers' worth, would drop
-    # most of them. Woken at a quarter (16 k records), it has the other three quarters, ~48 k calls or
-    # ~50 ms, to start draining.
-    calls = 400_000
+    # 400,000 records of ~128 bytes at 200,000 a second: each 1 s interval brings 25.6 MB, three buffers'
+    # worth, so a collector that slept its intervals through would drop most of them. Woken at a quarter
+    # (16 k records), it has the other three quarters, ~48 k calls or ~240 ms, to start draining, and then
+    # needs to read only 200 k records a second (a collector under AddressSanitizer could not keep up with
+    # an unpaced loop's ~900 k).
+    calls, rate = 400_000, 200_000
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, GPUSIM_LAUNCH_US="0")
-    w = subprocess.Popen([workload("ratecalls"), "--wait", "--count", str(calls)], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True, env=env)
+    w = subprocess.Popen([workload("ratecalls"), "--wait", "--count", str(calls), "--rate", str(rate)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     try:
         check(w.stdout.readline().strip() == "ready", "ratecalls did not start")
         d = Dlbpf(["--ringbuf-mb", "8", "--drain-ms", "1000", "--pid", str(w.pid)])
