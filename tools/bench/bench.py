@@ -104,8 +104,9 @@ class Tracer:
         self.kind, self.p, self.stderr = kind, None, []
         if kind == "untraced":
             return
-        if kind == "floor":
-            self.p = subprocess.Popen([REF, str(target.pid), target.lib(), sym] + (["--ret"] if ret else []),
+        if kind in ("floor", "record"):
+            self.p = subprocess.Popen([REF, str(target.pid), target.lib(), sym] + (["--ret"] if ret else []) +
+                                      (["--record"] if kind == "record" else []),
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             readline_until(self.p.stdout, "attached")
         elif kind == "bpftrace":
@@ -141,8 +142,8 @@ class Tracer:
             self.p.send_signal(signal.SIGINT)
         out = ""
         try:
-            # The floor tracer holds its probes until its stdin closes.
-            out, err = self.p.communicate(input="" if self.kind == "floor" else None, timeout=60)
+            # The reference tracer holds its probes until its stdin closes.
+            out, err = self.p.communicate(input="" if self.kind in ("floor", "record") else None, timeout=60)
             if err:
                 self.stderr += err.splitlines(keepends=True)
         except subprocess.TimeoutExpired:
@@ -162,7 +163,7 @@ def table(title, header, rows, notes=()):
 
 # --- 1. per-call cost -------------------------------------------------------------
 def bench_percall(rounds, baseline=None):
-    variants = ["untraced", "floor", "dlbpf", "dlbpf --summary"]
+    variants = ["untraced", "floor", "record", "dlbpf", "dlbpf --summary"]
     if shutil.which("bpftrace"):
         variants.append("bpftrace")
     if baseline:
@@ -188,7 +189,8 @@ def bench_percall(rounds, baseline=None):
             ref = [x - b for x, b in zip(per[to], per["untraced"])]
             return [a / f for a, f in zip(added, ref) if f > 0]
         row = [name] + [spread(ns[v]) for v in variants]
-        row += [spread(ratios(ns, "dlbpf"), "{:.2f}"), spread(ratios(ns, "dlbpf --summary"), "{:.2f}")]
+        row += [spread(ratios(ns, "dlbpf"), "{:.2f}"), spread(ratios(ns, "dlbpf --summary"), "{:.2f}"),
+                spread(ratios(ns, "record"), "{:.2f}"), spread(ratios(ns, "dlbpf", "record"), "{:.2f}")]
         if "bpftrace" in variants:
             row.append(spread(ratios(ns, "bpftrace"), "{:.2f}"))
         row.append(spread(ratios(wall, "dlbpf"), "{:.2f}"))
@@ -196,7 +198,9 @@ def bench_percall(rounds, baseline=None):
             row.append(spread(ratios(ns, "dlbpf", "baseline"), "{:.3f}"))
         rows.append(row)
     header = ["probe class"] + [f"{v} ns/call" for v in variants] + ["dlbpf added / floor added",
-                                                                       "--summary added / floor added"]
+                                                                       "--summary added / floor added",
+                                                                       "record added / floor added",
+                                                                       "dlbpf added / record added"]
     if "bpftrace" in variants:
         header.append("bpftrace added / floor added")
     header.append("dlbpf added / floor added, wall clock")
@@ -206,7 +210,11 @@ def bench_percall(rounds, baseline=None):
                  [f"median [min-max] over {rounds} interleaved rounds; ns/call = the calling thread's own CPU time "
                   "(CLOCK_PROCESS_CPUTIME_ID of ratecalls: the probes' traps and programs run in its context; time "
                   "another process held the CPU does not count); floor = empty BPF programs on the same "
-                  "function (tools/bench/ref.bpf.c); added = ns/call minus untraced in the same round. The wall-clock "
+                  "function (tools/bench/ref.bpf.c); record = the least that records what dlbpf records of the call "
+                  "(ref.bpf.c's record programs, reftrace --record: clock, ids, cookie, arguments, for a launch one "
+                  "user read of its return address and stack arguments, one 64-byte ring-buffer record, drained every "
+                  "10 ms; for a call with a return its entry kept in task storage); "
+                  "added = ns/call minus untraced in the same round. The wall-clock "
                   "column is the same ratio from the loop's elapsed time, which on 2 shared cores also holds the time "
                   "the collector (table 3) and other processes took the CPU from the thread. "
                   "Goals: entry-only <= 1.25x the floor, entry+return <= 1.15x the floor pair."])

@@ -4,13 +4,17 @@
  * ref.bpf.c to one function of one library in one process (entry, or entry
  * and return), says "attached", and holds them until stdin closes or SIGTERM.
  *
- *   reftrace PID LIBRARY SYMBOL [--ret]
+ *   reftrace PID LIBRARY SYMBOL [--ret] [--record]
+ *                        --record: instead of empty programs, the least
+ *                        that records what dlbpf records of the call
+ *                        (ref.bpf.c), its ring buffer drained every 10 ms
  *   reftrace [--sched] [--syscalls]
  *                        empty programs on the scheduler's tracepoints,
  *                        on the syscall events the files source uses
  *                        (read, pread64, readv, preadv, openat, close), or both
  *   reftrace --sizes     record sizes of the event ABI, as JSON
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,6 +39,26 @@ static struct bpf_link *attach(struct bpf_program *p, int pid, const char *lib, 
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = &off, .cnt = 1, .retprobe = ret);
 
 	return bpf_program__attach_uprobe_multi(p, pid, lib, NULL, &o);
+}
+
+static int drop_record(void *ctx, void *data, size_t size)
+{
+	(void)ctx;
+	(void)data;
+	(void)size;
+	return 0;
+}
+
+/* Drains the record programs' ring buffer on a timer, as dlbpf does, until stop. */
+static void *drain(void *arg)
+{
+	struct ring_buffer *rb = arg;
+
+	while (!stop) {
+		usleep(10000);
+		ring_buffer__consume(rb);
+	}
+	return NULL;
 }
 
 static void wait_for_end(void)
@@ -91,10 +115,13 @@ static int hold_tracepoints(bool sched, bool syscalls)
 int main(int argc, char **argv)
 {
 	struct bpf_link *le = NULL, *lr = NULL;
+	struct ring_buffer *rb = NULL;
 	struct dl_elf_syms syms;
 	const struct dl_elf_sym *sym;
+	struct bpf_program *entry, *exit_prog;
 	struct ref *skel;
-	int pid, ret;
+	pthread_t drainer;
+	int pid, ret, record;
 
 	if (argc == 2 && !strcmp(argv[1], "--sizes")) {
 		printf("{\"cuda\":%zu,\"bio\":%zu,\"sched\":%zu,\"proc\":%zu,\"mark\":%zu,\"hdr\":%zu,"
@@ -118,11 +145,20 @@ int main(int argc, char **argv)
 		return hold_tracepoints(sched, syscalls);
 	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s PID LIBRARY SYMBOL [--ret] | [--sched] [--syscalls] | --sizes\n", argv[0]);
+		fprintf(stderr, "usage: %s PID LIBRARY SYMBOL [--ret] [--record] | [--sched] [--syscalls] | --sizes\n",
+			argv[0]);
 		return 2;
 	}
 	pid = atoi(argv[1]);
-	ret = argc > 4 && !strcmp(argv[4], "--ret");
+	ret = record = 0;
+	for (int i = 4; i < argc; i++) {
+		if (!strcmp(argv[i], "--ret"))
+			ret = 1;
+		else if (!strcmp(argv[i], "--record"))
+			record = 1;
+		else
+			return fprintf(stderr, "reftrace: unknown option %s\n", argv[i]), 2;
+	}
 	if (dl_elf_syms_load(argv[2], &syms)) {
 		fprintf(stderr, "reftrace: cannot read %s\n", argv[2]);
 		return 1;
@@ -132,18 +168,40 @@ int main(int argc, char **argv)
 		fprintf(stderr, "reftrace: no %s in %s\n", argv[3], argv[2]);
 		return 1;
 	}
-	skel = ref__open_and_load();
+	skel = ref__open();
 	if (!skel)
 		return 1;
-	le = attach(skel->progs.ref_entry, pid, argv[2], sym->offset, 0);
+	entry = !record ? skel->progs.ref_entry : ret ? skel->progs.ref_record_enter : skel->progs.ref_record_launch;
+	exit_prog = record ? skel->progs.ref_record_return : skel->progs.ref_return;
+	bpf_program__set_autoload(skel->progs.ref_entry, !record);
+	bpf_program__set_autoload(skel->progs.ref_return, !record);
+	bpf_program__set_autoload(entry, true);
+	bpf_program__set_autoload(exit_prog, true);
+	if (ref__load(skel)) {
+		fprintf(stderr, "reftrace: cannot load ref.bpf.o\n");
+		return 1;
+	}
+	le = attach(entry, pid, argv[2], sym->offset, 0);
 	if (le && ret)
-		lr = attach(skel->progs.ref_return, pid, argv[2], sym->offset, 1);
+		lr = attach(exit_prog, pid, argv[2], sym->offset, 1);
 	dl_elf_syms_free(&syms);
 	if (!le || (ret && !lr)) {
 		fprintf(stderr, "reftrace: attach failed\n");
 		return 1;
 	}
+	if (record) {
+		rb = ring_buffer__new(bpf_map__fd(skel->maps.ref_rb), drop_record, NULL, NULL);
+		if (!rb || pthread_create(&drainer, NULL, drain, rb)) {
+			fprintf(stderr, "reftrace: cannot drain the ring buffer\n");
+			return 1;
+		}
+	}
 	wait_for_end();
+	stop = 1;
+	if (rb) {
+		pthread_join(drainer, NULL);
+		ring_buffer__free(rb);
+	}
 	bpf_link__destroy(lr);
 	bpf_link__destroy(le);
 	ref__destroy(skel);
