@@ -751,17 +751,27 @@ def loaded_progs():
     return json.loads(subprocess.check_output(["bpftool", "prog", "show", "-j"], text=True))
 
 
-def probe_ns(binary, api, n, extra=()):
+# reftrace --record's programs, by the dlbpf program each stands for (table 10's record column).
+RECORD_PROGS = {"ref_record_launch": "cuda_entry_only", "ref_record_enter": "cuda_enter",
+                "ref_record_return": "cuda_return"}
+
+
+def probe_ns(binary, api, n, extra=(), sym=None, ret=False):
     """ns per run of each CUDA program of one tracer, while ratecalls makes n calls; None for a run that
-    could not tell its own programs from another tracer's (bpftool names no owner: new ids are ours)."""
+    could not tell its own programs from another tracer's (bpftool names no owner: new ids are ours).
+    binary "record": reftrace --record on sym, its programs named as the dlbpf ones they stand for."""
     t = Target(["--api", api, "--count", str(n)])
     old = {p["id"] for p in loaded_progs()}
-    tr = Tracer("dlbpf", t, binary=binary, extra=extra)
-    mine = [p for p in loaded_progs() if p["id"] not in old and p.get("name") in CUDA_PROGS]
+    if binary == "record":
+        tr, names = Tracer("record", t, sym, ret), RECORD_PROGS
+    else:
+        tr, names = Tracer("dlbpf", t, binary=binary, extra=extra), {p: p for p in CUDA_PROGS}
+    mine = [p for p in loaded_progs() if p["id"] not in old and p.get("name") in names]
     ids = {p["id"] for p in mine} if len(mine) == len({p["name"] for p in mine}) else set()
 
     def stats():
-        return {p["name"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in loaded_progs() if p["id"] in ids}
+        return {names[p["name"]]: (p.get("run_time_ns", 0), p.get("run_cnt", 0))
+                for p in loaded_progs() if p["id"] in ids}
 
     before = stats()
     t.go()
@@ -777,7 +787,7 @@ def probe_ns(binary, api, n, extra=()):
 
 def bench_probe_runtime(rounds, baseline=None):
     variants = [("dlbpf", DLBPF, ()), ("dlbpf --stacks", DLBPF, ("--stacks",)),
-                ("dlbpf --summary", DLBPF, ("--summary",))]
+                ("dlbpf --summary", DLBPF, ("--summary",)), ("record", "record", ())]
     variants += [("baseline", baseline, ()), ("baseline --summary", baseline, ("--summary",))] if baseline else []
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         stats_were = f.read().strip()
@@ -790,7 +800,7 @@ def bench_probe_runtime(rounds, baseline=None):
                 for v, binary, extra in variants[r % len(variants):] + variants[:r % len(variants)]:
                     if "--stacks" in extra and not ret:
                         continue   # --stacks changes only the calls with a return probe
-                    for prog, ns in (probe_ns(binary, api, n, extra) or {}).items():
+                    for prog, ns in (probe_ns(binary, api, n, extra, sym, ret) or {}).items():
                         got.setdefault((name, prog, v), {})[r] = ns
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
@@ -809,12 +819,12 @@ def bench_probe_runtime(rounds, baseline=None):
                         spread(pairs, "{:.3f}") if pairs else "-"]
 
             row = [name, prog, f"{spread(list(mine.values()))} ({len(mine)})"] + beside("dlbpf --stacks")
-            row += beside("dlbpf --summary")
+            row += beside("dlbpf --summary") + beside("record")
             if baseline:
                 row += beside("baseline") + beside("baseline --summary", "dlbpf --summary")
             rows.append(row)
     header = ["probe class", "program", "dlbpf ns/run", "dlbpf --stacks ns/run", "--stacks / dlbpf",
-              "dlbpf --summary ns/run", "--summary / dlbpf"]
+              "dlbpf --summary ns/run", "--summary / dlbpf", "record ns/run", "record / dlbpf"]
     header += ["baseline ns/run", "baseline / dlbpf", "baseline --summary ns/run",
                "baseline --summary / dlbpf --summary"] if baseline else []
     return table("10. The CUDA probes' own run time (kernel.bpf_stats_enabled)", header, rows,
@@ -823,7 +833,8 @@ def bench_probe_runtime(rounds, baseline=None):
                   "start (bpftool names no owner); run_time_ns / "
                   "run_cnt of each tracer's own programs over the calls (the trap and the ring buffer's consumer "
                   "are not in it: table 1 has them). Less noisy than table 1 on a shared machine: another "
-                  "process's load lengthens the calls, not the programs."])
+                  "process's load lengthens the calls, not the programs. record: table 1's record reference "
+                  "(reftrace --record), each of its programs on the row of the dlbpf program it stands for."])
 
 
 # --- 5. trace size -------------------------------------------------------------------
