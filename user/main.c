@@ -386,7 +386,10 @@ static void flight_tick(struct run *r, uint64_t now)
 
 /*
  * Sleeps until the timer or a forced wake-up (a quarter of the buffer unread):
- * only while we sleep does BPF send one. Returns >= 0, or -errno.
+ * only while we sleep does BPF send one. So the flag is set first and the
+ * buffer looked at after: one that reached the threshold while we were awake
+ * (housekeeping, a rescan) sent no wake-up, and once full it sends none, as
+ * no submission gets through. Returns >= 0, or -errno.
  */
 static int wait_for_records(struct run *r, int timeout_ms)
 {
@@ -394,6 +397,8 @@ static int wait_for_records(struct run *r, int timeout_ms)
 	int n;
 
 	dl_tracer_consumer_sleeps(&r->tracer, true);
+	if (ring__avail_data_size(ring_buffer__ring(r->rb, 0)) >= dl_tracer_wakeup_bytes(&r->tracer))
+		timeout_ms = 0;
 	n = epoll_wait(ring_buffer__epoll_fd(r->rb), &ev, 1, timeout_ms);
 	dl_tracer_consumer_sleeps(&r->tracer, false);
 	return n < 0 ? -errno : n;

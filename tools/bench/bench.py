@@ -752,8 +752,8 @@ def loaded_progs():
 
 
 # reftrace --record's programs, by the dlbpf program each stands for (table 10's record column).
-RECORD_PROGS = {"ref_record_launch": "cuda_entry_only", "ref_record_enter": "cuda_enter",
-                "ref_record_return": "cuda_return"}
+RECORD_PROGS = {"ref_rec_launch": "cuda_entry_only", "ref_rec_enter": "cuda_enter",
+                "ref_rec_return": "cuda_return"}
 
 
 def probe_ns(binary, api, n, extra=(), sym=None, ret=False):

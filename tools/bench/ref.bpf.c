@@ -52,7 +52,7 @@ struct {
 } ref_calls SEC(".maps");
 
 SEC("?uprobe.multi")
-int BPF_KPROBE(ref_record_launch)
+int BPF_KPROBE(ref_rec_launch)
 {
 	struct ref_record *r = bpf_ringbuf_reserve(&ref_rb, sizeof(*r), 0);
 
@@ -71,7 +71,7 @@ int BPF_KPROBE(ref_record_launch)
 }
 
 SEC("?uprobe.multi")
-int BPF_KPROBE(ref_record_enter)
+int BPF_KPROBE(ref_rec_enter)
 {
 	struct ref_call *c = bpf_task_storage_get(&ref_calls, bpf_get_current_task_btf(), 0,
 						  BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -88,7 +88,7 @@ int BPF_KPROBE(ref_record_enter)
 }
 
 SEC("?uretprobe.multi")
-int BPF_KRETPROBE(ref_record_return)
+int BPF_KRETPROBE(ref_rec_return)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct ref_call *c = bpf_task_storage_get(&ref_calls, bpf_get_current_task_btf(), 0, 0);

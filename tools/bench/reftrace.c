@@ -171,8 +171,8 @@ int main(int argc, char **argv)
 	skel = ref__open();
 	if (!skel)
 		return 1;
-	entry = !record ? skel->progs.ref_entry : ret ? skel->progs.ref_record_enter : skel->progs.ref_record_launch;
-	exit_prog = record ? skel->progs.ref_record_return : skel->progs.ref_return;
+	entry = !record ? skel->progs.ref_entry : ret ? skel->progs.ref_rec_enter : skel->progs.ref_rec_launch;
+	exit_prog = record ? skel->progs.ref_rec_return : skel->progs.ref_return;
 	bpf_program__set_autoload(skel->progs.ref_entry, !record);
 	bpf_program__set_autoload(skel->progs.ref_return, !record);
 	bpf_program__set_autoload(entry, true);

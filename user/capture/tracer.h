@@ -142,6 +142,8 @@ int dl_tracer_ringbuf_fd(const struct dl_tracer *t);
  * forced wake-up (bpf/common.bpf.h, dl_submit). After load.
  */
 void dl_tracer_consumer_sleeps(struct dl_tracer *t, bool asleep);
+/* Unread bytes past which BPF wakes a sleeping consumer. */
+uint64_t dl_tracer_wakeup_bytes(const struct dl_tracer *t);
 /* Sums the per-CPU drop counters. */
 int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX]);
 /*

@@ -40,8 +40,10 @@ int dl_tracer_map_consumer_flag(struct dl_tracer *t)
 	}
 	dl_debug("cannot map consumer_asleep (%s): every wake-up is sent", strerror(errno));
 	if (bpf_map_update_elem(fd, &zero, &one, BPF_ANY)) {
-		dl_err("cannot set consumer_asleep: %s", strerror(errno));
-		return -errno;
+		int err = -errno;
+
+		dl_err("cannot set consumer_asleep: %s", strerror(-err));
+		return err;
 	}
 	return 0;
 }
@@ -51,6 +53,11 @@ void dl_tracer_unmap_consumer_flag(struct dl_tracer *t)
 	if (t->consumer_asleep)
 		munmap(t->consumer_asleep, (size_t)sysconf(_SC_PAGESIZE));
 	t->consumer_asleep = NULL;
+}
+
+uint64_t dl_tracer_wakeup_bytes(const struct dl_tracer *t)
+{
+	return t->skel->rodata->wakeup_bytes;
 }
 
 void dl_tracer_consumer_sleeps(struct dl_tracer *t, bool asleep)
