@@ -12,8 +12,11 @@
 #define ENTRY_FIRST "DLBPF_TEST_ENTRY_LINK_FIRST"
 #define NO_CLOSER "DLBPF_TEST_NO_CLOSER"
 
-/* A hook of one value: *on when name is set to it; -EINVAL when set to anything else. */
-static int one_value_hook(const char *name, const char *value, bool *on)
+/*
+ * A hook of one value: *on when name is set to it, announced with what it
+ * does; -EINVAL when set to anything else.
+ */
+static int one_value_hook(const char *name, const char *value, const char *what, bool *on)
 {
 	const char *v = getenv(name);
 
@@ -25,21 +28,22 @@ static int one_value_hook(const char *name, const char *value, bool *on)
 		return -EINVAL;
 	}
 	*on = true;
+	dl_warn("test hook %s=%s: %s", name, value, what);
 	return 0;
 }
 
 int dl_hooks_features(struct dl_features *f)
 {
 	bool on;
-	int err = one_value_hook(FORCE_TWINS, "old", &on);
+	int err = one_value_hook(FORCE_TWINS, "old",
+				 "the block programs for kernels without block_io_start; sched_switch and "
+				 "sched_process_exit read without their newer arguments", &on);
 
 	if (err || !on)
 		return err;
 	f->block_io_start = false;
 	f->switch_prev_state = false;
 	f->exit_group_dead = false;
-	dl_warn("test hook %s=old: the block programs for kernels without block_io_start; sched_switch and "
-		"sched_process_exit read without their newer arguments", FORCE_TWINS);
 	return 0;
 }
 
@@ -112,20 +116,10 @@ int dl_hooks_link_pause(unsigned *ms)
 
 int dl_hooks_entry_link_first(bool *on)
 {
-	int err = one_value_hook(ENTRY_FIRST, "1", on);
-
-	if (err || !*on)
-		return err;
-	dl_warn("test hook %s=1: entry links attached before their return links", ENTRY_FIRST);
-	return 0;
+	return one_value_hook(ENTRY_FIRST, "1", "entry links attached before their return links", on);
 }
 
 int dl_hooks_no_closer(bool *on)
 {
-	int err = one_value_hook(NO_CLOSER, "1", on);
-
-	if (err || !*on)
-		return err;
-	dl_warn("test hook %s=1: the syscall events closed by dlbpf itself, as when it cannot fork", NO_CLOSER);
-	return 0;
+	return one_value_hook(NO_CLOSER, "1", "the syscall events closed by dlbpf itself, as when it cannot fork", on);
 }
