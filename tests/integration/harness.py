@@ -247,11 +247,11 @@ def make_data_file(mb=24):
     return path
 
 
-def trace_waiting(argv, dlbpf_args=(), timeout=60, env=None, attached=None):
-    """Starts a workload that prints "ready" and waits for a line, attaches dlbpf --pid to it (with env),
-    calls attached(dlbpf) if given, lets the workload go, and waits for both. Returns (workload, its
-    stdout, the finished Dlbpf, dlbpf's rc)."""
-    w = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def trace_waiting(argv, dlbpf_args=(), timeout=60, env=None, attached=None, workload_env=None):
+    """Starts a workload that prints "ready" and waits for a line (with workload_env), attaches dlbpf --pid
+    to it (with env), calls attached(dlbpf) if given, lets the workload go, and waits for both. Returns
+    (workload, its stdout, the finished Dlbpf, dlbpf's rc)."""
+    w = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=workload_env)
     try:
         check(w.stdout.readline().strip() == "ready", f"{argv[0]} did not start")
         d = Dlbpf(list(dlbpf_args) + ["--pid", str(w.pid)], env=env)

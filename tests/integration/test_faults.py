@@ -1546,25 +1546,12 @@ def test_ringbuf_burst_wakes_collector():
     # an unpaced loop's ~900 k).
     calls, rate = 400_000, 200_000
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, GPUSIM_LAUNCH_US="0")
-    w = subprocess.Popen([workload("ratecalls"), "--wait", "--count", str(calls), "--rate", str(rate)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    try:
-        check(w.stdout.readline().strip() == "ready", "ratecalls did not start")
-        d = Dlbpf(["--ringbuf-mb", "8", "--drain-ms", "1000", "--pid", str(w.pid)])
-        d.started()
-        t0 = time.monotonic()
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        out, _ = w.communicate(timeout=120)
-        burst_s = time.monotonic() - t0
-        rc = d.wait()
-    finally:
-        if w.poll() is None:
-            w.kill()
-            w.wait()
+    w, out, d, rc = trace_waiting([workload("ratecalls"), "--wait", "--count", str(calls), "--rate", str(rate)],
+                                  ["--ringbuf-mb", "8", "--drain-ms", "1000"], timeout=120, workload_env=env)
     check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-300:]}")
     truth = truth_line(out, "{\"api\"")
     check(truth["calls"] == calls, f"ratecalls made {truth['calls']} calls")
+    burst_s = truth["seconds"]
     s = d.summary()
     got = process(s, w.pid)["cuda"]["calls"].get("cudaLaunchKernel", {}).get("count", 0)
     lost = s["drops"]["cuda"]
