@@ -308,16 +308,21 @@ def boundary_cut(cuts, ts, before_call):
     return i if 0 <= i < len(cuts) else None
 
 
-def match_steps(steps, cuts, before_call=False):
-    """dlbpf's steps matched one to one to the workload's: [(dlbpf step, truth duration)] for each
-    step whose start and end stand for consecutive boundaries of the workload."""
+def matched_indices(steps, cuts, before_call=False):
+    """[(dlbpf step, k)] for each step whose start and end stand for the workload's boundaries k and k+1."""
     out = []
     for st in steps:
         a = boundary_cut(cuts, st["start_ns"], before_call)
         b = boundary_cut(cuts, st["start_ns"] + st["dur_ns"], before_call)
         if a is not None and b == a + 1:
-            out.append((st, cuts[b] - cuts[a]))
+            out.append((st, a))
     return out
+
+
+def match_steps(steps, cuts, before_call=False):
+    """dlbpf's steps matched one to one to the workload's: [(dlbpf step, truth duration)] for each
+    step whose start and end stand for consecutive boundaries of the workload."""
+    return [(st, cuts[k + 1] - cuts[k]) for st, k in matched_indices(steps, cuts, before_call)]
 
 
 # What each verdict means, as the paper-sketch finding words it.
@@ -504,13 +509,8 @@ def test_comm_wait_against_truth():
         check(all("comm" in t and t["comm"]["collectives"] == 1 for t in tsteps),
               f"{label}: the workload's truth lacks a collective per step (not on the simulator?)")
         marker = s["step_markers"][0]["marker"]
-        cuts, before_call = truth_cuts(tsteps, marker), cut_before_call(marker)
-        pairs = []
-        for st in s["steps"]:
-            a = boundary_cut(cuts, st["start_ns"], before_call)
-            b = boundary_cut(cuts, st["start_ns"] + st["dur_ns"], before_call)
-            if a is not None and b == a + 1:
-                pairs.append((st, tsteps[a]))
+        pairs = [(st, tsteps[k]) for st, k in
+                 matched_indices(s["steps"], truth_cuts(tsteps, marker), cut_before_call(marker))]
         check(len(pairs) >= len(s["steps"]) - 1, f"{label}: {len(s['steps']) - len(pairs)} steps match none")
         mean = lambda f: sum(f(st, t) for st, t in pairs) / len(pairs)
         ours = mean(lambda st, t: st["breakdown_ns"]["comm_wait"])
