@@ -95,6 +95,148 @@ if [ ${#cuda_missing[@]} -gt 0 ]; then
   die "CUDA toolkit incomplete under CUDA_HOME=$CUDA_HOME, missing: ${cuda_missing[*]} (install the toolkit or set CUDA_HOME)"
 fi
 
+# --- Kernels for tools/vm/run (make vmtest): Debian's own kernel packages booted under QEMU.
+# DLBPF_SETUP_VM=0 skips this part; DLBPF_VM_REFRESH=1 looks for newer kernels even when
+# the cache already holds one of each series. Only the vmlinuz, modules.dep and the few
+# modules the guest loads are kept (tools/vm/README.md).
+VM_CACHE=${DLBPF_VM_CACHE:-/var/cache/dlbpf-vm}
+# kmod: depmod writes the modules.dep that the packages leave to their postinst.
+VM_HOST_PKGS=(qemu-system-x86 busybox-static kmod xz-utils zstd)
+# Modules the guest's init loads (with what modules.dep says they need); any may be built in.
+VM_MODULES=(virtio_pci virtio_blk virtio_rng 9pnet_virtio 9p overlay ext4 crc32c_generic)
+# series -> suite the newest image of that series comes from, and the package name pattern.
+declare -A VM_SUITE=([5.10]=bullseye-security [6.1]=bookworm-security [6.12]=bookworm-security)
+declare -A VM_PATTERN=([5.10]='^linux-image-5\.10\.0-[0-9]+-amd64-unsigned$'
+                       [6.1]='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$'
+                       [6.12]='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$')
+# Debian 11 is no longer a source of upgrades here: its security suite is pinned to 1 so
+# apt only downloads from it when asked by name.
+VM_PIN=/etc/apt/preferences.d/dlbpf-bullseye-security
+
+vm_cached() { [ -s "$VM_CACHE/$1/vmlinuz" ] && [ -s "$VM_CACHE/$1/modules.dep" ] && [ -s "$VM_CACHE/$1/package" ]; }
+
+# URI of the system's Debian security archive (from the stanza naming a *-security suite),
+# else the main archive's URI with /debian-security in place of /debian.
+security_uri() {
+  local src=/etc/apt/sources.list.d/debian.sources u=
+  if [ -f "$src" ]; then
+    u=$(awk 'BEGIN {RS=""} /Suites:[^\n]*-security/ {for (i = 1; i <= NF; i++) if ($i == "URIs:") {print $(i+1); exit}}' "$src")
+    [ -n "$u" ] || u=$(awk '/^URIs:/ {print $2; exit}' "$src" | sed -E 's#/debian/?$#/debian-security#')
+  elif [ -f /etc/apt/sources.list ]; then
+    u=$(awk '$1 == "deb" && $0 ~ /-security/ {print ($2 ~ /^\[/ ? $3 : $2); exit}' /etc/apt/sources.list)
+  fi
+  printf '%s\n' "$u"
+}
+
+# Adds SUITE from the security archive unless some source already names it.
+vm_add_suite() {
+  local suite=$1 uri
+  grep -rqsE "(^|[[:space:]])$suite([[:space:]]|$)" /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
+  uri=$(security_uri)
+  [ -n "$uri" ] || die "cannot find the system's Debian security source to add $suite next to it"
+  log "adding $suite (from $uri)"
+  cat > "/etc/apt/sources.list.d/dlbpf-$suite.sources" <<SRC
+Types: deb
+URIs: $uri
+Suites: $suite
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+}
+
+# Newest package of a series that apt can download: the names matching the pattern that
+# have a candidate version, highest version first.
+vm_newest() {
+  local pat=$1 name cand best= bestv=
+  while read -r name; do
+    cand=$(apt-cache policy "$name" 2>/dev/null | awk '/Candidate:/ {print $2}')
+    [ -n "$cand" ] && [ "$cand" != "(none)" ] || continue
+    if [ -z "$bestv" ] || dpkg --compare-versions "$cand" gt "$bestv"; then best=$name bestv=$cand; fi
+  done < <(apt-cache pkgnames linux-image- | grep -E "$pat")
+  [ -n "$best" ] && printf '%s %s\n' "$best" "$bestv"
+}
+
+# Downloads PACKAGE=VERSION, keeps its vmlinuz, modules.dep/.builtin and the closure of
+# VM_MODULES (decompressed, so busybox insmod loads them), then drops the .deb.
+vm_fetch() {
+  local series=$1 pkg=$2 ver=$3 tmp kver mdir dest m want dep
+  tmp=$(mktemp -d "$VM_CACHE/.fetch.XXXXXX")
+  chmod 755 "$tmp"  # apt-get download writes as _apt where it can
+  log "downloading $pkg $ver for the $series guest"
+  ( cd "$tmp" && apt-get download -qq "$pkg=$ver" </dev/null >/dev/null 2>&1 ) ||
+    { rm -rf "$tmp"; die "could not download $pkg=$ver"; }
+  dpkg-deb -x "$tmp"/*.deb "$tmp/x" || { rm -rf "$tmp"; die "could not unpack $pkg"; }
+  kver=$(ls "$tmp/x/lib/modules" 2>/dev/null | head -n1)
+  mdir=$tmp/x/lib/modules/$kver
+  [ -n "$kver" ] && [ -f "$tmp/x/boot/vmlinuz-$kver" ] ||
+    { rm -rf "$tmp"; die "$pkg holds no vmlinuz or /lib/modules"; }
+  # The package leaves modules.dep to its postinst; depmod writes it here.
+  depmod -b "$tmp/x" "$kver" && [ -s "$mdir/modules.dep" ] ||
+    { rm -rf "$tmp"; die "depmod failed for $pkg"; }
+  dest=$tmp/out
+  mkdir -p "$dest/modules"
+  cp "$tmp/x/boot/vmlinuz-$kver" "$dest/vmlinuz"
+  cp "$mdir/modules.dep" "$dest/"
+  [ -f "$mdir/modules.builtin" ] && cp "$mdir/modules.builtin" "$dest/"
+  # Closure over modules.dep: each line names a module's file and every module it needs
+  # (file names use - or _ alike, as module names do).
+  want=()
+  for m in "${VM_MODULES[@]}"; do
+    dep=$(awk -v m="$m" '{n = $1; sub(/:$/, "", n); $1 = n; sub(/.*\//, "", n); sub(/\.ko.*/, "", n)
+                            gsub(/-/, "_", n)} n == m {print; exit}' "$mdir/modules.dep")
+    want+=($dep)
+  done
+  for m in $(printf '%s\n' "${want[@]}" | sort -u); do
+    mkdir -p "$dest/modules/$(dirname "$m")"
+    case $m in
+      *.ko.xz)  xz -dc "$mdir/$m" > "$dest/modules/${m%.xz}" ;;
+      *.ko.zst) zstd -qdc "$mdir/$m" > "$dest/modules/${m%.zst}" ;;
+      *.ko.gz)  gzip -dc "$mdir/$m" > "$dest/modules/${m%.gz}" ;;
+      *)        cp "$mdir/$m" "$dest/modules/$m" ;;
+    esac
+  done
+  sed -i -E 's/\.ko\.(xz|zst|gz)/.ko/g' "$dest/modules.dep"
+  printf '%s\n' "$kver" > "$dest/kver"
+  printf '%s %s\n' "$pkg" "$ver" > "$dest/package"
+  rm -rf "${VM_CACHE:?}/$series"
+  mv "$dest" "$VM_CACHE/$series"
+  rm -rf "$tmp"
+}
+
+if [ "${DLBPF_SETUP_VM:-1}" != 0 ]; then
+  vm_missing=()
+  for p in "${VM_HOST_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || vm_missing+=("$p"); done
+  vm_series=()
+  for s in 5.10 6.1 6.12; do
+    { vm_cached "$s" && [ "${DLBPF_VM_REFRESH:-0}" != 1 ]; } || vm_series+=("$s")
+  done
+  if [ ${#vm_missing[@]} -gt 0 ] || [ ${#vm_series[@]} -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    vm_add_suite bookworm-security
+    vm_add_suite bullseye-security
+    if [ ! -f "$VM_PIN" ]; then
+      printf 'Package: *\nPin: release n=bullseye-security\nPin-Priority: 1\n' > "$VM_PIN"
+    fi
+    # Fresh lists: older ones may name kernels the archive no longer holds.
+    log "apt-get update"
+    apt-get update -qq </dev/null >/dev/null || die "apt-get update failed"
+    if [ ${#vm_missing[@]} -gt 0 ]; then
+      log "installing ${vm_missing[*]}"
+      apt-get install -y -qq --no-install-recommends "${vm_missing[@]}" </dev/null >/dev/null ||
+        die "could not install ${vm_missing[*]}"
+    fi
+    mkdir -p "$VM_CACHE"
+    for s in "${vm_series[@]}"; do
+      read -r pkg ver < <(vm_newest "${VM_PATTERN[$s]}") ||
+        die "no ${VM_PATTERN[$s]} package in apt's lists (is ${VM_SUITE[$s]} reachable?)"
+      if vm_cached "$s" && [ "$(cat "$VM_CACHE/$s/package")" = "$pkg $ver" ]; then continue; fi
+      vm_fetch "$s" "$pkg" "$ver"
+    done
+  fi
+  for s in 5.10 6.1 6.12; do vm_cached "$s" || die "VM kernel $s missing from $VM_CACHE"; done
+  log "VM kernels: $(for s in 5.10 6.1 6.12; do printf '%s=%s ' "$s" "$(cut -d' ' -f2 "$VM_CACHE/$s/package")"; done)"
+fi
+
 # Tracefs is where uprobe and tracepoint events live; mount it if the system has not.
 if [ ! -d /sys/kernel/tracing/events ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || log "could not mount tracefs"
