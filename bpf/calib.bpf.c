@@ -8,14 +8,27 @@
  */
 #include "common.bpf.h"
 
-SEC("uprobe.multi")
+SEC("?uprobe.multi")
 int calib_entry(void *ctx)
 {
 	return 0;
 }
 
-SEC("uretprobe.multi")
+SEC("?uretprobe.multi")
 int calib_return(void *ctx)
+{
+	return 0;
+}
+
+/* The twins for kernels without uprobe_multi (6.6): the price of a classic uprobe is the same trap. */
+SEC("?uprobe")
+int calib_entry_one(void *ctx)
+{
+	return 0;
+}
+
+SEC("?uretprobe")
+int calib_ret_one(void *ctx)
 {
 	return 0;
 }

@@ -56,6 +56,80 @@ DL_SHARED struct {
 	__type(value, struct dl_traced);
 } traced SEC(".maps");
 
+/*
+ * What the running kernel has, set by user space before load from its feature
+ * probes (user/capture/env.c). Each is read as a constant by the verifier, so
+ * the branch a kernel cannot take is dead code it never checks, helpers it
+ * lacks included:
+ * - has_task_btf: bpf_get_current_task_btf (5.11). Without it the current task
+ *   is a pointer only probe reads may follow (DL_TASK_READ).
+ * - has_task_storage: task-local storage maps (5.11). Without it per-thread
+ *   state lives in hashes keyed by thread id, removed at thread exit.
+ * - has_attach_cookie: bpf_get_attach_cookie for uprobes (5.15). Without it a
+ *   probe finds its cookie by its address (probe_cookies).
+ */
+DL_SHARED const volatile bool has_task_btf;
+DL_SHARED const volatile bool has_task_storage;
+DL_SHARED const volatile bool has_attach_cookie;
+
+/* The current task; where has_task_btf is false, read it with DL_TASK_READ only. */
+static __always_inline struct task_struct *dl_current(void)
+{
+	if (has_task_btf)
+		return bpf_get_current_task_btf();
+	return (struct task_struct *)bpf_get_current_task();
+}
+
+/*
+ * A field of a task: loaded directly from a trusted pointer (no helper call),
+ * probe-read where the kernel has no trusted current task to give.
+ */
+#define DL_TASK_READ(t, field) (has_task_btf ? (t)->field : BPF_CORE_READ(t, field))
+
+/* Per-thread state where task-local storage is missing: entries go at thread exit (proc.bpf.c). */
+#define DL_TID_STATES 65536
+
+/*
+ * A thread's entry of a hash keyed by tid, made from zero when create is set
+ * (zero: a zeroed value of the map's size, for values too big for the stack).
+ */
+static __always_inline void *dl_tid_state(void *map, __u32 tid, bool create, const void *zero)
+{
+	void *v = bpf_map_lookup_elem(map, &tid);
+
+	if (v || !create || !zero)
+		return v;
+	bpf_map_update_elem(map, &tid, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, &tid);
+}
+
+/*
+ * Where attach cookies are missing: each probed address's cookie, written by
+ * user space for each library it attaches to (key: the address in the
+ * process; a forked child maps it at the same address). Two processes that
+ * map different functions at one address share an entry: user space keeps the
+ * first and counts the clash.
+ */
+DL_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} probe_cookies SEC(".maps");
+
+/* The cookie of the probe that fired at entry (the ip is the probed address then); 0 when unknown. */
+static __always_inline __u64 dl_entry_cookie(struct pt_regs *ctx)
+{
+	__u64 ip, *c;
+
+	if (has_attach_cookie)
+		return bpf_get_attach_cookie(ctx);
+	ip = PT_REGS_IP(ctx);
+	c = bpf_map_lookup_elem(&probe_cookies, &ip);
+	return c ? *c : 0;
+}
+
 #define DL_MAX_DEPTH 4
 
 struct call_frame {
@@ -94,10 +168,30 @@ DL_SHARED struct {
 	__type(value, struct call_stack);
 } calls SEC(".maps");
 
-/* task: the current one (bpf_get_current_task_btf), which the caller also reads its ids from. */
-static __always_inline struct call_stack *dl_calls(struct task_struct *task, bool create)
+/* calls where task-local storage is missing (has_task_storage), and a zeroed value to create from. */
+DL_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, DL_TID_STATES);
+	__type(key, __u32);
+	__type(value, struct call_stack);
+} calls_by_tid SEC(".maps");
+
+DL_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct call_stack);
+} calls_zero SEC(".maps");
+
+/* task: the current one (dl_current), tid its thread id. */
+static __always_inline struct call_stack *dl_calls(struct task_struct *task, __u32 tid, bool create)
 {
-	return bpf_task_storage_get(&calls, task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	__u32 zero = 0;
+
+	if (has_task_storage)
+		return bpf_task_storage_get(&calls, task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	return dl_tid_state(&calls_by_tid, tid, create, create ? bpf_map_lookup_elem(&calls_zero, &zero) : NULL);
 }
 
 /*
@@ -107,6 +201,8 @@ static __always_inline struct call_stack *dl_calls(struct task_struct *task, boo
  */
 static __always_inline __u64 dl_task_ids(struct task_struct *task)
 {
+	if (!has_task_btf)
+		return bpf_get_current_pid_tgid();
 	return (__u64)task->tgid << 32 | (__u32)task->pid;
 }
 
@@ -173,10 +269,39 @@ DL_SHARED struct {
 	__type(value, struct file_call);
 } file_calls SEC(".maps");
 
+/* file_calls where task-local storage is missing (has_task_storage). */
+DL_SHARED struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, DL_TID_STATES);
+	__type(key, __u32);
+	__type(value, struct file_call);
+} file_calls_by_tid SEC(".maps");
+
+/* The current thread's file call; made when create is set. */
+static __always_inline struct file_call *dl_file_call(bool create)
+{
+	struct file_call zero = {};
+
+	if (has_task_storage)
+		return bpf_task_storage_get(&file_calls, bpf_get_current_task_btf(), 0,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	return dl_tid_state(&file_calls_by_tid, (__u32)bpf_get_current_pid_tgid(), create, &zero);
+}
+
+/* A thread exits: its state in the hashes that stand in for task-local storage goes. */
+static __always_inline void dl_tid_states_free(__u32 tid)
+{
+	if (has_task_storage)
+		return;
+	bpf_map_delete_elem(&calls_by_tid, &tid);
+	bpf_map_delete_elem(&file_calls_by_tid, &tid);
+}
+
 /* A traced task submitted bytes for a read: they belong to the read syscall it is in, if any. */
 static __always_inline void dl_note_read_submit(__u32 bytes)
 {
-	struct file_call *fc = bpf_task_storage_get(&file_calls, bpf_get_current_task_btf(), 0, 0);
+	struct file_call *fc = dl_file_call(false);
 
 	if (fc && fc->call && fc->call != FILE_CALL_OPENAT)
 		fc->disk_bytes += bytes;
@@ -239,10 +364,10 @@ DL_SHARED struct {
  */
 static __always_inline bool dl_hold_current(__u32 tgid, __u64 now)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
+	struct task_struct *task = dl_current();
 	__u32 off = 0;
 
-	if (task->ptrace || bpf_map_lookup_elem(&held, &off) || bpf_map_update_elem(&held, &tgid, &now, BPF_ANY))
+	if (DL_TASK_READ(task, ptrace) || bpf_map_lookup_elem(&held, &off) || bpf_map_update_elem(&held, &tgid, &now, BPF_ANY))
 		return false;
 	if (bpf_send_signal(DL_SIGSTOP)) {
 		bpf_map_delete_elem(&held, &tgid);
@@ -336,6 +461,8 @@ static __always_inline bool dl_task_traced(struct task_struct *t)
 
 	if (!*dl_traced_slot(t->tgid))
 		return false;
+	if (!has_task_storage)
+		return dl_is_traced(t->tgid);
 	m = bpf_task_storage_get(&traced_marks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	gen = traced_gen + 1;
 	if (m && m->gen == gen)
@@ -347,6 +474,19 @@ static __always_inline bool dl_task_traced(struct task_struct *t)
 		m->gen = gen;
 	}
 	return yes;
+}
+
+/* Whether the process of cur, the current task (dl_current), is traced. */
+static __always_inline bool dl_cur_traced(struct task_struct *cur)
+{
+	if (has_task_btf)
+		return dl_task_traced(cur);
+	return dl_is_traced(bpf_get_current_pid_tgid() >> 32);
+}
+
+static __always_inline bool dl_current_traced(void)
+{
+	return dl_cur_traced(dl_current());
 }
 
 static __always_inline void *dl_reserve(__u32 size, __u16 kind, __u32 drop_src,
@@ -435,18 +575,18 @@ static __always_inline void emit_interval(__u32 tgid, __u32 tid, struct thread_s
  */
 static __always_inline void resume_missed_run(struct task_struct *t, struct thread_state *ts, __u64 now)
 {
-	__u32 policy = t->policy;
+	__u32 policy = DL_TASK_READ(t, policy);
 	__u64 ran, span = now - ts->since;
 
 	if (ts->state == DL_ST_RUNNING)
 		return;
 	if (policy != DL_SCHED_NORMAL && policy != DL_SCHED_BATCH && policy != DL_SCHED_IDLE)
 		return;
-	ran = t->se.sum_exec_runtime - t->se.prev_sum_exec_runtime;
+	ran = DL_TASK_READ(t, se.sum_exec_runtime) - DL_TASK_READ(t, se.prev_sum_exec_runtime);
 	if (ran == 0 || (__s64)ran < 0)
 		return;
 	if (ran < span)
-		emit_interval(t->tgid, t->pid, ts, now - ran, 0, DL_ST_RUNNING);
+		emit_interval(DL_TASK_READ(t, tgid), DL_TASK_READ(t, pid), ts, now - ran, 0, DL_ST_RUNNING);
 	else
 		ran = span;
 	ts->since = now - ran;

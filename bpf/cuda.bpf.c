@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * CUDA runtime uprobes. One entry and one return program serve every API: the
- * uprobe_multi cookie carries the API id and how to capture its arguments, and
- * user space decodes the raw registers (user/cuda_api.c).
+ * probe's cookie carries the API id and how to capture its arguments, and
+ * user space decodes the raw registers (user/records/cuda_api.h).
+ *
+ * Each program has twins, one of which user space loads (SEC("?..."),
+ * user/capture/tracer.c): on uprobe_multi links (6.6+), or one classic uprobe
+ * per function, its cookie from the attach cookie (5.15+) or from the probed
+ * address (probe_cookies); "np" twins leave out the CPython frames, for
+ * kernels whose verifier cannot check py_walk as a global function (pointer
+ * arguments, 5.12+).
  */
 #include "common.bpf.h"
 #include "agg.bpf.h"
@@ -25,9 +32,9 @@ static __always_inline __u32 capture_args(struct pt_regs *ctx, __u64 cookie, __u
 }
 
 /* The current thread's in-flight stack (task-local storage, common.bpf.h). */
-static __always_inline struct call_stack *stack_of(struct task_struct *task, bool create)
+static __always_inline struct call_stack *stack_of(struct task_struct *task, __u32 tid, bool create)
 {
-	struct call_stack *st = dl_calls(task, create);
+	struct call_stack *st = dl_calls(task, tid, create);
 
 	if (!st && create)
 		dl_count_drop(DL_DROP_INFLIGHT);
@@ -55,11 +62,20 @@ static __always_inline void unwind(struct call_stack *st, __u64 sp)
 		st->depth = DL_MAX_DEPTH;
 	}
 	for (int i = 0; i < DL_MAX_DEPTH; i++) {
-		__u32 d = st->depth;
+		__u32 d = st->depth, top;
 
-		if (d == 0 || d > DL_MAX_DEPTH || st->f[d - 1].sp >= sp)
+		if (d == 0 || d > DL_MAX_DEPTH)
 			break;
-		st->depth = d - 1;
+		top = d - 1;
+		/*
+		 * Checked again after the subtraction: 6.1's verifier loses the
+		 * bound of d - 1 once widened for the index ("R3 unbounded memory
+		 * access"); every kernel accepts it checked here.
+		 */
+		barrier_var(top);
+		if (top >= DL_MAX_DEPTH || st->f[top].sp >= sp)
+			break;
+		st->depth = top;
 		dl_count_drop(DL_DROP_DEPTH);
 	}
 }
@@ -156,10 +172,14 @@ static __always_inline void add_stack(struct pt_regs *ctx, struct dl_cuda_ev *e,
 	e->h.size = sizeof(*e) + skip + (n & ~7l);
 }
 
-/* The process's CPython layout when the call is one that carries Python frames, else NULL. */
-static __always_inline const struct dl_py_cfg *py_cfg_for(__u64 cookie, __u32 tgid)
+/*
+ * The process's CPython layout when the call is one that carries Python
+ * frames, else NULL; always NULL in an "np" twin (py_ok false, a constant:
+ * the call to py_walk is then compiled out).
+ */
+static __always_inline const struct dl_py_cfg *py_cfg_for(__u64 cookie, __u32 tgid, const bool py_ok)
 {
-	return (cookie & DL_COOKIE_PY) && py_known ? bpf_map_lookup_elem(&py_procs, &tgid) : NULL;
+	return py_ok && (cookie & DL_COOKIE_PY) && py_known ? bpf_map_lookup_elem(&py_procs, &tgid) : NULL;
 }
 
 /*
@@ -243,11 +263,9 @@ static __always_inline bool put_launch(struct pt_regs *ctx, __u64 cookie, __u64 
 	return true;
 }
 
-SEC("uprobe.multi")
-int BPF_KPROBE(cuda_entry_only)
+static __always_inline int on_entry_only(struct pt_regs *ctx, __u64 cookie, const bool py_ok)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = dl_current();
 	__u64 id = dl_task_ids(task);
 	__u32 tid = (__u32)id;
 	__u64 sp = PT_REGS_SP(ctx);
@@ -265,9 +283,14 @@ int BPF_KPROBE(cuda_entry_only)
 	__u64 ts;
 	__u32 depth;
 
+	if (!cookie) {
+		/* A probe whose address has no cookie (probe_cookies): a call not recorded. */
+		dl_count_drop(DL_DROP_CUDA);
+		return 0;
+	}
 	if (cookie & DL_COOKIE_LOADER)
 		return loader_changed(id, cookie);
-	st = stack_of(task, keep_rt);
+	st = stack_of(task, tid, keep_rt);
 	if (st) {
 		drop_stale_tail(st);
 		unwind(st, sp);
@@ -294,7 +317,7 @@ int BPF_KPROBE(cuda_entry_only)
 		return 0;
 	}
 	/* Python frames only on launches with --stacks (the cookie says): the dearest probe stays cheap. */
-	py = py_cfg_for(cookie, id >> 32);
+	py = py_cfg_for(cookie, id >> 32, py_ok);
 	ts = bpf_ktime_get_ns();
 	if (!driver && (cookie & DL_COOKIE_STACK) && !(cookie & DL_COOKIE_STACK3)) {
 		/*
@@ -354,17 +377,38 @@ int BPF_KPROBE(cuda_entry_only)
 	return 0;
 }
 
-SEC("uprobe.multi")
-int BPF_KPROBE(cuda_enter)
+SEC("?uprobe.multi")
+int BPF_UPROBE(cuda_entry_only)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct call_stack *st = stack_of(bpf_get_current_task_btf(), true);
+	return on_entry_only(ctx, bpf_get_attach_cookie(ctx), true);
+}
+
+SEC("?uprobe")
+int BPF_UPROBE(cuda_eo_one)
+{
+	return on_entry_only(ctx, dl_entry_cookie(ctx), true);
+}
+
+SEC("?uprobe")
+int BPF_UPROBE(cuda_eo_onenp)
+{
+	return on_entry_only(ctx, dl_entry_cookie(ctx), false);
+}
+
+static __always_inline int on_enter(struct pt_regs *ctx, __u64 cookie)
+{
+	struct task_struct *task = dl_current();
+	struct call_stack *st = stack_of(task, (__u32)dl_task_ids(task), true);
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_frame *f;
 	__u32 d;
 
 	if (!st)
 		return 0;
+	if (!cookie) {
+		/* No cookie for this address (probe_cookies): the frame still goes on, for its return to pop. */
+		dl_count_drop(DL_DROP_CUDA);
+	}
 	drop_stale_tail(st);
 	unwind(st, sp);
 	d = st->depth;
@@ -386,6 +430,18 @@ int BPF_KPROBE(cuda_enter)
 	/* Last, so the recorded duration excludes the capture above. */
 	f->ts = bpf_ktime_get_ns();
 	return 0;
+}
+
+SEC("?uprobe.multi")
+int BPF_UPROBE(cuda_enter)
+{
+	return on_enter(ctx, bpf_get_attach_cookie(ctx));
+}
+
+SEC("?uprobe")
+int BPF_UPROBE(cuda_enter_one)
+{
+	return on_enter(ctx, dl_entry_cookie(ctx));
 }
 
 
@@ -464,15 +520,17 @@ static __always_inline bool put_short(struct pt_regs *ctx, __u64 cookie, __u64 i
 	return true;
 }
 
-SEC("uretprobe.multi")
-int BPF_KRETPROBE(cuda_return)
+/*
+ * cookie_known false: the probe cannot tell its cookie (no attach cookies), so
+ * the frame's, written at entry by the same function's probe, stands for it.
+ */
+static __always_inline int on_return(struct pt_regs *ctx, __u64 cookie, const bool cookie_known, const bool py_ok)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = dl_current();
 	__u64 id = dl_task_ids(task);
 	__u32 tid = (__u32)id;
-	struct call_stack *st = dl_calls(task, false);
+	struct call_stack *st = dl_calls(task, tid, false);
 	/* The return address has been popped: the call's entry sp is one slot below. */
 	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
 	const struct dl_py_cfg *py;
@@ -506,6 +564,10 @@ int BPF_KRETPROBE(cuda_return)
 		return 0; /* a call with no frame (its entry probe came later, or found no stack): keep the others */
 	st->depth = d;
 	st->tail_sp = 0;
+	if (!cookie_known)
+		cookie = f->cookie;
+	if (!cookie)
+		return 0;   /* its entry counted the loss */
 	if (d > 0) {
 		__u32 below = d - 1;
 
@@ -520,7 +582,7 @@ int BPF_KRETPROBE(cuda_return)
 		       PT_REGS_RC(ctx)))
 		return 0;
 
-	py = py_cfg_for(cookie, id >> 32);
+	py = py_cfg_for(cookie, id >> 32, py_ok);
 	if (!py && !(cookie & (DL_COOKIE_STACKS | DL_COOKIE_LOADER))) {
 		if ((cookie & DL_COOKIE_ARGS2) && put_short(ctx, cookie, id, f, d, now, 2))
 			return 0;
@@ -564,4 +626,22 @@ int BPF_KRETPROBE(cuda_return)
 	}
 	dl_submit(e);
 	return 0;
+}
+
+SEC("?uretprobe.multi")
+int BPF_URETPROBE(cuda_return)
+{
+	return on_return(ctx, bpf_get_attach_cookie(ctx), true, true);
+}
+
+SEC("?uretprobe")
+int BPF_URETPROBE(cuda_ret_one)
+{
+	return on_return(ctx, has_attach_cookie ? bpf_get_attach_cookie(ctx) : 0, has_attach_cookie, true);
+}
+
+SEC("?uretprobe")
+int BPF_URETPROBE(cuda_ret_onenp)
+{
+	return on_return(ctx, has_attach_cookie ? bpf_get_attach_cookie(ctx) : 0, has_attach_cookie, false);
 }

@@ -17,12 +17,11 @@
 /* The path is read at exit, when openat has faulted it in: at entry an unmapped page fails the read. */
 static __always_inline struct file_call *begin(__u32 call, __s32 fd)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
 	struct file_call *fc;
 
-	if (!dl_task_traced(t))
+	if (!dl_current_traced())
 		return NULL;
-	fc = bpf_task_storage_get(&file_calls, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	fc = dl_file_call(true);
 	if (!fc) {
 		dl_count_drop(DL_DROP_INFLIGHT);
 		return NULL;
@@ -37,11 +36,10 @@ static __always_inline struct file_call *begin(__u32 call, __s32 fd)
 /* The thread's call in flight, if it is the one this exit ends; ended. */
 static __always_inline struct file_call *end(bool openat)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
 	struct file_call *fc;
 
 	/* Untraced tasks never got a file_call: no mark check needed, and no storage is created. */
-	fc = bpf_task_storage_get(&file_calls, t, 0, 0);
+	fc = dl_file_call(false);
 	if (!fc || !fc->call || (fc->call == FILE_CALL_OPENAT) != openat)
 		return NULL;
 	return fc;
@@ -159,7 +157,7 @@ int file_open_exit(struct trace_event_raw_sys_exit *ctx)
 	e->flags = 0;
 	e->pad = 0;
 	/* User space joins a relative path to a cwd only if it is this directory (a chdir since is seen). */
-	cwd = BPF_CORE_READ(bpf_get_current_task_btf(), fs, pwd.dentry);
+	cwd = BPF_CORE_READ(dl_current(), fs, pwd.dentry);
 	e->cwd_ino = BPF_CORE_READ(cwd, d_inode, i_ino);
 	e->cwd_dev = BPF_CORE_READ(cwd, d_sb, s_dev);
 	n = bpf_probe_read_user_str(e->path, sizeof(e->path), (const void *)fc->path);
@@ -180,7 +178,7 @@ int file_close(struct trace_event_raw_sys_enter *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dl_file_close_ev *e;
 
-	if (!dl_task_traced(bpf_get_current_task_btf()))
+	if (!dl_current_traced())
 		return 0;
 	e = dl_reserve(sizeof(*e), DL_EV_FILE_CLOSE, DL_DROP_BIO, bpf_ktime_get_ns(), id >> 32, (__u32)id);
 	if (!e)

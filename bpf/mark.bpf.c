@@ -3,7 +3,7 @@
 #include "common.bpf.h"
 
 SEC("uprobe")
-int BPF_KPROBE(step_mark)
+int BPF_UPROBE(step_mark)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct dl_mark_ev *e;
@@ -11,7 +11,8 @@ int BPF_KPROBE(step_mark)
 	e = dl_reserve(sizeof(*e), DL_EV_MARK, DL_DROP_CUDA, bpf_ktime_get_ns(), id >> 32, (__u32)id);
 	if (!e)
 		return 0;
-	e->mark_id = (__u32)bpf_get_attach_cookie(ctx);
+	/* The marker's id (0 today): where no attach cookie can carry one, 0. */
+	e->mark_id = has_attach_cookie ? (__u32)bpf_get_attach_cookie(ctx) : 0;
 	e->pad = 0;
 	dl_submit(e);
 	return 0;

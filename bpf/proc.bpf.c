@@ -134,10 +134,11 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	if (ts) {
 		__u64 now = bpf_ktime_get_ns();
 
-		resume_missed_run(bpf_get_current_task_btf(), ts, now);
+		resume_missed_run(dl_current(), ts, now);
 		emit_interval(tgid, tid, ts, now, 0, 0);
 		bpf_map_delete_elem(&threads, &tid);
 	}
+	dl_tid_states_free(tid);
 	e = proc_event(DL_PROC_EXIT, tgid, tid);
 	if (e) {
 		e->group_dead = group_dead;

@@ -29,7 +29,7 @@ static __always_inline __u64 py_u64(const char *buf, __u32 off)
 /* The thread's current frame through the autoTSSkey pthread key; 0 with out->status set when none. */
 static __always_inline __u64 py_top_frame(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = dl_current();
 	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase);
 	__u32 tss[2];
 	__u64 tstate = 0, frame = 0;

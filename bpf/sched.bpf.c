@@ -243,7 +243,7 @@ static __always_inline __u32 wake_context(struct task_struct *cur)
 	if (f && f->soft)
 		return DL_WAKE_SOFTIRQ;
 	/* The idle task is one too: an interrupt that found the CPU idle and was not seen above. */
-	if (cur->flags & DL_PF_KTHREAD)
+	if (DL_TASK_READ(cur, flags) & DL_PF_KTHREAD)
 		return DL_WAKE_KTHREAD;
 	return DL_WAKE_TASK;
 }
@@ -266,16 +266,16 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	/* What every untraced wake-up pays: the same task-local mark as the other programs. */
 	if (!dl_task_traced(p))
 		return 0;
-	cur = bpf_get_current_task_btf();
+	cur = dl_current();
 	if (cur == p)
 		return 0;
 	pstate = task_state_of(p);
 	wctx = wake_context(cur);
 	if (wctx == DL_WAKE_TASK) {
-		__u32 ctid = cur->pid;
+		__u32 ctid = DL_TASK_READ(cur, pid);
 		struct thread_state *ts;
 
-		if (!dl_task_traced(cur))
+		if (!dl_cur_traced(cur))
 			return 0;
 		/* A hand-off is made on a CPU: the waker's run is part of its producer's window. */
 		ts = bpf_map_lookup_elem(&threads, &ctid);
@@ -288,8 +288,8 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	e = dl_reserve(sizeof(*e), DL_EV_WAKE, DL_DROP_SCHED, bpf_ktime_get_ns(), p->tgid, p->pid);
 	if (!e)
 		return 0;
-	e->waker_tgid = cur->tgid;
-	e->waker_tid = cur->pid;
+	e->waker_tgid = DL_TASK_READ(cur, tgid);
+	e->waker_tid = DL_TASK_READ(cur, pid);
 	e->wakee_tgid = p->tgid;
 	e->wakee_tid = p->pid;
 	e->ctx = wctx;

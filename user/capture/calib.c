@@ -88,11 +88,20 @@ static double median_call(volatile unsigned char *flush, bool cold)
 	return (double)ns[CALLS / 2];
 }
 
-static struct bpf_link *attach(struct bpf_program *prog, unsigned long off, bool ret)
+/* The same kind of link as the CUDA probes get on this kernel (uprobe_multi, or a classic uprobe). */
+static struct bpf_link *attach(const struct dl_tracer *t, bool ret, unsigned long off)
 {
-	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = &off, .cnt = 1, .retprobe = ret);
+	struct bpf_program *prog;
 
-	return bpf_program__attach_uprobe_multi(prog, getpid(), "/proc/self/exe", NULL, &o);
+	if (t->feat.uprobe_multi) {
+		LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = &off, .cnt = 1, .retprobe = ret);
+
+		prog = ret ? t->skel->progs.calib_return : t->skel->progs.calib_entry;
+		return bpf_program__attach_uprobe_multi(prog, getpid(), "/proc/self/exe", NULL, &o);
+	}
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret);
+	prog = ret ? t->skel->progs.calib_ret_one : t->skel->progs.calib_entry_one;
+	return bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", off, &o);
 }
 
 int dl_calib_run(struct dl_tracer *t, struct dl_calib *out)
@@ -113,13 +122,13 @@ int dl_calib_run(struct dl_tracer *t, struct dl_calib *out)
 	/* Interleaved by temperature, each variant once: a neighbour's burst spoils one figure, not a trend. */
 	for (int cold = 0; cold < 2; cold++) {
 		none[cold] = median_call(flush, cold);
-		entry = attach(t->skel->progs.calib_entry, off, false);
+		entry = attach(t, false, off);
 		if (!entry) {
 			err = -errno;
 			goto done;
 		}
 		in[cold] = median_call(flush, cold);
-		ret = attach(t->skel->progs.calib_return, off, true);
+		ret = attach(t, true, off);
 		if (!ret) {
 			err = -errno;
 			goto done;

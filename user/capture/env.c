@@ -5,7 +5,9 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
+#include <bpf/libbpf.h>
 #include "capture/env.h"
 #include "log.h"
 
@@ -65,6 +67,86 @@ static int tp_param_count(const struct btf *btf, const char *tp)
 	return btf_vlen(t) - 1;
 }
 
+/*
+ * uprobe_multi links, by a trial as libbpf's own probe does it: a program of
+ * that attach type loads, and a link to a file that cannot hold probes ("/")
+ * fails with EBADF where the kernel knows the link type, EINVAL where not.
+ */
+static bool probe_uprobe_multi(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, lo, .expected_attach_type = BPF_TRACE_UPROBE_MULTI);
+	LIBBPF_OPTS(bpf_link_create_opts, co);
+	unsigned long offset = 0;
+	int prog, link, err;
+
+	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, sizeof(insns) / sizeof(insns[0]), &lo);
+	if (prog < 0)
+		return false;
+	co.uprobe_multi.path = "/";
+	co.uprobe_multi.offsets = &offset;
+	co.uprobe_multi.cnt = 1;
+	link = bpf_link_create(prog, -1, BPF_TRACE_UPROBE_MULTI, &co);
+	err = link < 0 ? -errno : 0;
+	if (link >= 0)
+		close(link);
+	close(prog);
+	return link < 0 && err == -EBADF;
+}
+
+/*
+ * Global BPF functions with pointer arguments (py_walk, bpf/pyframes.bpf.h),
+ * by a trial load: a program that passes a stack pointer to a global function
+ * of one pointer argument. No type or helper came with the change (5.12).
+ */
+static bool probe_global_ptr_args(void)
+{
+	/* main: *(u64 *)(r10 - 8) = 0; r1 = r10 - 8; call sub; exit.  sub(int *p): r0 = 0; exit. */
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .off = -8, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_1, .src_reg = BPF_REG_10 },
+		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_1, .imm = -8 },
+		{ .code = BPF_JMP | BPF_CALL, .src_reg = BPF_PSEUDO_CALL, .imm = 2 },
+		{ .code = BPF_JMP | BPF_EXIT },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	struct bpf_func_info fi[2] = { { .insn_off = 0 }, { .insn_off = 5 } };
+	struct btf *btf = btf__new_empty();
+	int id_int, id_ptr, id_main_proto, id_sub_proto, btf_fd = -1, prog = -1;
+	bool ok = false;
+
+	if (!btf)
+		return false;
+	id_int = btf__add_int(btf, "int", 4, BTF_INT_SIGNED);
+	id_ptr = btf__add_ptr(btf, id_int);
+	id_main_proto = btf__add_func_proto(btf, id_int);
+	id_sub_proto = btf__add_func_proto(btf, id_int);
+	if (id_int < 0 || id_ptr < 0 || id_main_proto < 0 || id_sub_proto < 0 ||
+	    btf__add_func_param(btf, "p", id_ptr) < 0)
+		goto cleanup;
+	fi[0].type_id = btf__add_func(btf, "main", BTF_FUNC_GLOBAL, id_main_proto);
+	fi[1].type_id = btf__add_func(btf, "sub", BTF_FUNC_GLOBAL, id_sub_proto);
+	if ((int)fi[0].type_id < 0 || (int)fi[1].type_id < 0 || btf__load_into_kernel(btf))
+		goto cleanup;
+	btf_fd = btf__fd(btf);
+	{
+		LIBBPF_OPTS(bpf_prog_load_opts, lo, .prog_btf_fd = btf_fd, .func_info = fi,
+			    .func_info_rec_size = sizeof(fi[0]), .func_info_cnt = 2);
+
+		prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, sizeof(insns) / sizeof(insns[0]), &lo);
+	}
+	ok = prog >= 0;
+cleanup:
+	if (prog >= 0)
+		close(prog);
+	btf__free(btf);
+	return ok;
+}
+
 int dl_env_probe(struct dl_features *f)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
@@ -79,9 +161,34 @@ int dl_env_probe(struct dl_features *f)
 	f->exit_group_dead = tp_param_count(btf, "sched_process_exit") >= 2;
 	f->bio_merge_bio_only = tp_param_count(btf, "block_bio_backmerge") == 1;
 	f->getrq_bio_only = tp_param_count(btf, "block_getrq") == 1;
+	f->task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+	f->task_btf = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_current_task_btf, NULL) == 1;
+	f->attach_cookie = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) == 1;
+	f->uprobe_multi = probe_uprobe_multi();
+	f->global_ptr_args = probe_global_ptr_args();
 	dl_debug("kernel: block_io_start %s, sched_switch prev_state %s, sched_process_exit group_dead %s, "
 		 "block_bio_backmerge (%s)", f->block_io_start ? "yes" : "no", f->switch_prev_state ? "yes" : "no",
 		 f->exit_group_dead ? "yes" : "no", f->bio_merge_bio_only ? "bio" : "q, rq, bio");
 	btf__free(btf);
 	return 0;
+}
+
+int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_FEATURE_INFO_MAX])
+{
+	int n = 0;
+
+	out[n++] = (struct dl_feature_info){ "uprobe_multi", f->uprobe_multi,
+		"one classic uprobe per CUDA function: detaching each waits a grace period (about 0.1 s; "
+		"dlbpf detaches them in parallel)" };
+	out[n++] = (struct dl_feature_info){ "attach_cookie", f->attach_cookie,
+		"CUDA probes find their API by the probed address (a hash lookup per call); --step-on is refused" };
+	out[n++] = (struct dl_feature_info){ "task_storage", f->task_storage,
+		"per-thread state in hashes by thread id (a lookup per event, entries freed at thread exit)" };
+	out[n++] = (struct dl_feature_info){ "task_btf", f->task_btf,
+		"the current task read with probe reads (a helper call per field)" };
+	out[n++] = (struct dl_feature_info){ "global_ptr_args", f->global_ptr_args,
+		"no Python lines for CUDA calls (the BPF frame walk needs global functions with pointer arguments)" };
+	out[n++] = (struct dl_feature_info){ "block_io_start", f->block_io_start,
+		"block requests keyed at insert/issue (older tracepoints): same bytes" };
+	return n;
 }

@@ -11,7 +11,23 @@ struct dl_features {
 	bool exit_group_dead;       /* sched_process_exit passes group_dead */
 	bool bio_merge_bio_only;    /* block_bio_backmerge passes (bio), not (q, rq, bio) (5.11+) */
 	bool getrq_bio_only;        /* block_getrq passes (bio), not (q, bio, rw) (5.11+) */
+	/* BPF features, each by a probe of the kernel (dl_env_probe), never by its version: */
+	bool uprobe_multi;          /* uprobe_multi links (6.6+); else one classic uprobe per function */
+	bool attach_cookie;         /* bpf_get_attach_cookie on uprobes (5.15+); else cookies by address */
+	bool task_storage;          /* task-local storage maps (5.11+); else hashes by thread id */
+	bool task_btf;              /* bpf_get_current_task_btf (5.11+); else probe reads of the task */
+	bool global_ptr_args;       /* global BPF functions with pointer arguments (5.12+); else no Python frames in BPF */
 };
+
+/* One line per feature: its name, whether the kernel has it, and what its absence costs. */
+struct dl_feature_info {
+	const char *name;
+	bool have;
+	const char *lost;           /* what dlbpf does without it, and what that costs */
+};
+#define DL_FEATURE_INFO_MAX 16
+/* Fills out with the features' lines (every one, had or not); returns how many. */
+int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_FEATURE_INFO_MAX]);
 
 /* Fails with a message that says what to do when dlbpf cannot load BPF here. */
 int dl_env_check(void);

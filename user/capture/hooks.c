@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
@@ -32,18 +33,48 @@ static int one_value_hook(const char *name, const char *value, const char *what,
 	return 0;
 }
 
+/* The BPF features DLBPF_FORCE_TWINS can take away, by their names in dl_features_list. */
+static bool *feature_by_name(struct dl_features *f, const char *name, size_t len)
+{
+	static const struct { const char *name; size_t off; } known[] = {
+		{ "uprobe_multi", offsetof(struct dl_features, uprobe_multi) },
+		{ "attach_cookie", offsetof(struct dl_features, attach_cookie) },
+		{ "task_storage", offsetof(struct dl_features, task_storage) },
+		{ "task_btf", offsetof(struct dl_features, task_btf) },
+		{ "global_ptr_args", offsetof(struct dl_features, global_ptr_args) },
+	};
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strlen(known[i].name) == len && !memcmp(known[i].name, name, len))
+			return (bool *)((char *)f + known[i].off);
+	return NULL;
+}
+
 int dl_hooks_features(struct dl_features *f)
 {
-	bool on;
-	int err = one_value_hook(FORCE_TWINS, "old",
-				 "the block programs for kernels without block_io_start; sched_switch and "
-				 "sched_process_exit read without their newer arguments", &on);
+	const char *v = getenv(FORCE_TWINS), *p;
 
-	if (err || !on)
-		return err;
-	f->block_io_start = false;
-	f->switch_prev_state = false;
-	f->exit_group_dead = false;
+	if (!v)
+		return 0;
+	for (p = v; *p;) {
+		size_t len = strcspn(p, ",");
+		bool *feat;
+
+		if (len == 3 && !memcmp(p, "old", 3)) {
+			f->block_io_start = false;
+			f->switch_prev_state = false;
+			f->exit_group_dead = false;
+		} else if (len > 8 && !memcmp(p, "without-", 8) && (feat = feature_by_name(f, p + 8, len - 8))) {
+			*feat = false;
+		} else {
+			dl_err("%s=%s: '%.*s' is neither 'old' nor 'without-FEATURE' (uprobe_multi, attach_cookie, "
+			       "task_storage, task_btf, global_ptr_args)", FORCE_TWINS, v, (int)len, p);
+			return -EINVAL;
+		}
+		p += len;
+		p += *p == ',';
+	}
+	dl_warn("test hook %s=%s: the programs for kernels without these features", FORCE_TWINS, v);
 	return 0;
 }
 

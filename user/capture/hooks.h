@@ -4,13 +4,16 @@
  * paths this machine would never take by itself. Not an interface; each one
  * in use is announced with a warning, so it cannot go unnoticed.
  *
- *   DLBPF_FORCE_TWINS=old        the programs for kernels without
+ *   DLBPF_FORCE_TWINS=old,…      the programs for kernels without
  *                                block_io_start (6.5) and without the newer
  *                                arguments of sched_switch (prev_state) and
  *                                sched_process_exit (group_dead): the block
  *                                twins, the task's state, signal->live. The
  *                                argument layouts this kernel's tracepoints
  *                                have (block_getrq's, ...) cannot be faked.
+ *                                Also without-FEATURE, for each BPF feature of
+ *                                dl_features (without-uprobe_multi, …): the
+ *                                twins and fallbacks of a kernel without it.
  *   DLBPF_TEST_MAP_ENTRIES=M=N,… BPF map M gets N entries (e.g. traced=4), so
  *                                that a full map is cheap to reach
  *   DLBPF_TEST_LINK_PAUSE_MS=N   sleep N ms (1 to 1000) after each CUDA link

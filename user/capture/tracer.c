@@ -25,6 +25,53 @@
 #include "capture/tracer_int.h"
 #include "util.h"
 
+/*
+ * The twins of this kernel's features (bpf/common.bpf.h, bpf/cuda.bpf.c),
+ * chosen before load: the others are not loaded, the maps a kernel cannot
+ * create are not created, and the flags make the unused branches dead code.
+ */
+static void choose_twins(struct dl_tracer *t)
+{
+	struct dlbpf *skel = t->skel;
+	const struct dl_features *f = &t->feat;
+	bool multi = f->uprobe_multi, py = f->global_ptr_args;
+	/* Task-local storage is reached from the task the BTF helper gives. */
+	bool storage = f->task_storage && f->task_btf;
+	struct bpf_program *by_hand[] = {
+		skel->progs.cuda_entry_only, skel->progs.cuda_enter, skel->progs.cuda_return,
+		skel->progs.cuda_eo_one, skel->progs.cuda_eo_onenp, skel->progs.cuda_enter_one,
+		skel->progs.cuda_ret_one, skel->progs.cuda_ret_onenp, skel->progs.step_mark,
+		skel->progs.calib_entry, skel->progs.calib_return, skel->progs.calib_entry_one, skel->progs.calib_ret_one,
+	};
+
+	skel->rodata->has_task_btf = f->task_btf;
+	skel->rodata->has_task_storage = storage;
+	skel->rodata->has_attach_cookie = f->attach_cookie;
+	/* Attached by hand: per library (dl_tracer_scan_cuda), per process (--step-on, marker.c), to dlbpf (calib.c). */
+	for (size_t i = 0; i < sizeof(by_hand) / sizeof(by_hand[0]); i++)
+		bpf_program__set_autoattach(by_hand[i], false);
+	bpf_program__set_autoload(skel->progs.cuda_entry_only, multi);
+	bpf_program__set_autoload(skel->progs.cuda_enter, multi);
+	bpf_program__set_autoload(skel->progs.cuda_return, multi);
+	bpf_program__set_autoload(skel->progs.cuda_eo_one, !multi && py);
+	bpf_program__set_autoload(skel->progs.cuda_eo_onenp, !multi && !py);
+	bpf_program__set_autoload(skel->progs.cuda_enter_one, !multi);
+	bpf_program__set_autoload(skel->progs.cuda_ret_one, !multi && py);
+	bpf_program__set_autoload(skel->progs.cuda_ret_onenp, !multi && !py);
+	bpf_program__set_autoload(skel->progs.calib_entry, multi);
+	bpf_program__set_autoload(skel->progs.calib_return, multi);
+	bpf_program__set_autoload(skel->progs.calib_entry_one, !multi);
+	bpf_program__set_autoload(skel->progs.calib_ret_one, !multi);
+	bpf_map__set_autocreate(skel->maps.calls, storage);
+	bpf_map__set_autocreate(skel->maps.traced_marks, storage);
+	bpf_map__set_autocreate(skel->maps.file_calls, storage);
+	bpf_map__set_autocreate(skel->maps.calls_by_tid, !storage);
+	bpf_map__set_autocreate(skel->maps.calls_zero, !storage);
+	bpf_map__set_autocreate(skel->maps.file_calls_by_tid, !storage);
+	t->uprobes.multi = multi;
+	t->uprobes.cookies = f->attach_cookie;
+}
+
 int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files)
 {
 	struct dlbpf *skel;
@@ -66,19 +113,13 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	bpf_program__set_autoload(skel->progs.io_requeue, !t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_getrq, !t->feat.block_io_start);
 	t->files = dl_files_choose(skel, files);
-	/* Attached by hand: per library (dl_tracer_scan_cuda) and per process (--step-on, marker.c). */
-	bpf_program__set_autoattach(skel->progs.cuda_entry_only, false);
-	bpf_program__set_autoattach(skel->progs.cuda_enter, false);
-	bpf_program__set_autoattach(skel->progs.cuda_return, false);
-	bpf_program__set_autoattach(skel->progs.step_mark, false);
-	/* --overhead-budget attaches these to dlbpf itself for a few ms (capture/calib.c). */
-	bpf_program__set_autoattach(skel->progs.calib_entry, false);
-	bpf_program__set_autoattach(skel->progs.calib_return, false);
+	choose_twins(t);
 	err = dlbpf__load(skel);
 	if (err) {
 		dl_err("cannot load the BPF programs: %s (run with -vv for the verifier's log)", strerror(-err));
 		return err;
 	}
+	t->uprobes.cookie_map_fd = bpf_map__fd(skel->maps.probe_cookies);
 	return dl_tracer_map_consumer_flag(t);
 }
 
@@ -139,15 +180,32 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
 
 _Static_assert(DL_API_COUNT <= DL_API_SLOTS, "raise DL_API_SLOTS");
 
-static struct bpf_link *attach_set(struct bpf_program *prog, pid_t pid, const char *path,
-				   const struct dl_probe_set *ps, bool ret)
+static struct dl_plink *attach_set(struct dl_tracer *t, struct bpf_program *prog, const struct dl_cuda_attach *a,
+				   const char *path, const struct dl_probe_set *ps, bool ret)
 {
-	LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = ps->off, .cookies = (__u64 *)ps->cookie,
-		    .cnt = ps->n, .retprobe = ret);
+	struct dl_uprobe_set s = {
+		.pid = a->pid, .path = path, .dev = a->dev, .inode = a->inode,
+		.off = ps->off, .cookie = ps->cookie, .n = ps->n, .ret = ret,
+	};
 
-	if (!ps->n)
-		return NULL;
-	return bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &o);
+	return dl_plink_attach(&t->uprobes, prog, &s);
+}
+
+/* The CUDA programs of this kernel's twins (dl_tracer_open_load chose them): entry-only, entry, return. */
+static void cuda_progs(const struct dl_tracer *t, struct bpf_program **entry_only, struct bpf_program **enter,
+		       struct bpf_program **ret)
+{
+	struct dlbpf *skel = t->skel;
+
+	if (t->feat.uprobe_multi) {
+		*entry_only = skel->progs.cuda_entry_only;
+		*enter = skel->progs.cuda_enter;
+		*ret = skel->progs.cuda_return;
+		return;
+	}
+	*entry_only = t->feat.global_ptr_args ? skel->progs.cuda_eo_one : skel->progs.cuda_eo_onenp;
+	*enter = skel->progs.cuda_enter_one;
+	*ret = t->feat.global_ptr_args ? skel->progs.cuda_ret_one : skel->progs.cuda_ret_onenp;
 }
 
 /*
@@ -161,13 +219,14 @@ int dl_tracer_attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const 
 	static const int entry_first[DL_LINK_MAX] = {
 		DL_LINK_LAUNCH, DL_LINK_ENTER, DL_LINK_RETURN, DL_LINK_COPY_ENTER, DL_LINK_COPY_RETURN, DL_LINK_ENTRY_OTHER,
 	};
-	struct bpf_program *progs[DL_LINK_MAX] = {
-		[DL_LINK_LAUNCH] = t->skel->progs.cuda_entry_only,
-		[DL_LINK_ENTER] = t->skel->progs.cuda_enter, [DL_LINK_RETURN] = t->skel->progs.cuda_return,
-		[DL_LINK_COPY_ENTER] = t->skel->progs.cuda_enter, [DL_LINK_COPY_RETURN] = t->skel->progs.cuda_return,
-		[DL_LINK_ENTRY_OTHER] = t->skel->progs.cuda_entry_only,
-	};
+	struct bpf_program *entry_only, *enter, *ret;
 	char path[32];
+
+	cuda_progs(t, &entry_only, &enter, &ret);
+	struct bpf_program *progs[DL_LINK_MAX] = {
+		[DL_LINK_LAUNCH] = entry_only, [DL_LINK_ENTER] = enter, [DL_LINK_RETURN] = ret,
+		[DL_LINK_COPY_ENTER] = enter, [DL_LINK_COPY_RETURN] = ret, [DL_LINK_ENTRY_OTHER] = entry_only,
+	};
 
 	/* The file a was opened as: a path the kernel looked up again could lead elsewhere (tfile.h). */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", a->fd);
@@ -176,8 +235,7 @@ int dl_tracer_attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const 
 
 		if (!sets[i] || !sets[i]->n || a->links[i])
 			continue;
-		a->links[i] = attach_set(progs[i], a->pid, path, sets[i],
-					 i == DL_LINK_RETURN || i == DL_LINK_COPY_RETURN);
+		a->links[i] = attach_set(t, progs[i], a, path, sets[i], i == DL_LINK_RETURN || i == DL_LINK_COPY_RETURN);
 		if (!a->links[i])
 			return -errno;
 		if (t->link_pause_ms)
@@ -190,7 +248,7 @@ static void attach_free(struct dl_cuda_attach *a)
 {
 	/* Entry links before return links (tracer.h). */
 	for (int k = DL_LINK_MAX - 1; k >= 0; k--) {
-		bpf_link__destroy(a->links[k]);
+		dl_plink_destroy(a->links[k]);
 		a->links[k] = NULL;
 	}
 	free(a->hot_launch);
@@ -660,40 +718,6 @@ void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid)
 	}
 }
 
-static void *destroy_link(void *l)
-{
-	bpf_link__destroy(l);
-	return NULL;
-}
-
-/*
- * Most of a link's detach is waiting for a grace period (a uprobe_multi link
- * takes 22-76 ms on kernel 6.18; one after the other, 3 of them and 10 tracepoints
- * took ~230 ms). Destroyed from threads of their own, the waits overlap.
- */
-static void destroy_links_parallel(struct bpf_link **links, size_t n)
-{
-	pthread_t th[32];
-	size_t i = 0;
-
-	while (i < n) {
-		size_t batch = n - i < 32 ? n - i : 32, started = 0;
-		bool ok[32];
-
-		for (size_t k = 0; k < batch; k++) {
-			ok[k] = pthread_create(&th[k], NULL, destroy_link, links[i + k]) == 0;
-			if (!ok[k])
-				bpf_link__destroy(links[i + k]);
-			started += ok[k];
-		}
-		for (size_t k = 0; k < batch; k++)
-			if (ok[k])
-				pthread_join(th[k], NULL);
-		i += batch;
-		(void)started;
-	}
-}
-
 void dl_tracer_detach(struct dl_tracer *t)
 {
 	uint64_t t0 = dl_now_ns();
@@ -704,8 +728,11 @@ void dl_tracer_detach(struct dl_tracer *t)
 		struct dl_cuda_attach *a = &t->cuda.v[i];
 
 		for (int k = 0; k < DL_LINK_MAX; k++) {
-			if (a->links[k])
-				*dl_vec_push(&all) = a->links[k];
+			size_t n = dl_plink_count(a->links[k]);
+
+			for (size_t j = 0; j < n; j++)
+				*dl_vec_push(&all) = NULL;
+			dl_plink_take(a->links[k], all.v + all.n - n);
 			a->links[k] = NULL;
 		}
 		attach_free(a);
@@ -720,7 +747,7 @@ void dl_tracer_detach(struct dl_tracer *t)
 			*dl_vec_push(&all) = *l;
 		*l = NULL;
 	}
-	destroy_links_parallel(all.v, all.n);
+	dl_links_destroy_parallel(all.v, all.n);
 	dl_vec_free(&all);
 	dl_sysevents_release(&t->sysevents);
 	t->last_detach_ns = dl_now_ns() - t0;

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include "capture/env.h"
 #include "capture/sysevents.h"
+#include "capture/uprobes.h"
 #include "dlbpf/events.h"
 #include "util.h"
 
@@ -49,7 +50,7 @@ struct dl_cuda_attach {
 	uint64_t dev, inode;
 	char path[4096];          /* as the process maps it */
 	int fd;                   /* the file, opened inside the process's root (capture/tfile.h): links name it by fd */
-	struct bpf_link *links[DL_LINK_MAX];
+	struct dl_plink *links[DL_LINK_MAX];
 	int nsyms;
 	/* --duty: the hot probes (launches, copies), attached and detached by dl_tracer_set_hot */
 	struct dl_probe_set *hot_launch, *hot_copy;
@@ -68,6 +69,7 @@ struct dl_refused_file {
 struct dl_tracer {
 	struct dlbpf *skel;
 	struct dl_features feat;
+	struct dl_uprobe_mode uprobes;  /* how CUDA probes attach here (capture/uprobes.h) */
 	bool files;                 /* the files programs are loaded (dl_files_choose) */
 	struct dl_sysevents sysevents;  /* their events (capture/sysevents.h) */
 	DL_VEC(struct dl_cuda_attach) cuda;

@@ -46,7 +46,7 @@ static void destroy_slots(struct dl_tracer *t, const int *which, int n)
 {
 	for (size_t i = 0; i < t->cuda.n; i++)
 		for (int k = 0; k < n; k++) {
-			bpf_link__destroy(t->cuda.v[i].links[which[k]]);
+			dl_plink_destroy(t->cuda.v[i].links[which[k]]);
 			t->cuda.v[i].links[which[k]] = NULL;
 		}
 }

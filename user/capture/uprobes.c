@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "capture/procfs.h"
+#include "capture/uprobes.h"
+#include "log.h"
+#include "util.h"
+
+struct dl_plink {
+	size_t n;
+	struct bpf_link *v[];
+};
+
+static struct dl_plink *plink_new(size_t n)
+{
+	struct dl_plink *l = dl_xcalloc(1, sizeof(*l) + n * sizeof(l->v[0]));
+
+	l->n = n;
+	return l;
+}
+
+/* pid's executable mappings of one file: where each probed offset is in the process. */
+struct file_maps {
+	uint64_t dev, inode;
+	struct { uint64_t start, end, offset; } v[16];
+	size_t n;
+};
+
+static int collect_exec_maps(const struct dl_mapping *m, void *arg)
+{
+	struct file_maps *fm = arg;
+
+	if (m->perms[2] != 'x' || m->inode != fm->inode ||
+	    ((uint64_t)m->dev_major << 32 | m->dev_minor) != fm->dev || fm->n == sizeof(fm->v) / sizeof(fm->v[0]))
+		return 0;
+	fm->v[fm->n].start = m->start;
+	fm->v[fm->n].end = m->end;
+	fm->v[fm->n].offset = m->offset;
+	fm->n++;
+	return 0;
+}
+
+/*
+ * Writes each probe's cookie under its address in s->pid: the address a
+ * uprobe reports at entry is where its file offset is mapped. An address that
+ * already holds another cookie keeps it (a process mapping another function
+ * there, which the kernel cannot tell apart), counted in m->clashes.
+ */
+static int write_cookies(struct dl_uprobe_mode *m, const struct dl_uprobe_set *s)
+{
+	struct file_maps fm = { .dev = s->dev, .inode = s->inode };
+	int err = dl_maps_foreach(s->pid, collect_exec_maps, &fm);
+
+	if (err < 0)
+		return err;
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t addr = 0, have;
+		bool found = false;
+
+		for (size_t k = 0; k < fm.n && !found; k++) {
+			if (s->off[i] < fm.v[k].offset || s->off[i] - fm.v[k].offset >= fm.v[k].end - fm.v[k].start)
+				continue;
+			addr = fm.v[k].start + (s->off[i] - fm.v[k].offset);
+			found = true;
+		}
+		if (!found)
+			return -ENOENT;   /* not mapped executable: its probe could never fire with a known address */
+		if (!bpf_map_lookup_elem(m->cookie_map_fd, &addr, &have)) {
+			if (have != s->cookie[i])
+				m->clashes++;
+			continue;
+		}
+		if (bpf_map_update_elem(m->cookie_map_fd, &addr, &s->cookie[i], BPF_NOEXIST) && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
+struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *prog, const struct dl_uprobe_set *s)
+{
+	struct dl_plink *l;
+	int err;
+
+	if (!s->n) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (m->multi) {
+		LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = s->off, .cookies = (__u64 *)s->cookie, .cnt = s->n,
+			    .retprobe = s->ret);
+
+		l = plink_new(1);
+		l->v[0] = bpf_program__attach_uprobe_multi(prog, s->pid, s->path, NULL, &o);
+		if (!l->v[0]) {
+			err = -errno;
+			goto fail;
+		}
+		return l;
+	}
+	/* Before the probes: an entry that fires first must find its cookie. */
+	if (!m->cookies) {
+		err = write_cookies(m, s);
+		if (err)
+			return errno = -err, NULL;
+	}
+	l = plink_new(s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = s->ret, .bpf_cookie = m->cookies ? s->cookie[i] : 0);
+
+		l->v[i] = bpf_program__attach_uprobe_opts(prog, s->pid, s->path, s->off[i], &o);
+		if (!l->v[i]) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	return l;
+fail:
+	dl_plink_destroy(l);
+	errno = -err;
+	return NULL;
+}
+
+size_t dl_plink_count(const struct dl_plink *l)
+{
+	return l ? l->n : 0;
+}
+
+void dl_plink_take(struct dl_plink *l, struct bpf_link **out)
+{
+	if (!l)
+		return;
+	memcpy(out, l->v, l->n * sizeof(l->v[0]));
+	free(l);
+}
+
+void dl_plink_destroy(struct dl_plink *l)
+{
+	if (!l)
+		return;
+	dl_links_destroy_parallel(l->v, l->n);
+	free(l);
+}
+
+static void *destroy_link(void *l)
+{
+	bpf_link__destroy(l);
+	return NULL;
+}
+
+/*
+ * Most of a link's detach is waiting for a grace period (a uprobe_multi link
+ * takes 22-76 ms on kernel 6.18, a classic uprobe ~108 ms; one after the
+ * other, 3 multi links and 10 tracepoints took ~230 ms). Destroyed from
+ * threads of their own, the waits overlap.
+ */
+void dl_links_destroy_parallel(struct bpf_link **links, size_t n)
+{
+	pthread_t th[32];
+	size_t i = 0;
+
+	if (n == 1) {
+		bpf_link__destroy(links[0]);
+		return;
+	}
+	while (i < n) {
+		size_t batch = n - i < 32 ? n - i : 32;
+		bool ok[32];
+
+		for (size_t k = 0; k < batch; k++) {
+			ok[k] = links[i + k] && pthread_create(&th[k], NULL, destroy_link, links[i + k]) == 0;
+			if (!ok[k])
+				bpf_link__destroy(links[i + k]);
+		}
+		for (size_t k = 0; k < batch; k++)
+			if (ok[k])
+				pthread_join(th[k], NULL);
+		i += batch;
+	}
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A set of uprobes on one file of one process, attached the cheapest way the
+ * kernel allows: one uprobe_multi link (6.6+), or one classic uprobe per
+ * function. Each probe's cookie goes with its link (5.15+) or, where the kernel
+ * has no attach cookies for uprobes, into the BPF map probe_cookies under the
+ * probed address in the process (bpf/common.bpf.h, dl_entry_cookie).
+ */
+#ifndef DLBPF_UPROBES_H
+#define DLBPF_UPROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct bpf_program;
+struct bpf_link;
+
+struct dl_uprobe_mode {
+	bool multi;          /* uprobe_multi links */
+	bool cookies;        /* attach cookies on classic uprobes */
+	int cookie_map_fd;   /* probe_cookies, where !cookies */
+	uint64_t clashes;    /* addresses whose cookie another process's function already held */
+};
+
+/* The probes of one file: one link, or one per function. */
+struct dl_plink;
+
+struct dl_uprobe_set {
+	pid_t pid;
+	const char *path;          /* the file, as the kernel should open it (/proc/self/fd/N) */
+	uint64_t dev, inode;       /* the file, as pid's mappings name it (for the addresses) */
+	const unsigned long *off;  /* file offsets */
+	const uint64_t *cookie;
+	size_t n;
+	bool ret;                  /* return probes */
+};
+
+/* NULL with errno set on failure; prog: the multi or the classic program, as m->multi says. */
+struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *prog, const struct dl_uprobe_set *s);
+/* Links it holds (one, or one per function). */
+size_t dl_plink_count(const struct dl_plink *l);
+/* Moves its links to out (dl_plink_count of them) and frees it, for a detach in one batch. */
+void dl_plink_take(struct dl_plink *l, struct bpf_link **out);
+/* Detaches (classic uprobes in parallel: each waits a grace period) and frees; NULL is fine. */
+void dl_plink_destroy(struct dl_plink *l);
+/* Destroys links from threads of their own, so that their grace periods overlap. */
+void dl_links_destroy_parallel(struct bpf_link **links, size_t n);
+
+#endif
