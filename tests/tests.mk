@@ -21,6 +21,11 @@ $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(SAN_LIBS) | $(OU
 $(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
 
+# CUDA calls under a seccomp filter shaped like Docker's default profile (which lacks uretprobe, 335).
+WORKLOADS += $(OUTPUT)/workloads/seccomp_cuda
+$(OUTPUT)/workloads/seccomp_cuda: tests/workloads/seccomp_cuda.c $(HANDSHAKE) | $(OUTPUT)/workloads
+	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
+
 $(OUTPUT)/workloads/nccl_calls: tests/workloads/nccl_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads
 	$(CC) $(WORKLOAD_CFLAGS) $< -L$(CUDA_HOME)/lib64 -l:libnccl.so.2 -Wl,-rpath,$(CUDA_HOME)/lib64 -o $@
 
