@@ -37,7 +37,8 @@ MAIN_OBJS := $(OBJ)/main.o $(OBJ)/cli.o $(OBJ)/flightrec.o $(OBJ)/outputs.o
 # duty.c's one call into the tracer is the unit test's to provide).
 SAN_CAPTURE_SRCS := user/capture/procfs.c user/capture/elfsym.c user/capture/discover.c user/capture/drainpace.c \
 	user/capture/demangle.c user/capture/pcie.c user/capture/tfile.c user/capture/duty.c user/capture/budget_plan.c \
-	user/capture/symbolize.c user/capture/pyobj.c user/capture/pyversions.c user/capture/glibctsd.c
+	user/capture/symbolize.c user/capture/pyobj.c user/capture/pyversions.c user/capture/glibctsd.c \
+	user/capture/seccomp_hazard.c
 
 define stage_rules
 $(call stage_lib,$(1)): $(patsubst user/%.c,$(OBJ)/%.o,$(2)) | $(OUTPUT)/lib

@@ -130,6 +130,23 @@ static __always_inline __u64 dl_entry_cookie(struct pt_regs *ctx)
 	return c ? *c : 0;
 }
 
+/* A load the compiler must make where it stands (not a value it kept in a register). */
+#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+
+/*
+ * Raw tracepoint argument a or b of ctx, as first says: both loaded first, at
+ * constant offsets. A select folded into one load at a computed offset is
+ * refused before 5.12's verifier ("dereference of modified ctx ptr").
+ */
+static __always_inline __u64 dl_ctx_pick(const __u64 *ctx, bool first, const int a, const int b)
+{
+	__u64 x = ctx[a], y = ctx[b];
+
+	barrier_var(x);
+	barrier_var(y);
+	return first ? x : y;
+}
+
 #define DL_MAX_DEPTH 4
 
 struct call_frame {

@@ -411,7 +411,12 @@ static __always_inline int on_enter(struct pt_regs *ctx, __u64 cookie)
 	}
 	drop_stale_tail(st);
 	unwind(st, sp);
-	d = st->depth;
+	/*
+	 * Loaded again, not carried over from unwind: 6.1's verifier follows the
+	 * impossible path where unwind left depth above DL_MAX_DEPTH and this
+	 * check below it (umin 5, umax 3), and rejects the index there.
+	 */
+	d = READ_ONCE(st->depth);
 	if (d >= DL_MAX_DEPTH) {
 		/* Still counted so the return probe pops in step; the call itself is lost, and says so. */
 		if (d == DL_MAX_DEPTH)

@@ -181,7 +181,7 @@ int BPF_PROG(io_issue, struct request *rq)
 SEC("?raw_tp/block_getrq")
 int BPF_PROG(io_getrq)
 {
-	struct bio *bio = (struct bio *)(getrq_bio_only ? ctx[0] : ctx[1]);
+	struct bio *bio = (struct bio *)dl_ctx_pick(ctx, getrq_bio_only, 0, 1);
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 opf = BPF_CORE_READ(bio, bi_opf), op = opf & REQ_OP_MASK, bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
 
@@ -246,13 +246,13 @@ static __always_inline int on_bio_merge(struct bio *bio)
 SEC("raw_tp/block_bio_backmerge")
 int BPF_PROG(io_backmerge)
 {
-	return on_bio_merge((struct bio *)(bio_merge_bio_only ? ctx[0] : ctx[2]));
+	return on_bio_merge((struct bio *)dl_ctx_pick(ctx, bio_merge_bio_only, 0, 2));
 }
 
 SEC("raw_tp/block_bio_frontmerge")
 int BPF_PROG(io_frontmerge)
 {
-	return on_bio_merge((struct bio *)(bio_merge_bio_only ? ctx[0] : ctx[2]));
+	return on_bio_merge((struct bio *)dl_ctx_pick(ctx, bio_merge_bio_only, 0, 2));
 }
 
 SEC("raw_tp/block_rq_complete")

@@ -157,9 +157,11 @@ static void *destroy_link(void *l)
  * other, 3 multi links and 10 tracepoints took ~230 ms). Destroyed from
  * threads of their own, the waits overlap.
  */
+#define DESTROY_BATCH 128   /* a library's classic uprobes, entry and return, in one batch */
+
 void dl_links_destroy_parallel(struct bpf_link **links, size_t n)
 {
-	pthread_t th[32];
+	pthread_t th[DESTROY_BATCH];
 	size_t i = 0;
 
 	if (n == 1) {
@@ -167,8 +169,8 @@ void dl_links_destroy_parallel(struct bpf_link **links, size_t n)
 		return;
 	}
 	while (i < n) {
-		size_t batch = n - i < 32 ? n - i : 32;
-		bool ok[32];
+		size_t batch = n - i < DESTROY_BATCH ? n - i : DESTROY_BATCH;
+		bool ok[DESTROY_BATCH];
 
 		for (size_t k = 0; k < batch; k++) {
 			ok[k] = links[i + k] && pthread_create(&th[k], NULL, destroy_link, links[i + k]) == 0;
