@@ -134,17 +134,24 @@ static __always_inline __u64 dl_entry_cookie(struct pt_regs *ctx)
 #define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 
 /*
- * Raw tracepoint argument a or b of ctx, as first says: both loaded first, at
- * constant offsets. A select folded into one load at a computed offset is
- * refused before 5.12's verifier ("dereference of modified ctx ptr").
+ * Raw tracepoint argument a or b of ctx, as first says, each loaded at a
+ * constant offset on its own branch. A select folded into one load at a
+ * computed offset is refused before 5.12 ("dereference of modified ctx ptr");
+ * loading both is refused at attach where the tracepoint has fewer arguments
+ * (max_ctx_offset). The verifier sees first as a constant and keeps one branch.
  */
 static __always_inline __u64 dl_ctx_pick(const __u64 *ctx, bool first, const int a, const int b)
 {
-	__u64 x = ctx[a], y = ctx[b];
+	__u64 v;
 
-	barrier_var(x);
-	barrier_var(y);
-	return first ? x : y;
+	if (first) {
+		v = ctx[a];
+		barrier_var(v);
+		return v;
+	}
+	v = ctx[b];
+	barrier_var(v);
+	return v;
 }
 
 #define DL_MAX_DEPTH 4

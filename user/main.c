@@ -255,7 +255,14 @@ static void emit_lib(const struct dl_cuda_attach *a, void *arg)
 	struct run *r = arg;
 
 	if (a->kind != DL_LIB_LOADER)
-		dl_emit_lib(&r->stream, dl_now_ns(), a->pid, a->path, (unsigned)a->nsyms);
+		dl_emit_lib(&r->stream, dl_now_ns(), a->pid, a->path, (unsigned)a->nsyms, 0);
+}
+
+static void emit_lib_refused(pid_t pid, const char *path, int err, void *arg)
+{
+	struct run *r = arg;
+
+	dl_emit_lib(&r->stream, dl_now_ns(), pid, path, (unsigned)-err, DL_LIB_NOT_PROBED);
 }
 
 /* Attaches to CUDA runtimes that appeared in a traced process (exec, dlopen) since the last scan. */
@@ -277,6 +284,7 @@ static void rescan_pid(struct run *r, pid_t pid, bool first)
 	 * same scan removes an attachment and moves the new ones down.
 	 */
 	dl_tracer_take_fresh(&r->tracer, pid, emit_lib, r);
+	dl_tracer_take_refused(&r->tracer, pid, emit_lib_refused, r);
 }
 
 /* A job of many processes takes a while to attach: a stop signal ends the pass at the next process. */

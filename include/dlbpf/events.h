@@ -370,9 +370,12 @@ struct dl_procinfo_ev {
 
 #define DL_PATH_LEN 256
 
+/* dl_lib_ev.flags: the library is mapped but could not be read or probed; nsyms holds the errno. */
+#define DL_LIB_NOT_PROBED 1u
+
 struct dl_lib_ev {
 	struct dl_hdr h;          /* tgid = the process */
-	dl_u32 nsyms;             /* functions probed in it */
+	dl_u32 nsyms;             /* functions probed in it (the errno with DL_LIB_NOT_PROBED) */
 	dl_u32 flags;
 	char path[DL_PATH_LEN];   /* as the process maps it, truncated */
 };

@@ -233,7 +233,7 @@ static void preamble(struct seed *sd)
 
 	dl_emit_trace_start_flags(&sd->s, 1 * MS, 16000, sd->submits ? DL_TRACE_BIO_SUBMITS : 0);
 	dl_emit_procinfo_threads(&sd->s, 1 * MS, PID, 1, "python3", 7, 2);
-	dl_emit_lib(&sd->s, 1 * MS, PID, "/usr/local/cuda/lib64/libcudart.so.13", 40);
+	dl_emit_lib(&sd->s, 1 * MS, PID, "/usr/local/cuda/lib64/libcudart.so.13", 40, 0);
 	dl_emit_sym(&sd->s, 1 * MS, PID, KERNEL_FN, "_Z10sgemm_nn_kPfS_S_i");
 	a[1] = 4u << 20;
 	cuda(sd, DL_API_MALLOC, 2 * MS, 50000, PID, a, DEV_BUF);

@@ -577,7 +577,7 @@ static void test_collector_records(void)
 	dl_stream_add(&st, dl_summary_sink, &s);
 	dl_emit_trace_start(&st, 1000, 0);
 	dl_emit_procinfo(&st, 1000, 100, 7, "trainer-with-a-long-name", 3);
-	dl_emit_lib(&st, 1001, 100, "/x/libcudart.so.13", 31);
+	dl_emit_lib(&st, 1001, 100, "/x/libcudart.so.13", 31, 0);
 	dl_emit_sym(&st, 1002, 100, 0x4000, "my_kernel");
 	memset(longname, 'k', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';

@@ -382,7 +382,7 @@ static void test_recordings(const char *dir)
 	dl_stream_add(&s, digest_sink, &given);
 	dl_emit_trace_start(&s, 10, 12345);
 	dl_emit_procinfo(&s, 11, 42, 1, "job", 42);
-	dl_emit_lib(&s, 12, 42, "/opt/lib/libcudart.so.13", 90);
+	dl_emit_lib(&s, 12, 42, "/opt/lib/libcudart.so.13", 90, 0);
 	for (int i = 0; i < 50000; i++) {
 		struct dl_sched_ev e;
 

@@ -396,6 +396,15 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 		struct dl_proc *p = dl_summary_proc(s, (pid_t)h->tgid);
 		uint64_t key = dl_hash_bytes(e->path, strnlen(e->path, sizeof(e->path)));
 
+		if (e->flags & DL_LIB_NOT_PROBED) {
+			/* The first one says why the process has no calls; the others are counted. */
+			if (!p->unprobed++) {
+				p->unprobed_errno = (int)e->nsyms;
+				snprintf(p->unprobed_path, sizeof(p->unprobed_path), "%.*s",
+					 (int)strnlen(e->path, sizeof(e->path)), e->path);
+			}
+			break;
+		}
 		if (!dl_u64map_get(&p->lib_paths, key, NULL)) {
 			dl_u64map_put(&p->lib_paths, key, 0);
 			p->cuda_libs++;

@@ -66,6 +66,9 @@ struct dl_proc {
 	uint32_t threads;
 	bool threads_known;    /* threads counts starts (else: distinct tids, kept in tids) */
 	int cuda_libs;         /* distinct CUDA runtimes and drivers attached in this process (by path) */
+	int unprobed;          /* CUDA libraries mapped but not probed, the first's path and errno */
+	int unprobed_errno;
+	char unprobed_path[256];
 	struct dl_u64map lib_paths;    /* hashes of the paths counted in cuda_libs */
 	uint64_t driver_inner; /* driver calls made inside runtime calls (not counted again) */
 	struct dl_api_stat calls[DL_API_COUNT];

@@ -347,13 +347,16 @@ static void refuse(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, i
 
 	if (kind != DL_LIB_NONE && !dl_u64map_get(&t->warned, file_key(0, dev, m->inode), NULL)) {
 		dl_u64map_put(&t->warned, file_key(0, dev, m->inode), 1);
-		dl_warn("pid %d: cannot %s %s: %s", pid, what, m->path, why);
+		dl_err("pid %d: cannot %s %s: %s; its calls are not traced", pid, what, m->path, why);
 	}
 	if (dl_tfile_transient(err) || is_refused(t, pid, dev, m->inode))
 		return;
 	if (!dl_u64map_get(&t->refused_index, key, NULL))
 		dl_u64map_put(&t->refused_index, key, t->refused.n);
-	*dl_vec_push(&t->refused) = (struct dl_refused_file){ .pid = pid, .dev = dev, .inode = m->inode };
+	struct dl_refused_file *r = dl_vec_push(&t->refused);
+
+	*r = (struct dl_refused_file){ .pid = pid, .dev = dev, .inode = m->inode, .kind = kind, .err = err };
+	snprintf(r->path, sizeof(r->path), "%.*s", (int)sizeof(r->path) - 1, m->path);
 }
 
 /* pid exited: its refusals go (the pid may come back as another process). */
@@ -676,6 +679,19 @@ int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
 		reindex(t);
 	}
 	return c.attached ? c.attached : c.err;
+}
+
+void dl_tracer_take_refused(struct dl_tracer *t, pid_t pid,
+			    void (*fn)(pid_t pid, const char *path, int err, void *ctx), void *ctx)
+{
+	for (size_t i = 0; i < t->refused.n; i++) {
+		struct dl_refused_file *r = &t->refused.v[i];
+
+		if (r->pid != pid || r->told || r->kind == DL_LIB_NONE || r->kind == DL_LIB_LOADER)
+			continue;
+		r->told = true;
+		fn(pid, r->path, r->err, ctx);
+	}
 }
 
 void dl_tracer_take_fresh(struct dl_tracer *t, pid_t pid, void (*fn)(const struct dl_cuda_attach *a, void *ctx),

@@ -64,6 +64,10 @@ struct dl_file_id {
 struct dl_refused_file {
 	pid_t pid;
 	uint64_t dev, inode;
+	int kind;                 /* enum dl_lib_kind: a CUDA library is reported (dl_tracer_take_refused) */
+	int err;                  /* -errno */
+	bool told;
+	char path[DL_PATH_LEN];
 };
 
 struct dl_tracer {
@@ -127,6 +131,12 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid);
  * many were newly attached, or -errno when the process cannot be read.
  */
 int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid);
+/*
+ * Calls fn for each CUDA runtime, driver or NCCL of pid that is mapped but
+ * could not be read or probed, once: the report says why it has no calls.
+ */
+void dl_tracer_take_refused(struct dl_tracer *t, pid_t pid,
+			    void (*fn)(pid_t pid, const char *path, int err, void *ctx), void *ctx);
 /* Calls fn for each attachment of pid the scans made since the last call (loaders included). */
 void dl_tracer_take_fresh(struct dl_tracer *t, pid_t pid, void (*fn)(const struct dl_cuda_attach *a, void *ctx),
 			  void *ctx);

@@ -359,7 +359,11 @@ static void process(struct dl_html *h, const struct dl_proc *p)
 	fputs("</h3>\n", h->f);
 	for (unsigned i = 1; i < DL_API_COUNT; i++)
 		calls += p->calls[i].count;
-	if (!p->cuda_libs)
+	if (!p->cuda_libs && p->unprobed) {
+		fputs("<p>CUDA: not traced: ", h->f);
+		html_text(h, p->unprobed_path);
+		fprintf(h->f, " is mapped but could not be probed (%s)</p>\n", strerror(p->unprobed_errno));
+	} else if (!p->cuda_libs)
 		fputs("<p>CUDA: not found (no CUDA runtime mapped in this process)</p>\n", h->f);
 	else if (!calls)
 		fprintf(h->f, "<p>CUDA: %d runtime%s attached, no calls</p>\n", p->cuda_libs, p->cuda_libs == 1 ? "" : "s");

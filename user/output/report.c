@@ -167,6 +167,9 @@ void dl_report_text(FILE *f, const struct dl_summary *s)
 		fputc('\n', f);
 		if (p->cuda_libs)
 			text_cuda(f, p, &esc);
+		else if (p->unprobed)
+			fprintf(f, "  CUDA     not traced: %s is mapped but could not be probed (%s)\n",
+				dl_text(&esc, p->unprobed_path), strerror(p->unprobed_errno));
 		else
 			fprintf(f, "  CUDA     not found (no CUDA runtime mapped in this process)\n");
 		dl_fmt_bytes(r, sizeof(r), p->io.read_bytes);
@@ -276,6 +279,16 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct d
 	dl_json_key(j, "found");
 	dl_json_bool(j, p->cuda_libs > 0);
 	dl_json_ku64(j, "runtimes", (uint64_t)p->cuda_libs);
+	if (p->unprobed) {
+		dl_json_ku64(j, "unprobed", (uint64_t)p->unprobed);
+		dl_json_key(j, "unprobed_first");
+		dl_json_obj_begin(j);
+		dl_json_key(j, "path");
+		dl_json_str(j, p->unprobed_path);
+		dl_json_key(j, "error");
+		dl_json_str(j, strerror(p->unprobed_errno));
+		dl_json_obj_end(j);
+	}
 	dl_json_ku64(j, "driver_inner", p->driver_inner);
 	dl_json_key(j, "calls");
 	dl_json_obj_begin(j);

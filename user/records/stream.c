@@ -311,13 +311,14 @@ void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, c
 	dl_emit_procinfo_threads(s, ts, pid, ppid, comm, nspid, 0);
 }
 
-void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms)
+void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms, unsigned flags)
 {
 	struct dl_lib_ev e;
 
 	memset(&e, 0, sizeof(e));
 	fill_hdr(&e.h, sizeof(e), DL_EV_LIB, ts, pid);
 	e.nsyms = nsyms;
+	e.flags = flags;
 	copy_str(e.path, sizeof(e.path), path);
 	dl_stream_emit(s, &e, sizeof(e));
 }

@@ -79,7 +79,8 @@ void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, c
 /* threads: how many it has as tracing of it begins (its later ones come as DL_PROC_THREAD); 0 if not known. */
 void dl_emit_procinfo_threads(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid,
 			      uint32_t threads);
-void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms);
+/* flags DL_LIB_NOT_PROBED: nsyms is the errno that kept path from being probed. */
+void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms, unsigned flags);
 void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *name);
 /* Where return address addr is: func "name+0xOFF" (or "0xOFF" in the file), obj the mapped path (or ""). */
 void dl_emit_site(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *func, const char *obj);
