@@ -106,6 +106,7 @@ PYFRAME_TESTS := python3 tests/integration/test_pyframes.py
 LINEAGE_TESTS := python3 tests/integration/test_lineage.py
 RANKS_TESTS := python3 tests/integration/test_ranks.py
 STEPLEARN_TESTS := python3 tests/integration/test_steplearn.py
+KERNEL_TESTS := python3 tests/integration/test_kernel_features.py
 
 # dlbpf itself: the man page and completion tests read its --help.
 test-unit: $(UNIT_BINS) dlbpf
@@ -121,7 +122,7 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
 		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" \
-		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" $(FUZZ_TESTS)
+		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" $(FUZZ_TESTS)
 
 # Every integration suite again, with dlbpf under AddressSanitizer and UndefinedBehaviorSanitizer:
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.
@@ -130,7 +131,7 @@ test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN
 		tests/run-tests.sh --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" "$(COVERAGE_TESTS)" \
 		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" \
 		"$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" "$(LINEAGE_TESTS)" \
-		"$(STEPLEARN_TESTS)" "$(RANKS_TESTS)"
+		"$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

@@ -44,6 +44,8 @@ static const char doc[] =
 "  dlbpf report FILE [OPTIONS]       diagnose a recording, as if live\n"
 "  dlbpf report R0 R1... [OPTIONS]   a distributed job's ranks' recordings as\n"
 "                                    one report and timeline, straggler named\n"
+"  dlbpf features                    what this kernel offers dlbpf, and what\n"
+"                                    each missing feature costs\n"
 "\n"
 "EXAMPLES:\n"
 "  sudo dlbpf --pid 4242            # trace a job and its workers until Ctrl-C\n"
@@ -375,6 +377,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			cfg->mode = !strcmp(arg, "record") ? DL_MODE_RECORD : DL_MODE_REPORT;
 			break;
 		}
+		if (cfg->mode == DL_MODE_LIVE && !state->quoted && !cfg->cmd && !strcmp(arg, "features")) {
+			cfg->mode = DL_MODE_FEATURES;
+			break;
+		}
+		if (cfg->mode == DL_MODE_FEATURES)
+			argp_error(state, "features takes no arguments, got '%s'", arg);
 		if (cfg->mode == DL_MODE_REPORT) {
 			if (cfg->ninputs == DL_MAX_RANKS)
 				argp_error(state, "report takes at most %d recordings (ranks), got '%s' too", DL_MAX_RANKS, arg);
@@ -395,6 +403,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		}
 		if (cfg->timeline_format >= 0 && !cfg->timeline_path)
 			cfg->timeline_path = cfg->timeline_format == DL_TIMELINE_JSON ? "trace.json" : "trace.pftrace";
+		if (cfg->mode == DL_MODE_FEATURES) {
+			if (cfg->npids || cfg->ncomms || cfg->system_wide || cfg->cmd)
+				argp_error(state, "features describes this kernel: it traces nothing");
+			break;
+		}
 		if (cfg->mode == DL_MODE_REPORT) {
 			if (!cfg->input_path)
 				argp_error(state, "report needs a recording: dlbpf report FILE");

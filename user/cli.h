@@ -14,6 +14,7 @@ enum dl_mode {
 	DL_MODE_LIVE,     /* dlbpf [--pid N | -- CMD]: trace and diagnose */
 	DL_MODE_RECORD,   /* dlbpf record -o FILE ...: write the raw stream */
 	DL_MODE_REPORT,   /* dlbpf report FILE: replay a recording */
+	DL_MODE_FEATURES, /* dlbpf features: what this kernel offers, and what its absence costs */
 };
 
 /* Steps kept in full per process: up to twice this many of about 200 B each, 4 MB, before a fold. */

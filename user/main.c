@@ -39,6 +39,7 @@
 #include "output/ranks.h"
 #include "output/report.h"
 #include "capture/spawn.h"
+#include "capture/env.h"
 #include "records/stream.h"
 #include "analysis/summary.h"
 #include "capture/symbolize.h"
@@ -663,6 +664,8 @@ int main(int argc, char **argv)
 	libbpf_set_print(libbpf_print);
 	if (r.cfg.mode == DL_MODE_REPORT && r.cfg.ninputs > 1)
 		return report_ranks(&r.cfg, &sa);
+	if (r.cfg.mode == DL_MODE_FEATURES)
+		return dl_features_print(stdout) ? 1 : 0;
 	r.markers.symbol = r.cfg.step_on && !dl_api_by_name(r.cfg.step_on) ? r.cfg.step_on : NULL;
 
 	/* Before anything is traced: an unwritable path fails first (outputs.h). */

@@ -4,11 +4,14 @@
 #include <linux/capability.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "capture/env.h"
+#include "capture/hooks.h"
+#include "capture/seccomp_hazard.h"
 #include "log.h"
 
 #define SYSFS_BTF "/sys/kernel/btf/vmlinux"
@@ -109,7 +112,7 @@ static bool probe_global_ptr_args(void)
 		{ .code = BPF_ST | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .off = -8, .imm = 0 },
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_1, .src_reg = BPF_REG_10 },
 		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_1, .imm = -8 },
-		{ .code = BPF_JMP | BPF_CALL, .src_reg = BPF_PSEUDO_CALL, .imm = 2 },
+		{ .code = BPF_JMP | BPF_CALL, .src_reg = BPF_PSEUDO_CALL, .imm = 1 },
 		{ .code = BPF_JMP | BPF_EXIT },
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
@@ -181,7 +184,7 @@ int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_
 		"one classic uprobe per CUDA function: detaching each waits a grace period (about 0.1 s; "
 		"dlbpf detaches them in parallel)" };
 	out[n++] = (struct dl_feature_info){ "attach_cookie", f->attach_cookie,
-		"CUDA probes find their API by the probed address (a hash lookup per call); --step-on is refused" };
+		"CUDA probes find their API by the probed address (a hash lookup per call)" };
 	out[n++] = (struct dl_feature_info){ "task_storage", f->task_storage,
 		"per-thread state in hashes by thread id (a lookup per event, entries freed at thread exit)" };
 	out[n++] = (struct dl_feature_info){ "task_btf", f->task_btf,
@@ -191,4 +194,58 @@ int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_
 	out[n++] = (struct dl_feature_info){ "block_io_start", f->block_io_start,
 		"block requests keyed at insert/issue (older tracepoints): same bytes" };
 	return n;
+}
+
+static const char *kernel_release(struct utsname *u)
+{
+	return uname(u) ? "?" : u->release;
+}
+
+void dl_features_log_missing(const struct dl_features *f)
+{
+	struct dl_feature_info info[DL_FEATURE_INFO_MAX];
+	int n = dl_features_list(f, info);
+	struct utsname u;
+	const char *rel = kernel_release(&u);
+
+	for (int i = 0; i < n; i++)
+		if (!info[i].have && strcmp(info[i].name, "block_io_start"))
+			dl_warn("kernel %s has no %s: %s", rel, info[i].name, info[i].lost);
+}
+
+int dl_features_print(FILE *out)
+{
+	struct dl_feature_info info[DL_FEATURE_INFO_MAX];
+	struct dl_features f;
+	struct utsname u;
+	int n, err = dl_env_check(), hazard;
+
+	if (err)
+		return err;
+	err = dl_env_probe(&f);
+	if (!err)
+		err = dl_hooks_features(&f);
+	if (err)
+		return err;
+	fprintf(out, "kernel %s (%s)\n", kernel_release(&u), u.machine);
+	n = dl_features_list(&f, info);
+	for (int i = 0; i < n; i++) {
+		fprintf(out, "  %-18s %-3s", info[i].name, info[i].have ? "yes" : "no");
+		if (!info[i].have)
+			fprintf(out, "  %s", info[i].lost);
+		fputc('\n', out);
+	}
+	hazard = dl_uretprobe_seccomp_hazard();
+	fprintf(out, "  %-18s %-3s", "seccomp_uretprobe", hazard == 0 ? "yes" : "no");
+	if (hazard > 0)
+		fprintf(out, "  return probes kill processes under a seccomp filter here (no uretprobe pass-through): "
+			"such processes get entry probes only, with no call durations");
+	else if (hazard < 0)
+		fprintf(out, "  cannot tell whether return probes are safe under seccomp (%s): such processes "
+			"get entry probes only", strerror(-hazard));
+	fputc('\n', out);
+	fprintf(out, "  %-18s %-3s  %s\n", "files", "-",
+		"read and open attributed from syscall tracepoints: every task on the machine takes the "
+		"kernel's traced syscall path while dlbpf runs (--no-files avoids it)");
+	return 0;
 }

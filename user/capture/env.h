@@ -4,6 +4,7 @@
 #define DLBPF_ENV_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 struct dl_features {
 	bool block_io_start;        /* tracepoint block_io_start exists (6.5+) */
@@ -28,6 +29,10 @@ struct dl_feature_info {
 #define DL_FEATURE_INFO_MAX 16
 /* Fills out with the features' lines (every one, had or not); returns how many. */
 int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_FEATURE_INFO_MAX]);
+/* At start: one line per missing feature, what dlbpf does instead and what it costs. */
+void dl_features_log_missing(const struct dl_features *f);
+/* dlbpf features: the kernel, each feature found or not, and the seccomp trial; 0 or -errno. */
+int dl_features_print(FILE *out);
 
 /* Fails with a message that says what to do when dlbpf cannot load BPF here. */
 int dl_env_check(void);

@@ -12,6 +12,7 @@
 #define LINK_PAUSE "DLBPF_TEST_LINK_PAUSE_MS"
 #define ENTRY_FIRST "DLBPF_TEST_ENTRY_LINK_FIRST"
 #define NO_CLOSER "DLBPF_TEST_NO_CLOSER"
+#define URET_HAZARD "DLBPF_TEST_URETPROBE_HAZARD"
 
 /*
  * A hook of one value: *on when name is set to it, announced with what it
@@ -148,6 +149,13 @@ int dl_hooks_link_pause(unsigned *ms)
 int dl_hooks_entry_link_first(bool *on)
 {
 	return one_value_hook(ENTRY_FIRST, "1", "entry links attached before their return links", on);
+}
+
+int dl_hooks_uretprobe_hazard(bool *on)
+{
+	return one_value_hook(URET_HAZARD, "1",
+			      "return probes taken to kill processes under a seccomp filter, as on a kernel "
+			      "without the uretprobe pass-through", on);
 }
 
 int dl_hooks_no_closer(bool *on)

@@ -25,6 +25,10 @@
  *                                the order tracer.h forbids, so that the
  *                                in-flight stacks' recovery from a return
  *                                that never comes can be tested
+ *   DLBPF_TEST_URETPROBE_HAZARD=1 the seccomp trial taken to say that return
+ *                                probes kill processes under a filter (a kernel
+ *                                without the uretprobe pass-through): such
+ *                                processes get entry probes only
  *   DLBPF_TEST_NO_CLOSER=1       the syscall events closed by dlbpf itself
  *                                at detach, one grace period each, as when
  *                                it cannot fork their closer
@@ -47,6 +51,8 @@ int dl_hooks_map_entries(struct bpf_object *obj);
 int dl_hooks_link_pause(unsigned *ms);
 /* DLBPF_TEST_ENTRY_LINK_FIRST: *on; 0 or -EINVAL. */
 int dl_hooks_entry_link_first(bool *on);
+/* DLBPF_TEST_URETPROBE_HAZARD: *on; 0 or -EINVAL. */
+int dl_hooks_uretprobe_hazard(bool *on);
 /* DLBPF_TEST_NO_CLOSER: *on; 0 or -EINVAL. */
 int dl_hooks_no_closer(bool *on);
 

@@ -20,6 +20,7 @@
 #include "capture/hooks.h"
 #include "log.h"
 #include "capture/procfs.h"
+#include "capture/seccomp_hazard.h"
 #include "capture/tfile.h"
 #include "capture/tracer.h"
 #include "capture/tracer_int.h"
@@ -87,8 +88,15 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 		err = dl_hooks_entry_link_first(&t->entry_link_first);
 	if (!err)
 		err = dl_hooks_no_closer(&t->sysevents.no_closer);
+	if (!err) {
+		bool forced;
+
+		err = dl_hooks_uretprobe_hazard(&forced);
+		t->uret_hazard = forced ? 1 : -1;
+	}
 	if (err)
 		return err;
+	dl_features_log_missing(&t->feat);
 	skel = dlbpf__open();
 	if (!skel) {
 		err = -errno;
@@ -509,13 +517,45 @@ static int pick_symbols(struct dl_tracer *t, int fd, pid_t pid, const struct dl_
 	return 0;
 }
 
-static void partition(const struct dl_tracer *t, const struct picks *p, struct link_sets *s)
+/*
+ * Whether pid must get no return probes: it runs under a seccomp filter on a
+ * kernel whose return probes would kill it (the trial, run once, when the
+ * first such process is met). A trial that cannot run counts as a yes: the
+ * job is never put at risk for a measurement.
+ */
+static bool returns_harm(struct dl_tracer *t, pid_t pid, int kind)
+{
+	if (dl_proc_seccomp_mode(pid) != 2)
+		return false;
+	if (t->uret_hazard < 0) {
+		int r = dl_uretprobe_seccomp_hazard();
+
+		if (r < 0)
+			dl_warn("cannot tell whether return probes are safe under seccomp here (%s): "
+				"processes under a seccomp filter get entry probes only", strerror(-r));
+		t->uret_hazard = r != 0;
+	}
+	if (t->uret_hazard && kind != DL_LIB_LOADER)
+		dl_warn("pid %d runs under a seccomp filter, and this kernel's return probes would kill it "
+			"(no uretprobe pass-through): its CUDA calls are traced at entry only, with no durations "
+			"(GPU wait and copy times are not measured) and no dlopen hold", pid);
+	return t->uret_hazard;
+}
+
+/*
+ * no_returns: every API on the entry-only link (no return probe at all);
+ * a dlopen, which needs its return, is left out.
+ */
+static void partition(const struct dl_tracer *t, const struct picks *p, struct link_sets *s, bool no_returns)
 {
 	s->launch.n = s->other.n = s->calls.n = s->copies.n = 0;
 	for (size_t i = 0; i < p->n; i++) {
 		const struct dl_api *api = p->v[i].api;
+
+		if (no_returns && api->cls == DL_CLS_LOADER && !dl_api_entry_only(api))
+			continue;
 		/* With --duty, launches and copies go on links of their own. */
-		struct dl_probe_set *ps = dl_api_entry_only(api)
+		struct dl_probe_set *ps = no_returns ? &s->launch : dl_api_entry_only(api)
 			? (t->split_hot && api->cls != DL_CLS_LAUNCH ? &s->other : &s->launch)
 			: (t->split_hot && api->cls == DL_CLS_COPY ? &s->copies : &s->calls);
 
@@ -596,7 +636,11 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 		dl_tfile_close(&f);
 		return 0;
 	}
-	partition(t, &picks, &sets);
+	partition(t, &picks, &sets, returns_harm(t, pid, kind));
+	if (!sets.launch.n && !sets.other.n && !sets.calls.n && !sets.copies.n) {
+		dl_tfile_close(&f);
+		return 0;
+	}
 	/* Before the links: from now on a runtime launch keeps the frame a driver call nests in (cuda.bpf.c). */
 	for (size_t i = 0; i < picks.n; i++)
 		if (picks.v[i].api->driver)

@@ -93,6 +93,11 @@ struct dl_tracer {
 	unsigned link_pause_ms;   /* test hook DLBPF_TEST_LINK_PAUSE_MS (capture/hooks.h) */
 	bool entry_link_first;    /* test hook DLBPF_TEST_ENTRY_LINK_FIRST */
 	uint32_t *consumer_asleep;  /* BPF map consumer_asleep, memory-mapped; NULL: it always says asleep */
+	/*
+	 * Return probes kill processes under a seccomp filter here (capture/seccomp_hazard.h):
+	 * -1 not tried yet, 0 no, 1 yes (such processes get entry probes only).
+	 */
+	int uret_hazard;
 };
 
 /* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records; files: load bpf/files.bpf.c. */

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""What dlbpf does on kernels without a BPF feature, reached on this kernel with the test hook
+DLBPF_FORCE_TWINS=without-FEATURE (the twins and fallbacks an older kernel loads), and what the
+kernel matrix (tools/vm) then proves on the real kernels: the same exact counts against the real
+libcudart by every mechanism, a probe failure reported as one (never "CUDA not found"), a job under a
+seccomp filter unharmed, and `dlbpf features`."""
+import os
+import subprocess
+
+from harness import Dlbpf, check, main, process, run_dlbpf, workload
+from test_dlbpf import compare_cuda, cuda_truth
+
+FEATURES = ("uprobe_multi", "attach_cookie", "task_storage", "task_btf", "global_ptr_args")
+
+# The combinations real kernels have (tools/vm/README.md): 5.15-6.5 lack uprobe_multi, 5.11-5.14
+# attach cookies too, 5.10 everything; and each fallback alone.
+COMBOS = [(), ("uprobe_multi",), ("uprobe_multi", "attach_cookie"), FEATURES] + [(f,) for f in FEATURES[1:]]
+
+
+def forced(without):
+    env = dict(os.environ)
+    env.pop("DLBPF_FORCE_TWINS", None)
+    if without:
+        env["DLBPF_FORCE_TWINS"] = ",".join("without-" + f for f in without)
+    return env
+
+
+def test_counts_by_every_mechanism():
+    """cuda_calls against the toolkit's libcudart: exact counts, bytes and kernels whatever the kernel lacks."""
+    for without in COMBOS:
+        what = "+".join(without) or "every feature"
+        d = Dlbpf(["--", workload("cuda_calls")], env=forced(without))
+        rc = d.wait()
+        check(rc == 0, f"without {what}: dlbpf exited {rc}: {d.stderr[-2000:]}")
+        for f in without:
+            check(f"has no {f}" in d.stderr, f"without {f}: no start-up line says so: {d.stderr[-1000:]}")
+        truth = cuda_truth(d.stdout)
+        s = d.summary()
+        p = process(s, s["processes"][0]["pid"])
+        try:
+            compare_cuda(p, truth, expect_errors=True)
+        except Exception as e:
+            raise type(e)(f"without {what}: {e}")
+        lost = {k: v for k, v in s["drops"].items() if isinstance(v, int) and v}
+        check(not lost, f"without {what}: events lost: {lost}")
+    return f"{len(COMBOS)} feature sets, exact"
+
+
+def test_unprobed_runtime_is_named():
+    """A runtime that cannot be probed (here: the address-to-cookie map holds one entry) is an error naming
+    the library and the reason; the report says it was not probed, never that CUDA was not found."""
+    env = forced(("uprobe_multi", "attach_cookie"))
+    env["DLBPF_TEST_MAP_ENTRIES"] = "probe_cookies=1"
+    d = Dlbpf(["--", workload("cuda_calls")], env=env)
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-2000:]}")
+    check("cannot probe" in d.stderr and "libcudart" in d.stderr, f"no error names the runtime: {d.stderr[-1500:]}")
+    p = d.summary()["processes"][0]
+    cuda = p["cuda"]
+    check(not cuda["found"] and cuda.get("unprobed", 0) >= 1, f"cuda: {cuda}")
+    check("libcudart" in cuda["unprobed_first"]["path"], f"unprobed_first: {cuda['unprobed_first']}")
+    rc, out, err = run_dlbpf(["--", workload("cuda_calls")], env=env)
+    check(rc == 0, f"dlbpf exited {rc}: {err[-1000:]}")
+    check("not found" not in out and "could not be probed" in out, "the text report does not say why: " +
+          "\n".join(l for l in out.splitlines() if "CUDA" in l))
+
+
+def seccomp_run(env):
+    d = Dlbpf(["--", workload("seccomp_cuda"), "--exec"], env=env)
+    rc = d.wait()
+    truth = cuda_truth_seccomp(d.stdout)
+    return d, rc, truth
+
+
+def cuda_truth_seccomp(stdout):
+    import json
+    for line in stdout.splitlines():
+        if line.startswith("{\"seccomp\""):
+            return json.loads(line)
+    raise AssertionError("seccomp_cuda printed no truth line: " + stdout[-500:])
+
+
+def test_seccomp_target_survives():
+    """A job under a Docker-like seccomp allowlist (no uretprobe syscall) keeps its own exit status, and its
+    calls are counted exactly: with return probes where the kernel lets them through seccomp, at entry
+    only where the trial says they would kill it (forced here by DLBPF_TEST_URETPROBE_HAZARD)."""
+    for hazard in (False, True):
+        env = forced(())
+        if hazard:
+            env["DLBPF_TEST_URETPROBE_HAZARD"] = "1"
+        d, rc, truth = seccomp_run(env)
+        what = "hazard" if hazard else "no hazard"
+        check(truth["seccomp"] == 2, f"{what}: the workload ran without its filter: {truth}")
+        check(rc == 7 and truth["exit"] == 7, f"{what}: exit status {rc}, workload says {truth['exit']}: "
+              f"{d.stderr[-1500:]}")
+        p = d.summary()["processes"][-1]
+        for api, n in truth["calls"].items():
+            got = p["cuda"]["calls"].get(api, {}).get("count", 0)
+            check(got == n, f"{what}: {api}: {got} calls, workload made {n}")
+        check(("entry only" in d.stderr) == hazard, f"{what}: start-up warning wrong: {d.stderr[-1500:]}")
+    return "exit status 7 kept, counts exact, with and without return probes"
+
+
+def test_features_command():
+    """`dlbpf features` names every feature, says yes on this kernel and no for those the hook takes away."""
+    rc, out, err = run_dlbpf(["features"])
+    check(rc == 0, f"dlbpf features exited {rc}: {err}")
+    for f in FEATURES:
+        line = [l for l in out.splitlines() if l.split()[:1] == [f]]
+        check(len(line) == 1, f"{f}: not one line in {out}")
+    for without in (("uprobe_multi",), FEATURES):
+        rc, out, err = run_dlbpf(["features"], env=forced(without))
+        check(rc == 0, f"features exited {rc}: {err}")
+        for f in without:
+            line = [l for l in out.splitlines() if l.split()[:1] == [f]][0]
+            check(line.split()[1] == "no" and len(line.split()) > 3, f"{f}: {line}")
+    rc, out, err = run_dlbpf(["features", "extra"])
+    check(rc != 0 and "no arguments" in err, f"features extra: rc {rc}, {err}")
+    rc, _, err = run_dlbpf(["--", "true"], env=dict(os.environ, DLBPF_FORCE_TWINS="without-nothing"))
+    check(rc != 0 and "without-FEATURE" in err, f"a bad hook value: rc {rc}, {err}")
+
+
+if __name__ == "__main__":
+    main()
