@@ -106,9 +106,11 @@ VM_HOST_PKGS=(qemu-system-x86 busybox-static kmod xz-utils zstd)
 VM_MODULES=(virtio_pci virtio_blk virtio_rng 9pnet_virtio 9p overlay ext4 crc32c_generic)
 # series -> suite the newest image of that series comes from, and the package name pattern.
 declare -A VM_SUITE=([5.10]=bullseye-security [6.1]=bookworm-security [6.12]=bookworm-security)
-declare -A VM_PATTERN=([5.10]='^linux-image-5\.10\.0-[0-9]+-amd64-unsigned$'
-                       [6.1]='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$'
-                       [6.12]='^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$')
+# The -unsigned image and the signed one hold the same vmlinuz and modules: either will do
+# (the unsigned one first when both have the newest version).
+declare -A VM_PATTERN=([5.10]='^linux-image-5\.10\.0-[0-9]+-amd64(-unsigned)?$'
+                       [6.1]='^linux-image-6\.1\.0-[0-9]+-amd64(-unsigned)?$'
+                       [6.12]='^linux-image-6\.12\.[0-9]+\+deb12-amd64(-unsigned)?$')
 # Debian 11 is no longer a source of upgrades here: its security suite is pinned to 1 so
 # apt only downloads from it when asked by name.
 VM_PIN=/etc/apt/preferences.d/dlbpf-bullseye-security
@@ -147,12 +149,14 @@ SRC
 # Newest package of a series that apt can download: the names matching the pattern that
 # have a candidate version, highest version first.
 vm_newest() {
-  local pat=$1 name cand best= bestv=
-  while read -r name; do
-    cand=$(apt-cache policy "$name" 2>/dev/null | awk '/Candidate:/ {print $2}')
-    [ -n "$cand" ] && [ "$cand" != "(none)" ] || continue
+  local names best= bestv= name cand
+  mapfile -t names < <(apt-cache pkgnames linux-image- | grep -E "$1" | sort -r)
+  [ ${#names[@]} -gt 0 ] || return 1
+  while read -r name cand; do
+    [ "$cand" != "(none)" ] || continue
     if [ -z "$bestv" ] || dpkg --compare-versions "$cand" gt "$bestv"; then best=$name bestv=$cand; fi
-  done < <(apt-cache pkgnames linux-image- | grep -E "$pat")
+  done < <(apt-cache policy "${names[@]}" 2>/dev/null |
+           awk '/^[^ ]/ {n = $1; sub(/:$/, "", n)} $1 == "Candidate:" {print n, $2}')
   [ -n "$best" ] && printf '%s %s\n' "$best" "$bestv"
 }
 
