@@ -149,7 +149,7 @@ SRC
 # Newest package of a series that apt can download: the names matching the pattern that
 # have a candidate version, highest version first.
 vm_newest() {
-  local names best= bestv= name cand
+  local names best='' bestv='' name cand
   mapfile -t names < <(apt-cache pkgnames linux-image- | grep -E "$1" | sort -r)
   [ ${#names[@]} -gt 0 ] || return 1
   while read -r name cand; do
@@ -163,7 +163,7 @@ vm_newest() {
 # Downloads PACKAGE=VERSION, keeps its vmlinuz, modules.dep/.builtin and the closure of
 # VM_MODULES (decompressed, so busybox insmod loads them), then drops the .deb.
 vm_fetch() {
-  local series=$1 pkg=$2 ver=$3 tmp kver mdir dest m want dep
+  local series=$1 pkg=$2 ver=$3 tmp kver mdir dest m want dep deps
   tmp=$(mktemp -d "$VM_CACHE/.fetch.XXXXXX")
   chmod 755 "$tmp"  # apt-get download writes as _apt where it can
   log "downloading $pkg $ver for the $series guest"
@@ -188,7 +188,8 @@ vm_fetch() {
   for m in "${VM_MODULES[@]}"; do
     dep=$(awk -v m="$m" '{n = $1; sub(/:$/, "", n); $1 = n; sub(/.*\//, "", n); sub(/\.ko.*/, "", n)
                             gsub(/-/, "_", n)} n == m {print; exit}' "$mdir/modules.dep")
-    want+=($dep)
+    read -r -a deps <<<"$dep"
+    want+=("${deps[@]}")
   done
   for m in $(printf '%s\n' "${want[@]}" | sort -u); do
     mkdir -p "$dest/modules/$(dirname "$m")"
@@ -256,6 +257,7 @@ if [ "${DLBPF_SETUP_VM:-1}" != 0 ]; then
         die "could not install ${vm_missing[*]}"
     fi
     mkdir -p "$VM_CACHE"
+    rm -rf "$VM_CACHE"/.fetch.*  # what an interrupted run left
     for s in "${vm_series[@]}"; do
       read -r pkg ver < <(vm_newest "${VM_PATTERN[$s]}") ||
         die "no ${VM_PATTERN[$s]} package in apt's lists (is ${VM_SUITE[$s]} reachable?)"
