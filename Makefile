@@ -115,12 +115,17 @@ uninstall:
 -include tests/workloads/train.mk
 include tests/tests.mk
 include tools/bench/bench.mk
+# The kernel matrix (tools/vm): what its guests run, built here first.
+VM_PREREQS := $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN)
+include tools/vm/vm.mk
 
 deps:
 	@tools/setup-deps.sh
 
+# Every suite on this kernel, then the kernel matrix's smoke on each kernel (tools/vm/README.md).
 test: deps
 	$(MAKE) --no-print-directory test-all
+	$(MAKE) --no-print-directory vmtest-smoke-run
 
 demo: deps
 	$(MAKE) --no-print-directory demo-run

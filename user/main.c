@@ -556,6 +556,7 @@ static int trace_live(struct run *r)
 		dl_budget_init(&r->budget, r->cfg.overhead_budget, &r->tracer);
 	r->tracer.stacks = r->cfg.stacks;
 	dl_pyprocs_init(&r->py, dl_tracer_py_fd(&r->tracer));
+	r->py.no_walk = dl_tracer_py_no_walk(&r->tracer);
 	r->py.bpf_known = dl_tracer_py_known(&r->tracer);
 	r->rb = ring_buffer__new(dl_tracer_ringbuf_fd(&r->tracer), on_record, r, NULL);
 	if (!r->rb) {

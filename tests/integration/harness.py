@@ -17,7 +17,8 @@ OUT = os.path.join(ROOT, ".output")
 # make test-asan points this at a build under AddressSanitizer and UndefinedBehaviorSanitizer.
 DLBPF = os.environ.get("DLBPF_BIN") or os.path.join(ROOT, "dlbpf")
 SANITIZED = bool(os.environ.get("DLBPF_BIN"))
-WORK = os.path.join(OUT, "itest")
+# DLBPF_TEST_WORK: where tests write (tools/vm points it at a real disk: the guest root is tmpfs).
+WORK = os.environ.get("DLBPF_TEST_WORK") or os.path.join(OUT, "itest")
 GPUSIM_DIR = os.path.join(OUT, "gpusim")
 
 os.makedirs(WORK, exist_ok=True)

@@ -85,12 +85,14 @@ def test_seccomp_target_survives():
     """A job under a Docker-like seccomp allowlist (no uretprobe syscall) keeps its own exit status, and its
     calls are counted exactly: with return probes where the kernel lets them through seccomp, at entry
     only where the trial says they would kill it (forced here by DLBPF_TEST_URETPROBE_HAZARD)."""
-    for hazard in (False, True):
-        env = forced(())
+    # The workload execs itself under its filter: with cookies by address (without attach_cookie) the
+    # runtime, still attached, is mapped elsewhere after the exec, and its addresses must follow.
+    for hazard, without in ((False, ()), (True, ()), (False, FEATURES)):
+        env = forced(without)
         if hazard:
             env["DLBPF_TEST_URETPROBE_HAZARD"] = "1"
         d, rc, truth = seccomp_run(env)
-        what = "hazard" if hazard else "no hazard"
+        what = ("hazard" if hazard else "no hazard") + (" without " + "+".join(without) if without else "")
         check(truth["seccomp"] == 2, f"{what}: the workload ran without its filter: {truth}")
         check(rc == 7 and truth["exit"] == 7, f"{what}: exit status {rc}, workload says {truth['exit']}: "
               f"{d.stderr[-1500:]}")
@@ -100,6 +102,39 @@ def test_seccomp_target_survives():
             check(got == n, f"{what}: {api}: {got} calls, workload made {n}")
         check(("entry only" in d.stderr) == hazard, f"{what}: start-up warning wrong: {d.stderr[-1500:]}")
     return "exit status 7 kept, counts exact, with and without return probes"
+
+
+def test_python_lines_by_mechanism():
+    """Debian's CPython 3.11 on the simulator: exact lines on classic uprobes (6.1's way) and with every
+    fallback but the frame walk; where the kernel cannot check the walk (5.10), native sites only, said so,
+    and no Python site claimed."""
+    import test_pyframes as tp
+    python = "/usr/bin/python3.11"
+    if not os.path.exists(python):
+        from harness import Skipped
+        raise Skipped("no /usr/bin/python3.11")
+    notes = []
+    for without in (("uprobe_multi",), ("uprobe_multi", "attach_cookie", "task_storage", "task_btf"),
+                    ("uprobe_multi", "global_ptr_args")):
+        env = forced(without)
+        env.pop("PYTHONPATH", None)
+        d = Dlbpf(["--", python, tp.PYTRAIN, tp.LIBCUDART, "--steps", "30"], env=env)
+        rc = d.wait(120)
+        check(rc == 0, f"without {without}: dlbpf exited {rc}: {d.stderr[-1500:]}")
+        t = tp.truth_line(d.stdout, '{"pyframes"')
+        s = d.summary()
+        for pid, truth in t["pyframes"].items():
+            p = process(s, int(pid))
+            got = tp.measured(p, t["file"])
+            matched, total = tp.accuracy(truth, got)
+            check(total > 0, f"without {without}: the workload counted no calls")
+            if "global_ptr_args" in without:
+                check(not got, f"without the walk: Python sites claimed: {got}")
+                check("native call sites only" in d.stderr, f"without the walk: not said: {d.stderr[-1500:]}")
+            else:
+                check(matched >= 0.99 * total, f"without {without}: {matched}/{total} at their line; {got}")
+            notes.append(f"{'+'.join(without)}: {matched}/{total}")
+    return "; ".join(notes)
 
 
 def test_features_command():

@@ -132,7 +132,10 @@ def judge_bounds(name, steps, busy):
         note += (f" ({outside} under their lower bound by {sum(under) / 1e6:.2f} ms in all, within the "
                  f"{busy.stolen / 1e6:.1f} ms the hypervisor stole)")
     check(held >= BOUNDS_HOLD or excused, f"{name}: {note}; first outside: {first}; stolen {busy.stolen / 1e6:.1f} ms")
-    if name in TIGHT:
+    # Under emulation (tools/vm sets DLBPF_TEST_EMULATED) every wake-up is late by the emulator's
+    # pace, which widens the bounds by no measure of the model: there the bounds must hold, and the
+    # width is reported only.
+    if name in TIGHT and not os.environ.get("DLBPF_TEST_EMULATED"):
         check(width <= TIGHT[name], f"{name}: {note}, over {TIGHT[name] * 100:.0f}%")
     return note
 

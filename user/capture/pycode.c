@@ -180,6 +180,11 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 			p->pid, major, minor, dl_basename(b->path), dl_py_versions_supported());
 		return;
 	}
+	if (pp->no_walk) {
+		dl_warn("pid %d: CPython %u.%u (%s): %s; native call sites only", p->pid, major, minor,
+			dl_basename(b->path), pp->no_walk);
+		return;
+	}
 	p->layout = *l;
 	if (mem_read(p, bias + vals[SYM_RUNTIME], dbg, sizeof(dbg)) == sizeof(dbg) &&
 	    dl_py_debug_offsets(dbg, sizeof(dbg), &p->layout))

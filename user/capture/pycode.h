@@ -23,6 +23,7 @@ struct dl_pyproc;
 
 struct dl_pyprocs {
 	int map_fd;                 /* BPF map py_procs; -1: none (tests) */
+	const char *no_walk;        /* why this kernel's BPF walks no Python frames; NULL: it does */
 	volatile uint32_t *bpf_known; /* BPF's py_known, set before the map's first entry; NULL: none (tests) */
 	uint32_t specific_off;      /* glibc's pthread keys, measured in dlbpf (capture/glibctsd.h) */
 	bool own_glibc_agrees;      /* a glibc's descriptors say what was measured: each process's own are read */

@@ -131,6 +131,13 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	return dl_tracer_map_consumer_flag(t);
 }
 
+const char *dl_tracer_py_no_walk(const struct dl_tracer *t)
+{
+	if (t->feat.uprobe_multi || t->feat.global_ptr_args)
+		return NULL;
+	return "this kernel cannot check BPF's Python frame walk (global functions with pointer arguments, 5.12)";
+}
+
 /*
  * Every program the skeleton can attach by itself is attached here, so a new
  * SEC needs no list to be kept; one libbpf cannot attach (a section with no
@@ -580,6 +587,7 @@ static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *
 	};
 	struct dl_cuda_attach a = {
 		.pid = pid, .kind = kind, .seen = true, .fresh = true, .dev = mapping_dev(m), .inode = m->inode, .fd = f->fd,
+		.map_start = m->start, .map_offset = m->offset,
 		.nsyms = (int)(s->launch.n + s->other.n + s->calls.n + s->copies.n),
 	};
 	int err;
@@ -675,6 +683,12 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	c->mappings++;
 	if (a) {
 		a->seen = true;
+		/* The same file elsewhere in the same process (an exec): cookies by address follow it. */
+		if (!c->t->uprobes.cookies && m->offset == a->map_offset && m->start != a->map_start) {
+			for (int k = 0; k < DL_LINK_MAX; k++)
+				dl_plink_rewrite_cookies(&c->t->uprobes, a->links[k], c->pid, a->dev, a->inode);
+			a->map_start = m->start;
+		}
 		return 0;
 	}
 	if (is_refused(c->t, c->pid, mapping_dev(m), m->inode))

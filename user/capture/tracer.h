@@ -48,6 +48,7 @@ struct dl_cuda_attach {
 	bool seen;                /* still mapped at the last scan */
 	bool fresh;               /* attached by the last scan of its process, not yet told (dl_tracer_take_fresh) */
 	uint64_t dev, inode;
+	uint64_t map_start, map_offset;  /* a mapping of the file at attach: one elsewhere later means an exec */
 	char path[4096];          /* as the process maps it */
 	int fd;                   /* the file, opened inside the process's root (capture/tfile.h): links name it by fd */
 	struct dl_plink *links[DL_LINK_MAX];
@@ -117,6 +118,8 @@ int dl_tracer_set_hot_class(struct dl_tracer *t, int c, bool on, struct dl_hot_e
 int dl_tracer_agg_fd(const struct dl_tracer *t);
 /* BPF map py_procs: the CPython layout of each traced process that runs one (capture/pycode.h). */
 int dl_tracer_py_fd(const struct dl_tracer *t);
+/* Why the loaded CUDA programs walk no Python frames on this kernel; NULL when they do. */
+const char *dl_tracer_py_no_walk(const struct dl_tracer *t);
 /* BPF's flag that py_procs may hold an entry (dl_pyprocs.bpf_known). */
 volatile uint32_t *dl_tracer_py_known(struct dl_tracer *t);
 /* The processes the dlopen hold stopped and nobody continued yet: pid -> time of the stop (bpf/cuda.bpf.c). */

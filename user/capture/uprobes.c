@@ -12,6 +12,10 @@
 
 struct dl_plink {
 	size_t n;
+	/* Where cookies go by address: the set's probes, to write again when the file moves (an exec). */
+	unsigned long *off;
+	uint64_t *cookie;
+	size_t nprobes;
 	struct bpf_link *v[];
 };
 
@@ -21,6 +25,13 @@ static struct dl_plink *plink_new(size_t n)
 
 	l->n = n;
 	return l;
+}
+
+static void plink_free(struct dl_plink *l)
+{
+	free(l->off);
+	free(l->cookie);
+	free(l);
 }
 
 /* pid's executable mappings of one file: where each probed offset is in the process. */
@@ -69,12 +80,17 @@ static int write_cookies(struct dl_uprobe_mode *m, const struct dl_uprobe_set *s
 		}
 		if (!found)
 			return -ENOENT;   /* not mapped executable: its probe could never fire with a known address */
+		/*
+		 * The newest mapping wins: the address of a process that exec'd
+		 * since, or of another process's function (counted: the kernel
+		 * cannot tell them apart).
+		 */
 		if (!bpf_map_lookup_elem(m->cookie_map_fd, &addr, &have)) {
-			if (have != s->cookie[i])
-				m->clashes++;
-			continue;
+			if (have == s->cookie[i])
+				continue;
+			m->clashes++;
 		}
-		if (bpf_map_update_elem(m->cookie_map_fd, &addr, &s->cookie[i], BPF_NOEXIST) && errno != EEXIST)
+		if (bpf_map_update_elem(m->cookie_map_fd, &addr, &s->cookie[i], BPF_ANY))
 			return -errno;
 	}
 	return 0;
@@ -108,6 +124,13 @@ struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *p
 			return errno = -err, NULL;
 	}
 	l = plink_new(s->n);
+	if (!m->cookies) {
+		l->off = dl_xcalloc(s->n, sizeof(*l->off));
+		l->cookie = dl_xcalloc(s->n, sizeof(*l->cookie));
+		memcpy(l->off, s->off, s->n * sizeof(*l->off));
+		memcpy(l->cookie, s->cookie, s->n * sizeof(*l->cookie));
+		l->nprobes = s->n;
+	}
 	for (size_t i = 0; i < s->n; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = s->ret, .bpf_cookie = m->cookies ? s->cookie[i] : 0);
 
@@ -124,6 +147,19 @@ fail:
 	return NULL;
 }
 
+int dl_plink_rewrite_cookies(struct dl_uprobe_mode *m, const struct dl_plink *l, pid_t pid, uint64_t dev,
+			     uint64_t inode)
+{
+	struct dl_uprobe_set s = { .pid = pid, .dev = dev, .inode = inode };
+
+	if (!l || !l->nprobes || m->cookies)
+		return 0;
+	s.off = l->off;
+	s.cookie = l->cookie;
+	s.n = l->nprobes;
+	return write_cookies(m, &s);
+}
+
 size_t dl_plink_count(const struct dl_plink *l)
 {
 	return l ? l->n : 0;
@@ -134,7 +170,7 @@ void dl_plink_take(struct dl_plink *l, struct bpf_link **out)
 	if (!l)
 		return;
 	memcpy(out, l->v, l->n * sizeof(l->v[0]));
-	free(l);
+	plink_free(l);
 }
 
 void dl_plink_destroy(struct dl_plink *l)
@@ -142,7 +178,7 @@ void dl_plink_destroy(struct dl_plink *l)
 	if (!l)
 		return;
 	dl_links_destroy_parallel(l->v, l->n);
-	free(l);
+	plink_free(l);
 }
 
 static void *destroy_link(void *l)

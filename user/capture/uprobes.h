@@ -39,6 +39,12 @@ struct dl_uprobe_set {
 
 /* NULL with errno set on failure; prog: the multi or the classic program, as m->multi says. */
 struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *prog, const struct dl_uprobe_set *s);
+/*
+ * Where cookies go by address: writes l's again for the file's mappings in
+ * pid now (after an exec the same file is mapped elsewhere); 0 or -errno.
+ */
+int dl_plink_rewrite_cookies(struct dl_uprobe_mode *m, const struct dl_plink *l, pid_t pid, uint64_t dev,
+			     uint64_t inode);
 /* Links it holds (one, or one per function). */
 size_t dl_plink_count(const struct dl_plink *l);
 /* Moves its links to out (dl_plink_count of them) and frees it, for a detach in one batch. */
