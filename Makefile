@@ -1,6 +1,8 @@
 # dlbpf — build, test and demo. `make` builds ./dlbpf; `make test` installs
 # dependencies, builds and runs every test; `make demo` traces a bundled workload.
 OUTPUT := .output
+# Plain `make` builds ./dlbpf: the stage libraries' rules below would otherwise come first.
+.DEFAULT_GOAL := all
 CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= cc

@@ -2,7 +2,7 @@
 #   make vmtest          tools/vm/guest-test.sh full  under each of $(VM_KERNELS)
 #   make vmtest-smoke    tools/vm/guest-test.sh smoke under each of $(VM_KERNELS)
 # Debian's 5.10, 6.1 and 6.12 kernels boot under QEMU (software emulation); host runs
-# natively on this machine's kernel. Not part of `make test`. See tools/vm/README.md.
+# natively on this machine's kernel. `make test` runs the smoke. See tools/vm/README.md.
 VM_KERNELS ?= 5.10 6.1 6.12 host
 # Options for tools/vm/run: a 256 MiB ext4 disk at /vmdisk for block-I/O tests.
 VM_RUN_ARGS ?= --disk 256

@@ -532,7 +532,8 @@ static int pick_symbols(struct dl_tracer *t, int fd, pid_t pid, const struct dl_
  */
 static bool returns_harm(struct dl_tracer *t, pid_t pid, int kind)
 {
-	if (dl_proc_seccomp_mode(pid) != 2)
+	/* Return probes that trap (no uretprobe system call) are beyond any seccomp filter. */
+	if ((!t->feat.uretprobe_syscall && t->uret_hazard < 0) || dl_proc_seccomp_mode(pid) != 2)
 		return false;
 	if (t->uret_hazard < 0) {
 		int r = dl_uretprobe_seccomp_hazard();
@@ -797,6 +798,18 @@ void dl_tracer_detach(struct dl_tracer *t)
 	uint64_t t0 = dl_now_ns();
 	const struct bpf_object_skeleton *sk = t->skel ? t->skel->skeleton : NULL;
 	DL_VEC(struct bpf_link *) all = { 0 };
+	size_t singles = 0;
+
+	/*
+	 * Classic uprobes go one by one in the kernel (each a grace period: ~100 ms on 6.18): a wait
+	 * of seconds is said before it starts.
+	 */
+	for (size_t i = 0; i < t->cuda.n; i++)
+		for (int k = 0; k < DL_LINK_MAX; k++)
+			singles += dl_plink_single(t->cuda.v[i].links[k]) ? dl_plink_count(t->cuda.v[i].links[k]) : 0;
+	if (singles > 16)
+		dl_warn("detaching %zu probes one by one (this kernel has no uprobe_multi): this takes a few "
+			"seconds; the traced processes run on meanwhile", singles);
 
 	for (size_t i = 0; i < t->cuda.n; i++) {
 		struct dl_cuda_attach *a = &t->cuda.v[i];
@@ -804,6 +817,8 @@ void dl_tracer_detach(struct dl_tracer *t)
 		for (int k = 0; k < DL_LINK_MAX; k++) {
 			size_t n = dl_plink_count(a->links[k]);
 
+			if (dl_plink_single(a->links[k]))
+				continue;   /* attach_free detaches them in turn */
 			for (size_t j = 0; j < n; j++)
 				*dl_vec_push(&all) = NULL;
 			dl_plink_take(a->links[k], all.v + all.n - n);

@@ -45,6 +45,8 @@ struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *p
  */
 int dl_plink_rewrite_cookies(struct dl_uprobe_mode *m, const struct dl_plink *l, pid_t pid, uint64_t dev,
 			     uint64_t inode);
+/* Whether l holds classic uprobes (one per function), which dl_plink_destroy detaches in turn. */
+bool dl_plink_single(const struct dl_plink *l);
 /* Links it holds (one, or one per function). */
 size_t dl_plink_count(const struct dl_plink *l);
 /* Moves its links to out (dl_plink_count of them) and frees it, for a detach in one batch. */
