@@ -86,8 +86,14 @@ static __always_inline struct task_struct *dl_current(void)
  */
 #define DL_TASK_READ(t, field) (has_task_btf ? (t)->field : BPF_CORE_READ(t, field))
 
-/* Per-thread state where task-local storage is missing: entries go at thread exit (proc.bpf.c). */
-#define DL_TID_STATES 65536
+/*
+ * Per-thread state where task-local storage is missing: entries go at thread
+ * exit (proc.bpf.c). Preallocated, as 5.10 wants of maps that tracing programs
+ * update (else a kernel warning at load), so sized for the threads that make
+ * CUDA calls or read files at once, not for every thread: a full map counts
+ * the call as lost (DL_DROP_INFLIGHT).
+ */
+#define DL_TID_STATES 8192
 
 /*
  * A thread's entry of a hash keyed by tid, made from zero when create is set
@@ -112,7 +118,6 @@ static __always_inline void *dl_tid_state(void *map, __u32 tid, bool create, con
  */
 DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, __u64);
@@ -195,7 +200,6 @@ DL_SHARED struct {
 /* calls where task-local storage is missing (has_task_storage), and a zeroed value to create from. */
 DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, DL_TID_STATES);
 	__type(key, __u32);
 	__type(value, struct call_stack);
@@ -296,7 +300,6 @@ DL_SHARED struct {
 /* file_calls where task-local storage is missing (has_task_storage). */
 DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, DL_TID_STATES);
 	__type(key, __u32);
 	__type(value, struct file_call);
