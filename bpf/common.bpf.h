@@ -63,7 +63,7 @@ DL_SHARED struct {
  * lacks included:
  * - has_task_btf: bpf_get_current_task_btf (5.11). Without it the current task
  *   is a pointer only probe reads may follow (DL_TASK_READ).
- * - has_task_storage: task-local storage maps (5.11). Without it per-thread
+ * - has_task_storage: task-local storage from tracing programs (5.12). Without it per-thread
  *   state lives in hashes keyed by thread id, removed at thread exit.
  * - has_attach_cookie: bpf_get_attach_cookie for uprobes (5.15). Without it a
  *   probe finds its cookie by its address (probe_cookies).
@@ -110,28 +110,29 @@ static __always_inline void *dl_tid_state(void *map, __u32 tid, bool create, con
 }
 
 /*
- * Where attach cookies are missing: each probed address's cookie, written by
- * user space for each library it attaches to (key: the address in the
- * process; a forked child maps it at the same address). Two processes that
- * map different functions at one address share an entry: user space keeps the
- * first and counts the clash.
+ * Where attach cookies are missing: each probed address's cookie in each
+ * process, written by user space before it attaches to a library of the
+ * process (every process gets its own probes, forked children included) and
+ * removed with them (user/capture/uprobes.c).
  */
 DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__type(key, struct dl_probe_addr);
 	__type(value, __u64);
 } probe_cookies SEC(".maps");
 
 /* The cookie of the probe that fired at entry (the ip is the probed address then); 0 when unknown. */
 static __always_inline __u64 dl_entry_cookie(struct pt_regs *ctx)
 {
-	__u64 ip, *c;
+	struct dl_probe_addr k = {};
+	__u64 *c;
 
 	if (has_attach_cookie)
 		return bpf_get_attach_cookie(ctx);
-	ip = PT_REGS_IP(ctx);
-	c = bpf_map_lookup_elem(&probe_cookies, &ip);
+	k.tgid = bpf_get_current_pid_tgid() >> 32;
+	k.addr = PT_REGS_IP(ctx);
+	c = bpf_map_lookup_elem(&probe_cookies, &k);
 	return c ? *c : 0;
 }
 

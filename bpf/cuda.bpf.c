@@ -285,7 +285,7 @@ static __always_inline int on_entry_only(struct pt_regs *ctx, __u64 cookie, cons
 
 	if (!cookie) {
 		/* A probe whose address has no cookie (probe_cookies): a call not recorded. */
-		dl_count_drop(DL_DROP_CUDA);
+		dl_count_drop(DL_DROP_INFLIGHT);
 		return 0;
 	}
 	if (cookie & DL_COOKIE_LOADER)
@@ -407,7 +407,7 @@ static __always_inline int on_enter(struct pt_regs *ctx, __u64 cookie)
 		return 0;
 	if (!cookie) {
 		/* No cookie for this address (probe_cookies): the frame still goes on, for its return to pop. */
-		dl_count_drop(DL_DROP_CUDA);
+		dl_count_drop(DL_DROP_INFLIGHT);
 	}
 	drop_stale_tail(st);
 	unwind(st, sp);
@@ -569,10 +569,6 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 cookie, const bo
 		return 0; /* a call with no frame (its entry probe came later, or found no stack): keep the others */
 	st->depth = d;
 	st->tail_sp = 0;
-	if (!cookie_known)
-		cookie = f->cookie;
-	if (!cookie)
-		return 0;   /* its entry counted the loss */
 	if (d > 0) {
 		__u32 below = d - 1;
 
@@ -580,6 +576,10 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 cookie, const bo
 		if (below < DL_MAX_DEPTH && st->f[below].sp == entry_sp)
 			st->tail_sp = entry_sp;
 	}
+	if (!cookie_known)
+		cookie = f->cookie;
+	if (!cookie)
+		return 0;   /* its entry counted the loss */
 	if ((f->cookie & DL_COOKIE_API_MASK) != (cookie & DL_COOKIE_API_MASK))
 		return 0; /* the same call under two names: nothing reliable to emit */
 	if (!(cookie & DL_COOKIE_LOADER) &&

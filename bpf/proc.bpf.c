@@ -72,6 +72,9 @@ int BPF_PROG(proc_exec, struct task_struct *p)
 
 	/* Another program now: the interpreter's layout (if any) is found again by user space. */
 	bpf_map_delete_elem(&py_procs, &tgid);
+	/* A thread other than the leader exec'd: it took the leader's id, and its old one never exits. */
+	if ((__u32)ctx[1] != (__u32)id)
+		dl_tid_states_free((__u32)ctx[1]);
 	if (!dl_is_traced(tgid)) {
 		char comm[DL_COMM_LEN] = {};
 		struct dl_traced t = {};

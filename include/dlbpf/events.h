@@ -370,6 +370,13 @@ struct dl_procinfo_ev {
 
 #define DL_PATH_LEN 256
 
+/* Key of the BPF map probe_cookies: a probed address in a process (kernels without attach cookies). */
+struct dl_probe_addr {
+	dl_u32 tgid;
+	dl_u32 pad;
+	dl_u64 addr;
+};
+
 /* dl_lib_ev.flags: the library is mapped but could not be read or probed; nsyms holds the errno. */
 #define DL_LIB_NOT_PROBED 1u
 
@@ -441,7 +448,8 @@ enum dl_drop_src {
 	DL_DROP_BIO = 1,      /* block and file records */
 	DL_DROP_SCHED = 2,
 	DL_DROP_PROC = 3,
-	DL_DROP_INFLIGHT = 4, /* an in-flight map (calls, requests, thread states) was full */
+	DL_DROP_INFLIGHT = 4, /* an in-flight map (calls, requests, thread states) was full, or a probe's
+			       * address had no cookie (kernels without attach cookies) */
 	DL_DROP_TRACED = 5,   /* the traced-process set was full: a child is not traced */
 	DL_DROP_AGG = 6,      /* --summary mode: the aggregation map was full */
 	DL_DROP_DEPTH = 7,    /* a CUDA call nested deeper than BPF keeps frames for: not recorded */

@@ -13,9 +13,27 @@ from test_dlbpf import compare_cuda, cuda_truth
 
 FEATURES = ("uprobe_multi", "attach_cookie", "task_storage", "task_btf", "global_ptr_args")
 
-# The combinations real kernels have (tools/vm/README.md): 5.15-6.5 lack uprobe_multi, 5.11-5.14
-# attach cookies too, 5.10 everything; and each fallback alone.
-COMBOS = [(), ("uprobe_multi",), ("uprobe_multi", "attach_cookie"), FEATURES] + [(f,) for f in FEATURES[1:]]
+# The combinations real kernels have: 5.15-6.5 lack uprobe_multi; 5.12-5.14 attach cookies too; 5.11
+# also task storage for tracing programs and the Python walk; 5.10 everything; and each fallback alone.
+COMBOS = [(), ("uprobe_multi",), ("uprobe_multi", "attach_cookie"),
+          ("uprobe_multi", "attach_cookie", "task_storage", "global_ptr_args"), FEATURES] + \
+    [(f,) for f in FEATURES[1:]]
+
+# What `dlbpf -v` says it loaded, for each feature taken away (tracer.c's choose_twins).
+LOADED = {"uprobe_multi": "CUDA probes on classic uprobes", "attach_cookie": "cookies by address",
+          "task_storage": "per-thread state in hashes by thread id", "task_btf": "current task by probe reads"}
+
+
+def check_loaded(stderr, without, what):
+    """The programs dlbpf says it loaded are those of a kernel without these features, not the usual ones."""
+    line = [l for l in stderr.splitlines() if "BPF programs:" in l]
+    check(len(line) == 1, f"{what}: no 'BPF programs:' line at -v: {stderr[-1000:]}")
+    for f, said in LOADED.items():
+        # Task storage is reached through the BTF task: without the one, the other goes too.
+        gone = f in without or (f == "task_storage" and "task_btf" in without)
+        check((said in line[0]) == gone, f"{what}: {line[0]}")
+    walked = "Python frames walked" in line[0]
+    check(walked == ("global_ptr_args" not in without or "uprobe_multi" not in without), f"{what}: {line[0]}")
 
 
 def forced(without):
@@ -35,6 +53,7 @@ def test_counts_by_every_mechanism():
         check(rc == 0, f"without {what}: dlbpf exited {rc}: {d.stderr[-2000:]}")
         for f in without:
             check(f"has no {f}" in d.stderr, f"without {f}: no start-up line says so: {d.stderr[-1000:]}")
+        check_loaded(d.stderr, without, f"without {what}")
         truth = cuda_truth(d.stdout)
         s = d.summary()
         p = process(s, s["processes"][0]["pid"])
@@ -100,6 +119,9 @@ def test_seccomp_target_survives():
         for api, n in truth["calls"].items():
             got = p["cuda"]["calls"].get(api, {}).get("count", 0)
             check(got == n, f"{what}: {api}: {got} calls, workload made {n}")
+        # Entry probes only: no call has a duration (or an error, which only its return says).
+        timed = sum(c.get("total_ns", 0) for c in p["cuda"]["calls"].values())
+        check((timed == 0) == hazard, f"{what}: calls timed {timed} ns in all")
         check(("entry only" in d.stderr) == hazard, f"{what}: start-up warning wrong: {d.stderr[-1500:]}")
     return "exit status 7 kept, counts exact, with and without return probes"
 
@@ -144,6 +166,9 @@ def test_features_command():
     for f in FEATURES:
         line = [l for l in out.splitlines() if l.split()[:1] == [f]]
         check(len(line) == 1, f"{f}: not one line in {out}")
+        # This machine's kernel (6.18) has every one; under tools/vm the kernel decides.
+        if not os.environ.get("DLBPF_VM_KERNEL") or os.environ["DLBPF_VM_KERNEL"] == "host":
+            check(line[0].split()[1] == "yes", f"{f} on this kernel: {line[0]}")
     for without in (("uprobe_multi",), FEATURES):
         rc, out, err = run_dlbpf(["features"], env=forced(without))
         check(rc == 0, f"features exited {rc}: {err}")

@@ -96,8 +96,22 @@ static bool probe_uprobe_multi(void)
 	err = link < 0 ? -errno : 0;
 	if (link >= 0)
 		close(link);
+	if (link >= 0 || err != -EBADF) {
+		close(prog);
+		return false;
+	}
+	/*
+	 * 6.6-6.9 before 46ba0e49b642 filtered a link's pid as a thread id: calls from the
+	 * process's other threads (a framework's worker threads) went unseen. A fixed kernel checks
+	 * the pid first, so pid -1 fails with EINVAL before the path is looked at (libbpf's probe).
+	 */
+	co.uprobe_multi.pid = -1;
+	link = bpf_link_create(prog, -1, BPF_TRACE_UPROBE_MULTI, &co);
+	err = link < 0 ? -errno : 0;
+	if (link >= 0)
+		close(link);
 	close(prog);
-	return link < 0 && err == -EBADF;
+	return link < 0 && err == -EINVAL;
 }
 
 /*
@@ -164,7 +178,11 @@ int dl_env_probe(struct dl_features *f)
 	f->exit_group_dead = tp_param_count(btf, "sched_process_exit") >= 2;
 	f->bio_merge_bio_only = tp_param_count(btf, "block_bio_backmerge") == 1;
 	f->getrq_bio_only = tp_param_count(btf, "block_getrq") == 1;
-	f->task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+	/*
+	 * The helper, not the map type: 5.11 has the map for LSM programs only (its helpers came
+	 * to tracing programs in 5.12).
+	 */
+	f->task_storage = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_task_storage_get, NULL) == 1;
 	f->task_btf = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_current_task_btf, NULL) == 1;
 	f->attach_cookie = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) == 1;
 	f->uprobe_multi = probe_uprobe_multi();
@@ -200,7 +218,11 @@ int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_
 
 static const char *kernel_release(struct utsname *u)
 {
-	return uname(u) ? "?" : u->release;
+	if (uname(u)) {
+		snprintf(u->release, sizeof(u->release), "?");
+		snprintf(u->machine, sizeof(u->machine), "?");
+	}
+	return u->release;
 }
 
 void dl_features_log_missing(const struct dl_features *f)

@@ -15,7 +15,7 @@ struct dl_features {
 	/* BPF features, each by a probe of the kernel (dl_env_probe), never by its version: */
 	bool uprobe_multi;          /* uprobe_multi links (6.6+); else one classic uprobe per function */
 	bool attach_cookie;         /* bpf_get_attach_cookie on uprobes (5.15+); else cookies by address */
-	bool task_storage;          /* task-local storage maps (5.11+); else hashes by thread id */
+	bool task_storage;          /* task-local storage from tracing programs (5.12+); else hashes by thread id */
 	bool task_btf;              /* bpf_get_current_task_btf (5.11+); else probe reads of the task */
 	bool global_ptr_args;       /* global BPF functions with pointer arguments (5.12+); else no Python frames in BPF */
 	/*

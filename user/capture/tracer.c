@@ -71,6 +71,10 @@ static void choose_twins(struct dl_tracer *t)
 	bpf_map__set_autocreate(skel->maps.file_calls_by_tid, !storage);
 	t->uprobes.multi = multi;
 	t->uprobes.cookies = f->attach_cookie;
+	dl_info("BPF programs: CUDA probes on %s, cookies %s, per-thread state in %s, current task %s, "
+		"Python frames %s", multi ? "uprobe_multi links" : "classic uprobes",
+		f->attach_cookie ? "attached" : "by address", storage ? "task storage" : "hashes by thread id",
+		f->task_btf ? "by BTF" : "by probe reads", multi || py ? "walked" : "not walked");
 }
 
 int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files)
@@ -259,11 +263,20 @@ int dl_tracer_attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const 
 	return 0;
 }
 
-static void attach_free(struct dl_cuda_attach *a)
+/*
+ * later: the process is gone, so its classic uprobes may go in the background
+ * (they fire for no one). A library unmapped from a live process may be mapped
+ * again (an exec maps the same runtime): its probes must be gone before the
+ * next scan attaches new ones, or a call would be seen twice.
+ */
+static void attach_free(struct dl_cuda_attach *a, bool later)
 {
 	/* Entry links before return links (tracer.h). */
 	for (int k = DL_LINK_MAX - 1; k >= 0; k--) {
-		dl_plink_destroy(a->links[k]);
+		if (later)
+			dl_plink_destroy_later(a->links[k]);
+		else
+			dl_plink_destroy(a->links[k]);
 		a->links[k] = NULL;
 	}
 	free(a->hot_launch);
@@ -360,7 +373,8 @@ static void refuse(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, i
 {
 	uint64_t dev = mapping_dev(m), key = file_key(pid, dev, m->inode);
 
-	if (kind != DL_LIB_NONE && !dl_u64map_get(&t->warned, file_key(0, dev, m->inode), NULL)) {
+	/* -EAGAIN: the file is being mapped (uprobes.c); the next scan tries again, with nothing to say. */
+	if (kind != DL_LIB_NONE && err != -EAGAIN && !dl_u64map_get(&t->warned, file_key(0, dev, m->inode), NULL)) {
 		dl_u64map_put(&t->warned, file_key(0, dev, m->inode), 1);
 		dl_err("pid %d: cannot %s %s: %s; its calls are not traced", pid, what, m->path, why);
 	}
@@ -607,7 +621,7 @@ static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *
 	err = dl_tracer_attach_links(t, &a, sets);
 	if (err) {
 		a.fd = -1;   /* still the caller's */
-		attach_free(&a);
+		attach_free(&a, false);
 		return err;
 	}
 	f->fd = -1;
@@ -686,9 +700,16 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 		a->seen = true;
 		/* The same file elsewhere in the same process (an exec): cookies by address follow it. */
 		if (!c->t->uprobes.cookies && m->offset == a->map_offset && m->start != a->map_start) {
-			for (int k = 0; k < DL_LINK_MAX; k++)
-				dl_plink_rewrite_cookies(&c->t->uprobes, a->links[k], c->pid, a->dev, a->inode);
-			a->map_start = m->start;
+			int err = 0;
+
+			for (int k = 0; k < DL_LINK_MAX && !err; k++)
+				err = dl_plink_rewrite_cookies(&c->t->uprobes, a->links[k], c->pid, a->dev, a->inode);
+			/* Tried again at the next scan until it holds. */
+			if (!err)
+				a->map_start = m->start;
+			else if (err != -EAGAIN)
+				dl_warn("pid %d: cannot follow %s to its new addresses: %s", c->pid, a->path,
+					strerror(-err));
 		}
 		return 0;
 	}
@@ -728,7 +749,7 @@ int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
 	for (size_t i = 0; i < t->cuda.n; i++) {
 		if (t->cuda.v[i].pid == pid && !t->cuda.v[i].seen) {
 			dl_info("pid %d: %s unmapped, probes removed", pid, t->cuda.v[i].path);
-			attach_free(&t->cuda.v[i]);
+			attach_free(&t->cuda.v[i], false);
 			continue;
 		}
 		t->cuda.v[w++] = t->cuda.v[i];
@@ -782,7 +803,7 @@ void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid)
 	forget_refused(t, pid);
 	for (size_t i = 0; i < t->cuda.n; i++) {
 		if (t->cuda.v[i].pid == pid) {
-			attach_free(&t->cuda.v[i]);
+			attach_free(&t->cuda.v[i], true);
 			continue;
 		}
 		t->cuda.v[w++] = t->cuda.v[i];
@@ -824,7 +845,7 @@ void dl_tracer_detach(struct dl_tracer *t)
 			dl_plink_take(a->links[k], all.v + all.n - n);
 			a->links[k] = NULL;
 		}
-		attach_free(a);
+		attach_free(a, false);
 	}
 	t->cuda.n = 0;
 	dl_u64map_free(&t->cuda_index);
@@ -838,6 +859,7 @@ void dl_tracer_detach(struct dl_tracer *t)
 	}
 	dl_links_destroy_parallel(all.v, all.n);
 	dl_vec_free(&all);
+	dl_plinks_flush();
 	dl_sysevents_release(&t->sysevents);
 	t->last_detach_ns = dl_now_ns() - t0;
 }

@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 #include "capture/procfs.h"
 #include "capture/uprobes.h"
+#include "dlbpf/events.h"
 #include "log.h"
 #include "util.h"
 
@@ -17,6 +18,9 @@ struct dl_plink {
 	unsigned long *off;
 	uint64_t *cookie;
 	size_t nprobes;
+	struct dl_uprobe_mode *mode;
+	struct dl_probe_addr *keys;   /* the probe_cookies entries written */
+	size_t nkeys, cap_keys;
 	struct bpf_link *v[];
 };
 
@@ -28,8 +32,13 @@ static struct dl_plink *plink_new(size_t n)
 	return l;
 }
 
+static void delete_cookies(struct dl_uprobe_mode *m, struct dl_plink *l);
+
 static void plink_free(struct dl_plink *l)
 {
+	if (l->mode)
+		delete_cookies(l->mode, l);
+	free(l->keys);
 	free(l->off);
 	free(l->cookie);
 	free(l);
@@ -56,13 +65,22 @@ static int collect_exec_maps(const struct dl_mapping *m, void *arg)
 	return 0;
 }
 
+/* Removes the cookies l wrote (its process exited, the file is unmapped, or it moved). */
+static void delete_cookies(struct dl_uprobe_mode *m, struct dl_plink *l)
+{
+	for (size_t i = 0; i < l->nkeys; i++)
+		bpf_map_delete_elem(m->cookie_map_fd, &l->keys[i]);
+	l->nkeys = 0;
+}
+
 /*
- * Writes each probe's cookie under its address in s->pid: the address a
- * uprobe reports at entry is where its file offset is mapped. An address that
- * already holds another cookie keeps it (a process mapping another function
- * there, which the kernel cannot tell apart), counted in m->clashes.
+ * Writes each probe's cookie under its address in s->pid, the keys into l: the
+ * address a uprobe reports at entry is where its file offset is mapped (in
+ * every executable mapping of the file that holds it). -EAGAIN when an offset
+ * is in none: the loader is mapping the file right now, and a later scan
+ * tries again.
  */
-static int write_cookies(struct dl_uprobe_mode *m, const struct dl_uprobe_set *s)
+static int write_cookies(struct dl_uprobe_mode *m, const struct dl_uprobe_set *s, struct dl_plink *l)
 {
 	struct file_maps fm = { .dev = s->dev, .inode = s->inode };
 	int err = dl_maps_foreach(s->pid, collect_exec_maps, &fm);
@@ -70,29 +88,30 @@ static int write_cookies(struct dl_uprobe_mode *m, const struct dl_uprobe_set *s
 	if (err < 0)
 		return err;
 	for (size_t i = 0; i < s->n; i++) {
-		uint64_t addr = 0, have;
 		bool found = false;
 
-		for (size_t k = 0; k < fm.n && !found; k++) {
+		for (size_t k = 0; k < fm.n; k++) {
+			struct dl_probe_addr key = { .tgid = (uint32_t)s->pid };
+
 			if (s->off[i] < fm.v[k].offset || s->off[i] - fm.v[k].offset >= fm.v[k].end - fm.v[k].start)
 				continue;
-			addr = fm.v[k].start + (s->off[i] - fm.v[k].offset);
+			key.addr = fm.v[k].start + (s->off[i] - fm.v[k].offset);
 			found = true;
+			if (bpf_map_update_elem(m->cookie_map_fd, &key, &s->cookie[i], BPF_ANY)) {
+				err = -errno;
+				delete_cookies(m, l);
+				return err;
+			}
+			if (l->nkeys == l->cap_keys) {
+				l->cap_keys = l->cap_keys ? 2 * l->cap_keys : 64;
+				l->keys = dl_xrealloc(l->keys, l->cap_keys * sizeof(*l->keys));
+			}
+			l->keys[l->nkeys++] = key;
 		}
-		if (!found)
-			return -ENOENT;   /* not mapped executable: its probe could never fire with a known address */
-		/*
-		 * The newest mapping wins: the address of a process that exec'd
-		 * since, or of another process's function (counted: the kernel
-		 * cannot tell them apart).
-		 */
-		if (!bpf_map_lookup_elem(m->cookie_map_fd, &addr, &have)) {
-			if (have == s->cookie[i])
-				continue;
-			m->clashes++;
+		if (!found) {
+			delete_cookies(m, l);
+			return -EAGAIN;
 		}
-		if (bpf_map_update_elem(m->cookie_map_fd, &addr, &s->cookie[i], BPF_ANY))
-			return -errno;
 	}
 	return 0;
 }
@@ -118,15 +137,14 @@ struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *p
 		}
 		return l;
 	}
-	/* Before the probes: an entry that fires first must find its cookie. */
-	if (!m->cookies) {
-		err = write_cookies(m, s);
-		if (err)
-			return errno = -err, NULL;
-	}
 	l = plink_new(s->n);
 	l->single = true;
 	if (!m->cookies) {
+		/* Before the probes: an entry that fires first must find its cookie. */
+		l->mode = m;
+		err = write_cookies(m, s, l);
+		if (err)
+			goto fail;
 		l->off = dl_xcalloc(s->n, sizeof(*l->off));
 		l->cookie = dl_xcalloc(s->n, sizeof(*l->cookie));
 		memcpy(l->off, s->off, s->n * sizeof(*l->off));
@@ -149,8 +167,7 @@ fail:
 	return NULL;
 }
 
-int dl_plink_rewrite_cookies(struct dl_uprobe_mode *m, const struct dl_plink *l, pid_t pid, uint64_t dev,
-			     uint64_t inode)
+int dl_plink_rewrite_cookies(struct dl_uprobe_mode *m, struct dl_plink *l, pid_t pid, uint64_t dev, uint64_t inode)
 {
 	struct dl_uprobe_set s = { .pid = pid, .dev = dev, .inode = inode };
 
@@ -159,7 +176,8 @@ int dl_plink_rewrite_cookies(struct dl_uprobe_mode *m, const struct dl_plink *l,
 	s.off = l->off;
 	s.cookie = l->cookie;
 	s.n = l->nprobes;
-	return write_cookies(m, &s);
+	delete_cookies(m, l);
+	return write_cookies(m, &s, l);
 }
 
 size_t dl_plink_count(const struct dl_plink *l)
@@ -194,6 +212,91 @@ void dl_plink_destroy(struct dl_plink *l)
 bool dl_plink_single(const struct dl_plink *l)
 {
 	return l && l->single;
+}
+
+/*
+ * Classic uprobes of processes that exited or libraries unmapped are detached
+ * by one thread of their own, in the order given (entry links first): a
+ * library's take seconds, which the collector's drain must not wait for.
+ */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t work, idle;
+	pthread_t th;
+	bool running, stop;
+	struct dl_plink **q;
+	size_t head, n, cap;
+} detacher = { .mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
+
+static void *detacher_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&detacher.mu);
+	for (;;) {
+		struct dl_plink *l;
+
+		while (detacher.head == detacher.n && !detacher.stop)
+			pthread_cond_wait(&detacher.work, &detacher.mu);
+		if (detacher.head == detacher.n)
+			break;
+		l = detacher.q[detacher.head];
+		pthread_mutex_unlock(&detacher.mu);
+		dl_plink_destroy(l);
+		pthread_mutex_lock(&detacher.mu);
+		if (++detacher.head == detacher.n) {
+			detacher.head = detacher.n = 0;
+			pthread_cond_broadcast(&detacher.idle);
+		}
+	}
+	pthread_mutex_unlock(&detacher.mu);
+	return NULL;
+}
+
+void dl_plink_destroy_later(struct dl_plink *l)
+{
+	if (!l)
+		return;
+	if (!l->single) {
+		dl_plink_destroy(l);   /* one link */
+		return;
+	}
+	pthread_mutex_lock(&detacher.mu);
+	if (!detacher.running)
+		detacher.running = pthread_create(&detacher.th, NULL, detacher_main, NULL) == 0;
+	if (!detacher.running) {
+		/* No thread to give it to: here, now. */
+		pthread_mutex_unlock(&detacher.mu);
+		dl_plink_destroy(l);
+		return;
+	}
+	if (detacher.n == detacher.cap) {
+		detacher.cap = detacher.cap ? 2 * detacher.cap : 16;
+		detacher.q = dl_xrealloc(detacher.q, detacher.cap * sizeof(*detacher.q));
+	}
+	detacher.q[detacher.n++] = l;
+	pthread_cond_signal(&detacher.work);
+	pthread_mutex_unlock(&detacher.mu);
+}
+
+void dl_plinks_flush(void)
+{
+	pthread_mutex_lock(&detacher.mu);
+	while (detacher.running && detacher.n)
+		pthread_cond_wait(&detacher.idle, &detacher.mu);
+	if (!detacher.running) {
+		pthread_mutex_unlock(&detacher.mu);
+		return;
+	}
+	detacher.stop = true;
+	pthread_cond_signal(&detacher.work);
+	pthread_mutex_unlock(&detacher.mu);
+	pthread_join(detacher.th, NULL);
+	pthread_mutex_lock(&detacher.mu);
+	detacher.running = detacher.stop = false;
+	free(detacher.q);
+	detacher.q = NULL;
+	detacher.cap = 0;
+	pthread_mutex_unlock(&detacher.mu);
 }
 
 static void *destroy_link(void *l)

@@ -21,7 +21,6 @@ struct dl_uprobe_mode {
 	bool multi;          /* uprobe_multi links */
 	bool cookies;        /* attach cookies on classic uprobes */
 	int cookie_map_fd;   /* probe_cookies, where !cookies */
-	uint64_t clashes;    /* addresses whose cookie another process's function already held */
 };
 
 /* The probes of one file: one link, or one per function. */
@@ -43,16 +42,21 @@ struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *p
  * Where cookies go by address: writes l's again for the file's mappings in
  * pid now (after an exec the same file is mapped elsewhere); 0 or -errno.
  */
-int dl_plink_rewrite_cookies(struct dl_uprobe_mode *m, const struct dl_plink *l, pid_t pid, uint64_t dev,
-			     uint64_t inode);
+int dl_plink_rewrite_cookies(struct dl_uprobe_mode *m, struct dl_plink *l, pid_t pid, uint64_t dev, uint64_t inode);
 /* Whether l holds classic uprobes (one per function), which dl_plink_destroy detaches in turn. */
 bool dl_plink_single(const struct dl_plink *l);
 /* Links it holds (one, or one per function). */
 size_t dl_plink_count(const struct dl_plink *l);
 /* Moves its links to out (dl_plink_count of them) and frees it, for a detach in one batch. */
 void dl_plink_take(struct dl_plink *l, struct bpf_link **out);
-/* Detaches (classic uprobes in parallel: each waits a grace period) and frees; NULL is fine. */
+/* Detaches (classic uprobes one after the other: the kernel takes them in turn) and frees; NULL is fine. */
 void dl_plink_destroy(struct dl_plink *l);
+/*
+ * The same, for classic uprobes by a thread of their own, in the order given, so that the caller
+ * does not wait; dl_plinks_flush waits until every one is detached.
+ */
+void dl_plink_destroy_later(struct dl_plink *l);
+void dl_plinks_flush(void);
 /* Destroys links from threads of their own, so that their grace periods overlap. */
 void dl_links_destroy_parallel(struct bpf_link **links, size_t n);
 
