@@ -136,7 +136,7 @@ def test_completion():
     offered = set(complete(["dlbpf", "-"])) - {"--"}
     in_help = {o for short, long_, _ in help_options() for o in (short, long_) if o}
     check(offered == in_help, f"completion's options differ from --help's: {sorted(offered ^ in_help)}")
-    check(set(complete(["dlbpf", "-q", ""])) == {"record", "report"}, "sub-commands not offered after -q")
+    check(set(complete(["dlbpf", "-q", ""])) == {"record", "report", "features"}, "sub-commands not offered after -q")
     with tempfile.TemporaryDirectory() as d:
         open(os.path.join(d, "run.dlbpf"), "w").close()
         os.mkdir(os.path.join(d, "traces"))
@@ -152,7 +152,7 @@ def test_completion():
     check(comm in complete(["dlbpf", "--comm", comm[:2]]), f"--comm {comm[:2]} does not offer {comm}")
     check(set(complete(["dlbpf", "--format", ""])) == {"pftrace", "json"}, "--format's values")
     # -o takes "report" as its argument: the next word is still in the sub-command's place.
-    check(set(complete(["dlbpf", "-o", "report", ""])) == {"record", "report"}, "-o's argument taken as a word")
+    check(set(complete(["dlbpf", "-o", "report", ""])) == {"record", "report", "features"}, "-o's argument taken as a word")
 
 
 def usage_error(args):
