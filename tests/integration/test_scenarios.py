@@ -168,7 +168,9 @@ def judge_idle(name, steps, busy):
     note = (f"GPU idle per step: truth {sums[0] / n / 1e6:.2f} ms, dlbpf {sums[1] / n / 1e6:.2f} of "
             f"{sums[2] / n / 1e6:.2f} (" + ", ".join(f"{k} {v / n / 1e6:.2f}" for k, v in parts.items()) + ")")
     check(1 - over / n >= BOUNDS_HOLD, f"{name}: {note}; {over} of {n} steps idle longer than the truth")
-    want = IDLE_MOSTLY.get(name)
+    # Under emulation the loaders and the host run at the emulator's pace, not the model's: the split
+    # of the idle time is reported, and only held to the scenario's shape on a real CPU.
+    want = None if os.environ.get("DLBPF_TEST_EMULATED") else IDLE_MOSTLY.get(name)
     if want:
         check(parts[want] * 2 > sums[1], f"{name}: {note}: not mostly {want}")
     return note
@@ -264,6 +266,10 @@ def expected_verdicts(name, tsum):
     on-CPU time by more than SHARE_PP points, contention is the right answer; within SHARE_PP of
     each other, either is."""
     want = EXPECTED[name]
+    # Under emulation (tools/vm) the loaders and the host run at the emulator's pace: the verdict the
+    # workload's own clocks give stands beside the one the scenario was made for.
+    if os.environ.get("DLBPF_TEST_EMULATED") and want is not None:
+        return {want} | truth_verdicts(tsum)
     if want != "host-compute-bound":
         return {want}
     lead = 100.0 * (tsum["runq_share"] - tsum["oncpu_share"])

@@ -6,9 +6,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 # The guest's root is a tmpfs overlay: the tests' files go to the virtio disk so that reads reach a block device.
+# (and the training workload's dataset, which goes to $TMPDIR).
 if [ -n "${DLBPF_VM_DISK_MNT:-}" ]; then
-  export DLBPF_TEST_WORK=$DLBPF_VM_DISK_MNT/itest
-  mkdir -p "$DLBPF_TEST_WORK"
+  export DLBPF_TEST_WORK=$DLBPF_VM_DISK_MNT/itest TMPDIR=$DLBPF_VM_DISK_MNT/tmp
+  mkdir -p "$DLBPF_TEST_WORK" "$TMPDIR"
 fi
 # Emulated kernels: the tests hold bounds to the workload's clocks but not to widths a native run has.
 [ "${DLBPF_VM_KERNEL:-host}" = host ] || export DLBPF_TEST_EMULATED=1

@@ -86,6 +86,15 @@ struct bpf_link *dl_sysevent_attach(struct dl_sysevents *s, struct bpf_program *
 		errno = err;
 		return NULL;
 	}
+	/*
+	 * A kernel without perf links (5.15) attaches the program to the event itself (libbpf's
+	 * link is then the event's own fd): it runs until the event is gone, so a reference kept
+	 * for the closer would keep it running after dlbpf. The link's destroy closes it here.
+	 */
+	if (bpf_link__fd(link) == pfd) {
+		close(keep);
+		return link;
+	}
 	s->fd[s->n++] = keep;
 	return link;
 }

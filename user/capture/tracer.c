@@ -376,7 +376,8 @@ static void refuse(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, i
 	/* -EAGAIN: the file is being mapped (uprobes.c); the next scan tries again, with nothing to say. */
 	if (kind != DL_LIB_NONE && err != -EAGAIN && !dl_u64map_get(&t->warned, file_key(0, dev, m->inode), NULL)) {
 		dl_u64map_put(&t->warned, file_key(0, dev, m->inode), 1);
-		dl_err("pid %d: cannot %s %s: %s; its calls are not traced", pid, what, m->path, why);
+		dl_log(strcmp(what, "probe") ? DL_LOG_WARN : DL_LOG_ERROR, "pid %d: cannot %s %s: %s; its calls are not traced",
+		       pid, what, m->path, why);
 	}
 	if (dl_tfile_transient(err) || is_refused(t, pid, dev, m->inode))
 		return;
