@@ -368,6 +368,10 @@ def judge(name, s, truth):
             f"{verdict}; shares dlbpf/truth: {detail}")
     if EXPECTED[name]:
         want = expected_verdicts(name, tsum)
+        if os.environ.get("DLBPF_TEST_EMULATED"):
+            # The phases the workload's clocks measured for these steps, the top one or two.
+            top = sorted(((v, k) for k, v in ts.items() if k in PHASE_VERDICT), reverse=True)
+            want = want | {PHASE_VERDICT[k] for v, k in top if top[0][0] - v < SHARE_PP}
         check(verdict in want, f"{name}: verdict {verdict}, expected {' or '.join(sorted(want))} (workload's "
               f"runq {tsum['runq_share'] * 100:.0f}%, on CPU {tsum['oncpu_share'] * 100:.0f}%); {note}")
     # Input-bound has two causes with different advice: loaders on the CPU or on the disk, told
