@@ -66,7 +66,7 @@ DL_SHARED struct {
  * - has_task_storage: task-local storage from tracing programs (5.12). Without it per-thread
  *   state lives in hashes keyed by thread id, removed at thread exit.
  * - has_attach_cookie: bpf_get_attach_cookie for uprobes (5.15). Without it a
- *   probe finds its cookie by its address (probe_cookies).
+ *   probe finds its cookie by its file offset (probe_cookies).
  */
 DL_SHARED const volatile bool has_task_btf;
 DL_SHARED const volatile bool has_task_storage;
@@ -110,30 +110,81 @@ static __always_inline void *dl_tid_state(void *map, __u32 tid, bool create, con
 }
 
 /*
- * Where attach cookies are missing: each probed address's cookie in each
- * process, written by user space before it attaches to a library of the
- * process (every process gets its own probes, forked children included) and
- * removed with them (user/capture/uprobes.c).
+ * Where attach cookies are missing: each probed instruction's cookie, by its
+ * file (device, inode) and offset, written by user space before the first
+ * probe on the file and removed after the last (user/capture/uprobes.c). The
+ * key does not depend on the process or on where the file is mapped, so it
+ * holds for every process that maps the file, from its first instruction
+ * after an exec on.
  */
 DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct dl_probe_addr);
+	__type(key, struct dl_probe_site);
 	__type(value, __u64);
 } probe_cookies SEC(".maps");
+
+/* log2 of the page size (vm_pgoff counts pages), set by user space before load. */
+DL_SHARED const volatile __u32 dl_page_shift;
+
+/*
+ * The per-thread cache of recently found VMAs (3.15 to 6.0; gone from newer
+ * kernels, and from vmlinux.h). A uprobe's trap handler has just looked up the
+ * VMA that holds the probed address, so that VMA is in it.
+ */
+struct vmacache___dl {
+	__u64 seqnum;
+	struct vm_area_struct *vmas[4];
+} __attribute__((preserve_access_index));
+struct task_struct___dl {
+	struct vmacache___dl vmacache;
+} __attribute__((preserve_access_index));
+struct mm_struct___dl {
+	__u64 vmacache_seqnum;
+} __attribute__((preserve_access_index));
+
+/*
+ * The cookie of a classic uprobe at ip by its file offset: ip's VMA from the
+ * thread's VMA cache (valid while its sequence number is the mm's: an unmap
+ * in between makes it a miss), then the VMA's file and offset. 0 when unknown.
+ */
+static __always_inline __u64 dl_site_cookie(__u64 ip)
+{
+	struct task_struct___dl *t = (void *)bpf_get_current_task();
+	struct vm_area_struct *vma = NULL;
+	struct dl_probe_site k = {};
+	struct mm_struct *mm;
+	__u64 *c;
+
+	if (!bpf_core_field_exists(t->vmacache))
+		return 0;
+	mm = BPF_CORE_READ((struct task_struct *)t, mm);
+	if (!mm || BPF_CORE_READ(t, vmacache.seqnum) != BPF_CORE_READ((struct mm_struct___dl *)mm, vmacache_seqnum))
+		return 0;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		struct vm_area_struct *v = BPF_CORE_READ(t, vmacache.vmas[i]);
+
+		if (v && BPF_CORE_READ(v, vm_start) <= ip && ip < BPF_CORE_READ(v, vm_end)) {
+			vma = v;
+			break;
+		}
+	}
+	if (!vma)
+		return 0;
+	k.ino = BPF_CORE_READ(vma, vm_file, f_inode, i_ino);
+	k.dev = BPF_CORE_READ(vma, vm_file, f_inode, i_sb, s_dev);
+	k.offset = ip - BPF_CORE_READ(vma, vm_start) + (BPF_CORE_READ(vma, vm_pgoff) << dl_page_shift);
+	c = bpf_map_lookup_elem(&probe_cookies, &k);
+	return c ? *c : 0;
+}
 
 /* The cookie of the probe that fired at entry (the ip is the probed address then); 0 when unknown. */
 static __always_inline __u64 dl_entry_cookie(struct pt_regs *ctx)
 {
-	struct dl_probe_addr k = {};
-	__u64 *c;
-
 	if (has_attach_cookie)
 		return bpf_get_attach_cookie(ctx);
-	k.tgid = bpf_get_current_pid_tgid() >> 32;
-	k.addr = PT_REGS_IP(ctx);
-	c = bpf_map_lookup_elem(&probe_cookies, &k);
-	return c ? *c : 0;
+	return dl_site_cookie(PT_REGS_IP(ctx));
 }
 
 /* A load the compiler must make where it stands (not a value it kept in a register). */

@@ -7,7 +7,7 @@
  * Each program has twins, one of which user space loads (SEC("?..."),
  * user/capture/tracer.c): on uprobe_multi links (6.6+), or one classic uprobe
  * per function, its cookie from the attach cookie (5.15+) or from the probed
- * address (probe_cookies); "np" twins leave out the CPython frames, for
+ * file offset (probe_cookies); "np" twins leave out the CPython frames, for
  * kernels whose verifier cannot check py_walk as a global function (pointer
  * arguments, 5.12+).
  */
@@ -284,7 +284,7 @@ static __always_inline int on_entry_only(struct pt_regs *ctx, __u64 cookie, cons
 	__u32 depth;
 
 	if (!cookie) {
-		/* A probe whose address has no cookie (probe_cookies): a call not recorded. */
+		/* A probe whose site has no cookie (probe_cookies): a call not recorded. */
 		dl_count_drop(DL_DROP_INFLIGHT);
 		return 0;
 	}
@@ -406,7 +406,7 @@ static __always_inline int on_enter(struct pt_regs *ctx, __u64 cookie)
 	if (!st)
 		return 0;
 	if (!cookie) {
-		/* No cookie for this address (probe_cookies): the frame still goes on, for its return to pop. */
+		/* No cookie for this site (probe_cookies): the frame still goes on, for its return to pop. */
 		dl_count_drop(DL_DROP_INFLIGHT);
 	}
 	drop_stale_tail(st);

@@ -370,11 +370,15 @@ struct dl_procinfo_ev {
 
 #define DL_PATH_LEN 256
 
-/* Key of the BPF map probe_cookies: a probed address in a process (kernels without attach cookies). */
-struct dl_probe_addr {
-	dl_u32 tgid;
+/*
+ * Key of the BPF map probe_cookies (kernels without attach cookies for
+ * uprobes): a probed instruction by its file and offset.
+ */
+struct dl_probe_site {
+	dl_u64 ino;
+	dl_u32 dev;               /* the kernel's encoding: major << 20 | minor */
 	dl_u32 pad;
-	dl_u64 addr;
+	dl_u64 offset;            /* in the file */
 };
 
 /* dl_lib_ev.flags: the library is mapped but could not be read or probed; nsyms holds the errno. */

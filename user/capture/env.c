@@ -75,6 +75,18 @@ static int tp_param_count(const struct btf *btf, const char *tp)
  * that attach type loads, and a link to a file that cannot hold probes ("/")
  * fails with EBADF where the kernel knows the link type, EINVAL where not.
  */
+static bool struct_has_member(const struct btf *btf, const char *name, const char *member)
+{
+	int id = btf__find_by_name_kind(btf, name, BTF_KIND_STRUCT);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	const struct btf_member *m = t ? btf_members(t) : NULL;
+
+	for (int i = 0; t && i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, m[i].name_off), member))
+			return true;
+	return false;
+}
+
 static bool probe_uprobe_multi(void)
 {
 	const struct bpf_insn insns[] = {
@@ -186,6 +198,7 @@ int dl_env_probe(struct dl_features *f)
 	f->task_btf = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_current_task_btf, NULL) == 1;
 	f->attach_cookie = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) == 1;
 	f->uprobe_multi = probe_uprobe_multi();
+	f->vma_cache = struct_has_member(btf, "task_struct", "vmacache");
 	f->uretprobe_syscall = btf__find_by_name_kind(btf, "__x64_sys_uretprobe", BTF_KIND_FUNC) > 0 ||
 			       btf__find_by_name_kind(btf, "__do_sys_uretprobe", BTF_KIND_FUNC) > 0;
 	f->global_ptr_args = probe_global_ptr_args();
@@ -204,7 +217,9 @@ int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_
 		"one classic uprobe per CUDA function: the kernel detaches them one by one, a grace period "
 		"each (about 6 s for the 79 probes of one process's libcudart on 6.18, against 0.05 s)" };
 	out[n++] = (struct dl_feature_info){ "attach_cookie", f->attach_cookie,
-		"CUDA probes find their API by the probed address (a hash lookup per call)" };
+		f->vma_cache ? "CUDA probes find their API by file offset, through the kernel's VMA cache "
+			       "(about 10 probe reads and a hash lookup per call)"
+			     : "CUDA calls cannot be told apart (no VMA cache either): CUDA libraries are not probed" };
 	out[n++] = (struct dl_feature_info){ "task_storage", f->task_storage,
 		"per-thread state in hashes by thread id (a lookup per event, entries freed at thread exit)" };
 	out[n++] = (struct dl_feature_info){ "task_btf", f->task_btf,

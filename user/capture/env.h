@@ -14,7 +14,8 @@ struct dl_features {
 	bool getrq_bio_only;        /* block_getrq passes (bio), not (q, bio, rw) (5.11+) */
 	/* BPF features, each by a probe of the kernel (dl_env_probe), never by its version: */
 	bool uprobe_multi;          /* uprobe_multi links (6.6+); else one classic uprobe per function */
-	bool attach_cookie;         /* bpf_get_attach_cookie on uprobes (5.15+); else cookies by address */
+	bool attach_cookie;         /* bpf_get_attach_cookie on uprobes (5.15+); else cookies by file offset */
+	bool vma_cache;             /* the per-thread VMA cache (3.15-6.0), which finds a classic uprobe's file offset */
 	bool task_storage;          /* task-local storage from tracing programs (5.12+); else hashes by thread id */
 	bool task_btf;              /* bpf_get_current_task_btf (5.11+); else probe reads of the task */
 	bool global_ptr_args;       /* global BPF functions with pointer arguments (5.12+); else no Python frames in BPF */

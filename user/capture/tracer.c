@@ -48,6 +48,7 @@ static void choose_twins(struct dl_tracer *t)
 	skel->rodata->has_task_btf = f->task_btf;
 	skel->rodata->has_task_storage = storage;
 	skel->rodata->has_attach_cookie = f->attach_cookie;
+	skel->rodata->dl_page_shift = (__u32)__builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
 	/* Attached by hand: per library (dl_tracer_scan_cuda), per process (--step-on, marker.c), to dlbpf (calib.c). */
 	for (size_t i = 0; i < sizeof(by_hand) / sizeof(by_hand[0]); i++)
 		bpf_program__set_autoattach(by_hand[i], false);
@@ -71,9 +72,10 @@ static void choose_twins(struct dl_tracer *t)
 	bpf_map__set_autocreate(skel->maps.file_calls_by_tid, !storage);
 	t->uprobes.multi = multi;
 	t->uprobes.cookies = f->attach_cookie;
+	t->uprobes.site_cookies = f->vma_cache;
 	dl_info("BPF programs: CUDA probes on %s, cookies %s, per-thread state in %s, current task %s, "
 		"Python frames %s", multi ? "uprobe_multi links" : "classic uprobes",
-		f->attach_cookie ? "attached" : "by address", storage ? "task storage" : "hashes by thread id",
+		multi || f->attach_cookie ? "attached" : f->vma_cache ? "by file offset" : "missing (CUDA not probed)", storage ? "task storage" : "hashes by thread id",
 		f->task_btf ? "by BTF" : "by probe reads", multi || py ? "walked" : "not walked");
 }
 
@@ -373,8 +375,7 @@ static void refuse(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, i
 {
 	uint64_t dev = mapping_dev(m), key = file_key(pid, dev, m->inode);
 
-	/* -EAGAIN: the file is being mapped (uprobes.c); the next scan tries again, with nothing to say. */
-	if (kind != DL_LIB_NONE && err != -EAGAIN && !dl_u64map_get(&t->warned, file_key(0, dev, m->inode), NULL)) {
+	if (kind != DL_LIB_NONE && !dl_u64map_get(&t->warned, file_key(0, dev, m->inode), NULL)) {
 		dl_u64map_put(&t->warned, file_key(0, dev, m->inode), 1);
 		dl_log(strcmp(what, "probe") ? DL_LOG_WARN : DL_LOG_ERROR, "pid %d: cannot %s %s: %s; its calls are not traced",
 		       pid, what, m->path, why);
@@ -603,7 +604,6 @@ static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *
 	};
 	struct dl_cuda_attach a = {
 		.pid = pid, .kind = kind, .seen = true, .fresh = true, .dev = mapping_dev(m), .inode = m->inode, .fd = f->fd,
-		.map_start = m->start, .map_offset = m->offset,
 		.nsyms = (int)(s->launch.n + s->other.n + s->calls.n + s->copies.n),
 	};
 	int err;
@@ -671,7 +671,10 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 			__atomic_store_n(&t->skel->bss->driver_probed, 1, __ATOMIC_SEQ_CST);
 	r = attach_sets(t, pid, m, kind, &sets, &f);
 	if (r < 0) {
-		refuse(t, pid, m, kind, r, "probe", strerror(-r));
+		refuse(t, pid, m, kind, r, "probe",
+		       r == -ENOTSUP && !t->uprobes.multi && !t->uprobes.cookies
+			       ? "this kernel gives uprobes neither attach cookies nor a VMA cache to tell its calls apart"
+			       : strerror(-r));
 		dl_tfile_close(&f);
 		return r;
 	}
@@ -699,19 +702,6 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	c->mappings++;
 	if (a) {
 		a->seen = true;
-		/* The same file elsewhere in the same process (an exec): cookies by address follow it. */
-		if (!c->t->uprobes.cookies && m->offset == a->map_offset && m->start != a->map_start) {
-			int err = 0;
-
-			for (int k = 0; k < DL_LINK_MAX && !err; k++)
-				err = dl_plink_rewrite_cookies(&c->t->uprobes, a->links[k], c->pid, a->dev, a->inode);
-			/* Tried again at the next scan until it holds. */
-			if (!err)
-				a->map_start = m->start;
-			else if (err != -EAGAIN)
-				dl_warn("pid %d: cannot follow %s to its new addresses: %s", c->pid, a->path,
-					strerror(-err));
-		}
 		return 0;
 	}
 	if (is_refused(c->t, c->pid, mapping_dev(m), m->inode))

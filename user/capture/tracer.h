@@ -48,7 +48,6 @@ struct dl_cuda_attach {
 	bool seen;                /* still mapped at the last scan */
 	bool fresh;               /* attached by the last scan of its process, not yet told (dl_tracer_take_fresh) */
 	uint64_t dev, inode;
-	uint64_t map_start, map_offset;  /* a mapping of the file at attach: one elsewhere later means an exec */
 	char path[4096];          /* as the process maps it */
 	int fd;                   /* the file, opened inside the process's root (capture/tfile.h): links name it by fd */
 	struct dl_plink *links[DL_LINK_MAX];

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "capture/procfs.h"
 #include "capture/uprobes.h"
 #include "dlbpf/events.h"
 #include "log.h"
@@ -14,15 +13,31 @@
 struct dl_plink {
 	size_t n;
 	bool single;          /* classic uprobes, one per function */
-	/* Where cookies go by address: the set's probes, to write again when the file moves (an exec). */
-	unsigned long *off;
-	uint64_t *cookie;
-	size_t nprobes;
+	struct site_file *sites;   /* where cookies go by file offset: the file's entries, which it holds */
 	struct dl_uprobe_mode *mode;
-	struct dl_probe_addr *keys;   /* the probe_cookies entries written */
-	size_t nkeys, cap_keys;
 	struct bpf_link *v[];
 };
+
+/*
+ * Where attach cookies are missing, each probed instruction's cookie sits in
+ * probe_cookies under its file and offset (bpf/common.bpf.h dl_site_cookie).
+ * A cookie is a function of the instruction, so every set of probes on a file
+ * (in every process) writes the same entries: the file's are removed when the
+ * last set that holds the file goes. Sets go from the detacher thread too.
+ */
+struct site_file {
+	uint32_t dev;           /* the kernel's encoding */
+	uint64_t ino;
+	size_t refs;
+	uint64_t *off;          /* the offsets written, each once */
+	size_t n, cap;
+	struct site_file *next;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	struct site_file *files;
+} sites = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static struct dl_plink *plink_new(size_t n)
 {
@@ -32,88 +47,86 @@ static struct dl_plink *plink_new(size_t n)
 	return l;
 }
 
-static void delete_cookies(struct dl_uprobe_mode *m, struct dl_plink *l);
-
-static void plink_free(struct dl_plink *l)
+/* The kernel's own dev_t (major << 20 | minor, as s_dev holds it) of a device /proc/PID/maps names. */
+static uint32_t kernel_dev(uint64_t dev)
 {
-	if (l->mode)
-		delete_cookies(l->mode, l);
-	free(l->keys);
-	free(l->off);
-	free(l->cookie);
-	free(l);
+	return (uint32_t)((dev >> 32) << 20 | (dev & 0xfffff));
 }
 
-/* pid's executable mappings of one file: where each probed offset is in the process. */
-struct file_maps {
-	uint64_t dev, inode;
-	struct { uint64_t start, end, offset; } v[16];
-	size_t n;
-};
-
-static int collect_exec_maps(const struct dl_mapping *m, void *arg)
+static void sites_put(struct dl_uprobe_mode *m, struct site_file *f)
 {
-	struct file_maps *fm = arg;
+	struct site_file **p;
 
-	if (m->perms[2] != 'x' || m->inode != fm->inode ||
-	    ((uint64_t)m->dev_major << 32 | m->dev_minor) != fm->dev || fm->n == sizeof(fm->v) / sizeof(fm->v[0]))
-		return 0;
-	fm->v[fm->n].start = m->start;
-	fm->v[fm->n].end = m->end;
-	fm->v[fm->n].offset = m->offset;
-	fm->n++;
-	return 0;
-}
+	pthread_mutex_lock(&sites.mu);
+	if (--f->refs) {
+		pthread_mutex_unlock(&sites.mu);
+		return;
+	}
+	for (p = &sites.files; *p != f; p = &(*p)->next)
+		;
+	*p = f->next;
+	pthread_mutex_unlock(&sites.mu);
+	for (size_t i = 0; i < f->n; i++) {
+		struct dl_probe_site key = { .ino = f->ino, .dev = f->dev, .offset = f->off[i] };
 
-/* Removes the cookies l wrote (its process exited, the file is unmapped, or it moved). */
-static void delete_cookies(struct dl_uprobe_mode *m, struct dl_plink *l)
-{
-	for (size_t i = 0; i < l->nkeys; i++)
-		bpf_map_delete_elem(m->cookie_map_fd, &l->keys[i]);
-	l->nkeys = 0;
+		bpf_map_delete_elem(m->cookie_map_fd, &key);
+	}
+	free(f->off);
+	free(f);
 }
 
 /*
- * Writes each probe's cookie under its address in s->pid, the keys into l: the
- * address a uprobe reports at entry is where its file offset is mapped (in
- * every executable mapping of the file that holds it). -EAGAIN when an offset
- * is in none: the loader is mapping the file right now, and a later scan
- * tries again.
+ * Writes s's cookies under their file offsets, before any of its probes is
+ * attached (an entry that fires first finds its cookie), and takes a hold on
+ * the file's entries; 0 or -errno (E2BIG: the map is full).
  */
-static int write_cookies(struct dl_uprobe_mode *m, const struct dl_uprobe_set *s, struct dl_plink *l)
+static int sites_get(struct dl_uprobe_mode *m, const struct dl_uprobe_set *s, struct site_file **out)
 {
-	struct file_maps fm = { .dev = s->dev, .inode = s->inode };
-	int err = dl_maps_foreach(s->pid, collect_exec_maps, &fm);
+	uint32_t dev = kernel_dev(s->dev);
+	struct site_file *f;
+	int err = 0;
 
-	if (err < 0)
-		return err;
-	for (size_t i = 0; i < s->n; i++) {
-		bool found = false;
-
-		for (size_t k = 0; k < fm.n; k++) {
-			struct dl_probe_addr key = { .tgid = (uint32_t)s->pid };
-
-			if (s->off[i] < fm.v[k].offset || s->off[i] - fm.v[k].offset >= fm.v[k].end - fm.v[k].start)
-				continue;
-			key.addr = fm.v[k].start + (s->off[i] - fm.v[k].offset);
-			found = true;
-			if (bpf_map_update_elem(m->cookie_map_fd, &key, &s->cookie[i], BPF_ANY)) {
-				err = -errno;
-				delete_cookies(m, l);
-				return err;
-			}
-			if (l->nkeys == l->cap_keys) {
-				l->cap_keys = l->cap_keys ? 2 * l->cap_keys : 64;
-				l->keys = dl_xrealloc(l->keys, l->cap_keys * sizeof(*l->keys));
-			}
-			l->keys[l->nkeys++] = key;
-		}
-		if (!found) {
-			delete_cookies(m, l);
-			return -EAGAIN;
-		}
+	pthread_mutex_lock(&sites.mu);
+	for (f = sites.files; f && (f->dev != dev || f->ino != s->inode); f = f->next)
+		;
+	if (!f) {
+		f = dl_xcalloc(1, sizeof(*f));
+		f->dev = dev;
+		f->ino = s->inode;
+		f->next = sites.files;
+		sites.files = f;
 	}
+	f->refs++;
+	for (size_t i = 0; i < s->n && !err; i++) {
+		struct dl_probe_site key = { .ino = f->ino, .dev = f->dev, .offset = s->off[i] };
+		uint64_t have;
+
+		if (!bpf_map_lookup_elem(m->cookie_map_fd, &key, &have) && have == s->cookie[i])
+			continue;
+		if (bpf_map_update_elem(m->cookie_map_fd, &key, &s->cookie[i], BPF_ANY)) {
+			err = -errno;
+			break;
+		}
+		if (f->n == f->cap) {
+			f->cap = f->cap ? 2 * f->cap : 64;
+			f->off = dl_xrealloc(f->off, f->cap * sizeof(*f->off));
+		}
+		f->off[f->n++] = s->off[i];
+	}
+	pthread_mutex_unlock(&sites.mu);
+	if (err) {
+		sites_put(m, f);
+		return err;
+	}
+	*out = f;
 	return 0;
+}
+
+static void plink_free(struct dl_plink *l)
+{
+	if (l->sites)
+		sites_put(l->mode, l->sites);
+	free(l);
 }
 
 struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *prog, const struct dl_uprobe_set *s)
@@ -123,6 +136,10 @@ struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *p
 
 	if (!s->n) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (!m->multi && !m->cookies && !m->site_cookies) {
+		errno = ENOTSUP;
 		return NULL;
 	}
 	if (m->multi) {
@@ -142,14 +159,9 @@ struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *p
 	if (!m->cookies) {
 		/* Before the probes: an entry that fires first must find its cookie. */
 		l->mode = m;
-		err = write_cookies(m, s, l);
+		err = sites_get(m, s, &l->sites);
 		if (err)
 			goto fail;
-		l->off = dl_xcalloc(s->n, sizeof(*l->off));
-		l->cookie = dl_xcalloc(s->n, sizeof(*l->cookie));
-		memcpy(l->off, s->off, s->n * sizeof(*l->off));
-		memcpy(l->cookie, s->cookie, s->n * sizeof(*l->cookie));
-		l->nprobes = s->n;
 	}
 	for (size_t i = 0; i < s->n; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = s->ret, .bpf_cookie = m->cookies ? s->cookie[i] : 0);
@@ -165,19 +177,6 @@ fail:
 	dl_plink_destroy(l);
 	errno = -err;
 	return NULL;
-}
-
-int dl_plink_rewrite_cookies(struct dl_uprobe_mode *m, struct dl_plink *l, pid_t pid, uint64_t dev, uint64_t inode)
-{
-	struct dl_uprobe_set s = { .pid = pid, .dev = dev, .inode = inode };
-
-	if (!l || !l->nprobes || m->cookies)
-		return 0;
-	s.off = l->off;
-	s.cookie = l->cookie;
-	s.n = l->nprobes;
-	delete_cookies(m, l);
-	return write_cookies(m, &s, l);
 }
 
 size_t dl_plink_count(const struct dl_plink *l)

@@ -4,7 +4,7 @@
  * kernel allows: one uprobe_multi link (6.6+), or one classic uprobe per
  * function. Each probe's cookie goes with its link (5.15+) or, where the kernel
  * has no attach cookies for uprobes, into the BPF map probe_cookies under the
- * probed address in the process (bpf/common.bpf.h, dl_entry_cookie).
+ * probed file and offset (bpf/common.bpf.h, dl_site_cookie).
  */
 #ifndef DLBPF_UPROBES_H
 #define DLBPF_UPROBES_H
@@ -21,6 +21,11 @@ struct dl_uprobe_mode {
 	bool multi;          /* uprobe_multi links */
 	bool cookies;        /* attach cookies on classic uprobes */
 	int cookie_map_fd;   /* probe_cookies, where !cookies */
+	/*
+	 * Where !cookies: whether a probe can find its file offset (the kernel's VMA cache,
+	 * 3.15-6.0). Without either, calls cannot be told apart: attaching fails with ENOTSUP.
+	 */
+	bool site_cookies;
 };
 
 /* The probes of one file: one link, or one per function. */
@@ -29,7 +34,7 @@ struct dl_plink;
 struct dl_uprobe_set {
 	pid_t pid;
 	const char *path;          /* the file, as the kernel should open it (/proc/self/fd/N) */
-	uint64_t dev, inode;       /* the file, as pid's mappings name it (for the addresses) */
+	uint64_t dev, inode;       /* the file, as pid's mappings name it: major << 32 | minor, inode */
 	const unsigned long *off;  /* file offsets */
 	const uint64_t *cookie;
 	size_t n;
@@ -38,11 +43,6 @@ struct dl_uprobe_set {
 
 /* NULL with errno set on failure; prog: the multi or the classic program, as m->multi says. */
 struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *prog, const struct dl_uprobe_set *s);
-/*
- * Where cookies go by address: writes l's again for the file's mappings in
- * pid now (after an exec the same file is mapped elsewhere); 0 or -errno.
- */
-int dl_plink_rewrite_cookies(struct dl_uprobe_mode *m, struct dl_plink *l, pid_t pid, uint64_t dev, uint64_t inode);
 /* Whether l holds classic uprobes (one per function), which dl_plink_destroy detaches in turn. */
 bool dl_plink_single(const struct dl_plink *l);
 /* Links it holds (one, or one per function). */
