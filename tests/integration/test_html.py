@@ -155,7 +155,7 @@ def check_page(page, summary, pid=None):
         per = int(svg.attrs["data-per-bar"])
         check(int(svg.attrs["data-steps"]) == len(steps), f"chart of {svg.attrs['data-steps']} steps, JSON lists {len(steps)}")
         check(len(bars) == math.ceil(len(steps) / per), f"{len(bars)} bars for {len(steps)} steps of {per} per bar")
-        # 562 bars of 2 px fit the chart (README): binned only past that, and then as few steps to a bar as fit.
+        # 562 bars of 2 px fit the chart (doc/manual.md, The HTML report): binned only past that, and then as few steps to a bar as fit.
         n = len(steps)
         check(per == 1 if n <= BARS_FIT else math.ceil(n / per) <= BARS_FIT < math.ceil(n / (per - 1)),
               f"{n} steps binned {per} to a bar")
@@ -228,7 +228,7 @@ def train_run(tag, train_args, dlbpf_args=()):
 
 
 def size_bucket(n):
-    """The histogram's bucket of an n-byte copy, as the README states it: under 1 KiB, then powers of 4."""
+    """The histogram's bucket of an n-byte copy, as doc/manual.md states it: under 1 KiB, then powers of 4."""
     return bisect.bisect_right([1024 * 4 ** k for k in range(9)], n)
 
 

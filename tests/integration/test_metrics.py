@@ -336,7 +336,7 @@ def test_metrics_hostile_clients():
     for t in threads:
         t.join(30)
     # Alone, a client that stops halfway through its request is answered 408 at the read deadline (3 s,
-    # the README's); the upper bound leaves a loaded machine 5 s of slack, it only tells a hang apart.
+    # doc/manual.md's); the upper bound leaves a loaded machine 5 s of slack, it only tells a hang apart.
     t0 = time.monotonic()
     stalled, stalled_reset = raw_request(port, b"GET /metr", timeout=15)
     stalled_s = time.monotonic() - t0

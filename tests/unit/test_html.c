@@ -13,7 +13,7 @@
 #include "output/html.h"
 #include "output/html_int.h"
 
-/* 562 bars of 2 px fit the plot (README); past that, as few steps to a bar as fit. */
+/* 562 bars of 2 px fit the plot (doc/manual.md); past that, as few steps to a bar as fit. */
 #define BARS_FIT 562
 
 static char *capture_text(const char *s)

@@ -2,7 +2,7 @@
 /*
  * Steps: what the correlator produces. A step is the interval between two
  * consecutive step markers on a process's main thread; each nanosecond of it
- * is given to exactly one category (the README's "The breakdown" lists them by priority).
+ * is given to exactly one category (doc/manual.md's "The breakdown" lists them by priority).
  */
 #ifndef DLBPF_STEPS_H
 #define DLBPF_STEPS_H
