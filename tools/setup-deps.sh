@@ -11,6 +11,16 @@ MIN_BPFTOOL=7.5
 
 log() { printf 'setup-deps: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# apt, never asking (CI has no standard input) and quiet unless it fails.
+export DEBIAN_FRONTEND=noninteractive
+apt_update() {
+  log "apt-get update"
+  apt-get update -qq </dev/null >/dev/null || die "apt-get update failed"
+}
+apt_install() {
+  log "installing $*"
+  apt-get install -y -qq --no-install-recommends "$@" </dev/null >/dev/null || die "could not install $*"
+}
 
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 
@@ -63,14 +73,8 @@ Components: main
 Signed-By: ${key:-/usr/share/keyrings/debian-archive-keyring.gpg}
 SRC
   fi
-  export DEBIAN_FRONTEND=noninteractive
-  log "apt-get update"
-  apt-get update -qq </dev/null >/dev/null || die "apt-get update failed"
-  if [ ${#missing[@]} -gt 0 ]; then
-    log "installing ${missing[*]}"
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null ||
-      die "could not install ${missing[*]}"
-  fi
+  apt_update
+  [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
   if need_libbpf || need_bpftool; then
     log "installing libbpf-dev and bpftool from $BACKPORTS"
     apt-get install -y -qq --no-install-recommends -t "$BACKPORTS" libbpf-dev libbpf1 bpftool \
@@ -242,20 +246,14 @@ if [ "${DLBPF_SETUP_VM:-1}" != 0 ]; then
     { vm_cached "$s" && [ "${DLBPF_VM_REFRESH:-0}" != 1 ]; } || vm_series+=("$s")
   done
   if [ ${#vm_missing[@]} -gt 0 ] || [ ${#vm_series[@]} -gt 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
     vm_add_suite bookworm-security
     vm_add_suite bullseye-security
     if [ ! -f "$VM_PIN" ]; then
       printf 'Package: *\nPin: release n=bullseye-security\nPin-Priority: 1\n' > "$VM_PIN"
     fi
     # Fresh lists: older ones may name kernels the archive no longer holds.
-    log "apt-get update"
-    apt-get update -qq </dev/null >/dev/null || die "apt-get update failed"
-    if [ ${#vm_missing[@]} -gt 0 ]; then
-      log "installing ${vm_missing[*]}"
-      apt-get install -y -qq --no-install-recommends "${vm_missing[@]}" </dev/null >/dev/null ||
-        die "could not install ${vm_missing[*]}"
-    fi
+    apt_update
+    [ ${#vm_missing[@]} -eq 0 ] || apt_install "${vm_missing[@]}"
     mkdir -p "$VM_CACHE"
     rm -rf "$VM_CACHE"/.fetch.*  # what an interrupted run left
     for s in "${vm_series[@]}"; do
