@@ -15,7 +15,7 @@ $(OUTPUT)/unit $(OUTPUT)/workloads:
 
 # Unit tests run under AddressSanitizer and UndefinedBehaviorSanitizer.
 $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(SAN_LIBS) | $(OUTPUT)/unit
-	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) -MMD -MP $< $(SAN_LIBS) -lelf -lz -lm -o $@
+	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) -MMD -MP $< $(SAN_LIBS) -lbpf -lelf -lz -lm -pthread -o $@
 -include $(wildcard $(OUTPUT)/unit/*.d)
 
 $(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "capture/probe_sites.h"
 #include "capture/uprobes.h"
 #include "dlbpf/events.h"
 #include "log.h"
@@ -13,31 +14,9 @@
 struct dl_plink {
 	size_t n;
 	bool single;          /* classic uprobes, one per function */
-	struct site_file *sites;   /* where cookies go by file offset: the file's entries, which it holds */
-	struct dl_uprobe_mode *mode;
+	struct dl_probe_sites *sites;   /* where cookies go by file offset: the file's entries, held */
 	struct bpf_link *v[];
 };
-
-/*
- * Where attach cookies are missing, each probed instruction's cookie sits in
- * probe_cookies under its file and offset (bpf/common.bpf.h dl_site_cookie).
- * A cookie is a function of the instruction, so every set of probes on a file
- * (in every process) writes the same entries: the file's are removed when the
- * last set that holds the file goes. Sets go from the detacher thread too.
- */
-struct site_file {
-	uint32_t dev;           /* the kernel's encoding */
-	uint64_t ino;
-	size_t refs;
-	uint64_t *off;          /* the offsets written, each once */
-	size_t n, cap;
-	struct site_file *next;
-};
-
-static struct {
-	pthread_mutex_t mu;
-	struct site_file *files;
-} sites = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static struct dl_plink *plink_new(size_t n)
 {
@@ -47,85 +26,9 @@ static struct dl_plink *plink_new(size_t n)
 	return l;
 }
 
-/* The kernel's own dev_t (major << 20 | minor, as s_dev holds it) of a device /proc/PID/maps names. */
-static uint32_t kernel_dev(uint64_t dev)
-{
-	return (uint32_t)((dev >> 32) << 20 | (dev & 0xfffff));
-}
-
-static void sites_put(struct dl_uprobe_mode *m, struct site_file *f)
-{
-	struct site_file **p;
-
-	pthread_mutex_lock(&sites.mu);
-	if (--f->refs) {
-		pthread_mutex_unlock(&sites.mu);
-		return;
-	}
-	for (p = &sites.files; *p != f; p = &(*p)->next)
-		;
-	*p = f->next;
-	pthread_mutex_unlock(&sites.mu);
-	for (size_t i = 0; i < f->n; i++) {
-		struct dl_probe_site key = { .ino = f->ino, .dev = f->dev, .offset = f->off[i] };
-
-		bpf_map_delete_elem(m->cookie_map_fd, &key);
-	}
-	free(f->off);
-	free(f);
-}
-
-/*
- * Writes s's cookies under their file offsets, before any of its probes is
- * attached (an entry that fires first finds its cookie), and takes a hold on
- * the file's entries; 0 or -errno (E2BIG: the map is full).
- */
-static int sites_get(struct dl_uprobe_mode *m, const struct dl_uprobe_set *s, struct site_file **out)
-{
-	uint32_t dev = kernel_dev(s->dev);
-	struct site_file *f;
-	int err = 0;
-
-	pthread_mutex_lock(&sites.mu);
-	for (f = sites.files; f && (f->dev != dev || f->ino != s->inode); f = f->next)
-		;
-	if (!f) {
-		f = dl_xcalloc(1, sizeof(*f));
-		f->dev = dev;
-		f->ino = s->inode;
-		f->next = sites.files;
-		sites.files = f;
-	}
-	f->refs++;
-	for (size_t i = 0; i < s->n && !err; i++) {
-		struct dl_probe_site key = { .ino = f->ino, .dev = f->dev, .offset = s->off[i] };
-		uint64_t have;
-
-		if (!bpf_map_lookup_elem(m->cookie_map_fd, &key, &have) && have == s->cookie[i])
-			continue;
-		if (bpf_map_update_elem(m->cookie_map_fd, &key, &s->cookie[i], BPF_ANY)) {
-			err = -errno;
-			break;
-		}
-		if (f->n == f->cap) {
-			f->cap = f->cap ? 2 * f->cap : 64;
-			f->off = dl_xrealloc(f->off, f->cap * sizeof(*f->off));
-		}
-		f->off[f->n++] = s->off[i];
-	}
-	pthread_mutex_unlock(&sites.mu);
-	if (err) {
-		sites_put(m, f);
-		return err;
-	}
-	*out = f;
-	return 0;
-}
-
 static void plink_free(struct dl_plink *l)
 {
-	if (l->sites)
-		sites_put(l->mode, l->sites);
+	dl_probe_sites_put(l->sites);
 	free(l);
 }
 
@@ -158,8 +61,7 @@ struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *p
 	l->single = true;
 	if (!m->cookies) {
 		/* Before the probes: an entry that fires first must find its cookie. */
-		l->mode = m;
-		err = sites_get(m, s, &l->sites);
+		err = dl_probe_sites_get(m->cookie_map_fd, s->dev, s->inode, s->off, s->cookie, s->n, &l->sites);
 		if (err)
 			goto fail;
 	}
