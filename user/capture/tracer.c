@@ -559,10 +559,13 @@ static bool returns_harm(struct dl_tracer *t, pid_t pid, int kind)
 				"processes under a seccomp filter get entry probes only", strerror(-r));
 		t->uret_hazard = r != 0;
 	}
-	if (t->uret_hazard && kind != DL_LIB_LOADER)
+	/* Said once per process (key: no file has inode 0), not once per library of it. */
+	if (t->uret_hazard && kind != DL_LIB_LOADER && !dl_u64map_get(&t->warned, file_key(pid, 0, 0), NULL)) {
+		dl_u64map_put(&t->warned, file_key(pid, 0, 0), 1);
 		dl_warn("pid %d runs under a seccomp filter, and this kernel's return probes would kill it "
 			"(no uretprobe pass-through): its CUDA calls are traced at entry only, with no durations "
 			"(GPU wait and copy times are not measured) and no dlopen hold", pid);
+	}
 	return t->uret_hazard;
 }
 
