@@ -369,9 +369,18 @@ def judge(name, s, truth):
     if EXPECTED[name]:
         want = expected_verdicts(name, tsum)
         if os.environ.get("DLBPF_TEST_EMULATED"):
-            # The phases the workload's clocks measured for these steps, the top one or two.
-            top = sorted(((v, k) for k, v in ts.items() if k in PHASE_VERDICT), reverse=True)
-            want = want | {PHASE_VERDICT[k] for v, k in top if top[0][0] - v < SHARE_PP}
+            # The phases the workload's clocks measured for these steps, the top one or two; and the
+            # same with each probed phase's probes' share moved to the CPU, as the shares are judged
+            # (share_gaps): the clocks count a probe's trap inside the call, dlbpf as the thread's CPU
+            # time, and emulated traps are slow enough to move the top phase (37% of the launch
+            # scenario's step on 6.1).
+            moved = dict(ts)
+            for k, v in probe.items():
+                moved[k] = moved[k] - v
+                moved["host_cpu"] = moved["host_cpu"] + v
+            for shares in (ts, moved):
+                top = sorted(((v, k) for k, v in shares.items() if k in PHASE_VERDICT), reverse=True)
+                want = want | {PHASE_VERDICT[k] for v, k in top if top[0][0] - v < SHARE_PP}
         check(verdict in want, f"{name}: verdict {verdict}, expected {' or '.join(sorted(want))} (workload's "
               f"runq {tsum['runq_share'] * 100:.0f}%, on CPU {tsum['oncpu_share'] * 100:.0f}%); {note}")
     # Input-bound has two causes with different advice: loaders on the CPU or on the disk, told
