@@ -36,7 +36,7 @@ static int prog_kind(const struct bpf_program *p)
 
 int dl_budget_init(struct dl_budget *b, double budget, struct dl_tracer *t)
 {
-	const struct bpf_object_skeleton *sk = t->skel->skeleton;
+	const struct bpf_object_skeleton *sk = dl_tracer_skel(t)->skeleton;
 
 	memset(b, 0, sizeof(*b));
 	b->budget = budget;
