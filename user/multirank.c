@@ -80,8 +80,6 @@ static void step_to_timeline(void *ctx, const struct dl_step *st)
 	s.start_ns = shifted(s.start_ns, k->offset);
 	s.pid = (pid_t)dl_timeline_rank_id(k->index, (uint32_t)s.pid);
 	s.tid = (pid_t)dl_timeline_rank_id(k->index, (uint32_t)s.tid);
-	/* Told while the record the timeline got last passes: held until the next, as for one recording. */
-	s.closed_at = k->all->seq;
 	if (st->ngpu_spans) {
 		spans = dl_xcalloc(st->ngpu_spans, sizeof(*spans));
 		for (uint32_t i = 0; i < st->ngpu_spans; i++) {

@@ -188,6 +188,7 @@ struct dl_session {
 	struct dl_stream stream;
 	struct dl_summary sum;
 	struct dl_correlator *corr;
+	struct dl_step_stage stage;     /* after each record: the steps it closed, to the step sinks */
 	struct dl_diagnosis *diag;
 	struct dl_outputs out;          /* --json, --html, -o */
 	bool out_open;
@@ -282,8 +283,11 @@ struct dl_session *dl_session_new(const struct dl_session_opts *o, int *err)
 		}
 	}
 	/* Recording also diagnoses live: the recording replays to the same result. */
-	s->corr = dl_corr_new(&copts, !o->rank || o->step_sink ? put_step : NULL, s);
+	s->corr = dl_corr_new(&copts);
 	dl_stream_add(&s->stream, dl_corr_sink, s->corr);
+	/* Last: the steps the record closed, once every sink has had the record (NULL: a rank nobody asks). */
+	s->stage = (struct dl_step_stage){ .corr = s->corr, .fn = !o->rank || o->step_sink ? put_step : NULL, .ctx = s };
+	dl_stream_add(&s->stream, dl_step_stage_sink, &s->stage);
 	return s;
 }
 
@@ -398,6 +402,7 @@ int dl_session_finish(struct dl_session *s)
 		}
 	}
 	dl_corr_finish(s->corr);
+	dl_corr_take_steps(s->corr, s->stage.fn, s);
 	if (s->flight) {
 		uint64_t drops[DL_DROP_MAX], misses;
 

@@ -104,6 +104,7 @@ struct gen {
 	struct dl_stream st;
 	struct dl_summary sum;
 	struct dl_correlator *corr;
+	struct dl_step_stage stage;
 	int steps_seen;
 	uint64_t enqueues, enqueue_tids_wrong;   /* DL_GS_ENQUEUE spans the steps carried, and those not the main thread's */
 };
@@ -126,9 +127,11 @@ static void gen_init_keep(struct gen *g, const char *step_on, size_t keep_steps)
 
 	memset(g, 0, sizeof(*g));
 	dl_summary_init(&g->sum);
-	g->corr = dl_corr_new(&o, on_step, g);
+	g->corr = dl_corr_new(&o);
+	g->stage = (struct dl_step_stage){ .corr = g->corr, .fn = on_step, .ctx = g };
 	dl_stream_add(&g->st, dl_summary_sink, &g->sum);
 	dl_stream_add(&g->st, dl_corr_sink, g->corr);
+	dl_stream_add(&g->st, dl_step_stage_sink, &g->stage);
 	dl_emit_trace_start(&g->st, 1, 0);
 }
 

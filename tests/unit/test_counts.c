@@ -137,7 +137,7 @@ struct out {
 
 static void report(const struct dl_summary *s, struct out *o)
 {
-	struct dl_correlator *c = dl_corr_new(&(struct dl_corr_opts){ 0 }, NULL, NULL);
+	struct dl_correlator *c = dl_corr_new(&(struct dl_corr_opts){ 0 });
 	struct dl_diagnosis *d = calloc(1, sizeof(*d));
 	FILE *f;
 

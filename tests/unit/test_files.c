@@ -159,7 +159,7 @@ static void test_small_reads(void)
 	struct dl_summary s2;
 	struct dl_stream st2 = { 0 };
 	struct dl_diagnosis *d = calloc(1, sizeof(*d));
-	struct dl_correlator *c = dl_corr_new(&(struct dl_corr_opts){ 0 }, NULL, NULL);
+	struct dl_correlator *c = dl_corr_new(&(struct dl_corr_opts){ 0 });
 	struct dl_sched_ev run;
 	bool found = false;
 

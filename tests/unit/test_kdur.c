@@ -292,7 +292,7 @@ static void gen_init(struct gen *g)
 
 	memset(g, 0, sizeof(*g));
 	dl_summary_init(&g->sum);
-	g->corr = dl_corr_new(&o, NULL, NULL);
+	g->corr = dl_corr_new(&o);
 	dl_stream_add(&g->st, dl_summary_sink, &g->sum);
 	dl_stream_add(&g->st, dl_corr_sink, g->corr);
 	dl_emit_trace_start(&g->st, 1, 0);

@@ -126,8 +126,7 @@ static inline size_t pending_count(const struct cproc *p)
 
 struct dl_correlator {
 	struct dl_corr_opts opts;
-	dl_step_fn on_step;
-	void *ctx;
+	DL_VEC(struct dl_step) closed;   /* closed steps not yet taken (dl_corr_take_steps), each owning its gpu_spans */
 	DL_VEC(struct cproc) procs;
 	struct dl_u64map proc_of;   /* pid -> index in procs */
 	DL_VEC(struct tspan) tree;  /* ordered by end */
