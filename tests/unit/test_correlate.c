@@ -6,6 +6,7 @@
 #include <string.h>
 #include "analysis/breakdown.h"
 #include "check.h"
+#include "records.h"
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
 #include "records/stream.h"
@@ -190,13 +191,8 @@ static void pin(struct gen *g, uint64_t ptr, uint64_t bytes)
 
 static void sched(struct gen *g, uint32_t tid, uint32_t state, uint64_t ts, uint64_t dur, uint32_t next)
 {
-	struct dl_sched_ev e;
+	struct dl_sched_ev e = test_sched(100, tid, ts, dur, state, next);
 
-	memset(&e, 0, sizeof(e));
-	hdr(&e.h, sizeof(e), DL_EV_SCHED, ts, tid);
-	e.dur_ns = dur;
-	e.state = state;
-	e.next_state = next;
 	dl_stream_emit(&g->st, &e, sizeof(e));
 }
 

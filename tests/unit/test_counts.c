@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "records.h"
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
 #include "analysis/summary.h"
@@ -271,13 +272,7 @@ static struct dl_proc_ev proc_ev(uint32_t what, uint32_t tgid, uint32_t tid)
 
 static struct dl_sched_ev sched_ev(uint32_t tgid, uint32_t tid)
 {
-	struct dl_sched_ev e;
-
-	memset(&e, 0, sizeof(e));
-	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_SCHED, .ts = 1600, .tgid = tgid, .tid = tid };
-	e.dur_ns = 10;
-	e.state = DL_ST_RUNNING;
-	return e;
+	return test_sched(tgid, tid, 1600, 10, DL_ST_RUNNING, 0);
 }
 
 /* Threads are starts: a tid that comes back is another thread. */

@@ -11,6 +11,7 @@
 #include "analysis/kdur.h"
 #include "analysis/summary.h"
 #include "check.h"
+#include "records.h"
 #include "output/report.h"
 #include "records/stream.h"
 
@@ -345,13 +346,8 @@ static void cuda(struct gen *g, enum dl_api_id api, uint64_t ts, uint64_t dur, u
 
 static void sched(struct gen *g, uint32_t state, uint64_t ts, uint64_t dur, uint32_t next)
 {
-	struct dl_sched_ev e;
+	struct dl_sched_ev e = test_sched(PID, TID, ts, dur, state, next);
 
-	memset(&e, 0, sizeof(e));
-	hdr(&e.h, sizeof(e), DL_EV_SCHED, ts);
-	e.dur_ns = dur;
-	e.state = state;
-	e.next_state = next;
 	dl_stream_emit(&g->st, &e, sizeof(e));
 }
 

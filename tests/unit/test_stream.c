@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "records.h"
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
 #include "records/record.h"
@@ -111,13 +112,8 @@ static void copy(recs_t *r, enum variant v, uint64_t ts, uint64_t dur, uint64_t 
 
 static void sched(recs_t *r, uint32_t pid, uint32_t tid, uint32_t state, uint64_t ts, uint64_t dur, uint32_t next)
 {
-	struct dl_sched_ev e;
+	struct dl_sched_ev e = test_sched(pid, tid, ts, dur, state, next);
 
-	memset(&e, 0, sizeof(e));
-	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_SCHED, .ts = ts, .tgid = pid, .tid = tid };
-	e.dur_ns = dur;
-	e.state = state;
-	e.next_state = next;
 	put(r, &e);
 }
 
