@@ -17,12 +17,14 @@
 #include "capture/discover.h"
 #include "capture/drainpace.h"
 #include "capture/env.h"
+#include "capture/hooks.h"
 #include "capture/marker.h"
 #include "capture/modes.h"
 #include "capture/pcie.h"
 #include "capture/procfs.h"
 #include "capture/spawn.h"
 #include "capture/symbolize.h"
+#include "capture/tfile.h"
 #include "capture/tracer.h"
 #include "capture/watchdog.h"
 #include "cli.h"
@@ -428,6 +430,7 @@ static void emit_prog_misses(const char *prog, uint64_t misses, void *arg)
 static int set_up(struct dl_live *l)
 {
 	const struct dl_config *cfg = l->cfg;
+	bool walk;
 	int err;
 
 	for (int i = 0; i < cfg->npids; i++) {
@@ -437,8 +440,11 @@ static int set_up(struct dl_live *l)
 		}
 	}
 	err = dl_env_check();
+	if (!err)
+		err = dl_hooks_no_openat2(&walk);
 	if (err)
 		return err;
+	dl_tfile_force_walk(walk);
 	err = dl_tracer_open_load(l->tracer, cfg->ringbuf_mb, cfg->kernel_agg, !cfg->no_files);
 	if (err)
 		return err;
