@@ -111,13 +111,13 @@ int dl_tracer_py_fd(const struct dl_tracer *t);
 const char *dl_tracer_py_no_walk(const struct dl_tracer *t);
 /* BPF's flag that py_procs may hold an entry (dl_pyprocs.bpf_known). */
 volatile uint32_t *dl_tracer_py_known(struct dl_tracer *t);
-/* The processes the dlopen hold stopped and nobody continued yet: pid -> time of the stop (bpf/cuda.bpf.c). */
 /*
  * After an exec the dynamic linker holds the process again at each change of
  * its link map (bpf/cuda.bpf.c, exec_pending), until this finds the C library
  * attached in it: then every library it was linked with is mapped and traced.
  */
 void dl_tracer_exec_settled(struct dl_tracer *t, pid_t pid);
+/* The processes the dlopen hold stopped and nobody continued yet: pid -> time of the stop (bpf/cuda.bpf.c). */
 int dl_tracer_held_fd(const struct dl_tracer *t);
 /* Attaches every program but the CUDA uprobes (dl_tracer_scan_cuda) and --step-on's (marker.c). */
 int dl_tracer_attach_auto(struct dl_tracer *t);
@@ -156,16 +156,16 @@ uint64_t dl_tracer_wakeup_bytes(const struct dl_tracer *t);
 /* Sums the per-CPU drop counters. */
 int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX]);
 /*
- * Runs of dlbpf's programs the kernel's recursion guard skipped (a program's
- * tracepoint fired while it ran on that CPU): calls fn, if given, for each
- * program with any, and returns the total.
- */
-/*
  * Switch-ins of traced threads that no program saw (the programs do not run in
  * some tasks' context), each rebuilt from the scheduler's run-time accounting
  * once the thread was next seen on a CPU.
  */
 uint64_t dl_tracer_missed_switch_ins(const struct dl_tracer *t);
+/*
+ * Runs of dlbpf's programs the kernel's recursion guard skipped (a program's
+ * tracepoint fired while it ran on that CPU): calls fn, if given, for each
+ * program with any, and returns the total.
+ */
 uint64_t dl_tracer_recursion_misses(const struct dl_tracer *t,
 				    void (*fn)(const char *prog, uint64_t misses, void *ctx), void *ctx);
 struct dl_rq_start;
