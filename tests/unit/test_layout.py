@@ -11,7 +11,8 @@ per-process summary from BPF maps.
 And the composition root's rules: the session (user/session.c) is the only
 file that constructs the correlator, the summary and a timeline; main.c
 includes no analysis, output or records header (it parses, picks a mode and
-runs it).
+runs it). And no call circle inside a folder: the files of one stage call
+each other one way (a file split where a seam is, not at a size).
 """
 import os
 import re
@@ -108,6 +109,52 @@ def root_violations(user_dir):
     return found
 
 
+DEFINITION = re.compile(r"^(?!static)[a-z][^;(\n]*?\b(dl_\w+)\s*\([^;]*?\)\s*\{", re.M)
+
+
+def call_circles(user_dir):
+    """Files of one folder that call each other round a circle (strongly connected, more than one)."""
+    found = []
+    for folder in ("",) + STAGES:
+        d = os.path.join(user_dir, folder)
+        code = {}
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".c"):
+                with open(os.path.join(d, name)) as f:
+                    code[name] = re.sub(r'"(\\.|[^"\\])*"', '""', strip_comments(f.read()))
+        home = {fn: name for name, text in code.items() for fn in DEFINITION.findall(text)}
+        calls = {name: {home[fn] for fn in home if home[fn] != name and re.search(r"\b%s\s*\(" % fn, text)}
+                 for name, text in code.items()}
+        index, low, stack, on, counter = {}, {}, [], set(), [0]
+
+        def visit(v):
+            index[v] = low[v] = counter[0]
+            counter[0] += 1
+            stack.append(v)
+            on.add(v)
+            for w in calls[v]:
+                if w not in index:
+                    visit(w)
+                    low[v] = min(low[v], low[w])
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(f"{folder or 'user'}/: {' <-> '.join(sorted(comp))} call each other")
+
+        for name in code:
+            if name not in index:
+                visit(name)
+    return found
+
+
 def main():
     passed = failed = 0
     bad = violations(USER)
@@ -120,6 +167,13 @@ def main():
     bad = root_violations(USER)
     for v in bad:
         print("FAIL composition root:", v, file=sys.stderr)
+    if bad:
+        failed += 1
+    else:
+        passed += 1
+    bad = call_circles(USER)
+    for v in bad:
+        print("FAIL call circle:", v, file=sys.stderr)
     if bad:
         failed += 1
     else:

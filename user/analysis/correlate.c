@@ -93,11 +93,6 @@ static struct cproc *proc_of(struct dl_correlator *c, pid_t pid, bool create)
 	return p;
 }
 
-bool dl_corr_is_sync_point(const struct mcall *m)
-{
-	return m->cls == DL_CLS_SYNC || (m->cls == DL_CLS_COPY && !m->async && m->dir == DL_DIR_D2H);
-}
-
 /* --- steps ---------------------------------------------------------------- */
 
 static void copy_bw(const struct cproc *p, const struct dl_correlator *c, const struct mcall *m, double *gbps)

@@ -139,7 +139,10 @@ struct dl_correlator {
 };
 
 /* A blocking synchronization, or a synchronous copy back to the host (loss.item()). */
-bool dl_corr_is_sync_point(const struct mcall *m);
+static inline bool dl_corr_is_sync_point(const struct mcall *m)
+{
+	return m->cls == DL_CLS_SYNC || (m->cls == DL_CLS_COPY && !m->async && m->dir == DL_DIR_D2H);
+}
 /* Feeds an event of a decided process to its steps (only its main thread's count). */
 void dl_corr_track(struct cproc *p, const struct cevent *e);
 /*

@@ -6,7 +6,6 @@
  * still open at the end.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -150,50 +149,4 @@ volatile uint32_t *dl_tracer_py_known(struct dl_tracer *t)
 int dl_tracer_agg_fd(const struct dl_tracer *t)
 {
 	return bpf_map__fd(t->skel->maps.agg);
-}
-
-/* --- the handle (tracer.h: opaque outside the tracer's files) --- */
-
-struct dl_tracer *dl_tracer_new(void)
-{
-	return dl_xcalloc(1, sizeof(struct dl_tracer));
-}
-
-void dl_tracer_free(struct dl_tracer *t)
-{
-	if (!t)
-		return;
-	if (t->skel)
-		dl_tracer_destroy(t);
-	free(t);
-}
-
-bool dl_tracer_loaded(const struct dl_tracer *t)
-{
-	return t && t->skel;
-}
-
-struct dlbpf *dl_tracer_skel(const struct dl_tracer *t)
-{
-	return t->skel;
-}
-
-const struct dl_features *dl_tracer_features(const struct dl_tracer *t)
-{
-	return &t->feat;
-}
-
-void dl_tracer_set_stacks(struct dl_tracer *t, bool on)
-{
-	t->stacks = on;
-}
-
-bool dl_tracer_files(const struct dl_tracer *t)
-{
-	return t->files;
-}
-
-uint64_t dl_tracer_last_detach_ns(const struct dl_tracer *t)
-{
-	return t->last_detach_ns;
 }

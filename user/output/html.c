@@ -14,6 +14,7 @@
 #include "output/report.h"
 #include "output/report_diag.h"
 #include "version.h"
+#include "util.h"
 
 /* Kernel/shape pairs listed per process, most launched first: a page, not a dump (the JSON has all). */
 #define HTML_MAX_KERNELS 50

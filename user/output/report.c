@@ -11,6 +11,7 @@
 #include "output/report_files.h"
 #include "strsafe.h"
 #include "version.h"
+#include "util.h"
 
 static const char *const drop_names[DL_DROP_MAX] = {
 	[DL_DROP_CUDA] = "cuda", [DL_DROP_BIO] = "bio", [DL_DROP_SCHED] = "sched",
@@ -21,22 +22,6 @@ static const char *const drop_names[DL_DROP_MAX] = {
 const char *dl_drop_name(int i)
 {
 	return i >= 0 && i < DL_DROP_MAX ? drop_names[i] : NULL;
-}
-
-void dl_fmt_bytes(char *buf, size_t len, uint64_t b)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)b;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, unit[u]);
 }
 
 static double ms(uint64_t ns)

@@ -8,9 +8,6 @@
 #include "analysis/summary.h"
 #include "output/json.h"
 
-/* b bytes as "512 B" or "1.5 MiB" (binary units, one decimal). */
-void dl_fmt_bytes(char *buf, size_t len, uint64_t b);
-
 /* The JSON summary's name of a drop counter (DL_DROP_*), or NULL. */
 const char *dl_drop_name(int i);
 void dl_report_text(FILE *f, const struct dl_summary *s);
@@ -21,7 +18,5 @@ int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlat
 		   const struct dl_diagnosis *d);
 /* The processes' objects of the JSON summary, each with its rank when rank >= 0 (several recordings). */
 void dl_report_json_procs(struct dl_json *j, const struct dl_summary *s, const struct dl_correlator *c, int rank);
-/* "12.3 MiB": bytes in the largest binary unit under 1024 of it. */
-void dl_fmt_bytes(char *buf, size_t len, uint64_t b);
 
 #endif
