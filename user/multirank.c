@@ -292,9 +292,8 @@ int dl_multirank_report(const struct dl_config *cfg, const volatile sig_atomic_t
 
 		dl_session_finish(k->s);
 		v[i] = (struct dl_rank_view){ .index = k->index, .path = k->path, .hdr = &k->hdr, .offset = k->offset,
-					      .sum = k->sum, .corr = dl_session_correlator(k->s),
-					      .diag = dl_session_diagnosis(k->s) };
-		dl_rank_steps_of(v[i].corr, &v[i].steps);
+					      .model = dl_session_model(k->s) };
+		dl_rank_steps_of(&v[i].model->all, &v[i].steps);
 	}
 	if (check_overlap(a)) {
 		code = 1;

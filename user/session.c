@@ -15,6 +15,7 @@
 #include "output/exporter.h"
 #include "output/html.h"
 #include "output/metrics.h"
+#include "output/model.h"
 #include "output/report.h"
 #include "output/report_diag.h"
 #include "output/timeline.h"
@@ -132,16 +133,15 @@ static int close_timeline(struct dl_outputs *o)
 	return 0;
 }
 
-static int outputs_finish(struct dl_outputs *o, const struct dl_summary *sum, const struct dl_correlator *corr,
-		      const struct dl_diagnosis *diag)
+static int outputs_finish(struct dl_outputs *o, const struct dl_report_model *m)
 {
 	int err = 0, e;
 
 	if (o->json.f)
-		err = finish_output(&o->json, dl_report_json(o->json.f, sum, corr, diag) ? -(errno ? errno : EIO) : 0,
+		err = finish_output(&o->json, dl_report_json(o->json.f, m) ? -(errno ? errno : EIO) : 0,
 				    "JSON summary", o->cfg->json_path);
 	if (o->html.f) {
-		e = finish_output(&o->html, dl_report_html(o->html.f, sum, corr, diag) ? -(errno ? errno : EIO) : 0,
+		e = finish_output(&o->html, dl_report_html(o->html.f, m) ? -(errno ? errno : EIO) : 0,
 				  "HTML report", o->cfg->html_path);
 		err = err ? err : e;
 	}
@@ -190,6 +190,7 @@ struct dl_session {
 	struct dl_correlator *corr;
 	struct dl_step_stage stage;     /* after each record: the steps it closed, to the step sinks */
 	struct dl_diagnosis *diag;
+	struct dl_report_model model;   /* built once after the diagnosis: what every format reads */
 	struct dl_outputs out;          /* --json, --html, -o */
 	bool out_open;
 	struct dl_recorder rec;         /* record: flushed as it goes */
@@ -337,6 +338,11 @@ const struct dl_diagnosis *dl_session_diagnosis(const struct dl_session *s)
 	return s->diag;
 }
 
+const struct dl_report_model *dl_session_model(const struct dl_session *s)
+{
+	return &s->model;
+}
+
 uint64_t dl_session_malformed(const struct dl_session *s)
 {
 	return s->stream.malformed;
@@ -412,6 +418,7 @@ int dl_session_finish(struct dl_session *s)
 		s->flight = s->steps.flight = NULL;
 	}
 	dl_diagnose(s->corr, &s->sum, &dopts, s->diag);
+	dl_report_model_build(&s->model, &s->sum, s->corr, s->diag);
 	return 0;
 }
 
@@ -422,9 +429,9 @@ int dl_session_report(struct dl_session *s, FILE *out)
 	dl_session_publish(s, true);
 	if (s->stream.malformed)
 		dl_warn("%" PRIu64 " malformed records ignored", s->stream.malformed);
-	dl_report_text(out, &s->sum);
-	dl_report_steps_text(out, s->corr, s->diag);
-	dl_report_kdur_text(out, &s->sum, s->corr);
+	dl_report_text(out, &s->model);
+	dl_report_steps_text(out, &s->model);
+	dl_report_kdur_text(out, &s->model);
 	if (s->o.capture.report)
 		s->o.capture.report(s->o.capture.ctx, out);
 	if (s->recording)
@@ -432,7 +439,7 @@ int dl_session_report(struct dl_session *s, FILE *out)
 			s->rec.records, (double)s->rec.bytes / (1 << 20), dl_rec_encoding_name(s->rec.encoding),
 			s->cfg->record_path, s->cfg->record_path);
 	fflush(out);
-	err = outputs_finish(&s->out, &s->sum, s->corr, s->diag);
+	err = outputs_finish(&s->out, &s->model);
 	s->out_open = false;
 	return err;
 }
@@ -447,6 +454,7 @@ void dl_session_free(struct dl_session *s)
 	dl_recorder_abort(&s->rec);
 	if (s->out_open)
 		outputs_abort(&s->out);
+	dl_report_model_free(&s->model);
 	dl_corr_free(s->corr);
 	free(s->diag);
 	dl_summary_free(&s->sum);

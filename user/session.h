@@ -26,6 +26,7 @@ struct dl_config;
 struct dl_correlator;
 struct dl_diagnosis;
 struct dl_rec;
+struct dl_report_model;
 struct dl_step;
 struct dl_stream;
 struct dl_summary;
@@ -70,6 +71,8 @@ struct dl_stream *dl_session_stream(struct dl_session *s);
 struct dl_summary *dl_session_summary(struct dl_session *s);
 const struct dl_correlator *dl_session_correlator(const struct dl_session *s);
 const struct dl_diagnosis *dl_session_diagnosis(const struct dl_session *s);
+/* The report model (output/model.h), once dl_session_finish has built it. */
+const struct dl_report_model *dl_session_model(const struct dl_session *s);
 /* --metrics: what the summary knows now (last: the run is over). */
 void dl_session_publish(struct dl_session *s, bool last);
 /* After each drain: a scrape answered, the flight recorder's triggers (dump: SIGUSR1), the recording flushed. */

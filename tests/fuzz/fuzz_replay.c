@@ -218,6 +218,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dl_summary sum;
 	struct dl_correlator *corr;
 	struct dl_step_stage stage;
+	struct dl_report_model model;
 	struct dl_diagnosis *diag;
 	char err[512] = "", err2[512] = "";
 	int ret, err_open;
@@ -259,10 +260,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dl_corr_finish(corr);
 	dl_corr_take_steps(corr, on_step, &steps);
 	dl_diagnose(corr, &sum, &dopts, diag);
-	dl_report_text(devnull, &sum);
-	dl_report_steps_text(devnull, corr, diag);
+	dl_report_model_build(&model, &sum, corr, diag);
+	dl_report_text(devnull, &model);
+	dl_report_steps_text(devnull, &model);
 	json = fopen(summary_json.path, "w");
-	if (!json || dl_report_json(json, &sum, corr, diag) || fclose(json))
+	if (!json || dl_report_json(json, &model) || fclose(json))
 		FAIL("writing the JSON summary to %s failed", summary_json.path);
 	for (int i = 0; i < 2; i++)
 		if (dl_timeline_close(steps.trace[i], NULL))
@@ -290,6 +292,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	dl_stream_free(&again);
 	dl_stream_free(&s);
+	dl_report_model_free(&model);
 	dl_corr_free(corr);
 	free(diag);
 	dl_summary_free(&sum);

@@ -140,16 +140,19 @@ static void report(const struct dl_summary *s, struct out *o)
 {
 	struct dl_correlator *c = dl_corr_new(&(struct dl_corr_opts){ 0 });
 	struct dl_diagnosis *d = calloc(1, sizeof(*d));
+	struct dl_report_model m;
 	FILE *f;
 
 	dl_corr_finish(c);
 	dl_diagnose(c, s, NULL, d);
+	dl_report_model_build(&m, s, c, d);
 	f = open_memstream(&o->json, &o->json_len);
-	CHECK(dl_report_json(f, s, c, d) == 0, "json");
+	CHECK(dl_report_json(f, &m) == 0, "json");
 	fclose(f);
 	f = open_memstream(&o->text, &o->text_len);
-	dl_report_text(f, s);
+	dl_report_text(f, &m);
 	fclose(f);
+	dl_report_model_free(&m);
 	dl_corr_free(c);
 	free(d);
 }

@@ -500,9 +500,12 @@ static char *reports(struct gen *g)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
+	struct dl_report_model m;
 
-	dl_report_kdur_text(f, &g->sum, g->corr);
-	dl_report_json(f, &g->sum, g->corr, NULL);
+	dl_report_model_build(&m, &g->sum, g->corr, NULL);
+	dl_report_kdur_text(f, &m);
+	dl_report_json(f, &m);
+	dl_report_model_free(&m);
 	fclose(f);
 	return buf;
 }

@@ -11,7 +11,8 @@ per-process summary from BPF maps.
 And the composition root's rules: the session (user/session.c) is the only
 file that constructs the correlator, the summary and a timeline; main.c
 includes no analysis, output or records header (it parses, picks a mode and
-runs it). And no call circle inside a folder: the files of one stage call
+runs it); the formats of output/ read the steps' statistics from the report
+model (output/model.c computes them once). And no call circle inside a folder: the files of one stage call
 each other one way (a file split where a seam is, not at a size).
 """
 import os
@@ -102,6 +103,10 @@ def root_violations(user_dir):
                 continue
             if re.search(r"\b%s\s*\(" % fn, code):
                 found.append(f"{rel}: calls {fn}: only {COMPOSITION_ROOT} assembles the pipeline")
+        # The report model computes the steps' statistics once; the formats read them from it.
+        if rel.startswith("output" + os.sep) and rel != os.path.join("output", "model.c") and \
+                re.search(r"\bdl_corr_stats\s*\(", code):
+            found.append(f"{rel}: calls dl_corr_stats: formats read the report model (output/model.h)")
     with open(os.path.join(user_dir, "main.c")) as f:
         for inc in INCLUDE.findall(f.read()):
             if inc.split("/", 1)[0] in ("analysis", "output", "records"):

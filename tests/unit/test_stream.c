@@ -277,18 +277,21 @@ static size_t play(struct run *r, const recs_t *recs)
 static int run_finish(struct run *r, struct dl_diagnosis *d)
 {
 	FILE *f;
+	struct dl_report_model m;
 	int failed = 0;
 
 	dl_corr_finish(r->corr);
 	dl_corr_take_steps(r->corr, on_step, r);
 	dl_diagnose(r->corr, &r->sum, NULL, d);
+	dl_report_model_build(&m, &r->sum, r->corr, d);
 	f = open_memstream(&r->json_buf, &r->json_len);
-	failed += dl_report_json(f, &r->sum, r->corr, d) != 0;
+	failed += dl_report_json(f, &m) != 0;
 	fclose(f);
 	f = open_memstream(&r->text_buf, &r->text_len);
-	dl_report_text(f, &r->sum);
-	dl_report_steps_text(f, r->corr, d);
+	dl_report_text(f, &m);
+	dl_report_steps_text(f, &m);
 	fclose(f);
+	dl_report_model_free(&m);
 	failed += dl_timeline_finish(r->tl, NULL) != 0;
 	fclose(r->tl_f);
 	fclose(r->steps_f);

@@ -98,12 +98,8 @@ bool dl_straggler_finding(const struct dl_straggler *st, size_t nranks, struct d
 	return true;
 }
 
-void dl_rank_steps_of(const struct dl_correlator *c, struct dl_rank_steps *out)
+void dl_rank_steps_of(const struct dl_step_stats *st, struct dl_rank_steps *out)
 {
-	struct dl_step_stats st;
-
-	dl_corr_stats(c, NULL, &st);
-	*out = (struct dl_rank_steps){ .steps = st.sum.n, .dur_ns = st.sum.dur_ns,
-				       .comm_wait_ns = st.sum.cat_ns[DL_CAT_COMM_WAIT] };
-	dl_fold_free(&st.sum);
+	*out = (struct dl_rank_steps){ .steps = st->sum.n, .dur_ns = st->sum.dur_ns,
+				       .comm_wait_ns = st->sum.cat_ns[DL_CAT_COMM_WAIT] };
 }

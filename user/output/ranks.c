@@ -21,9 +21,9 @@ void dl_ranks_text(FILE *f, const struct dl_rank_view *a, size_t n, const struct
 
 		fprintf(f, "%s=== rank %zu: %s (host %.64s, clock %+.3f ms from rank 0's) ===\n", i ? "\n" : "", i,
 			k->path, k->hdr->host, (double)k->offset / 1e6);
-		dl_report_text(f, k->sum);
-		dl_report_steps_text(f, k->corr, k->diag);
-		dl_report_kdur_text(f, k->sum, k->corr);
+		dl_report_text(f, k->model);
+		dl_report_steps_text(f, k->model);
+		dl_report_kdur_text(f, k->model);
 	}
 	fprintf(f, "\n=== %zu ranks ===\n", n);
 	fprintf(f, "  %-5s %8s %12s %17s %19s  %s\n", "rank", "steps", "step ms", "compute ms/step", "comm_wait ms/step",
@@ -34,7 +34,7 @@ void dl_ranks_text(FILE *f, const struct dl_rank_view *a, size_t n, const struct
 		fprintf(f, "  %-5zu %8" PRIu64 " %12.3f %17.3f %19.3f  %s\n", i, k->steps.steps,
 			k->steps.steps ? (double)k->steps.dur_ns / (double)k->steps.steps / 1e6 : 0.0,
 			dl_rank_compute_per_step(&k->steps) / 1e6, dl_rank_comm_wait_per_step(&k->steps) / 1e6,
-			k->diag->nsteps ? dl_verdict_name(k->diag->verdict) : "-");
+			k->model->diag->nsteps ? dl_verdict_name(k->model->diag->verdict) : "-");
 	}
 	if (sg->rank >= 0)
 		fprintf(f, "\n  [straggler] %s\n", sf->message);
@@ -56,7 +56,7 @@ static void json_rank(struct dl_json *j, const struct dl_rank_view *k)
 	dl_json_ku64(j, "realtime_ns", k->hdr->real_ns);
 	dl_json_ki64(j, "offset_ns", k->offset);
 	dl_json_obj_end(j);
-	dl_json_ku64(j, "duration_ns", dl_summary_duration(k->sum));
+	dl_json_ku64(j, "duration_ns", dl_summary_duration(k->model->sum));
 	dl_json_ku64(j, "steps", k->steps.steps);
 	dl_json_ku64(j, "steps_ns", k->steps.dur_ns);
 	dl_json_ku64(j, "comm_wait_ns", k->steps.comm_wait_ns);
@@ -65,7 +65,7 @@ static void json_rank(struct dl_json *j, const struct dl_rank_view *k)
 	dl_json_key(j, "comm_wait_ns_per_step");
 	dl_json_double(j, dl_rank_comm_wait_per_step(&k->steps));
 	dl_json_key(j, "diagnosis");
-	dl_report_diagnosis_json(j, k->diag);
+	dl_report_diagnosis_json(j, k->model->diag);
 	dl_json_obj_end(j);
 }
 
@@ -77,8 +77,8 @@ static void json_drops(struct dl_json *j, const struct dl_rank_view *a, size_t n
 	dl_json_key(j, "drops");
 	dl_json_obj_begin(j);
 	for (size_t i = 0; i < n; i++) {
-		total += a[i].sum->drops_total;
-		misses += a[i].sum->recursion_misses;
+		total += a[i].model->sum->drops_total;
+		misses += a[i].model->sum->recursion_misses;
 	}
 	dl_json_ku64(j, "events", total);
 	for (int d = 0; d < DL_DROP_MAX; d++) {
@@ -87,14 +87,14 @@ static void json_drops(struct dl_json *j, const struct dl_rank_view *a, size_t n
 		if (!dl_drop_name(d))
 			continue;
 		for (size_t i = 0; i < n; i++)
-			v += a[i].sum->drops[d];
+			v += a[i].model->sum->drops[d];
 		dl_json_ku64(j, dl_drop_name(d), v);
 	}
 	dl_json_ku64(j, "recursion_misses", misses);
 	dl_json_key(j, "recursion_misses_by_program");
 	dl_json_obj_begin(j);
 	for (size_t i = 0; i < n; i++) {
-		const struct dl_summary *s = a[i].sum;
+		const struct dl_summary *s = a[i].model->sum;
 
 		for (size_t p = 0; p < s->prog_misses.n; p++) {
 			uint64_t v = 0;
@@ -102,15 +102,15 @@ static void json_drops(struct dl_json *j, const struct dl_rank_view *a, size_t n
 
 			/* One key per program: its first rank's entry says the sum of all. */
 			for (size_t e = 0; e < n && !seen; e++)
-				for (size_t q = 0; q < a[e].sum->prog_misses.n && !seen; q++)
+				for (size_t q = 0; q < a[e].model->sum->prog_misses.n && !seen; q++)
 					seen = (e < i || (e == i && q < p)) &&
-					       !strcmp(a[e].sum->prog_misses.v[q].name, s->prog_misses.v[p].name);
+					       !strcmp(a[e].model->sum->prog_misses.v[q].name, s->prog_misses.v[p].name);
 			if (seen)
 				continue;
 			for (size_t e = 0; e < n; e++)
-				for (size_t q = 0; q < a[e].sum->prog_misses.n; q++)
-					if (!strcmp(a[e].sum->prog_misses.v[q].name, s->prog_misses.v[p].name))
-						v += a[e].sum->prog_misses.v[q].misses;
+				for (size_t q = 0; q < a[e].model->sum->prog_misses.n; q++)
+					if (!strcmp(a[e].model->sum->prog_misses.v[q].name, s->prog_misses.v[p].name))
+						v += a[e].model->sum->prog_misses.v[q].misses;
 			dl_json_ku64(j, s->prog_misses.v[p].name, v);
 		}
 	}
@@ -124,7 +124,7 @@ int dl_ranks_json(FILE *f, const struct dl_rank_view *a, size_t n, const struct 
 	uint64_t start = UINT64_MAX, end = 0, abytes = 0, aops = 0, aunseen = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct dl_summary *s = a[i].sum;
+		const struct dl_summary *s = a[i].model->sum;
 		uint64_t st = shifted(s->start_ts ? s->start_ts : s->first_ts, a[i].offset);
 
 		start = st < start ? st : start;
@@ -148,17 +148,17 @@ int dl_ranks_json(FILE *f, const struct dl_rank_view *a, size_t n, const struct 
 	dl_json_key(&j, "processes");
 	dl_json_arr_begin(&j);
 	for (size_t i = 0; i < n; i++)
-		dl_report_json_procs(&j, a[i].sum, a[i].corr, (int)i);
+		dl_report_json_procs(&j, a[i].model, (int)i);
 	dl_json_arr_end(&j);
 	dl_json_key(&j, "steps");
 	dl_json_arr_begin(&j);
 	for (size_t i = 0; i < n; i++)
-		dl_report_steps_items(&j, a[i].corr, a[i].sum, (int)i);
+		dl_report_steps_items(&j, a[i].model, (int)i);
 	dl_json_arr_end(&j);
 	dl_json_key(&j, "step_markers");
 	dl_json_arr_begin(&j);
 	for (size_t i = 0; i < n; i++)
-		dl_report_markers_items(&j, a[i].corr, (int)i);
+		dl_report_markers_items(&j, a[i].model, (int)i);
 	dl_json_arr_end(&j);
 	/* The job has no one verdict (each rank's is in ranks[]): its findings, the straggler's first. */
 	dl_json_key(&j, "diagnosis");
@@ -168,8 +168,8 @@ int dl_ranks_json(FILE *f, const struct dl_rank_view *a, size_t n, const struct 
 	if (straggler >= 0)
 		dl_report_finding_json(&j, sf, straggler);
 	for (size_t i = 0; i < n; i++)
-		for (int x = 0; x < a[i].diag->nfindings; x++)
-			dl_report_finding_json(&j, &a[i].diag->findings[x], (int)i);
+		for (int x = 0; x < a[i].model->diag->nfindings; x++)
+			dl_report_finding_json(&j, &a[i].model->diag->findings[x], (int)i);
 	dl_json_arr_end(&j);
 	dl_json_obj_end(&j);
 	dl_json_key(&j, "ranks");

@@ -11,9 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "analysis/correlate.h"
-#include "analysis/diagnose.h"
 #include "analysis/ranks.h"
+#include "output/model.h"
 #include "records/record.h"
 
 /* What the report reads of one rank. */
@@ -22,9 +21,7 @@ struct dl_rank_view {
 	const char *path;
 	const struct dl_rec_header *hdr;
 	int64_t offset;               /* onto rank 0's CLOCK_MONOTONIC */
-	const struct dl_summary *sum;
-	const struct dl_correlator *corr;
-	const struct dl_diagnosis *diag;
+	const struct dl_report_model *model;   /* its session's */
 	struct dl_rank_steps steps;
 };
 
