@@ -25,7 +25,10 @@ BPF_HDRS := $(wildcard bpf/*.bpf.h) bpf/vmlinux.h $(wildcard include/dlbpf/*.h)
 # pipeline stage; dlbpf and the unit tests link the libraries. Link order follows the
 # include rule (user/README.md): capture -> output -> analysis -> records -> base.
 STAGES := capture output analysis records
-BASE_SRCS := $(filter-out user/main.c user/cli.c user/flightrec.c user/outputs.c,$(wildcard user/*.c))
+# The wiring: main (parse, pick a mode, run it), the session that assembles the pipeline, the live
+# run, the multi-rank merger and what they own; the rest of user/*.c is the base every stage may use.
+WIRING := main cli session live multirank flightrec
+BASE_SRCS := $(filter-out $(patsubst %,user/%.c,$(WIRING)),$(wildcard user/*.c))
 stage_srcs = $(wildcard user/$(1)/*.c)
 OBJ := $(OUTPUT)/obj
 SAN_OBJ := $(OUTPUT)/obj-san
@@ -33,7 +36,7 @@ stage_lib = $(OUTPUT)/lib/libdl_$(1).a
 san_lib = $(OUTPUT)/lib-san/libdl_$(1).a
 LIB_NAMES := $(STAGES) base
 STAGE_LIBS := $(foreach s,$(LIB_NAMES),$(call stage_lib,$(s)))
-MAIN_OBJS := $(OBJ)/main.o $(OBJ)/cli.o $(OBJ)/flightrec.o $(OBJ)/outputs.o
+MAIN_OBJS := $(patsubst %,$(OBJ)/%.o,$(WIRING))
 # Pure stages for unit tests (no libbpf): output, analysis, records, base, and the
 # parts of capture that only read files or compute (the library pulls in what a test uses;
 # duty.c's one call into the tracer is the unit test's to provide).
@@ -57,7 +60,7 @@ SAN_LIBS := $(call san_lib,output) $(call san_lib,analysis) $(call san_lib,captu
 $(OUTPUT)/lib $(OUTPUT)/lib-san:
 	mkdir -p $@
 
-# capture/ includes the skeleton; the other stages never do (tests/unit/test_layout.sh).
+# capture/ includes the skeleton; the other stages never do (tests/unit/test_layout.py).
 $(OBJ)/capture/%.o: user/capture/%.c | $(OUTPUT)/dlbpf.skel.h
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -MMD -MP -c $< -o $@
@@ -67,7 +70,7 @@ $(OBJ)/%.o: user/%.c
 $(SAN_OBJ)/%.o: user/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) -MMD -MP -c $< -o $@
-$(OBJ)/main.o: | $(OUTPUT)/dlbpf.skel.h
+$(MAIN_OBJS): | $(OUTPUT)/dlbpf.skel.h
 
 -include $(shell find $(OBJ) $(SAN_OBJ) -name '*.d' 2>/dev/null)
 

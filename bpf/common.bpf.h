@@ -239,8 +239,8 @@ struct call_stack {
 /*
  * CUDA calls in flight per thread; a stack because the runtime may call itself.
  * Task-local storage: found from the current task without hashing (a hash
- * lookup by tid cost ~55 ns of a ~310 ns entry-only probe, measured with
- * kernel.bpf_stats_enabled), and freed by the kernel when the thread exits.
+ * lookup by tid cost ~50 ns of a ~310 ns entry-only probe, measured with
+ * kernel.bpf_stats_enabled: tools/bench/README.md), and freed by the kernel when the thread exits.
  */
 DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -608,8 +608,8 @@ static __always_inline void dl_submit(void *ev)
 
 	/*
 	 * The query reads the consumer position, a cache line the consumer writes
-	 * from another CPU: ~10 ns of a ~265 ns entry-only probe here
-	 * (kernel.bpf_stats_enabled run_time_ns). One submission in 16 checks; the threshold is a quarter of the buffer,
+	 * from another CPU: ~10 ns of a ~260 ns entry-only probe here
+	 * (kernel.bpf_stats_enabled run_time_ns: tools/bench/README.md). One submission in 16 checks; the threshold is a quarter of the buffer,
 	 * thousands of records below full, so checking late by a few is harmless. A consumer that is awake
 	 * drains without being woken: a submission that saw it awake just before it slept is late by the
 	 * same few.

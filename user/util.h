@@ -151,4 +151,7 @@ static inline int64_t dl_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline double dl_min_dbl(double a, double b) { return a < b ? a : b; }
 static inline double dl_max_dbl(double a, double b) { return a > b ? a : b; }
 
+/* b bytes as "512 B" or "1.5 MiB": the largest binary unit under 1024 of it, one decimal. */
+void dl_fmt_bytes(char *buf, size_t len, uint64_t b);
+
 #endif

@@ -257,6 +257,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dl_corr_opts copts = { 0 };
 	struct dl_summary sum;
 	struct dl_correlator *corr;
+	struct dl_step_stage stage;
 	struct dl_timeline *trace;
 	size_t off = 0, tries = 0;
 	struct dl_stream s = {};
@@ -264,7 +265,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&k, 0, sizeof(k));
 	dl_summary_init(&sum);
-	corr = dl_corr_new(&copts, on_step, NULL);
+	corr = dl_corr_new(&copts);
+	stage = (struct dl_step_stage){ .corr = corr, .fn = on_step };
 	trace = dl_timeline_new(devnull, DL_TIMELINE_JSON);
 	dl_stream_add(&s, check_sink, &k);
 	dl_stream_add(&s, names_sink, &k);
@@ -272,6 +274,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dl_stream_add(&s, dl_summary_sink, &sum);
 	dl_stream_add(&s, dl_corr_sink, corr);
 	dl_stream_add(&s, dl_timeline_sink, trace);
+	dl_stream_add(&s, dl_step_stage_sink, &stage);
 	while (off < size) {
 		uint16_t claimed = 0;
 		size_t len;
@@ -312,6 +315,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FAIL("%zu records handed over, %llu given to sinks, %llu counted malformed", tries,
 		     (unsigned long long)s.seq, (unsigned long long)s.malformed);
 	dl_corr_finish(corr);
+	dl_corr_take_steps(corr, on_step, NULL);
 	if (dl_timeline_finish(trace, NULL))
 		FAIL("writing the JSON timeline to /dev/null failed");
 	dl_corr_free(corr);

@@ -217,6 +217,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dl_rec_header h;
 	struct dl_summary sum;
 	struct dl_correlator *corr;
+	struct dl_step_stage stage;
+	struct dl_report_model model;
 	struct dl_diagnosis *diag;
 	char err[512] = "", err2[512] = "";
 	int ret, err_open;
@@ -237,7 +239,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FAIL("cannot write %s", rerecorded.path);
 
 	dl_summary_init(&sum);
-	corr = dl_corr_new(&copts, on_step, &steps);
+	corr = dl_corr_new(&copts);
+	stage = (struct dl_step_stage){ .corr = corr, .fn = on_step, .ctx = &steps };
 	diag = dl_xcalloc(1, sizeof(*diag));
 	dl_stream_add(&s, dl_summary_sink, &sum);
 	dl_stream_add(&s, dl_recorder_sink, &rec);
@@ -245,6 +248,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dl_stream_add(&s, dl_timeline_sink, steps.trace[i]);
 	dl_stream_add(&s, dl_corr_sink, corr);
 	dl_stream_add(&s, digest_sink, &given);
+	dl_stream_add(&s, dl_step_stage_sink, &stage);
 
 	err[0] = '\0';
 	ret = dl_replay(input.path, &s, NULL, err, sizeof(err));
@@ -254,11 +258,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* A failed replay still leaves the sinks what came before: report it, as a stopped live run would. */
 	dl_corr_finish(corr);
+	dl_corr_take_steps(corr, on_step, &steps);
 	dl_diagnose(corr, &sum, &dopts, diag);
-	dl_report_text(devnull, &sum);
-	dl_report_steps_text(devnull, corr, diag);
+	dl_report_model_build(&model, &sum, corr, diag);
+	dl_report_text(devnull, &model);
+	dl_report_steps_text(devnull, &model);
 	json = fopen(summary_json.path, "w");
-	if (!json || dl_report_json(json, &sum, corr, diag) || fclose(json))
+	if (!json || dl_report_json(json, &model) || fclose(json))
 		FAIL("writing the JSON summary to %s failed", summary_json.path);
 	for (int i = 0; i < 2; i++)
 		if (dl_timeline_close(steps.trace[i], NULL))
@@ -286,6 +292,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	dl_stream_free(&again);
 	dl_stream_free(&s);
+	dl_report_model_free(&model);
 	dl_corr_free(corr);
 	free(diag);
 	dl_summary_free(&sum);

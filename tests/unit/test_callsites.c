@@ -85,7 +85,7 @@ static void test_named_unknown_and_none(void)
 {
 	struct dl_stream st = { 0 };
 	struct dl_corr_opts o = { 0 };
-	struct dl_correlator *c = dl_corr_new(&o, NULL, NULL);
+	struct dl_correlator *c = dl_corr_new(&o);
 	struct dl_cuda_ev unreadable = call(DL_API_DEVICE_SYNC, 500 * MS, US, 0, DL_CUDA_SITE_FAULT);
 	struct dl_cuda_ev old = call(DL_API_DEVICE_SYNC, 501 * MS, US, 0, 0);
 	const struct dl_site_stat *cp, *sy, *unk;
@@ -202,7 +202,7 @@ static void test_stack_tail(void)
 {
 	struct dl_stream st = { 0 };
 	struct dl_corr_opts o = { 0 };
-	struct dl_correlator *c = dl_corr_new(&o, NULL, NULL);
+	struct dl_correlator *c = dl_corr_new(&o);
 	union {
 		struct dl_cuda_ev e;
 		unsigned char buf[sizeof(struct dl_cuda_ev) + (DL_STACK_MAX + 4) * 8];

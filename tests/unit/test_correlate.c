@@ -6,6 +6,7 @@
 #include <string.h>
 #include "analysis/breakdown.h"
 #include "check.h"
+#include "records.h"
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
 #include "records/stream.h"
@@ -104,6 +105,7 @@ struct gen {
 	struct dl_stream st;
 	struct dl_summary sum;
 	struct dl_correlator *corr;
+	struct dl_step_stage stage;
 	int steps_seen;
 	uint64_t enqueues, enqueue_tids_wrong;   /* DL_GS_ENQUEUE spans the steps carried, and those not the main thread's */
 };
@@ -126,9 +128,11 @@ static void gen_init_keep(struct gen *g, const char *step_on, size_t keep_steps)
 
 	memset(g, 0, sizeof(*g));
 	dl_summary_init(&g->sum);
-	g->corr = dl_corr_new(&o, on_step, g);
+	g->corr = dl_corr_new(&o);
+	g->stage = (struct dl_step_stage){ .corr = g->corr, .fn = on_step, .ctx = g };
 	dl_stream_add(&g->st, dl_summary_sink, &g->sum);
 	dl_stream_add(&g->st, dl_corr_sink, g->corr);
+	dl_stream_add(&g->st, dl_step_stage_sink, &g->stage);
 	dl_emit_trace_start(&g->st, 1, 0);
 }
 
@@ -187,13 +191,8 @@ static void pin(struct gen *g, uint64_t ptr, uint64_t bytes)
 
 static void sched(struct gen *g, uint32_t tid, uint32_t state, uint64_t ts, uint64_t dur, uint32_t next)
 {
-	struct dl_sched_ev e;
+	struct dl_sched_ev e = test_sched(100, tid, ts, dur, state, next);
 
-	memset(&e, 0, sizeof(e));
-	hdr(&e.h, sizeof(e), DL_EV_SCHED, ts, tid);
-	e.dur_ns = dur;
-	e.state = state;
-	e.next_state = next;
 	dl_stream_emit(&g->st, &e, sizeof(e));
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "records.h"
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
 #include "analysis/summary.h"
@@ -137,18 +138,21 @@ struct out {
 
 static void report(const struct dl_summary *s, struct out *o)
 {
-	struct dl_correlator *c = dl_corr_new(&(struct dl_corr_opts){ 0 }, NULL, NULL);
+	struct dl_correlator *c = dl_corr_new(&(struct dl_corr_opts){ 0 });
 	struct dl_diagnosis *d = calloc(1, sizeof(*d));
+	struct dl_report_model m;
 	FILE *f;
 
 	dl_corr_finish(c);
 	dl_diagnose(c, s, NULL, d);
+	dl_report_model_build(&m, s, c, d);
 	f = open_memstream(&o->json, &o->json_len);
-	CHECK(dl_report_json(f, s, c, d) == 0, "json");
+	CHECK(dl_report_json(f, &m) == 0, "json");
 	fclose(f);
 	f = open_memstream(&o->text, &o->text_len);
-	dl_report_text(f, s);
+	dl_report_text(f, &m);
 	fclose(f);
+	dl_report_model_free(&m);
 	dl_corr_free(c);
 	free(d);
 }
@@ -271,13 +275,7 @@ static struct dl_proc_ev proc_ev(uint32_t what, uint32_t tgid, uint32_t tid)
 
 static struct dl_sched_ev sched_ev(uint32_t tgid, uint32_t tid)
 {
-	struct dl_sched_ev e;
-
-	memset(&e, 0, sizeof(e));
-	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_SCHED, .ts = 1600, .tgid = tgid, .tid = tid };
-	e.dur_ns = 10;
-	e.state = DL_ST_RUNNING;
-	return e;
+	return test_sched(tgid, tid, 1600, 10, DL_ST_RUNNING, 0);
 }
 
 /* Threads are starts: a tid that comes back is another thread. */

@@ -116,7 +116,7 @@ static void test_estimate_round_numbers(void)
  * the schedule, what drives it, and the summary its sync callback fills. */
 struct rig {
 	struct dl_summary s;
-	struct dl_tracer t;
+	struct dl_tracer *t;   /* never read: dl_tracer_set_hot is the stand-in above */
 	struct dl_duty d;
 	struct pending p;
 };
@@ -132,12 +132,12 @@ static void rig_start(struct rig *r, uint64_t B)
 
 static void rig_tick(struct rig *r, uint64_t now)
 {
-	dl_duty_tick(&r->d, &r->t, now, &r->s, sync_pending, &r->p);
+	dl_duty_tick(&r->d, r->t, now, &r->s, sync_pending, &r->p);
 }
 
 static void rig_finish(struct rig *r, uint64_t now)
 {
-	dl_duty_finish(&r->d, &r->t, now, &r->s, sync_pending, &r->p);
+	dl_duty_finish(&r->d, r->t, now, &r->s, sync_pending, &r->p);
 }
 
 static void rig_free(struct rig *r)

@@ -142,7 +142,13 @@ static void test_json(void)
 	open_fd(PID, 9, "/data/my shard\n\"1\".\xff");
 	read_fd(PID, PID, 9, 3, 1, 0);
 	f = open_memstream(&buf, &len);
-	CHECK(dl_report_json(f, &sum, NULL, NULL) == 0, "json");
+	{
+		struct dl_report_model m;
+
+		dl_report_model_build(&m, &sum, NULL, NULL);
+		CHECK(dl_report_json(f, &m) == 0, "json");
+		dl_report_model_free(&m);
+	}
 	fclose(f);
 	CHECK(strstr(buf, "\"path\":\"/data/my shard\\n\\\"1\\\".\xef\xbf\xbd\"") != NULL,
 	      "the hostile path escaped (newline, quotes) and fixed (U+FFFD) in the JSON");
@@ -159,7 +165,7 @@ static void test_small_reads(void)
 	struct dl_summary s2;
 	struct dl_stream st2 = { 0 };
 	struct dl_diagnosis *d = calloc(1, sizeof(*d));
-	struct dl_correlator *c = dl_corr_new(&(struct dl_corr_opts){ 0 }, NULL, NULL);
+	struct dl_correlator *c = dl_corr_new(&(struct dl_corr_opts){ 0 });
 	struct dl_sched_ev run;
 	bool found = false;
 

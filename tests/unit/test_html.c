@@ -122,7 +122,13 @@ static void test_page(void)
 	memset(&d, 0, sizeof(d));
 	p = dl_summary_proc(&s, 42);
 	snprintf(p->comm, sizeof(p->comm), "<script>\x1b");
-	CHECK(dl_report_html(f, &s, NULL, &d) == 0, "dl_report_html failed");
+	{
+		struct dl_report_model m;
+
+		dl_report_model_build(&m, &s, NULL, &d);
+		CHECK(dl_report_html(f, &m) == 0, "dl_report_html failed");
+		dl_report_model_free(&m);
+	}
 	fclose(f);
 	CHECK(!strstr(buf, "<script"), "raw <script in the page");
 	CHECK(strstr(buf, "&lt;script&gt;\\x1b") != NULL, "the name is not shown escaped");

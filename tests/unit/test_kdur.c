@@ -11,6 +11,7 @@
 #include "analysis/kdur.h"
 #include "analysis/summary.h"
 #include "check.h"
+#include "records.h"
 #include "output/report.h"
 #include "records/stream.h"
 
@@ -292,7 +293,7 @@ static void gen_init(struct gen *g)
 
 	memset(g, 0, sizeof(*g));
 	dl_summary_init(&g->sum);
-	g->corr = dl_corr_new(&o, NULL, NULL);
+	g->corr = dl_corr_new(&o);
 	dl_stream_add(&g->st, dl_summary_sink, &g->sum);
 	dl_stream_add(&g->st, dl_corr_sink, g->corr);
 	dl_emit_trace_start(&g->st, 1, 0);
@@ -345,13 +346,8 @@ static void cuda(struct gen *g, enum dl_api_id api, uint64_t ts, uint64_t dur, u
 
 static void sched(struct gen *g, uint32_t state, uint64_t ts, uint64_t dur, uint32_t next)
 {
-	struct dl_sched_ev e;
+	struct dl_sched_ev e = test_sched(PID, TID, ts, dur, state, next);
 
-	memset(&e, 0, sizeof(e));
-	hdr(&e.h, sizeof(e), DL_EV_SCHED, ts);
-	e.dur_ns = dur;
-	e.state = state;
-	e.next_state = next;
 	dl_stream_emit(&g->st, &e, sizeof(e));
 }
 
@@ -504,9 +500,12 @@ static char *reports(struct gen *g)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
+	struct dl_report_model m;
 
-	dl_report_kdur_text(f, &g->sum, g->corr);
-	dl_report_json(f, &g->sum, g->corr, NULL);
+	dl_report_model_build(&m, &g->sum, g->corr, NULL);
+	dl_report_kdur_text(f, &m);
+	dl_report_json(f, &m);
+	dl_report_model_free(&m);
 	fclose(f);
 	return buf;
 }

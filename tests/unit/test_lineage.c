@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "check.h"
+#include "records.h"
 #include "analysis/lineage.h"
 #include "records/stream.h"
 
@@ -20,8 +21,7 @@ static struct dl_lineage lin;
 
 static void sched(uint32_t pid, uint64_t a, uint64_t b, uint32_t state, uint32_t next)
 {
-	struct dl_sched_ev e = { .h = { .size = sizeof(e), .kind = DL_EV_SCHED, .ts = US(a), .tgid = pid, .tid = pid },
-				 .dur_ns = US(b) - US(a), .state = state, .next_state = next };
+	struct dl_sched_ev e = test_sched(pid, pid, US(a), US(b) - US(a), state, next);
 
 	dl_lineage_note(&lin, &e.h);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
+#include "records.h"
 #include "records/cuda_api.h"
 #include "output/pbwriter.h"
 #include "output/perfetto.h"
@@ -413,12 +414,8 @@ static void procinfo(struct dl_summary *sum, struct dl_timeline *t, uint32_t pid
 static void sched(struct dl_summary *sum, struct dl_timeline *t, uint32_t pid, uint32_t tid, uint64_t ts,
 		  uint64_t dur, uint32_t state)
 {
-	struct dl_sched_ev e;
+	struct dl_sched_ev e = test_sched(pid, tid, ts, dur, state, 0);
 
-	memset(&e, 0, sizeof(e));
-	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_SCHED, .ts = ts, .tgid = pid, .tid = tid };
-	e.dur_ns = dur;
-	e.state = state;
 	feed(sum, t, &e, sizeof(e));
 	want_slice(ts, dur);
 }

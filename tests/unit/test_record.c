@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "check.h"
+#include "records.h"
 #include "records/record.h"
 #include "records/stream.h"
 
@@ -89,13 +90,7 @@ static int count_prefixed(const char *dir, const char *prefix)
 
 static struct dl_sched_ev sched_ev(uint64_t ts, uint64_t dur)
 {
-	struct dl_sched_ev e;
-
-	memset(&e, 0, sizeof(e));
-	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_SCHED, .ts = ts, .tgid = 42, .tid = 42 };
-	e.dur_ns = dur;
-	e.state = DL_ST_RUNQ;
-	return e;
+	return test_sched(42, 42, ts, dur, DL_ST_RUNQ, 0);
 }
 
 /*

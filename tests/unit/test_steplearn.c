@@ -17,6 +17,7 @@
 struct gen {
 	struct dl_stream st;
 	struct dl_correlator *corr;
+	struct dl_step_stage stage;
 };
 
 static void on_step(void *ctx, const struct dl_step *s)
@@ -30,8 +31,10 @@ static void gen_init_keep(struct gen *g, const char *step_on, size_t keep_steps)
 	struct dl_corr_opts o = { .step_on = step_on, .pcie_gbps = 10, .keep_steps = keep_steps };
 
 	memset(g, 0, sizeof(*g));
-	g->corr = dl_corr_new(&o, on_step, g);
+	g->corr = dl_corr_new(&o);
+	g->stage = (struct dl_step_stage){ .corr = g->corr, .fn = on_step, .ctx = g };
 	dl_stream_add(&g->st, dl_corr_sink, g->corr);
+	dl_stream_add(&g->st, dl_step_stage_sink, &g->stage);
 	dl_emit_trace_start(&g->st, 1, 0);
 }
 

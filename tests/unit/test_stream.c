@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "records.h"
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
 #include "records/record.h"
@@ -111,13 +112,8 @@ static void copy(recs_t *r, enum variant v, uint64_t ts, uint64_t dur, uint64_t 
 
 static void sched(recs_t *r, uint32_t pid, uint32_t tid, uint32_t state, uint64_t ts, uint64_t dur, uint32_t next)
 {
-	struct dl_sched_ev e;
+	struct dl_sched_ev e = test_sched(pid, tid, ts, dur, state, next);
 
-	memset(&e, 0, sizeof(e));
-	e.h = (struct dl_hdr){ .size = sizeof(e), .kind = DL_EV_SCHED, .ts = ts, .tgid = pid, .tid = tid };
-	e.dur_ns = dur;
-	e.state = state;
-	e.next_state = next;
 	put(r, &e);
 }
 
@@ -209,6 +205,7 @@ struct run {
 	struct dl_stream st;
 	struct dl_summary sum;
 	struct dl_correlator *corr;
+	struct dl_step_stage stage;
 	struct dl_timeline *tl;
 	struct dl_step_printer printer;
 	FILE *steps_f, *tl_f;
@@ -230,7 +227,8 @@ static void run_start(struct run *r, enum dl_timeline_format fmt)
 {
 	memset(r, 0, sizeof(*r));
 	dl_summary_init(&r->sum);
-	r->corr = dl_corr_new(&(struct dl_corr_opts){ .pcie_gbps = 10 }, on_step, r);
+	r->corr = dl_corr_new(&(struct dl_corr_opts){ .pcie_gbps = 10 });
+	r->stage = (struct dl_step_stage){ .corr = r->corr, .fn = on_step, .ctx = r };
 	r->tl_f = open_memstream(&r->tl_buf, &r->tl_len);
 	r->tl = dl_timeline_new(r->tl_f, fmt);
 	dl_timeline_set_clocks(r->tl, 1000, 2000, 1700000000000000000ull);
@@ -257,10 +255,18 @@ static void run_add(struct run *r, enum sink k, struct dl_recorder *rec)
 	}
 }
 
+/* The step stage, after the sinks in whatever order they came: steps after each record. */
+static void run_stage(struct run *r)
+{
+	dl_stream_add(&r->st, dl_step_stage_sink, &r->stage);
+}
+
 /* Plays the records into the run's stream; how many it refused. */
 static size_t play(struct run *r, const recs_t *recs)
 {
 	size_t rejected = 0;
+
+	run_stage(r);
 
 	for (size_t off = 0; off < recs->n; off += ((const struct dl_hdr *)&recs->v[off])->size)
 		rejected += dl_stream_emit(&r->st, &recs->v[off], recs->n - off) != 0;
@@ -271,17 +277,21 @@ static size_t play(struct run *r, const recs_t *recs)
 static int run_finish(struct run *r, struct dl_diagnosis *d)
 {
 	FILE *f;
+	struct dl_report_model m;
 	int failed = 0;
 
 	dl_corr_finish(r->corr);
+	dl_corr_take_steps(r->corr, on_step, r);
 	dl_diagnose(r->corr, &r->sum, NULL, d);
+	dl_report_model_build(&m, &r->sum, r->corr, d);
 	f = open_memstream(&r->json_buf, &r->json_len);
-	failed += dl_report_json(f, &r->sum, r->corr, d) != 0;
+	failed += dl_report_json(f, &m) != 0;
 	fclose(f);
 	f = open_memstream(&r->text_buf, &r->text_len);
-	dl_report_text(f, &r->sum);
-	dl_report_steps_text(f, r->corr, d);
+	dl_report_text(f, &m);
+	dl_report_steps_text(f, &m);
 	fclose(f);
+	dl_report_model_free(&m);
 	failed += dl_timeline_finish(r->tl, NULL) != 0;
 	fclose(r->tl_f);
 	fclose(r->steps_f);
@@ -395,6 +405,7 @@ static void test_sinks_in_any_order(void)
 		run_add(&replay, S_TIMELINE, NULL);
 		run_add(&replay, S_CORR, NULL);
 		run_add(&replay, S_SUMMARY, NULL);
+		run_stage(&replay);
 		CHECK(dl_replay(path, &replay.st, NULL, err, sizeof(err)) == 0, "replay: %s", err);
 		CHECK(run_finish(&replay, &d) == 0, "replay: writing failed");
 		check_same(&first, &replay, "replay");

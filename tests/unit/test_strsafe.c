@@ -337,6 +337,7 @@ static char *timeline_of(enum dl_timeline_format fmt, size_t *len)
 
 static void test_cut_name_everywhere(void)
 {
+	struct dl_report_model m;
 	struct dl_summary sum;
 	struct dl_stream st;
 	char *buf = NULL;
@@ -350,7 +351,8 @@ static void test_cut_name_everywhere(void)
 
 	/* The summary keeps 15 bytes and a NUL: "abcdefghijklmn\xe2". */
 	f = open_memstream(&buf, &len);
-	dl_report_text(f, &sum);
+	dl_report_model_build(&m, &sum, NULL, NULL);
+	dl_report_text(f, &m);
 	fclose(f);
 	CHECK(strstr(buf, "PID 100 (abcdefghijklmn\\xe2)") != NULL, "text report: %s", buf);
 	{
@@ -363,7 +365,8 @@ static void test_cut_name_everywhere(void)
 	free(buf);
 
 	f = open_memstream(&buf, &len);
-	CHECK(dl_report_json(f, &sum, NULL, NULL) == 0, "json");
+	CHECK(dl_report_json(f, &m) == 0, "json");
+	dl_report_model_free(&m);
 	fclose(f);
 	CHECK(strstr(buf, "\"comm\":\"abcdefghijklmn" FFFD "\"") != NULL, "JSON summary: %s", buf);
 	CHECK(dl_utf8_valid(buf, len), "JSON summary not UTF-8");

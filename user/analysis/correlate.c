@@ -8,7 +8,7 @@
 #include "analysis/steplearn.h"
 #include "records/stream.h"
 
-struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, dl_step_fn on_step, void *ctx)
+struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts)
 {
 	struct dl_correlator *c = dl_xcalloc(1, sizeof(*c));
 
@@ -23,9 +23,29 @@ struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, dl_step_fn on
 
 		c->step_on_api = api ? (int)api->id : 0;
 	}
-	c->on_step = on_step;
-	c->ctx = ctx;
 	return c;
+}
+
+size_t dl_corr_take_steps(struct dl_correlator *c, dl_step_fn fn, void *ctx)
+{
+	size_t n = c->closed.n;
+
+	for (size_t i = 0; i < n; i++) {
+		if (fn)
+			fn(ctx, &c->closed.v[i]);
+		free((void *)c->closed.v[i].gpu_spans);
+	}
+	c->closed.n = 0;
+	return n;
+}
+
+int dl_step_stage_sink(void *stage, const struct dl_rec *r)
+{
+	struct dl_step_stage *st = stage;
+
+	(void)r;
+	dl_corr_take_steps(st->corr, st->fn, st->ctx);
+	return 0;
 }
 
 void dl_corr_free(struct dl_correlator *c)
@@ -48,6 +68,8 @@ void dl_corr_free(struct dl_correlator *c)
 		dl_fold_free(&p->pub.folded);
 		dl_sites_free(&p->pub.sites);
 	}
+	dl_corr_take_steps(c, NULL, NULL);
+	dl_vec_free(&c->closed);
 	dl_vec_free(&c->procs);
 	dl_u64map_free(&c->proc_of);
 	dl_vec_free(&c->tree);
@@ -69,11 +91,6 @@ static struct cproc *proc_of(struct dl_correlator *c, pid_t pid, bool create)
 	p->pub.pid = pid;
 	p->st = CP_LEARN;
 	return p;
-}
-
-bool dl_corr_is_sync_point(const struct mcall *m)
-{
-	return m->cls == DL_CLS_SYNC || (m->cls == DL_CLS_COPY && !m->async && m->dir == DL_DIR_D2H);
 }
 
 /* --- steps ---------------------------------------------------------------- */
@@ -298,7 +315,6 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	st.tid = (pid_t)p->pub.main_tid;
 	st.start_ns = start;
 	st.dur_ns = end - start;
-	st.closed_at = c->seq;
 	for (size_t i = c0; i < c1; i++)
 		if (!calls[i].entry_only)
 			sched_to = dl_max_u64(sched_to, calls[i].end);
@@ -383,9 +399,8 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	p->pub.steps[p->pub.nsteps++] = st;
 	st.gpu_spans = spans;
 	st.ngpu_spans = (uint32_t)nspans;
-	if (c->on_step)
-		c->on_step(c->ctx, &st);
-	free(spans);
+	/* Closed: the step stage hands it on after the record (dl_corr_take_steps). */
+	*dl_vec_push(&c->closed) = st;
 	fold_old_steps(c, &p->pub);
 
 	/* What ended before this step's end is no longer needed by later steps. */

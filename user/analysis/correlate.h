@@ -117,7 +117,20 @@ struct dl_corr_proc {
 
 struct dl_correlator;
 
-struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts, dl_step_fn on_step, void *ctx);
+struct dl_correlator *dl_corr_new(const struct dl_corr_opts *opts);
+/*
+ * Steps are a stage after records: the correlator queues the steps a record
+ * (or dl_corr_finish) closes, and this hands them to fn (NULL: dropped),
+ * oldest first, once that record has been through every sink. Returns how many.
+ */
+size_t dl_corr_take_steps(struct dl_correlator *c, dl_step_fn fn, void *ctx);
+/* The step stage as a stream sink, added after every other: after each record, dl_corr_take_steps. */
+struct dl_step_stage {
+	struct dl_correlator *corr;
+	dl_step_fn fn;
+	void *ctx;
+};
+int dl_step_stage_sink(void *stage, const struct dl_rec *r);
 void dl_corr_free(struct dl_correlator *c);
 /* A stream sink. */
 int dl_corr_sink(void *correlator, const struct dl_rec *r);

@@ -126,8 +126,7 @@ static inline size_t pending_count(const struct cproc *p)
 
 struct dl_correlator {
 	struct dl_corr_opts opts;
-	dl_step_fn on_step;
-	void *ctx;
+	DL_VEC(struct dl_step) closed;   /* closed steps not yet taken (dl_corr_take_steps), each owning its gpu_spans */
 	DL_VEC(struct cproc) procs;
 	struct dl_u64map proc_of;   /* pid -> index in procs */
 	DL_VEC(struct tspan) tree;  /* ordered by end */
@@ -140,7 +139,10 @@ struct dl_correlator {
 };
 
 /* A blocking synchronization, or a synchronous copy back to the host (loss.item()). */
-bool dl_corr_is_sync_point(const struct mcall *m);
+static inline bool dl_corr_is_sync_point(const struct mcall *m)
+{
+	return m->cls == DL_CLS_SYNC || (m->cls == DL_CLS_COPY && !m->async && m->dir == DL_DIR_D2H);
+}
 /* Feeds an event of a decided process to its steps (only its main thread's count). */
 void dl_corr_track(struct cproc *p, const struct cevent *e);
 /*

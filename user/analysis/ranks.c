@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stdio.h>
 #include <string.h>
+#include "analysis/correlate.h"
 #include "analysis/ranks.h"
 
 int64_t dl_rank_offset(const struct dl_rank_clock *base, const struct dl_rank_clock *r)
@@ -95,4 +96,10 @@ bool dl_straggler_finding(const struct dl_straggler *st, size_t nranks, struct d
 						.value = st->others_comm_wait_ns / 1e6 };
 	f->ev[f->nev++] = (struct dl_evidence){ .key = "others_comm_wait_share", .value = st->others_wait_share };
 	return true;
+}
+
+void dl_rank_steps_of(const struct dl_step_stats *st, struct dl_rank_steps *out)
+{
+	*out = (struct dl_rank_steps){ .steps = st->sum.n, .dur_ns = st->sum.dur_ns,
+				       .comm_wait_ns = st->sum.cat_ns[DL_CAT_COMM_WAIT] };
 }

@@ -52,6 +52,9 @@ struct dl_rank_steps {
 /* A rank's compute per step: the step less its wait on communication (0 without steps). */
 double dl_rank_compute_per_step(const struct dl_rank_steps *r);
 double dl_rank_comm_wait_per_step(const struct dl_rank_steps *r);
+struct dl_step_stats;
+/* A rank's typical steps, from the statistics of all its steps (dl_corr_stats of every process). */
+void dl_rank_steps_of(const struct dl_step_stats *st, struct dl_rank_steps *out);
 
 struct dl_straggler {
 	int rank;                 /* -1: none */

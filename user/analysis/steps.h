@@ -136,7 +136,7 @@ struct dl_step {
 	/*
 	 * The device timeline inside the step, sorted by start: per stream,
 	 * disjoint; idle spans disjoint from every busy one. Valid only while the
-	 * step is told (dl_step_fn); NULL in the steps kept.
+	 * step is handed on (dl_corr_take_steps); NULL in the steps kept.
 	 */
 	const struct dl_gpu_span *gpu_spans;
 	uint32_t ngpu_spans;
@@ -144,7 +144,6 @@ struct dl_step {
 	double share;              /* of the verdict's categories in the step */
 	bool partial;              /* --overhead-budget: launches were not probed all through it (duration only) */
 	uint64_t first_event;      /* stream position of the marker; for sinks that link */
-	uint64_t closed_at;        /* stream position (dl_rec.seq) of the record that finalized it */
 	uint32_t nsites;           /* of top_sites */
 	struct dl_step_site top_sites[DL_STEP_TOP_SITES];   /* most time first */
 	struct dl_step_lineage input;

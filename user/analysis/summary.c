@@ -5,6 +5,19 @@
 #include <string.h>
 #include "analysis/summary.h"
 
+uint64_t dl_summary_trace_end(const struct dl_summary *s, uint64_t t0, uint64_t end)
+{
+	uint64_t last_exit = 0;
+	bool all_exited = s->n > 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		all_exited = all_exited && s->procs[i].exited && s->procs[i].exit_ts;
+		if (s->procs[i].exit_ts > last_exit)
+			last_exit = s->procs[i].exit_ts;
+	}
+	return all_exited && last_exit > t0 && last_exit < end ? last_exit : end;
+}
+
 void dl_summary_init(struct dl_summary *s)
 {
 	memset(s, 0, sizeof(*s));

@@ -146,6 +146,12 @@ struct dl_summary {
 };
 
 void dl_summary_init(struct dl_summary *s);
+/*
+ * When the trace ended: end, or the last exit when every process exited
+ * after t0 and before end (a job that exited ended the trace then, not
+ * when the collector noticed).
+ */
+uint64_t dl_summary_trace_end(const struct dl_summary *s, uint64_t t0, uint64_t end);
 void dl_summary_free(struct dl_summary *s);
 /* Finds or adds a process. */
 struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid);

@@ -36,7 +36,7 @@ static int prog_kind(const struct bpf_program *p)
 
 int dl_budget_init(struct dl_budget *b, double budget, struct dl_tracer *t)
 {
-	const struct bpf_object_skeleton *sk = t->skel->skeleton;
+	const struct bpf_object_skeleton *sk = dl_tracer_skel(t)->skeleton;
 
 	memset(b, 0, sizeof(*b));
 	b->budget = budget;
@@ -382,17 +382,9 @@ void dl_budget_tick(struct dl_budget *b, struct dl_tracer *t, uint64_t now, cons
 void dl_budget_finish(struct dl_budget *b, struct dl_tracer *t, uint64_t end, struct dl_summary *s,
 		      dl_budget_sync_fn sync, void *ctx)
 {
-	uint64_t now = dl_now_ns(), last_exit = 0;
-	bool all_exited = s->n > 0;
+	uint64_t now = dl_now_ns();
 
-	/* A job that exited ended the trace then, not when the collector noticed. */
-	for (size_t i = 0; i < s->n; i++) {
-		all_exited = all_exited && s->procs[i].exited && s->procs[i].exit_ts;
-		if (s->procs[i].exit_ts > last_exit)
-			last_exit = s->procs[i].exit_ts;
-	}
-	if (all_exited && last_exit > b->t0 && last_exit < end)
-		end = last_exit;
+	end = dl_summary_trace_end(s, b->t0, end);
 	b->t_end = end < now ? end : now;
 	if (b->on)
 		close_window(b, t, s, sync, ctx, b->t_end, false);

@@ -93,14 +93,14 @@ static struct bpf_link *attach(const struct dl_tracer *t, bool ret, unsigned lon
 {
 	struct bpf_program *prog;
 
-	if (t->feat.uprobe_multi) {
+	if (dl_tracer_features(t)->uprobe_multi) {
 		LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = &off, .cnt = 1, .retprobe = ret);
 
-		prog = ret ? t->skel->progs.calib_return : t->skel->progs.calib_entry;
+		prog = ret ? dl_tracer_skel(t)->progs.calib_return : dl_tracer_skel(t)->progs.calib_entry;
 		return bpf_program__attach_uprobe_multi(prog, getpid(), "/proc/self/exe", NULL, &o);
 	}
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret);
-	prog = ret ? t->skel->progs.calib_ret_one : t->skel->progs.calib_entry_one;
+	prog = ret ? dl_tracer_skel(t)->progs.calib_ret_one : dl_tracer_skel(t)->progs.calib_entry_one;
 	return bpf_program__attach_uprobe_opts(prog, getpid(), "/proc/self/exe", off, &o);
 }
 

@@ -140,17 +140,9 @@ void dl_duty_tick(struct dl_duty *d, struct dl_tracer *t, uint64_t now, const st
 void dl_duty_finish(struct dl_duty *d, struct dl_tracer *t, uint64_t end, const struct dl_summary *s,
 		    dl_duty_sync_fn sync, void *ctx)
 {
-	uint64_t now = dl_now_ns(), last_exit = 0;
-	bool all_exited = s->n > 0;
+	uint64_t now = dl_now_ns();
 
-	/* A job that exited ended the trace then, not when the collector noticed. */
-	for (size_t i = 0; i < s->n; i++) {
-		all_exited = all_exited && s->procs[i].exited && s->procs[i].exit_ts;
-		if (s->procs[i].exit_ts > last_exit)
-			last_exit = s->procs[i].exit_ts;
-	}
-	if (all_exited && last_exit > d->t0 && last_exit < end)
-		end = last_exit;
+	end = dl_summary_trace_end(s, d->t0, end);
 	d->t_end = end < now ? end : now;
 	if (d->on)
 		close_window(d, t, s, sync, ctx, d->t_end, false);

@@ -13,6 +13,7 @@
 #define ENTRY_FIRST "DLBPF_TEST_ENTRY_LINK_FIRST"
 #define NO_CLOSER "DLBPF_TEST_NO_CLOSER"
 #define URET_HAZARD "DLBPF_TEST_URETPROBE_HAZARD"
+#define NO_OPENAT2 "DLBPF_TEST_NO_OPENAT2"
 
 /*
  * A hook of one value: *on when name is set to it, announced with what it
@@ -161,4 +162,10 @@ int dl_hooks_uretprobe_hazard(bool *on)
 int dl_hooks_no_closer(bool *on)
 {
 	return one_value_hook(NO_CLOSER, "1", "the syscall events closed by dlbpf itself, as when it cannot fork", on);
+}
+
+int dl_hooks_no_openat2(bool *on)
+{
+	return one_value_hook(NO_OPENAT2, "1", "paths in traced processes' roots resolved by the walk, as without openat2",
+			      on);
 }

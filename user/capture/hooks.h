@@ -32,6 +32,9 @@
  *   DLBPF_TEST_NO_CLOSER=1       the syscall events closed by dlbpf itself
  *                                at detach, one grace period each, as when
  *                                it cannot fork their closer
+ *   DLBPF_TEST_NO_OPENAT2=1      every path in a traced process's root is
+ *                                resolved by the walk, as on a kernel without
+ *                                openat2 (capture/tfile.h)
  *
  * A bad value is an error: a test that asked for a hook must not silently run
  * without it.
@@ -55,5 +58,7 @@ int dl_hooks_entry_link_first(bool *on);
 int dl_hooks_uretprobe_hazard(bool *on);
 /* DLBPF_TEST_NO_CLOSER: *on; 0 or -EINVAL. */
 int dl_hooks_no_closer(bool *on);
+/* DLBPF_TEST_NO_OPENAT2: *on; 0 or -EINVAL. */
+int dl_hooks_no_openat2(bool *on);
 
 #endif

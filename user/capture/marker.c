@@ -84,7 +84,7 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid)
 	if (!c.found)
 		return 0;
 	/* By descriptor: the path looked up again could lead elsewhere (tfile.h). */
-	link = bpf_program__attach_uprobe_opts(t->skel->progs.step_mark, pid, c.file.self_path, c.offset, &o);
+	link = bpf_program__attach_uprobe_opts(dl_tracer_skel(t)->progs.step_mark, pid, c.file.self_path, c.offset, &o);
 	err = link ? 0 : -errno;
 	dl_tfile_close(&c.file);
 	if (err) {

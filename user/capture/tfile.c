@@ -20,16 +20,11 @@
 
 static bool no_openat2;         /* the kernel said ENOSYS: walk from then on */
 
-static bool walk_forced(void)
+static bool forced_walk;        /* the test hook DLBPF_TEST_NO_OPENAT2 */
+
+void dl_tfile_force_walk(bool on)
 {
-	static int forced = -1;
-
-	if (forced < 0) {
-		const char *e = getenv(DL_TFILE_WALK_ENV);
-
-		forced = e && *e && strcmp(e, "0") != 0;
-	}
-	return forced;
+	forced_walk = on;
 }
 
 struct walk {
@@ -232,7 +227,7 @@ int dl_tfile_open_in(int rootfd, const char *path, struct dl_tfile *f, char *why
 
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
-	pfd = dl_resolve_in_root(rootfd, path, walk_forced());
+	pfd = dl_resolve_in_root(rootfd, path, forced_walk);
 	if (pfd < 0) {
 		say(why, whylen, "%s", strerror(-pfd));
 		return pfd;

@@ -29,8 +29,8 @@
  */
 #define DL_TFILE_MAX_BYTES (16ull << 30)
 
-/* The environment variable that makes every resolution walk, as where openat2 is missing (tests). */
-#define DL_TFILE_WALK_ENV "DLBPF_TEST_NO_OPENAT2"
+/* Every resolution walks, as where openat2 is missing: the test hook DLBPF_TEST_NO_OPENAT2 (capture/hooks.h). */
+void dl_tfile_force_walk(bool on);
 
 struct dl_tfile {
 	int fd;              /* O_RDONLY|O_NONBLOCK|O_NOCTTY|O_CLOEXEC; a regular file */

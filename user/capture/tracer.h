@@ -70,35 +70,25 @@ struct dl_refused_file {
 	char path[DL_PATH_LEN];
 };
 
-struct dl_tracer {
-	struct dlbpf *skel;
-	struct dl_features feat;
-	struct dl_uprobe_mode uprobes;  /* how CUDA probes attach here (capture/uprobes.h) */
-	bool files;                 /* the files programs are loaded (dl_files_choose) */
-	struct dl_sysevents sysevents;  /* their events (capture/sysevents.h) */
-	DL_VEC(struct dl_cuda_attach) cuda;
-	struct dl_u64map cuda_index;    /* hash of (pid, dev, inode) -> position in cuda */
-	/* Files whose symbols hold no CUDA runtime: not read again. */
-	DL_VEC(struct dl_file_id) plain;
-	struct dl_u64map plain_index;   /* hash of (dev, inode) -> position in plain */
-	/* Files a process maps that could not be read or probed: not tried again for that process. */
-	DL_VEC(struct dl_refused_file) refused;
-	struct dl_u64map refused_index; /* hash of (pid, dev, inode) -> position in refused */
-	struct dl_u64map warned;        /* hash of (dev, inode): said once why, for every process */
-	bool split_hot;           /* --duty: launches and copies on their own links */
-	bool stacks;              /* --stacks: syncs and synchronous copies record their callers' stack */
-	bool hot_on[DL_HOT_CLASSES];   /* those links are attached, per class */
-	uint64_t last_attach_ns, last_detach_ns;  /* wall time of the last attach_library / dl_tracer_detach */
-	uint64_t traced_full;     /* processes user space could not add to the full traced set */
-	unsigned link_pause_ms;   /* test hook DLBPF_TEST_LINK_PAUSE_MS (capture/hooks.h) */
-	bool entry_link_first;    /* test hook DLBPF_TEST_ENTRY_LINK_FIRST */
-	uint32_t *consumer_asleep;  /* BPF map consumer_asleep, memory-mapped; NULL: it always says asleep */
-	/*
-	 * Return probes kill processes under a seccomp filter here (capture/seccomp_hazard.h):
-	 * -1 not tried yet, 0 no, 1 yes (such processes get entry probes only).
-	 */
-	int uret_hazard;
-};
+/* Opaque: its fields are tracer.c's, tracer_hot.c's and tracer_maps.c's (capture/tracer_int.h). */
+struct dl_tracer;
+
+struct dl_tracer *dl_tracer_new(void);
+/* Detaches, unloads and frees; NULL is fine. */
+void dl_tracer_free(struct dl_tracer *t);
+/* The programs are loaded (dl_tracer_open_load succeeded). */
+bool dl_tracer_loaded(const struct dl_tracer *t);
+/* The skeleton, for the programs attached outside the tracer (calibration, --step-on, the budget's costs). */
+struct dlbpf *dl_tracer_skel(const struct dl_tracer *t);
+/* What the kernel offers (after dl_tracer_open_load). */
+const struct dl_features *dl_tracer_features(const struct dl_tracer *t);
+/* --stacks: syncs and synchronous copies record their callers' stack (before the first scan). */
+void dl_tracer_set_stacks(struct dl_tracer *t, bool on);
+/* The files programs are loaded (dl_files_choose): working directories are worth keeping. */
+bool dl_tracer_files(const struct dl_tracer *t);
+/* Wall time the last dl_tracer_detach took. */
+uint64_t dl_tracer_last_detach_ns(const struct dl_tracer *t);
+
 
 /* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records; files: load bpf/files.bpf.c. */
 int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files);
@@ -121,13 +111,13 @@ int dl_tracer_py_fd(const struct dl_tracer *t);
 const char *dl_tracer_py_no_walk(const struct dl_tracer *t);
 /* BPF's flag that py_procs may hold an entry (dl_pyprocs.bpf_known). */
 volatile uint32_t *dl_tracer_py_known(struct dl_tracer *t);
-/* The processes the dlopen hold stopped and nobody continued yet: pid -> time of the stop (bpf/cuda.bpf.c). */
 /*
  * After an exec the dynamic linker holds the process again at each change of
  * its link map (bpf/cuda.bpf.c, exec_pending), until this finds the C library
  * attached in it: then every library it was linked with is mapped and traced.
  */
 void dl_tracer_exec_settled(struct dl_tracer *t, pid_t pid);
+/* The processes the dlopen hold stopped and nobody continued yet: pid -> time of the stop (bpf/cuda.bpf.c). */
 int dl_tracer_held_fd(const struct dl_tracer *t);
 /* Attaches every program but the CUDA uprobes (dl_tracer_scan_cuda) and --step-on's (marker.c). */
 int dl_tracer_attach_auto(struct dl_tracer *t);
@@ -166,16 +156,16 @@ uint64_t dl_tracer_wakeup_bytes(const struct dl_tracer *t);
 /* Sums the per-CPU drop counters. */
 int dl_tracer_read_drops(const struct dl_tracer *t, uint64_t out[DL_DROP_MAX]);
 /*
- * Runs of dlbpf's programs the kernel's recursion guard skipped (a program's
- * tracepoint fired while it ran on that CPU): calls fn, if given, for each
- * program with any, and returns the total.
- */
-/*
  * Switch-ins of traced threads that no program saw (the programs do not run in
  * some tasks' context), each rebuilt from the scheduler's run-time accounting
  * once the thread was next seen on a CPU.
  */
 uint64_t dl_tracer_missed_switch_ins(const struct dl_tracer *t);
+/*
+ * Runs of dlbpf's programs the kernel's recursion guard skipped (a program's
+ * tracepoint fired while it ran on that CPU): calls fn, if given, for each
+ * program with any, and returns the total.
+ */
 uint64_t dl_tracer_recursion_misses(const struct dl_tracer *t,
 				    void (*fn)(const char *prog, uint64_t misses, void *ctx), void *ctx);
 struct dl_rq_start;

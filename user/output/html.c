@@ -14,6 +14,7 @@
 #include "output/report.h"
 #include "output/report_diag.h"
 #include "version.h"
+#include "util.h"
 
 /* Kernel/shape pairs listed per process, most launched first: a page, not a dump (the JSON has all). */
 #define HTML_MAX_KERNELS 50
@@ -197,8 +198,9 @@ static void legend(struct dl_html *h, const bool present[DL_CAT_COUNT], const st
 	fputs("</ul>\n", h->f);
 }
 
-static void steps_of(struct dl_html *h, const struct dl_correlator *c, const struct dl_corr_proc *p)
+static void steps_of(struct dl_html *h, const struct dl_report_model *m, const struct dl_corr_proc *p)
 {
+	const struct dl_correlator *c = m->corr;
 	size_t first = dl_steps_unlisted(c, p), n = p->nsteps - first;
 	bool present[DL_CAT_COUNT] = { false };
 	struct dl_step_stats st;
@@ -211,7 +213,7 @@ static void steps_of(struct dl_html *h, const struct dl_correlator *c, const str
 		fputs("<p>No complete step.</p>\n</div>\n", h->f);
 		return;
 	}
-	dl_corr_stats(c, p, &st);
+	st = *dl_report_model_stats(m, p);   /* the model's: not freed here */
 	fprintf(h->f, "<p>%" PRIu64 " steps, median %s%.2f ms, p90 %s%.2f ms, confidence %s (CV %.2f)</p>\n",
 		st.sum.n + st.outliers + st.sum.partial, st.exact ? "" : "~", ms(st.median_ns), st.exact ? "" : "~", ms(st.p90_ns),
 		dl_step_confidence(st.cv, st.sum.n), st.cv);
@@ -235,16 +237,14 @@ static void steps_of(struct dl_html *h, const struct dl_correlator *c, const str
 		fputs("<h4>Step duration over time</h4>\n", h->f);
 		html_svg_step_line(h, p->steps + first, n, st.median_ns);
 	}
-	dl_fold_free(&st.sum);
 	fputs("</div>\n", h->f);
 }
 
-static void steps_section(struct dl_html *h, const struct dl_correlator *c)
+static void steps_section(struct dl_html *h, const struct dl_report_model *m)
 {
 	fputs("<section id=\"steps\">\n<h2>Steps</h2>\n", h->f);
-	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++)
-		if (dl_corr_proc(c, i)->decided)
-			steps_of(h, c, dl_corr_proc(c, i));
+	for (size_t i = 0; i < m->nsteps; i++)
+		steps_of(h, m, m->steps[i].p);
 	fputs("</section>\n", h->f);
 }
 
@@ -393,16 +393,17 @@ static void bystanders(struct dl_html *h, const struct dl_summary *s)
 	fputs("</details>\n", h->f);
 }
 
-int dl_report_html(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
-		   const struct dl_diagnosis *d)
+int dl_report_html(FILE *f, const struct dl_report_model *m)
 {
+	const struct dl_summary *s = m->sum;
+	const struct dl_diagnosis *d = m->diag;
 	struct dl_html h = { .f = f };
 
 	page_head(&h, d);
 	overview(&h, s);
 	diagnosis(&h, d);
 	sketch(&h, d);
-	steps_section(&h, c);
+	steps_section(&h, m);
 	fputs("<section id=\"processes\">\n<h2>Processes</h2>\n", f);
 	for (size_t i = 0; i < s->n; i++)
 		if (!dl_proc_bystander(s, &s->procs[i]))

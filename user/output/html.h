@@ -8,12 +8,9 @@
 #define DLBPF_HTML_H
 
 #include <stdio.h>
-#include "analysis/correlate.h"
-#include "analysis/diagnose.h"
-#include "analysis/summary.h"
+#include "output/model.h"
 
 /* The whole page. Returns 0, or -1 when writing failed (errno set). */
-int dl_report_html(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
-		   const struct dl_diagnosis *d);
+int dl_report_html(FILE *f, const struct dl_report_model *m);
 
 #endif

@@ -1,41 +1,34 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * `dlbpf report r0.dlbpf r1.dlbpf ...`: the recordings of a distributed job's
- * ranks (one per rank, in rank order), reported as one. Each rank is replayed
- * through its own summary and correlator, exactly as `report` would replay
- * it alone, so its figures are its single report's; the recordings are read
- * together, record by record in the order of their times on one clock (the
- * first recording's CLOCK_MONOTONIC, the others moved onto it through their
- * CLOCK_REALTIME snapshots), so the one timeline holds every rank in step,
- * each rank's processes a group of their own.
+ * `dlbpf report r0.dlbpf r1.dlbpf ...`, written: each rank's report as
+ * `report` writes one recording's, the table of ranks and the straggler, and
+ * the one JSON summary of the job. The ranks are replayed and merged by
+ * multirank.h; this only reads what each rank's session made.
  */
 #ifndef DLBPF_RANKS_REPORT_H
 #define DLBPF_RANKS_REPORT_H
 
-#include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
-#include "analysis/correlate.h"
-#include "analysis/diagnose.h"
-#include "output/timeline.h"
+#include "analysis/ranks.h"
+#include "output/model.h"
+#include "records/record.h"
 
-struct dl_ranks_opts {
-	const char *const *paths;     /* the recordings, rank 0 first */
-	size_t n;
-	const char *json_path;        /* NULL: none */
-	const char *timeline_path;    /* NULL: none */
-	enum dl_timeline_format timeline_format;
-	struct dl_corr_opts corr;
-	struct dl_diag_opts diag;
-	const volatile sig_atomic_t *stop;   /* a signal stops the replay between records */
+/* What the report reads of one rank. */
+struct dl_rank_view {
+	int index;
+	const char *path;
+	const struct dl_rec_header *hdr;
+	int64_t offset;               /* onto rank 0's CLOCK_MONOTONIC */
+	const struct dl_report_model *model;   /* its session's */
+	struct dl_rank_steps steps;
 };
 
-/*
- * Writes the report to out and the files asked for; the exit status dlbpf
- * ends with: 0, 1 when a recording is refused (not one, the same one twice,
- * clocks that cannot be aligned) or an output fails, 128+N when signal N
- * stopped it (what was read is reported).
- */
-int dl_ranks_report(const struct dl_ranks_opts *o, FILE *out);
+/* Each rank's text report, then the table of ranks and the straggler (sg, sf: dl_find_straggler's). */
+void dl_ranks_text(FILE *f, const struct dl_rank_view *a, size_t n, const struct dl_straggler *sg,
+		   const struct dl_finding *sf);
+/* The job's JSON summary (schema 1, every object with its rank); 0 or -errno. */
+int dl_ranks_json(FILE *f, const struct dl_rank_view *a, size_t n, const struct dl_finding *sf, int straggler);
 
 #endif

@@ -11,6 +11,7 @@
 #include "output/report_files.h"
 #include "strsafe.h"
 #include "version.h"
+#include "util.h"
 
 static const char *const drop_names[DL_DROP_MAX] = {
 	[DL_DROP_CUDA] = "cuda", [DL_DROP_BIO] = "bio", [DL_DROP_SCHED] = "sched",
@@ -21,22 +22,6 @@ static const char *const drop_names[DL_DROP_MAX] = {
 const char *dl_drop_name(int i)
 {
 	return i >= 0 && i < DL_DROP_MAX ? drop_names[i] : NULL;
-}
-
-void dl_fmt_bytes(char *buf, size_t len, uint64_t b)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)b;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, unit[u]);
 }
 
 static double ms(uint64_t ns)
@@ -121,8 +106,9 @@ static void text_bystanders(FILE *f, const struct dl_summary *s, struct dl_sbuf 
 	fprintf(f, "%s\n", n > SHOWN ? ", ..." : "");
 }
 
-void dl_report_text(FILE *f, const struct dl_summary *s)
+void dl_report_text(FILE *f, const struct dl_report_model *m)
 {
+	const struct dl_summary *s = m->sum;
 	uint64_t events;
 	char r[32], w[32];
 	struct dl_sbuf esc = { 0 };   /* names are the traced side's bytes: escaped for the terminal */
@@ -221,8 +207,10 @@ static void json_inferred(struct dl_json *j, const struct dl_kdur *kd, const str
 	dl_json_obj_end(j);
 }
 
-void dl_report_kdur_text(FILE *f, const struct dl_summary *s, const struct dl_correlator *c)
+void dl_report_kdur_text(FILE *f, const struct dl_report_model *m)
 {
+	const struct dl_summary *s = m->sum;
+	const struct dl_correlator *c = m->corr;
 	struct dl_kdur_est est[DL_KDUR_MAX_COLS];
 	struct dl_sbuf esc = { 0 };
 
@@ -383,8 +371,11 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct d
 	dl_json_obj_end(j);
 }
 
-void dl_report_json_procs(struct dl_json *j, const struct dl_summary *s, const struct dl_correlator *c, int rank)
+void dl_report_json_procs(struct dl_json *j, const struct dl_report_model *m, int rank)
 {
+	const struct dl_summary *s = m->sum;
+	const struct dl_correlator *c = m->corr;
+
 	for (size_t i = 0; i < s->n; i++)
 		json_proc(j, &s->procs[i], dl_report_sites_of(c, s->procs[i].pid),
 			  c ? dl_corr_kdur(c, s->procs[i].pid) : NULL, rank);
@@ -439,9 +430,9 @@ static void json_overhead(struct dl_json *j, const struct dl_overhead *o)
 	dl_json_obj_end(j);
 }
 
-int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
-		   const struct dl_diagnosis *d)
+int dl_report_json(FILE *f, const struct dl_report_model *m)
 {
+	const struct dl_summary *s = m->sum;
 	struct dl_json j;
 
 	dl_json_init(&j, f);
@@ -470,9 +461,9 @@ int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlat
 	dl_json_obj_end(&j);
 	dl_json_key(&j, "processes");
 	dl_json_arr_begin(&j);
-	dl_report_json_procs(&j, s, c, -1);
+	dl_report_json_procs(&j, m, -1);
 	dl_json_arr_end(&j);
-	dl_report_steps_json(&j, c, d, s);
+	dl_report_steps_json(&j, m);
 	if (s->overhead)
 		json_overhead(&j, s->overhead);
 	dl_json_obj_end(&j);

@@ -7,21 +7,17 @@
 #include "analysis/diagnose.h"
 #include "analysis/summary.h"
 #include "output/json.h"
-
-/* b bytes as "512 B" or "1.5 MiB" (binary units, one decimal). */
-void dl_fmt_bytes(char *buf, size_t len, uint64_t b);
+#include "output/model.h"
 
 /* The JSON summary's name of a drop counter (DL_DROP_*), or NULL. */
 const char *dl_drop_name(int i);
-void dl_report_text(FILE *f, const struct dl_summary *s);
+/* The text report of the model's processes (the summary's figures). */
+void dl_report_text(FILE *f, const struct dl_report_model *m);
 /* Per process, the kernel names whose mean device time the drain windows determine (marked inferred). */
-void dl_report_kdur_text(FILE *f, const struct dl_summary *s, const struct dl_correlator *c);
-/* The whole JSON summary; c and d may be NULL. Returns 0, or -1 when writing failed (errno set). */
-int dl_report_json(FILE *f, const struct dl_summary *s, const struct dl_correlator *c,
-		   const struct dl_diagnosis *d);
+void dl_report_kdur_text(FILE *f, const struct dl_report_model *m);
+/* The whole JSON summary. Returns 0, or -1 when writing failed (errno set). */
+int dl_report_json(FILE *f, const struct dl_report_model *m);
 /* The processes' objects of the JSON summary, each with its rank when rank >= 0 (several recordings). */
-void dl_report_json_procs(struct dl_json *j, const struct dl_summary *s, const struct dl_correlator *c, int rank);
-/* "12.3 MiB": bytes in the largest binary unit under 1024 of it. */
-void dl_fmt_bytes(char *buf, size_t len, uint64_t b);
+void dl_report_json_procs(struct dl_json *j, const struct dl_report_model *m, int rank);
 
 #endif

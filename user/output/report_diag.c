@@ -110,8 +110,10 @@ static void text_left_out(FILE *f, const struct dl_corr_proc *p, const struct dl
 			su->steps, (double)su->dur_ns / 1e6, dl_text(esc, su->first_marker));
 }
 
-void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct dl_diagnosis *d)
+void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 {
+	const struct dl_correlator *c = m->corr;
+	const struct dl_diagnosis *d = m->diag;
 	struct dl_sbuf esc = { 0 };
 
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
@@ -129,7 +131,7 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 			fprintf(f, "  no complete step\n");
 			continue;
 		}
-		dl_corr_stats(c, p, &st);
+		st = *dl_report_model_stats(m, p);   /* the model's: not freed here */
 		total = st.sum.dur_ns;
 		/* Means over the steps the totals hold (outliers are left out of both). */
 		counted = st.sum.n ? st.sum.n : 1;
@@ -156,7 +158,6 @@ void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct d
 				dl_pct(st.sum.cat_ns[k], total), (double)st.sum.cat_ns[k] / 1e6 / (double)counted);
 		dl_report_lineage_text(f, p);
 		dl_report_sites_text(f, &p->sites, n);
-		dl_fold_free(&st.sum);
 	}
 	if (!d->nsteps) {
 		fprintf(f, "\nDiagnosis: no steps found, so no verdict (a step needs a repeating marker: "
@@ -292,8 +293,11 @@ size_t dl_steps_unlisted(const struct dl_correlator *c, const struct dl_corr_pro
 	return keep && p->nsteps > keep ? p->nsteps - keep : 0;
 }
 
-void dl_report_steps_items(struct dl_json *j, const struct dl_correlator *c, const struct dl_summary *s, int rank)
+void dl_report_steps_items(struct dl_json *j, const struct dl_report_model *m, int rank)
 {
+	const struct dl_correlator *c = m->corr;
+	const struct dl_summary *s = m->sum;
+
 	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 
@@ -302,15 +306,17 @@ void dl_report_steps_items(struct dl_json *j, const struct dl_correlator *c, con
 	}
 }
 
-void dl_report_markers_items(struct dl_json *j, const struct dl_correlator *c, int rank)
+void dl_report_markers_items(struct dl_json *j, const struct dl_report_model *m, int rank)
 {
+	const struct dl_correlator *c = m->corr;
+
 	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
 		struct dl_step_stats st;
 
 		if (!p->decided)
 			continue;
-		dl_corr_stats(c, p, &st);
+		st = *dl_report_model_stats(m, p);   /* the model's: not freed here */
 		dl_json_obj_begin(j);
 		if (rank >= 0)
 			dl_json_ki64(j, "rank", rank);
@@ -330,7 +336,6 @@ void dl_report_markers_items(struct dl_json *j, const struct dl_correlator *c, i
 		json_learning(j, p);
 		json_left_out(j, p, &st);
 		dl_json_obj_end(j);
-		dl_fold_free(&st.sum);
 	}
 }
 
@@ -390,17 +395,16 @@ void dl_report_diagnosis_json(struct dl_json *j, const struct dl_diagnosis *d)
 	dl_json_obj_end(j);
 }
 
-void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d,
-			  const struct dl_summary *s)
+void dl_report_steps_json(struct dl_json *j, const struct dl_report_model *m)
 {
 	dl_json_key(j, "steps");
 	dl_json_arr_begin(j);
-	dl_report_steps_items(j, c, s, -1);
+	dl_report_steps_items(j, m, -1);
 	dl_json_arr_end(j);
 	dl_json_key(j, "step_markers");
 	dl_json_arr_begin(j);
-	dl_report_markers_items(j, c, -1);
+	dl_report_markers_items(j, m, -1);
 	dl_json_arr_end(j);
 	dl_json_key(j, "diagnosis");
-	dl_report_diagnosis_json(j, d);
+	dl_report_diagnosis_json(j, m->diag);
 }

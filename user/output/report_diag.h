@@ -8,6 +8,7 @@
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
 #include "output/json.h"
+#include "output/model.h"
 
 struct dl_step_printer {
 	FILE *f;
@@ -27,14 +28,13 @@ const char *dl_step_confidence(double cv, uint64_t n);
  */
 size_t dl_steps_unlisted(const struct dl_correlator *c, const struct dl_corr_proc *p);
 
-void dl_report_steps_text(FILE *f, const struct dl_correlator *c, const struct dl_diagnosis *d);
-/* s names the processes of the steps' input lineage (NULL: no names). */
-void dl_report_steps_json(struct dl_json *j, const struct dl_correlator *c, const struct dl_diagnosis *d,
-			  const struct dl_summary *s);
+void dl_report_steps_text(FILE *f, const struct dl_report_model *m);
+/* The steps, their markers and the diagnosis; the summary names the processes of the steps' input lineage. */
+void dl_report_steps_json(struct dl_json *j, const struct dl_report_model *m);
 
 /* The parts of it, for several recordings in one summary (output/ranks.h): rank >= 0 is written in each object. */
-void dl_report_steps_items(struct dl_json *j, const struct dl_correlator *c, const struct dl_summary *s, int rank);
-void dl_report_markers_items(struct dl_json *j, const struct dl_correlator *c, int rank);
+void dl_report_steps_items(struct dl_json *j, const struct dl_report_model *m, int rank);
+void dl_report_markers_items(struct dl_json *j, const struct dl_report_model *m, int rank);
 void dl_report_finding_json(struct dl_json *j, const struct dl_finding *x, int rank);
 /* The "diagnosis" object (its key is the caller's). */
 void dl_report_diagnosis_json(struct dl_json *j, const struct dl_diagnosis *d);

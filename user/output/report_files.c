@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include "output/report.h"
 #include "output/report_files.h"
+#include "util.h"
 
 /* A report shows where the bytes went, not an inventory: the JSON has the rest. */
 #define TEXT_FILES 3

@@ -69,7 +69,6 @@ struct dl_timeline {
 	struct dl_u64map thread_of;  /* pid << 32 | tid -> index in threads */
 	struct dl_ttrack tree, counters[NCOUNTERS];
 	bool tree_declared;
-	DL_VEC(struct dl_step) held;  /* steps told while a record passes, written before the next one (own gpu_spans) */
 	struct dl_tgpu *gpu;          /* the inferred device tracks */
 	struct dl_tfiles *files;      /* the fd tables, for read slices' paths */
 	struct lane lanes[MAX_LANES];
@@ -441,7 +440,6 @@ static void check_write(struct dl_timeline *t)
 	dl_err("writing the trace failed: %s; the rest of the trace is left out", strerror(-t->err));
 }
 
-static void write_held_steps(struct dl_timeline *t, uint64_t before_seq);
 
 /* A read call on its thread's track, named by its file: what a loader spent on which file. */
 static void add_read(struct dl_timeline *t, const struct dl_file_read_ev *e)
@@ -468,7 +466,6 @@ int dl_timeline_sink(void *trace, const struct dl_rec *r)
 
 	if (t->err)
 		return t->err;
-	write_held_steps(t, r->seq);
 	t->st.records++;
 	switch (h->kind) {
 	case DL_EV_CUDA:
@@ -580,42 +577,14 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 	check_write(t);
 }
 
-/*
- * The correlator tells a step while some record passes through the stream;
- * whether this sink has had that record yet depends on the order of sinks.
- * Held until the next record (or the end), a step lands at the same place in
- * the trace either way.
- */
+/* The step stage (analysis/correlate.h): a step comes once the record that closed it has been written. */
 void dl_timeline_step(void *trace, const struct dl_step *s)
 {
 	struct dl_timeline *t = trace;
 
-	struct dl_step *h;
-
 	if (t->err)
 		return;
-	h = dl_vec_push(&t->held);
-	*h = *s;
-	/* The correlator's spans live only while the step is told. */
-	if (s->ngpu_spans) {
-		struct dl_gpu_span *v = dl_xcalloc(s->ngpu_spans, sizeof(*v));
-
-		memcpy(v, s->gpu_spans, s->ngpu_spans * sizeof(*v));
-		h->gpu_spans = v;
-	}
-}
-
-static void write_held_steps(struct dl_timeline *t, uint64_t before_seq)
-{
-	size_t k = 0;
-
-	while (k < t->held.n && t->held.v[k].closed_at < before_seq && !t->err)
-		write_step(t, &t->held.v[k++]);
-	if (t->err)
-		k = t->held.n;
-	for (size_t i = 0; i < k; i++)
-		free((void *)t->held.v[i].gpu_spans);
-	dl_vec_drop_front(&t->held, k);
+	write_step(t, s);
 }
 
 /* --- life cycle --- */
@@ -662,8 +631,6 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 
 	if (!t)
 		return -EINVAL;
-	write_held_steps(t, UINT64_MAX);
-	dl_vec_free(&t->held);
 	/* Batches whose copy or launch never came: their flows end where they got to. */
 	for (size_t i = 0; i < t->threads.n; i++)
 		dl_tcalls_close(&t->threads.v[i].calls, t->out, &t->threads.v[i].track);

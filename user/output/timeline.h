@@ -35,7 +35,7 @@ struct dl_timeline_stats {
 struct dl_timeline;
 
 /*
- * Several recordings in one timeline (output/ranks.h): rank K's process and
+ * Several recordings in one timeline (multirank.c): rank K's process and
  * thread ids are moved to a range of their own, above any the kernel gives
  * (PID_MAX_LIMIT, 2^22), so that the processes of two hosts never share a
  * track; such a process is named "rank K: comm pid", with its own pid.

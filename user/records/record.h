@@ -95,7 +95,7 @@ int dl_replay(const char *path, struct dl_stream *s, struct dl_rec_header *hdr, 
 
 /*
  * The same reading, one record at a time, for a reader that interleaves
- * several recordings (output/ranks.h). open: NULL with a message when the
+ * several recordings (multirank.c). open: NULL with a message when the
  * file is refused. next: 1 with *rec valid until the next call; 0 at the end;
  * -1 when it stopped early as dl_replay's 1 (why in err), -2 on a read error.
  */

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stddef.h>
+#include "capture/collector.h"
+#include "capture/naming.h"
+#include "capture/procfs.h"
+#include "log.h"
+#include "records/clock.h"
+#include "records/stream.h"
+
+void dl_collector_introduce(struct dl_collector *c, pid_t pid, pid_t ppid, const char *comm, uint32_t threads)
+{
+	dl_emit_procinfo_threads(c->stream, dl_now_ns(), pid, ppid, comm, dl_proc_nspid(pid), threads);
+	if (c->files)
+		dl_files_snapshot(c->stream, &c->cwds, pid);
+}
+
+static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
+{
+	const struct dl_hdr *h = &e->h;
+
+	if (e->what == DL_PROC_FORK && c->files)
+		dl_cwds_fork(&c->cwds, (pid_t)h->tgid, (pid_t)e->ppid);
+	/* A forked loader runs its parent's interpreter; an exec or an exit ends what was known of it. */
+	if (e->what == DL_PROC_FORK)
+		dl_pyprocs_fork(&c->py, (pid_t)h->tgid, (pid_t)e->ppid);
+	else if (e->what == DL_PROC_EXEC || (e->what == DL_PROC_EXIT && e->group_dead))
+		dl_pyprocs_forget(&c->py, (pid_t)h->tgid);
+
+	/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
+	if (e->what == DL_PROC_EXEC && !c->known(c->known_ctx, (pid_t)h->tgid)) {
+		/* One thread: exec leaves only the caller, and later ones are traced from their start. */
+		dl_collector_introduce(c, (pid_t)h->tgid, (pid_t)e->ppid, e->comm, 1);
+		dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
+		dl_held_note(&c->held, (pid_t)h->tgid, false);
+	}
+	/* Held at its exec (bpf/proc.bpf.c): attach to what it maps now, then continue it. */
+	if (e->what == DL_PROC_EXEC && h->size >= offsetof(struct dl_proc_ev, flags) + sizeof(e->flags) &&
+	    (e->flags & DL_PROC_STOPPED))
+		dl_held_note(&c->held, (pid_t)h->tgid, true);
+}
+
+int dl_collector_record(void *ctx, void *data, size_t len)
+{
+	struct dl_collector *c = ctx;
+	const struct dl_hdr *h = data;
+	struct dl_file_open_ev abs;
+	struct dl_rec_in in;
+
+	c->drained_bytes += len;
+	/* Resolved while the process still has the cwd it opened from; the recording keeps the result. */
+	if (h->kind == DL_EV_FILE_OPEN && len >= sizeof(struct dl_file_open_ev) && dl_files_resolve(&c->cwds, data, &abs))
+		data = &abs, len = sizeof(abs);
+	if (dl_stream_read(c->stream, &in, data, len))
+		return 0;   /* malformed: counted by the stream */
+	if (in.h->kind == DL_EV_PROC)
+		on_proc(c, (const struct dl_proc_ev *)in.h);
+	if (in.is_call) {
+		const struct dl_cuda_ev *e = (const struct dl_cuda_ev *)in.h;
+
+		if (in.call.api->cls == DL_CLS_LOADER) {
+			/* dlopen returned in a traced process: rescan it after the drain (and continue it if BPF stopped it). */
+			dl_held_note(&c->held, (pid_t)e->h.tgid, e->flags & DL_CUDA_STOPPED);
+			return 0; /* a loader event, not a CUDA call */
+		}
+		struct dl_lazy_now now = { 0 };
+
+		dl_name_call(c->symbolizer, c->stream, &in.call, &now);
+		dl_pyprocs_name_call(&c->py, c->stream, &in.call, &now);
+	}
+	dl_stream_put(c->stream, &in);
+	return 0;
+}
+
+void dl_collector_free(struct dl_collector *c)
+{
+	dl_held_continue_all(&c->held);
+	dl_pyprocs_free(&c->py);
+	dl_cwds_free(&c->cwds);
+}
