@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The files source inside a kernel of tools/vm: its tests by every mechanism the kernel offers
+# (fentry, kprobes, syscall tracepoints: test_files_every_mechanism), what the kernel lists of
+# dlbpf's perf events while it traces (bpftool perf list: no syscall tracepoint holds a program
+# unless the fallback runs), and with --bench, tools/bench table 7 (what untraced processes pay,
+# by mechanism) with the tables copied to the output share. Build on the host first:
+#   tools/vm/run --disk 256 --timeout 1200 6.12 tests/vm/files.sh --bench
+set -u
+cd "$(dirname "$0")/../.."
+if [ -n "${DLBPF_VM_DISK_MNT:-}" ]; then
+  export DLBPF_TEST_WORK=$DLBPF_VM_DISK_MNT/itest TMPDIR=$DLBPF_VM_DISK_MNT/tmp
+  mkdir -p "$DLBPF_TEST_WORK" "$TMPDIR"
+fi
+[ "${DLBPF_VM_KERNEL:-host}" = host ] || export DLBPF_TEST_EMULATED=1
+rc=0
+run() { echo "--- $*"; "$@" || rc=1; }
+run ./dlbpf features
+# The kernel's own list while dlbpf traces a sleeping command, by the mechanism dlbpf chose.
+echo "--- bpftool perf list while dlbpf runs (default mechanism)"
+./dlbpf -q -v -- sleep 8 2>"${TMPDIR:-/tmp}/files-vm.err" >/dev/null &
+dl=$!
+for _ in $(seq 60); do grep -q "tracing " "${TMPDIR:-/tmp}/files-vm.err" 2>/dev/null && break; sleep 0.5; done
+grep "files:" "${TMPDIR:-/tmp}/files-vm.err"
+bpftool perf list | grep "^pid $dl " | grep -v uprobe
+echo "syscall tracepoints holding a program of dlbpf's: $(bpftool perf list | grep "^pid $dl " | grep " sys_e" | awk '{print $NF}' | sort -u | wc -l)"
+wait $dl
+run python3 tests/integration/test_files.py
+run python3 tests/integration/test_kernel_features.py test_features_command
+if [ "${1:-}" = --bench ]; then
+  run python3 tools/bench/bench.py --only 7 --rounds "${DLBPF_BENCH_ROUNDS:-3}" --pipe-loops "${DLBPF_BENCH_LOOPS:-20000}"
+  [ -n "${DLBPF_VM_OUT:-}" ] && cp .output/bench/results.md "$DLBPF_VM_OUT/table7-${DLBPF_VM_KERNEL:-host}.md"
+fi
+exit $rc
