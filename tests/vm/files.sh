@@ -2,7 +2,7 @@
 # The files source inside a kernel of tools/vm: its tests by every mechanism the kernel offers
 # (fentry, kprobes, syscall tracepoints: test_files_every_mechanism), what the kernel lists of
 # dlbpf's perf events while it traces (bpftool perf list: no syscall tracepoint holds a program
-# unless the fallback runs), and with --bench, tools/bench table 7 (what untraced processes pay,
+# unless the fallback runs), and with --bench, tools/bench tables 7 and 9 (what untraced processes pay and what a read costs,
 # by mechanism) with the tables copied to the output share. Build on the host first:
 #   tools/vm/run --disk 256 --timeout 1200 6.12 tests/vm/files.sh --bench
 set -u
@@ -27,7 +27,7 @@ wait $dl
 run python3 tests/integration/test_files.py
 run python3 tests/integration/test_kernel_features.py test_features_command
 if [ "${1:-}" = --bench ]; then
-  run python3 tools/bench/bench.py --only 7 --rounds "${DLBPF_BENCH_ROUNDS:-3}" --pipe-loops "${DLBPF_BENCH_LOOPS:-20000}"
-  [ -n "${DLBPF_VM_OUT:-}" ] && cp .output/bench/results.md "$DLBPF_VM_OUT/table7-${DLBPF_VM_KERNEL:-host}.md"
+  run python3 tools/bench/bench.py --only 7,9 --rounds "${DLBPF_BENCH_ROUNDS:-3}" --pipe-loops "${DLBPF_BENCH_LOOPS:-20000}"
+  [ -n "${DLBPF_VM_OUT:-}" ] && cp .output/bench/results.md "$DLBPF_VM_OUT/bench-${DLBPF_VM_KERNEL:-host}.md"
 fi
 exit $rc
