@@ -289,6 +289,27 @@ def test_files_replay():
     return f"replay equals live; {n} files exact in the replay"
 
 
+def test_files_real_cudart():
+    """A job that reads a data file and calls the toolkit's real libcudart (cuda_calls): the file's bytes
+    exact (its size: cat reads it whole) beside exact CUDA counts, by the mechanism this kernel gives."""
+    from test_dlbpf import compare_cuda, cuda_truth
+    make_files()
+    path = os.path.join(FILES_DIR, "a.dat")
+    d = Dlbpf(["-v", "--", "sh", "-c", f"cat {path} >/dev/null && exec {workload('cuda_calls')}"])
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-1500:]}")
+    s = d.summary()
+    got = sum(f["read_bytes"] for p in s["processes"] for f in p["files"] if f["path"] == path)
+    check(got == SIZES["a.dat"], f"{path}: {got} bytes attributed, the file has {SIZES['a.dat']}")
+    truth = cuda_truth(d.stdout)
+    calls = [p for p in s["processes"] if p["comm"] == "cuda_calls" or p["cuda"].get("calls")]
+    check(len(calls) == 1, f"{len(calls)} processes with CUDA calls")
+    compare_cuda(calls[0], truth, expect_errors=True)
+    mech = [l for l in d.stderr.splitlines() if "files: read, openat and close seen by" in l]
+    return f"{got} B of the data file exact, {sum(truth['calls'].values())} CUDA calls exact; " + \
+        (mech[0].split(" seen by ")[1].split(" (")[0].split(":")[0] if mech else "mechanism not said")
+
+
 TRAIN_DATA = os.path.join(WORK, "files-train.bin")
 
 
