@@ -14,16 +14,22 @@ fi
 [ "${DLBPF_VM_KERNEL:-host}" = host ] || export DLBPF_TEST_EMULATED=1
 rc=0
 run() { echo "--- $*"; "$@" || rc=1; }
-run ./dlbpf features
+s=$(date +%s.%N); run ./dlbpf features; echo "dlbpf features took $(echo "$(date +%s.%N) - $s" | bc) s (its probes: a trial fentry attach, a trial kprobe)"
+# Detach by mechanism: dlbpf's own account (-v).
+for without in "" without-fentry without-fentry,without-kprobes; do
+  echo "--- detach, DLBPF_FORCE_TWINS=$without"
+  env ${without:+DLBPF_FORCE_TWINS=$without} ./dlbpf -q -v -- sleep 1 2>&1 | grep -E "files:|detached every probe" | cut -c1-160
+done
 # The kernel's own list while dlbpf traces a sleeping command, by the mechanism dlbpf chose.
 echo "--- bpftool perf list while dlbpf runs (default mechanism)"
 ./dlbpf -q -v -- sleep 8 2>"${TMPDIR:-/tmp}/files-vm.err" >/dev/null &
 dl=$!
 for _ in $(seq 60); do grep -q "tracing " "${TMPDIR:-/tmp}/files-vm.err" 2>/dev/null && break; sleep 0.5; done
-grep "files:" "${TMPDIR:-/tmp}/files-vm.err"
 bpftool perf list | grep "^pid $dl " | grep -v uprobe
 echo "syscall tracepoints holding a program of dlbpf's: $(bpftool perf list | grep "^pid $dl " | grep " sys_e" | awk '{print $NF}' | sort -u | wc -l)"
+bpftool link list | grep -A1 -E "tracing|kprobe" | head -40
 wait $dl
+grep -E "files:|detached every probe" "${TMPDIR:-/tmp}/files-vm.err" | cut -c1-160
 run python3 tests/integration/test_files.py
 run python3 tests/integration/test_kernel_features.py test_features_command
 if [ "${1:-}" = --bench ]; then
