@@ -355,7 +355,7 @@ int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_
 	out[n++] = (struct dl_feature_info){ "global_ptr_args", f->global_ptr_args,
 		"no Python lines for CUDA calls (the BPF frame walk needs global functions with pointer arguments)" };
 	out[n++] = (struct dl_feature_info){ "fentry", f->fentry,
-		f->kprobes ? "the files source on kprobes (a trap and a return probe per read of every task)"
+		f->kprobes ? "the files source on kprobes (a kprobe and a return probe per read of every task)"
 			   : "the files source on syscall tracepoints (below)" };
 	out[n++] = (struct dl_feature_info){ "kprobes", f->kprobes,
 		f->fentry ? "nothing while fentry is there" : "the files source on syscall tracepoints (below)" };

@@ -91,7 +91,7 @@ const char *dl_files_mech_cost(enum dl_files_mech m)
 		       "other tasks' calls of these pay a BPF trampoline and one load, no other system call pays";
 	case DL_FILES_KPROBE:
 		return "read, openat and close seen by kprobes/kretprobes on their syscall handlers (__x64_sys_read, "
-		       "...): other tasks' calls of these pay a probe's trap and one load, no other system call pays";
+		       "...): other tasks' calls of these pay a kprobe, a return probe and one load, no other system call pays";
 	case DL_FILES_TRACEPOINT:
 		return "read, openat and close seen by syscall tracepoints (this kernel allows neither fentry nor "
 		       "kprobes on their handlers): every system call of every task on the machine takes the kernel's "
