@@ -147,8 +147,9 @@ static __always_inline void close_ev(__s32 fd)
 
 /*
  * --- fentry/fexit on the handlers. regs: the registers the task entered the kernel with (di, si,
- * dx: the call's first three arguments), a pointer the program may load from directly.
- * Names: the kernel keeps 15 characters of a program's name (bpftool, bench table 7).
+ * dx: the call's first three arguments), read as the kernel's own selftests read them
+ * (PT_REGS_PARM1_CORE: a probe read, only ever for a traced task). Names: the kernel keeps 15
+ * characters of a program's name (bpftool, bench table 7).
  */
 #define FENTRY_READ(name, fn, call)					\
 SEC("?fentry/" fn)							\
@@ -157,7 +158,7 @@ int BPF_PROG(name##_fentry, const struct pt_regs *regs)			\
 	struct file_call *fc = begin(call);				\
 									\
 	if (fc)								\
-		fc->fd = (__s32)regs->di;				\
+		fc->fd = (__s32)PT_REGS_PARM1_CORE(regs);		\
 	return 0;							\
 }									\
 SEC("?fexit/" fn)							\
@@ -178,7 +179,7 @@ int BPF_PROG(fopen_fexit, const struct pt_regs *regs, long ret)
 {
 	if (!dl_current_traced())
 		return 0;
-	open_end((__s32)regs->di, regs->si, (__u32)regs->dx, ret);
+	open_end((__s32)PT_REGS_PARM1_CORE(regs), PT_REGS_PARM2_CORE(regs), (__u32)PT_REGS_PARM3_CORE(regs), ret);
 	return 0;
 }
 
@@ -186,7 +187,7 @@ SEC("?fentry/__x64_sys_close")
 int BPF_PROG(fclose_fentry, const struct pt_regs *regs)
 {
 	if (dl_current_traced())
-		close_ev((__s32)regs->di);
+		close_ev((__s32)PT_REGS_PARM1_CORE(regs));
 	return 0;
 }
 
@@ -198,7 +199,7 @@ static __always_inline __u64 sys_arg(struct pt_regs *ctx, int i)
 {
 	struct pt_regs *regs = (struct pt_regs *)PT_REGS_PARM1(ctx);
 
-	return i == 0 ? BPF_CORE_READ(regs, di) : i == 1 ? BPF_CORE_READ(regs, si) : BPF_CORE_READ(regs, dx);
+	return i == 0 ? PT_REGS_PARM1_CORE(regs) : i == 1 ? PT_REGS_PARM2_CORE(regs) : PT_REGS_PARM3_CORE(regs);
 }
 
 #define KPROBE_READ(name, fn, call)					\
