@@ -245,6 +245,15 @@ static bool probe_fentry(const struct btf *btf)
 
 	if (id < 0 || libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACING, NULL) != 1)
 		return false;
+	/*
+	 * A read sleeps inside its fexit trampoline. Before e21aa341785c (5.12, in Debian's 5.10 as a
+	 * backport) a detach freed the trampoline under such a task, which then returned into freed
+	 * memory; the fix keeps each image alive while tasks are in it, as a struct bpf_tramp_image.
+	 */
+	if (btf__find_by_name_kind(btf, "bpf_tramp_image", BTF_KIND_STRUCT) < 0) {
+		dl_debug("files: no bpf_tramp_image in BTF: fexit on a function that sleeps is not safe here");
+		return false;
+	}
 	{
 		LIBBPF_OPTS(bpf_prog_load_opts, lo, .expected_attach_type = BPF_TRACE_FENTRY, .attach_btf_id = id);
 
