@@ -4,7 +4,7 @@
 # dlbpf's perf events while it traces (bpftool perf list: no syscall tracepoint holds a program
 # unless the fallback runs), and with --bench, tools/bench tables 7 and 9 (what untraced processes pay and what a read costs,
 # by mechanism) with the tables copied to the output share. Build on the host first:
-#   tools/vm/run --disk 256 --timeout 1200 6.12 tests/vm/files.sh --bench
+#   tools/vm/run --disk 256 --timeout 1200 6.12 tests/vm/files.sh --bench   (--bench-only: the tables alone)
 set -u
 cd "$(dirname "$0")/../.."
 if [ -n "${DLBPF_VM_DISK_MNT:-}" ]; then
@@ -14,6 +14,15 @@ fi
 [ "${DLBPF_VM_KERNEL:-host}" = host ] || export DLBPF_TEST_EMULATED=1
 rc=0
 run() { echo "--- $*"; "$@" || rc=1; }
+bench() {
+  run python3 tools/bench/bench.py --only 7,9 --rounds "${DLBPF_BENCH_ROUNDS:-3}" --pipe-loops "${DLBPF_BENCH_LOOPS:-20000}"
+  [ -n "${DLBPF_VM_OUT:-}" ] && cp .output/bench/results.md "$DLBPF_VM_OUT/bench-${DLBPF_VM_KERNEL:-host}.md"
+}
+# --bench-only: the tables alone (a second boot after a first run of the tests).
+if [ "${1:-}" = --bench-only ]; then
+  bench
+  exit $rc
+fi
 s=$(date +%s.%N); run ./dlbpf features; echo "dlbpf features took $(echo "$(date +%s.%N) - $s" | bc) s (its probes: a trial fentry attach, a trial kprobe)"
 # Detach by mechanism: dlbpf's own account (-v).
 for without in "" without-fentry without-fentry,without-kprobes; do
@@ -32,8 +41,6 @@ wait $dl
 grep -E "files:|detached every probe" "${TMPDIR:-/tmp}/files-vm.err" | cut -c1-160
 run python3 tests/integration/test_files.py
 run python3 tests/integration/test_kernel_features.py test_features_command
-if [ "${1:-}" = --bench ]; then
-  run python3 tools/bench/bench.py --only 7,9 --rounds "${DLBPF_BENCH_ROUNDS:-3}" --pipe-loops "${DLBPF_BENCH_LOOPS:-20000}"
-  [ -n "${DLBPF_VM_OUT:-}" ] && cp .output/bench/results.md "$DLBPF_VM_OUT/bench-${DLBPF_VM_KERNEL:-host}.md"
-fi
+[ "${1:-}" = --bench ] && bench
+
 exit $rc
