@@ -255,7 +255,10 @@ def test_files_every_mechanism():
                                  during=lambda d: held.update(zip(("tps", "kprobes"), held_events(d.proc.pid))))
         check(SAID[mech] in d.stderr, f"{mech}: no start-up line says so: {d.stderr[-1500:]}")
         s = d.summary()
-        n = compare_files(s, truths)
+        try:
+            n = compare_files(s, truths)
+        except Exception as e:
+            raise type(e)(f"{mech}{' without ' + '+'.join(old) if old else ''}: {e}")
         # Time inside the reads, reported (not asserted: it is the workload's time, not a count).
         read_ms = sum(f["read_ns"] for pid in truths for f in process(s, pid)["files"]) / 1e6
         if mech == "tracepoint":
