@@ -136,8 +136,9 @@ static const struct argp_option opts[] = {
 	  "percent of the traced job's CPU (1%, 0.5%, 5): kernel launches are probed in windows, as often as the "
 	  "budget allows after syncs, copies, the scheduler and I/O, which stay on; the report scales launch counts "
 	  "and says the cost achieved", 0 },
-	{ "no-files", OPT_NO_FILES, NULL, 0, "Do not attribute reads to files: leaves the read, openat and close syscall "
-	  "tracepoints off, which every process's syscalls pass while they are on", 0 },
+	{ "no-files", OPT_NO_FILES, NULL, 0, "Do not attribute reads to files: no program on read, openat and close. "
+	  "Where the kernel allows neither fentry nor kprobes on them (dlbpf features), these are syscall "
+	  "tracepoints, which every process's syscalls pass while they are on", 0 },
 	{ "ring", OPT_RING, "SEC", 0, "record: a flight recorder: keep the last SEC seconds in memory and write them "
 	  "to a new recording in the -o directory when a step is slow (--trigger-step), the verdict changes, events "
 	  "are dropped, or on SIGUSR1", 0 },

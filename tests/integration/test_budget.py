@@ -133,7 +133,16 @@ def test_budget_always_on_over():
     check(ob["launch_windows"] == 1, f"{ob['launch_windows']} windows with no budget left: {section(d.stdout)}")
     check(re.search(r"warning: the always-on probes alone cost [\d.]+%, over the budget", d.stdout),
           section(d.stdout))
-    return f"always-on {ob['always_on']:.3%}, {ob['launch_windows']} window"
+    # How the files source's cost falls, by the mechanism `dlbpf features` names: the fallback's
+    # traced syscall path, which no BPF statistic sees, is said and not charged.
+    rc, out, err = run_dlbpf(["features"])
+    mech = [l.split()[1] for l in out.splitlines() if l.split()[:1] == ["files"]]
+    said = {"fentry": "files source on fentry:", "kprobe": "files source on kprobe:",
+            "tracepoint": "warning: the files source runs on syscall tracepoints here"}
+    check(rc == 0 and mech and mech[0] in said, f"dlbpf features: no files mechanism: {out} {err}")
+    check(said[mech[0]] in d.stdout, f"the budget does not say how the files source ({mech[0]}) is charged: "
+          f"{section(d.stdout)}")
+    return f"always-on {ob['always_on']:.3%}, {ob['launch_windows']} window; files source on {mech[0]} said"
 
 
 def test_budget_cli():

@@ -2,18 +2,21 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Reads attributed to files (processes[].files) and the small-reads finding, against the
 workloads' own counts: fileread's per-file read_bytes, calls and /proc/self/io deltas, train's
-per-batch bytes. Run as root."""
+per-batch bytes; the same by every mechanism the files source has on this kernel (fentry, kprobes,
+syscall tracepoints), and which syscall events hold a program meanwhile, by the kernel's own list
+(bpftool perf list). Run as root."""
 import json
 import os
 import subprocess
 import time
 
-from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, check, load_summary, main, process, truth_line,
-                     workload)
+from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, check, load_summary, main, process, run_dlbpf,
+                     truth_line, workload)
 
 FILES_DIR = os.path.join(WORK, "files")
 # Sizes that are no multiple of a page or of a read call, so a byte lost or counted twice shows.
-SIZES = {"held.dat": 1_238_257, "a.dat": 3_000_057, "b.dat": 413_497, "c.dat": 83_697}
+SIZES = {"held.dat": 1_238_257, "a.dat": 3_000_057, "b.dat": 413_497, "c.dat": 83_697, "d.dat": 1_050_631,
+         "e.dat": 532_489}
 IO_KB = 16
 
 
@@ -28,15 +31,16 @@ def make_files():
                 os.fsync(f.fileno())
 
 
-def run_fileread(dlbpf_args):
+def run_fileread(dlbpf_args, env=None, during=None):
     """fileread --wait under dlbpf --pid: attached while held.dat is already open. Returns the
-    finished Dlbpf and the workload's truth lines by pid."""
+    finished Dlbpf and the workload's truth lines by pid; during(d), if given, runs while dlbpf
+    traces (after the reads, before the workload ends)."""
     make_files()
     w = subprocess.Popen([workload("fileread"), FILES_DIR, "--wait", "--io-kb", str(IO_KB)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         check(w.stdout.readline().strip() == "ready", "fileread did not start")
-        d = Dlbpf(list(dlbpf_args) + ["--pid", str(w.pid)])
+        d = Dlbpf(list(dlbpf_args) + ["--pid", str(w.pid)], env=env)
         d.started()
         w.stdin.write("go\n")
         w.stdin.flush()
@@ -48,6 +52,8 @@ def run_fileread(dlbpf_args):
                 t = json.loads(line)
                 truths[t["pid"]] = t
         check(w.stdout.readline().strip() == "ready", "fileread did not finish")
+        if during:
+            during(d)
         # A loader runs on: the records are read (a 10 ms drain) while it is still there, as
         # relative paths need (their cwd is read from /proc). Generous for a loaded machine.
         time.sleep(1.0)
@@ -70,11 +76,17 @@ def files_of(p):
 
 def compare_files(summary, truths):
     """Every file each process read: exact bytes and calls; disk bytes equal to what the kernel
-    counted for the task (/proc/self/io) over that file's reads."""
+    counted for the task (/proc/self/io) over that file's reads. A mapped file (mmap) is read by
+    page faults, no read call: nothing is attributed to it, as the manual says."""
     n = 0
     for pid, t in truths.items():
         got = files_of(process(summary, pid))
         for f in t["files"]:
+            if f.get("mmap"):
+                g = got.get(f["path"], {"read_bytes": 0, "reads": 0, "disk_bytes": 0})
+                check((g["read_bytes"], g["reads"], g["disk_bytes"]) == (0, 0, 0),
+                      f"pid {pid}: the mapped {f['path']} has reads attributed: {g}")
+                continue
             check(f["path"] in got, f"pid {pid}: {f['path']} not in {sorted(got)}")
             g = got[f["path"]]
             for key, truth_key in (("read_bytes", "read_bytes"), ("reads", "reads"), ("disk_bytes", "io_delta")):
@@ -105,6 +117,12 @@ def test_files_exact():
     # The untraced reader of the same file may bring some of its pages into the cache first: what matters
     # is that part of it came from the disk, counted exactly (compare_files: disk_bytes == io_delta).
     check(a["io_delta"] > 0, f"a.dat was not read from disk at all (io_delta {a['io_delta']})")
+    # O_DIRECT bypasses the page cache: every byte read came from the disk, and dlbpf said so.
+    direct = t[os.path.join(FILES_DIR, "d.dat")]
+    check(direct["io_delta"] >= SIZES["d.dat"], f"d.dat (O_DIRECT): {direct['io_delta']} B from disk")
+    # The mapped file's bytes came in by faults that no read call made: nothing to attribute.
+    mapped = t[os.path.join(FILES_DIR, "e.dat")]
+    check(mapped["io_delta"] > 0, f"the mapped e.dat did not fault from disk (io_delta {mapped['io_delta']})")
     child = max(truths)
     again = files_of(process(s, child))[os.path.join(FILES_DIR, "a.dat")]
     check(again["disk_bytes"] == 0, f"the cached re-read of a.dat has disk_bytes {again['disk_bytes']}")
@@ -112,7 +130,8 @@ def test_files_exact():
     # Its stdin is a pipe, no file: the one line read from it after the attach ("done\n").
     check(p["files_unknown_fd"]["read_bytes"] == len("done\n"), f"reads on unknown fds: {p['files_unknown_fd']}")
     return (f"{n} files exact (bytes, calls, disk); a.dat uncached {a['io_delta']} B from disk, "
-            f"cached re-read 0")
+            f"cached re-read 0; O_DIRECT d.dat {direct['io_delta']} B from disk; mapped e.dat "
+            f"({mapped['io_delta']} B faulted in) not attributed")
 
 
 def test_files_trace_reads():
@@ -144,10 +163,14 @@ def test_files_hostile():
     escape in their names, one deleted while open, and a child killed while blocked in a read: every
     file's bytes and calls exact under its name as Python decodes it (invalid bytes as U+FFFD, the JSON
     still JSON), the report's text free of raw control bytes, the killed child's reads up to the kill."""
+    return check_hostile(None)
+
+
+def check_hostile(env):
     d = os.path.join(WORK, "hostile files")
     os.makedirs(d, exist_ok=True)
     p = subprocess.run([DLBPF, "-q", "--json", os.path.join(WORK, "hostile.json"), "--", workload("hostile_files"), d],
-                       capture_output=True, timeout=60)
+                       capture_output=True, timeout=60, env=env)
     check(p.returncode == 0, f"dlbpf exited {p.returncode}: {p.stderr[-1500:]!r}")
     truth = json.loads([l for l in p.stdout.decode("utf-8", "replace").splitlines() if l.startswith('{"pid"')][-1])
     s = load_summary(os.path.join(WORK, "hostile.json"))
@@ -173,6 +196,86 @@ def test_files_hostile():
     check("new\\x0aline.dat" in out, "the report does not show the newline of a name escaped")
     return f"{len(truth['files'])} hostile files and a killed reader exact"
 
+# The files source's mechanisms, cheapest first, and the test hook that takes each away
+# (DLBPF_FORCE_TWINS, user/capture/hooks.h): without fentry dlbpf takes kprobes, without both the
+# syscall tracepoints.
+MECHS = (("fentry", ()), ("kprobe", ("fentry",)), ("tracepoint", ("fentry", "kprobes")))
+# What `dlbpf -v` says at start for each (user/capture/files.c, dl_files_mech_cost).
+SAID = {"fentry": "seen by fentry/fexit", "kprobe": "seen by kprobes/kretprobes", "tracepoint": "seen by syscall tracepoints"}
+
+
+def mechanisms():
+    """The mechanisms this kernel offers, by `dlbpf features` (its files line names the cheapest)."""
+    rc, out, err = run_dlbpf(["features"])
+    check(rc == 0, f"dlbpf features exited {rc}: {err}")
+    have = {l.split()[0]: l.split()[1] for l in out.splitlines() if len(l.split()) > 1}
+    check(have.get("files") in SAID, f"no files line naming a mechanism: {out}")
+    offered = [m for m, _ in MECHS if m == "tracepoint" or have.get("kprobes" if m == "kprobe" else m) == "yes"]
+    check(have["files"] == offered[0], f"features names {have['files']}, the cheapest offered is {offered[0]}")
+    return offered
+
+
+def forced(without):
+    env = dict(os.environ)
+    env.pop("DLBPF_FORCE_TWINS", None)
+    if without:
+        env["DLBPF_FORCE_TWINS"] = ",".join("without-" + f for f in without)
+    return env
+
+
+def held_events(pid):
+    """What dlbpf (pid) holds on perf events, by the kernel's own list: the syscall tracepoints and
+    the kprobed functions that carry one of its programs."""
+    out = subprocess.run(["bpftool", "perf", "list", "-j"], capture_output=True, text=True, timeout=30)
+    check(out.returncode == 0, f"bpftool perf list: {out.stderr}")
+    sys_tps, kprobes = set(), set()
+    for e in json.loads(out.stdout or "[]"):
+        if e.get("pid") != pid:
+            continue
+        if e.get("fd_type") == "tracepoint" and e.get("tracepoint", "").startswith(("sys_enter_", "sys_exit_")):
+            sys_tps.add(e["tracepoint"])
+        elif e.get("fd_type") in ("kprobe", "kretprobe"):
+            kprobes.add((e["fd_type"], e.get("func")))
+    return sys_tps, kprobes
+
+
+def test_files_every_mechanism():
+    """fileread and hostile_files by each mechanism this kernel offers, forced with the test hook: the
+    same exact bytes, calls and disk bytes, against the workloads' own counts; dlbpf says which one it
+    runs on; and the kernel's list of perf events shows syscall tracepoints holding dlbpf's programs
+    only for the tracepoint fallback (the six handlers kprobed for kprobes, nothing for fentry)."""
+    notes = []
+    offered = mechanisms()
+    # Each mechanism, and the cheapest again with 5.10's per-thread state (hashes by thread id, the
+    # task by probe reads) in place of task storage.
+    for mech, old in [(m, ()) for m in offered] + [(offered[0], ("task_storage", "task_btf"))]:
+        without = dict(MECHS)[mech] + old
+        held = {}
+        d, truths = run_fileread(["-v"], env=forced(without),
+                                 during=lambda d: held.update(zip(("tps", "kprobes"), held_events(d.proc.pid))))
+        check(SAID[mech] in d.stderr, f"{mech}: no start-up line says so: {d.stderr[-1500:]}")
+        s = d.summary()
+        try:
+            n = compare_files(s, truths)
+        except Exception as e:
+            raise type(e)(f"{mech}{' without ' + '+'.join(old) if old else ''}: {e}")
+        # Time inside the reads, reported (not asserted: it is the workload's time, not a count).
+        read_ms = sum(f["read_ns"] for pid in truths for f in process(s, pid)["files"]) / 1e6
+        if mech == "tracepoint":
+            check(len(held["tps"]) == 11, f"tracepoint: {len(held['tps'])} syscall events hold a program: "
+                  f"{sorted(held['tps'])}")
+            check("every system call of every task" in d.stderr and "--no-files" in d.stderr,
+                  f"the fallback does not say what it costs the node: {d.stderr[-1500:]}")
+        else:
+            check(not held["tps"], f"{mech}: syscall tracepoints hold programs: {sorted(held['tps'])}")
+            want = 11 if mech == "kprobe" else 0
+            check(len(held["kprobes"]) == want, f"{mech}: {len(held['kprobes'])} kprobes, want {want}: "
+                  f"{sorted(held['kprobes'])}")
+        hostile = check_hostile(forced(without))
+        notes.append(f"{mech}{' without ' + '+'.join(old) if old else ''}: {n} files exact ({read_ms:.1f} ms in reads), {hostile}; syscall events held "
+                     f"{len(held['tps'])}, kprobes {len(held['kprobes'])}")
+    return "; ".join(notes)
+
 
 def test_files_replay():
     """A recording replays to the same files as the live run that recorded it."""
@@ -190,6 +293,27 @@ def test_files_replay():
             check(a[k] == b[k], f"pid {pid}: replayed {k} differs: {b[k]} != {a[k]}")
     n = compare_files(back, truths)
     return f"replay equals live; {n} files exact in the replay"
+
+
+def test_files_real_cudart():
+    """A job that reads a data file and calls the toolkit's real libcudart (cuda_calls): the file's bytes
+    exact (its size: cat reads it whole) beside exact CUDA counts, by the mechanism this kernel gives."""
+    from test_dlbpf import compare_cuda, cuda_truth
+    make_files()
+    path = os.path.join(FILES_DIR, "a.dat")
+    d = Dlbpf(["-v", "--", "sh", "-c", f"cat {path} >/dev/null && exec {workload('cuda_calls')}"])
+    rc = d.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-1500:]}")
+    s = d.summary()
+    got = sum(f["read_bytes"] for p in s["processes"] for f in p["files"] if f["path"] == path)
+    check(got == SIZES["a.dat"], f"{path}: {got} bytes attributed, the file has {SIZES['a.dat']}")
+    truth = cuda_truth(d.stdout)
+    calls = [p for p in s["processes"] if p["comm"] == "cuda_calls" or p["cuda"].get("calls")]
+    check(len(calls) == 1, f"{len(calls)} processes with CUDA calls")
+    compare_cuda(calls[0], truth, expect_errors=True)
+    mech = [l for l in d.stderr.splitlines() if "files: read, openat and close seen by" in l]
+    return f"{got} B of the data file exact, {sum(truth['calls'].values())} CUDA calls exact; " + \
+        (mech[0].split(" seen by ")[1].split(" (")[0].split(":")[0] if mech else "mechanism not said")
 
 
 TRAIN_DATA = os.path.join(WORK, "files-train.bin")

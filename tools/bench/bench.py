@@ -653,9 +653,21 @@ def pipe_us_per_op(loops):
 
 
 # The wake-up edges' program (sched_waking) runs for every wake-up on the machine too.
-SCHED_PROGS = {"dlbpf": ("sched_switch", "sched_wakeup", "sched_waking"),
-               "baseline": ("sched_switch", "sched_wakeup", "sched_waking"),
-               "floor": ("ref_switch", "ref_wakeup", "ref_waking")}
+DLBPF_SCHED = ("sched_switch", "sched_wakeup", "sched_waking")
+FLOOR_SCHED = ("ref_switch", "ref_wakeup", "ref_waking")
+# The files source's mechanisms (user/capture/files.h), cheapest first, and the test hook that takes
+# each cheaper one away so that dlbpf falls back to it; the programs of each that run for every
+# task's read (kernel's 15-character names: bpf/files.bpf.c).
+FILES_MECHS = {"fentry": ("", ("fread_fentry", "fread_fexit")),
+               "kprobe": ("without-fentry", ("kread_kprobe", "kread_kret")),
+               "tracepoint": ("without-fentry,without-kprobes", ("file_read_enter", "file_read_exit"))}
+
+
+def files_mechanisms():
+    """The mechanisms this kernel offers (`dlbpf features`), cheapest first."""
+    out = subprocess.run([DLBPF, "features"], capture_output=True, text=True, timeout=60).stdout
+    have = {l.split()[0]: l.split()[1] for l in out.splitlines() if len(l.split()) > 1}
+    return [m for m in FILES_MECHS if m == "tracepoint" or have.get("kprobes" if m == "kprobe" else m) == "yes"]
 
 
 def prog_stats(names):
@@ -668,14 +680,28 @@ def prog_stats(names):
     return got
 
 
+def syscall_events_held(pid):
+    """Syscall tracepoints that carry a program of pid's, by the kernel's own list (bpftool perf list)."""
+    out = subprocess.run(["bpftool", "perf", "list", "-j"], capture_output=True, text=True, timeout=60).stdout
+    return len({e["tracepoint"] for e in json.loads(out or "[]") if e.get("pid") == pid and
+                e.get("fd_type") == "tracepoint" and e.get("tracepoint", "").startswith(("sys_enter_", "sys_exit_"))})
+
+
 def bench_untraced(rounds, loops=200000, baseline=None):
-    """A pipe ping-pong of two processes dlbpf does not trace, while dlbpf (and the baseline build, if
-    given, in the same rounds) traces an idle one."""
+    """A pipe ping-pong of two processes dlbpf does not trace, while dlbpf (by each mechanism of its
+    files source this kernel offers, and without it; and the baseline build, if given, in the same
+    rounds) traces an idle one."""
     if not shutil.which("perf"):
         return table("7. What untraced processes pay", ["note"], [["perf is not installed: skipped"]])
-    variants = ["untraced", "floor", "floor+syscalls", "dlbpf"] + (["baseline"] if baseline else [])
+    mechs = files_mechanisms()
+    dl = [f"dlbpf ({m})" for m in mechs] + ["dlbpf --no-files"]
+    variants = ["untraced", "floor", "floor+syscalls"] + dl + (["baseline"] if baseline else [])
+    progs = {"floor": FLOOR_SCHED, "baseline": DLBPF_SCHED, "dlbpf --no-files": DLBPF_SCHED}
+    for m in mechs:
+        progs[f"dlbpf ({m})"] = DLBPF_SCHED + FILES_MECHS[m][1]
     us = {v: [] for v in variants}
-    per_run = {(v, n): [] for v in SCHED_PROGS for n in SCHED_PROGS[v]}
+    held = {v: set() for v in variants}
+    per_run = {(v, n): [] for v in progs for n in progs[v]}
     idle = subprocess.Popen(["sleep", "100000"])
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         stats_were = f.read().strip()
@@ -689,16 +715,27 @@ def bench_untraced(rounds, loops=200000, baseline=None):
                     tracer = subprocess.Popen([REF, "--sched"] + (["--syscalls"] if v == "floor+syscalls" else []),
                                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                     readline_until(tracer.stdout, "attached")
-                elif v in ("dlbpf", "baseline"):
-                    tracer = subprocess.Popen([DLBPF if v == "dlbpf" else baseline, "-v", "-q", "--pid",
-                                               str(idle.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                              text=True)
-                    readline_until(tracer.stderr, "tracing ")
+                elif v.startswith("dlbpf") or v == "baseline":
+                    env = dict(os.environ)
+                    env.pop("DLBPF_FORCE_TWINS", None)
+                    mech = v[len("dlbpf ("):-1] if v.startswith("dlbpf (") else None
+                    if mech and FILES_MECHS[mech][0]:
+                        env["DLBPF_FORCE_TWINS"] = FILES_MECHS[mech][0]
+                    tracer = subprocess.Popen([baseline if v == "baseline" else DLBPF, "-v", "-q", "--pid",
+                                               str(idle.pid)] + (["--no-files"] if v == "dlbpf --no-files" else []),
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                    # Emulated kernels (tools/vm) take seconds to load and attach.
+                    lines = readline_until(tracer.stderr, "tracing ", timeout=180)
+                    if mech and not any("files: read, openat and close seen by" in l and
+                                        {"fentry": "fentry/fexit", "kprobe": "kprobes/kretprobes",
+                                         "tracepoint": "syscall tracepoints"}[mech] in l for l in lines):
+                        raise RuntimeError(f"{v}: dlbpf did not say it runs on {mech}: {''.join(lines[-8:])}")
+                    held[v].add(syscall_events_held(tracer.pid))
                 try:
-                    before = prog_stats(SCHED_PROGS.get(v, ()))
+                    before = prog_stats(progs.get(v, ()))
                     us[v].append(pipe_us_per_op(loops))
-                    after = prog_stats(SCHED_PROGS.get(v, ()))
-                    for n in SCHED_PROGS.get(v, ()):
+                    after = prog_stats(progs.get(v, ()))
+                    for n in progs.get(v, ()):
                         runs = after[n][1] - before[n][1]
                         if runs > 0:
                             per_run[(v, n)].append((after[n][0] - before[n][0]) / runs)
@@ -707,38 +744,41 @@ def bench_untraced(rounds, loops=200000, baseline=None):
                         # The floor holds its programs until its stdin closes; dlbpf until SIGINT.
                         if not v.startswith("floor"):
                             tracer.send_signal(signal.SIGINT)
-                        tracer.communicate(input="" if v.startswith("floor") else None, timeout=60)
+                        tracer.communicate(input="" if v.startswith("floor") else None, timeout=120)
     finally:
         idle.kill()
         idle.wait()
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write(stats_were)
     added = {v: [x - b for x, b in zip(us[v], us["untraced"])] for v in variants[1:]}
-    rows = [[v, spread(us[v], "{:.2f}"), spread(added[v], "{:.2f}") if v != "untraced" else "",
+    rows = [[v + (f" — syscall events held: {'/'.join(str(h) for h in sorted(held[v]))}" if held[v] else ""),
+             spread(us[v], "{:.2f}"), spread(added[v], "{:.2f}") if v != "untraced" else "",
              spread([x / b for x, b in zip(us[v], us["untraced"])], "{:.3f}")] for v in variants]
-    for f in ("floor", "floor+syscalls"):
-        ratio = [d / x if x > 0 else float("nan") for d, x in zip(added["dlbpf"], added[f])]
-        rows.append([f"dlbpf added / {f} added", "", spread(ratio, "{:.2f}"), ""])
-    if baseline:
-        rows.append(["baseline added / floor added", "",
-                     spread([d / f if f > 0 else float("nan") for d, f in zip(added["baseline"], added["floor"])],
-                            "{:.2f}"), ""])
+    for v in dl + (["baseline"] if baseline else []):
+        for f in ("floor", "floor+syscalls"):
+            ratio = [d / x if x > 0 else float("nan") for d, x in zip(added[v], added[f])]
+            rows.append([f"{v} added / {f} added", "", spread(ratio, "{:.2f}"), ""])
     for i, kind in enumerate(("switch", "wake-up", "waking (edges)")):
-        f, d = per_run[("floor", SCHED_PROGS["floor"][i])], per_run[("dlbpf", SCHED_PROGS["dlbpf"][i])]
-        rows.append([f"BPF ns per {kind} (bpf_stats): floor / dlbpf", "", f"{spread(f)} / {spread(d)}",
-                     spread([y / x for x, y in zip(f, d) if x > 0], "{:.2f}")])
-        if baseline:
-            b = per_run[("baseline", SCHED_PROGS["baseline"][i])]
-            rows.append([f"BPF ns per {kind} (bpf_stats): baseline", "", spread(b),
-                         spread([y / x for x, y in zip(f, b) if x > 0], "{:.2f}")])
+        f = per_run[("floor", FLOOR_SCHED[i])]
+        for v in dl + (["baseline"] if baseline else []):
+            d = per_run[(v, DLBPF_SCHED[i])]
+            rows.append([f"BPF ns per {kind} (bpf_stats): floor / {v}", "", f"{spread(f)} / {spread(d)}",
+                         spread([y / x for x, y in zip(f, d) if x > 0], "{:.2f}")])
+    for m in mechs:
+        v = f"dlbpf ({m})"
+        for n in FILES_MECHS[m][1]:
+            rows.append([f"BPF ns per untraced read: {v} {n} (bpf_stats)", "", spread(per_run[(v, n)]), ""])
     return table("7. What untraced processes pay: a pipe ping-pong while dlbpf traces another process",
                  ["variant", "us per round trip", "added us", "ratio to untraced (last rows: dlbpf / floor)"], rows,
                  [f"`perf bench sched pipe -l {loops}` with both ends on one CPU (taskset), median [min-max] over "
                   f"{rounds} interleaved rounds; floor = "
                   "empty programs on sched_switch, sched_wakeup, sched_wakeup_new and sched_waking (reftrace --sched); "
-                  "floor+syscalls = the same and empty programs on the syscall events the files source attaches to "
-                  "(read, pread64, readv, preadv, openat, close; reftrace --sched --syscalls): any syscall event "
-                  "sends every task's syscalls through the kernel's slower traced path; dlbpf traces an idle `sleep`"
+                  "floor+syscalls = the same and empty programs on the syscall events the files source's fallback "
+                  "attaches to (read, pread64, readv, preadv, openat, close; reftrace --sched --syscalls): any "
+                  "syscall event sends every task's syscalls through the kernel's slower traced path; dlbpf traces "
+                  "an idle `sleep`, its files source by each mechanism this kernel offers (dlbpf (M), forced with "
+                  "DLBPF_FORCE_TWINS) and without it (--no-files); 'syscall events held' is what `bpftool perf list` "
+                  "shows of dlbpf's while it runs"
                   + ("; baseline = the --baseline build, in the same rounds" if baseline else "")
                   + ". Goal: dlbpf added <= 1.5x the floor's."])
 
@@ -959,6 +999,7 @@ def main():
     ap.add_argument("--drain-records", type=int, default=1000000)
     ap.add_argument("--collector-seconds", type=int, default=30)
     ap.add_argument("--budget-steps", type=int, default=1500)
+    ap.add_argument("--pipe-loops", type=int, default=200000, help="table 7: round trips per run")
     ap.add_argument("--only", default="1,2,3,3b,3c,4,5,6,7,8,9,10,11,12")
     ap.add_argument("--baseline", metavar="DLBPF",
                     help="tables 1, 7 and 10 also run this dlbpf binary (another build) and give dlbpf's cost as a "
@@ -987,7 +1028,7 @@ def main():
     if "6" in only:
         out.append(bench_soak(a.soak_steps))
     if "7" in only:
-        out.append(bench_untraced(a.rounds, baseline=a.baseline))
+        out.append(bench_untraced(a.rounds, loops=a.pipe_loops, baseline=a.baseline))
     if "8" in only:
         out.append(bench_drain(max(2, a.rounds // 2), a.drain_records))
     if "9" in only:

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Table 12 of bench.py: --overhead-budget on the launch-bound training scenario (the GPU
-simulator): the step time untraced, with every probe, and with budgets of 1% and 5%, in
+simulator): the step time untraced, with every probe, and with budgets of 1%, 2% and 5%, in
 interleaved rounds; beside it dlbpf's own estimate of what it cost, the fraction of the time
 launches were probed, and whether the verdict, the step median and the scaled launch count
 agree with the workload's own truth."""
@@ -12,7 +12,7 @@ import time
 
 from bench import DLBPF, GPUSIM, TMP, TRAIN, med, spread, table
 
-VARIANTS = ["untraced", "all probes", "--overhead-budget 1%", "--overhead-budget 5%"]
+VARIANTS = ["untraced", "all probes", "--overhead-budget 1%", "--overhead-budget 2%", "--overhead-budget 5%"]
 
 
 def budget_run(variant, steps):
@@ -92,7 +92,7 @@ def bench_budget(rounds, steps):
     def verdict(v, key, b):
         return "met" if med([r[key] / x for r, x in zip(runs[v], b)]) <= 1 + float(v.split()[-1].rstrip("%")) / 100 \
             else "missed"
-    notes.append("Goal: the slowdown within the budget (1.01 at 1%, 1.05 at 5%) with the verdict and median right: "
+    notes.append("Goal: the slowdown within the budget (1.01 at 1%, 1.02 at 2%, 1.05 at 5%) with the verdict and median right: "
                  + ", ".join(f"{v.split()[-1]} {verdict(v, 'mean', base)} by step time, {verdict(v, 'oncpu', base_cpu)} "
                              "by on-CPU time" for v in VARIANTS[2:]))
     return table("12. --overhead-budget: the launch-bound scenario's step time against the budget",

@@ -9,6 +9,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "capture/budget.h"
+#include "capture/files.h"
 #include "dlbpf.skel.h"
 #include "records/clock.h"
 #include "records/cuda_api.h"
@@ -43,6 +44,7 @@ int dl_budget_init(struct dl_budget *b, double budget, struct dl_tracer *t)
 	b->acct.budget = budget;
 	b->window_ns = WINDOW_NS;
 	b->stats_fd = -1;
+	b->files_mech = dl_tracer_files_mech(t);
 	dl_tracer_split_hot(t);
 	for (unsigned id = 1; id < DL_API_COUNT && b->napis < DL_BUDGET_APIS; id++) {
 		const struct dl_api *api = dl_api_by_id(id);
@@ -512,6 +514,16 @@ void dl_budget_report(FILE *f, struct dl_budget *b)
 		100 * o.always_on, 100 * o.launches, o.job_cpu_ns / 1e9);
 	fprintf(f, "  cost per event: uprobe trap %.0f ns, return probe %.0f ns (timed at start); a launch %.0f ns with "
 		"its program's run time (BPF statistics, live)\n", o.uprobe_ns, o.uretprobe_ns, o.ns_per_launch);
+	/* The files source's programs are charged with the always-on ones, every task's runs of them included. */
+	if (b->files_mech == DL_FILES_FENTRY || b->files_mech == DL_FILES_KPROBE)
+		fprintf(f, "  files source on %s: its programs' run time is charged for every read, openat and close on "
+			"the machine, the job's and other tasks'; the kernel's price of each %s is not measured\n",
+			dl_files_mech_name(b->files_mech), b->files_mech == DL_FILES_FENTRY ? "trampoline" : "kprobe");
+	else if (b->files_mech == DL_FILES_TRACEPOINT)
+		fprintf(f, "  warning: the files source runs on syscall tracepoints here: every system call of every task "
+			"on the machine, the job's included, takes the kernel's traced path, which BPF statistics do not "
+			"see and this account does not charge (about 0.3 us a call, tools/bench table 7); --no-files "
+			"avoids it\n");
 	if (o.always_on_over)
 		fprintf(f, "  warning: the always-on probes alone cost %.2f%%, over the budget: launches were probed "
 			"only while the account allowed\n", 100 * o.always_on);

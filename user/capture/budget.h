@@ -66,6 +66,7 @@ struct dl_budget {
 	uint64_t snap[DL_BUDGET_APIS];
 	struct dl_calib calib;
 	int stats_fd;
+	int files_mech;                 /* what the files source runs on (enum dl_files_mech): how its cost falls */
 	struct dl_budget_prog progs[DL_BUDGET_PROGS];
 	int nprogs;
 	DL_VEC(uint64_t) proc_cpu;   /* per summary process: utime + stime at the last reading, ns */

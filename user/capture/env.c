@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <linux/perf_event.h>
 #include <linux/capability.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -10,6 +14,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "capture/env.h"
+#include "capture/files.h"
 #include "capture/hooks.h"
 #include "capture/seccomp_hazard.h"
 #include "log.h"
@@ -176,6 +181,134 @@ cleanup:
 	return ok;
 }
 
+/*
+ * The syscall handlers bpf/files.bpf.c attaches fentry or kprobes to: each a FUNC in BTF of
+ * one argument, the saved registers (long __x64_sys_NAME(const struct pt_regs *)).
+ */
+static const char *const files_handlers[] = {
+	"__x64_sys_read", "__x64_sys_pread64", "__x64_sys_readv", "__x64_sys_preadv",
+	"__x64_sys_openat", "__x64_sys_close",
+};
+
+/* t with its modifiers and typedefs skipped. */
+static const struct btf_type *btf_skip(const struct btf *btf, __u32 id)
+{
+	const struct btf_type *t = btf__type_by_id(btf, id);
+
+	for (int hops = 0; t && hops < 8 && (btf_is_mod(t) || btf_is_typedef(t)); hops++)
+		t = btf__type_by_id(btf, t->type);
+	return t;
+}
+
+/* The BTF id of a handler with the signature files.bpf.c reads its arguments by; -1 if not. */
+static int handler_id(const struct btf *btf, const char *name)
+{
+	int id = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC);
+	const struct btf_type *fn = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	const struct btf_type *proto = fn ? btf__type_by_id(btf, fn->type) : NULL, *arg, *ret;
+
+	if (!proto || !btf_is_func_proto(proto) || btf_vlen(proto) != 1)
+		return -1;
+	ret = btf_skip(btf, proto->type);
+	arg = btf_skip(btf, btf_params(proto)[0].type);
+	if (!ret || !btf_is_int(ret) || ret->size != 8 || !arg || !btf_is_ptr(arg))
+		return -1;
+	arg = btf_skip(btf, arg->type);
+	if (!arg || !btf_is_struct(arg) || strcmp(btf__name_by_offset(btf, arg->name_off), "pt_regs"))
+		return -1;
+	return id;
+}
+
+static bool handlers_in_btf(const struct btf *btf)
+{
+	for (size_t i = 0; i < sizeof(files_handlers) / sizeof(files_handlers[0]); i++)
+		if (handler_id(btf, files_handlers[i]) < 0) {
+			dl_debug("files: no %s of the expected signature in the kernel's BTF", files_handlers[i]);
+			return false;
+		}
+	return true;
+}
+
+/*
+ * fentry on the handlers: the program type first, then a trial, as nothing else answers for a
+ * kernel that has the type and BTF and still refuses (a trampoline needs ftrace's direct calls;
+ * this machine's 6.18 refuses the load): an empty fentry program loaded for __x64_sys_close and
+ * attached, then closed. Every handler is made by the same macro, so one stands for all.
+ */
+static bool probe_fentry(const struct btf *btf)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int id = handler_id(btf, "__x64_sys_close"), prog, link;
+
+	if (id < 0 || libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACING, NULL) != 1)
+		return false;
+	/*
+	 * A read sleeps inside its fexit trampoline. Before e21aa341785c (5.12, in Debian's 5.10 as a
+	 * backport) a detach freed the trampoline under such a task, which then returned into freed
+	 * memory; the fix keeps each image alive while tasks are in it, as a struct bpf_tramp_image.
+	 */
+	if (btf__find_by_name_kind(btf, "bpf_tramp_image", BTF_KIND_STRUCT) < 0) {
+		dl_debug("files: no bpf_tramp_image in BTF: fexit on a function that sleeps is not safe here");
+		return false;
+	}
+	{
+		LIBBPF_OPTS(bpf_prog_load_opts, lo, .expected_attach_type = BPF_TRACE_FENTRY, .attach_btf_id = id);
+
+		prog = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, sizeof(insns) / sizeof(insns[0]), &lo);
+	}
+	if (prog < 0) {
+		dl_debug("files: an fentry program for __x64_sys_close does not load: %s", strerror(errno));
+		return false;
+	}
+	link = bpf_link_create(prog, 0, BPF_TRACE_FENTRY, NULL);
+	if (link < 0)
+		link = bpf_raw_tracepoint_open(NULL, prog);   /* 5.5-5.7: no links of this type */
+	if (link < 0)
+		dl_debug("files: an fentry program does not attach to __x64_sys_close: %s", strerror(errno));
+	else
+		close(link);
+	close(prog);
+	return link >= 0;
+}
+
+/*
+ * kprobes on the handlers: kprobe programs load (uprobes use the type too, so it says nothing of
+ * kprobes) and the kernel makes a kprobe on __x64_sys_close, by the kprobe PMU libbpf uses; with no
+ * PMU, libbpf's legacy way through tracefs, if it is there.
+ */
+static bool probe_kprobes(void)
+{
+	struct perf_event_attr attr = { .size = sizeof(attr) };
+	static const char sym[] = "__x64_sys_close";
+	char buf[24];
+	ssize_t n;
+	int fd, pfd;
+
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) != 1)
+		return false;
+	fd = open("/sys/bus/event_source/devices/kprobe/type", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return access("/sys/kernel/tracing/kprobe_events", W_OK) == 0 ||
+		       access("/sys/kernel/debug/tracing/kprobe_events", W_OK) == 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	attr.type = (__u32)strtoul(buf, NULL, 10);
+	attr.config1 = (__u64)(uintptr_t)sym;   /* kprobe_func */
+	pfd = (int)syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (pfd < 0) {
+		dl_debug("files: no kprobe on %s: %s", sym, strerror(errno));
+		return false;
+	}
+	close(pfd);
+	return true;
+}
+
 int dl_env_probe(struct dl_features *f)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
@@ -202,6 +335,10 @@ int dl_env_probe(struct dl_features *f)
 	f->uretprobe_syscall = btf__find_by_name_kind(btf, "__x64_sys_uretprobe", BTF_KIND_FUNC) > 0 ||
 			       btf__find_by_name_kind(btf, "__do_sys_uretprobe", BTF_KIND_FUNC) > 0;
 	f->global_ptr_args = probe_global_ptr_args();
+	if (handlers_in_btf(btf)) {
+		f->fentry = probe_fentry(btf);
+		f->kprobes = probe_kprobes();
+	}
 	dl_debug("kernel: block_io_start %s, sched_switch prev_state %s, sched_process_exit group_dead %s, "
 		 "block_bio_backmerge (%s)", f->block_io_start ? "yes" : "no", f->switch_prev_state ? "yes" : "no",
 		 f->exit_group_dead ? "yes" : "no", f->bio_merge_bio_only ? "bio" : "q, rq, bio");
@@ -226,6 +363,11 @@ int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_
 		"the current task read with probe reads (a helper call per field)" };
 	out[n++] = (struct dl_feature_info){ "global_ptr_args", f->global_ptr_args,
 		"no Python lines for CUDA calls (the BPF frame walk needs global functions with pointer arguments)" };
+	out[n++] = (struct dl_feature_info){ "fentry", f->fentry,
+		f->kprobes ? "the files source on kprobes (a kprobe and a return probe per read of every task)"
+			   : "the files source on syscall tracepoints (below)" };
+	out[n++] = (struct dl_feature_info){ "kprobes", f->kprobes,
+		f->fentry ? "nothing while fentry is there" : "the files source on syscall tracepoints (below)" };
 	out[n++] = (struct dl_feature_info){ "block_io_start", f->block_io_start,
 		"block requests keyed at insert/issue (older tracepoints): same bytes" };
 	return n;
@@ -248,7 +390,9 @@ void dl_features_log_missing(const struct dl_features *f)
 	const char *rel = kernel_release(&u);
 
 	for (int i = 0; i < n; i++)
-		if (!info[i].have && strcmp(info[i].name, "block_io_start"))
+		/* The files source says in one line what it runs on (dl_files_choose). */
+		if (!info[i].have && strcmp(info[i].name, "block_io_start") && strcmp(info[i].name, "fentry") &&
+		    strcmp(info[i].name, "kprobes"))
 			dl_warn("kernel %s has no %s: %s", rel, info[i].name, info[i].lost);
 }
 
@@ -286,8 +430,10 @@ int dl_features_print(FILE *out)
 		fprintf(out, "  cannot tell whether return probes are safe under seccomp (%s): such processes "
 			"get entry probes only", strerror(-hazard));
 	fputc('\n', out);
-	fprintf(out, "  %-18s %-3s  %s\n", "files", "-",
-		"read and open attributed from syscall tracepoints: every task on the machine takes the "
-		"kernel's traced syscall path while dlbpf runs (--no-files avoids it)");
+	{
+		enum dl_files_mech m = dl_files_mechanism(&f);
+
+		fprintf(out, "  %-18s %-3s  %s\n", "files", dl_files_mech_name(m), dl_files_mech_cost(m));
+	}
 	return 0;
 }

@@ -24,6 +24,13 @@ struct dl_features {
 	 * it, which a seccomp filter may deny (capture/seccomp_hazard.h). Without it they trap (int3).
 	 */
 	bool uretprobe_syscall;
+	/*
+	 * The files source's cheaper mechanisms (capture/files.h), on the x86-64 syscall handlers
+	 * (__x64_sys_read, ...): every one in BTF with its signature, then the kernel's answer. Without
+	 * either, the syscall tracepoints, which tax every task on the machine.
+	 */
+	bool fentry;                /* fentry/fexit programs load and attach to them (a trial attach) */
+	bool kprobes;               /* kprobes on them (a trial kprobe; 6.18 here has none) */
 };
 
 /* One line per feature: its name, whether the kernel has it, and what its absence costs. */

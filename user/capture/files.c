@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <bpf/libbpf.h>
+#include "capture/env.h"
 #include "capture/files.h"
 #include "capture/sysevents.h"
 #include "dlbpf.skel.h"
@@ -21,60 +22,136 @@ struct files_prog {
 	const char *event;
 };
 
-#define FILES_PROG(name, ev) { skel->progs.name, &skel->links.name, ev }
+/* The syscall events of the tracepoint twins, in files_tp_progs' order. */
+static const char *const tp_events[] = {
+	"sys_enter_read", "sys_exit_read", "sys_enter_pread64", "sys_exit_pread64", "sys_enter_readv",
+	"sys_exit_readv", "sys_enter_preadv", "sys_exit_preadv", "sys_enter_openat", "sys_exit_openat",
+	"sys_enter_close",
+};
+#define TP_EVENTS (sizeof(tp_events) / sizeof(tp_events[0]))
+_Static_assert(TP_EVENTS <= DL_SYSEVENTS_MAX, "raise DL_SYSEVENTS_MAX");
 
-/* Every program of bpf/files.bpf.c and its event; returns how many. */
-static size_t files_progs(struct dlbpf *skel, struct files_prog out[static DL_SYSEVENTS_MAX])
+#define FILES_PROG(name) { skel->progs.name, &skel->links.name, NULL }
+
+/* The tracepoint twins of bpf/files.bpf.c and their events. */
+static void files_tp_progs(struct dlbpf *skel, struct files_prog out[static TP_EVENTS])
 {
-	const struct files_prog progs[] = {
-		FILES_PROG(file_read_enter, "sys_enter_read"),
-		FILES_PROG(file_read_exit, "sys_exit_read"),
-		FILES_PROG(file_pread_enter, "sys_enter_pread64"),
-		FILES_PROG(file_pread_exit, "sys_exit_pread64"),
-		FILES_PROG(file_readv_enter, "sys_enter_readv"),
-		FILES_PROG(file_readv_exit, "sys_exit_readv"),
-		FILES_PROG(file_preadv_enter, "sys_enter_preadv"),
-		FILES_PROG(file_preadv_exit, "sys_exit_preadv"),
-		FILES_PROG(file_open_enter, "sys_enter_openat"),
-		FILES_PROG(file_open_exit, "sys_exit_openat"),
-		FILES_PROG(file_close, "sys_enter_close"),
+	const struct files_prog progs[TP_EVENTS] = {
+		FILES_PROG(file_read_enter), FILES_PROG(file_read_exit), FILES_PROG(file_pread_enter),
+		FILES_PROG(file_pread_exit), FILES_PROG(file_readv_enter), FILES_PROG(file_readv_exit),
+		FILES_PROG(file_preadv_enter), FILES_PROG(file_preadv_exit), FILES_PROG(file_open_enter),
+		FILES_PROG(file_open_exit), FILES_PROG(file_close),
 	};
-	const size_t n = sizeof(progs) / sizeof(progs[0]);
 
-	_Static_assert(sizeof(progs) / sizeof(progs[0]) <= DL_SYSEVENTS_MAX, "raise DL_SYSEVENTS_MAX");
 	memcpy(out, progs, sizeof(progs));
-	return n;
+	for (size_t i = 0; i < TP_EVENTS; i++)
+		out[i].event = tp_events[i];
 }
 
-bool dl_files_choose(struct dlbpf *skel, bool wanted)
+static bool tracepoints_there(const char **missing)
 {
-	struct files_prog progs[DL_SYSEVENTS_MAX];
-	const size_t n = files_progs(skel, progs);
+	for (size_t i = 0; i < TP_EVENTS; i++)
+		if (dl_sysevent_id(tp_events[i]) < 0) {
+			*missing = tp_events[i];
+			return false;
+		}
+	return true;
+}
+
+enum dl_files_mech dl_files_mechanism(const struct dl_features *f)
+{
+	const char *missing;
+
+	if (f->fentry)
+		return DL_FILES_FENTRY;
+	if (f->kprobes)
+		return DL_FILES_KPROBE;
+	return tracepoints_there(&missing) ? DL_FILES_TRACEPOINT : DL_FILES_NONE;
+}
+
+const char *dl_files_mech_name(enum dl_files_mech m)
+{
+	switch (m) {
+	case DL_FILES_FENTRY:
+		return "fentry";
+	case DL_FILES_KPROBE:
+		return "kprobe";
+	case DL_FILES_TRACEPOINT:
+		return "tracepoint";
+	default:
+		return "none";
+	}
+}
+
+const char *dl_files_mech_cost(enum dl_files_mech m)
+{
+	switch (m) {
+	case DL_FILES_FENTRY:
+		return "read, openat and close seen by fentry/fexit on their syscall handlers (__x64_sys_read, ...): "
+		       "other tasks' calls of these pay a BPF trampoline and one load, no other system call pays";
+	case DL_FILES_KPROBE:
+		return "read, openat and close seen by kprobes/kretprobes on their syscall handlers (__x64_sys_read, "
+		       "...): other tasks' calls of these pay a kprobe, a return probe and one load, no other system call pays";
+	case DL_FILES_TRACEPOINT:
+		return "read, openat and close seen by syscall tracepoints (this kernel allows neither fentry nor "
+		       "kprobes on their handlers): every system call of every task on the machine takes the kernel's "
+		       "traced syscall path while dlbpf runs, about 0.3 us more each (tools/bench table 7; "
+		       "--no-files avoids it)";
+	default:
+		return "reads are not attributed to files: neither fentry, kprobes nor syscall tracepoints here";
+	}
+}
+
+enum dl_files_mech dl_files_choose(struct dlbpf *skel, bool wanted, const struct dl_features *f)
+{
+	struct files_prog progs[TP_EVENTS];
+	/* Every read's entry and exit, openat's exit, close. */
+	struct bpf_program *fentry[] = {
+		skel->progs.fread_fentry, skel->progs.fread_fexit, skel->progs.fpread_fentry,
+		skel->progs.fpread_fexit, skel->progs.freadv_fentry, skel->progs.freadv_fexit,
+		skel->progs.fpreadv_fentry, skel->progs.fpreadv_fexit, skel->progs.fopen_fexit,
+		skel->progs.fclose_fentry,
+	};
+	/* The same; openat's arguments are gone at its kretprobe, so its entry saves them. */
+	struct bpf_program *kprobe[] = {
+		skel->progs.kread_kprobe, skel->progs.kread_kret, skel->progs.kpread_kprobe,
+		skel->progs.kpread_kret, skel->progs.kreadv_kprobe, skel->progs.kreadv_kret,
+		skel->progs.kpreadv_kprobe, skel->progs.kpreadv_kret, skel->progs.kopen_kprobe,
+		skel->progs.kopen_kret, skel->progs.kclose_kprobe,
+	};
+	enum dl_files_mech m = wanted ? dl_files_mechanism(f) : DL_FILES_NONE;
 	const char *missing = NULL;
 
-	/* All or none: an entry without its exit would leave a call open, a read without its open no file. */
-	for (size_t i = 0; i < n && !missing && wanted; i++)
-		if (dl_sysevent_id(progs[i].event) < 0)
-			missing = progs[i].event;
-	for (size_t i = 0; i < n; i++) {
-		bpf_program__set_autoload(progs[i].prog, wanted && !missing);
+	/* All or none of the tracepoints: an entry without its exit would leave a call open, a read without its open no file. */
+	if (wanted && m == DL_FILES_NONE)
+		tracepoints_there(&missing);
+	for (size_t i = 0; i < sizeof(fentry) / sizeof(fentry[0]); i++)
+		bpf_program__set_autoload(fentry[i], m == DL_FILES_FENTRY);
+	for (size_t i = 0; i < sizeof(kprobe) / sizeof(kprobe[0]); i++)
+		bpf_program__set_autoload(kprobe[i], m == DL_FILES_KPROBE);
+	files_tp_progs(skel, progs);
+	for (size_t i = 0; i < TP_EVENTS; i++) {
+		bpf_program__set_autoload(progs[i].prog, m == DL_FILES_TRACEPOINT);
 		/* dl_files_attach: through perf events of dlbpf's own (capture/sysevents.h). */
 		bpf_program__set_autoattach(progs[i].prog, false);
 	}
-	if (!wanted)
-		return false;
 	if (missing)
 		dl_warn("reads are not attributed to files: tracefs has no syscalls/%s event "
-			"(CONFIG_FTRACE_SYSCALLS, or tracefs not mounted)", missing);
-	return !missing;
+			"(CONFIG_FTRACE_SYSCALLS, or tracefs not mounted), and this kernel allows neither fentry "
+			"nor kprobes on the syscall handlers", missing);
+	else if (m == DL_FILES_TRACEPOINT)
+		dl_warn("files: %s", dl_files_mech_cost(m));
+	else if (m != DL_FILES_NONE)
+		dl_info("files: %s", dl_files_mech_cost(m));
+	return m;
 }
 
 int dl_files_attach(struct dlbpf *skel, struct dl_sysevents *events)
 {
-	struct files_prog progs[DL_SYSEVENTS_MAX];
-	const size_t n = files_progs(skel, progs);
+	struct files_prog progs[TP_EVENTS];
 
-	for (size_t i = 0; i < n; i++) {
+	files_tp_progs(skel, progs);
+	for (size_t i = 0; i < TP_EVENTS; i++) {
 		*progs[i].link = dl_sysevent_attach(events, progs[i].prog, progs[i].event);
 		if (!*progs[i].link) {
 			int err = -errno;

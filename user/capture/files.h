@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The files source on the collector's side: whether the kernel has the
- * syscall tracepoints it needs, the fds a process held before tracing began
- * (/proc/PID/fd), and relative openat paths made absolute as the process sees
- * them.
+ * The files source on the collector's side: the mechanism its programs run on
+ * (the cheapest this kernel allows), the fds a process held before tracing
+ * began (/proc/PID/fd), and relative openat paths made absolute as the
+ * process sees them.
  */
 #ifndef DLBPF_CAPTURE_FILES_H
 #define DLBPF_CAPTURE_FILES_H
@@ -16,12 +16,36 @@
 
 struct dlbpf;
 struct dl_sysevents;
+struct dl_features;
 
-/* Loads the files programs when wanted and tracefs has every syscall event they attach to; false if not. */
-bool dl_files_choose(struct dlbpf *skel, bool wanted);
 /*
- * Attaches the loaded files programs, each link in its skeleton slot (destroyed
- * with the others), each event also held in events; -errno.
+ * What the files programs (bpf/files.bpf.c) run on, cheapest first. The same
+ * system calls are seen by each, so the figures are the same. Only the
+ * tracepoints tax tasks dlbpf does not trace: any program on a syscall event
+ * sends every system call of every task through the kernel's traced path.
+ */
+enum dl_files_mech {
+	DL_FILES_NONE,              /* not wanted (--no-files), or nothing to attach to */
+	DL_FILES_FENTRY,            /* fentry/fexit on the syscall handlers */
+	DL_FILES_KPROBE,            /* kprobes/kretprobes on the same */
+	DL_FILES_TRACEPOINT,        /* the syscall tracepoints */
+};
+
+/* The cheapest mechanism this kernel allows (dl_env_probe found, tracefs has); DL_FILES_NONE if none. */
+enum dl_files_mech dl_files_mechanism(const struct dl_features *f);
+/* "fentry", "kprobe", "tracepoint" or "none": `dlbpf features`, -v. */
+const char *dl_files_mech_name(enum dl_files_mech m);
+/* What the mechanism costs tasks dlbpf does not trace, in a sentence. */
+const char *dl_files_mech_cost(enum dl_files_mech m);
+/*
+ * Loads the files programs of the cheapest mechanism when wanted, and says at
+ * start what it costs the node where that is the tracepoints; returns it.
+ */
+enum dl_files_mech dl_files_choose(struct dlbpf *skel, bool wanted, const struct dl_features *f);
+/*
+ * Attaches the loaded tracepoint programs (the others attach with the
+ * skeleton), each link in its skeleton slot (destroyed with the others), each
+ * event also held in events; -errno.
  */
 int dl_files_attach(struct dlbpf *skel, struct dl_sysevents *events);
 /*

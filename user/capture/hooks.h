@@ -13,7 +13,9 @@
  *                                have (block_getrq's, ...) cannot be faked.
  *                                Also without-FEATURE, for each BPF feature of
  *                                dl_features (without-uprobe_multi, …): the
- *                                twins and fallbacks of a kernel without it.
+ *                                twins and fallbacks of a kernel without it;
+ *                                without-fentry and without-kprobes move the
+ *                                files source to its next mechanism.
  *   DLBPF_TEST_MAP_ENTRIES=M=N,… BPF map M gets N entries (e.g. traced=4), so
  *                                that a full map is cheap to reach
  *   DLBPF_TEST_LINK_PAUSE_MS=N   sleep N ms (1 to 1000) after each CUDA link

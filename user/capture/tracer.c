@@ -126,7 +126,8 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	bpf_program__set_autoload(skel->progs.io_issue, !t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_requeue, !t->feat.block_io_start);
 	bpf_program__set_autoload(skel->progs.io_getrq, !t->feat.block_io_start);
-	t->files = dl_files_choose(skel, files);
+	t->files_mech = dl_files_choose(skel, files, &t->feat);
+	t->files = t->files_mech != DL_FILES_NONE;
 	choose_twins(t);
 	err = dlbpf__load(skel);
 	if (err) {
@@ -167,7 +168,8 @@ int dl_tracer_attach_auto(struct dl_tracer *t)
 		dl_err("cannot attach the BPF programs: %s", strerror(-err));
 		return err;
 	}
-	return t->files ? dl_files_attach(t->skel, &t->sysevents) : 0;
+	/* The fentry and kprobe twins attached with the skeleton; the tracepoints through dlbpf's own events. */
+	return t->files_mech == DL_FILES_TRACEPOINT ? dl_files_attach(t->skel, &t->sysevents) : 0;
 }
 
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)

@@ -88,6 +88,8 @@ void dl_tracer_set_stacks(struct dl_tracer *t, bool on);
 bool dl_tracer_files(const struct dl_tracer *t);
 /* Wall time the last dl_tracer_detach took. */
 uint64_t dl_tracer_last_detach_ns(const struct dl_tracer *t);
+/* What the files source runs on: enum dl_files_mech (capture/files.h). */
+int dl_tracer_files_mech(const struct dl_tracer *t);
 
 
 /* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records; files: load bpf/files.bpf.c. */

@@ -48,3 +48,8 @@ uint64_t dl_tracer_last_detach_ns(const struct dl_tracer *t)
 {
 	return t->last_detach_ns;
 }
+
+int dl_tracer_files_mech(const struct dl_tracer *t)
+{
+	return t->files_mech;
+}

@@ -10,6 +10,7 @@ struct dl_tracer {
 	struct dl_features feat;
 	struct dl_uprobe_mode uprobes;  /* how CUDA probes attach here (capture/uprobes.h) */
 	bool files;                 /* the files programs are loaded (dl_files_choose) */
+	int files_mech;             /* on what: enum dl_files_mech (capture/files.h) */
 	struct dl_sysevents sysevents;  /* their events (capture/sysevents.h) */
 	DL_VEC(struct dl_cuda_attach) cuda;
 	struct dl_u64map cuda_index;    /* hash of (pid, dev, inode) -> position in cuda */
