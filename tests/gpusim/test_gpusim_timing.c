@@ -392,8 +392,12 @@ static void kernel_tests(void)
 {
 	set_cost((const void *)kern_a, 50000000ull);
 	judge_model(long_kernel_sync, 50000000ull + LAUNCH_NS, "50 ms kernel + cudaStreamSynchronize");
-	/* 5% of the wait: the sync's own calls and a few wake-ups, not a spin. */
-	CHECK(sync_oncpu < 2000000ull && sync_oncpu * 20 < sync_wait,
+	/*
+	 * Blocked, not spinning: a spin is on the CPU for nearly all of the wait, a blocked thread
+	 * only for the sync's own calls and its wake-ups (0.1 ms here, 2.6 ms once under ASan on a
+	 * busy VM). A quarter of the wait lies far from both.
+	 */
+	CHECK(sync_oncpu * 4 < sync_wait,
 	      "the thread is blocked during the sync: on CPU %.3f ms of %.3f ms", sync_oncpu / 1e6,
 	      sync_wait / 1e6);
 	launch_cost_tests();
