@@ -10,7 +10,7 @@ import os
 import subprocess
 import time
 
-from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, check, load_summary, main, process, run_dlbpf,
+from harness import (DLBPF, GPUSIM_DIR, WORK, Dlbpf, Skipped, check, load_summary, main, process, run_dlbpf,
                      truth_line, workload)
 
 FILES_DIR = os.path.join(WORK, "files")
@@ -31,10 +31,10 @@ def make_files():
                 os.fsync(f.fileno())
 
 
-def run_fileread(dlbpf_args, env=None, during=None):
+def run_fileread(dlbpf_args, env=None, during=None, before_go=None):
     """fileread --wait under dlbpf --pid: attached while held.dat is already open. Returns the
-    finished Dlbpf and the workload's truth lines by pid; during(d), if given, runs while dlbpf
-    traces (after the reads, before the workload ends)."""
+    finished Dlbpf and the workload's truth lines by pid; before_go(d) and during(d), if given, run
+    while dlbpf traces (before the reads; after them, before the workload ends)."""
     make_files()
     w = subprocess.Popen([workload("fileread"), FILES_DIR, "--wait", "--io-kb", str(IO_KB)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -42,6 +42,8 @@ def run_fileread(dlbpf_args, env=None, during=None):
         check(w.stdout.readline().strip() == "ready", "fileread did not start")
         d = Dlbpf(list(dlbpf_args) + ["--pid", str(w.pid)], env=env)
         d.started()
+        if before_go:
+            before_go(d)
         w.stdin.write("go\n")
         w.stdin.flush()
         truths = {}
@@ -275,6 +277,70 @@ def test_files_every_mechanism():
         notes.append(f"{mech}{' without ' + '+'.join(old) if old else ''}: {n} files exact ({read_ms:.1f} ms in reads), {hostile}; syscall events held "
                      f"{len(held['tps'])}, kprobes {len(held['kprobes'])}")
     return "; ".join(notes)
+
+
+# Untraced threads that spend their time blocked in read(2), each on its own pipe, woken in turn.
+BLOCKERS = r"""
+import os, sys, threading, time
+n = int(sys.argv[1])
+pipes = [os.pipe() for _ in range(n)]
+def reader(fd):
+    while os.read(fd, 1):
+        pass
+for r, _ in pipes:
+    threading.Thread(target=reader, args=(r,), daemon=True).start()
+print("ready", flush=True)
+while sys.stdin.readline():   # a line: wake every reader once, so each enters read(2) again
+    for _, w in pipes:
+        os.write(w, b"x")
+"""
+
+
+def kprobe_events_of_dlbpf():
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        try:
+            with open(os.path.join(root, "kprobe_events")) as f:
+                return [l.strip() for l in f if ":dlbpf/" in l]
+        except OSError:
+            continue
+    return []
+
+
+def test_files_kprobe_pool_busy_node():
+    """By kprobes, on a node where many untraced threads sit blocked in read(2): each holds one of a
+    return probe's instances from its read's entry to its return, and the kernel's default pool is
+    max(10, 2 x possible CPUs). With more blockers than that, a pool of that size would miss the traced
+    job's read returns; dlbpf's return probes take the kernel's largest pool (tracefs "r4096:"), so
+    fileread's bytes stay exact, the kernel reports no skipped run, and no event is left in tracefs."""
+    if "kprobe" not in mechanisms():
+        raise Skipped("this kernel offers no kprobes")
+    with open("/sys/devices/system/cpu/possible") as f:
+        possible = 0
+        for part in f.read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            possible += int(hi or lo) - int(lo) + 1
+    n = max(10, 2 * possible) + 32   # the default pool, and as many again as a margin the test controls
+    b = subprocess.Popen(["python3", "-c", BLOCKERS, str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        check(b.stdout.readline().strip() == "ready", "the blockers did not start")
+
+        def wake(d):
+            # After attach: every blocker reads again, each taking an instance it holds while blocked.
+            b.stdin.write("go\n")
+            b.stdin.flush()
+        d, truths = run_fileread(["-v"], env=forced(("fentry",)), during=None, before_go=wake)
+        check(SAID["kprobe"] in d.stderr, f"not on kprobes: {d.stderr[-1500:]}")
+        s = d.summary()
+        files = compare_files(s, truths)
+        misses = s["drops"]["recursion_misses"]
+        check(misses == 0, f"the kernel skipped {misses} runs: {s['drops']['recursion_misses_by_program']}")
+    finally:
+        b.stdin.close()
+        b.wait(timeout=30)
+    left = kprobe_events_of_dlbpf()
+    check(not left, f"dlbpf left kprobe events in tracefs: {left}")
+    return f"{n} untraced threads blocked in read; {files} files exact, 0 skipped runs, tracefs clean"
 
 
 def test_files_replay():

@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include "capture/env.h"
 #include "capture/files.h"
+#include "capture/kretprobes.h"
 #include "capture/sysevents.h"
 #include "dlbpf.skel.h"
 #include "log.h"
@@ -102,8 +103,28 @@ const char *dl_files_mech_cost(enum dl_files_mech m)
 	}
 }
 
+#define KRETS 5
+
+/* The return probes of the kprobe twins, attached by dl_files_attach where tracefs can size their pool. */
+static void files_krets(struct dlbpf *skel, struct files_prog out[static KRETS])
+{
+	const struct files_prog progs[KRETS] = {
+		FILES_PROG(kread_kret), FILES_PROG(kpread_kret), FILES_PROG(kreadv_kret),
+		FILES_PROG(kpreadv_kret), FILES_PROG(kopen_kret),
+	};
+
+	memcpy(out, progs, sizeof(progs));
+	for (size_t i = 0; i < KRETS; i++) {
+		/* "?kretprobe/<function>": the function is the section's last part. */
+		const char *sec = bpf_program__section_name(out[i].prog), *slash = strrchr(sec, '/');
+
+		out[i].event = slash ? slash + 1 : sec;
+	}
+}
+
 enum dl_files_mech dl_files_choose(struct dlbpf *skel, bool wanted, const struct dl_features *f)
 {
+	struct files_prog krets[KRETS];
 	struct files_prog progs[TP_EVENTS];
 	/* Every read's entry and exit, openat's exit, close. */
 	struct bpf_program *fentry[] = {
@@ -129,6 +150,14 @@ enum dl_files_mech dl_files_choose(struct dlbpf *skel, bool wanted, const struct
 		bpf_program__set_autoload(fentry[i], m == DL_FILES_FENTRY);
 	for (size_t i = 0; i < sizeof(kprobe) / sizeof(kprobe[0]); i++)
 		bpf_program__set_autoload(kprobe[i], m == DL_FILES_KPROBE);
+	files_krets(skel, krets);
+	if (m == DL_FILES_KPROBE && dl_kretprobes_possible())
+		for (size_t i = 0; i < KRETS; i++)
+			bpf_program__set_autoattach(krets[i].prog, false);
+	else if (m == DL_FILES_KPROBE)
+		dl_info("files: tracefs takes no kprobe events here, so the return probes keep the kernel's "
+			"default pool (about 2 per CPU): returns of reads beyond that many tasks blocked in a "
+			"read at once are missed, and not counted");
 	files_tp_progs(skel, progs);
 	for (size_t i = 0; i < TP_EVENTS; i++) {
 		bpf_program__set_autoload(progs[i].prog, m == DL_FILES_TRACEPOINT);
@@ -146,10 +175,29 @@ enum dl_files_mech dl_files_choose(struct dlbpf *skel, bool wanted, const struct
 	return m;
 }
 
-int dl_files_attach(struct dlbpf *skel, struct dl_sysevents *events)
+int dl_files_attach(struct dlbpf *skel, enum dl_files_mech m, struct dl_sysevents *events,
+		    struct dl_kretprobes *krets)
 {
 	struct files_prog progs[TP_EVENTS];
 
+	if (m == DL_FILES_KPROBE) {
+		files_krets(skel, progs);
+		for (size_t i = 0; i < KRETS; i++) {
+			if (bpf_program__autoattach(progs[i].prog))
+				continue;   /* libbpf attached it (no tracefs) */
+			*progs[i].link = dl_kretprobe_attach(krets, progs[i].prog, progs[i].event);
+			if (!*progs[i].link) {
+				int err = -errno;
+
+				dl_err("cannot attach %s as a return probe of %s through tracefs: %s",
+				       bpf_program__name(progs[i].prog), progs[i].event, strerror(-err));
+				return err;
+			}
+		}
+		return 0;
+	}
+	if (m != DL_FILES_TRACEPOINT)
+		return 0;
 	files_tp_progs(skel, progs);
 	for (size_t i = 0; i < TP_EVENTS; i++) {
 		*progs[i].link = dl_sysevent_attach(events, progs[i].prog, progs[i].event);

@@ -16,6 +16,7 @@
 
 struct dlbpf;
 struct dl_sysevents;
+struct dl_kretprobes;
 struct dl_features;
 
 /*
@@ -43,11 +44,12 @@ const char *dl_files_mech_cost(enum dl_files_mech m);
  */
 enum dl_files_mech dl_files_choose(struct dlbpf *skel, bool wanted, const struct dl_features *f);
 /*
- * Attaches the loaded tracepoint programs (the others attach with the
- * skeleton), each link in its skeleton slot (destroyed with the others), each
- * event also held in events; -errno.
+ * Attaches what the skeleton does not: the tracepoint programs (each event also
+ * held in events) or the kretprobes (tracefs events with a node-sized pool, in
+ * krets), each link in its skeleton slot (destroyed with the others); -errno.
  */
-int dl_files_attach(struct dlbpf *skel, struct dl_sysevents *events);
+int dl_files_attach(struct dlbpf *skel, enum dl_files_mech m, struct dl_sysevents *events,
+		    struct dl_kretprobes *krets);
 /*
  * The cwd each traced process was last seen with, for relative paths of a
  * process gone by the time its records are read (a short-lived worker): a

@@ -14,21 +14,20 @@
 #include "capture/sysevents.h"
 #include "log.h"
 
-/* Where tracefs may be mounted; libbpf looks in the same two places. */
-static const char *const tracefs_roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+const char *const dl_tracefs_roots[DL_TRACEFS_ROOTS] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
 
 int dl_sysevent_id(const char *event)
 {
 	int err = -ENOENT;
 
-	for (size_t i = 0; i < sizeof(tracefs_roots) / sizeof(tracefs_roots[0]); i++) {
+	for (size_t i = 0; i < DL_TRACEFS_ROOTS; i++) {
 		char path[128], buf[24];
 		ssize_t n;
 		long id;
 		char *end;
 		int fd;
 
-		snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", tracefs_roots[i], event);
+		snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", dl_tracefs_roots[i], event);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			if (errno != ENOENT)

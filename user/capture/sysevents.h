@@ -20,6 +20,10 @@
 
 #define DL_SYSEVENTS_MAX 16
 
+/* Where tracefs may be mounted; libbpf looks in the same two places. */
+#define DL_TRACEFS_ROOTS 2
+extern const char *const dl_tracefs_roots[DL_TRACEFS_ROOTS];
+
 struct dl_sysevents {
 	int fd[DL_SYSEVENTS_MAX];  /* dlbpf's own reference to each event, beside the link's */
 	size_t n;

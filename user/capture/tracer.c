@@ -168,8 +168,8 @@ int dl_tracer_attach_auto(struct dl_tracer *t)
 		dl_err("cannot attach the BPF programs: %s", strerror(-err));
 		return err;
 	}
-	/* The fentry and kprobe twins attached with the skeleton; the tracepoints through dlbpf's own events. */
-	return t->files_mech == DL_FILES_TRACEPOINT ? dl_files_attach(t->skel, &t->sysevents) : 0;
+	/* fentry and kprobes attached with the skeleton; tracepoints and return probes through dlbpf's own events. */
+	return dl_files_attach(t->skel, t->files_mech, &t->sysevents, &t->krets);
 }
 
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
@@ -857,6 +857,9 @@ void dl_tracer_detach(struct dl_tracer *t)
 	dl_vec_free(&all);
 	dl_plinks_flush();
 	dl_sysevents_release(&t->sysevents);
+	/* Their links are gone; the events keep their counts until removed. */
+	dl_kretprobes_read_missed(&t->krets);
+	dl_kretprobes_remove(&t->krets);
 	t->last_detach_ns = dl_now_ns() - t0;
 }
 

@@ -3,6 +3,7 @@
 #ifndef DLBPF_TRACER_INT_H
 #define DLBPF_TRACER_INT_H
 
+#include "capture/kretprobes.h"
 #include "capture/tracer.h"
 
 struct dl_tracer {
@@ -12,6 +13,7 @@ struct dl_tracer {
 	bool files;                 /* the files programs are loaded (dl_files_choose) */
 	int files_mech;             /* on what: enum dl_files_mech (capture/files.h) */
 	struct dl_sysevents sysevents;  /* their events (capture/sysevents.h) */
+	struct dl_kretprobes krets;     /* or their return probes' (capture/kretprobes.h) */
 	DL_VEC(struct dl_cuda_attach) cuda;
 	struct dl_u64map cuda_index;    /* hash of (pid, dev, inode) -> position in cuda */
 	/* Files whose symbols hold no CUDA runtime: not read again. */

@@ -104,12 +104,18 @@ uint64_t dl_tracer_recursion_misses(const struct dl_tracer *t,
 		uint32_t len = sizeof(info);
 		int fd = bpf_program__fd(prog);
 
+		uint64_t misses;
+
 		memset(&info, 0, sizeof(info));
-		if (fd < 0 || bpf_prog_get_info_by_fd(fd, &info, &len) || !info.recursion_misses)
+		if (fd < 0 || bpf_prog_get_info_by_fd(fd, &info, &len))
 			continue;
-		total += info.recursion_misses;
+		/* A return probe's runs its pool had no instance for are skipped runs too. */
+		misses = info.recursion_misses + dl_kretprobes_missed_by(&t->krets, prog);
+		if (!misses)
+			continue;
+		total += misses;
 		if (fn)
-			fn(bpf_program__name(prog), info.recursion_misses, ctx);
+			fn(bpf_program__name(prog), misses, ctx);
 	}
 	return total;
 }

@@ -381,7 +381,7 @@ static void tracer_families(struct out *o, const struct dl_metrics_live *live, s
 		end_u64(o, live->drops[i]);
 	}
 	family(o, "dlbpf_skipped_program_runs_total", "counter",
-	       "Runs of dlbpf's BPF programs the kernel's recursion guard skipped");
+	       "Runs of dlbpf's BPF programs the kernel skipped (its recursion guard, or a return probe's empty pool)");
 	dl_sbuf_printf(o->b, "dlbpf_skipped_program_runs_total %" PRIu64 "\n", live->recursion_misses);
 	family(o, "dlbpf_malformed_records_total", "counter", "Records the collector could not read, ignored");
 	dl_sbuf_printf(o->b, "dlbpf_malformed_records_total %" PRIu64 "\n", live->malformed);

@@ -119,8 +119,8 @@ void dl_report_text(FILE *f, const struct dl_report_model *m)
 	fprintf(f, "\ndlbpf: traced %zu process%s for %.2f s: %" PRIu64 " events, %" PRIu64 " dropped\n",
 		s->n, s->n == 1 ? "" : "es", (double)trace_ns / 1e9, events, s->drops_total);
 	if (s->recursion_misses) {
-		fprintf(f, "  WARNING: the kernel skipped %" PRIu64 " runs of dlbpf's programs (a tracepoint fired "
-			"while the same program ran on that CPU:", s->recursion_misses);
+		fprintf(f, "  WARNING: the kernel skipped %" PRIu64 " runs of dlbpf's programs (an event fired "
+			"while the same program ran on that CPU, or a return probe's pool of instances was empty:", s->recursion_misses);
 		for (size_t i = 0; i < s->prog_misses.n; i++)
 			fprintf(f, "%s %s %" PRIu64, i ? "," : "", s->prog_misses.v[i].name, s->prog_misses.v[i].misses);
 		fprintf(f, "): what they would have seen is missing\n");
