@@ -658,6 +658,8 @@ FLOOR_SCHED = ("ref_switch", "ref_wakeup", "ref_waking")
 # The files source's mechanisms (user/capture/files.h), cheapest first, and the test hook that takes
 # each cheaper one away so that dlbpf falls back to it; the programs of each that run for every
 # task's read (kernel's 15-character names: bpf/files.bpf.c).
+# Each mechanism's floor: reftrace --sched and --syscalls, --fentry or --kprobes.
+FLOOR_OF = {"fentry": "fentry", "kprobe": "kprobes", "tracepoint": "syscalls"}
 FILES_MECHS = {"fentry": ("", ("fread_fentry", "fread_fexit")),
                "kprobe": ("without-fentry", ("kread_kprobe", "kread_kret")),
                "tracepoint": ("without-fentry,without-kprobes", ("file_read_enter", "file_read_exit"))}
@@ -695,7 +697,9 @@ def bench_untraced(rounds, loops=200000, baseline=None):
         return table("7. What untraced processes pay", ["note"], [["perf is not installed: skipped"]])
     mechs = files_mechanisms()
     dl = [f"dlbpf ({m})" for m in mechs] + ["dlbpf --no-files"]
-    variants = ["untraced", "floor", "floor+syscalls"] + dl + (["baseline"] if baseline else [])
+    # The floor of each mechanism: empty programs on the scheduler events and the same handlers.
+    floors = ["floor"] + [f"floor+{FLOOR_OF[m]}" for m in mechs]
+    variants = ["untraced"] + floors + dl + (["baseline"] if baseline else [])
     progs = {"floor": FLOOR_SCHED, "baseline": DLBPF_SCHED, "dlbpf --no-files": DLBPF_SCHED}
     for m in mechs:
         progs[f"dlbpf ({m})"] = DLBPF_SCHED + FILES_MECHS[m][1]
@@ -705,14 +709,16 @@ def bench_untraced(rounds, loops=200000, baseline=None):
     idle = subprocess.Popen(["sleep", "100000"])
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         stats_were = f.read().strip()
-    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-        f.write("1")
+
+    def stats(on):
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1" if on else "0")
     try:
         for r in range(rounds):
             for v in variants[r % len(variants):] + variants[:r % len(variants)]:
                 tracer = None
                 if v.startswith("floor"):
-                    tracer = subprocess.Popen([REF, "--sched"] + (["--syscalls"] if v == "floor+syscalls" else []),
+                    tracer = subprocess.Popen([REF, "--sched"] + (["--" + v[len("floor+"):]] if "+" in v else []),
                                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                     readline_until(tracer.stdout, "attached")
                 elif v.startswith("dlbpf") or v == "baseline":
@@ -732,9 +738,16 @@ def bench_untraced(rounds, loops=200000, baseline=None):
                         raise RuntimeError(f"{v}: dlbpf did not say it runs on {mech}: {''.join(lines[-8:])}")
                     held[v].add(syscall_events_held(tracer.pid))
                 try:
-                    before = prog_stats(progs.get(v, ()))
+                    # Timed with the kernel's statistics off: they add two clock reads to every
+                    # program run, so more runs (dlbpf's) would pay more of them than the floor's.
+                    stats(False)
                     us[v].append(pipe_us_per_op(loops))
+                    # Then a quarter as many round trips with them on, for the run time per program.
+                    stats(True)
+                    before = prog_stats(progs.get(v, ()))
+                    pipe_us_per_op(max(loops // 4, 1))
                     after = prog_stats(progs.get(v, ()))
+                    stats(False)
                     for n in progs.get(v, ()):
                         runs = after[n][1] - before[n][1]
                         if runs > 0:
@@ -755,7 +768,8 @@ def bench_untraced(rounds, loops=200000, baseline=None):
              spread(us[v], "{:.2f}"), spread(added[v], "{:.2f}") if v != "untraced" else "",
              spread([x / b for x, b in zip(us[v], us["untraced"])], "{:.3f}")] for v in variants]
     for v in dl + (["baseline"] if baseline else []):
-        for f in ("floor", "floor+syscalls"):
+        mech = v[len("dlbpf ("):-1] if v.startswith("dlbpf (") else None
+        for f in ["floor"] + ([f"floor+{FLOOR_OF[mech]}"] if mech else []):
             ratio = [d / x if x > 0 else float("nan") for d, x in zip(added[v], added[f])]
             rows.append([f"{v} added / {f} added", "", spread(ratio, "{:.2f}"), ""])
     for i, kind in enumerate(("switch", "wake-up", "waking (edges)")):
@@ -771,11 +785,14 @@ def bench_untraced(rounds, loops=200000, baseline=None):
     return table("7. What untraced processes pay: a pipe ping-pong while dlbpf traces another process",
                  ["variant", "us per round trip", "added us", "ratio to untraced (last rows: dlbpf / floor)"], rows,
                  [f"`perf bench sched pipe -l {loops}` with both ends on one CPU (taskset), median [min-max] over "
-                  f"{rounds} interleaved rounds; floor = "
+                  f"{rounds} interleaved rounds, timed with kernel.bpf_stats_enabled off (the BPF ns rows "
+                  "come from a quarter as many round trips after each, with it on); floor = "
                   "empty programs on sched_switch, sched_wakeup, sched_wakeup_new and sched_waking (reftrace --sched); "
                   "floor+syscalls = the same and empty programs on the syscall events the files source's fallback "
                   "attaches to (read, pread64, readv, preadv, openat, close; reftrace --sched --syscalls): any "
-                  "syscall event sends every task's syscalls through the kernel's slower traced path; dlbpf traces "
+                  "syscall event sends every task's syscalls through the kernel's slower traced path; "
+                  "floor+fentry and floor+kprobes = the same with empty fentry/fexit or kprobe/kretprobe programs "
+                  "on those syscalls' handlers (what the mechanism costs before dlbpf's programs do anything); dlbpf traces "
                   "an idle `sleep`, its files source by each mechanism this kernel offers (dlbpf (M), forced with "
                   "DLBPF_FORCE_TWINS) and without it (--no-files); 'syscall events held' is what `bpftool perf list` "
                   "shows of dlbpf's while it runs"

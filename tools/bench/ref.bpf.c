@@ -201,4 +201,33 @@ int ref_sys_exit_openat(void *ctx)
 	return 0;
 }
 
+/*
+ * The floor of the files source's cheaper mechanisms: empty programs on the same syscall handlers
+ * (reftrace --fentry, --kprobes), what every task's read, openat and close pays for the mechanism
+ * itself before dlbpf's programs do anything.
+ */
+#define REF_FENTRY(name, fn)				\
+SEC("?fentry/" fn)					\
+int ref_fe_##name(void *ctx) { return 0; }		\
+SEC("?fexit/" fn)					\
+int ref_fx_##name(void *ctx) { return 0; }
+#define REF_KPROBE(name, fn)				\
+SEC("?kprobe/" fn)					\
+int ref_kp_##name(void *ctx) { return 0; }		\
+SEC("?kretprobe/" fn)					\
+int ref_kr_##name(void *ctx) { return 0; }
+
+REF_FENTRY(read, "__x64_sys_read")
+REF_FENTRY(pread, "__x64_sys_pread64")
+REF_FENTRY(readv, "__x64_sys_readv")
+REF_FENTRY(preadv, "__x64_sys_preadv")
+REF_FENTRY(openat, "__x64_sys_openat")
+REF_FENTRY(close, "__x64_sys_close")
+REF_KPROBE(read, "__x64_sys_read")
+REF_KPROBE(pread, "__x64_sys_pread64")
+REF_KPROBE(readv, "__x64_sys_readv")
+REF_KPROBE(preadv, "__x64_sys_preadv")
+REF_KPROBE(openat, "__x64_sys_openat")
+REF_KPROBE(close, "__x64_sys_close")
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -80,8 +80,18 @@ static void wait_for_end(void)
  * sched_waking, on the files source's syscall events, or both, held until
  * stdin closes.
  */
-static int hold_tracepoints(bool sched, bool syscalls)
+static bool has_prefix(const char *s, const char *const *prefixes)
 {
+	for (; *prefixes; prefixes++)
+		if (!strncmp(s, *prefixes, strlen(*prefixes)))
+			return true;
+	return false;
+}
+
+static int hold_tracepoints(bool sched, bool syscalls, bool fentry, bool kprobes)
+{
+	static const char *const fentry_progs[] = { "ref_fe_", "ref_fx_", NULL };
+	static const char *const kprobe_progs[] = { "ref_kp_", "ref_kr_", NULL };
 	struct ref *skel = ref__open();
 	int err;
 
@@ -97,13 +107,20 @@ static int hold_tracepoints(bool sched, bool syscalls)
 		struct bpf_program *p;
 
 		/* Every syscall event program: the same events as the files source's. */
-		bpf_object__for_each_program(p, skel->obj)
-			if (!strncmp(bpf_program__name(p), "ref_sys_", 8))
+		bpf_object__for_each_program(p, skel->obj) {
+			const char *name = bpf_program__name(p);
+
+			if (!strncmp(name, "ref_sys_", 8))
 				bpf_program__set_autoload(p, syscalls);
+			else if (has_prefix(name, fentry_progs))
+				bpf_program__set_autoload(p, fentry);
+			else if (has_prefix(name, kprobe_progs))
+				bpf_program__set_autoload(p, kprobes);
+		}
 	}
 	err = ref__load(skel) || ref__attach(skel);
 	if (err) {
-		fprintf(stderr, "reftrace: cannot load or attach the tracepoint programs\n");
+		fprintf(stderr, "reftrace: cannot load or attach the floor's programs\n");
 		ref__destroy(skel);
 		return 1;
 	}
@@ -131,21 +148,26 @@ int main(int argc, char **argv)
 		       sizeof(struct dl_launch_ev), sizeof(struct dl_call_short_ev));
 		return 0;
 	}
-	if (argc >= 2 && (!strcmp(argv[1], "--sched") || !strcmp(argv[1], "--syscalls"))) {
-		bool sched = false, syscalls = false;
+	if (argc >= 2 && (!strcmp(argv[1], "--sched") || !strcmp(argv[1], "--syscalls") ||
+			  !strcmp(argv[1], "--fentry") || !strcmp(argv[1], "--kprobes"))) {
+		bool sched = false, syscalls = false, fentry = false, kprobes = false;
 
 		for (int i = 1; i < argc; i++) {
 			if (!strcmp(argv[i], "--sched"))
 				sched = true;
 			else if (!strcmp(argv[i], "--syscalls"))
 				syscalls = true;
+			else if (!strcmp(argv[i], "--fentry"))
+				fentry = true;
+			else if (!strcmp(argv[i], "--kprobes"))
+				kprobes = true;
 			else
 				return fprintf(stderr, "reftrace: unknown option %s\n", argv[i]), 2;
 		}
-		return hold_tracepoints(sched, syscalls);
+		return hold_tracepoints(sched, syscalls, fentry, kprobes);
 	}
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s PID LIBRARY SYMBOL [--ret] [--record] | [--sched] [--syscalls] | --sizes\n",
+		fprintf(stderr, "usage: %s PID LIBRARY SYMBOL [--ret] [--record] | [--sched] [--syscalls] [--fentry] [--kprobes] | --sizes\n",
 			argv[0]);
 		return 2;
 	}
