@@ -26,13 +26,22 @@
 #define ACCOUNT_NS 100000000ull   /* the cost is read this often */
 #define RATE_SMOOTH 0.3           /* weight of the latest interval in the job's CPU and always-on rates */
 
+/* What the kernel charges a run of the program for beside its run time: kind 1 a uprobe, 2 a return probe, 3 a files program. */
 static int prog_kind(const struct bpf_program *p)
 {
 	const char *sec = bpf_program__section_name(p);
 
+	if (*sec == '?')
+		sec++;
 	if (!strncmp(sec, "uretprobe", 9))
 		return 2;
-	return !strncmp(sec, "uprobe", 6) ? 1 : 0;
+	if (!strncmp(sec, "uprobe", 6))
+		return 1;
+	/* The files source's programs, on whichever mechanism (bpf/files.bpf.c). */
+	if (!strncmp(sec, "fentry/", 7) || !strncmp(sec, "fexit/", 6) || !strncmp(sec, "kprobe/", 7) ||
+	    !strncmp(sec, "kretprobe/", 10) || !strncmp(sec, "tp/syscalls/", 12))
+		return 3;
+	return 0;
 }
 
 int dl_budget_init(struct dl_budget *b, double budget, struct dl_tracer *t)
@@ -53,6 +62,7 @@ int dl_budget_init(struct dl_budget *b, double budget, struct dl_tracer *t)
 			b->apis[b->napis++] = (uint16_t)id;
 	}
 	dl_calib_run(t, &b->calib);
+	dl_calib_syscalls(&b->sys_before[0], &b->sys_before[1]);
 	/* The statistics stay on while the fd is open; closing it (or dlbpf's exit) turns them off. */
 	b->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (b->stats_fd < 0) {
@@ -130,10 +140,59 @@ static double job_cpu_delta(struct dl_budget *b, const struct dl_summary *s)
 	return d;
 }
 
+/* syscr + syscw of /proc/PID/io: the process's read and write calls of every kind; 0 when gone. */
+static uint64_t proc_syscalls(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	unsigned long long r = 0, w = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if ((p = strstr(buf, "syscr: ")))
+		r = strtoull(p + 7, NULL, 10);
+	if ((p = strstr(buf, "syscw: ")))
+		w = strtoull(p + 7, NULL, 10);
+	return r + w;
+}
+
+/*
+ * The fallback's traced syscall path, as it falls on the job: its read and write calls since the
+ * last reading (the only kinds procfs counts: a lower bound of its system calls) times the
+ * path's price per call.
+ */
+static double syscall_tax(struct dl_budget *b, const struct dl_summary *s)
+{
+	double d = 0;
+
+	if (b->syscall_tax_ns <= 0)
+		return 0;
+	while (b->proc_syscalls.n < s->n)
+		*dl_vec_push(&b->proc_syscalls) = UINT64_MAX;
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t now = s->procs[i].exited ? 0 : proc_syscalls(s->procs[i].pid);
+
+		if (!now)
+			continue;
+		if (b->proc_syscalls.v[i] != UINT64_MAX && now > b->proc_syscalls.v[i])
+			d += (double)(now - b->proc_syscalls.v[i]);
+		b->proc_syscalls.v[i] = now;
+	}
+	return d * b->syscall_tax_ns;
+}
+
 /* Reads the programs' statistics; returns the cost since the last reading and the launch program's ns per run. */
 static double probe_cost(struct dl_budget *b, double *launch_prog_ns)
 {
-	double floor[3] = { 0, b->calib.uprobe_ns, b->calib.uretprobe_ns }, cost = 0;
+	double floor[4] = { 0, b->calib.uprobe_ns, b->calib.uretprobe_ns, b->files_run_ns }, cost = 0;
 
 	*launch_prog_ns = -1;
 	for (int i = 0; i < b->nprogs; i++) {
@@ -160,7 +219,10 @@ static double probe_cost(struct dl_budget *b, double *launch_prog_ns)
 static void account(struct dl_budget *b, const struct dl_summary *s, uint64_t now)
 {
 	uint64_t v[DL_BUDGET_APIS], launches = launch_total(b, s, v);
-	double prog_ns, spent = probe_cost(b, &prog_ns), job = job_cpu_delta(b, s), dt, launch_cost, dl;
+	double prog_ns, tax = syscall_tax(b, s), spent = probe_cost(b, &prog_ns) + tax, job = job_cpu_delta(b, s), dt,
+	       launch_cost, dl;
+
+	b->tax_ns += tax;
 
 	if (prog_ns >= 0)
 		b->ns_per_launch = b->calib.uprobe_ns + prog_ns;
@@ -192,6 +254,17 @@ void dl_budget_start(struct dl_budget *b, uint64_t t0, uint64_t attached)
 	b->last_account = t0;
 	w->start_lo = t0;
 	w->start_hi = attached;
+	/* The files programs are attached now: what a read and any system call pay for them. */
+	if (b->files_mech) {
+		double r, w, dr, dw;
+
+		dl_calib_syscalls(&r, &w);
+		dr = r - b->sys_before[0];
+		dw = w - b->sys_before[1];
+		/* A read runs an entry and an exit program; the rest of its change is the syscall path's. */
+		b->files_run_ns = dr - dw > 0 ? (dr - dw) / 2 : 0;
+		b->syscall_tax_ns = b->files_mech == DL_FILES_TRACEPOINT && dw > 0 ? dw : 0;
+	}
 	probe_cost(b, &ignored);   /* what ran before the trace began (the calibration's neighbours) is not the job's */
 	for (int i = 0; i < b->nprogs; i++)
 		b->progs[i].total_ns = b->progs[i].total_cnt = 0;
@@ -515,15 +588,19 @@ void dl_budget_report(FILE *f, struct dl_budget *b)
 	fprintf(f, "  cost per event: uprobe trap %.0f ns, return probe %.0f ns (timed at start); a launch %.0f ns with "
 		"its program's run time (BPF statistics, live)\n", o.uprobe_ns, o.uretprobe_ns, o.ns_per_launch);
 	/* The files source's programs are charged with the always-on ones, every task's runs of them included. */
-	if (b->files_mech == DL_FILES_FENTRY || b->files_mech == DL_FILES_KPROBE)
-		fprintf(f, "  files source on %s: its programs' run time is charged for every read, openat and close on "
-			"the machine, the job's and other tasks'; the kernel's price of each %s is not measured\n",
-			dl_files_mech_name(b->files_mech), b->files_mech == DL_FILES_FENTRY ? "trampoline" : "kprobe");
-	else if (b->files_mech == DL_FILES_TRACEPOINT)
+	if (b->files_mech)
+		fprintf(f, "  files source on %s: charged with the always-on probes, each run of its programs at its run "
+			"time and %.0f ns for the %s (timed at start: a read(2) of dlbpf's own, before and after attach), "
+			"for every read, openat and close on the machine, the job's and other tasks'\n",
+			dl_files_mech_name(b->files_mech), b->files_run_ns,
+			b->files_mech == DL_FILES_FENTRY ? "trampoline" : b->files_mech == DL_FILES_KPROBE ? "kprobe" :
+			"tracepoint");
+	if (b->files_mech == DL_FILES_TRACEPOINT)
 		fprintf(f, "  warning: the files source runs on syscall tracepoints here: every system call of every task "
-			"on the machine, the job's included, takes the kernel's traced path, which BPF statistics do not "
-			"see and this account does not charge (about 0.3 us a call, tools/bench table 7); --no-files "
-			"avoids it\n");
+			"on the machine takes the kernel's traced path, %.0f ns more each (timed at start: a write(2) "
+			"before and after attach); charged for the job's read and write calls (/proc/PID/io), %.3f s; "
+			"its other system calls and other tasks' are not counted; --no-files avoids it\n",
+			b->syscall_tax_ns, b->tax_ns / 1e9);
 	if (o.always_on_over)
 		fprintf(f, "  warning: the always-on probes alone cost %.2f%%, over the budget: launches were probed "
 			"only while the account allowed\n", 100 * o.always_on);
@@ -556,6 +633,7 @@ void dl_budget_report(FILE *f, struct dl_budget *b)
 
 void dl_budget_free(struct dl_budget *b)
 {
+	dl_vec_free(&b->proc_syscalls);
 	if (b->stats_fd >= 0)
 		close(b->stats_fd);
 	dl_vec_free(&b->windows);

@@ -67,6 +67,11 @@ struct dl_budget {
 	struct dl_calib calib;
 	int stats_fd;
 	int files_mech;                 /* what the files source runs on (enum dl_files_mech): how its cost falls */
+	double sys_before[2];           /* dl_calib_syscalls' read and write before the programs attach */
+	double files_run_ns;            /* charged per run of a files program beside its run time */
+	double syscall_tax_ns;          /* charged per system call of the job: the tracepoint fallback's path */
+	DL_VEC(uint64_t) proc_syscalls; /* per summary process: syscr + syscw at the last reading */
+	double tax_ns;                  /* the fallback's path, charged so far */
 	struct dl_budget_prog progs[DL_BUDGET_PROGS];
 	int nprogs;
 	DL_VEC(uint64_t) proc_cpu;   /* per summary process: utime + stime at the last reading, ns */

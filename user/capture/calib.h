@@ -26,4 +26,13 @@ struct dl_calib {
 /* 0, or -errno when the probes cannot be attached (the figures are then 0). */
 int dl_calib_run(struct dl_tracer *t, struct dl_calib *out);
 
+/*
+ * The median read(-1) and write(-1) of this thread, in ns: two system calls that fail at once
+ * (EBADF), one whose handler the files source probes and one it never does. Taken before and
+ * after the files programs attach, their changes are what a task dlbpf does not trace pays per
+ * read (its programs' entry and exit, each run and dropped) and, on the syscall-tracepoint
+ * fallback, per system call of any kind (the kernel's traced syscall path).
+ */
+void dl_calib_syscalls(double *read_ns, double *write_ns);
+
 #endif
