@@ -153,11 +153,10 @@ def test_budget_always_on_over():
                       r"\(/proc/PID/io\), ([\d.]+) s;", d.stdout)
         check(t, f"the fallback's path is not charged: {section(d.stdout)}")
         tax_ns, charged_s = int(t.group(1)), float(t.group(2))
-        # A system call through the traced path costs more than a plain one on every kernel: the
-        # median of 801 read/write pairs at start cannot come out at 0. The job's calls are part of
-        # the always-on cost, which the JSON gives as a share of its CPU; the text prints ms
-        # resolution (3 decimals of a second).
-        check(tax_ns > 0, f"the traced syscall path timed at {tax_ns} ns")
+        # The path's price is what attaching changed: 0 when another tracer on the machine already
+        # held a syscall event (every task was on the traced path before), so no floor is asserted.
+        # The job's calls are part of the always-on cost, which the JSON gives as a share of its
+        # CPU; the text prints ms resolution (3 decimals of a second).
         check(charged_s <= ob["always_on"] * ob["job_cpu_ns"] / 1e9 + 0.0005,
               f"{charged_s} s charged for the path, more than the always-on {ob['always_on']:.4%} of "
               f"{ob['job_cpu_ns'] / 1e9:.3f} s")

@@ -598,7 +598,7 @@ void dl_budget_report(FILE *f, struct dl_budget *b)
 	if (b->files_mech == DL_FILES_TRACEPOINT)
 		fprintf(f, "  warning: the files source runs on syscall tracepoints here: every system call of every task "
 			"on the machine takes the kernel's traced path, %.0f ns more each (timed at start: a write(2) "
-			"before and after attach); charged for the job's read and write calls (/proc/PID/io), %.3f s; "
+			"before and after attach; 0 if another tracer already held a syscall event); charged for the job's read and write calls (/proc/PID/io), %.3f s; "
 			"its other system calls and other tasks' are not counted; --no-files avoids it\n",
 			b->syscall_tax_ns, b->tax_ns / 1e9);
 	if (o.always_on_over)
