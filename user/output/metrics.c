@@ -124,6 +124,13 @@ static void sample_begin(struct out *o, const char *name, const struct dl_proc *
 		snprintf(pid, sizeof(pid), "%d", (int)p->pid);
 		label(o, "pid", pid);
 		label(o, "comm", p->comm);
+		/* Where it runs, when known: a label a dashboard joins with the cluster's own metrics. */
+		if (p->container.id[0])
+			label(o, "container_id", p->container.id);
+		if (p->container.pod_uid[0])
+			label(o, "pod_uid", p->container.pod_uid);
+		if (p->container.slurm_job[0])
+			label(o, "slurm_job", p->container.slurm_job);
 	}
 }
 

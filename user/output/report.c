@@ -29,6 +29,21 @@ static double ms(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
+/* Where the process runs (the fields are checked, escaped all the same: every traced-side string is). */
+static void text_container(FILE *f, const struct dl_container *c, struct dl_sbuf *esc)
+{
+	fputs("  where   ", f);
+	if (c->id[0])
+		fprintf(f, " container %s", dl_text(esc, c->id));
+	if (c->runtime[0])
+		fprintf(f, " (%s)", dl_text(esc, c->runtime));
+	if (c->pod_uid[0])
+		fprintf(f, " pod %s", dl_text(esc, c->pod_uid));
+	if (c->slurm_job[0])
+		fprintf(f, " slurm job %s", dl_text(esc, c->slurm_job));
+	fputc('\n', f);
+}
+
 static void text_cuda(FILE *f, const struct dl_proc *p, struct dl_sbuf *esc)
 {
 	char b[32];
@@ -151,6 +166,8 @@ void dl_report_text(FILE *f, const struct dl_report_model *m)
 		if (p->exited)
 			fprintf(f, ", exited during the trace (code %d)", p->exit_code);
 		fputc('\n', f);
+		if (dl_container_known(&p->container))
+			text_container(f, &p->container, &esc);
 		if (p->cuda_libs)
 			text_cuda(f, p, &esc);
 		else if (p->unprobed)
@@ -256,6 +273,21 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct d
 	dl_json_ki64(j, "ppid", p->ppid);
 	dl_json_ki64(j, "nspid", p->nspid ? p->nspid : p->pid);
 	dl_json_kstr(j, "comm", p->comm);
+	if (dl_container_known(&p->container)) {
+		const struct dl_container *c = &p->container;
+
+		dl_json_key(j, "container");
+		dl_json_obj_begin(j);
+		if (c->id[0])
+			dl_json_kstr(j, "id", c->id);
+		if (c->runtime[0])
+			dl_json_kstr(j, "runtime", c->runtime);
+		if (c->pod_uid[0])
+			dl_json_kstr(j, "pod_uid", c->pod_uid);
+		if (c->slurm_job[0])
+			dl_json_kstr(j, "slurm_job", c->slurm_job);
+		dl_json_obj_end(j);
+	}
 	dl_json_key(j, "exited");
 	dl_json_bool(j, p->exited);
 	if (p->exited)
