@@ -2,17 +2,169 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Fleet: the container, pod and Slurm job of a traced process, from cgroups this test makes (cgroup v2
 with kubelet's systemd-driver names, a v1 hierarchy it mounts with the cgroupfs driver's, a Slurm step),
-checked in the JSON summary, the report and the Prometheus labels against the ids the test chose. Run as
-root."""
+checked in the JSON summary, the report, the Prometheus labels and the OTLP resource against the ids the
+test chose. And --otlp against real HTTP receivers on loopback: every body decoded by protoc against the
+official opentelemetry-proto (tests/proto/opentelemetry), its spans equal to the JSON's steps; a receiver
+that answers 503 then 200, one that never answers, one that closes the connection. Run as root."""
+import http.server
 import os
 import random
+import re
 import shutil
+import socket
 import subprocess
+import threading
 import time
 import uuid
 
-from harness import GPUSIM_DIR, WORK, Dlbpf, Skipped, check, main, workload
+from harness import GPUSIM_DIR, ROOT, WORK, Dlbpf, Skipped, check, load_summary, main, workload
 from test_metrics import free_port, parse_exposition, scrape
+
+PROTO_DIR = os.path.join(ROOT, "tests", "proto", "opentelemetry")
+PROTO = {"/v1/traces": ("opentelemetry/proto/collector/trace/v1/trace_service.proto",
+                        "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"),
+         "/v1/metrics": ("opentelemetry/proto/collector/metrics/v1/metrics_service.proto",
+                         "opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest")}
+
+
+# --- OTLP: a receiver, protoc, and a reader of protoc's text format --------------------------------
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 that records each request (monotonic time, path, headers, body) and
+    answers as `answer(n, path)` says: an HTTP status with headers, "hang" (no answer until stop()), or
+    "close" (the connection closed without one). n counts the requests to path, from 0."""
+
+    def __init__(self, answer=lambda n, path: (200, {})):
+        self.requests, self.answer, self.released = [], answer, threading.Event()
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with outer.lock:
+                    n = sum(1 for r in outer.requests if r["path"] == self.path)
+                    outer.requests.append({"t": time.monotonic(), "path": self.path, "headers": dict(self.headers),
+                                           "body": body})
+                what = outer.answer(n, self.path)
+                if what == "hang":
+                    outer.released.wait(120)
+                    self.close_connection = True
+                    return
+                if what == "close":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                status, headers = what
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def decode(path, body):
+    """protoc --decode of an export request body, as protoc's text format."""
+    proto, msg = PROTO[path]
+    p = subprocess.run(["protoc", "-I", PROTO_DIR, f"--decode={msg}", proto], input=body, capture_output=True,
+                       timeout=60)
+    check(p.returncode == 0, f"protoc --decode {msg}: {p.stderr.decode(errors='replace')[:500]}")
+    return p.stdout.decode()
+
+
+TEXT_FIELD = re.compile(r'^(\w+)(?:: (.*)| \{)$')
+
+
+def text_value(v):
+    if v.startswith('"'):
+        # C escapes, octal for bytes: as bytes, then UTF-8 where it is text.
+        raw = v[1:-1].encode("latin-1").decode("unicode_escape").encode("latin-1")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw
+    if re.fullmatch(r"-?\d+", v):
+        return int(v)
+    try:
+        return float(v)
+    except ValueError:
+        return v   # an enum's name
+
+
+def parse_text(text):
+    """protoc's text format as nested dicts: each field a list of its values (messages are dicts)."""
+    root, stack = {}, []
+    cur = root
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line == "}":
+            cur = stack.pop()
+            continue
+        m = TEXT_FIELD.match(line)
+        check(m, f"protoc's output: {line!r}")
+        if m.group(2) is None:
+            child = {}
+            cur.setdefault(m.group(1), []).append(child)
+            stack.append(cur)
+            cur = child
+        else:
+            cur.setdefault(m.group(1), []).append(text_value(m.group(2)))
+    return root
+
+
+def attrs(msg):
+    """KeyValue list -> {key: value}."""
+    out = {}
+    for kv in msg.get("attributes", []):
+        val = kv["value"][0]
+        (kind, v), = val.items()
+        out[kv["key"][0]] = v[0]
+    return out
+
+
+def received(rcv):
+    """Every request's body decoded: (spans as (resource attrs, span) pairs, metric exports as lists of
+    (resource attrs, metric)), after checking each request's path and content type."""
+    spans, metrics = [], []
+    for r in rcv.requests:
+        check(r["path"] in PROTO, f"a request to {r['path']}")
+        check(r["headers"].get("Content-Type") == "application/x-protobuf", f"content type {r['headers']}")
+        doc = parse_text(decode(r["path"], r["body"]))
+        if r["path"] == "/v1/traces":
+            for rs in doc.get("resource_spans", []):
+                res = attrs(rs["resource"][0])
+                for ss in rs.get("scope_spans", []):
+                    spans += [(res, s) for s in ss.get("spans", [])]
+        else:
+            metrics.append([(attrs(rm["resource"][0]), m) for rm in doc.get("resource_metrics", [])
+                            for sm in rm.get("scope_metrics", []) for m in sm.get("metrics", [])])
+    return spans, metrics
+
+
+def otlp_line(out, signal):
+    """The report's line for spans or metric points: {sent, requests, retried, dropped, full, undelivered}."""
+    m = re.search(rf"dlbpf: OTLP {signal}: (\d+) sent to \S+ in (\d+) requests \((\d+) retried\), (\d+) dropped "
+                  rf"\((\d+) queue full, (\d+) not delivered\)", out)
+    check(m, f"no OTLP {signal} line in the report")
+    return dict(zip(["sent", "requests", "retried", "dropped", "full", "undelivered"], map(int, m.groups())))
 
 
 def cgroup2_root():
@@ -42,7 +194,7 @@ class Cgroup:
                 break   # not empty (a sibling of another run) or gone
 
 
-def trace_in(cg, tag, steps=8, metrics=False):
+def trace_in(cg, tag, steps=8, metrics=False, otlp=None):
     """dlbpf runs `sh` that moves itself into cg, then runs train (forked and exec'd there); the job lingers
     until go so that a scrape sees its last records. Returns (summary, stdout, train's pid, scrape or None)."""
     d = os.path.join(WORK, f"fleet-{tag}-{os.getpid()}")
@@ -53,7 +205,7 @@ def trace_in(cg, tag, steps=8, metrics=False):
               'while [ ! -e "$GO" ]; do sleep 0.05; done')
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, CG=cg.path, DONE=done, GO=go, PIDFILE=pidfile)
     port = free_port()
-    args = (["--metrics", str(port)] if metrics else []) + ["--step-on", "train_step_begin", "--", "sh", "-c", script,
+    args = (["--metrics", str(port)] if metrics else []) + (["--otlp", otlp.url] if otlp else []) + ["--step-on", "train_step_begin", "--", "sh", "-c", script,
                                                            "sh", workload("train"), "--scenario", "gpu",
                                                            "--steps", str(steps), "--quiet"]
     dl = Dlbpf(args, env=env)
@@ -96,10 +248,12 @@ def test_kubepods_v2_systemd():
     qos = random.choice(["burstable", "besteffort"])
     cg = Cgroup(root, f"kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{pod.replace('-', '_')}.slice/"
                       f"cri-containerd-{cid}.scope")
+    rcv = Receiver()
     try:
-        summary, out, pid, samples = trace_in(cg, "v2", metrics=True)
+        summary, out, pid, samples = trace_in(cg, "v2", metrics=True, otlp=rcv)
     finally:
         cg.remove()
+        rcv.stop()
     p = proc_of(summary, pid)
     check(p.get("container") == {"id": cid, "runtime": "containerd", "pod_uid": pod},
           f"container {p.get('container')}, the test made {cid} in pod {pod}")
@@ -111,7 +265,11 @@ def test_kubepods_v2_systemd():
     check(series, f"no series of pid {pid}")
     bad = [s for s in series if s.get("container_id") != cid or s.get("pod_uid") != pod]
     check(not bad, f"{len(bad)} of {len(series)} series of the job lack its labels: {bad[:2]}")
-    return f"pid {pid}: container {cid[:12]} pod {pod}, on {len(series)} series"
+    spans, metrics = received(rcv)
+    res = [r for r, _ in spans if r["process.pid"] == pid] + [r for r, _ in metrics[-1] if r.get("process.pid") == pid]
+    check(res and all(r.get("container.id") == cid and r.get("k8s.pod.uid") == pod and
+                      r.get("container.runtime.name") == "containerd" for r in res), f"OTLP resources {res[:1]}")
+    return f"pid {pid}: container {cid[:12]} pod {pod}, on {len(series)} series and {len(res)} OTLP resources"
 
 
 def mount_v1():
@@ -166,6 +324,226 @@ def test_slurm_step():
     check(p.get("container") == {"slurm_job": job}, f"container {p.get('container')}, the test made job {job}")
     check(f"slurm job {job}" in out, "the report does not name the job")
     return f"pid {pid}: slurm job {job}"
+
+
+
+def run_otlp(rcv, tag, steps, extra=(), train_args=()):
+    """dlbpf --otlp to rcv on the gpu scenario, started by dlbpf; (summary, stdout, stderr, wall-clock ns
+    before and after, seconds from the job's exit to dlbpf's)."""
+    d = os.path.join(WORK, f"otlp-{tag}-{os.getpid()}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    done = os.path.join(d, "done")
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, DONE=done)
+    t0 = time.time_ns()
+    dl = Dlbpf(["--otlp", rcv.url] + list(extra) + ["--step-on", "train_step_begin", "--", "sh", "-c",
+                                                    '"$@"; rc=$?; touch "$DONE"; exit $rc', "sh", workload("train"),
+                                                    "--scenario", "gpu", "--steps", str(steps), "--quiet"] +
+               list(train_args), env=env)
+    dl.started()
+    while not os.path.exists(done) and dl.proc.poll() is None:
+        time.sleep(0.02)
+    job_end = time.monotonic()
+    rc = dl.wait(timeout=120)
+    exit_s = time.monotonic() - job_end
+    t1 = time.time_ns()
+    check(rc == 0, f"dlbpf exited {rc}: {dl.stderr[-2000:]}")
+    return dl.summary(), dl.stdout, dl.stderr, t0, t1, exit_s
+
+
+def check_spans_are_steps(summary, spans, t0, t1):
+    """One step span per JSON step, its duration and breakdown the step's, wall-clock times inside the
+    run, one trace per process under its process span."""
+    steps = {(s["pid"], s["index"]): s for s in summary["steps"]}
+    by_name = [(r, sp) for r, sp in spans if sp["name"][0].startswith("step ")]
+    procs = {r["process.pid"]: sp for r, sp in spans if sp["name"][0].startswith("process ")}
+    check(len(by_name) == len(steps), f"{len(by_name)} step spans, the JSON has {len(steps)} steps")
+    offsets = set()
+    for res, sp in by_name:
+        a = attrs(sp)
+        st = steps.get((res["process.pid"], a["dlbpf.step.index"]))
+        check(st is not None, f"span {sp['name'][0]} of pid {res['process.pid']} is no JSON step")
+        start, end = sp["start_time_unix_nano"][0], sp["end_time_unix_nano"][0]
+        check(end - start == st["dur_ns"], f"step {st['index']}: span {end - start} ns, JSON {st['dur_ns']} ns")
+        # Wall clock: inside the run as this test's own clock saw it (read before dlbpf started, after it ended).
+        check(t0 <= start and end <= t1, f"step {st['index']}: {start}..{end} is not inside the run {t0}..{t1}")
+        offsets.add(start - st["start_ns"])
+        for cat, ns in st["breakdown_ns"].items():
+            check(a[f"dlbpf.step.{cat}_ns"] == ns, f"step {st['index']} {cat}: {a[f'dlbpf.step.{cat}_ns']} vs {ns}")
+        check(a["dlbpf.step.verdict"] == st["verdict"], f"verdict {a['dlbpf.step.verdict']} vs {st['verdict']}")
+        check([a["dlbpf.step.gpu_busy_ns.lower"], a["dlbpf.step.gpu_busy_ns.upper"]] == st["gpu_busy_ns"], "gpu busy")
+        check(a["dlbpf.step.kernels"] == st["kernels"] and a["dlbpf.step.h2d_bytes"] == st["h2d_bytes"], "moved")
+        parent = procs.get(res["process.pid"])
+        check(parent is not None, f"no process span for pid {res['process.pid']}")
+        check(sp["trace_id"] == parent["trace_id"] and sp["parent_span_id"][0] == parent["span_id"][0],
+              f"step {st['index']} is not in its process's trace under its process span")
+    # Every step moved by the one clock snapshot: the monotonic times and the spans' differ by one constant.
+    check(len(offsets) == 1, f"{len(offsets)} different clock offsets")
+    check(len({sp["trace_id"][0] for sp in procs.values()}) == len(procs), "two processes share a trace")
+    return len(by_name), len(procs)
+
+
+def check_metrics(summary, exports, comm):
+    """The last export equals the JSON summary: the step histogram, category time, CUDA calls, drops."""
+    last = exports[-1]
+    steps = summary["steps"]
+    pid = steps[0]["pid"]
+    mine = {m["name"][0]: (r, m) for r, m in last if r.get("process.pid") == pid}
+    check({"dlbpf.step.duration", "dlbpf.step.category.time", "dlbpf.cuda.calls"} <= set(mine), f"metrics {set(mine)}")
+    res, hist = mine["dlbpf.step.duration"]
+    check(res["service.name"] == "dlbpf" and res["host.name"] == socket.gethostname() and
+          res["process.executable.name"] == comm, f"resource {res}")
+    pt = hist["histogram"][0]["data_points"][0]
+    check(hist["histogram"][0]["aggregation_temporality"][0] == "AGGREGATION_TEMPORALITY_CUMULATIVE", "temporality")
+    check(pt["count"][0] == len(steps), f"histogram count {pt['count'][0]}, {len(steps)} steps")
+    # ns to seconds as a double on both sides: at most half a ulp apart, far below 1 ns.
+    check(abs(pt["sum"][0] - sum(s["dur_ns"] for s in steps) / 1e9) < 1e-9, f"histogram sum {pt['sum'][0]}")
+    bounds, counts = pt["explicit_bounds"], pt["bucket_counts"]
+    check(len(counts) == len(bounds) + 1, "bucket counts")
+    for i, b in enumerate(bounds + [float("inf")]):
+        lo = bounds[i - 1] if i else 0
+        n = sum(1 for s in steps if lo < s["dur_ns"] / 1e9 <= b)
+        check(counts[i] == n, f"bucket <= {b}: {counts[i]}, the JSON's steps say {n}")
+    _, cats = mine["dlbpf.step.category.time"]
+    for p in cats["sum"][0]["data_points"]:
+        c = attrs(p)["category"]
+        check(abs(p["as_double"][0] - sum(s["breakdown_ns"][c] for s in steps) / 1e9) < 1e-9, f"category {c}")
+    proc = [p for p in summary["processes"] if p["pid"] == pid][0]
+    _, calls = mine["dlbpf.cuda.calls"]
+    for p in calls["sum"][0]["data_points"]:
+        api = attrs(p)["api"]
+        check(p["as_int"][0] == proc["cuda"]["calls"][api]["count"], f"{api} calls")
+    drops = [m for r, m in last if m["name"][0] == "dlbpf.dropped_events"]
+    check(len(drops) == 1, "no dropped events metric")
+    for p in drops[0]["sum"][0]["data_points"]:
+        check(p["as_int"][0] == summary["drops"][attrs(p)["reason"]], f"drops {attrs(p)['reason']}")
+    return len(last)
+
+
+def test_otlp_gpu():
+    """The gpu scenario exported to a receiver: each body decodes against the official protos, the spans
+    are the JSON's steps, the metrics its numbers, the resource the process, and the header was sent."""
+    rcv = Receiver()
+    steps = random.randrange(12, 40)
+    try:
+        summary, out, err, t0, t1, _ = run_otlp(rcv, "gpu", steps, ["--otlp-header", "Authorization=Bearer t0k=n"])
+    finally:
+        rcv.stop()
+    check(all(r["headers"].get("Authorization") == "Bearer t0k=n" for r in rcv.requests), "the header was not sent")
+    spans, metrics = received(rcv)
+    nsteps, nprocs = check_spans_are_steps(summary, spans, t0, t1)
+    check(nsteps == steps - 1, f"{nsteps} step spans, the workload marked {steps} steps")
+    comm = [p["comm"] for p in summary["processes"] if p["pid"] == summary["steps"][0]["pid"]][0]
+    npoints = check_metrics(summary, metrics, comm)
+    line = otlp_line(out, "spans")
+    check(line["sent"] == len(spans) and line["dropped"] == 0, f"report {line}, {len(spans)} received")
+    top = [sp for _, sp in spans if "dlbpf.verdict" in attrs(sp)]
+    check(len(top) == 1 and attrs(top[0])["dlbpf.verdict"] == summary["diagnosis"]["verdict"], "the run's verdict")
+    events = [e["name"][0] for e in top[0].get("events", [])]
+    check(events == [f["rule"] for f in summary["diagnosis"]["findings"]],
+          f"events {events}, findings {[f['rule'] for f in summary['diagnosis']['findings']]}")
+    return f"{nsteps} step spans + {nprocs} process spans in {line['requests']} requests; {npoints} metrics"
+
+
+def test_otlp_retry_after():
+    """503 with Retry-After: 1 to the first request of each signal, then 200: everything arrives, each
+    retry no sooner than asked, and the report counts the retries."""
+    rcv = Receiver(lambda n, path: (503, {"Retry-After": "1"}) if n == 0 else (200, {}))
+    try:
+        summary, out, _, t0, t1, exit_s = run_otlp(rcv, "retry", random.randrange(10, 20))
+    finally:
+        rcv.stop()
+    for path in PROTO:
+        times = [r["t"] for r in rcv.requests if r["path"] == path]
+        check(len(times) >= 2, f"{path}: {len(times)} requests")
+        check(times[1] - times[0] >= 1.0, f"{path}: retried after {times[1] - times[0]:.3f} s, Retry-After said 1")
+        check(rcv.requests[[r["t"] for r in rcv.requests].index(times[0])]["body"] ==
+              rcv.requests[[r["t"] for r in rcv.requests].index(times[1])]["body"] or path == "/v1/metrics",
+              f"{path}: the retry is not the same body")
+    rcv.requests = [r for r in rcv.requests if r["t"] not in
+                    {min(q["t"] for q in rcv.requests if q["path"] == p) for p in PROTO}]   # the 503'd ones
+    spans, _ = received(rcv)
+    check_spans_are_steps(summary, spans, t0, t1)
+    line = otlp_line(out, "spans")
+    check(line["retried"] >= 1 and line["dropped"] == 0 and line["sent"] == len(spans), f"report {line}")
+    return f"{len(spans)} spans delivered after {line['retried']} retry; exit {exit_s:.2f} s after the job"
+
+
+def test_otlp_hanging_receiver():
+    """A receiver that reads each request and never answers: the job runs as usual, dlbpf exits within its
+    5 s flush bound after the job (plus the report's own time), and counts every span as not delivered."""
+    rcv = Receiver(lambda n, path: "hang")
+    try:
+        summary, out, err, _, _, exit_s = run_otlp(rcv, "hang", random.randrange(10, 20))
+    finally:
+        rcv.stop()
+    line = otlp_line(out, "spans")
+    want = len(summary["steps"]) + len({s["pid"] for s in summary["steps"]})
+    check(line["sent"] == 0 and line["dropped"] == want, f"report {line}, {want} spans made")
+    check("OTLP:" in err and "not delivered" in err, "no warning on stderr")
+    # The bound is 5 s (DL_OTLP_FLUSH_NS); the rest is the report, the detach and the interpreter's wake-up:
+    # seconds, not the 10 s a request waits or the retries' 15 s of backoff.
+    check(exit_s < 5 + 4, f"dlbpf exited {exit_s:.2f} s after the job")
+    return f"exit {exit_s:.2f} s after the job; {line['dropped']} spans counted as not delivered"
+
+
+def test_otlp_connection_closed():
+    """A receiver that closes the first connection of each signal without answering: retried, delivered."""
+    rcv = Receiver(lambda n, path: "close" if n == 0 else (200, {}))
+    try:
+        summary, out, _, t0, t1, exit_s = run_otlp(rcv, "close", random.randrange(10, 20))
+    finally:
+        rcv.stop()
+    line = otlp_line(out, "spans")
+    want = len(summary["steps"]) + len({s["pid"] for s in summary["steps"]})
+    check(line["retried"] >= 1 and line["sent"] == want and line["dropped"] == 0, f"report {line}")
+    firsts = {min(q["t"] for q in rcv.requests if q["path"] == p) for p in PROTO}
+    rcv.requests = [r for r in rcv.requests if r["t"] not in firsts]
+    spans, _ = received(rcv)
+    check_spans_are_steps(summary, spans, t0, t1)
+    return f"{len(spans)} spans delivered after {line['retried']} retry"
+
+
+def test_otlp_report_of_recording():
+    """`dlbpf report FILE --otlp`: a recording exported later has the spans of the live run's steps, at the
+    recording's wall-clock times, not the replay's."""
+    d = os.path.join(WORK, f"otlp-report-{os.getpid()}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    rec, live_json, rep_json = (os.path.join(d, n) for n in ("run.dlbpf", "live.json", "report.json"))
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    t0 = time.time_ns()
+    p = subprocess.run([os.path.join(ROOT, "dlbpf"), "record", "-q", "-o", rec, "--json", live_json, "--step-on",
+                        "train_step_begin", "--", workload("train"), "--scenario", "gpu", "--steps",
+                        str(random.randrange(10, 20)), "--quiet"], env=env, capture_output=True, text=True, timeout=120)
+    t1 = time.time_ns()
+    check(p.returncode == 0, f"record: {p.stderr[-1500:]}")
+    time.sleep(1.0)   # the replay's own clock is then past the recording's: a span taking it would fall outside
+    rcv = Receiver()
+    try:
+        p = subprocess.run([os.path.join(ROOT, "dlbpf"), "report", rec, "--json", rep_json, "--otlp", rcv.url],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        rcv.stop()
+    check(p.returncode == 0, f"report: {p.stderr[-1500:]}")
+    summary = load_summary(rep_json)
+    check(len(summary["steps"]) == len(load_summary(live_json)["steps"]), "the replay's steps differ from the live run's")
+    spans, metrics = received(rcv)
+    n, _ = check_spans_are_steps(summary, spans, t0, t1)
+    check(metrics, "no metrics from the report")
+    return f"{n} step spans from the recording, inside its run"
+
+
+def test_otlp_bad_targets():
+    """A URL that is not http, https, an unresolvable host, a bad header: refused before anything is traced."""
+    for args, why in ((["--otlp", "https://127.0.0.1:4318"], "https"), (["--otlp", "ftp://x"], "http://"),
+                      (["--otlp", "http://no-such-host.invalid:4318"], "resolve"),
+                      (["--otlp", "http://127.0.0.1:99999"], "port"),
+                      (["--otlp", "http://127.0.0.1:4318", "--otlp-header", "Bad Key=v"], "KEY=VALUE"),
+                      (["--otlp-header", "K=v"], "needs --otlp")):
+        p = subprocess.run([os.path.join(ROOT, "dlbpf")] + args + ["--", "true"], capture_output=True, text=True,
+                           timeout=60)
+        check(p.returncode != 0 and why in p.stderr, f"{args}: exit {p.returncode}: {p.stderr.strip()[:300]}")
 
 
 if __name__ == "__main__":
