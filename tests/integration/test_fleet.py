@@ -272,6 +272,38 @@ def test_kubepods_v2_systemd():
     return f"pid {pid}: container {cid[:12]} pod {pod}, on {len(series)} series and {len(res)} OTLP resources"
 
 
+def test_container_in_recording():
+    """A recording keeps where each process ran: `dlbpf report` of it, in either encoding, says the job."""
+    root = cgroup2_root()
+    if not root:
+        raise Skipped("no cgroup v2 mounted")
+    job = str(random.randrange(1, 10 ** 7))
+    cg = Cgroup(root, f"slurm.slice/job_{job}.slice/step-{os.getpid()}.scope")
+    d = os.path.join(WORK, f"fleet-rec-{os.getpid()}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, CG=cg.path)
+    seen = []
+    try:
+        for enc in ("compact", "verbatim"):
+            rec, out = os.path.join(d, f"{enc}.dlbpf"), os.path.join(d, f"{enc}.json")
+            p = subprocess.run([os.path.join(ROOT, "dlbpf"), "record", "-q", "--encoding", enc, "-o", rec, "--step-on",
+                                "train_step_begin", "--", "sh", "-c", 'echo $$ > "$CG/cgroup.procs" && exec "$@"', "sh",
+                                workload("train"), "--scenario", "gpu", "--steps", "6", "--quiet"],
+                               env=env, capture_output=True, text=True, timeout=120)
+            check(p.returncode == 0, f"record: {p.stderr[-1500:]}")
+            p = subprocess.run([os.path.join(ROOT, "dlbpf"), "report", rec, "--json", out], capture_output=True,
+                               text=True, timeout=120)
+            check(p.returncode == 0 and f"slurm job {job}" in p.stdout, f"report of {enc}: {p.stderr[-1500:]}")
+            trains = [q for q in load_summary(out)["processes"] if q["comm"] == "train"]
+            check(trains and all(q.get("container") == {"slurm_job": job} for q in trains),
+                  f"{enc}: {[q.get('container') for q in trains]}")
+            seen.append(len(trains))
+    finally:
+        cg.remove()
+    return f"slurm job {job} in {seen} processes of the compact and verbatim recordings"
+
+
 def mount_v1():
     """A named cgroup v1 hierarchy (no controllers) mounted for this test, or Skipped."""
     path = os.path.join(WORK, f"cgv1-{os.getpid()}")
