@@ -493,8 +493,11 @@ void dl_otlp__destroy(struct dl_otlp *x, FILE *report)
 				lost, st[s].items_dropped_full, st[s].items_undelivered,
 				st[s].last_error[0] ? "; last error: " : "", st[s].last_error);
 		if (lost)
-			dl_warn("OTLP: %" PRIu64 " %s not delivered to %s (%s)", lost, what[s], x->url,
-				st[s].last_error[0] ? st[s].last_error : "queue full");
+			dl_warn("OTLP: %" PRIu64 " %s not delivered to %s (%s%s%s)", lost, what[s], x->url,
+				st[s].items_dropped_full ? "the queue was full" : "",
+				st[s].items_dropped_full && st[s].items_undelivered ? "; " : "",
+				!st[s].items_undelivered ? ""
+				: st[s].last_error[0] ? st[s].last_error : "not sent by the exit deadline");
 	}
 	for (size_t i = 0; i < x->procs.n; i++)
 		dl_pb_free(&x->procs.v[i].spans);
