@@ -359,7 +359,7 @@ def test_slurm_step():
 
 
 
-def run_otlp(rcv, tag, steps, extra=(), train_args=()):
+def run_otlp(rcv, tag, steps, extra=(), train_args=(), scenario="gpu"):
     """dlbpf --otlp to rcv on the gpu scenario, started by dlbpf; (summary, stdout, stderr, wall-clock ns
     before and after, seconds from the job's exit to dlbpf's)."""
     d = os.path.join(WORK, f"otlp-{tag}-{os.getpid()}")
@@ -370,7 +370,7 @@ def run_otlp(rcv, tag, steps, extra=(), train_args=()):
     t0 = time.time_ns()
     dl = Dlbpf(["--otlp", rcv.url] + list(extra) + ["--step-on", "train_step_begin", "--", "sh", "-c",
                                                     '"$@"; rc=$?; touch "$DONE"; exit $rc', "sh", workload("train"),
-                                                    "--scenario", "gpu", "--steps", str(steps), "--quiet"] +
+                                                    "--scenario", scenario, "--steps", str(steps), "--quiet"] +
                list(train_args), env=env)
     dl.started()
     while not os.path.exists(done) and dl.proc.poll() is None:
@@ -409,10 +409,21 @@ def check_spans_are_steps(summary, spans, t0, t1):
         check(parent is not None, f"no process span for pid {res['process.pid']}")
         check(sp["trace_id"] == parent["trace_id"] and sp["parent_span_id"][0] == parent["span_id"][0],
               f"step {st['index']} is not in its process's trace under its process span")
+    # The longest waits: children of a step span, inside it.
+    by_id = {sp["span_id"][0]: sp for _, sp in by_name}
+    waits = [sp for _, sp in spans if sp["name"][0].startswith("wait ")]
+    for w in waits:
+        step = by_id.get(w["parent_span_id"][0])
+        check(step is not None, f"{w['name'][0]} is under no step span")
+        check(step["start_time_unix_nano"][0] <= w["start_time_unix_nano"][0] < w["end_time_unix_nano"][0] <=
+              step["end_time_unix_nano"][0], f"{w['name'][0]} is not inside its step")
+        check(w["name"][0] in ("wait gpu", "wait comm", "wait input") and
+              attrs(w)["dlbpf.wait.kind"] == w["name"][0][5:], f"{w['name'][0]}: {attrs(w)}")
+    check(len(by_name) + len(procs) + len(waits) == len(spans), "spans of another kind")
     # Every step moved by the one clock snapshot: the monotonic times and the spans' differ by one constant.
     check(len(offsets) == 1, f"{len(offsets)} different clock offsets")
     check(len({sp["trace_id"][0] for sp in procs.values()}) == len(procs), "two processes share a trace")
-    return len(by_name), len(procs)
+    return len(by_name), len(procs), len(waits)
 
 
 def check_metrics(summary, exports, comm):
@@ -463,7 +474,10 @@ def test_otlp_gpu():
         rcv.stop()
     check(all(r["headers"].get("Authorization") == "Bearer t0k=n" for r in rcv.requests), "the header was not sent")
     spans, metrics = received(rcv)
-    nsteps, nprocs = check_spans_are_steps(summary, spans, t0, t1)
+    nsteps, nprocs, nwaits = check_spans_are_steps(summary, spans, t0, t1)
+    # The gpu scenario's host waits in its loss copy for the step's kernels: a step has a "wait gpu" child.
+    gpu_waits = {sp["parent_span_id"][0] for _, sp in spans if sp["name"][0] == "wait gpu"}
+    check(len(gpu_waits) >= nsteps // 2, f"{len(gpu_waits)} of {nsteps} steps have a 'wait gpu' span")
     check(nsteps == steps - 1, f"{nsteps} step spans, the workload marked {steps} steps")
     comm = [p["comm"] for p in summary["processes"] if p["pid"] == summary["steps"][0]["pid"]][0]
     npoints = check_metrics(summary, metrics, comm)
@@ -474,7 +488,37 @@ def test_otlp_gpu():
     events = [e["name"][0] for e in top[0].get("events", [])]
     check(events == [f["rule"] for f in summary["diagnosis"]["findings"]],
           f"events {events}, findings {[f['rule'] for f in summary['diagnosis']['findings']]}")
-    return f"{nsteps} step spans + {nprocs} process spans in {line['requests']} requests; {npoints} metrics"
+    return (f"{nsteps} step spans ({len(gpu_waits)} with a 'wait gpu' child) + {nprocs} process spans, {len(spans)} "
+            f"in all, in {line['requests']} requests; {npoints} metrics")
+
+
+def test_otlp_input_waits():
+    """The input scenario: each step span names the producer the JSON's lineage names, and the steps' longest
+    input waits are "wait input" children carrying that producer."""
+    rcv = Receiver()
+    try:
+        summary, _, _, t0, t1, _ = run_otlp(rcv, "input", random.randrange(10, 20), scenario="input",
+                                            train_args=["--workers", str(random.randrange(1, 4))])
+    finally:
+        rcv.stop()
+    spans, _ = received(rcv)
+    check_spans_are_steps(summary, spans, t0, t1)
+    steps = {(s["pid"], s["index"]): s for s in summary["steps"]}
+    step_spans = {sp["span_id"][0]: (r, sp) for r, sp in spans if sp["name"][0].startswith("step ")}
+    named = 0
+    for r, sp in step_spans.values():
+        a = attrs(sp)
+        woken = steps[(r["process.pid"], a["dlbpf.step.index"])]["input"]["woken_by"]
+        check(a.get("dlbpf.step.input.producer.pid") == (woken["pid"] if woken and woken["pid"] else None),
+              f"step {a['dlbpf.step.index']}: producer {a.get('dlbpf.step.input.producer.pid')}, JSON {woken}")
+        named += woken is not None
+    inputs = [sp for _, sp in spans if sp["name"][0] == "wait input"]
+    check(inputs, "no 'wait input' span in the input scenario")
+    for w in inputs:
+        _, step = step_spans[w["parent_span_id"][0]]
+        check(attrs(w).get("dlbpf.input.producer.pid") == attrs(step).get("dlbpf.step.input.producer.pid"),
+              "a wait's producer is not its step's")
+    return f"{len(inputs)} 'wait input' spans over {len(step_spans)} steps; {named} steps name their producer"
 
 
 def test_otlp_retry_after():
@@ -510,8 +554,8 @@ def test_otlp_hanging_receiver():
     finally:
         rcv.stop()
     line = otlp_line(out, "spans")
-    want = len(summary["steps"]) + len({s["pid"] for s in summary["steps"]})
-    check(line["sent"] == 0 and line["dropped"] == want, f"report {line}, {want} spans made")
+    want = len(summary["steps"]) + len({s["pid"] for s in summary["steps"]})   # and their waits
+    check(line["sent"] == 0 and line["dropped"] >= want and line["full"] == 0, f"report {line}, {want}+ spans made")
     check("OTLP:" in err and "not delivered" in err, "no warning on stderr")
     # The bound is 5 s (DL_OTLP_FLUSH_NS); the rest is the report, the detach and the interpreter's wake-up:
     # seconds, not the 10 s a request waits or the retries' 15 s of backoff.
@@ -527,12 +571,11 @@ def test_otlp_connection_closed():
     finally:
         rcv.stop()
     line = otlp_line(out, "spans")
-    want = len(summary["steps"]) + len({s["pid"] for s in summary["steps"]})
-    check(line["retried"] >= 1 and line["sent"] == want and line["dropped"] == 0, f"report {line}")
     firsts = {min(q["t"] for q in rcv.requests if q["path"] == p) for p in PROTO}
     rcv.requests = [r for r in rcv.requests if r["t"] not in firsts]
     spans, _ = received(rcv)
     check_spans_are_steps(summary, spans, t0, t1)
+    check(line["retried"] >= 1 and line["sent"] == len(spans) and line["dropped"] == 0, f"report {line}")
     return f"{len(spans)} spans delivered after {line['retried']} retry"
 
 
@@ -561,7 +604,7 @@ def test_otlp_report_of_recording():
     summary = load_summary(rep_json)
     check(len(summary["steps"]) == len(load_summary(live_json)["steps"]), "the replay's steps differ from the live run's")
     spans, metrics = received(rcv)
-    n, _ = check_spans_are_steps(summary, spans, t0, t1)
+    n, _, _ = check_spans_are_steps(summary, spans, t0, t1)
     check(metrics, "no metrics from the report")
     return f"{n} step spans from the recording, inside its run"
 

@@ -247,20 +247,67 @@ static void flush_traces(struct dl_otlp *x)
 	dl_otlp_sender__put(x->send, DL_OTLP_TRACES, body, x->req.len, items);
 }
 
+/*
+ * The step's longest waits as child spans, from the device timeline the
+ * step carries (analysis/devqueue.h, inferred): the longest interval the GPU
+ * was certainly busy while a host thread blocked on it (the wait is "comm"
+ * when the step's comm_wait outweighs its gpu_wait), and the longest the GPU
+ * sat idle while the main thread was blocked outside CUDA (input), with who
+ * ended those waits. Returns the spans written.
+ */
+static unsigned wait_spans(struct dl_otlp *x, struct proc_trace *t, const struct dl_step *st, const uint8_t *parent)
+{
+	const struct dl_gpu_span *busy = NULL, *input = NULL;
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < st->ngpu_spans; i++) {
+		const struct dl_gpu_span *g = &st->gpu_spans[i];
+
+		if (g->kind == DL_GS_BUSY && g->end > g->start && (!busy || g->end - g->start > busy->end - busy->start))
+			busy = g;
+		if (g->kind == DL_GS_IDLE && g->idle == DL_IDLE_INPUT && g->end > g->start &&
+		    (!input || g->end - g->start > input->end - input->start))
+			input = g;
+	}
+	for (int k = 0; k < 2; k++) {
+		const struct dl_gpu_span *g = k ? input : busy;
+		const char *kind = k ? "input" : st->cat_ns[DL_CAT_COMM_WAIT] > st->cat_ns[DL_CAT_GPU_WAIT] ? "comm" : "gpu";
+		char name[32];
+		uint8_t id[8];
+
+		if (!g)
+			continue;
+		id_bytes(id, sizeof(id), t->trace_id, sizeof(t->trace_id), (uint64_t)st->index << 2 | (uint64_t)(k + 1));
+		snprintf(name, sizeof(name), "wait %s", kind);
+		span_head(x, &t->spans, t, id, parent, name, g->start, g->end);
+		kv_str(&t->spans, SPAN_ATTRS, "dlbpf.wait.kind", kind);
+		kv_int(&t->spans, SPAN_ATTRS, "dlbpf.inferred", 1);   /* the device-queue model's interval */
+		if (!k)
+			kv_int(&t->spans, SPAN_ATTRS, "dlbpf.gpu.stream", (int64_t)g->stream);
+		if (k && st->input.woken && st->input.waker_pid) {
+			kv_int(&t->spans, SPAN_ATTRS, "dlbpf.input.producer.pid", st->input.waker_pid);
+			kv_int(&t->spans, SPAN_ATTRS, "dlbpf.input.producer.tid", st->input.waker_tid);
+		}
+		dl_pb_end(&t->spans);
+		n++;
+	}
+	return n;
+}
+
 void dl_otlp__step(struct dl_otlp *x, const struct dl_step *st)
 {
 	struct proc_trace *t = trace_of(x, st->pid);
 	struct dl_pb *pb = &t->spans;
 	uint8_t id[8];
 	char name[32], key[64];
-	uint64_t end = st->start_ns + st->dur_ns;
+	uint64_t end = st->start_ns + st->dur_ns, before = t->pending;
 
 	dl_metrics_step(x->steps, st);
 	if (!t->steps++ || st->start_ns < t->first_ns)
 		t->first_ns = st->start_ns;
 	if (end > t->last_ns)
 		t->last_ns = end;
-	id_bytes(id, sizeof(id), t->trace_id, sizeof(t->trace_id), st->index);
+	id_bytes(id, sizeof(id), t->trace_id, sizeof(t->trace_id), (uint64_t)st->index << 2);   /* its waits: | 1, | 2 */
 	snprintf(name, sizeof(name), "step %" PRIu32, st->index);
 	span_head(x, pb, t, id, t->span_id, name, st->start_ns, end);
 	kv_int(pb, SPAN_ATTRS, "dlbpf.step.index", st->index);
@@ -287,9 +334,11 @@ void dl_otlp__step(struct dl_otlp *x, const struct dl_step *st)
 	if (st->partial)
 		kv_int(pb, SPAN_ATTRS, "dlbpf.step.partial", 1);
 	dl_pb_end(pb);
-	if (!x->pending++)
-		x->batch_since = dl_now_ns();
 	t->pending++;
+	t->pending += wait_spans(x, t, st, id);
+	if (!x->pending)
+		x->batch_since = dl_now_ns();
+	x->pending += t->pending - before;
 	if (x->pending >= DL_OTLP_BATCH_SPANS)
 		flush_traces(x);
 }

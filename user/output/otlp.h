@@ -5,7 +5,8 @@
  * opentelemetry-proto, kept under tests/proto/opentelemetry), delivered by
  * otlp_send. One trace per traced process: a span per step (wall-clock times
  * from the run's clock snapshot, the breakdown and what the step moved as
- * attributes), parented to a process span sent at the end with the findings
+ * attributes) with its longest GPU and input waits as children, parented to
+ * a process span sent at the end with the findings
  * as its events. Metrics as the /metrics exposition has them (the step-time
  * histogram, category time, CUDA calls, drops), cumulative, each export a new
  * point. The resource of each process: service.name, host.name,
