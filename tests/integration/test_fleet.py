@@ -194,7 +194,7 @@ class Cgroup:
                 break   # not empty (a sibling of another run) or gone
 
 
-def trace_in(cg, tag, steps=8, metrics=False, otlp=None):
+def trace_in(cg, tag, steps=8, metrics=False, otlp=None, extra=()):
     """dlbpf runs `sh` that moves itself into cg, then runs train (forked and exec'd there); the job lingers
     until go so that a scrape sees its last records. Returns (summary, stdout, train's pid, scrape or None)."""
     d = os.path.join(WORK, f"fleet-{tag}-{os.getpid()}")
@@ -205,7 +205,7 @@ def trace_in(cg, tag, steps=8, metrics=False, otlp=None):
               'while [ ! -e "$GO" ]; do sleep 0.05; done')
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, CG=cg.path, DONE=done, GO=go, PIDFILE=pidfile)
     port = free_port()
-    args = (["--metrics", str(port)] if metrics else []) + (["--otlp", otlp.url] if otlp else []) + ["--step-on", "train_step_begin", "--", "sh", "-c", script,
+    args = list(extra) + (["--metrics", str(port)] if metrics else []) + (["--otlp", otlp.url] if otlp else []) + ["--step-on", "train_step_begin", "--", "sh", "-c", script,
                                                            "sh", workload("train"), "--scenario", "gpu",
                                                            "--steps", str(steps), "--quiet"]
     dl = Dlbpf(args, env=env)
@@ -329,8 +329,9 @@ def test_kubepods_v1_cgroupfs():
     pod, cid = str(uuid.uuid4()), hexid()
     try:
         cg = Cgroup(root, f"kubepods/besteffort/pod{pod}/{cid}")   # pod and id unique: runs may share it
+        html = os.path.join(WORK, f"fleet-v1-{os.getpid()}.html")
         try:
-            summary, out, pid, _ = trace_in(cg, "v1")
+            summary, out, pid, _ = trace_in(cg, "v1", extra=["--html", html])
         finally:
             cg.remove()
     finally:
@@ -338,6 +339,7 @@ def test_kubepods_v1_cgroupfs():
     p = proc_of(summary, pid)
     check(p.get("container") == {"id": cid, "pod_uid": pod}, f"container {p.get('container')}, made {cid} {pod}")
     check(f"container {cid} pod {pod}" in out, "the report does not name the container and pod")
+    check(f'<p class="where">container {cid} pod {pod}</p>' in open(html).read(), "the HTML report does not name them")
     return f"pid {pid}: container {cid[:12]} pod {pod}"
 
 
