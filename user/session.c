@@ -236,7 +236,7 @@ static int open_otlp(struct dl_session *s)
 		return -EINVAL;
 	if (cfg->mode == DL_MODE_REPORT && !stat(cfg->input_path, &st) && S_ISREG(st.st_mode) &&
 	    dl_rec_header_read(cfg->input_path, &h, err, sizeof(err)) == 0)
-		dl_otlp__set_clocks(s->otlp, h.mono_ns, h.real_ns);
+		dl_otlp__replay_clocks(s->otlp, h.mono_ns, h.real_ns);
 	return dl_otlp__start(s->otlp);
 }
 

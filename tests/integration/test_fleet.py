@@ -608,7 +608,11 @@ def test_otlp_report_of_recording():
     spans, metrics = received(rcv)
     n, _, _ = check_spans_are_steps(summary, spans, t0, t1)
     check(metrics, "no metrics from the report")
-    return f"{n} step spans from the recording, inside its run"
+    # The points describe the recorded run: from its start to its last step, not the replay's time.
+    pts = [p for _, m in metrics[-1] for kind in ("sum", "histogram") for p in m.get(kind, [{}])[0].get("data_points", [])]
+    check(pts and all(t0 <= p["start_time_unix_nano"][0] <= p["time_unix_nano"][0] <= t1 for p in pts),
+          f"metric points outside the recorded run {t0}..{t1}")
+    return f"{n} step spans and {len(pts)} metric points from the recording, inside its run"
 
 
 def test_otlp_bad_targets():

@@ -50,6 +50,7 @@ struct dl_otlp {
 	char host[256];
 	int64_t real_minus_mono;
 	uint64_t start_real;           /* metrics' start_time: the run's start */
+	bool replay;                   /* a recording's: its points are at its own end, not now */
 	DL_VEC(struct proc_trace) procs;
 	struct dl_u64map of;           /* pid -> index in procs */
 	uint64_t pending, batch_since; /* spans waiting, and since when (CLOCK_MONOTONIC) */
@@ -74,14 +75,16 @@ struct dl_otlp *dl_otlp__new(const struct dl_otlp_target *t, const struct dl_sum
 	if (gethostname(x->host, sizeof(x->host) - 1))
 		snprintf(x->host, sizeof(x->host), "unknown");
 	x->steps = dl_metrics_new(&mo);
-	dl_otlp__set_clocks(x, dl_now_ns(), dl_clock_ns(CLOCK_REALTIME));
+	x->start_real = dl_clock_ns(CLOCK_REALTIME);
+	x->real_minus_mono = (int64_t)(x->start_real - dl_now_ns());
 	return x;
 }
 
-void dl_otlp__set_clocks(struct dl_otlp *x, uint64_t mono_ns, uint64_t real_ns)
+void dl_otlp__replay_clocks(struct dl_otlp *x, uint64_t mono_ns, uint64_t real_ns)
 {
 	x->real_minus_mono = (int64_t)(real_ns - mono_ns);
 	x->start_real = real_ns;
+	x->replay = true;
 }
 
 int dl_otlp__start(struct dl_otlp *x)
@@ -440,10 +443,13 @@ static void export_metrics(struct dl_otlp *x, const struct dl_metrics_live *live
 	struct dl_pb *pb = &x->req;
 	void *body;
 
-	/* A replay's points are at the end of the recording: its steps are then, not now. */
-	for (size_t i = 0; i < x->procs.n; i++)
-		if (real_of(x, x->procs.v[i].last_ns) > now)
-			now = real_of(x, x->procs.v[i].last_ns);
+	/* A replay's points are at the end of the recording's steps: they describe then, not now. */
+	if (x->replay) {
+		now = x->start_real;
+		for (size_t i = 0; i < x->procs.n; i++)
+			if (real_of(x, x->procs.v[i].last_ns) > now)
+				now = real_of(x, x->procs.v[i].last_ns);
+	}
 	dl_pb_reset(pb);
 	for (size_t i = 0; i < x->sum->n; i++) {
 		const struct dl_proc *p = &x->sum->procs[i];

@@ -36,8 +36,9 @@ struct dl_otlp;
 
 /* Checks the target (before anything is traced); sum is read at each export, from the caller's thread. */
 struct dl_otlp *dl_otlp__new(const struct dl_otlp_target *t, const struct dl_summary *sum);
-/* The run's clock snapshot: records' CLOCK_MONOTONIC ns mono_ns was real_ns (Unix epoch ns). */
-void dl_otlp__set_clocks(struct dl_otlp *x, uint64_t mono_ns, uint64_t real_ns);
+/* A recording's clock snapshot (its header): its CLOCK_MONOTONIC mono_ns was real_ns (Unix epoch ns). A live
+ * run's is taken by dl_otlp__new. */
+void dl_otlp__replay_clocks(struct dl_otlp *x, uint64_t mono_ns, uint64_t real_ns);
 int dl_otlp__start(struct dl_otlp *x);
 /* A step the correlator closed (a step sink). */
 void dl_otlp__step(struct dl_otlp *x, const struct dl_step *st);
