@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 
-from harness import GPUSIM_DIR, ROOT, WORK, Dlbpf, Skipped, check, load_summary, main, workload
+from harness import DLBPF, GPUSIM_DIR, ROOT, WORK, Dlbpf, Skipped, check, load_summary, main, workload
 from test_metrics import free_port, parse_exposition, scrape
 
 PROTO_DIR = os.path.join(ROOT, "tests", "proto", "opentelemetry")
@@ -287,12 +287,12 @@ def test_container_in_recording():
     try:
         for enc in ("compact", "verbatim"):
             rec, out = os.path.join(d, f"{enc}.dlbpf"), os.path.join(d, f"{enc}.json")
-            p = subprocess.run([os.path.join(ROOT, "dlbpf"), "record", "-q", "--encoding", enc, "-o", rec, "--step-on",
+            p = subprocess.run([DLBPF, "record", "-q", "--encoding", enc, "-o", rec, "--step-on",
                                 "train_step_begin", "--", "sh", "-c", 'echo $$ > "$CG/cgroup.procs" && exec "$@"', "sh",
                                 workload("train"), "--scenario", "gpu", "--steps", "6", "--quiet"],
                                env=env, capture_output=True, text=True, timeout=120)
             check(p.returncode == 0, f"record: {p.stderr[-1500:]}")
-            p = subprocess.run([os.path.join(ROOT, "dlbpf"), "report", rec, "--json", out], capture_output=True,
+            p = subprocess.run([DLBPF, "report", rec, "--json", out], capture_output=True,
                                text=True, timeout=120)
             check(p.returncode == 0 and f"slurm job {job}" in p.stdout, f"report of {enc}: {p.stderr[-1500:]}")
             trains = [q for q in load_summary(out)["processes"] if q["comm"] == "train"]
@@ -599,7 +599,7 @@ def test_otlp_report_of_recording():
     rec, live_json, rep_json = (os.path.join(d, n) for n in ("run.dlbpf", "live.json", "report.json"))
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
     t0 = time.time_ns()
-    p = subprocess.run([os.path.join(ROOT, "dlbpf"), "record", "-q", "-o", rec, "--json", live_json, "--step-on",
+    p = subprocess.run([DLBPF, "record", "-q", "-o", rec, "--json", live_json, "--step-on",
                         "train_step_begin", "--", workload("train"), "--scenario", "gpu", "--steps",
                         str(random.randrange(10, 20)), "--quiet"], env=env, capture_output=True, text=True, timeout=120)
     t1 = time.time_ns()
@@ -607,7 +607,7 @@ def test_otlp_report_of_recording():
     time.sleep(1.0)   # the replay's own clock is then past the recording's: a span taking it would fall outside
     rcv = Receiver()
     try:
-        p = subprocess.run([os.path.join(ROOT, "dlbpf"), "report", rec, "--json", rep_json, "--otlp", rcv.url],
+        p = subprocess.run([DLBPF, "report", rec, "--json", rep_json, "--otlp", rcv.url],
                            capture_output=True, text=True, timeout=120)
     finally:
         rcv.stop()
@@ -631,7 +631,7 @@ def test_otlp_bad_targets():
                       (["--otlp", "http://127.0.0.1:99999"], "port"),
                       (["--otlp", "http://127.0.0.1:4318", "--otlp-header", "Bad Key=v"], "KEY=VALUE"),
                       (["--otlp-header", "K=v"], "needs --otlp")):
-        p = subprocess.run([os.path.join(ROOT, "dlbpf")] + args + ["--", "true"], capture_output=True, text=True,
+        p = subprocess.run([DLBPF] + args + ["--", "true"], capture_output=True, text=True,
                            timeout=60)
         check(p.returncode != 0 and why in p.stderr, f"{args}: exit {p.returncode}: {p.stderr.strip()[:300]}")
 
