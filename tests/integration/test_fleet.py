@@ -177,6 +177,21 @@ def cgroup2_root():
     return None
 
 
+def fresh_dir(name):
+    d = os.path.join(WORK, f"{name}-{os.getpid()}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def v2_cgroup(rel):
+    """rel made in the cgroup v2 hierarchy, or Skipped when there is none."""
+    root = cgroup2_root()
+    if not root:
+        raise Skipped("no cgroup v2 mounted")
+    return Cgroup(root, rel)
+
+
 class Cgroup:
     """A cgroup path made under root (removed, deepest first, by remove())."""
 
@@ -197,9 +212,7 @@ class Cgroup:
 def trace_in(cg, tag, steps=8, metrics=False, otlp=None, extra=()):
     """dlbpf runs `sh` that moves itself into cg, then runs train (forked and exec'd there); the job lingers
     until go so that a scrape sees its last records. Returns (summary, stdout, train's pid, scrape or None)."""
-    d = os.path.join(WORK, f"fleet-{tag}-{os.getpid()}")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    d = fresh_dir(f"fleet-{tag}")
     done, go, pidfile = os.path.join(d, "done"), os.path.join(d, "go"), os.path.join(d, "train.pid")
     script = ('echo $$ > "$CG/cgroup.procs" || exit 1; "$@" & echo $! > "$PIDFILE"; wait $!; touch "$DONE"; '
               'while [ ! -e "$GO" ]; do sleep 0.05; done')
@@ -241,12 +254,9 @@ def test_kubepods_v2_systemd():
     """A kubepods-<qos>-pod<uid>.slice/cri-containerd-<id>.scope cgroup (v2): its container and pod in the
     JSON, the report and every per-process Prometheus series of the job; the shell that moved itself there
     but did not exec after has none (read at start, again only at an exec)."""
-    root = cgroup2_root()
-    if not root:
-        raise Skipped("no cgroup v2 mounted")
     pod, cid = str(uuid.uuid4()), hexid()
     qos = random.choice(["burstable", "besteffort"])
-    cg = Cgroup(root, f"kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{pod.replace('-', '_')}.slice/"
+    cg = v2_cgroup(f"kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{pod.replace('-', '_')}.slice/"
                       f"cri-containerd-{cid}.scope")
     rcv = Receiver()
     try:
@@ -274,14 +284,9 @@ def test_kubepods_v2_systemd():
 
 def test_container_in_recording():
     """A recording keeps where each process ran: `dlbpf report` of it, in either encoding, says the job."""
-    root = cgroup2_root()
-    if not root:
-        raise Skipped("no cgroup v2 mounted")
     job = str(random.randrange(1, 10 ** 7))
-    cg = Cgroup(root, f"slurm.slice/job_{job}.slice/step-{os.getpid()}.scope")
-    d = os.path.join(WORK, f"fleet-rec-{os.getpid()}")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    cg = v2_cgroup(f"slurm.slice/job_{job}.slice/step-{os.getpid()}.scope")
+    d = fresh_dir("fleet-rec")
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, CG=cg.path)
     seen = []
     try:
@@ -345,11 +350,8 @@ def test_kubepods_v1_cgroupfs():
 
 def test_slurm_step():
     """A Slurm step's cgroup (v2: slurmstepd.scope/job_N/step_0/user/task_0): the job in the JSON and report."""
-    root = cgroup2_root()
-    if not root:
-        raise Skipped("no cgroup v2 mounted")
     job = str(random.randrange(1, 10 ** 7))
-    cg = Cgroup(root, f"system.slice/slurmstepd.scope/job_{job}/step_0/user/task_{os.getpid()}")
+    cg = v2_cgroup(f"system.slice/slurmstepd.scope/job_{job}/step_0/user/task_{os.getpid()}")
     try:
         summary, out, pid, _ = trace_in(cg, "slurm")
     finally:
@@ -364,9 +366,7 @@ def test_slurm_step():
 def run_otlp(rcv, tag, steps, extra=(), train_args=(), scenario="gpu"):
     """dlbpf --otlp to rcv on the gpu scenario, started by dlbpf; (summary, stdout, stderr, wall-clock ns
     before and after, seconds from the job's exit to dlbpf's)."""
-    d = os.path.join(WORK, f"otlp-{tag}-{os.getpid()}")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    d = fresh_dir(f"otlp-{tag}")
     done = os.path.join(d, "done")
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, DONE=done)
     t0 = time.time_ns()
@@ -593,9 +593,7 @@ def test_otlp_connection_closed():
 def test_otlp_report_of_recording():
     """`dlbpf report FILE --otlp`: a recording exported later has the spans of the live run's steps, at the
     recording's wall-clock times, not the replay's."""
-    d = os.path.join(WORK, f"otlp-report-{os.getpid()}")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    d = fresh_dir("otlp-report")
     rec, live_json, rep_json = (os.path.join(d, n) for n in ("run.dlbpf", "live.json", "report.json"))
     env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
     t0 = time.time_ns()
