@@ -202,6 +202,7 @@ struct dl_session {
 	struct dl_flightrec *flight;    /* record --ring */
 	struct dl_exporter metrics;     /* --metrics */
 	struct dl_otlp *otlp;           /* --otlp */
+	struct dl_otlp_stats otlp_stats[DL_OTLP_SIGNALS];   /* what it delivered, for the JSON */
 	struct dl_step_printer printer;
 	struct dl_step_sinks steps;
 	uint64_t next_flush;
@@ -476,8 +477,9 @@ int dl_session_report(struct dl_session *s, FILE *out)
 	if (s->otlp) {
 		/* The summary has the final drops now; delivery waits a bounded time, and says what went. */
 		dl_otlp__finish(s->otlp, &s->model, NULL);
-		dl_otlp__destroy(s->otlp, out);
+		dl_otlp__destroy(s->otlp, out, s->otlp_stats);
 		s->otlp = s->steps.otlp = NULL;
+		s->model.otlp = s->otlp_stats;
 	}
 	fflush(out);
 	err = outputs_finish(&s->out, &s->model);
@@ -492,7 +494,7 @@ void dl_session_free(struct dl_session *s)
 	if (s->flight)
 		dl_flightrec_close(s->flight, dl_now_ns(), (uint64_t[DL_DROP_MAX]){ 0 });
 	dl_exporter_close(&s->metrics);
-	dl_otlp__destroy(s->otlp, NULL);
+	dl_otlp__destroy(s->otlp, NULL, NULL);
 	dl_recorder_abort(&s->rec);
 	if (s->out_open)
 		outputs_abort(&s->out);

@@ -485,6 +485,9 @@ def test_otlp_gpu():
     npoints = check_metrics(summary, metrics, comm)
     line = otlp_line(out, "spans")
     check(line["sent"] == len(spans) and line["dropped"] == 0, f"report {line}, {len(spans)} received")
+    js = summary["otlp"]
+    check(js["spans"]["sent"] == len(spans) and js["metric_points"]["sent"] == sum(
+        len(m.get("sum", m.get("histogram"))[0]["data_points"]) for e in metrics for _, m in e), f"JSON otlp {js}")
     top = [sp for _, sp in spans if "dlbpf.verdict" in attrs(sp)]
     check(len(top) == 1 and attrs(top[0])["dlbpf.verdict"] == summary["diagnosis"]["verdict"], "the run's verdict")
     events = [e["name"][0] for e in top[0].get("events", [])]
@@ -565,6 +568,9 @@ def test_otlp_hanging_receiver():
     want = len(summary["steps"]) + len({s["pid"] for s in summary["steps"]})   # and their waits
     check(line["sent"] == 0 and line["dropped"] >= want and line["full"] == 0, f"report {line}, {want}+ spans made")
     check("OTLP:" in err and "not delivered" in err, "no warning on stderr")
+    js = summary["otlp"]["spans"]
+    check(js["sent"] == 0 and js["not_delivered"] == line["undelivered"] and js["dropped_queue_full"] == 0,
+          f"JSON otlp {js}, report {line}")
     # Against the same run to a receiver that answers: the flush bound (5 s, DL_OTLP_FLUSH_NS) more, plus a
     # request's poll slice (0.1 s) and the two runs' own variation (the report and detach, measured at a few
     # tenths of a second here; 2 s allowed for a loaded or sanitized run) -- never the 10 s a request may wait

@@ -530,7 +530,7 @@ void dl_otlp__finish(struct dl_otlp *x, const struct dl_report_model *m, const s
 	export_metrics(x, live);
 }
 
-void dl_otlp__destroy(struct dl_otlp *x, FILE *report)
+void dl_otlp__destroy(struct dl_otlp *x, FILE *report, struct dl_otlp_stats *out)
 {
 	struct dl_otlp_stats st[DL_OTLP_SIGNALS];
 	static const char *const what[DL_OTLP_SIGNALS] = { "spans", "metric points" };
@@ -554,6 +554,8 @@ void dl_otlp__destroy(struct dl_otlp *x, FILE *report)
 				!st[s].items_undelivered ? ""
 				: st[s].last_error[0] ? st[s].last_error : "not sent by the exit deadline");
 	}
+	if (out)
+		memcpy(out, st, sizeof(st));
 	for (size_t i = 0; i < x->procs.n; i++)
 		dl_pb_free(&x->procs.v[i].spans);
 	dl_vec_free(&x->procs);

@@ -46,7 +46,10 @@ void dl_otlp__step(struct dl_otlp *x, const struct dl_step *st);
 void dl_otlp__tick(struct dl_otlp *x, uint64_t now, const struct dl_metrics_live *live);
 /* The end: process spans with the findings, the last metrics, every batch queued. */
 void dl_otlp__finish(struct dl_otlp *x, const struct dl_report_model *m, const struct dl_metrics_live *live);
-/* Delivers within DL_OTLP_FLUSH_NS and says what went and what was dropped (report: the text report, or NULL). */
-void dl_otlp__destroy(struct dl_otlp *x, FILE *report);
+/*
+ * Delivers within DL_OTLP_FLUSH_NS and says what went and what was dropped (report: the text report, or
+ * NULL); st (DL_OTLP_SIGNALS, or NULL) gets the counts.
+ */
+void dl_otlp__destroy(struct dl_otlp *x, FILE *report, struct dl_otlp_stats *st);
 
 #endif

@@ -462,6 +462,26 @@ static void json_overhead(struct dl_json *j, const struct dl_overhead *o)
 	dl_json_obj_end(j);
 }
 
+/* --otlp: what was delivered and what was lost, per signal, as the drops of the trace are counted. */
+static void json_otlp(struct dl_json *j, const struct dl_otlp_stats *st)
+{
+	static const char *const signal[DL_OTLP_SIGNALS] = { "spans", "metric_points" };
+
+	dl_json_key(j, "otlp");
+	dl_json_obj_begin(j);
+	for (int i = 0; i < DL_OTLP_SIGNALS; i++) {
+		dl_json_key(j, signal[i]);
+		dl_json_obj_begin(j);
+		dl_json_ku64(j, "sent", st[i].items_sent);
+		dl_json_ku64(j, "dropped_queue_full", st[i].items_dropped_full);
+		dl_json_ku64(j, "not_delivered", st[i].items_undelivered);
+		dl_json_ku64(j, "requests", st[i].requests);
+		dl_json_ku64(j, "retries", st[i].retries);
+		dl_json_obj_end(j);
+	}
+	dl_json_obj_end(j);
+}
+
 int dl_report_json(FILE *f, const struct dl_report_model *m)
 {
 	const struct dl_summary *s = m->sum;
@@ -485,6 +505,8 @@ int dl_report_json(FILE *f, const struct dl_report_model *m)
 		dl_json_ku64(&j, s->prog_misses.v[i].name, s->prog_misses.v[i].misses);
 	dl_json_obj_end(&j);
 	dl_json_obj_end(&j);
+	if (m->otlp)
+		json_otlp(&j, m->otlp);
 	dl_json_key(&j, "async_io");
 	dl_json_obj_begin(&j);
 	dl_json_ku64(&j, "bytes", s->async_io_bytes);
