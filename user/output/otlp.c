@@ -451,7 +451,8 @@ static void export_metrics(struct dl_otlp *x, const struct dl_metrics_live *live
 				now = real_of(x, x->procs.v[i].last_ns);
 	}
 	dl_pb_reset(pb);
-	for (size_t i = 0; i < x->sum->n; i++) {
+	/* As many processes as the exposition has series for: a system-wide trace's are bounded the same way. */
+	for (size_t i = 0, n = 0; i < x->sum->n && n < DL_METRICS_PROCS; i++) {
 		const struct dl_proc *p = &x->sum->procs[i];
 		bool any = dl_metrics_steps_of(x->steps, p->pid) != NULL;
 
@@ -459,6 +460,7 @@ static void export_metrics(struct dl_otlp *x, const struct dl_metrics_live *live
 			any = p->calls[a].count > 0;
 		if (!any)
 			continue;
+		n++;
 		dl_pb_begin(pb, REQ_RESOURCE);
 		resource(x, pb, p->pid);
 		dl_pb_begin(pb, RES_SCOPE);
