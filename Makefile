@@ -43,7 +43,7 @@ MAIN_OBJS := $(patsubst %,$(OBJ)/%.o,$(WIRING))
 SAN_CAPTURE_SRCS := user/capture/procfs.c user/capture/elfsym.c user/capture/discover.c user/capture/drainpace.c \
 	user/capture/demangle.c user/capture/pcie.c user/capture/tfile.c user/capture/duty.c user/capture/budget_plan.c \
 	user/capture/symbolize.c user/capture/pyobj.c user/capture/pyversions.c user/capture/glibctsd.c \
-	user/capture/seccomp_hazard.c user/capture/probe_sites.c
+	user/capture/seccomp_hazard.c user/capture/probe_sites.c user/capture/cgroup.c
 
 define stage_rules
 $(call stage_lib,$(1)): $(patsubst user/%.c,$(OBJ)/%.o,$(2)) | $(OUTPUT)/lib

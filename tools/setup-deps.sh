@@ -24,8 +24,11 @@ apt_install() {
 
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 
-pkg_version() { dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null |
-                awk '/install ok installed/ {print $4}'; }
+# Installed for this machine's architecture (or for all): a foreign one's -dev package (multiarch,
+# a cross build) has the same name but neither the headers' arch parts nor the libraries to link.
+NATIVE_ARCH=$(dpkg --print-architecture)
+pkg_version() { dpkg-query -W -f='${Status} ${Version} ${Architecture}\n' "$1" 2>/dev/null |
+                awk -v arch="$NATIVE_ARCH" '/install ok installed/ && ($5 == arch || $5 == "all") {print $4; exit}'; }
 
 # Upstream version without epoch and Debian revision: 1:1.4.6-1~bpo12+1 -> 1.4.6
 upstream() { sed -E 's/^[0-9]+://; s/-[^-]*$//' <<<"$1"; }
@@ -47,7 +50,14 @@ BASE_PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc g++ libc6-dev pr
            python3 python3-jsonschema protobuf-compiler valgrind binutils util-linux libclang-rt-dev groff-base
            chromium fonts-dejavu-core curl prometheus)
 missing=()
-for p in "${BASE_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || missing+=("$p"); done
+# A package a foreign architecture already has (Multi-Arch: same) must come at its version.
+foreign_version() { dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null |
+                    awk '/install ok installed/ {print $4; exit}'; }
+for p in "${BASE_PKGS[@]}"; do
+  [ -z "$(pkg_version "$p")" ] || continue
+  v=$(foreign_version "$p" || true)
+  missing+=("$p${v:+:$NATIVE_ARCH=$v}")
+done
 
 if [ ${#missing[@]} -eq 0 ] && ! need_libbpf && ! need_bpftool; then
   log "all packages present"

@@ -11,6 +11,7 @@
 #include "outfile.h"
 #include "output/http.h"
 #include "output/metrics.h"
+#include "output/otlp_send.h"
 #include "output/timeline.h"
 #include "records/record.h"
 #include "capture/budget_plan.h"
@@ -71,6 +72,7 @@ static const char doc[] =
 "  sudo dlbpf --stacks -- ./train   # syncs and copies with their callers\n"
 "  sudo dlbpf -p 4242 --metrics 9464   # Prometheus: 127.0.0.1:9464/metrics\n"
 "  sudo dlbpf -p 4242 --metrics 0.0.0.0:9464    # scraped from other hosts\n"
+"  sudo dlbpf -p 4242 --otlp http://127.0.0.1:4318   # spans and metrics to an OpenTelemetry collector\n"
 "  sudo dlbpf --overhead-budget 1% -p 4242   # production: launches probed in\n"
 "                                   # windows, all probes within 1% of the job's CPU"
 "\v"
@@ -96,7 +98,7 @@ static const char doc[] =
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
-       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_ENCODING, OPT_NO_FILES,
+       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_OTLP, OPT_OTLP_HEADER, OPT_ENCODING, OPT_NO_FILES,
        OPT_STACKS, OPT_OVERHEAD_BUDGET };
 
 static const struct argp_option opts[] = {
@@ -152,6 +154,11 @@ static const struct argp_option opts[] = {
 	  "tracing (ADDR default 127.0.0.1: give 0.0.0.0 or [::] to be scraped from elsewhere)", 0 },
 	{ "metrics-kernels", OPT_METRICS_KERNELS, NULL, 0, "--metrics also counts launches by kernel name: the first "
 	  STR(DL_METRICS_KERNELS) " names of each process, the rest as one", 0 },
+	{ "otlp", OPT_OTLP, "URL", 0, "Export steps as OpenTelemetry spans and the metrics over OTLP/HTTP (protobuf) "
+	  "to URL/v1/traces and URL/v1/metrics, e.g. http://127.0.0.1:4318 (a collector's default); http only: "
+	  "for https, send to a collector on the node", 0 },
+	{ "otlp-header", OPT_OTLP_HEADER, "K=V", 0, "Send header K: V with each OTLP request (an auth token; up to 8)",
+	  0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", 0 },
 	{},
 };
@@ -365,6 +372,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_METRICS_KERNELS:
 		cfg->metrics_kernels = true;
 		break;
+	case OPT_OTLP:
+		cfg->otlp_url = arg;
+		break;
+	case OPT_OTLP_HEADER:
+		if (cfg->notlp_headers == (int)(sizeof(cfg->otlp_headers) / sizeof(cfg->otlp_headers[0])))
+			argp_error(state, "--otlp-header: at most %zu", sizeof(cfg->otlp_headers) / sizeof(cfg->otlp_headers[0]));
+		if (!dl_otlp_header_ok(arg))
+			argp_error(state, "--otlp-header %s: not KEY=VALUE (a token key, a value on one line)", arg);
+		cfg->otlp_headers[cfg->notlp_headers++] = arg;
+		break;
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
@@ -467,6 +484,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--overhead-budget and --duty both turn the launch probes on and off: give one");
 		if (cfg->metrics_kernels && !cfg->metrics_addr)
 			argp_error(state, "--metrics-kernels needs --metrics");
+		if (cfg->notlp_headers && !cfg->otlp_url)
+			argp_error(state, "--otlp-header needs --otlp");
+		if (cfg->otlp_url && cfg->ninputs > 1)
+			argp_error(state, "--otlp exports one recording's run: give the ranks' recordings one at a time");
+		/* Steps are what it exports, and those modes scale counts at the end only. */
+		if (cfg->otlp_url && (cfg->duty_on_s || cfg->overhead_budget > 0))
+			argp_error(state, "--otlp exports what the probes see; --duty and --overhead-budget see launches "
+				   "part of the time and scale them at the end only");
 		/* Its counts are scaled once, at the end: a counter would jump down then up. */
 		if (cfg->metrics_addr && cfg->duty_on_s)
 			argp_error(state, "--metrics counts what the probes see; --duty sees launches and copies part "

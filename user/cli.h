@@ -58,6 +58,9 @@ struct dl_config {
 	const char *ring_dir;
 	const char *metrics_addr;  /* --metrics [ADDR:]PORT: serve Prometheus metrics; NULL: none */
 	bool metrics_kernels;      /* --metrics-kernels: kernel names as a label too */
+	const char *otlp_url;      /* --otlp URL: OpenTelemetry traces and metrics over OTLP/HTTP; NULL: none */
+	const char *otlp_headers[8];   /* --otlp-header K=V */
+	int notlp_headers;
 };
 
 /* Parses argv; on bad usage prints why and exits with status 2. */

@@ -16,6 +16,7 @@
 #include "output/html.h"
 #include "output/metrics.h"
 #include "output/model.h"
+#include "output/otlp.h"
 #include "output/report.h"
 #include "output/report_diag.h"
 #include "output/timeline.h"
@@ -42,6 +43,7 @@ struct dl_step_sinks {
 	struct dl_timeline *trace;
 	struct dl_flightrec *flight;
 	struct dl_metrics *metrics;
+	struct dl_otlp *otlp;
 };
 
 static void outputs_abort(struct dl_outputs *o);
@@ -178,6 +180,8 @@ static void steps_put(void *ctx, const struct dl_step *st)
 		dl_flightrec_step(s->flight, st);
 	if (s->metrics)
 		dl_metrics_step(s->metrics, st);
+	if (s->otlp)
+		dl_otlp__step(s->otlp, st);
 }
 
 /* --- the session --- */
@@ -197,6 +201,8 @@ struct dl_session {
 	bool recording;
 	struct dl_flightrec *flight;    /* record --ring */
 	struct dl_exporter metrics;     /* --metrics */
+	struct dl_otlp *otlp;           /* --otlp */
+	struct dl_otlp_stats otlp_stats[DL_OTLP_SIGNALS];   /* what it delivered, for the JSON */
 	struct dl_step_printer printer;
 	struct dl_step_sinks steps;
 	uint64_t next_flush;
@@ -213,6 +219,26 @@ static void put_step(void *ctx, const struct dl_step *st)
 		steps_put(&s->steps, st);
 	if (s->o.step_sink)
 		s->o.step_sink(s->o.sink_ctx, st);
+}
+
+/* --otlp: checked and its thread started before tracing; a replay's spans get the recording's real time. */
+static int open_otlp(struct dl_session *s)
+{
+	const struct dl_config *cfg = s->cfg;
+	struct dl_otlp_target t = { .url = cfg->otlp_url, .nheaders = cfg->notlp_headers };
+	struct dl_rec_header h;
+	struct stat st;
+	char err[512];
+
+	for (int i = 0; i < cfg->notlp_headers; i++)
+		t.headers[i] = cfg->otlp_headers[i];
+	s->otlp = s->steps.otlp = dl_otlp__new(&t, &s->sum);
+	if (!s->otlp)
+		return -EINVAL;
+	if (cfg->mode == DL_MODE_REPORT && !stat(cfg->input_path, &st) && S_ISREG(st.st_mode) &&
+	    dl_rec_header_read(cfg->input_path, &h, err, sizeof(err)) == 0)
+		dl_otlp__replay_clocks(s->otlp, h.mono_ns, h.real_ns);
+	return dl_otlp__start(s->otlp);
 }
 
 static int open_files(struct dl_session *s)
@@ -236,6 +262,8 @@ static int open_files(struct dl_session *s)
 	if (cfg->metrics_addr && (err = dl_exporter_open(&s->metrics, cfg->metrics_addr, &mo)))
 		return err;
 	s->steps.metrics = s->metrics.metrics;   /* NULL without --metrics */
+	if (cfg->otlp_url && (err = open_otlp(s)))
+		return err;
 	return 0;
 }
 
@@ -380,6 +408,14 @@ void dl_session_tick(struct dl_session *s, uint64_t now, bool dump)
 {
 	if (dl_exporter_wants(&s->metrics))
 		dl_session_publish(s, false);
+	if (s->otlp) {
+		struct dl_metrics_live live = { .malformed = s->stream.malformed };
+		uint64_t misses;
+
+		capture_drops(s, live.drops, &misses);
+		live.recursion_misses = misses;
+		dl_otlp__tick(s->otlp, now, &live);
+	}
 	if (s->flight) {
 		uint64_t drops[DL_DROP_MAX], misses;
 
@@ -438,6 +474,13 @@ int dl_session_report(struct dl_session *s, FILE *out)
 		fprintf(out, "\ndlbpf: recorded %" PRIu64 " records (%.1f MiB, %s) to %s; `dlbpf report %s` replays it\n",
 			s->rec.records, (double)s->rec.bytes / (1 << 20), dl_rec_encoding_name(s->rec.encoding),
 			s->cfg->record_path, s->cfg->record_path);
+	if (s->otlp) {
+		/* The summary has the final drops now; delivery waits a bounded time, and says what went. */
+		dl_otlp__finish(s->otlp, &s->model, NULL);
+		dl_otlp__destroy(s->otlp, out, s->otlp_stats);
+		s->otlp = s->steps.otlp = NULL;
+		s->model.otlp = s->otlp_stats;
+	}
 	fflush(out);
 	err = outputs_finish(&s->out, &s->model);
 	s->out_open = false;
@@ -451,6 +494,7 @@ void dl_session_free(struct dl_session *s)
 	if (s->flight)
 		dl_flightrec_close(s->flight, dl_now_ns(), (uint64_t[DL_DROP_MAX]){ 0 });
 	dl_exporter_close(&s->metrics);
+	dl_otlp__destroy(s->otlp, NULL, NULL);
 	dl_recorder_abort(&s->rec);
 	if (s->out_open)
 		outputs_abort(&s->out);

@@ -62,6 +62,7 @@ enum dl_kind {
 	DL_EV_PYCODE = 18,     /* struct dl_pycode_ev: what a CPython code object at an address is */
 	DL_EV_LAUNCH = 19,     /* struct dl_launch_ev: a runtime kernel launch, one cache line (stands for a DL_EV_CUDA) */
 	DL_EV_CALL_SHORT = 20, /* struct dl_call_short_ev: a call with its first arguments only (stands for a DL_EV_CUDA) */
+	DL_EV_CGROUP = 21,     /* struct dl_cgroup_ev: the container, pod or Slurm job of a process (collector) */
 	DL_EV_KIND_MAX,
 };
 
@@ -366,6 +367,30 @@ struct dl_procinfo_ev {
 	/* Appended: older recordings end before it (their h.size says so). */
 	dl_u32 threads;           /* threads it had when tracing of it began; 0 if not known */
 	dl_u32 pad2;
+};
+
+/*
+ * Where a process runs, from its /proc/PID/cgroup (the collector reads it when
+ * it takes a process and after each exec). Each field is NUL-terminated and
+ * holds only the bytes its kind allows (stream.c checks): a container id and
+ * a pod uid are hex digits and dashes, a runtime and a Slurm job are
+ * [a-z0-9_.-]; an empty field is not known.
+ */
+#define DL_CONTAINER_RUNTIME_LEN 16
+#define DL_CONTAINER_ID_LEN 72     /* 64 hex digits: docker, containerd, cri-o */
+#define DL_POD_UID_LEN 40          /* a UUID, 36 characters */
+#define DL_SLURM_JOB_LEN 24
+
+struct dl_container {
+	char runtime[DL_CONTAINER_RUNTIME_LEN];   /* containerd, crio, docker, podman; empty: not told (cgroupfs) */
+	char id[DL_CONTAINER_ID_LEN];
+	char pod_uid[DL_POD_UID_LEN];             /* with dashes, as the API server writes it */
+	char slurm_job[DL_SLURM_JOB_LEN];
+};
+
+struct dl_cgroup_ev {
+	struct dl_hdr h;          /* tgid = the process; ts = when it was read */
+	struct dl_container c;    /* all empty: in no container, pod or job (after an exec that left one) */
 };
 
 #define DL_PATH_LEN 256

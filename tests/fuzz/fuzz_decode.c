@@ -53,6 +53,7 @@ static size_t abi_size(unsigned kind)
 	case DL_EV_WAKE: return sizeof(struct dl_wake_ev);
 	case DL_EV_LAUNCH: return sizeof(struct dl_launch_ev);
 	case DL_EV_CALL_SHORT: return sizeof(struct dl_call_short_ev);
+	case DL_EV_CGROUP: return sizeof(struct dl_cgroup_ev);
 	default: return sizeof(struct dl_hdr);   /* a newer kind: skipped by sinks, not rejected */
 	}
 }

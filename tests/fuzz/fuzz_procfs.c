@@ -2,23 +2,28 @@
 /*
  * What a traced process controls in /proc: the paths in its maps (any bytes a
  * file name may hold, a mount over a library, a name with " (deleted)") and the
- * comm in its stat (spaces, parentheses, a ')' followed by forged fields). The
+ * comm in its stat (spaces, parentheses, a ')' followed by forged fields), and
+ * the cgroup path it may name (a container runtime, a pod, a Slurm job). The
  * same bytes go to the maps line parser, the maps file walk (through a FILE,
- * as /proc is read) and the stat parser.
+ * as /proc is read), the stat parser and the cgroup parser.
  *
  * Checked against what the formats promise, read here another way: a parsed
  * mapping ends where it starts or later, its permissions are at most four
  * characters, its path is the rest of its line; the walk hands over only file
  * mappings (an absolute path and an inode) and exactly those lines the line
  * parser accepts; a stat's comm is the bytes between the first '(' and the
- * last ')', its state the first non-blank byte after that ')'.
+ * last ')', its state the first non-blank byte after that ')'; a container,
+ * pod or job found is made only of the bytes the stream's check allows
+ * (dl_container_ok), and each id found lies in the input as it is.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "capture/cgroup.h"
 #include "capture/procfs.h"
+#include "records/stream.h"
 #include "harness.h"
 
 struct walk {
@@ -114,6 +119,24 @@ static CHECKER void check_stat(const char *text)
 		FAIL("stat: %d threads", st.threads);
 }
 
+/* The raw bytes, no NUL added: the parser reads a file's length, not a string. */
+static CHECKER void check_cgroup(const uint8_t *data, size_t size)
+{
+	struct dl_container c;
+	bool any = dl_cgroup_parse((const char *)data, size, &c);
+
+	if (!dl_container_ok(&c))
+		FAIL("cgroup: a field holds bytes the stream rejects");
+	if (any != (c.id[0] || c.pod_uid[0] || c.slurm_job[0]))
+		FAIL("cgroup: found %d with fields '%s' '%s' '%s'", any, c.id, c.pod_uid, c.slurm_job);
+	if (c.runtime[0] && !c.id[0])
+		FAIL("cgroup: runtime %s without a container", c.runtime);
+	if (c.id[0] && !memmem(data, size, c.id, strlen(c.id)))
+		FAIL("cgroup: id %s is not in the input", c.id);
+	if (c.slurm_job[0] && !memmem(data, size, c.slurm_job, strlen(c.slurm_job)))
+		FAIL("cgroup: job %s is not in the input", c.slurm_job);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text = malloc(size + 1);
@@ -127,6 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size] = '\0';
 	check_line(text);
 	check_stat(text);
+	check_cgroup(data, size);
 
 	/* The walk reads lines with getline, NULs included; the reference stops at the first NUL. */
 	w.text = text;

@@ -233,6 +233,10 @@ static void preamble(struct seed *sd)
 
 	dl_emit_trace_start_flags(&sd->s, 1 * MS, 16000, sd->submits ? DL_TRACE_BIO_SUBMITS : 0);
 	dl_emit_procinfo_threads(&sd->s, 1 * MS, PID, 1, "python3", 7, 2);
+	/* Where it runs: the JSON, the report and the metrics read it (capture/cgroup.h). */
+	dl_emit_cgroup(&sd->s, 1 * MS, PID, &(struct dl_container){
+		.runtime = "containerd", .id = "4f0d1c2b3a4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8",
+		.pod_uid = "3c9a5d6e-1b2f-4c3d-9e8f-0a1b2c3d4e5f", .slurm_job = "4242" });
 	dl_emit_lib(&sd->s, 1 * MS, PID, "/usr/local/cuda/lib64/libcudart.so.13", 40, 0);
 	dl_emit_sym(&sd->s, 1 * MS, PID, KERNEL_FN, "_Z10sgemm_nn_kPfS_S_i");
 	a[1] = 4u << 20;

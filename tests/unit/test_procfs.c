@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
+#include "capture/cgroup.h"
 #include "capture/pcie.h"
 #include "capture/procfs.h"
+#include "records/stream.h"
 
 static void test_maps_lines(void)
 {
@@ -164,6 +166,78 @@ static void test_live_proc(void)
 	close(fds[1]);
 }
 
+#define CID "4f0d1c2b3a4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8"
+#define UID "3c9a5d6e-1b2f-4c3d-9e8f-0a1b2c3d4e5f"
+#define UID_ "3c9a5d6e_1b2f_4c3d_9e8f_0a1b2c3d4e5f"
+
+/* c parsed from text; each expected field, "" for not known. */
+static void check_cgroup(const char *text, const char *runtime, const char *id, const char *pod, const char *job)
+{
+	struct dl_container c;
+	bool any = dl_cgroup_parse(text, strlen(text), &c);
+
+	CHECK(any == (id[0] || pod[0] || job[0]), "%s: found %d", text, any);
+	CHECK(!strcmp(c.runtime, runtime), "%s: runtime '%s', want '%s'", text, c.runtime, runtime);
+	CHECK(!strcmp(c.id, id), "%s: id '%s', want '%s'", text, c.id, id);
+	CHECK(!strcmp(c.pod_uid, pod), "%s: pod '%s', want '%s'", text, c.pod_uid, pod);
+	CHECK(!strcmp(c.slurm_job, job), "%s: job '%s', want '%s'", text, c.slurm_job, job);
+}
+
+/* The shapes kubelet (both drivers), docker, cri-o, podman and slurmd write. */
+static void test_cgroup_paths(void)
+{
+	char big[20000];
+
+	/* cgroup v2, systemd driver: burstable, best-effort and guaranteed (no QoS slice) pods */
+	check_cgroup("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/cri-containerd-"
+		     CID ".scope\n", "containerd", CID, UID, "");
+	check_cgroup("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_ ".slice/crio-" CID
+		     ".scope\n", "crio", CID, UID, "");
+	check_cgroup("0::/kubepods.slice/kubepods-pod" UID_ ".slice/docker-" CID ".scope\n", "docker", CID, UID, "");
+	/* cri-o's monitor sits beside the container: a pod, no container */
+	check_cgroup("0::/kubepods.slice/kubepods-pod" UID_ ".slice/crio-conmon-" CID ".scope\n", "", "", UID, "");
+	/* the pod's own slice (the pause process with the sandbox) */
+	check_cgroup("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice\n", "", "", UID,
+		     "");
+	/* cgroup v1, cgroupfs driver: one line per hierarchy, the same path in each */
+	check_cgroup("12:pids:/kubepods/burstable/pod" UID "/" CID "\n11:memory:/kubepods/burstable/pod" UID "/" CID
+		     "\n1:name=systemd:/kubepods/burstable/pod" UID "/" CID "\n0::/\n", "", CID, UID, "");
+	check_cgroup("3:cpu,cpuacct:/kubepods/pod" UID "/" CID "\n", "", CID, UID, "");
+	/* docker alone: cgroupfs (v1) and systemd (v2) drivers; podman */
+	check_cgroup("13:cpuset:/docker/" CID "\n", "docker", CID, "", "");
+	check_cgroup("0::/system.slice/docker-" CID ".scope\n", "docker", CID, "", "");
+	check_cgroup("0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" CID ".scope/container\n",
+		     "podman", CID, "", "");
+	/* Slurm: v1 (/slurm/uid/job/step), v2 (slurmstepd.scope), a job slice */
+	check_cgroup("5:memory:/slurm/uid_1000/job_4242/step_0/task_0\n4:freezer:/slurm/uid_1000/job_4242/step_0\n",
+		     "", "", "", "4242");
+	check_cgroup("0::/system.slice/slurmstepd.scope/job_987654/step_batch/user/task_0\n", "", "", "", "987654");
+	check_cgroup("0::/slurm.slice/job_77.slice\n", "", "", "", "77");
+	/* nothing: a desktop session, the root, a job_ outside Slurm, an empty file */
+	check_cgroup("0::/user.slice/user-1000.slice/session-2.scope\n", "", "", "", "");
+	check_cgroup("0::/\n", "", "", "", "");
+	check_cgroup("0::/build/job_12\n", "", "", "", "");
+	check_cgroup("", "", "", "", "");
+	/* hostile or odd: not hex, too long, upper case, a short docker id (12 digits is taken) */
+	check_cgroup("0::/system.slice/docker-" CID "\xff.scope\n", "", "", "", "");
+	check_cgroup("0::/system.slice/docker-" CID CID ".scope\n", "", "", "", "");
+	check_cgroup("0::/system.slice/docker-4F0D1C2B3A4E.scope\n", "", "", "", "");
+	check_cgroup("0::/system.slice/docker-4f0d1c2b3a4e.scope\n", "docker", "4f0d1c2b3a4e", "", "");
+	check_cgroup("0::/kubepods.slice/kubepods-pod" UID_ "_ff.slice\n", "", "", "", "");
+	/* a path with a ':' in it is the rest of the line */
+	check_cgroup("0::/odd:name/docker-" CID ".scope\n", "docker", CID, "", "");
+	/* a very long path: the container at its end is still found, without a NUL */
+	size_t n = (size_t)snprintf(big, sizeof(big), "0::");
+	while (n < sizeof(big) - 200)
+		n += (size_t)snprintf(big + n, sizeof(big) - n, "/deep");
+	n += (size_t)snprintf(big + n, sizeof(big) - n, "/crio-" CID ".scope");
+	struct dl_container c;
+	CHECK(dl_cgroup_parse(big, n, &c) && !strcmp(c.id, CID) && !strcmp(c.runtime, "crio"), "long path: '%s'", c.id);
+	/* this process: readable, and whatever it finds passes the stream's check */
+	CHECK(dl_proc_container(getpid(), &c) == 0, "own cgroup");
+	CHECK(dl_container_ok(&c), "own cgroup fields");
+}
+
 static void test_pcie_link(void)
 {
 	/* Gen4 x16: 16 GT/s x 16 lanes x 128/130 / 8 = 31.5 GB/s. */
@@ -177,6 +251,7 @@ static void test_pcie_link(void)
 
 int main(void)
 {
+	test_cgroup_paths();
 	test_pcie_link();
 	test_maps_lines();
 	test_maps_real_lines();

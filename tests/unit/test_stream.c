@@ -524,6 +524,47 @@ static void test_default_copies_agree(void)
 	}
 }
 
+/* A process's container: kept by the summary, inherited by a fork, refused with bytes of another kind. */
+static void test_cgroup_records(void)
+{
+	struct dl_stream st = { 0 };
+	struct dl_summary sum;
+	struct dl_container c = { .runtime = "containerd", .pod_uid = "3c9a5d6e-1b2f-4c3d-9e8f-0a1b2c3d4e5f" };
+	struct dl_proc_ev fork = { .h = { .size = sizeof(fork), .kind = DL_EV_PROC, .ts = 2 * MS, .tgid = 101,
+					  .tid = 101 }, .what = DL_PROC_FORK, .ppid = 100, .comm = "child" };
+	struct dl_cgroup_ev bad;
+
+	memset(c.id, 'a', 64);
+	dl_summary_init(&sum);
+	dl_stream_add(&st, dl_summary_sink, &sum);
+	dl_emit_procinfo(&st, MS, 100, 1, "train", 100);
+	dl_emit_cgroup(&st, MS, 100, &c);
+	CHECK(dl_stream_emit(&st, &fork, sizeof(fork)) == 0, "fork");
+	CHECK(!memcmp(&dl_summary_find(&sum, 100)->container, &c, sizeof(c)), "the container of pid 100");
+	CHECK(!memcmp(&dl_summary_find(&sum, 101)->container, &c, sizeof(c)), "a fork's is its parent's");
+	static const struct { const char *field; const char *v; } hostile[] = {
+		{ "id", "4F0D" }, { "id", "4f0d/../x" }, { "pod", "3c9a\n" }, { "runtime", "docker\x1b[2J" },
+		{ "runtime", "Docker" }, { "job", "12 34" },
+	};
+	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+		memset(&bad, 0, sizeof(bad));
+		bad.h = (struct dl_hdr){ .size = sizeof(bad), .kind = DL_EV_CGROUP, .ts = 3 * MS, .tgid = 100, .tid = 100 };
+		char *f = !strcmp(hostile[i].field, "id") ? bad.c.id : !strcmp(hostile[i].field, "pod") ? bad.c.pod_uid
+			: !strcmp(hostile[i].field, "runtime") ? bad.c.runtime : bad.c.slurm_job;
+		memcpy(f, hostile[i].v, strlen(hostile[i].v));
+		CHECK(dl_stream_emit(&st, &bad, sizeof(bad)) == -1, "%s '%s' accepted", hostile[i].field, hostile[i].v);
+	}
+	/* Unterminated: every byte of the id a hex digit, no NUL. */
+	memset(&bad, 0, sizeof(bad));
+	bad.h = (struct dl_hdr){ .size = sizeof(bad), .kind = DL_EV_CGROUP, .ts = 3 * MS, .tgid = 100, .tid = 100 };
+	memset(bad.c.id, 'b', sizeof(bad.c.id));
+	CHECK(dl_stream_emit(&st, &bad, sizeof(bad)) == -1, "an unterminated id accepted");
+	CHECK_EQ_U64(st.malformed, sizeof(hostile) / sizeof(hostile[0]) + 1);
+	CHECK(!memcmp(&dl_summary_find(&sum, 100)->container, &c, sizeof(c)), "a refused record changed it");
+	dl_summary_free(&sum);
+	dl_stream_free(&st);
+}
+
 /* A malformed record is counted once, by the stream, and no sink sees it. */
 static void test_malformed_counted_once(void)
 {
@@ -654,6 +695,7 @@ int main(void)
 	test_sinks_in_any_order();
 	test_default_copies_agree();
 	test_malformed_counted_once();
+	test_cgroup_records();
 	test_probe_records();
 	return check_report("test_stream");
 }

@@ -308,8 +308,10 @@ static void add_proc(struct dl_summary *s, const struct dl_proc_ev *ev)
 		p->seen_start = true;
 		set_comm(p, ev->comm);
 		threads_from(p, 1);
-		if (parent && parent != p)
+		if (parent && parent != p) {
 			dl_files_fork(&p->files, &parent->files);
+			p->container = parent->container;
+		}
 		break;
 	}
 	case DL_PROC_THREAD:
@@ -403,6 +405,9 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 			threads_from(p, e->threads);
 		break;
 	}
+	case DL_EV_CGROUP:
+		dl_summary_proc(s, (pid_t)h->tgid)->container = ((const struct dl_cgroup_ev *)rec)->c;
+		break;
 	case DL_EV_LIB: {
 		/* A library unloaded and loaded again (dlclose, dlopen) is attached again: one library still. */
 		const struct dl_lib_ev *e = rec;

@@ -53,6 +53,7 @@ struct dl_graph_stat {
 struct dl_proc {
 	pid_t pid, ppid;
 	pid_t nspid;           /* inside its pid namespace; 0 when unknown */
+	struct dl_container container;   /* its container, pod, Slurm job (DL_EV_CGROUP; a fork's is its parent's) */
 	char comm[DL_COMM_LEN];
 	bool seen_start;       /* forked while traced (else: already running at attach) */
 	bool exited;
@@ -144,6 +145,11 @@ struct dl_summary {
 	DL_VEC(struct dl_prog_miss) prog_misses;   /* from DL_EV_PROG, in the order they came */
 	const struct dl_overhead *overhead;   /* --overhead-budget, live runs only; NULL otherwise */
 };
+
+static inline bool dl_container_known(const struct dl_container *c)
+{
+	return c->id[0] || c->pod_uid[0] || c->slurm_job[0];
+}
 
 void dl_summary_init(struct dl_summary *s);
 /*

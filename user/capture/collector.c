@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stddef.h>
+#include "capture/cgroup.h"
 #include "capture/collector.h"
 #include "capture/naming.h"
 #include "capture/procfs.h"
@@ -7,9 +8,31 @@
 #include "records/clock.h"
 #include "records/stream.h"
 
+/*
+ * Where pid runs, written when it differs from what was last written for it:
+ * read once when the process is taken and again after each exec (a runtime
+ * moves its first process into the container's cgroup before it execs the
+ * entry point); a fork inherits its parent's (analysis/summary.c).
+ */
+static void note_container(struct dl_collector *c, pid_t pid)
+{
+	struct dl_container ct;
+	uint64_t h, last = 0;
+	bool known = dl_u64map_get(&c->containers, (uint64_t)pid, &last);
+
+	if (dl_proc_container(pid, &ct))
+		return;   /* gone already, or no cgroups: nothing is known */
+	h = dl_hash_bytes(&ct, sizeof(ct)) | 1;
+	if (known ? h == last : !ct.id[0] && !ct.pod_uid[0] && !ct.slurm_job[0])
+		return;
+	dl_u64map_put(&c->containers, (uint64_t)pid, h);
+	dl_emit_cgroup(c->stream, dl_now_ns(), pid, &ct);
+}
+
 void dl_collector_introduce(struct dl_collector *c, pid_t pid, pid_t ppid, const char *comm, uint32_t threads)
 {
 	dl_emit_procinfo_threads(c->stream, dl_now_ns(), pid, ppid, comm, dl_proc_nspid(pid), threads);
+	note_container(c, pid);
 	if (c->files)
 		dl_files_snapshot(c->stream, &c->cwds, pid);
 }
@@ -25,6 +48,8 @@ static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
 		dl_pyprocs_fork(&c->py, (pid_t)h->tgid, (pid_t)e->ppid);
 	else if (e->what == DL_PROC_EXEC || (e->what == DL_PROC_EXIT && e->group_dead))
 		dl_pyprocs_forget(&c->py, (pid_t)h->tgid);
+	if (e->what == DL_PROC_EXIT && e->group_dead)
+		dl_u64map_del(&c->containers, (uint64_t)h->tgid);
 
 	/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
 	if (e->what == DL_PROC_EXEC && !c->known(c->known_ctx, (pid_t)h->tgid)) {
@@ -32,6 +57,8 @@ static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
 		dl_collector_introduce(c, (pid_t)h->tgid, (pid_t)e->ppid, e->comm, 1);
 		dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
 		dl_held_note(&c->held, (pid_t)h->tgid, false);
+	} else if (e->what == DL_PROC_EXEC) {
+		note_container(c, (pid_t)h->tgid);
 	}
 	/* Held at its exec (bpf/proc.bpf.c): attach to what it maps now, then continue it. */
 	if (e->what == DL_PROC_EXEC && h->size >= offsetof(struct dl_proc_ev, flags) + sizeof(e->flags) &&
@@ -76,4 +103,5 @@ void dl_collector_free(struct dl_collector *c)
 	dl_held_continue_all(&c->held);
 	dl_pyprocs_free(&c->py);
 	dl_cwds_free(&c->cwds);
+	dl_u64map_free(&c->containers);
 }

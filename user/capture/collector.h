@@ -5,7 +5,8 @@
  * the process still exists: a CUDA call's kernel and Python names
  * (capture/naming.h, capture/pycode.h), a relative path resolved against the
  * working directory it was opened from (capture/files.h), a process that
- * joined by its name introduced; loader events and holds are noted for the
+ * joined by its name introduced, the container, pod or Slurm job of a process
+ * it takes and of each exec (capture/cgroup.h); loader events and holds are noted for the
  * rescan after the drain (capture/held.h). A record that is replaced (a file
  * open made absolute) enters the stream once, as its replacement.
  */
@@ -19,6 +20,7 @@
 #include "capture/files.h"
 #include "capture/held.h"
 #include "capture/pycode.h"
+#include "util.h"
 
 struct dl_stream;
 struct dl_symbolizer;
@@ -29,6 +31,7 @@ struct dl_collector {
 	struct dl_pyprocs py;         /* CPython in traced processes */
 	struct dl_cwds cwds;          /* for relative paths of processes gone before their records are read */
 	struct dl_held held;          /* rescanned after this drain */
+	struct dl_u64map containers;  /* pid -> hash of the container last written for it (capture/cgroup.h) */
 	bool files;                   /* file records are traced: working directories are kept */
 	bool (*known)(void *ctx, pid_t pid);   /* the process is in the trace already */
 	void *known_ctx;

@@ -357,6 +357,21 @@ static void process(struct dl_html *h, const struct dl_proc *p)
 	if (p->exited)
 		fprintf(h->f, ", exited during the trace (code %d)", p->exit_code);
 	fputs("</h3>\n", h->f);
+	if (dl_container_known(&p->container)) {
+		static const char *const label[] = { "container ", " (", " pod ", " slurm job " };
+		const char *v[] = { p->container.id, p->container.runtime, p->container.pod_uid, p->container.slurm_job };
+
+		fputs("<p class=\"where\">", h->f);
+		for (int i = 0; i < 4; i++) {
+			if (!v[i][0])
+				continue;
+			fputs(label[i], h->f);
+			html_text(h, v[i]);
+			if (i == 1)
+				fputc(')', h->f);
+		}
+		fputs("</p>\n", h->f);
+	}
 	for (unsigned i = 1; i < DL_API_COUNT; i++)
 		calls += p->calls[i].count;
 	if (!p->cuda_libs && p->unprobed) {

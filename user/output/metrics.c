@@ -12,21 +12,14 @@
  * one with gradient accumulation), so that quantiles over either end are
  * more than a guess.
  */
-static const uint64_t bucket_ns[] = {
+const uint64_t dl_metrics_bucket_ns[DL_METRICS_BUCKETS] = {
 	1000000, 2500000, 5000000, 10000000, 25000000, 50000000, 100000000, 250000000, 500000000,
 	1000000000, 2500000000, 5000000000, 10000000000, 25000000000, 60000000000,
-};
-#define NBUCKETS (sizeof(bucket_ns) / sizeof(bucket_ns[0]))
-
-struct pid_steps {
-	pid_t pid;
-	uint64_t count, sum_ns, cat_ns[DL_CAT_COUNT];
-	uint64_t bucket[NBUCKETS + 1];   /* not cumulative; the last is +Inf */
 };
 
 struct dl_metrics {
 	struct dl_metrics_opts o;
-	DL_VEC(struct pid_steps) pids;
+	DL_VEC(struct dl_metrics_steps) pids;
 	struct dl_u64map of;   /* pid -> index in pids */
 };
 
@@ -47,7 +40,7 @@ void dl_metrics_free(struct dl_metrics *m)
 	free(m);
 }
 
-static const struct pid_steps *steps_of(const struct dl_metrics *m, pid_t pid)
+const struct dl_metrics_steps *dl_metrics_steps_of(const struct dl_metrics *m, pid_t pid)
 {
 	uint64_t i;
 
@@ -56,7 +49,7 @@ static const struct pid_steps *steps_of(const struct dl_metrics *m, pid_t pid)
 
 void dl_metrics_step(struct dl_metrics *m, const struct dl_step *st)
 {
-	struct pid_steps *p;
+	struct dl_metrics_steps *p;
 	uint64_t i;
 	size_t b = 0;
 
@@ -71,7 +64,7 @@ void dl_metrics_step(struct dl_metrics *m, const struct dl_step *st)
 	p->sum_ns += st->dur_ns;
 	for (int c = 0; c < DL_CAT_COUNT; c++)
 		p->cat_ns[c] += st->cat_ns[c];
-	while (b < NBUCKETS && st->dur_ns > bucket_ns[b])
+	while (b < DL_METRICS_BUCKETS && st->dur_ns > dl_metrics_bucket_ns[b])
 		b++;
 	p->bucket[b]++;
 }
@@ -124,6 +117,13 @@ static void sample_begin(struct out *o, const char *name, const struct dl_proc *
 		snprintf(pid, sizeof(pid), "%d", (int)p->pid);
 		label(o, "pid", pid);
 		label(o, "comm", p->comm);
+		/* Where it runs, when known: a label a dashboard joins with the cluster's own metrics. */
+		if (p->container.id[0])
+			label(o, "container_id", p->container.id);
+		if (p->container.pod_uid[0])
+			label(o, "pod_uid", p->container.pod_uid);
+		if (p->container.slurm_job[0])
+			label(o, "slurm_job", p->container.slurm_job);
 	}
 }
 
@@ -160,16 +160,16 @@ static void steps_families(struct out *o)
 
 	family(o, hist, "histogram", "Training steps of a process's main thread, by duration");
 	for (size_t i = 0; i < o->nprocs; i++) {
-		const struct pid_steps *ps = steps_of(o->m, o->procs[i]->pid);
+		const struct dl_metrics_steps *ps = dl_metrics_steps_of(o->m, o->procs[i]->pid);
 		uint64_t cum = 0;
 
 		if (!ps)
 			continue;
-		for (size_t b = 0; b <= NBUCKETS; b++) {
+		for (size_t b = 0; b <= DL_METRICS_BUCKETS; b++) {
 			cum += ps->bucket[b];
 			sample_begin(o, "dlbpf_step_duration_seconds_bucket", o->procs[i]);
-			if (b < NBUCKETS)
-				le_label(o, bucket_ns[b]);
+			if (b < DL_METRICS_BUCKETS)
+				le_label(o, dl_metrics_bucket_ns[b]);
 			else
 				label(o, "le", "+Inf");
 			end_u64(o, cum);
@@ -182,7 +182,7 @@ static void steps_families(struct out *o)
 	family(o, "dlbpf_step_category_seconds_total", "counter",
 	       "Step time by breakdown category (every instant of a step in exactly one)");
 	for (size_t i = 0; i < o->nprocs; i++) {
-		const struct pid_steps *ps = steps_of(o->m, o->procs[i]->pid);
+		const struct dl_metrics_steps *ps = dl_metrics_steps_of(o->m, o->procs[i]->pid);
 
 		for (int c = 0; ps && c < DL_CAT_COUNT; c++) {
 			sample_begin(o, "dlbpf_step_category_seconds_total", o->procs[i]);
@@ -193,7 +193,7 @@ static void steps_families(struct out *o)
 	family(o, "dlbpf_process_verdict", "gauge",
 	       "1 for what a process's steps so far wait for most (the verdict), 0 for the other verdicts");
 	for (size_t i = 0; i < o->nprocs; i++) {
-		const struct pid_steps *ps = steps_of(o->m, o->procs[i]->pid);
+		const struct dl_metrics_steps *ps = dl_metrics_steps_of(o->m, o->procs[i]->pid);
 		enum dl_verdict v;
 
 		if (!ps || !ps->count)
@@ -397,7 +397,7 @@ static void tracer_families(struct out *o, const struct dl_metrics_live *live, s
 /* A process has series once it did something the families count; a wrapper's sleep does not. */
 static bool active(const struct dl_proc *p, const struct dl_metrics *m)
 {
-	if (p->io.read_ops || p->io.write_ops || p->nkernels || steps_of(m, p->pid))
+	if (p->io.read_ops || p->io.write_ops || p->nkernels || dl_metrics_steps_of(m, p->pid))
 		return true;
 	for (unsigned a = 1; a < DL_API_COUNT; a++)
 		if (p->calls[a].count)

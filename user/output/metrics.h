@@ -30,6 +30,17 @@ struct dl_metrics_live {
 
 struct dl_metrics;
 
+/* Step-time histogram bounds, ns (the exposition's and OTLP's). */
+#define DL_METRICS_BUCKETS 15
+extern const uint64_t dl_metrics_bucket_ns[DL_METRICS_BUCKETS];
+
+/* What a process's steps so far add up to. */
+struct dl_metrics_steps {
+	pid_t pid;
+	uint64_t count, sum_ns, cat_ns[DL_CAT_COUNT];
+	uint64_t bucket[DL_METRICS_BUCKETS + 1];   /* not cumulative; the last is +Inf */
+};
+
 struct dl_metrics_opts {
 	bool kernel_names;     /* --metrics-kernels */
 	bool memory_unknown;   /* --summary: copies are not told pinned from pageable (memory="unknown") */
@@ -39,6 +50,8 @@ struct dl_metrics *dl_metrics_new(const struct dl_metrics_opts *o);
 void dl_metrics_free(struct dl_metrics *m);
 /* A step the correlator finalized (its on_step callback). */
 void dl_metrics_step(struct dl_metrics *m, const struct dl_step *st);
+/* pid's steps so far, or NULL. */
+const struct dl_metrics_steps *dl_metrics_steps_of(const struct dl_metrics *m, pid_t pid);
 /* Empties b and writes the exposition into it. */
 void dl_metrics_render(const struct dl_metrics *m, const struct dl_summary *s, const struct dl_metrics_live *live,
 		       struct dl_sbuf *b);

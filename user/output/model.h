@@ -13,6 +13,7 @@
 #include "analysis/correlate.h"
 #include "analysis/diagnose.h"
 #include "analysis/summary.h"
+#include "output/otlp_send.h"
 
 /* A process whose steps were decided, with their statistics. */
 struct dl_report_steps {
@@ -27,6 +28,7 @@ struct dl_report_model {
 	struct dl_report_steps *steps;       /* each decided process, in the correlator's order */
 	size_t nsteps;
 	struct dl_step_stats all;            /* every process's steps together */
+	const struct dl_otlp_stats *otlp;    /* --otlp: per signal (DL_OTLP_SIGNALS), once delivered; NULL: none */
 };
 
 /* Builds m from what the run made (c and d may be NULL); m reads them, so they outlive it. */

@@ -29,6 +29,21 @@ static double ms(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
+/* Where the process runs (the fields are checked, escaped all the same: every traced-side string is). */
+static void text_container(FILE *f, const struct dl_container *c, struct dl_sbuf *esc)
+{
+	fputs("  where   ", f);
+	if (c->id[0])
+		fprintf(f, " container %s", dl_text(esc, c->id));
+	if (c->runtime[0])
+		fprintf(f, " (%s)", dl_text(esc, c->runtime));
+	if (c->pod_uid[0])
+		fprintf(f, " pod %s", dl_text(esc, c->pod_uid));
+	if (c->slurm_job[0])
+		fprintf(f, " slurm job %s", dl_text(esc, c->slurm_job));
+	fputc('\n', f);
+}
+
 static void text_cuda(FILE *f, const struct dl_proc *p, struct dl_sbuf *esc)
 {
 	char b[32];
@@ -151,6 +166,8 @@ void dl_report_text(FILE *f, const struct dl_report_model *m)
 		if (p->exited)
 			fprintf(f, ", exited during the trace (code %d)", p->exit_code);
 		fputc('\n', f);
+		if (dl_container_known(&p->container))
+			text_container(f, &p->container, &esc);
 		if (p->cuda_libs)
 			text_cuda(f, p, &esc);
 		else if (p->unprobed)
@@ -256,6 +273,21 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct d
 	dl_json_ki64(j, "ppid", p->ppid);
 	dl_json_ki64(j, "nspid", p->nspid ? p->nspid : p->pid);
 	dl_json_kstr(j, "comm", p->comm);
+	if (dl_container_known(&p->container)) {
+		const struct dl_container *c = &p->container;
+
+		dl_json_key(j, "container");
+		dl_json_obj_begin(j);
+		if (c->id[0])
+			dl_json_kstr(j, "id", c->id);
+		if (c->runtime[0])
+			dl_json_kstr(j, "runtime", c->runtime);
+		if (c->pod_uid[0])
+			dl_json_kstr(j, "pod_uid", c->pod_uid);
+		if (c->slurm_job[0])
+			dl_json_kstr(j, "slurm_job", c->slurm_job);
+		dl_json_obj_end(j);
+	}
 	dl_json_key(j, "exited");
 	dl_json_bool(j, p->exited);
 	if (p->exited)
@@ -430,6 +462,26 @@ static void json_overhead(struct dl_json *j, const struct dl_overhead *o)
 	dl_json_obj_end(j);
 }
 
+/* --otlp: what was delivered and what was lost, per signal, as the drops of the trace are counted. */
+static void json_otlp(struct dl_json *j, const struct dl_otlp_stats *st)
+{
+	static const char *const signal[DL_OTLP_SIGNALS] = { "spans", "metric_points" };
+
+	dl_json_key(j, "otlp");
+	dl_json_obj_begin(j);
+	for (int i = 0; i < DL_OTLP_SIGNALS; i++) {
+		dl_json_key(j, signal[i]);
+		dl_json_obj_begin(j);
+		dl_json_ku64(j, "sent", st[i].items_sent);
+		dl_json_ku64(j, "dropped_queue_full", st[i].items_dropped_full);
+		dl_json_ku64(j, "not_delivered", st[i].items_undelivered);
+		dl_json_ku64(j, "requests", st[i].requests);
+		dl_json_ku64(j, "retries", st[i].retries);
+		dl_json_obj_end(j);
+	}
+	dl_json_obj_end(j);
+}
+
 int dl_report_json(FILE *f, const struct dl_report_model *m)
 {
 	const struct dl_summary *s = m->sum;
@@ -453,6 +505,8 @@ int dl_report_json(FILE *f, const struct dl_report_model *m)
 		dl_json_ku64(&j, s->prog_misses.v[i].name, s->prog_misses.v[i].misses);
 	dl_json_obj_end(&j);
 	dl_json_obj_end(&j);
+	if (m->otlp)
+		json_otlp(&j, m->otlp);
 	dl_json_key(&j, "async_io");
 	dl_json_obj_begin(&j);
 	dl_json_ku64(&j, "bytes", s->async_io_bytes);

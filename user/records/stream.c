@@ -30,6 +30,7 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_PYCODE] = offsetof(struct dl_pycode_ev, text) + 2,
 	[DL_EV_LAUNCH] = sizeof(struct dl_launch_ev),
 	[DL_EV_CALL_SHORT] = sizeof(struct dl_call_short_ev),
+	[DL_EV_CGROUP] = sizeof(struct dl_cgroup_ev),
 };
 
 static size_t short_nargs(const struct dl_call_short_ev *e)
@@ -154,6 +155,31 @@ static bool prog_name_ok(const struct dl_prog_ev *e)
 	return true;
 }
 
+/* A field of a struct dl_container: NUL-terminated, and only bytes of its kind (events.h). */
+static bool container_field_ok(const char *f, size_t cap, bool hex)
+{
+	size_t n = strnlen(f, cap);
+
+	if (n == cap)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = f[i];
+
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-' ||
+		      (!hex && ((c >= 'a' && c <= 'z') || c == '_' || c == '.'))))
+			return false;
+	}
+	return true;
+}
+
+bool dl_container_ok(const struct dl_container *c)
+{
+	return container_field_ok(c->runtime, sizeof(c->runtime), false) &&
+	       container_field_ok(c->id, sizeof(c->id), true) &&
+	       container_field_ok(c->pod_uid, sizeof(c->pod_uid), true) &&
+	       container_field_ok(c->slurm_job, sizeof(c->slurm_job), false);
+}
+
 /* Checks the size a record claims against its kind, and its times; 0 if it can be read as that kind. */
 static int record_check(const void *rec, size_t len)
 {
@@ -181,6 +207,8 @@ static int record_check(const void *rec, size_t len)
 	if (h->kind == DL_EV_LAUNCH && !launch_ok(rec))
 		return -1;
 	if (h->kind == DL_EV_CALL_SHORT && !short_ok(rec))
+		return -1;
+	if (h->kind == DL_EV_CGROUP && !dl_container_ok(&((const struct dl_cgroup_ev *)rec)->c))
 		return -1;
 	/*
 	 * The kernel's clock is an s64 (ktime_t): no real interval ends past
@@ -309,6 +337,16 @@ void dl_emit_procinfo_threads(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t
 void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid)
 {
 	dl_emit_procinfo_threads(s, ts, pid, ppid, comm, nspid, 0);
+}
+
+void dl_emit_cgroup(struct dl_stream *s, uint64_t ts, pid_t pid, const struct dl_container *c)
+{
+	struct dl_cgroup_ev e;
+
+	memset(&e, 0, sizeof(e));
+	fill_hdr(&e.h, sizeof(e), DL_EV_CGROUP, ts, pid);
+	e.c = *c;
+	dl_stream_emit(s, &e, sizeof(e));
 }
 
 void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms, unsigned flags)

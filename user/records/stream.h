@@ -80,6 +80,10 @@ void dl_emit_procinfo(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, c
 void dl_emit_procinfo_threads(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t ppid, const char *comm, pid_t nspid,
 			      uint32_t threads);
 /* flags DL_LIB_NOT_PROBED: nsyms is the errno that kept path from being probed. */
+/* The container, pod or Slurm job of pid (c checked: dl_container_ok). */
+void dl_emit_cgroup(struct dl_stream *s, uint64_t ts, pid_t pid, const struct dl_container *c);
+/* Every field of c NUL-terminated and of the bytes its kind allows (include/dlbpf/events.h). */
+bool dl_container_ok(const struct dl_container *c);
 void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms, unsigned flags);
 void dl_emit_sym(struct dl_stream *s, uint64_t ts, pid_t pid, uint64_t addr, const char *name);
 /* Where return address addr is: func "name+0xOFF" (or "0xOFF" in the file), obj the mapped path (or ""). */
