@@ -63,6 +63,8 @@ enum dl_kind {
 	DL_EV_LAUNCH = 19,     /* struct dl_launch_ev: a runtime kernel launch, one cache line (stands for a DL_EV_CUDA) */
 	DL_EV_CALL_SHORT = 20, /* struct dl_call_short_ev: a call with its first arguments only (stands for a DL_EV_CUDA) */
 	DL_EV_KIND_MAX,
+	/* BPF to the collector only, never in the stream or a recording: */
+	DL_EV_PYSNAP = 64,     /* struct dl_pysnap_ev (dlbpf/pyframes.h): a code object read at a probe */
 };
 
 struct dl_hdr {

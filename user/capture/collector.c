@@ -47,6 +47,11 @@ int dl_collector_record(void *ctx, void *data, size_t len)
 	struct dl_rec_in in;
 
 	c->drained_bytes += len;
+	/* A code object BPF read at a probe: its record goes into the stream ahead of the call that named it. */
+	if (len >= sizeof(*h) && h->kind == DL_EV_PYSNAP) {
+		dl_pyprocs_snapshot(&c->py, c->stream, data, len);
+		return 0;
+	}
 	/* Resolved while the process still has the cwd it opened from; the recording keeps the result. */
 	if (h->kind == DL_EV_FILE_OPEN && len >= sizeof(struct dl_file_open_ev) && dl_files_resolve(&c->cwds, data, &abs))
 		data = &abs, len = sizeof(abs);

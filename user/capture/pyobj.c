@@ -86,6 +86,7 @@ int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn
 {
 	uint8_t h[BYTES_DATA];
 	uint64_t n;
+	ssize_t got;
 
 	if (dl_pycode_identity(l, code_type, rd, ctx, addr, out))
 		return -1;
@@ -94,18 +95,25 @@ int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn
 	if (!read_all(rd, ctx, out->id_linetable, h, sizeof(h)))
 		return 0;
 	n = word_at(h, VAR_SIZE);
-	/* A table past the cap is cut: lines past its end are then not known, never wrong. */
+	/*
+	 * A table past the cap, or read short (a snapshot keeps its first bytes),
+	 * is cut: the table is read in order, so the lines it gives are right and
+	 * those past its end are not known, never wrong.
+	 */
 	if (n > DL_PY_TABLE_MAX)
 		n = DL_PY_TABLE_MAX;
 	if (!n)
 		return 0;
 	out->table = dl_xcalloc(1, (size_t)n);
-	if (!read_all(rd, ctx, out->id_linetable + BYTES_DATA, out->table, (size_t)n)) {
+	got = out->id_linetable <= UINT64_MAX - BYTES_DATA ? rd(ctx, out->id_linetable + BYTES_DATA, out->table, (size_t)n)
+							   : -1;
+	if (got <= 0 || (uint64_t)got > n) {
 		free(out->table);
 		out->table = NULL;
 		return 0;
 	}
-	out->table_len = (size_t)n;
+	out->table_len = (size_t)got;
+	out->table_short = (uint64_t)got < n;
 	return 0;
 }
 
@@ -114,4 +122,5 @@ void dl_pycode_info_free(struct dl_pycode_info *i)
 	free(i->table);
 	i->table = NULL;
 	i->table_len = 0;
+	i->table_short = false;
 }

@@ -38,7 +38,7 @@ const char *dl_py_versions_supported(void);
  */
 bool dl_py_debug_offsets(const uint8_t *raw, size_t len, struct dl_py_layout *l);
 
-/* Reads len bytes at addr of the process; the number read, or -1. */
+/* Reads up to len bytes at addr of the process; the number read (fewer where its memory ends), or -1. */
 typedef ssize_t (*dl_pymem_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
 #define DL_PY_STR_MAX 512
@@ -51,6 +51,7 @@ struct dl_pycode_info {
 	char file[DL_PY_STR_MAX], func[DL_PY_STR_MAX];
 	uint8_t *table;           /* malloc'd; NULL with table_len 0 when unreadable */
 	size_t table_len;
+	bool table_short;         /* fewer bytes than the table has, below DL_PY_TABLE_MAX: a fuller read may come */
 };
 
 /*
