@@ -338,7 +338,7 @@ struct dl_proc_ev {
 };
 
 enum dl_proc_flags {
-	DL_PROC_STOPPED = 1u << 0,   /* exec: stopped (SIGSTOP) until the collector has attached; it continues it */
+	DL_PROC_STOPPED = 1u << 0,   /* exec, fork: stopped (SIGSTOP) until the collector has attached; it continues it */
 };
 
 struct dl_mark_ev {

@@ -33,9 +33,9 @@ static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
 		dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
 		dl_held_note(&c->held, (pid_t)h->tgid, false);
 	}
-	/* Held at its exec (bpf/proc.bpf.c): attach to what it maps now, then continue it. */
-	if (e->what == DL_PROC_EXEC && h->size >= offsetof(struct dl_proc_ev, flags) + sizeof(e->flags) &&
-	    (e->flags & DL_PROC_STOPPED))
+	/* Held at its exec or fork (bpf/proc.bpf.c): attach to what it maps now, then continue it. */
+	if ((e->what == DL_PROC_EXEC || e->what == DL_PROC_FORK) &&
+	    h->size >= offsetof(struct dl_proc_ev, flags) + sizeof(e->flags) && (e->flags & DL_PROC_STOPPED))
 		dl_held_note(&c->held, (pid_t)h->tgid, true);
 }
 

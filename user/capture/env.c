@@ -202,6 +202,7 @@ int dl_env_probe(struct dl_features *f)
 	f->uretprobe_syscall = btf__find_by_name_kind(btf, "__x64_sys_uretprobe", BTF_KIND_FUNC) > 0 ||
 			       btf__find_by_name_kind(btf, "__do_sys_uretprobe", BTF_KIND_FUNC) > 0;
 	f->global_ptr_args = probe_global_ptr_args();
+	f->signal_task = btf__find_by_name_kind(btf, "bpf_send_signal_task", BTF_KIND_FUNC) > 0;
 	dl_debug("kernel: block_io_start %s, sched_switch prev_state %s, sched_process_exit group_dead %s, "
 		 "block_bio_backmerge (%s)", f->block_io_start ? "yes" : "no", f->switch_prev_state ? "yes" : "no",
 		 f->exit_group_dead ? "yes" : "no", f->bio_merge_bio_only ? "bio" : "q, rq, bio");
@@ -226,6 +227,9 @@ int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_
 		"the current task read with probe reads (a helper call per field)" };
 	out[n++] = (struct dl_feature_info){ "global_ptr_args", f->global_ptr_args,
 		"no Python lines for CUDA calls (the BPF frame walk needs global functions with pointer arguments)" };
+	out[n++] = (struct dl_feature_info){ "signal_task", f->signal_task,
+		"a child forked by a process with CUDA probes is attached to at the next scan (within 250 ms): "
+		"CUDA calls it makes before are not traced" };
 	out[n++] = (struct dl_feature_info){ "block_io_start", f->block_io_start,
 		"block requests keyed at insert/issue (older tracepoints): same bytes" };
 	return n;
