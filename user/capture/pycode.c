@@ -345,76 +345,17 @@ static void name_code(struct dl_pyproc *p, struct dl_stream *st, uint64_t addr, 
 	remember(p, st, addr, mem_read, p, now);
 }
 
-/* A snapshot's regions, each at its address in the process (struct dl_pysnap_ev). */
-struct snap_mem {
-	int n;
-	struct {
-		uint64_t addr;
-		size_t len;
-		const uint8_t *b;
-	} r[6];
-};
-
-static void snap_region(struct snap_mem *m, uint64_t addr, const uint8_t *b, size_t len)
-{
-	if (addr && len && addr <= UINT64_MAX - len) {
-		m->r[m->n].addr = addr;
-		m->r[m->n].len = len;
-		m->r[m->n].b = b;
-		m->n++;
-	}
-}
-
-/* Like a read of the process: what the regions hold from addr on (the region that holds the most). */
-static ssize_t snap_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct snap_mem *m = ctx;
-	size_t best = 0;
-	int at = -1;
-
-	for (int k = 0; k < m->n; k++) {
-		size_t have;
-
-		if (addr < m->r[k].addr || addr - m->r[k].addr >= m->r[k].len)
-			continue;
-		have = m->r[k].len - (size_t)(addr - m->r[k].addr);
-		if (have > best) {
-			best = have;
-			at = k;
-		}
-	}
-	if (at < 0)
-		return -1;
-	if (best > len)
-		best = len;
-	memcpy(buf, m->r[at].b + (addr - m->r[at].addr), best);
-	return (ssize_t)best;
-}
-
 void dl_pyprocs_snapshot(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_pysnap_ev *ev, size_t len)
 {
-	const size_t head = offsetof(struct dl_pysnap_ev, table_bytes);
-	struct dl_pyproc *p = proc_of(pp, (pid_t)ev->h.tgid, false);
-	struct snap_mem m = { 0 };
+	struct dl_pyproc *p = len >= sizeof(ev->h) ? proc_of(pp, (pid_t)ev->h.tgid, false) : NULL;
+	struct dl_pysnap_mem m;
 
-	if (!p || !p->python || len < head || ev->h.size != len || ev->table_len > len - head ||
-	    ev->file_len > DL_PYSNAP_STR || ev->name_len > DL_PYSNAP_STR) {
+	if (!p || !p->python || !dl_pysnap_mem_init(&m, ev, len)) {
 		pp->snapshots_refused++;
 		return;
 	}
-	snap_region(&m, ev->code, ev->code_head, sizeof(ev->code_head));
-	/* A str's head only where its characters were read (the head read failed otherwise, or was not one). */
-	if (ev->file_text) {
-		snap_region(&m, ev->file, ev->file_head, sizeof(ev->file_head));
-		snap_region(&m, ev->file_text, ev->file_chars, ev->file_len);
-	}
-	if (ev->name_text) {
-		snap_region(&m, ev->name, ev->name_head, sizeof(ev->name_head));
-		snap_region(&m, ev->name_text, ev->name_chars, ev->name_len);
-	}
-	snap_region(&m, ev->table, ev->table_bytes, ev->table_len);
 	pp->snapshots++;
-	remember(p, st, ev->code, snap_read, &m, ev->h.ts);
+	remember(p, st, ev->code, dl_pysnap_read, &m, ev->h.ts);
 }
 
 void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,

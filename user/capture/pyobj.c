@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "capture/pyobj.h"
@@ -123,4 +124,62 @@ void dl_pycode_info_free(struct dl_pycode_info *i)
 	i->table = NULL;
 	i->table_len = 0;
 	i->table_short = false;
+}
+
+static void snap_region(struct dl_pysnap_mem *m, uint64_t addr, const uint8_t *b, size_t len)
+{
+	if (addr && len && addr <= UINT64_MAX - len) {
+		m->r[m->n].addr = addr;
+		m->r[m->n].len = len;
+		m->r[m->n].b = b;
+		m->n++;
+	}
+}
+
+bool dl_pysnap_mem_init(struct dl_pysnap_mem *m, const struct dl_pysnap_ev *ev, size_t len)
+{
+	const size_t head = offsetof(struct dl_pysnap_ev, table_bytes);
+
+	m->n = 0;
+	if (len < head || ev->h.size != len || ev->table_len > len - head || ev->file_len > DL_PYSNAP_STR ||
+	    ev->name_len > DL_PYSNAP_STR)
+		return false;
+	snap_region(m, ev->code, ev->code_head, sizeof(ev->code_head));
+	/* A str's head only where its characters were read (its read failed otherwise, or it was not one). */
+	if (ev->file_text) {
+		snap_region(m, ev->file, ev->file_head, sizeof(ev->file_head));
+		snap_region(m, ev->file_text, ev->file_chars, ev->file_len);
+	}
+	if (ev->name_text) {
+		snap_region(m, ev->name, ev->name_head, sizeof(ev->name_head));
+		snap_region(m, ev->name_text, ev->name_chars, ev->name_len);
+	}
+	snap_region(m, ev->table, ev->table_bytes, ev->table_len);
+	return true;
+}
+
+ssize_t dl_pysnap_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct dl_pysnap_mem *m = ctx;
+	size_t best = 0;
+	int at = -1;
+
+	/* Regions may overlap (a compact str's head and its characters): the one that holds the most from addr. */
+	for (int k = 0; k < m->n; k++) {
+		size_t have;
+
+		if (addr < m->r[k].addr || addr - m->r[k].addr >= m->r[k].len)
+			continue;
+		have = m->r[k].len - (size_t)(addr - m->r[k].addr);
+		if (have > best) {
+			best = have;
+			at = k;
+		}
+	}
+	if (at < 0)
+		return -1;
+	if (best > len)
+		best = len;
+	memcpy(buf, m->r[at].b + (addr - m->r[at].addr), best);
+	return (ssize_t)best;
 }

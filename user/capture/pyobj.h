@@ -65,4 +65,22 @@ int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn
 		   struct dl_pycode_info *out);
 void dl_pycode_info_free(struct dl_pycode_info *i);
 
+/*
+ * A code object as BPF read it at a probe (struct dl_pysnap_ev, from the ring
+ * buffer: its lengths are checked here) as memory to read it from with
+ * dl_pycode_read: each region at its address in the process.
+ */
+struct dl_pysnap_mem {
+	int n;
+	struct {
+		uint64_t addr;
+		size_t len;
+		const uint8_t *b;    /* inside the record */
+	} r[6];
+};
+/* False when the len bytes of ev are not a snapshot. */
+bool dl_pysnap_mem_init(struct dl_pysnap_mem *m, const struct dl_pysnap_ev *ev, size_t len);
+/* A dl_pymem_fn over a struct dl_pysnap_mem: what its regions hold from addr on, or -1. */
+ssize_t dl_pysnap_read(void *ctx, uint64_t addr, void *buf, size_t len);
+
 #endif
