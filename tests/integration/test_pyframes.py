@@ -134,7 +134,7 @@ def distribution_builds():
     return builds
 
 
-def check_exact(label, t, s, err):
+def check_exact(label, t, s, err, procs):
     """Every call of every process at its exact line, and a forked child's calls counted from its first."""
     check("has no _PyRuntime" not in err, f"{label}: a warning for an interpreter it should have found: {err[-1500:]}")
     check("CPython 3." in err, f"{label}: no notice that Python frames are read: {err[-1500:]}")
@@ -152,7 +152,7 @@ def check_exact(label, t, s, err):
             own = sum(n for k, n in truth.items() if k.startswith("loader:"))
             check(calls.get("cudaMemcpy", 0) == own, f"{label} forked pid {pid}: {calls} traced, it made {own} copies")
             res[-1] += f" (forked, {calls.get('cudaMemcpy', 0)}/{own} copies)"
-    check(len(t["pyframes"]) == 2, f"{label}: expected the parent's and the forked loader's truth: {t['pyframes']}")
+    check(len(t["pyframes"]) == procs, f"{label}: expected the truth of {procs} processes: {t['pyframes']}")
     return f"{label}: " + ", ".join(res)
 
 
@@ -162,19 +162,24 @@ def test_exits_at_once():
     launch mode, with --pid, and exec'd by a traced shell (held at its exec, before libpython is mapped)."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    args = ["--steps", "30", "--fork"]
     res = []
     for kind, python in distribution_builds():
-        t, s, err = run_py(python, args)
-        res.append(check_exact(f"{kind}, launched", t, s, err))
+        # Alone (its last call, then exit: nothing else keeps it alive), and with the loader it forks and waits for.
+        for fork in (False, True):
+            args = ["--steps", "30"] + (["--fork"] if fork else [])
+            procs, how = (2, " + fork") if fork else (1, "")
+            t, s, err = run_py(python, args)
+            res.append(check_exact(f"{kind}{how}, launched", t, s, err, procs))
 
-        w, out, d, rc = trace_waiting([python, PYTRAIN, LIBCUDART, "--wait"] + args, workload_env=env)
-        check(rc == 0 and w.returncode == 0, f"{kind} --pid: dlbpf {rc}, workload {w.returncode}: {d.stderr[-1500:]}")
-        res.append(check_exact(f"{kind}, --pid", truth_line(out, '{"pyframes"'), d.summary(), d.stderr))
+            w, out, d, rc = trace_waiting([python, PYTRAIN, LIBCUDART, "--wait"] + args, workload_env=env)
+            check(rc == 0 and w.returncode == 0,
+                  f"{kind} --pid: dlbpf {rc}, workload {w.returncode}: {d.stderr[-1500:]}")
+            res.append(check_exact(f"{kind}{how}, --pid", truth_line(out, '{"pyframes"'), d.summary(), d.stderr, procs))
 
-        d = Dlbpf(["--", "sh", "-c", " ".join([python, PYTRAIN, LIBCUDART] + args) + "; true"], env=env)
-        check(d.wait(120) == 0, f"{kind} under sh: dlbpf failed: {d.stderr[-2000:]}")
-        res.append(check_exact(f"{kind}, exec'd by sh", truth_line(d.stdout, '{"pyframes"'), d.summary(), d.stderr))
+            d = Dlbpf(["--", "sh", "-c", " ".join([python, PYTRAIN, LIBCUDART] + args) + "; true"], env=env)
+            check(d.wait(120) == 0, f"{kind} under sh: dlbpf failed: {d.stderr[-2000:]}")
+            res.append(check_exact(f"{kind}{how}, exec'd by sh", truth_line(d.stdout, '{"pyframes"'), d.summary(),
+                                   d.stderr, procs))
     return "; ".join(res)
 
 
