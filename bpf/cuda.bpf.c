@@ -210,7 +210,16 @@ static __always_inline __u16 fill_tail(struct pt_regs *ctx, struct dl_cuda_ev *e
 	__u32 skip = py ? sizeof(struct dl_py_stack) : 0;
 
 	if (py) {
-		py_walk(py, (struct dl_py_stack *)e->stack);
+		__u32 zero = 0;
+		struct dl_py_stack *walked = bpf_map_lookup_elem(&py_stack_buf, &zero);
+		struct dl_py_stack *out = (struct dl_py_stack *)e->stack;
+
+		if (walked) {
+			__builtin_memcpy(out, walked, sizeof(*out));
+		} else {
+			out->n = 0;
+			out->status = DL_PY_FAULT;
+		}
 		e->h.size = sizeof(*e) + skip;
 	}
 	if (stacks)
@@ -318,6 +327,9 @@ static __always_inline int on_entry_only(struct pt_regs *ctx, __u64 cookie, cons
 	}
 	/* Python frames only on launches with --stacks (the cookie says): the dearest probe stays cheap. */
 	py = py_cfg_for(cookie, id >> 32, py_ok);
+	/* Before the call's reservation: the snapshots of new code objects go out ahead of it (fill_tail copies the walk). */
+	if (py)
+		py_frames(py, id >> 32);
 	ts = bpf_ktime_get_ns();
 	if (!driver && (cookie & DL_COOKIE_STACK) && !(cookie & DL_COOKIE_STACK3)) {
 		/*
@@ -588,16 +600,31 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 cookie, const bo
 		return 0;
 
 	py = py_cfg_for(cookie, id >> 32, py_ok);
+	/* Before the call's reservation: the snapshots of new code objects go out ahead of it (fill_tail copies the walk). */
+	if (py)
+		py_frames(py, id >> 32);
 	if (!py && !(cookie & (DL_COOKIE_STACKS | DL_COOKIE_LOADER))) {
 		if ((cookie & DL_COOKIE_ARGS2) && put_short(ctx, cookie, id, f, d, now, 2))
 			return 0;
 		if ((cookie & DL_COOKIE_ARGS5) && put_short(ctx, cookie, id, f, d, now, 5))
 			return 0;
 	}
-	e = reserve_call(cookie & DL_COOKIE_STACKS, py, f->ts, id >> 32, tid);
-	if (!e)
-		return 0;
-	tail = fill_tail(ctx, e, cookie & DL_COOKIE_STACKS, py);
+	/*
+	 * One reservation and fill per stack choice, each with it constant: 6.1's
+	 * verifier did not link a flag tested for the reservation with its copy
+	 * tested for the fill, and walked a stack into a record without room.
+	 */
+	if (cookie & DL_COOKIE_STACKS) {
+		e = reserve_call(true, py, f->ts, id >> 32, tid);
+		if (!e)
+			return 0;
+		tail = fill_tail(ctx, e, true, py);
+	} else {
+		e = reserve_call(false, py, f->ts, id >> 32, tid);
+		if (!e)
+			return 0;
+		tail = fill_tail(ctx, e, false, py);
+	}
 	e->dur_ns = now - f->ts;
 	e->ret = PT_REGS_RC(ctx);
 	e->api = cookie & DL_COOKIE_API_MASK;

@@ -26,8 +26,41 @@ static __always_inline struct dl_proc_ev *proc_event(__u32 what, __u32 tgid, __u
 	return e;
 }
 
-SEC("raw_tp/sched_process_fork")
-int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
+/*
+ * Processes with CUDA probes of their own (user space adds each one it
+ * attached to, an exec or an exit takes it out): a child one of them forks is
+ * held until the collector has attached to it, since the probes of a
+ * process do not fire in its children.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DL_MAX_TRACED);
+	__type(key, __u32);
+	__type(value, __u8);
+} fork_hold SEC(".maps");
+
+/*
+ * Stops a new child process before it runs an instruction of its own (the
+ * stop is taken on its way to user space); false when it is not held: it
+ * shares its parent's memory (vfork, posix_spawn: it execs, and is held
+ * there), a debugger follows it, the watchdog turned holds off, or the map
+ * is full.
+ */
+static __always_inline bool hold_child(struct task_struct *parent, struct task_struct *child, __u32 tgid, __u64 now)
+{
+	__u32 off = 0;
+
+	if (BPF_CORE_READ(child, ptrace) || BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm) ||
+	    bpf_map_lookup_elem(&held, &off) || bpf_map_update_elem(&held, &tgid, &now, BPF_ANY))
+		return false;
+	if (bpf_send_signal_task(child, DL_SIGSTOP, PIDTYPE_TGID, 0)) {
+		bpf_map_delete_elem(&held, &tgid);
+		return false;
+	}
+	return true;
+}
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child, const bool can_hold)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid), cpid = BPF_CORE_READ(child, pid);
@@ -50,8 +83,31 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	if (!e)
 		return 0;
 	e->ppid = ptgid;
+	if (can_hold && ctgid != ptgid && bpf_map_lookup_elem(&fork_hold, &ptgid) &&
+	    hold_child(parent, child, ctgid, e->h.ts)) {
+		e->flags |= DL_PROC_STOPPED;
+		/* The collector has work at once: a process held. */
+		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+		return 0;
+	}
 	dl_submit(e);
 	return 0;
+}
+
+/* Kernels without bpf_send_signal_task (6.13): a child is attached to at the collector's next scan. */
+SEC("?raw_tp/sched_process_fork")
+int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(parent, child, false);
+}
+
+/* With it: a child of a probed process is held until it is attached to, so its first CUDA call is traced. */
+SEC("?tp_btf/sched_process_fork")
+int BPF_PROG(proc_fork_hold, struct task_struct *parent, struct task_struct *child)
+{
+	if (!parent || !child)
+		return 0;
+	return on_fork(parent, child, true);
 }
 
 /* --comm NAME: a process that execs with one of these names joins the traced set here. */
@@ -70,8 +126,9 @@ int BPF_PROG(proc_exec, struct task_struct *p)
 	struct dl_proc_ev *e;
 	bool joined = false;
 
-	/* Another program now: the interpreter's layout (if any) is found again by user space. */
+	/* Another program now: the interpreter's layout (if any) and its probes are found again by user space. */
 	bpf_map_delete_elem(&py_procs, &tgid);
+	bpf_map_delete_elem(&fork_hold, &tgid);
 	/* A thread other than the leader exec'd: it took the leader's id, and its old one never exits. */
 	if ((__u32)ctx[1] != (__u32)id)
 		dl_tid_states_free((__u32)ctx[1]);
@@ -151,6 +208,7 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	if (group_dead) {
 		dl_traced_delete(tgid);
 		bpf_map_delete_elem(&exec_pending, &tgid);
+		bpf_map_delete_elem(&fork_hold, &tgid);
 	}
 	return 0;
 }

@@ -117,4 +117,170 @@ __noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
 	return DL_PY_MAX;
 }
 
+/*
+ * The frames of the call being recorded, walked before its record is
+ * reserved so that the snapshots of code objects they name first go out
+ * before it (the collector names the call's frames as it reads the call).
+ * Per CPU: a probe runs to its end on one CPU.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dl_py_stack);
+} py_stack_buf SEC(".maps");
+
+/* A snapshot is built here and copied into the ring buffer at the size it filled. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dl_pysnap_ev);
+} py_snap_buf SEC(".maps");
+
+struct py_seen_key {
+	__u64 code;
+	__u32 tgid;
+	__u32 epoch;
+};
+
+/*
+ * Which code objects have had their snapshot sent: direct-mapped by process
+ * and address, so that the check is an array load on every frame of every
+ * call, not a hash lookup. One that another took the slot of is sent again
+ * (the collector keeps the first of identical ones); a process's slots stay
+ * after it is gone, and its pid's next process has another epoch.
+ */
+#define DL_PY_SEEN_SLOTS 16384
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DL_PY_SEEN_SLOTS);
+	__type(key, __u32);
+	__type(value, struct py_seen_key);
+} py_seen SEC(".maps");
+
+/* True when code had no snapshot sent in this process; marks it sent. */
+static __always_inline bool py_code_new(const struct dl_py_cfg *cfg, __u32 tgid, __u64 code)
+{
+	__u64 h = (code ^ ((__u64)tgid << 32) ^ cfg->epoch) * 0x9e3779b97f4a7c15ull;
+	__u32 slot = (__u32)(h >> 50) & (DL_PY_SEEN_SLOTS - 1);
+	struct py_seen_key *k = bpf_map_lookup_elem(&py_seen, &slot);
+
+	if (!k || (k->code == code && k->tgid == tgid && k->epoch == cfg->epoch))
+		return false;
+	k->code = code;
+	k->tgid = tgid;
+	k->epoch = cfg->epoch;
+	return true;
+}
+
+/*
+ * A str's characters into chars (at most DL_PYSNAP_STR): a compact ASCII
+ * one's follow its head, another compact one's UTF-8 copy is behind a
+ * pointer (when the interpreter made one). Returns where they were read, 0
+ * when not (the collector then names it "?", as from the process).
+ */
+static __always_inline __u64 py_snap_str(const struct dl_py_cfg *cfg, __u64 addr, __u8 *head, __u8 *chars,
+					 __u16 *n)
+{
+	__u64 len, src;
+	__u32 state;
+
+	*n = 0;
+	if (!addr || bpf_probe_read_user(head, DL_PYSNAP_STR_HEAD, (void *)addr))
+		return 0;
+	/* interned:2 kind:3 compact:1 ascii:1 after length and hash (pyobj.c reads it so too) */
+	state = *(__u32 *)(head + 32);
+	if (!(state & (1u << 5)))
+		return 0;
+	if (state & (1u << 6)) {
+		len = *(__u64 *)(head + 16);
+		src = addr + cfg->str_ascii;
+	} else {
+		len = *(__u64 *)(head + (cfg->str_utf8_len & 0x38));
+		src = *(__u64 *)(head + (cfg->str_utf8 & 0x38));
+	}
+	if (len > DL_PYSNAP_STR)
+		len = DL_PYSNAP_STR;
+	if (!len || !src || bpf_probe_read_user(chars, len, (void *)src))
+		return 0;
+	*n = len;
+	return src;
+}
+
+/*
+ * Sends the snapshot of the code object at code (struct dl_pysnap_ev); a
+ * global function, checked once. Its reads are of the traced process's memory
+ * and may be garbage: the collector checks the object's type and every
+ * length before it names anything from it.
+ */
+__noinline int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid)
+{
+	__u32 zero = 0, size, tlen;
+	struct dl_pysnap_ev *s = bpf_map_lookup_elem(&py_snap_buf, &zero);
+	__u64 table, n;
+
+	if (!s || !cfg)
+		return 0;
+	if (bpf_probe_read_user(s->code_head, sizeof(s->code_head), (void *)code))
+		return 0;
+	s->code = code;
+	s->file = *(__u64 *)(s->code_head + (cfg->co_filename & 0xf8));
+	s->name = *(__u64 *)(s->code_head + (cfg->co_name & 0xf8));
+	table = *(__u64 *)(s->code_head + (cfg->co_linetable & 0xf8));
+	s->file_text = py_snap_str(cfg, s->file, s->file_head, s->file_chars, &s->file_len);
+	s->name_text = py_snap_str(cfg, s->name, s->name_head, s->name_chars, &s->name_len);
+	s->table = table;
+	/* The size from a register the verifier bounds (a value loaded back from the map would not be). */
+	tlen = 0;
+	if (table && !bpf_probe_read_user(s->table_bytes, DL_PYSNAP_BYTES_HEAD, (void *)table)) {
+		n = *(__u64 *)(s->table_bytes + 16);
+		if (n > DL_PYSNAP_TABLE)
+			n = DL_PYSNAP_TABLE;
+		if (!bpf_probe_read_user(s->table_bytes + DL_PYSNAP_BYTES_HEAD, n, (void *)(table + DL_PYSNAP_BYTES_HEAD)))
+			tlen = DL_PYSNAP_BYTES_HEAD + n;
+	}
+	s->table_len = tlen;
+	size = __builtin_offsetof(struct dl_pysnap_ev, table_bytes) + tlen;
+	s->h.size = size;
+	s->h.kind = DL_EV_PYSNAP;
+	s->h.cpu = bpf_get_smp_processor_id();
+	s->h.ts = bpf_ktime_get_ns();
+	s->h.tgid = tgid;
+	s->h.tid = (__u32)bpf_get_current_pid_tgid();
+	if (bpf_ringbuf_output(&rb, s, size, 0))
+		dl_count_drop(DL_DROP_CUDA);
+	return 0;
+}
+
+/* Snapshots the code objects of st's frames that the process has not had sent (a global function). */
+__noinline int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_stack *st, __u32 tgid)
+{
+	if (!cfg || !st)
+		return 0;
+	for (int i = 0; i < DL_PY_MAX; i++) {
+		__u64 code;
+
+		if (i >= st->n)
+			break;
+		code = st->f[i].code;
+		if (code && py_code_new(cfg, tgid, code))
+			py_snap(cfg, code, tgid);
+	}
+	return 0;
+}
+
+/* Walks the current thread's frames into py_stack_buf and sends the snapshots they need; the walk, or NULL. */
+static __always_inline struct dl_py_stack *py_frames(const struct dl_py_cfg *cfg, __u32 tgid)
+{
+	__u32 zero = 0;
+	struct dl_py_stack *st = bpf_map_lookup_elem(&py_stack_buf, &zero);
+
+	if (!st)
+		return NULL;
+	py_walk(cfg, st);
+	py_name_frames(cfg, st, tgid);
+	return st;
+}
+
 #endif

@@ -57,6 +57,14 @@ $(OUTPUT)/workloads/fileread: tests/workloads/fileread.c $(HANDSHAKE) | $(OUTPUT
 $(OUTPUT)/workloads/hostile_files: tests/workloads/hostile_files.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
+# A shared-libpython interpreter (tests/workloads/pyshared.c) from the distribution's libpython3.X.so
+# (tools/setup-deps.sh installs it), as the soname its python3 names.
+PYSHARED_LIB := $(shell /usr/bin/python3 -c 'import sysconfig as s; print(s.get_config_var("LIBDIR") + "/" + s.get_config_var("INSTSONAME"))' 2>/dev/null)
+WORKLOADS += $(OUTPUT)/workloads/pyshared/python3
+$(OUTPUT)/workloads/pyshared/python3: tests/workloads/pyshared.c | $(OUTPUT)/workloads
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $< $(PYSHARED_LIB) -o $@
+
 # The fault matrix's hangs and holds: a path replaced under a mapped runtime, a
 # dlopen loop, a command held by a linked library's constructor, many CUDA processes.
 HANG_WORKLOADS := $(OUTPUT)/workloads/overmount $(OUTPUT)/workloads/dlopen_loop $(OUTPUT)/workloads/holdcmd \

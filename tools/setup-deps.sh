@@ -95,6 +95,14 @@ SRC
 fi
 
 # bpftrace is optional (benchmarks compare against it when present); never fatal.
+# The distribution's python3 built the other way too: tests/workloads/pyshared.c is an interpreter as pyenv and
+# --enable-shared builds make it (an executable with no interpreter of its own), linked with libpython3.X.
+pyver=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])') || die "/usr/bin/python3 does not run"
+if [ -z "$(pkg_version "libpython$pyver")" ]; then
+  apt_update
+  apt_install "libpython$pyver"
+fi
+
 [ -n "$(pkg_version bpftrace)" ] ||
   { apt-get install -y -qq --no-install-recommends bpftrace </dev/null >/dev/null 2>&1 ||
     log "bpftrace not installed (optional)"; }

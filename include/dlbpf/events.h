@@ -64,6 +64,8 @@ enum dl_kind {
 	DL_EV_CALL_SHORT = 20, /* struct dl_call_short_ev: a call with its first arguments only (stands for a DL_EV_CUDA) */
 	DL_EV_CGROUP = 21,     /* struct dl_cgroup_ev: the container, pod or Slurm job of a process (collector) */
 	DL_EV_KIND_MAX,
+	/* BPF to the collector only, never in the stream or a recording: */
+	DL_EV_PYSNAP = 64,     /* struct dl_pysnap_ev (dlbpf/pyframes.h): a code object read at a probe */
 };
 
 struct dl_hdr {
@@ -337,7 +339,7 @@ struct dl_proc_ev {
 };
 
 enum dl_proc_flags {
-	DL_PROC_STOPPED = 1u << 0,   /* exec: stopped (SIGSTOP) until the collector has attached; it continues it */
+	DL_PROC_STOPPED = 1u << 0,   /* exec, fork: stopped (SIGSTOP) until the collector has attached; it continues it */
 };
 
 struct dl_mark_ev {

@@ -38,7 +38,47 @@ struct dl_py_cfg {
 	dl_u16 frame_instr;    /* the frame: the instruction pointer (or f_lasti) */
 	dl_u16 frame_owner;    /* the frame: owner (with DL_PYCFG_OWNER) */
 	dl_u16 code_adaptive;  /* the code object: where its bytecode starts */
+	/* What a code object's snapshot reads (struct dl_pysnap_ev): */
+	dl_u16 co_filename;    /* the code object: its file (a str) */
+	dl_u16 co_name;        /* the code object: its qualified name (3.11+), else its name */
+	dl_u16 co_linetable;   /* the code object: its line table (a bytes) */
+	dl_u16 str_ascii;      /* a compact ASCII str: where its characters start */
+	dl_u16 str_utf8_len;   /* a compact str: its UTF-8 copy's length and pointer */
+	dl_u16 str_utf8;
 	dl_u16 pad;
+	dl_u32 epoch;          /* which of the processes with this tgid (py_seen's key): new at each setup */
+	dl_u32 pad2;
+};
+
+/*
+ * A code object as BPF read it at a call's probe, the first time a frame of
+ * the process named it (bpf/pyframes.bpf.h): the code object's head and what
+ * its pointers lead to, each region at its address in the process. The
+ * collector reads it as it would the process's memory (user/capture/pycode.c)
+ * and writes the DL_EV_PYCODE record; it never reaches the stream or a
+ * recording. So a call's lines do not depend on the process living until the
+ * collector drains: a process that exits after its last call keeps them.
+ */
+#define DL_PYSNAP_CODE 256        /* bytes of the code object: every field the layouts name is below */
+#define DL_PYSNAP_STR_HEAD 64     /* bytes of a str object: its length, state and UTF-8 pointer */
+#define DL_PYSNAP_STR 511         /* characters of a name kept (the collector's cap too) */
+#define DL_PYSNAP_BYTES_HEAD 32   /* a bytes object's head: ob_size at 16, its data from 32 */
+#define DL_PYSNAP_TABLE 8192      /* bytes of a line table: a longer one is cut, the lines past it not known */
+
+struct dl_pysnap_ev {
+	struct dl_hdr h;          /* kind DL_EV_PYSNAP; size: up to table_len bytes of table */
+	dl_u64 code;              /* the code object's address */
+	dl_u64 file, name;        /* the str objects' addresses (their heads are in file_head, name_head) */
+	dl_u64 file_text, name_text; /* where their characters were read */
+	dl_u64 table;             /* the line table's bytes object */
+	dl_u16 file_len, name_len; /* characters read at file_text, name_text */
+	dl_u32 table_len;         /* bytes read at table (its head included); 0: none */
+	dl_u8 code_head[DL_PYSNAP_CODE];
+	dl_u8 file_head[DL_PYSNAP_STR_HEAD];
+	dl_u8 name_head[DL_PYSNAP_STR_HEAD];
+	dl_u8 file_chars[DL_PYSNAP_STR + 1];
+	dl_u8 name_chars[DL_PYSNAP_STR + 1];
+	dl_u8 table_bytes[DL_PYSNAP_BYTES_HEAD + DL_PYSNAP_TABLE];
 };
 
 #define DL_PY_OWNED_BY_CSTACK 3   /* FRAME_OWNED_BY_CSTACK, 3.12 and 3.13 */

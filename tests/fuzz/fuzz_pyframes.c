@@ -5,7 +5,8 @@
  * a recording may hold them, and the code-object reader (capture/pyobj.c)
  * on a fake address space made of the input, where every pointer may point
  * anywhere in it: at itself (a cyclic string or table), past its end, into
- * the middle of a word. Besides "no crash, no hang, no sanitizer report": a
+ * the middle of a word, and on a BPF snapshot of a code object made of the
+ * input (capture/pyobj.h). Besides "no crash, no hang, no sanitizer report": a
  * line is -1 or positive, names stay inside their buffers and end in NUL.
  */
 #define _GNU_SOURCE
@@ -91,6 +92,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (uint32_t k = 0; k < st.n; k++)
 				if (k >= DL_PY_MAX || !st.f[k].code)
 					FAIL("frame %u of %u kept (code %#llx)", k, st.n, (unsigned long long)st.f[k].code);
+		free(e);
+	}
+	/* As a BPF snapshot of a code object: the reader on its regions, read as the process's memory. */
+	if (size >= 16 && size < 65536) {
+		struct dl_pysnap_ev *e = calloc(1, sizeof(*e));
+		size_t n = size < sizeof(*e) ? size : sizeof(*e);
+		struct dl_pysnap_mem m;
+		uint64_t type;
+
+		memcpy(e, data, n);
+		e->h.size = (uint16_t)n;
+		memcpy(&type, data + 8, sizeof(type));
+		if (dl_pysnap_mem_init(&m, e, n))
+			for (unsigned minor = 10; minor <= 13; minor++) {
+				const struct dl_py_layout *l = dl_py_layout_of(3, minor);
+
+				if (!l || dl_pycode_read(l, type, dl_pysnap_read, &m, e->code, &info))
+					continue;
+				check_name(info.file);
+				check_name(info.func);
+				/* A table pointer may lead into any region (the code object's own head): never past one. */
+				if (info.table_len > DL_PYSNAP_BYTES_HEAD + DL_PYSNAP_TABLE || (info.table_len && !info.table))
+					FAIL("snapshot table of %zu bytes", info.table_len);
+				dl_pycode_info_free(&info);
+			}
 		free(e);
 	}
 	/* Each version's layout, reading a "code object" at a few places of the space. */

@@ -7,16 +7,22 @@ of its caller) are the truth. Expected: the exact file, function and line
 for >= 99% of sync and copy calls, per version, from threads and a forked
 loader too; a recording replays to the same sites; a version the table lacks
 and a process that is not Python get native sites and a notice, never frames.
-A missing interpreter is skipped with a message. Run as root."""
+A loop that exits right after its last call keeps every line, under the
+distribution's python3 and a shared-libpython build of it, launched and with
+--pid, and a loader forked and calling CUDA at once is traced from its first
+call. A missing interpreter is skipped with a message. Run as root."""
 import glob
 import os
 import subprocess
 
-from harness import DLBPF, GPUSIM_DIR, ROOT, WORK, Dlbpf, Skipped, check, load_summary, main, process, truth_line
+from harness import (DLBPF, GPUSIM_DIR, OUT, ROOT, WORK, Dlbpf, Skipped, check, load_summary, main, process,
+                     trace_waiting, truth_line)
 
 PYTRAIN = os.path.join(ROOT, "tests", "workloads", "pytrain.py")
 LIBCUDART = os.path.join(GPUSIM_DIR, "libcudart.so.13")
 PYENV = "/root/.pyenv/versions"
+# The distribution's CPython as a shared-libpython build (tests/workloads/pyshared.c), as pyenv's are.
+PYSHARED = os.path.join(OUT, "workloads", "pyshared", "python3")
 
 
 def interpreter(minor):
@@ -117,6 +123,63 @@ def test_threads_and_forked_loader():
             res.append(f"3.{minor} pid {pid}: {matched}/{total}")
     if not res:
         raise Skipped("neither CPython 3.11 nor 3.12 on this machine")
+    return "; ".join(res)
+
+
+def distribution_builds():
+    """The distribution's python3, linked whole, and the same interpreter from its shared libpython."""
+    builds = [("static", os.path.realpath("/usr/bin/python3"))]
+    check(os.path.exists(PYSHARED), f"{PYSHARED} is not built (make test-integration builds it)")
+    builds.append(("shared libpython", PYSHARED))
+    return builds
+
+
+def check_exact(label, t, s, err, procs):
+    """Every call of every process at its exact line, and a forked child's calls counted from its first."""
+    check("has no _PyRuntime" not in err, f"{label}: a warning for an interpreter it should have found: {err[-1500:]}")
+    check("CPython 3." in err, f"{label}: no notice that Python frames are read: {err[-1500:]}")
+    res = []
+    for pid, truth in t["pyframes"].items():
+        p = process(s, int(pid))
+        matched, total = accuracy(truth, measured(p, t["file"]))
+        # Exact: each call is one record, named from what BPF read at its probe; nothing is sampled.
+        check(total > 0 and matched == total, f"{label} pid {pid}: {matched}/{total} calls at their exact line; "
+              f"truth {truth}, dlbpf {measured(p, t['file'])}")
+        calls = {api: c["count"] for api, c in p["cuda"]["calls"].items()}
+        res.append(f"pid {pid} {matched}/{total}")
+        if any(k.startswith("loader:") for k in truth):
+            # The forked loader's own count of its copies (it makes no other CUDA call).
+            own = sum(n for k, n in truth.items() if k.startswith("loader:"))
+            check(calls.get("cudaMemcpy", 0) == own, f"{label} forked pid {pid}: {calls} traced, it made {own} copies")
+            res[-1] += f" (forked, {calls.get('cudaMemcpy', 0)}/{own} copies)"
+    check(len(t["pyframes"]) == procs, f"{label}: expected the truth of {procs} processes: {t['pyframes']}")
+    return f"{label}: " + ", ".join(res)
+
+
+def test_exits_at_once():
+    """A 30-step loop that exits right after its last call, and a loader it forks that calls CUDA at once and
+    exits: every line exact, under the distribution's python3 linked whole and from its shared libpython, in
+    launch mode, with --pid, and exec'd by a traced shell (held at its exec, before libpython is mapped)."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    res = []
+    for kind, python in distribution_builds():
+        # Alone (its last call, then exit: nothing else keeps it alive), and with the loader it forks and waits for.
+        for fork in (False, True):
+            args = ["--steps", "30"] + (["--fork"] if fork else [])
+            procs, how = (2, " + fork") if fork else (1, "")
+            t, s, err = run_py(python, args)
+            res.append(check_exact(f"{kind}{how}, launched", t, s, err, procs))
+
+            w, out, d, rc = trace_waiting([python, PYTRAIN, LIBCUDART, "--wait"] + args, workload_env=env)
+            check(rc == 0 and w.returncode == 0,
+                  f"{kind} --pid: dlbpf {rc}, workload {w.returncode}: {d.stderr[-1500:]}")
+            res.append(check_exact(f"{kind}{how}, --pid", truth_line(out, '{"pyframes"'), d.summary(), d.stderr, procs))
+
+            d = Dlbpf(["--", "sh", "-c", " ".join([python, PYTRAIN, LIBCUDART] + args) + "; true"], env=env)
+            check(d.wait(120) == 0, f"{kind} under sh: dlbpf failed: {d.stderr[-2000:]}")
+            res.append(check_exact(f"{kind}{how}, exec'd by sh", truth_line(d.stdout, '{"pyframes"'), d.summary(),
+                                   d.stderr, procs))
     return "; ".join(res)
 
 

@@ -7,20 +7,28 @@ its caller's from the interpreter's frames: the truth a tracer's Python
 frames are compared with. Prints {"pyframes": {pid: {"func:line<-caller:line": calls}}}.
 
   pytrain.py LIBCUDART [--steps N] [--thread] [--fork] [--wait]
+
+It exits as soon as its loop is done, and its forked loader calls CUDA as soon
+as it is forked: it never waits for a tracer.
 """
 import ctypes
 import json
 import os
 import sys
 import threading
-import time
 
 TRUTH = {}
 LOCK = threading.Lock()
 H2D, D2H = 1, 2
 BATCH = 1 << 16
-# The collector reads code objects from the live process, some drains after the calls: stay that long.
-LINGER = 0.5
+
+
+def say(line):
+    """One line in one write: a tracer started as `dlbpf -- pytrain.py` writes its report to the same
+    stdout, and print() writes the text and its newline apart when unbuffered (PYTHONUNBUFFERED)."""
+    data = (line + "\n").encode()
+    while data:
+        data = data[os.write(1, data):]
 
 
 def name(code):
@@ -91,6 +99,7 @@ def main():
     host = ctypes.create_string_buffer(BATCH)
     kernel = ctypes.cast(ctypes.CFUNCTYPE(None)(lambda: None), ctypes.c_void_p)
     if "--wait" in args:
+        say("ready")   # a tracer attaches with --pid, then says go
         sys.stdin.readline()
     child_r = None
     if "--fork" in args:
@@ -98,11 +107,9 @@ def main():
         if os.fork() == 0:
             os.close(child_r)
             TRUTH.clear()
-            # A tracer attaches its probes to a new process after it sees the fork: calls before are not traced.
-            time.sleep(LINGER)
+            # CUDA at once, and gone at once: a tracer must follow the child from its first call.
             loader(rt, dev, host, steps)
             os.write(w, json.dumps(TRUTH).encode())
-            time.sleep(LINGER)
             os._exit(0)
         os.close(w)
     helper = None
@@ -120,9 +127,7 @@ def main():
             data += chunk
         pid, _ = os.wait()
         out[str(pid)] = json.loads(data)
-    print(json.dumps({"pyframes": out, "python": list(sys.version_info[:2]), "file": os.path.abspath(__file__)}),
-          flush=True)
-    time.sleep(LINGER)
+    say(json.dumps({"pyframes": out, "python": list(sys.version_info[:2]), "file": os.path.abspath(__file__)}))
 
 
 if __name__ == "__main__":

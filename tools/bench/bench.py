@@ -8,7 +8,7 @@ here fails on timing: it prints, and writes the tables to .output/bench/results.
 
   python3 tools/bench/bench.py [--rounds N] [--only 1,2,3,3b,3c,4,5,6,7,8,9,10,11,12] [--rss-seconds S] [--soak-steps N]
                                [--drain-records N] [--collector-seconds S]
-                               [--baseline DLBPF]   (tables 1 and 10: another build's cost beside this one's)
+                               [--baseline DLBPF]   (tables 1, 10 and 11: another build's cost beside this one's)
 """
 import argparse
 import json
@@ -1019,7 +1019,7 @@ def main():
     ap.add_argument("--pipe-loops", type=int, default=200000, help="table 7: round trips per run")
     ap.add_argument("--only", default="1,2,3,3b,3c,4,5,6,7,8,9,10,11,12")
     ap.add_argument("--baseline", metavar="DLBPF",
-                    help="tables 1, 7 and 10 also run this dlbpf binary (another build) and give dlbpf's cost as a "
+                    help="tables 1, 7, 10 and 11 also run this dlbpf binary (another build) and give dlbpf's cost as a "
                          "ratio to it")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -1055,7 +1055,7 @@ def main():
         out.append(bench_probe_runtime(a.rounds, a.baseline))
     if "11" in only:
         from bench_pyframes import bench_pyframes
-        out.append(bench_pyframes(a.rounds))
+        out.append(bench_pyframes(a.rounds, a.baseline))
     if "12" in only:
         from bench_budget import bench_budget
         out.append(bench_budget(a.train_rounds, a.budget_steps))

@@ -51,13 +51,13 @@ class PyTarget:
         return json.loads(out.strip().splitlines()[-1])
 
 
-def one_run(make_target, traced):
+def one_run(make_target, traced, binary=DLBPF):
     """(the loop's ns per call, the return program's ns per run, or None untraced)."""
     t = make_target()
     if not traced:
         return t.go()["ns_per_call"], None
     old = {p["id"] for p in loaded_progs()}
-    tr = Tracer("dlbpf", t)
+    tr = Tracer("dlbpf", t, binary=binary)
     ret = [p for p in loaded_progs() if p["id"] not in old and p.get("name") == "cuda_return"]
 
     def stats():
@@ -74,7 +74,7 @@ def one_run(make_target, traced):
     return ns_call, (ns / runs if runs >= CALLS and len(ret) == 1 else None), notice
 
 
-def bench_pyframes(rounds):
+def bench_pyframes(rounds, baseline=None):
     python = next((p for p in PYTHONS if shutil.which(p) or os.path.exists(p)), None)
     if not python or not os.path.exists(CUDART):
         return table("11. Python frames", ["note"], [["no CPython or no CUDA toolkit runtime: skipped"]])
@@ -85,7 +85,7 @@ def bench_pyframes(rounds):
         stats_were = f.read().strip()
     with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
         f.write("1")
-    got = {k: [] for k in ("py untraced", "py traced", "py prog", "c prog")}
+    got = {k: [] for k in ("py untraced", "py traced", "py prog", "c prog", "base prog", "base traced")}
     framed = True
     try:
         for r in range(rounds):
@@ -98,6 +98,12 @@ def bench_pyframes(rounds):
                     got["py traced"].append(ns_call)
                     if prog:
                         got["py prog"].append(prog)
+                    if baseline:
+                        ns_call, prog, notice = one_run(py_target, True, baseline)
+                        framed &= "call sites name Python lines" in notice
+                        got["base traced"].append(ns_call)
+                        if prog:
+                            got["base prog"].append(prog)
                 else:
                     _, prog, _ = one_run(c_target, True)
                     if prog:
@@ -115,6 +121,13 @@ def bench_pyframes(rounds):
         ["the Python loop's ns per call, under dlbpf", spread(got["py traced"]),
          spread([t / u for t, u in zip(got["py traced"], got["py untraced"])], "{:.2f}")],
     ]
+    if baseline:
+        rows += [
+            ["return program, ns per call: Python caller, baseline build", spread(got["base prog"]),
+             spread([p / b for p, b in zip(got["py prog"], got["base prog"])], "{:.2f}") + " (this / baseline)"],
+            ["the Python loop's ns per call, under the baseline build", spread(got["base traced"]),
+             spread([t / b for t, b in zip(got["py traced"], got["base traced"])], "{:.2f}") + " (this / baseline)"],
+        ]
     return table("11. Python frames: what the walk adds to a copy's record",
                  ["figure", "median [min-max]", "ratio"], rows,
                  [f"{CALLS} cudaMemcpy calls a run (the toolkit's runtime, no GPU: each returns at once), from "

@@ -60,9 +60,9 @@ static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
 	} else if (e->what == DL_PROC_EXEC) {
 		note_container(c, (pid_t)h->tgid);
 	}
-	/* Held at its exec (bpf/proc.bpf.c): attach to what it maps now, then continue it. */
-	if (e->what == DL_PROC_EXEC && h->size >= offsetof(struct dl_proc_ev, flags) + sizeof(e->flags) &&
-	    (e->flags & DL_PROC_STOPPED))
+	/* Held at its exec or fork (bpf/proc.bpf.c): attach to what it maps now, then continue it. */
+	if ((e->what == DL_PROC_EXEC || e->what == DL_PROC_FORK) &&
+	    h->size >= offsetof(struct dl_proc_ev, flags) + sizeof(e->flags) && (e->flags & DL_PROC_STOPPED))
 		dl_held_note(&c->held, (pid_t)h->tgid, true);
 }
 
@@ -74,6 +74,11 @@ int dl_collector_record(void *ctx, void *data, size_t len)
 	struct dl_rec_in in;
 
 	c->drained_bytes += len;
+	/* A code object BPF read at a probe: its record goes into the stream ahead of the call that named it. */
+	if (len >= sizeof(*h) && h->kind == DL_EV_PYSNAP) {
+		dl_pyprocs_snapshot(&c->py, c->stream, data, len);
+		return 0;
+	}
 	/* Resolved while the process still has the cwd it opened from; the recording keeps the result. */
 	if (h->kind == DL_EV_FILE_OPEN && len >= sizeof(struct dl_file_open_ev) && dl_files_resolve(&c->cwds, data, &abs))
 		data = &abs, len = sizeof(abs);

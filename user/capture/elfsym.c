@@ -262,3 +262,39 @@ int dl_elf_find_fd(int fd, struct dl_elf_want *want, int n, uint64_t *first_vadd
 			want[k].len = 0;
 	return 0;
 }
+
+int dl_elf_needs_fd(int fd, const char *prefix)
+{
+	Elf_Scn *scn = NULL;
+	int found = 0;
+	Elf *elf;
+
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -EINVAL;
+	while (!found && (scn = elf_nextscn(elf, scn))) {
+		size_t ent = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !(d = elf_getdata(scn, NULL)) || !ent)
+			continue;
+		for (size_t i = 0; i < d->d_size / ent; i++) {
+			const char *nm;
+			GElf_Dyn dyn;
+
+			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				break;
+			if (dyn.d_tag != DT_NEEDED)
+				continue;
+			nm = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+			if (nm && !strncmp(nm, prefix, strlen(prefix))) {
+				found = 1;
+				break;
+			}
+		}
+	}
+	elf_end(elf);
+	return found;
+}

@@ -43,6 +43,9 @@ struct dl_elf_want {
 };
 int dl_elf_find_fd(int fd, struct dl_elf_want *want, int n, uint64_t *first_vaddr);
 
+/* 1 when the file names a library starting with prefix among those it needs (DT_NEEDED), 0 if not, or -errno. */
+int dl_elf_needs_fd(int fd, const char *prefix);
+
 /* A global definition is preferred to a local or weak one of the same name. */
 const struct dl_elf_sym *dl_elf_sym_by_name(const struct dl_elf_syms *s, const char *name);
 /* The function containing a file offset, or NULL. */

@@ -339,6 +339,7 @@ int dl_env_probe(struct dl_features *f)
 		f->fentry = probe_fentry(btf);
 		f->kprobes = probe_kprobes();
 	}
+	f->signal_task = btf__find_by_name_kind(btf, "bpf_send_signal_task", BTF_KIND_FUNC) > 0;
 	dl_debug("kernel: block_io_start %s, sched_switch prev_state %s, sched_process_exit group_dead %s, "
 		 "block_bio_backmerge (%s)", f->block_io_start ? "yes" : "no", f->switch_prev_state ? "yes" : "no",
 		 f->exit_group_dead ? "yes" : "no", f->bio_merge_bio_only ? "bio" : "q, rq, bio");
@@ -368,6 +369,9 @@ int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_
 			   : "the files source on syscall tracepoints (below)" };
 	out[n++] = (struct dl_feature_info){ "kprobes", f->kprobes,
 		f->fentry ? "nothing while fentry is there" : "the files source on syscall tracepoints (below)" };
+	out[n++] = (struct dl_feature_info){ "signal_task", f->signal_task,
+		"a child forked by a process with CUDA probes is attached to at the next scan (within 250 ms): "
+		"CUDA calls it makes before are not traced" };
 	out[n++] = (struct dl_feature_info){ "block_io_start", f->block_io_start,
 		"block requests keyed at insert/issue (older tracepoints): same bytes" };
 	return n;

@@ -19,6 +19,7 @@ struct dl_features {
 	bool task_storage;          /* task-local storage from tracing programs (5.12+); else hashes by thread id */
 	bool task_btf;              /* bpf_get_current_task_btf (5.11+); else probe reads of the task */
 	bool global_ptr_args;       /* global BPF functions with pointer arguments (5.12+); else no Python frames in BPF */
+	bool signal_task;           /* the kfunc bpf_send_signal_task (6.13+): a forked child is held until attached to */
 	/*
 	 * The uretprobe system call (x86-64, 6.11+) in the kernel's BTF: return probes return through
 	 * it, which a seccomp filter may deny (capture/seccomp_hazard.h). Without it they trap (int3).

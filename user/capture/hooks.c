@@ -46,6 +46,7 @@ static bool *feature_by_name(struct dl_features *f, const char *name, size_t len
 		{ "global_ptr_args", offsetof(struct dl_features, global_ptr_args) },
 		{ "fentry", offsetof(struct dl_features, fentry) },
 		{ "kprobes", offsetof(struct dl_features, kprobes) },
+		{ "signal_task", offsetof(struct dl_features, signal_task) },
 	};
 
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
@@ -72,7 +73,7 @@ int dl_hooks_features(struct dl_features *f)
 			*feat = false;
 		} else {
 			dl_err("%s=%s: '%.*s' is neither 'old' nor 'without-FEATURE' (uprobe_multi, attach_cookie, "
-			       "task_storage, task_btf, global_ptr_args, fentry, kprobes)", FORCE_TWINS, v, (int)len, p);
+			       "task_storage, task_btf, global_ptr_args, fentry, kprobes, signal_task)", FORCE_TWINS, v, (int)len, p);
 			return -EINVAL;
 		}
 		p += len;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,8 @@
 struct code_ent {
 	uint64_t addr, checked_ns;
 	struct dl_pycode_info id;   /* identity fields only */
+	size_t table_len;           /* bytes of line table written */
+	bool table_short;           /* written from fewer bytes than the process has: read again while it lives */
 };
 
 struct dl_pyproc {
@@ -65,6 +69,9 @@ static void proc_free(struct dl_pyproc *p)
 
 void dl_pyprocs_free(struct dl_pyprocs *pp)
 {
+	if (pp->snapshots || pp->snapshots_refused)
+		dl_debug("Python code objects read by BPF at a probe: %" PRIu64 " (%" PRIu64 " refused)", pp->snapshots,
+			 pp->snapshots_refused);
 	for (size_t i = 0; i < pp->v.n; i++)
 		if (pp->v.v[i])
 			proc_free(pp->v.v[i]);
@@ -134,7 +141,8 @@ static int find_bin(const struct dl_mapping *m, void *arg)
 
 enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE_TYPE, NSYMS };
 
-static int bin_symbols(pid_t pid, const char *path, uint64_t vals[NSYMS], uint64_t *first_vaddr)
+/* The interpreter's symbols in path; *needs_lib: whether it is linked with a libpython (1), or not (0, or -errno). */
+static int bin_symbols(pid_t pid, const char *path, uint64_t vals[NSYMS], uint64_t *first_vaddr, int *needs_lib)
 {
 	struct dl_elf_want want[NSYMS] = { { .name = "_PyRuntime" }, { .name = "Py_Version" }, { .name = "PyCode_Type" } };
 	struct dl_tfile f;
@@ -144,10 +152,22 @@ static int bin_symbols(pid_t pid, const char *path, uint64_t vals[NSYMS], uint64
 	if (dl_tfile_open(pid, path, &f, NULL, 0))
 		return -1;
 	err = dl_elf_find_fd(f.fd, want, NSYMS, first_vaddr);
+	*needs_lib = dl_elf_needs_fd(f.fd, "libpython");
 	dl_tfile_close(&f);
 	for (int k = 0; k < NSYMS; k++)
 		vals[k] = want[k].value;
 	return err ? -1 : 0;
+}
+
+/* What BPF's snapshot of a code object reads (bpf/pyframes.bpf.h), from the layout dl_pycode_read reads it with. */
+static void snapshot_offsets(struct dl_py_cfg *cfg, const struct dl_py_layout *l)
+{
+	cfg->co_filename = l->co_filename;
+	cfg->co_name = l->co_qualname ? l->co_qualname : l->co_name;
+	cfg->co_linetable = l->co_linetable;
+	cfg->str_ascii = l->ascii_size;
+	cfg->str_utf8_len = l->compact_utf8_len;
+	cfg->str_utf8 = l->compact_utf8;
 }
 
 static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybin *b)
@@ -157,9 +177,20 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 	unsigned major = b->major, minor = b->minor;
 	uint8_t dbg[44 * 8];
 	uint32_t ver, keys_off = 0;
+	int needs_lib = 0;
 
 	p->decided = true;
-	if (bin_symbols(p->pid, b->path, vals, &first_vaddr) || !vals[SYM_RUNTIME] || !vals[SYM_CODE_TYPE]) {
+	if (bin_symbols(p->pid, b->path, vals, &first_vaddr, &needs_lib) || !vals[SYM_RUNTIME] || !vals[SYM_CODE_TYPE]) {
+		/*
+		 * An executable linked with libpython (pyenv's, --enable-shared
+		 * builds) has no interpreter of its own; seen before the dynamic
+		 * linker mapped the library (held at its exec), it is looked at
+		 * again once the library is there (find_bin prefers it).
+		 */
+		if (!b->lib && needs_lib > 0) {
+			p->decided = false;
+			return;
+		}
 		dl_warn("pid %d: %s has no _PyRuntime or PyCode_Type symbol: native call sites only", p->pid, b->path);
 		return;
 	}
@@ -193,6 +224,8 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 	p->cfg = p->layout.bpf;
 	p->cfg.tss_addr = bias + vals[SYM_RUNTIME] + p->layout.runtime_tss;
 	p->cfg.specific_off = keys_off;
+	snapshot_offsets(&p->cfg, &p->layout);
+	p->cfg.epoch = ++pp->epochs;
 	if (map_put(pp, p->pid, &p->cfg)) {
 		dl_warn("pid %d: cannot add it to the Python frame map (%s): native call sites only", p->pid,
 			strerror(errno));
@@ -251,16 +284,55 @@ static bool same_code(const struct dl_pycode_info *a, const struct dl_pycode_inf
 	       a->firstlineno == b->firstlineno;
 }
 
-/* Writes the code record of addr unless the one written still holds (its identity checked now and then). */
+/*
+ * Reads the code object at addr through rd and writes its record, unless the
+ * one written says the same (the same identity, a table no shorter).
+ */
+static void remember(struct dl_pyproc *p, struct dl_stream *st, uint64_t addr, dl_pymem_fn rd, void *ctx,
+		     uint64_t now)
+{
+	struct dl_pycode_info info;
+	struct code_ent *e = NULL;
+	uint64_t i;
+
+	if (dl_pycode_read(&p->layout, p->code_type, rd, ctx, addr, &info))
+		return;
+	if (dl_u64map_get(&p->code_of, addr, &i))
+		e = &p->codes.v[i];
+	if (e && same_code(&info, &e->id) && info.table_len <= e->table_len) {
+		e->checked_ns = now;
+		e->table_short = e->table_short && info.table_short;
+		dl_pycode_info_free(&info);
+		return;
+	}
+	dl_emit_pycode(st, now, p->pid, addr, info.file, info.func, info.firstlineno, p->layout.lines_format,
+		       info.table, info.table_len);
+	if (!e) {
+		dl_u64map_put(&p->code_of, addr, p->codes.n);
+		e = dl_vec_push(&p->codes);
+	}
+	e->addr = addr;
+	e->checked_ns = now;
+	e->table_len = info.table_len;
+	e->table_short = info.table_short;
+	dl_pycode_info_free(&info);
+	e->id = info;
+}
+
+/*
+ * From the live process: writes the code record of addr unless the one
+ * written (from BPF's snapshot, or an earlier read) still holds, its identity
+ * checked now and then; a table a snapshot cut is read whole.
+ */
 static void name_code(struct dl_pyproc *p, struct dl_stream *st, uint64_t addr, struct dl_lazy_now *clock,
 		      uint64_t recheck)
 {
 	uint64_t now = dl_lazy_now(clock);
-	struct dl_pycode_info info, id;
-	struct code_ent *e = NULL;
+	struct dl_pycode_info id;
+	struct code_ent *e;
 	uint64_t i;
 
-	if (dl_u64map_get(&p->code_of, addr, &i)) {
+	if (dl_u64map_get(&p->code_of, addr, &i) && !p->codes.v[i].table_short) {
 		e = &p->codes.v[i];
 		if (now - e->checked_ns < recheck)
 			return;
@@ -270,18 +342,20 @@ static void name_code(struct dl_pyproc *p, struct dl_stream *st, uint64_t addr, 
 			return;
 		}
 	}
-	if (dl_pycode_read(&p->layout, p->code_type, mem_read, p, addr, &info))
+	remember(p, st, addr, mem_read, p, now);
+}
+
+void dl_pyprocs_snapshot(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_pysnap_ev *ev, size_t len)
+{
+	struct dl_pyproc *p = len >= sizeof(ev->h) ? proc_of(pp, (pid_t)ev->h.tgid, false) : NULL;
+	struct dl_pysnap_mem m;
+
+	if (!p || !p->python || !dl_pysnap_mem_init(&m, ev, len)) {
+		pp->snapshots_refused++;
 		return;
-	dl_emit_pycode(st, now, p->pid, addr, info.file, info.func, info.firstlineno, p->layout.lines_format,
-		       info.table, info.table_len);
-	dl_pycode_info_free(&info);
-	if (!e) {
-		dl_u64map_put(&p->code_of, addr, p->codes.n);
-		e = dl_vec_push(&p->codes);
 	}
-	e->addr = addr;
-	e->checked_ns = now;
-	e->id = info;
+	pp->snapshots++;
+	remember(p, st, ev->code, dl_pysnap_read, &m, ev->h.ts);
 }
 
 void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,

@@ -20,6 +20,7 @@
 
 struct dl_stream;
 struct dl_pyproc;
+struct dl_pysnap_ev;
 
 struct dl_pyprocs {
 	int map_fd;                 /* BPF map py_procs; -1: none (tests) */
@@ -30,6 +31,9 @@ struct dl_pyprocs {
 	DL_VEC(struct dl_pyproc *) v;
 	struct dl_u64map by_pid;    /* pid -> index in v */
 	uint64_t recheck_ns;        /* how long a code object read stays trusted before its identity is checked */
+	uint32_t epochs;            /* processes set up so far: each one's dl_py_cfg.epoch */
+	uint64_t snapshots;         /* BPF's snapshots of code objects read */
+	uint64_t snapshots_refused; /* ... and refused: malformed, or of a process not set up */
 };
 
 void dl_pyprocs_init(struct dl_pyprocs *pp, int map_fd);
@@ -40,6 +44,11 @@ void dl_pyprocs_scan(struct dl_pyprocs *pp, pid_t pid);
 void dl_pyprocs_fork(struct dl_pyprocs *pp, pid_t child, pid_t parent);
 /* An exec or an exit: what was known of pid's interpreter is no longer so. */
 void dl_pyprocs_forget(struct dl_pyprocs *pp, pid_t pid);
+/*
+ * A code object as BPF read it at a probe (dlbpf/pyframes.h): its record is
+ * written from that, so a process that is gone by now keeps its lines.
+ */
+void dl_pyprocs_snapshot(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_pysnap_ev *ev, size_t len);
 /* Writes the code records a call's frames need and the stream has not had (before the call reaches the sinks). */
 void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,
 			  struct dl_lazy_now *now);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "capture/pyobj.h"
@@ -86,6 +87,7 @@ int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn
 {
 	uint8_t h[BYTES_DATA];
 	uint64_t n;
+	ssize_t got;
 
 	if (dl_pycode_identity(l, code_type, rd, ctx, addr, out))
 		return -1;
@@ -94,18 +96,25 @@ int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn
 	if (!read_all(rd, ctx, out->id_linetable, h, sizeof(h)))
 		return 0;
 	n = word_at(h, VAR_SIZE);
-	/* A table past the cap is cut: lines past its end are then not known, never wrong. */
+	/*
+	 * A table past the cap, or read short (a snapshot keeps its first bytes),
+	 * is cut: the table is read in order, so the lines it gives are right and
+	 * those past its end are not known, never wrong.
+	 */
 	if (n > DL_PY_TABLE_MAX)
 		n = DL_PY_TABLE_MAX;
 	if (!n)
 		return 0;
 	out->table = dl_xcalloc(1, (size_t)n);
-	if (!read_all(rd, ctx, out->id_linetable + BYTES_DATA, out->table, (size_t)n)) {
+	got = out->id_linetable <= UINT64_MAX - BYTES_DATA ? rd(ctx, out->id_linetable + BYTES_DATA, out->table, (size_t)n)
+							   : -1;
+	if (got <= 0 || (uint64_t)got > n) {
 		free(out->table);
 		out->table = NULL;
 		return 0;
 	}
-	out->table_len = (size_t)n;
+	out->table_len = (size_t)got;
+	out->table_short = (uint64_t)got < n;
 	return 0;
 }
 
@@ -114,4 +123,63 @@ void dl_pycode_info_free(struct dl_pycode_info *i)
 	free(i->table);
 	i->table = NULL;
 	i->table_len = 0;
+	i->table_short = false;
+}
+
+static void snap_region(struct dl_pysnap_mem *m, uint64_t addr, const uint8_t *b, size_t len)
+{
+	if (addr && len && addr <= UINT64_MAX - len) {
+		m->r[m->n].addr = addr;
+		m->r[m->n].len = len;
+		m->r[m->n].b = b;
+		m->n++;
+	}
+}
+
+bool dl_pysnap_mem_init(struct dl_pysnap_mem *m, const struct dl_pysnap_ev *ev, size_t len)
+{
+	const size_t head = offsetof(struct dl_pysnap_ev, table_bytes);
+
+	m->n = 0;
+	if (len < head || ev->h.size != len || ev->table_len > len - head || ev->file_len > DL_PYSNAP_STR ||
+	    ev->name_len > DL_PYSNAP_STR)
+		return false;
+	snap_region(m, ev->code, ev->code_head, sizeof(ev->code_head));
+	/* A str's head only where its characters were read (its read failed otherwise, or it was not one). */
+	if (ev->file_text) {
+		snap_region(m, ev->file, ev->file_head, sizeof(ev->file_head));
+		snap_region(m, ev->file_text, ev->file_chars, ev->file_len);
+	}
+	if (ev->name_text) {
+		snap_region(m, ev->name, ev->name_head, sizeof(ev->name_head));
+		snap_region(m, ev->name_text, ev->name_chars, ev->name_len);
+	}
+	snap_region(m, ev->table, ev->table_bytes, ev->table_len);
+	return true;
+}
+
+ssize_t dl_pysnap_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct dl_pysnap_mem *m = ctx;
+	size_t best = 0;
+	int at = -1;
+
+	/* Regions may overlap (a compact str's head and its characters): the one that holds the most from addr. */
+	for (int k = 0; k < m->n; k++) {
+		size_t have;
+
+		if (addr < m->r[k].addr || addr - m->r[k].addr >= m->r[k].len)
+			continue;
+		have = m->r[k].len - (size_t)(addr - m->r[k].addr);
+		if (have > best) {
+			best = have;
+			at = k;
+		}
+	}
+	if (at < 0)
+		return -1;
+	if (best > len)
+		best = len;
+	memcpy(buf, m->r[at].b + (addr - m->r[at].addr), best);
+	return (ssize_t)best;
 }

@@ -38,7 +38,7 @@ const char *dl_py_versions_supported(void);
  */
 bool dl_py_debug_offsets(const uint8_t *raw, size_t len, struct dl_py_layout *l);
 
-/* Reads len bytes at addr of the process; the number read, or -1. */
+/* Reads up to len bytes at addr of the process; the number read (fewer where its memory ends), or -1. */
 typedef ssize_t (*dl_pymem_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
 #define DL_PY_STR_MAX 512
@@ -51,6 +51,7 @@ struct dl_pycode_info {
 	char file[DL_PY_STR_MAX], func[DL_PY_STR_MAX];
 	uint8_t *table;           /* malloc'd; NULL with table_len 0 when unreadable */
 	size_t table_len;
+	bool table_short;         /* fewer bytes than the table has, below DL_PY_TABLE_MAX: a fuller read may come */
 };
 
 /*
@@ -63,5 +64,23 @@ int dl_pycode_identity(const struct dl_py_layout *l, uint64_t code_type, dl_pyme
 int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn rd, void *ctx, uint64_t addr,
 		   struct dl_pycode_info *out);
 void dl_pycode_info_free(struct dl_pycode_info *i);
+
+/*
+ * A code object as BPF read it at a probe (struct dl_pysnap_ev, from the ring
+ * buffer: its lengths are checked here) as memory to read it from with
+ * dl_pycode_read: each region at its address in the process.
+ */
+struct dl_pysnap_mem {
+	int n;
+	struct {
+		uint64_t addr;
+		size_t len;
+		const uint8_t *b;    /* inside the record */
+	} r[6];
+};
+/* False when the len bytes of ev are not a snapshot. */
+bool dl_pysnap_mem_init(struct dl_pysnap_mem *m, const struct dl_pysnap_ev *ev, size_t len);
+/* A dl_pymem_fn over a struct dl_pysnap_mem: what its regions hold from addr on, or -1. */
+ssize_t dl_pysnap_read(void *ctx, uint64_t addr, void *buf, size_t len);
 
 #endif

@@ -64,6 +64,8 @@ static void choose_twins(struct dl_tracer *t)
 	bpf_program__set_autoload(skel->progs.calib_return, multi);
 	bpf_program__set_autoload(skel->progs.calib_entry_one, !multi);
 	bpf_program__set_autoload(skel->progs.calib_ret_one, !multi);
+	bpf_program__set_autoload(skel->progs.proc_fork, !f->signal_task);
+	bpf_program__set_autoload(skel->progs.proc_fork_hold, f->signal_task);
 	bpf_map__set_autocreate(skel->maps.calls, storage);
 	bpf_map__set_autocreate(skel->maps.traced_marks, storage);
 	bpf_map__set_autocreate(skel->maps.file_calls, storage);
@@ -684,6 +686,10 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 		return r;
 	}
 	t->last_attach_ns = dl_now_ns() - t0;
+	/* Its children are held at their fork until attached to (bpf/proc.bpf.c): its probes do not fire in them. */
+	if (bpf_map__update_elem(t->skel->maps.fork_hold, &(uint32_t){ (uint32_t)pid }, sizeof(uint32_t), &(uint8_t){ 1 },
+				 sizeof(uint8_t), BPF_ANY))
+		dl_debug("pid %d: its children will not be held at fork: %s", pid, strerror(errno));
 	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, t->cuda.v[t->cuda.n - 1].nsyms,
 		lib_kind_name(kind), m->path,
 		(double)t->last_attach_ns / 1e6);
@@ -797,6 +803,7 @@ void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid)
 	size_t w = 0;
 
 	forget_refused(t, pid);
+	bpf_map__delete_elem(t->skel->maps.fork_hold, &(uint32_t){ (uint32_t)pid }, sizeof(uint32_t), 0);
 	for (size_t i = 0; i < t->cuda.n; i++) {
 		if (t->cuda.v[i].pid == pid) {
 			attach_free(&t->cuda.v[i], true);
