@@ -7,19 +7,43 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= cc
 CUDA_HOME ?= /usr/local/cuda
-ARCH := x86
+# The target architecture, in the kernel's names (x86, arm64): the machine's unless given.
+# A cross build names the toolchain too: make ARCH=arm64 CROSS=aarch64-linux-gnu-
+# It builds into .output-ARCH and writes .output-ARCH/dlbpf (./dlbpf stays the machine's).
+ARCH ?= $(shell uname -m | sed -e 's/^x86_64$$/x86/' -e 's/^aarch64$$/arm64/')
+ifeq ($(filter x86 arm64,$(ARCH)),)
+$(error ARCH=$(ARCH): dlbpf builds for x86 and arm64 (bpf/arch.bpf.h))
+endif
+CROSS ?=
+AR ?= ar
+PKG_CONFIG ?= pkg-config
+ifneq ($(CROSS),)
+CC := $(CROSS)gcc
+AR := $(CROSS)ar
+# Debian's multiarch libraries of the target (tools/setup-deps.sh installs arm64's).
+PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/$(patsubst %-,%,$(CROSS))/pkgconfig:/usr/share/pkgconfig pkg-config
+# Headers from the multiarch tree first: the cross toolchain's own (/usr/TRIPLET/include) hold
+# an older kernel's UAPI, without what the collector names (BPF_TRACE_UPROBE_MULTI).
+CROSS_CFLAGS := -isystem /usr/include/$(patsubst %-,%,$(CROSS)) -isystem /usr/include
+OUTPUT := .output-$(ARCH)
+DLBPF := $(OUTPUT)/dlbpf
+else
+DLBPF := dlbpf
+endif
 
-CFLAGS_COMMON := -std=gnu11 -g -Wall -Wextra -Werror -Iinclude -Iuser -I$(OUTPUT)
+CFLAGS_COMMON := -std=gnu11 -g -Wall -Wextra -Werror -Iinclude -Iuser -I$(OUTPUT) $(CROSS_CFLAGS)
 CFLAGS ?= -O2
 USER_CFLAGS := $(CFLAGS_COMMON) $(CFLAGS)
-LIBS := $(shell pkg-config --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz) -lm
+LIBS := $(shell $(PKG_CONFIG) --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz) -lm
 TEST_CFLAGS := -std=gnu11 -g -O2 -Wall -Wextra -Werror
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # maps.bpf.o first: libbpf 1.4's linker resolves extern maps only after their definition.
 BPF_SRCS := bpf/maps.bpf.c $(filter-out bpf/maps.bpf.c,$(wildcard bpf/*.bpf.c))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
-BPF_HDRS := $(wildcard bpf/*.bpf.h) bpf/vmlinux.h $(wildcard include/dlbpf/*.h)
+# One vmlinux.h per architecture, from that architecture's kernel BTF (tools/gen-vmlinux-h).
+VMLINUX_H := bpf/vmlinux/$(ARCH)/vmlinux.h
+BPF_HDRS := $(wildcard bpf/*.bpf.h) $(VMLINUX_H) $(wildcard include/dlbpf/*.h)
 
 # The collector is built per object (with dependency files) into one static library per
 # pipeline stage; dlbpf and the unit tests link the libraries. Link order follows the
@@ -47,9 +71,9 @@ SAN_CAPTURE_SRCS := user/capture/procfs.c user/capture/elfsym.c user/capture/dis
 
 define stage_rules
 $(call stage_lib,$(1)): $(patsubst user/%.c,$(OBJ)/%.o,$(2)) | $(OUTPUT)/lib
-	rm -f $$@ && ar rcs $$@ $$^
+	rm -f $$@ && $(AR) rcs $$@ $$^
 $(call san_lib,$(1)): $(patsubst user/%.c,$(SAN_OBJ)/%.o,$(2)) | $(OUTPUT)/lib-san
-	rm -f $$@ && ar rcs $$@ $$^
+	rm -f $$@ && $(AR) rcs $$@ $$^
 endef
 $(foreach s,$(STAGES),$(eval $(call stage_rules,$(s),$(call stage_srcs,$(s)))))
 $(eval $(call stage_rules,base,$(BASE_SRCS)))
@@ -77,13 +101,13 @@ $(MAIN_OBJS): | $(OUTPUT)/dlbpf.skel.h
 .PHONY: all test demo deps clean test-unit test-integration test-asan bench bench-run install uninstall
 .DELETE_ON_ERROR:
 
-all: dlbpf
+all: $(DLBPF)
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/tests:
 	mkdir -p $@
 
 $(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)/bpf
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ibpf -Wall -Werror -c $< -o $@
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ibpf -Ibpf/vmlinux/$(ARCH) -Wall -Werror -c $< -o $@
 
 $(OUTPUT)/dlbpf.bpf.o: $(BPF_OBJS)
 	$(BPFTOOL) gen object $@ $^
@@ -91,7 +115,7 @@ $(OUTPUT)/dlbpf.bpf.o: $(BPF_OBJS)
 $(OUTPUT)/dlbpf.skel.h: $(OUTPUT)/dlbpf.bpf.o
 	$(BPFTOOL) gen skeleton $< name dlbpf > $@
 
-dlbpf: $(MAIN_OBJS) $(STAGE_LIBS)
+$(DLBPF): $(MAIN_OBJS) $(STAGE_LIBS)
 	$(CC) $(USER_CFLAGS) $(MAIN_OBJS) $(STAGE_LIBS) $(LIBS) -pthread -o $@
 
 # The whole collector under the sanitizers, for the integration suites (make test-asan).

@@ -24,8 +24,11 @@ apt_install() {
 
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 
-pkg_version() { dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null |
-                awk '/install ok installed/ {print $4}'; }
+# The installed version; of the host's architecture (or all) when other architectures' are
+# installed too (dpkg multiarch, the arm64 build) and the name does not say which.
+HOST_ARCH=$(dpkg --print-architecture)
+pkg_version() { dpkg-query -W -f='${Status} ${Architecture} ${Version}\n' "$1" 2>/dev/null |
+                awk -v q="$1" -v h="$HOST_ARCH" '/install ok installed/ && (q ~ /:/ || $4 == h || $4 == "all") {print $5; exit}'; }
 
 # Upstream version without epoch and Debian revision: 1:1.4.6-1~bpo12+1 -> 1.4.6
 upstream() { sed -E 's/^[0-9]+://; s/-[^-]*$//' <<<"$1"; }
@@ -97,6 +100,32 @@ compgen -G "$CUDA_HOME/lib64/libcudart.so.*" >/dev/null || cuda_missing+=("$CUDA
 compgen -G "$CUDA_HOME/lib64/stubs/libcuda.so" >/dev/null || cuda_missing+=("$CUDA_HOME/lib64/stubs/libcuda.so")
 if [ ${#cuda_missing[@]} -gt 0 ]; then
   die "CUDA toolkit incomplete under CUDA_HOME=$CUDA_HOME, missing: ${cuda_missing[*]} (install the toolkit or set CUDA_HOME)"
+fi
+
+# --- arm64 as a second target (make ARCH=arm64 CROSS=aarch64-linux-gnu-) and make dist.
+# DLBPF_SETUP_ARM64=0 skips it. dpkg's multiarch gives the cross toolchain Debian's own arm64
+# libbpf, libelf, zlib (headers, .so and the .a the static build links); libzstd-dev is what
+# libelf.a needs when linked statically; lintian checks the .debs make dist writes. The kernel's
+# UAPI headers are the host's linux-libc-dev (backports' is Architecture: all, every asm/).
+DIST_PKGS=(libzstd-dev lintian dpkg-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+# Multi-Arch: same libraries: the arm64 one must be the very version the host has, else apt
+# swaps the host's out (and what depends on it). --no-remove makes any such plan an error.
+ARM64_SAME=(libc6-dev libelf-dev zlib1g-dev libzstd-dev libbpf-dev libbpf1)
+if [ "${DLBPF_SETUP_ARM64:-1}" != 0 ]; then
+  dist_missing=()
+  for p in "${DIST_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || dist_missing+=("$p"); done
+  arm64_missing=()
+  for p in "${ARM64_SAME[@]}"; do
+    v=$(pkg_version "$p:$HOST_ARCH")
+    [ -n "$v" ] || die "$p missing on the host (needed at the same version for arm64)"
+    [ "$(pkg_version "$p:arm64")" = "$v" ] || arm64_missing+=("$p:arm64=$v")
+  done
+  if [ ${#dist_missing[@]} -gt 0 ] || [ ${#arm64_missing[@]} -gt 0 ]; then
+    dpkg --print-foreign-architectures | grep -qx arm64 || { log "adding dpkg architecture arm64"; dpkg --add-architecture arm64; }
+    apt_update
+    [ ${#dist_missing[@]} -eq 0 ] || apt_install --no-remove "${dist_missing[@]}"
+    [ ${#arm64_missing[@]} -eq 0 ] || apt_install --no-remove "${arm64_missing[@]}"
+  fi
 fi
 
 # --- Kernels for tools/vm/run (make vmtest): Debian's own kernel packages booted under QEMU.

@@ -39,6 +39,26 @@ static void test_trampolines(void)
 	CHECK(!dl_trampoline_target(tramp, 5, 0x1000, &t), "truncated code");
 }
 
+static void test_trampolines_aarch64(void)
+{
+	/* bti c; b .-0x40 (aarch64-linux-gnu-as: 5f 24 03 d5, f0 ff ff 17); b .+0x1234 */
+	const uint8_t bti_b[] = { 0x5f, 0x24, 0x03, 0xd5, 0xf0, 0xff, 0xff, 0x17 };
+	const uint8_t b_fwd[] = { 0x8d, 0x04, 0x00, 0x14 };
+	/* stp x29, x30, [sp, #-16]!; mov x29, sp: a function with a body */
+	const uint8_t body[] = { 0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91 };
+	/* bl: a call, not a tail jump */
+	const uint8_t bl[] = { 0x8d, 0x04, 0x00, 0x94 };
+	uint64_t t = 0;
+
+	CHECK(dl_trampoline_target_aarch64(bti_b, sizeof(bti_b), 0x2000, &t), "bti c; b not seen");
+	CHECK_EQ_U64(t, 0x2000 + 4 - 0x40);
+	CHECK(dl_trampoline_target_aarch64(b_fwd, sizeof(b_fwd), 0x2000, &t), "b not seen");
+	CHECK_EQ_U64(t, 0x2000 + 0x1234);
+	CHECK(!dl_trampoline_target_aarch64(body, sizeof(body), 0x2000, &t), "a real function taken for a trampoline");
+	CHECK(!dl_trampoline_target_aarch64(bl, sizeof(bl), 0x2000, &t), "a call taken for a trampoline");
+	CHECK(!dl_trampoline_target_aarch64(bti_b, 6, 0x2000, &t), "truncated code");
+}
+
 static struct dl_cuda_ev ev(enum dl_api_id api)
 {
 	struct dl_cuda_ev e;
@@ -151,6 +171,7 @@ int main(void)
 {
 	test_lib_kinds();
 	test_trampolines();
+	test_trampolines_aarch64();
 	test_layouts();
 	test_driver_inside_runtime();
 	test_demangle();

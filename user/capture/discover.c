@@ -60,7 +60,7 @@ enum dl_lib_kind dl_lib_kind_by_syms(const struct dl_elf_syms *s)
 	return DL_LIB_NONE;
 }
 
-bool dl_trampoline_target(const uint8_t *c, size_t n, uint64_t off, uint64_t *target)
+bool dl_trampoline_target_x86_64(const uint8_t *c, size_t n, uint64_t off, uint64_t *target)
 {
 	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
 	static const uint8_t frame[5] = { 0x55, 0x48, 0x89, 0xe5, 0x5d }; /* push rbp; mov rsp,rbp; pop rbp */
@@ -82,4 +82,34 @@ bool dl_trampoline_target(const uint8_t *c, size_t n, uint64_t off, uint64_t *ta
 		return true;
 	}
 	return false;
+}
+
+bool dl_trampoline_target_aarch64(const uint8_t *c, size_t n, uint64_t off, uint64_t *target)
+{
+	size_t i = 0;
+	uint32_t insn;
+
+	if (n >= 4) {
+		memcpy(&insn, c, sizeof(insn));
+		/* bti c, bti jc: the landing pad of a function built with branch protection */
+		if (insn == 0xd503245f || insn == 0xd50324df)
+			i += 4;
+	}
+	if (n < i + 4)
+		return false;
+	memcpy(&insn, c + i, sizeof(insn));
+	/* b imm26: a word offset from the branch itself */
+	if ((insn & 0xfc000000u) != 0x14000000u)
+		return false;
+	*target = off + i + (uint64_t)((int64_t)((int32_t)(insn << 6) >> 6) * 4);
+	return true;
+}
+
+bool dl_trampoline_target(const uint8_t *c, size_t n, uint64_t off, uint64_t *target)
+{
+#if defined(__aarch64__)
+	return dl_trampoline_target_aarch64(c, n, off, target);
+#else
+	return dl_trampoline_target_x86_64(c, n, off, target);
+#endif
 }

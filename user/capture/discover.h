@@ -32,11 +32,15 @@ bool dl_is_libc_name(const char *path);
 enum dl_lib_kind dl_lib_kind_by_syms(const struct dl_elf_syms *s);
 
 /*
- * If the code at file offset off is a trampoline (optionally endbr64, optionally
- * push %rbp; mov %rsp,%rbp; pop %rbp, then jmp rel32/rel8), stores the file
- * offset it jumps to and returns true. __cudaLaunchKernel is one: probing it and
- * its target would count each launch twice.
+ * If the code at file offset off is a trampoline, stores the file offset it
+ * jumps to and returns true. __cudaLaunchKernel is one: probing it and its
+ * target would count each launch twice. dl_trampoline_target reads the code
+ * as dlbpf's own architecture's (the traced process's).
+ * x86-64: optionally endbr64, optionally push %rbp; mov %rsp,%rbp; pop %rbp,
+ * then jmp rel32/rel8. aarch64: optionally bti c (or jc), then b imm26.
  */
 bool dl_trampoline_target(const uint8_t *code, size_t n, uint64_t off, uint64_t *target);
+bool dl_trampoline_target_x86_64(const uint8_t *code, size_t n, uint64_t off, uint64_t *target);
+bool dl_trampoline_target_aarch64(const uint8_t *code, size_t n, uint64_t off, uint64_t *target);
 
 #endif
