@@ -139,6 +139,45 @@ install: dlbpf
 uninstall:
 	rm -f $(INSTALLED_BIN) $(INSTALLED_MAN) $(INSTALLED_COMPLETION)
 
+# --- make dist: what a fleet installs ----------------------------------------
+# dist/dlbpf-VERSION-MACHINE-linux: one static executable per architecture (the BPF objects
+# are inside through the skeleton), linked against Debian's own libbpf.a, libelf.a, libz.a and
+# libzstd.a (what libelf.a needs); dist/dlbpf_VERSION_DEBARCH.deb around it (tools/dist/mkdeb),
+# checked by lintian; dist/SHA256SUMS. x86_64 is built natively, aarch64 with the cross
+# toolchain tools/setup-deps.sh installs; each architecture's objects are its own output's.
+VERSION := $(shell sed -n 's/^\#define DLBPF_VERSION "\(.*\)"/\1/p' user/version.h)
+DIST_DIR := dist
+DIST_MACHINE := $(if $(filter arm64,$(ARCH)),aarch64,x86_64)
+DIST_DEBARCH := $(if $(filter arm64,$(ARCH)),arm64,amd64)
+DIST_EXE := $(DIST_DIR)/dlbpf-$(VERSION)-$(DIST_MACHINE)-linux
+DIST_DEB := $(DIST_DIR)/dlbpf_$(VERSION)_$(DIST_DEBARCH).deb
+STATIC_LIBS := $(shell $(PKG_CONFIG) --static --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz -lzstd) -lm
+# The cross toolchain of the architecture that is not this machine's.
+DIST_OTHER := $(if $(filter x86_64,$(shell uname -m)),ARCH=arm64 CROSS=aarch64-linux-gnu-,ARCH=x86 CROSS=x86_64-linux-gnu-)
+
+.PHONY: dist dist-arch dist-clean
+dist: deps
+	$(MAKE) --no-print-directory dist-arch
+	$(MAKE) --no-print-directory $(DIST_OTHER) dist-arch
+	cd $(DIST_DIR) && sha256sum dlbpf-$(VERSION)-*-linux dlbpf_$(VERSION)_*.deb > SHA256SUMS
+	@cat $(DIST_DIR)/SHA256SUMS
+
+# One architecture's executable and package (the one ARCH names).
+dist-arch: $(DIST_EXE) $(DIST_DEB)
+
+$(DIST_EXE): $(MAIN_OBJS) $(STAGE_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -static $(MAIN_OBJS) $(STAGE_LIBS) $(STATIC_LIBS) -pthread -o $@.tmp
+	$(CROSS)strip --strip-unneeded --remove-section=.comment --remove-section=.note $@.tmp
+	mv $@.tmp $@
+
+$(DIST_DEB): $(DIST_EXE) tools/dist/mkdeb tools/dist/copyright doc/dlbpf.8 tools/dlbpf.bash-completion
+	tools/dist/mkdeb $(VERSION) $(DIST_DEBARCH) $(DIST_EXE) $@
+	lintian --fail-on error,warning $@
+
+dist-clean:
+	rm -rf $(DIST_DIR)
+
 # --- tests -----------------------------------------------------------------
 -include tests/gpusim/gpusim.mk
 -include tests/workloads/train.mk

@@ -108,6 +108,8 @@ LINEAGE_TESTS := python3 tests/integration/test_lineage.py
 RANKS_TESTS := python3 tests/integration/test_ranks.py
 STEPLEARN_TESTS := python3 tests/integration/test_steplearn.py
 KERNEL_TESTS := python3 tests/integration/test_kernel_features.py
+# The release executable (make dist-arch: this machine's) in a root holding nothing else.
+DIST_TESTS := python3 tests/integration/test_dist.py
 
 # dlbpf itself: the man page, completion and documents tests read its --help.
 test-unit: $(UNIT_BINS) dlbpf
@@ -119,11 +121,11 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN)
 # Every suite, each reporting "N passed, N failed"; dlbpf's checks are counted apart from the
 # simulator's and the workloads' own (--self), and the last line is dlbpf's total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
-		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
+		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build dist-arch
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" "$(DOCS_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
 		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" \
-		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" $(FUZZ_TESTS)
+		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(DIST_TESTS)" $(FUZZ_TESTS)
 
 # Every integration suite again, with dlbpf under AddressSanitizer and UndefinedBehaviorSanitizer:
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.
