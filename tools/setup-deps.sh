@@ -134,16 +134,22 @@ fi
 # modules the guest loads are kept, plus the vmlinuz's ELF vmlinux (tools/vm/README.md).
 VM_CACHE=${DLBPF_VM_CACHE:-/var/cache/dlbpf-vm}
 # kmod: depmod writes the modules.dep that the packages leave to their postinst.
-VM_HOST_PKGS=(qemu-system-x86 busybox-static kmod xz-utils zstd)
+# qemu-system-arm: the arm64 guests (qemu-system-aarch64 -M virt).
+VM_HOST_PKGS=(qemu-system-x86 qemu-system-arm busybox-static kmod xz-utils zstd)
+# The series the matrix boots: x86-64's, then arm64's (their cache folders are arm64-SERIES).
+VM_SERIES=(5.10 6.1 6.12 arm64-6.1 arm64-6.12)
 # Modules the guest's init loads (with what modules.dep says they need); any may be built in.
 VM_MODULES=(virtio_pci virtio_blk virtio_rng 9pnet_virtio 9p overlay ext4 crc32c_generic)
 # series -> suite the newest image of that series comes from, and the package name pattern.
-declare -A VM_SUITE=([5.10]=bullseye-security [6.1]=bookworm-security [6.12]=bookworm-security)
+declare -A VM_SUITE=([5.10]=bullseye-security [6.1]=bookworm-security [6.12]=bookworm-security
+                    [arm64-6.1]=bookworm-security [arm64-6.12]=bookworm-security)
 # The -unsigned image and the signed one hold the same vmlinuz and modules: either will do
 # (the unsigned one first when both have the newest version).
 declare -A VM_PATTERN=([5.10]='^linux-image-5\.10\.0-[0-9]+-amd64(-unsigned)?$'
                        [6.1]='^linux-image-6\.1\.0-[0-9]+-amd64(-unsigned)?$'
-                       [6.12]='^linux-image-6\.12\.[0-9]+\+deb12-amd64(-unsigned)?$')
+                       [6.12]='^linux-image-6\.12\.[0-9]+\+deb12-amd64(-unsigned)?$'
+                       [arm64-6.1]='^linux-image-6\.1\.0-[0-9]+-arm64(-unsigned)?$'
+                       [arm64-6.12]='^linux-image-6\.12\.[0-9]+\+deb12-arm64(-unsigned)?$')
 # Debian 11 is no longer a source of upgrades here: its security suite is pinned to 1 so
 # apt only downloads from it when asked by name.
 VM_PIN=/etc/apt/preferences.d/dlbpf-bullseye-security
@@ -271,7 +277,7 @@ if [ "${DLBPF_SETUP_VM:-1}" != 0 ]; then
   vm_missing=()
   for p in "${VM_HOST_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || vm_missing+=("$p"); done
   vm_series=()
-  for s in 5.10 6.1 6.12; do
+  for s in "${VM_SERIES[@]}"; do
     { vm_cached "$s" && [ "${DLBPF_VM_REFRESH:-0}" != 1 ]; } || vm_series+=("$s")
   done
   if [ ${#vm_missing[@]} -gt 0 ] || [ ${#vm_series[@]} -gt 0 ]; then
@@ -292,12 +298,25 @@ if [ "${DLBPF_SETUP_VM:-1}" != 0 ]; then
       vm_fetch "$s" "$pkg" "$ver"
     done
   fi
-  for s in 5.10 6.1 6.12; do
+  for s in "${VM_SERIES[@]}"; do
     vm_cached "$s" || die "VM kernel $s missing from $VM_CACHE"
-    [ -s "$VM_CACHE/$s/vmlinux" ] || vm_extract_elf "$VM_CACHE/$s" ||
+    # arm64's vmlinuz is an uncompressed Image already: QEMU boots it as it is.
+    [[ $s == arm64-* ]] || [ -s "$VM_CACHE/$s/vmlinux" ] || vm_extract_elf "$VM_CACHE/$s" ||
       log "warning: no ELF vmlinux for $s (its guests boot the vmlinuz, some 3 s slower)"
   done
-  log "VM kernels: $(for s in 5.10 6.1 6.12; do printf '%s=%s ' "$s" "$(cut -d' ' -f2 "$VM_CACHE/$s/package")"; done)"
+  # The arm64 guests' initramfs shell: Debian's arm64 busybox-static, unpacked (the host's
+  # own busybox-static is amd64's and the two cannot be installed side by side).
+  if [ ! -x "$VM_CACHE/arm64-busybox/busybox" ]; then
+    tmp=$(mktemp -d "$VM_CACHE/.fetch.XXXXXX")
+    chmod 755 "$tmp"
+    ( cd "$tmp" && apt-get download -qq busybox-static:arm64 </dev/null >/dev/null 2>&1 ) ||
+      { rm -rf "$tmp"; die "could not download busybox-static:arm64 (is dpkg's arm64 architecture added?)"; }
+    dpkg-deb -x "$tmp"/*.deb "$tmp/x" && mkdir -p "$VM_CACHE/arm64-busybox" &&
+      install -m 0755 "$tmp/x/bin/busybox" "$VM_CACHE/arm64-busybox/busybox" ||
+      { rm -rf "$tmp"; die "busybox-static:arm64 holds no /bin/busybox"; }
+    rm -rf "$tmp"
+  fi
+  log "VM kernels: $(for s in "${VM_SERIES[@]}"; do printf '%s=%s ' "$s" "$(cut -d' ' -f2 "$VM_CACHE/$s/package")"; done)"
 fi
 
 # Tracefs is where uprobe and tracepoint events live; mount it if the system has not.

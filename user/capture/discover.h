@@ -43,4 +43,22 @@ bool dl_trampoline_target(const uint8_t *code, size_t n, uint64_t off, uint64_t 
 bool dl_trampoline_target_x86_64(const uint8_t *code, size_t n, uint64_t off, uint64_t *target);
 bool dl_trampoline_target_aarch64(const uint8_t *code, size_t n, uint64_t off, uint64_t *target);
 
+/*
+ * How an arm64 kernel runs the instruction a uprobe replaces
+ * (arch/arm64/kernel/probes/decode-insn.c, arm_probe_decode_insn):
+ * SIMULATED in the breakpoint handler (branches, b.cond, cbz/tbz, adr/adrp,
+ * ret); NOP, simulated since "arm64: insn: Simulate nop instruction for better
+ * uprobe performance" (2024), stepped out of line before; STEPPED out of line
+ * (copied to the XOL slot, hardware single-step: the path of the GB300
+ * wrong-PC resumes, see doc/manual.md); REJECTED (the attach fails: literal
+ * loads, exclusives, exceptions, MSR/MRS, unlisted hints).
+ */
+enum dl_a64_probe_step {
+	DL_A64_SIMULATED,
+	DL_A64_NOP,
+	DL_A64_STEPPED,
+	DL_A64_REJECTED,
+};
+enum dl_a64_probe_step dl_a64_probe_step(uint32_t insn);
+
 #endif
