@@ -30,12 +30,15 @@ DLBPF := $(OUTPUT)/dlbpf
 else
 DLBPF := dlbpf
 endif
+# The libcudart the workloads link: the toolkit's, or, cross-built, the simulator's
+# (no toolkit of the target's architecture is installed).
+CUDART_DIR = $(if $(CROSS),$(OUTPUT)/gpusim,$(CUDA_HOME)/lib64)
 
 CFLAGS_COMMON := -std=gnu11 -g -Wall -Wextra -Werror -Iinclude -Iuser -I$(OUTPUT) $(CROSS_CFLAGS)
 CFLAGS ?= -O2
 USER_CFLAGS := $(CFLAGS_COMMON) $(CFLAGS)
 LIBS := $(shell $(PKG_CONFIG) --libs libbpf libelf zlib 2>/dev/null || echo -lbpf -lelf -lz) -lm
-TEST_CFLAGS := -std=gnu11 -g -O2 -Wall -Wextra -Werror
+TEST_CFLAGS := -std=gnu11 -g -O2 -Wall -Wextra -Werror $(CROSS_CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # maps.bpf.o first: libbpf 1.4's linker resolves extern maps only after their definition.

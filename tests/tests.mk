@@ -2,7 +2,7 @@
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
-CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
+CUDART_LINK = -L$(CUDART_DIR) -l:libcudart.so.13 -Wl,-rpath,$(CUDART_DIR)
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
 WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev $(OUTPUT)/workloads/fileread \
@@ -18,7 +18,7 @@ $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(SAN_LIBS) | $(OU
 	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) -MMD -MP $< $(SAN_LIBS) -lbpf -lelf -lz -lm -pthread -o $@
 -include $(wildcard $(OUTPUT)/unit/*.d)
 
-$(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads
+$(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads $(if $(CROSS),$(GPUSIM_LIB))
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
 
 # CUDA calls under a seccomp filter shaped like Docker's default profile (which lacks uretprobe, 335).

@@ -501,10 +501,20 @@ static void drop_trampolines(int fd, struct picks *p)
  * the wrong PC (doc/manual.md, "Probe safety on arm64"). Says how many of a
  * library's probed functions start with an instruction the kernel steps.
  */
-static void note_stepped_entries(int fd, const char *path, const struct picks *p)
+static void note_stepped_entries(int fd, const char *path, uint64_t dev, uint64_t ino, const struct picks *p)
 {
+	/* Said once per file (a job's processes map the same libraries); past 32 files, again. */
+	static struct {
+		uint64_t dev, ino;
+	} said[32];
+	static unsigned n_said;
 	unsigned stepped = 0;
 	const char *first = NULL;
+
+	for (unsigned i = 0; i < n_said && i < 32; i++)
+		if (said[i].dev == dev && said[i].ino == ino)
+			return;
+	said[n_said++ % 32] = (typeof(said[0])){ dev, ino };
 
 	for (size_t i = 0; i < p->n; i++) {
 		uint32_t insn;
@@ -568,7 +578,7 @@ static int pick_symbols(struct dl_tracer *t, int fd, pid_t pid, const struct dl_
 	dl_elf_syms_free(&syms);
 	drop_trampolines(fd, p);
 #if defined(__aarch64__)
-	note_stepped_entries(fd, m->path, p);
+	note_stepped_entries(fd, m->path, dev, m->inode, p);
 #endif
 	return 0;
 }

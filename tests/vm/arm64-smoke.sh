@@ -1,0 +1,34 @@
+#!/bin/sh
+# The arm64 guests' smoke (tools/vm/run arm64-6.1|arm64-6.12, POSIX sh: the guest has busybox,
+# no bash or python of its architecture). It runs the static aarch64 release executable on the
+# cross-built simulator and workloads and leaves each run's JSON summary, report and the
+# workload's own truth in DLBPF_VM_OUT; tests/vm/check-arm64.py judges them on the host with the
+# x86 suites' own checks. Build on the host first (make vmtest-arm64-smoke does).
+#   tests/vm/arm64-smoke.sh DLBPF
+set -u
+dlbpf=${1:?usage: $0 DLBPF}
+out=${DLBPF_VM_OUT:?run under tools/vm/run}
+cross=.output-arm64
+export LD_LIBRARY_PATH=$PWD/$cross/gpusim
+rc=0
+echo "kernel: $(uname -r) ($(uname -m)), $(nproc) CPUs"
+"$dlbpf" --version || rc=1
+"$dlbpf" features > "$out/features.txt" 2>&1 || rc=1
+cat "$out/features.txt"
+# Exact counts and bytes against the workload's own (cudaLaunchKernel's 7th and 8th argument
+# slots are x6 and x7 here: its grid, block and shared memory are in the truth too).
+"$dlbpf" -q --json "$out/cuda_calls.json" -- "$cross/workloads/cuda_calls" \
+  > "$out/cuda_calls.out" 2> "$out/cuda_calls.err" || { echo "cuda_calls: dlbpf exited $?"; rc=1; }
+# The demo's scenario and the GPU-bound one: verdicts against the workload's clocks (--truth).
+for s in input gpu; do
+  # /proc/stat's steal column around the run: the tests excuse what the hypervisor took.
+  head -n 1 /proc/stat > "$out/stat-$s.before"
+  "$dlbpf" --json "$out/train-$s.json" -- "$cross/workloads/train" --scenario "$s" --quiet \
+    --truth "$out/truth-$s.jsonl" > "$out/train-$s.out" 2> "$out/train-$s.err" ||
+    { echo "train $s: dlbpf exited $?"; rc=1; }
+  head -n 1 /proc/stat > "$out/stat-$s.after"
+done
+for f in "$out"/*.err; do
+  [ -s "$f" ] && { echo "--- $f"; tail -n 5 "$f"; }
+done
+exit $rc

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Judges what tests/vm/arm64-smoke.sh left in an arm64 guest's output folder, on the host, with
+the x86 suites' own checks: cuda_calls' exact counts, bytes and launch dimensions against its
+truth line (test_dlbpf.compare_cuda), no event lost, each summary valid against the schema, and
+the input and gpu scenarios' verdicts, steps, totals and shares against the workload's clocks
+(test_scenarios.judge and judge_report_lines, with the emulator's allowances).
+  tests/vm/check-arm64.py OUT-DIR"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+os.environ["DLBPF_TEST_EMULATED"] = "1"   # before test_scenarios reads it: TCG runs at the emulator's pace
+
+from harness import Failure, check, process  # noqa: E402
+from summary_schema import violations  # noqa: E402
+import test_dlbpf  # noqa: E402
+import test_scenarios  # noqa: E402
+
+
+def load(out, name):
+    with open(os.path.join(out, name)) as f:
+        return json.load(f)
+
+
+def text(out, name):
+    with open(os.path.join(out, name)) as f:
+        return f.read()
+
+
+def no_drops(name, s):
+    lost = {k: v for k, v in s["drops"].items() if isinstance(v, int) and v}
+    check(not lost, f"{name}: events lost: {lost}")
+    bad = violations(s)
+    check(not bad, f"{name}: summary breaks the schema: {bad[:3]}")
+
+
+def stolen(out, scenario):
+    """/proc/stat's steal column over the run, in ns (the guest's USER_HZ is 100 on Debian's kernels)."""
+    ticks = [int(text(out, f"stat-{scenario}.{w}").split()[8]) for w in ("before", "after")]
+    return (ticks[1] - ticks[0]) * 10_000_000
+
+
+def check_cuda_calls(out):
+    s = load(out, "cuda_calls.json")
+    no_drops("cuda_calls", s)
+    truth = test_dlbpf.cuda_truth(text(out, "cuda_calls.out"))
+    p = process(s, s["processes"][0]["pid"])
+    test_dlbpf.compare_cuda(p, truth, expect_errors=False)   # the simulator: calls succeed
+    return f"{truth['h2d']['count']} h2d, {truth['d2h']['count']} d2h, {sum(truth['calls'].values())} calls exact"
+
+
+def check_scenario(out, name):
+    s = load(out, f"train-{name}.json")
+    no_drops(name, s)
+    truth = test_scenarios.truth_of(os.path.join(out, f"truth-{name}.jsonl"))
+    truth[2].stolen = stolen(out, name)
+    test_scenarios.judge_report_lines(name, s, text(out, f"train-{name}.out"))
+    return f"{s['diagnosis']['verdict']}: " + test_scenarios.judge(name, s, truth)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.splitlines()[-1].strip(), file=sys.stderr)
+        sys.exit(2)
+    out = sys.argv[1]
+    passed = failed = 0
+    for name, fn in (("cuda_calls", lambda: check_cuda_calls(out)), ("scenario input", lambda: check_scenario(out, "input")),
+                     ("scenario gpu", lambda: check_scenario(out, "gpu"))):
+        try:
+            note = fn()
+            print(f"PASS {name}: {note}")
+            passed += 1
+        except (Failure, OSError, ValueError, KeyError) as e:
+            print(f"FAIL {name}: {type(e).__name__}: {e}")
+            failed += 1
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
