@@ -193,10 +193,12 @@ include tools/vm/vm.mk
 deps:
 	@tools/setup-deps.sh
 
-# Every suite on this kernel, then the kernel matrix's smoke on each kernel (tools/vm/README.md).
+# Every suite on this kernel, then the kernel matrix's smoke on each kernel, then the arm64
+# smoke on Debian's arm64 6.12 (tools/vm/README.md; 6.1's is make vmtest-arm64-smoke's).
 test: deps
 	$(MAKE) --no-print-directory test-all
 	$(MAKE) --no-print-directory vmtest-smoke-run
+	$(MAKE) --no-print-directory vmtest-arm64-smoke-run VM_ARM64_KERNELS=arm64-6.12
 
 demo: deps
 	$(MAKE) --no-print-directory demo-run
