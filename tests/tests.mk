@@ -21,6 +21,11 @@ $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(SAN_LIBS) | $(OU
 $(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads $(if $(CROSS),$(GPUSIM_LIB))
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
 
+# One function called N times under a uprobe, each result checked (arm64 probe safety).
+WORKLOADS += $(OUTPUT)/workloads/probe_stress
+$(OUTPUT)/workloads/probe_stress: tests/workloads/probe_stress.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) -fno-omit-frame-pointer $< -o $@
+
 # CUDA calls under a seccomp filter shaped like Docker's default profile (which lacks uretprobe, 335).
 WORKLOADS += $(OUTPUT)/workloads/seccomp_cuda
 $(OUTPUT)/workloads/seccomp_cuda: tests/workloads/seccomp_cuda.c $(HANDSHAKE) | $(OUTPUT)/workloads

@@ -28,6 +28,11 @@ for s in input gpu; do
     { echo "train $s: dlbpf exited $?"; rc=1; }
   head -n 1 /proc/stat > "$out/stat-$s.after"
 done
+# Probe safety: a function whose first instruction arm64 single-steps out of line, called
+# PROBE_CALLS times under a uprobe (--step-on), each result checked by the workload itself.
+"$dlbpf" -q --keep-steps=10 --step-on probe_stress_target --json "$out/probe_stress.json" -- \
+  "$cross/workloads/probe_stress" "${PROBE_CALLS:-200000}" > "$out/probe_stress.out" 2> "$out/probe_stress.err" ||
+  { echo "probe_stress: dlbpf exited $?"; rc=1; }
 for f in "$out"/*.err; do
   [ -s "$f" ] && { echo "--- $f"; tail -n 5 "$f"; }
 done

@@ -4,10 +4,13 @@
 the x86 suites' own checks: cuda_calls' exact counts, bytes and launch dimensions against its
 truth line (test_dlbpf.compare_cuda), no event lost, each summary valid against the schema, and
 the input and gpu scenarios' verdicts, steps, totals and shares against the workload's clocks
-(test_scenarios.judge and judge_report_lines, with the emulator's allowances).
+(test_scenarios.judge and judge_report_lines, with the emulator's allowances), and probe_stress:
+every result right with a uprobe on a function that starts with an instruction arm64 steps.
   tests/vm/check-arm64.py OUT-DIR"""
 import json
 import os
+import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
@@ -17,6 +20,10 @@ from harness import Failure, check, process  # noqa: E402
 from summary_schema import violations  # noqa: E402
 import test_dlbpf  # noqa: E402
 import test_scenarios  # noqa: E402
+
+
+PROBE_STRESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".output-arm64", "workloads",
+                            "probe_stress")
 
 
 def load(out, name):
@@ -60,6 +67,26 @@ def check_scenario(out, name):
     return f"{s['diagnosis']['verdict']}: " + test_scenarios.judge(name, s, truth)
 
 
+def check_probe_stress(out):
+    """Every result right under a probe on a stepped first instruction, every call a step boundary."""
+    s = load(out, "probe_stress.json")
+    no_drops("probe_stress", s)
+    truth = test_dlbpf.truth_line(text(out, "probe_stress.out"), last=True)
+    # In the file: stp x29, x30, [sp, #-N]! (64-bit pre-indexed store pair), stepped out of line.
+    dis = subprocess.run(["aarch64-linux-gnu-objdump", "-d", "--disassemble=probe_stress_target", PROBE_STRESS],
+                         capture_output=True, text=True, check=True).stdout
+    words = re.findall(r"^\s*[0-9a-f]+:\s+([0-9a-f]{8})\s", dis, re.M)
+    insn = int(words[0], 16) if words else 0
+    check((insn & 0xffc07fff) == 0xa9807bfd, f"probe_stress_target starts with {insn:#010x}, not stp x29, x30")
+    # In the process: the uprobe's breakpoint (brk #0x5, BRK64_OPCODE_UPROBES) was there as it ran.
+    check(truth["first_insn"] == 0xd42000a0, f"the process saw {truth['first_insn']:#010x} there, not brk #0x5")
+    check(truth["mismatches"] == 0, f"{truth['mismatches']} of {truth['calls']} results wrong under the probe")
+    marker = s["step_markers"][0]
+    # N calls cut N - 1 whole steps (the last call's step never ends).
+    check(marker["steps"] == truth["calls"] - 1, f"{marker['steps']} steps for {truth['calls']} calls")
+    return f"{truth['calls']} calls through stp x29, x30 ({insn:#010x}) under a uprobe, 0 results wrong"
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__.splitlines()[-1].strip(), file=sys.stderr)
@@ -67,7 +94,8 @@ def main():
     out = sys.argv[1]
     passed = failed = 0
     for name, fn in (("cuda_calls", lambda: check_cuda_calls(out)), ("scenario input", lambda: check_scenario(out, "input")),
-                     ("scenario gpu", lambda: check_scenario(out, "gpu"))):
+                     ("scenario gpu", lambda: check_scenario(out, "gpu")),
+                     ("probe_stress", lambda: check_probe_stress(out))):
         try:
             note = fn()
             print(f"PASS {name}: {note}")

@@ -29,7 +29,8 @@ ARM64_EXE := $(DIST_DIR)/dlbpf-$(VERSION)-aarch64-linux
 ARM64_MAKE := $(MAKE) --no-print-directory ARCH=arm64 CROSS=aarch64-linux-gnu-
 
 # What an arm64 guest runs, built for the ARCH this make builds for.
-vm-guest-prereqs: $(DIST_EXE) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(OUTPUT)/workloads/cuda_calls $(TRAIN_BIN)
+vm-guest-prereqs: $(DIST_EXE) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(OUTPUT)/workloads/cuda_calls $(TRAIN_BIN) \
+	$(OUTPUT)/workloads/probe_stress
 
 vmtest-arm64-smoke: deps
 	$(MAKE) --no-print-directory vmtest-arm64-smoke-run
