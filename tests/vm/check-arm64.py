@@ -67,6 +67,19 @@ def check_scenario(out, name):
     return f"{s['diagnosis']['verdict']}: " + test_scenarios.judge(name, s, truth)
 
 
+def check_chroot(out):
+    """The static executable in a root holding only it, the workload and the workload's own libraries."""
+    files = text(out, "chroot-files.txt").split()
+    check(not [f for f in files if "libbpf" in f or "libelf" in f or "libz." in f], f"the root holds {files}")
+    check(text(out, "chroot-version.txt") == text(out, "version.txt"),
+          f"--version in the root: {text(out, 'chroot-version.txt')!r}")
+    s = load(out, "chroot-cuda_calls.json")
+    no_drops("chroot cuda_calls", s)
+    truth = test_dlbpf.cuda_truth(text(out, "chroot-cuda_calls.out"))
+    test_dlbpf.compare_cuda(process(s, s["processes"][0]["pid"]), truth, expect_errors=False)
+    return f"{len(files)} files in the root; --version and cuda_calls' {sum(truth['calls'].values())} calls exact"
+
+
 def check_probe_stress(out):
     """Every result right under a probe on a stepped first instruction, every call a step boundary."""
     s = load(out, "probe_stress.json")
@@ -93,9 +106,12 @@ def main():
         sys.exit(2)
     out = sys.argv[1]
     passed = failed = 0
-    for name, fn in (("cuda_calls", lambda: check_cuda_calls(out)), ("scenario input", lambda: check_scenario(out, "input")),
-                     ("scenario gpu", lambda: check_scenario(out, "gpu")),
-                     ("probe_stress", lambda: check_probe_stress(out))):
+    # The scenarios the guest ran (ARM64_SCENARIOS): each one whose summary is there, at least one.
+    scenarios = [n for n in ("input", "gpu") if os.path.exists(os.path.join(out, f"truth-{n}.jsonl"))] or ["input"]
+    checks = [("cuda_calls", lambda: check_cuda_calls(out))]
+    checks += [(f"scenario {n}", lambda n=n: check_scenario(out, n)) for n in scenarios]
+    checks += [("probe_stress", lambda: check_probe_stress(out)), ("chroot", lambda: check_chroot(out))]
+    for name, fn in checks:
         try:
             note = fn()
             print(f"PASS {name}: {note}")

@@ -25,6 +25,8 @@ vmtest-smoke-run: dlbpf $(VM_PREREQS)
 # tests/vm/arm64-smoke.sh with the static aarch64 release executable on the cross-built
 # simulator and workloads; tests/vm/check-arm64.py judges each guest's output on the host.
 VM_ARM64_KERNELS ?= arm64-6.12 arm64-6.1
+# Options for tools/vm/run in the arm64 guests (make test: --env ARM64_SCENARIOS=input).
+ARM64_RUN_ARGS ?=
 ARM64_EXE := $(DIST_DIR)/dlbpf-$(VERSION)-aarch64-linux
 ARM64_MAKE := $(MAKE) --no-print-directory ARCH=arm64 CROSS=aarch64-linux-gnu-
 
@@ -39,7 +41,8 @@ vmtest-arm64-smoke-run:
 	$(ARM64_MAKE) vm-guest-prereqs
 	@mkdir -p .output/vm; failed=0; for k in $(VM_ARM64_KERNELS); do \
 		rm -rf .output/vm/$$k; mkdir -p .output/vm/$$k; echo "=== $$k: tests/vm/arm64-smoke.sh"; \
-		if tools/vm/run --out .output/vm/$$k $$k tests/vm/arm64-smoke.sh $(ARM64_EXE) > .output/vm/$$k.log 2>&1 && \
+		if tools/vm/run --out .output/vm/$$k $(ARM64_RUN_ARGS) $$k tests/vm/arm64-smoke.sh $(ARM64_EXE) \
+		     > .output/vm/$$k.log 2>&1 && \
 		   tests/vm/check-arm64.py .output/vm/$$k; then echo "=== $$k: PASS"; \
 		else echo "=== $$k: FAIL (log: .output/vm/$$k.log)"; tail -n 20 .output/vm/$$k.log; failed=$$((failed + 1)); fi; \
 	done; [ $$failed = 0 ]
