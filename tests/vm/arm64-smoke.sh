@@ -34,6 +34,8 @@ done
 "$dlbpf" -q --keep-steps=10 --step-on probe_stress_target --json "$out/probe_stress.json" -- \
   "$cross/workloads/probe_stress" "${PROBE_CALLS:-200000}" > "$out/probe_stress.out" 2> "$out/probe_stress.err" ||
   { echo "probe_stress: dlbpf exited $?"; rc=1; }
+# glibc's pthread keys (CPython's thread state lives under one) through aarch64's TLS layout.
+"$cross/vm/glibc_keys" > "$out/glibc_keys.out" 2>&1 || { echo "glibc_keys: exit $?"; rc=1; }
 # The release executable alone in a root: --version, and cuda_calls traced there with only
 # the workload's own libraries beside it (its loader lists them; no libbpf, no libelf).
 root=$(mktemp -d)

@@ -80,6 +80,15 @@ def check_chroot(out):
     return f"{len(files)} files in the root; --version and cuda_calls' {sum(truth['calls'].values())} calls exact"
 
 
+def check_glibc_keys(out):
+    """aarch64 glibc keeps struct pthread below the thread pointer: a negative offset, the same from
+    the libc file as measured, and every key read back where BPF reads it."""
+    k = test_dlbpf.truth_line(text(out, "glibc_keys.out"))
+    check(k["bad"] == 0, f"{k['bad']} of {k['keys']} keys not where BPF reads them: {k}")
+    check(k["off_self"] == k["off_file"] and k["off_self"] < 0, f"offsets: {k}")
+    return f"keys at tp{k['off_self']:+d} (struct pthread {k['tp_minus_self']} bytes below tp), {k['keys']} read back"
+
+
 def check_probe_stress(out):
     """Every result right under a probe on a stepped first instruction, every call a step boundary."""
     s = load(out, "probe_stress.json")
@@ -110,7 +119,8 @@ def main():
     scenarios = [n for n in ("input", "gpu") if os.path.exists(os.path.join(out, f"truth-{n}.jsonl"))] or ["input"]
     checks = [("cuda_calls", lambda: check_cuda_calls(out))]
     checks += [(f"scenario {n}", lambda n=n: check_scenario(out, n)) for n in scenarios]
-    checks += [("probe_stress", lambda: check_probe_stress(out)), ("chroot", lambda: check_chroot(out))]
+    checks += [("probe_stress", lambda: check_probe_stress(out)), ("chroot", lambda: check_chroot(out)),
+               ("glibc_keys", lambda: check_glibc_keys(out))]
     for name, fn in checks:
         try:
             note = fn()

@@ -32,7 +32,12 @@ ARM64_MAKE := $(MAKE) --no-print-directory ARCH=arm64 CROSS=aarch64-linux-gnu-
 
 # What an arm64 guest runs, built for the ARCH this make builds for.
 vm-guest-prereqs: $(DIST_EXE) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(OUTPUT)/workloads/cuda_calls $(TRAIN_BIN) \
-	$(OUTPUT)/workloads/probe_stress
+	$(OUTPUT)/workloads/probe_stress $(OUTPUT)/vm/glibc_keys
+
+# glibc's pthread keys as dlbpf finds them and as its BPF reads them (tests/vm/glibc_keys.c).
+$(OUTPUT)/vm/glibc_keys: tests/vm/glibc_keys.c $(STAGE_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $< $(STAGE_LIBS) $(LIBS) -pthread -o $@
 
 vmtest-arm64-smoke: deps
 	$(MAKE) --no-print-directory vmtest-arm64-smoke-run
