@@ -9,6 +9,7 @@
 #include <bpf/bpf_core_read.h>
 #include "dlbpf/events.h"
 #include "dlbpf/pyframes.h"
+#include "arch.bpf.h"
 
 /*
  * The sources are linked into one object by `bpftool gen object`: maps.bpf.c
@@ -226,11 +227,12 @@ struct call_stack {
 	__u32 pad;
 	__u64 deep_sp; /* entry sp of the outermost call without a frame, while depth > DL_MAX_DEPTH */
 	/*
-	 * The last entry-only runtime call (a launch) of the thread: its entry sp
-	 * and return address. While [rt_sp] still holds rt_ret and a driver probe
-	 * fires deeper in the stack, the driver call is part of that launch.
+	 * The last entry-only runtime call (a launch) of the thread: its entry sp,
+	 * frame tag and return address (bpf/arch.bpf.h). While [rt_sp] still holds
+	 * rt_tag and a driver probe fires deeper in the stack, the driver call is
+	 * part of that launch.
 	 */
-	__u64 rt_sp, rt_ret;
+	__u64 rt_sp, rt_tag, rt_site;
 	/* Set by a return that left a frame of its own entry sp on top: that frame's return comes next (cuda.bpf.c). */
 	__u64 tail_sp;
 	struct call_frame f[DL_MAX_DEPTH];

@@ -25,8 +25,8 @@ static __always_inline __u32 capture_args(struct pt_regs *ctx, __u64 cookie, __u
 	arg[5] = PT_REGS_PARM6(ctx);
 	if (!(cookie & DL_COOKIE_STACK))
 		return 0;
-	/* At entry [sp] is the return address: stack arguments start at sp+8. */
-	if (bpf_probe_read_user(&arg[6], 2 * sizeof(__u64), (void *)(PT_REGS_SP(ctx) + 8)))
+	/* Slots 7 and 8: the stack on x86-64, x6 and x7 on arm64 (bpf/arch.bpf.h). */
+	if (dl_arch_stack_args(ctx, PT_REGS_SP(ctx), &arg[6], 2))
 		return DL_CUDA_ARGS_FAULT;
 	return 0;
 }
@@ -115,15 +115,16 @@ static __always_inline void drop_stale_tail(struct call_stack *st)
  * launch the runtime forwards to the driver): that launch's frame is still
  * live above us. Calls with a return probe are nested through depth instead.
  */
-static __always_inline bool inside_runtime_launch(struct call_stack *st, __u64 sp)
+static __always_inline bool inside_runtime_launch(struct pt_regs *ctx, struct call_stack *st, __u64 sp)
 {
-	__u64 ret = 0;
+	return st && dl_arch_inside(ctx, sp, st->rt_sp, st->rt_tag, st->rt_site);
+}
 
-	if (!st || !st->rt_sp || sp > st->rt_sp)
-		return false;
-	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)st->rt_sp))
-		return false;
-	return ret == st->rt_ret;
+/* Keeps a runtime launch entered at sp with return address ra as the frame driver calls nest in. */
+static __always_inline void keep_runtime_launch(struct call_stack *st, __u64 sp, __u64 ra)
+{
+	st->rt_site = ra;
+	st->rt_sp = dl_arch_frame_tag(sp, ra, &st->rt_tag) ? 0 : sp;
 }
 
 /*
@@ -242,7 +243,8 @@ static __always_inline void fill_entry(struct pt_regs *ctx, struct dl_cuda_ev *e
 /*
  * Writes a runtime launch as a struct dl_launch_ev, one cache line, when its
  * arguments fit one (include/dlbpf/events.h); false when they do not, and
- * the caller writes the dl_cuda_ev. frame: [sp], [sp+8], [sp+16] at entry.
+ * the caller writes the dl_cuda_ev. frame: the return address and argument
+ * slots 7 and 8 at entry (dl_arch_launch_frame).
  */
 static __always_inline bool put_launch(struct pt_regs *ctx, __u64 cookie, __u64 id, __u32 depth, __u64 ts,
 				       const __u64 *frame)
@@ -316,11 +318,14 @@ static __always_inline int on_entry_only(struct pt_regs *ctx, __u64 cookie, cons
 		barrier_var(p2);
 		arg[0] = (cookie & DL_COOKIE_DEREF_CFG) ? p2 : p1;
 		if (driver) {
-			if (inside_runtime_launch(st, sp))
+			if (inside_runtime_launch(ctx, st, sp))
 				depth += 1;
 		} else if (st && keep_rt) {
-			st->rt_sp = sp;
-			bpf_probe_read_user(&st->rt_ret, sizeof(st->rt_ret), (void *)sp);
+			__u64 ra = 0;
+
+			st->rt_sp = 0;
+			if (!dl_arch_return_address(ctx, sp, &ra))
+				keep_runtime_launch(st, sp, ra);
 		}
 		dl_agg_add(id >> 32, cookie, arg, depth, 0, true, 0);
 		return 0;
@@ -334,17 +339,18 @@ static __always_inline int on_entry_only(struct pt_regs *ctx, __u64 cookie, cons
 	if (!driver && (cookie & DL_COOKIE_STACK) && !(cookie & DL_COOKIE_STACK3)) {
 		/*
 		 * A runtime launch: its return address (the call site, and for
-		 * nesting below) and its two stack arguments are adjacent, so one
-		 * user read (~90 ns, tools/bench/README.md; the dearest part of this probe) serves all.
+		 * nesting below) and argument slots 7 and 8, read at once (one
+		 * user read on x86-64, the dearest part of this probe: bpf/arch.bpf.h).
 		 */
 		__u64 frame[3];
-		bool fault = bpf_probe_read_user(frame, sizeof(frame), (void *)sp);
+		bool fault = dl_arch_launch_frame(ctx, sp, frame);
 
 		if (fault)
 			frame[0] = frame[1] = frame[2] = 0;
 		if (st && keep_rt) {
-			st->rt_sp = fault ? 0 : sp;
-			st->rt_ret = frame[0];
+			st->rt_sp = 0;
+			if (!fault)
+				keep_runtime_launch(st, sp, frame[0]);
 		}
 		if (!fault && !py && (cookie & DL_COOKIE_LAUNCH) && put_launch(ctx, cookie, id, depth, ts, frame))
 			return 0;
@@ -367,23 +373,25 @@ static __always_inline int on_entry_only(struct pt_regs *ctx, __u64 cookie, cons
 	fill_entry(ctx, e, cookie, py, depth);
 	e->arg[6] = e->arg[7] = 0;
 	/* The call site; a runtime call also keeps it for nesting below. Zeroed on a fault. */
-	if (bpf_probe_read_user(&e->site, sizeof(e->site), (void *)sp))
+	if (dl_arch_return_address(ctx, sp, &e->site))
 		e->flags |= DL_CUDA_SITE_FAULT;
 	e->flags |= capture_args(ctx, cookie, e->arg);
-	if ((cookie & DL_COOKIE_STACK3) && bpf_probe_read_user(&e->arg[6], 3 * sizeof(__u64), (void *)(sp + 8)))
+	/* arg[6], arg[7] and out are adjacent (include/dlbpf/events.h). */
+	if ((cookie & DL_COOKIE_STACK3) && dl_arch_stack_args(ctx, sp, &e->arg[6], 3))
 		e->flags |= DL_CUDA_ARGS_FAULT;
 	/* A launch config struct: grid, block, shared memory, stream (40 bytes in both APIs). */
 	if ((cookie & DL_COOKIE_DEREF_CFG) &&
 	    (!e->arg[0] || bpf_probe_read_user(&e->arg[3], 5 * sizeof(__u64), (void *)e->arg[0])))
 		e->flags |= DL_CUDA_ARGS_FAULT;
 	if (driver) {
-		if (inside_runtime_launch(st, sp)) {
+		if (inside_runtime_launch(ctx, st, sp)) {
 			e->depth += 1;
 			e->flags |= DL_CUDA_IN_RUNTIME;
 		}
 	} else if (st && keep_rt) {
-		st->rt_sp = sp;
-		st->rt_ret = e->site;
+		st->rt_sp = 0;
+		if (!(e->flags & DL_CUDA_SITE_FAULT))
+			keep_runtime_launch(st, sp, e->site);
 	}
 	dl_submit(e);
 	return 0;
@@ -441,7 +449,7 @@ static __always_inline int on_enter(struct pt_regs *ctx, __u64 cookie)
 	f->cookie = cookie;
 	f->sp = sp;
 	f->flags = capture_args(ctx, cookie, f->arg);
-	if ((cookie & DL_COOKIE_DRIVER) && inside_runtime_launch(st, sp))
+	if ((cookie & DL_COOKIE_DRIVER) && inside_runtime_launch(ctx, st, sp))
 		f->flags |= DL_CUDA_IN_RUNTIME;
 	st->depth = d + 1;
 	/* Last, so the recorded duration excludes the capture above. */
@@ -548,8 +556,8 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 cookie, const bo
 	__u64 id = dl_task_ids(task);
 	__u32 tid = (__u32)id;
 	struct call_stack *st = dl_calls(task, tid, false);
-	/* The return address has been popped: the call's entry sp is one slot below. */
-	__u64 entry_sp = PT_REGS_SP(ctx) - 8;
+	/* x86-64's return popped the return address; arm64's sp is the entry's (bpf/arch.bpf.h). */
+	__u64 entry_sp = dl_arch_entry_sp(ctx);
 	const struct dl_py_cfg *py;
 	struct call_frame *f;
 	struct dl_cuda_ev *e;

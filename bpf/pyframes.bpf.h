@@ -30,7 +30,7 @@ static __always_inline __u64 py_u64(const char *buf, __u32 off)
 static __always_inline __u64 py_top_frame(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
 {
 	struct task_struct *task = dl_current();
-	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase);
+	__u64 tp = dl_arch_thread_pointer(task);
 	__u32 tss[2];
 	__u64 tstate = 0, frame = 0;
 
@@ -43,7 +43,7 @@ static __always_inline __u64 py_top_frame(const struct dl_py_cfg *cfg, struct dl
 		return 0;
 	}
 	/* struct pthread_key_data { uintptr_t seq; void *data; } */
-	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)(fsbase + cfg->specific_off + tss[1] * 16 + 8)) ||
+	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)(tp + (__s32)cfg->specific_off + tss[1] * 16 + 8)) ||
 	    !tstate) {
 		out->status = DL_PY_NO_THREAD;
 		return 0;

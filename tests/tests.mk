@@ -2,7 +2,7 @@
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/unit/%,$(UNIT_SRCS))
 WORKLOAD_CFLAGS := $(TEST_CFLAGS) -I$(CUDA_HOME)/include
-CUDART_LINK := -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -Wl,-rpath,$(CUDA_HOME)/lib64
+CUDART_LINK = -L$(CUDART_DIR) -l:libcudart.so.13 -Wl,-rpath,$(CUDART_DIR)
 WORKLOADS := $(OUTPUT)/workloads/cuda_calls $(OUTPUT)/workloads/ioread $(OUTPUT)/workloads/spinsleep \
 	$(OUTPUT)/workloads/ratecalls $(OUTPUT)/workloads/hostile_names
 WORKLOADS += $(OUTPUT)/workloads/threads $(OUTPUT)/workloads/readdev $(OUTPUT)/workloads/fileread \
@@ -18,8 +18,13 @@ $(OUTPUT)/unit/test_%: tests/unit/test_%.c tests/unit/check.h $(SAN_LIBS) | $(OU
 	$(CC) $(CFLAGS_COMMON) -O1 $(SAN_FLAGS) -MMD -MP $< $(SAN_LIBS) -lbpf -lelf -lz -lm -pthread -o $@
 -include $(wildcard $(OUTPUT)/unit/*.d)
 
-$(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads
+$(OUTPUT)/workloads/cuda_calls: tests/workloads/cuda_calls.c $(HANDSHAKE) | $(OUTPUT)/workloads $(if $(CROSS),$(GPUSIM_LIB))
 	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
+
+# One function called N times under a uprobe, each result checked (arm64 probe safety).
+WORKLOADS += $(OUTPUT)/workloads/probe_stress
+$(OUTPUT)/workloads/probe_stress: tests/workloads/probe_stress.c | $(OUTPUT)/workloads
+	$(CC) $(TEST_CFLAGS) -fno-omit-frame-pointer $< -o $@
 
 # CUDA calls under a seccomp filter shaped like Docker's default profile (which lacks uretprobe, 335).
 WORKLOADS += $(OUTPUT)/workloads/seccomp_cuda
@@ -117,6 +122,8 @@ RANKS_TESTS := python3 tests/integration/test_ranks.py
 STEPLEARN_TESTS := python3 tests/integration/test_steplearn.py
 KERNEL_TESTS := python3 tests/integration/test_kernel_features.py
 FLEET_TESTS := python3 tests/integration/test_fleet.py
+# The release executable (make dist-arch: this machine's) in a root holding nothing else.
+DIST_TESTS := python3 tests/integration/test_dist.py
 
 # dlbpf itself: the man page, completion and documents tests read its --help.
 test-unit: $(UNIT_BINS) dlbpf
@@ -128,11 +135,11 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN)
 # Every suite, each reporting "N passed, N failed"; dlbpf's checks are counted apart from the
 # simulator's and the workloads' own (--self), and the last line is dlbpf's total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
-		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build
+		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build dist-arch
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" "$(DOCS_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
 		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" \
-		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" $(FUZZ_TESTS)
+		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" "$(DIST_TESTS)" $(FUZZ_TESTS)
 
 # Every integration suite again, with dlbpf under AddressSanitizer and UndefinedBehaviorSanitizer:
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.

@@ -24,11 +24,12 @@ apt_install() {
 
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 
-# Installed for this machine's architecture (or for all): a foreign one's -dev package (multiarch,
-# a cross build) has the same name but neither the headers' arch parts nor the libraries to link.
-NATIVE_ARCH=$(dpkg --print-architecture)
-pkg_version() { dpkg-query -W -f='${Status} ${Version} ${Architecture}\n' "$1" 2>/dev/null |
-                awk -v arch="$NATIVE_ARCH" '/install ok installed/ && ($5 == arch || $5 == "all") {print $4; exit}'; }
+# The installed version; of the host's architecture (or all) when other architectures' are
+# installed too (dpkg multiarch, the arm64 build) and the name does not say which.
+HOST_ARCH=$(dpkg --print-architecture)
+pkg_version() { dpkg-query -W -f='${Status} ${Architecture} ${Version}\n' "$1" 2>/dev/null |
+                awk -v q="$1" -v h="$HOST_ARCH" '/install ok installed/ && (q ~ /:/ || $4 == h || $4 == "all") {print $5; exit}'; }
+NATIVE_ARCH=$HOST_ARCH
 
 # Upstream version without epoch and Debian revision: 1:1.4.6-1~bpo12+1 -> 1.4.6
 upstream() { sed -E 's/^[0-9]+://; s/-[^-]*$//' <<<"$1"; }
@@ -117,22 +118,54 @@ if [ ${#cuda_missing[@]} -gt 0 ]; then
   die "CUDA toolkit incomplete under CUDA_HOME=$CUDA_HOME, missing: ${cuda_missing[*]} (install the toolkit or set CUDA_HOME)"
 fi
 
+# --- arm64 as a second target (make ARCH=arm64 CROSS=aarch64-linux-gnu-) and make dist.
+# DLBPF_SETUP_ARM64=0 skips it. dpkg's multiarch gives the cross toolchain Debian's own arm64
+# libbpf, libelf, zlib (headers, .so and the .a the static build links); libzstd-dev is what
+# libelf.a needs when linked statically; lintian checks the .debs make dist writes. The kernel's
+# UAPI headers are the host's linux-libc-dev (backports' is Architecture: all, every asm/).
+DIST_PKGS=(libzstd-dev lintian dpkg-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+# Multi-Arch: same libraries: the arm64 one must be the very version the host has, else apt
+# swaps the host's out (and what depends on it). --no-remove makes any such plan an error.
+ARM64_SAME=(libc6-dev libelf-dev zlib1g-dev libzstd-dev libbpf-dev libbpf1)
+if [ "${DLBPF_SETUP_ARM64:-1}" != 0 ]; then
+  dist_missing=()
+  for p in "${DIST_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || dist_missing+=("$p"); done
+  arm64_missing=()
+  for p in "${ARM64_SAME[@]}"; do
+    v=$(pkg_version "$p:$HOST_ARCH")
+    [ -n "$v" ] || die "$p missing on the host (needed at the same version for arm64)"
+    [ "$(pkg_version "$p:arm64")" = "$v" ] || arm64_missing+=("$p:arm64=$v")
+  done
+  if [ ${#dist_missing[@]} -gt 0 ] || [ ${#arm64_missing[@]} -gt 0 ]; then
+    dpkg --print-foreign-architectures | grep -qx arm64 || { log "adding dpkg architecture arm64"; dpkg --add-architecture arm64; }
+    apt_update
+    [ ${#dist_missing[@]} -eq 0 ] || apt_install --no-remove "${dist_missing[@]}"
+    [ ${#arm64_missing[@]} -eq 0 ] || apt_install --no-remove "${arm64_missing[@]}"
+  fi
+fi
+
 # --- Kernels for tools/vm/run (make vmtest): Debian's own kernel packages booted under QEMU.
 # DLBPF_SETUP_VM=0 skips this part; DLBPF_VM_REFRESH=1 looks for newer kernels even when
 # the cache already holds one of each series. Only the vmlinuz, modules.dep and the few
 # modules the guest loads are kept, plus the vmlinuz's ELF vmlinux (tools/vm/README.md).
 VM_CACHE=${DLBPF_VM_CACHE:-/var/cache/dlbpf-vm}
 # kmod: depmod writes the modules.dep that the packages leave to their postinst.
-VM_HOST_PKGS=(qemu-system-x86 busybox-static kmod xz-utils zstd)
+# qemu-system-arm: the arm64 guests (qemu-system-aarch64 -M virt).
+VM_HOST_PKGS=(qemu-system-x86 qemu-system-arm busybox-static kmod xz-utils zstd)
+# The series the matrix boots: x86-64's, then arm64's (their cache folders are arm64-SERIES).
+VM_SERIES=(5.10 6.1 6.12 arm64-6.1 arm64-6.12)
 # Modules the guest's init loads (with what modules.dep says they need); any may be built in.
 VM_MODULES=(virtio_pci virtio_blk virtio_rng 9pnet_virtio 9p overlay ext4 crc32c_generic)
 # series -> suite the newest image of that series comes from, and the package name pattern.
-declare -A VM_SUITE=([5.10]=bullseye-security [6.1]=bookworm-security [6.12]=bookworm-security)
+declare -A VM_SUITE=([5.10]=bullseye-security [6.1]=bookworm-security [6.12]=bookworm-security
+                    [arm64-6.1]=bookworm-security [arm64-6.12]=bookworm-security)
 # The -unsigned image and the signed one hold the same vmlinuz and modules: either will do
 # (the unsigned one first when both have the newest version).
 declare -A VM_PATTERN=([5.10]='^linux-image-5\.10\.0-[0-9]+-amd64(-unsigned)?$'
                        [6.1]='^linux-image-6\.1\.0-[0-9]+-amd64(-unsigned)?$'
-                       [6.12]='^linux-image-6\.12\.[0-9]+\+deb12-amd64(-unsigned)?$')
+                       [6.12]='^linux-image-6\.12\.[0-9]+\+deb12-amd64(-unsigned)?$'
+                       [arm64-6.1]='^linux-image-6\.1\.0-[0-9]+-arm64(-unsigned)?$'
+                       [arm64-6.12]='^linux-image-6\.12\.[0-9]+\+deb12-arm64(-unsigned)?$')
 # Debian 11 is no longer a source of upgrades here: its security suite is pinned to 1 so
 # apt only downloads from it when asked by name.
 VM_PIN=/etc/apt/preferences.d/dlbpf-bullseye-security
@@ -260,7 +293,7 @@ if [ "${DLBPF_SETUP_VM:-1}" != 0 ]; then
   vm_missing=()
   for p in "${VM_HOST_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || vm_missing+=("$p"); done
   vm_series=()
-  for s in 5.10 6.1 6.12; do
+  for s in "${VM_SERIES[@]}"; do
     { vm_cached "$s" && [ "${DLBPF_VM_REFRESH:-0}" != 1 ]; } || vm_series+=("$s")
   done
   if [ ${#vm_missing[@]} -gt 0 ] || [ ${#vm_series[@]} -gt 0 ]; then
@@ -281,12 +314,25 @@ if [ "${DLBPF_SETUP_VM:-1}" != 0 ]; then
       vm_fetch "$s" "$pkg" "$ver"
     done
   fi
-  for s in 5.10 6.1 6.12; do
+  for s in "${VM_SERIES[@]}"; do
     vm_cached "$s" || die "VM kernel $s missing from $VM_CACHE"
-    [ -s "$VM_CACHE/$s/vmlinux" ] || vm_extract_elf "$VM_CACHE/$s" ||
+    # arm64's vmlinuz is an uncompressed Image already: QEMU boots it as it is.
+    [[ $s == arm64-* ]] || [ -s "$VM_CACHE/$s/vmlinux" ] || vm_extract_elf "$VM_CACHE/$s" ||
       log "warning: no ELF vmlinux for $s (its guests boot the vmlinuz, some 3 s slower)"
   done
-  log "VM kernels: $(for s in 5.10 6.1 6.12; do printf '%s=%s ' "$s" "$(cut -d' ' -f2 "$VM_CACHE/$s/package")"; done)"
+  # The arm64 guests' initramfs shell: Debian's arm64 busybox-static, unpacked (the host's
+  # own busybox-static is amd64's and the two cannot be installed side by side).
+  if [ ! -x "$VM_CACHE/arm64-busybox/busybox" ]; then
+    tmp=$(mktemp -d "$VM_CACHE/.fetch.XXXXXX")
+    chmod 755 "$tmp"
+    ( cd "$tmp" && apt-get download -qq busybox-static:arm64 </dev/null >/dev/null 2>&1 ) ||
+      { rm -rf "$tmp"; die "could not download busybox-static:arm64 (is dpkg's arm64 architecture added?)"; }
+    dpkg-deb -x "$tmp"/*.deb "$tmp/x" && mkdir -p "$VM_CACHE/arm64-busybox" &&
+      install -m 0755 "$tmp/x/bin/busybox" "$VM_CACHE/arm64-busybox/busybox" ||
+      { rm -rf "$tmp"; die "busybox-static:arm64 holds no /bin/busybox"; }
+    rm -rf "$tmp"
+  fi
+  log "VM kernels: $(for s in "${VM_SERIES[@]}"; do printf '%s=%s ' "$s" "$(cut -d' ' -f2 "$VM_CACHE/$s/package")"; done)"
 fi
 
 # Tracefs is where uprobe and tracepoint events live; mount it if the system has not.

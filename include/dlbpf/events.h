@@ -79,16 +79,18 @@ struct dl_hdr {
 
 /*
  * CUDA API calls. The BPF side does not decode arguments: it stores the raw
- * x86-64 argument registers and, for APIs that pass arguments on the stack, the
- * first two stack slots. User space decodes them per API (user/cuda_api.c), so
+ * argument slots, in the order the calling convention assigns them
+ * (bpf/arch.bpf.h): slots 1-6 in registers on both architectures, slots 7 and
+ * up on the stack on x86-64 and in x6, x7 then the stack on arm64. User space
+ * decodes them per API (user/cuda_api.c), so
  * adding an API needs no BPF change. The API id and probe class travel in the
  * uprobe_multi cookie.
  */
 enum dl_cuda_cookie {
 	DL_COOKIE_API_MASK = 0xffff,
-	DL_COOKIE_STACK = 1u << 16,   /* copy [sp+8], [sp+16] into arg[6], arg[7] */
+	DL_COOKIE_STACK = 1u << 16,   /* copy argument slots 7, 8 into arg[6], arg[7] (x86-64: [sp+8], [sp+16]) */
 	DL_COOKIE_OUTPTR = 1u << 17,  /* at return, read the u64 that arg[0] points to into out */
-	DL_COOKIE_STACK3 = 1u << 18,  /* entry-only: copy [sp+8], [sp+16], [sp+24] into arg[6], arg[7], out */
+	DL_COOKIE_STACK3 = 1u << 18,  /* entry-only: copy argument slots 7, 8, 9 into arg[6], arg[7], out */
 	DL_COOKIE_DEREF_CFG = 1u << 19, /* entry-only: copy 40 bytes at arg[0] (a launch config) into arg[3..7] */
 	DL_COOKIE_DRIVER = 1u << 20,  /* a driver API: inside a live runtime call it counts as nested (depth) */
 	DL_COOKIE_LOADER = 1u << 21,  /* dlopen: wake the consumer at return; stop the process if the
@@ -125,10 +127,10 @@ struct dl_cuda_ev {
 	dl_u16 api;                   /* enum dl_cuda_api (user/cuda_api.h) */
 	dl_u16 flags;                 /* enum dl_cuda_flags */
 	dl_u32 depth;                 /* nesting of probed calls on this thread at entry */
-	dl_u64 arg[DL_CUDA_NARGS];    /* rdi rsi rdx rcx r8 r9 [sp+8] [sp+16] */
-	dl_u64 out;                   /* *(u64 *)arg[0] at return (DL_COOKIE_OUTPTR); [sp+24] (DL_COOKIE_STACK3) */
+	dl_u64 arg[DL_CUDA_NARGS];    /* argument slots 1-8: x86-64 rdi rsi rdx rcx r8 r9 [sp+8] [sp+16]; arm64 x0-x7 */
+	dl_u64 out;                   /* *(u64 *)arg[0] at return (DL_COOKIE_OUTPTR); slot 9 (DL_COOKIE_STACK3) */
 	/* Appended: older recordings end before it (their h.size says so), and have no call sites. */
-	/* the return address into the caller: [sp] at entry (entry-only calls), the ip at return (the others) */
+	/* the return address into the caller: at entry (entry-only calls: x86-64 [sp], arm64 x30), the ip at return (the others) */
 	dl_u64 site;                  /* 0 with DL_CUDA_SITE_FAULT */
 	/*
 	 * --stacks (DL_COOKIE_STACKS): (h.size - sizeof) / 8 return addresses,

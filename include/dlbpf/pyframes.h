@@ -29,7 +29,7 @@ enum dl_py_cfg_flags {
 
 struct dl_py_cfg {
 	dl_u64 tss_addr;       /* the process's Py_tss_t autoTSSkey: {int initialized; unsigned key} */
-	dl_u32 specific_off;   /* glibc: offsetof(struct pthread, specific_1stblock) from the thread pointer */
+	dl_u32 specific_off;   /* glibc: struct pthread's specific_1stblock from the thread pointer, signed (glibctsd.h) */
 	dl_u32 flags;          /* enum dl_py_cfg_flags */
 	dl_u16 tstate_frame;   /* PyThreadState: the frame pointer (or the cframe pointer) */
 	dl_u16 cframe_frame;   /* _PyCFrame: current_frame */

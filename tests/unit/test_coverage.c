@@ -39,6 +39,56 @@ static void test_trampolines(void)
 	CHECK(!dl_trampoline_target(tramp, 5, 0x1000, &t), "truncated code");
 }
 
+static void test_trampolines_aarch64(void)
+{
+	/* bti c; b .-0x40 (aarch64-linux-gnu-as: 5f 24 03 d5, f0 ff ff 17); b .+0x1234 */
+	const uint8_t bti_b[] = { 0x5f, 0x24, 0x03, 0xd5, 0xf0, 0xff, 0xff, 0x17 };
+	const uint8_t b_fwd[] = { 0x8d, 0x04, 0x00, 0x14 };
+	/* stp x29, x30, [sp, #-16]!; mov x29, sp: a function with a body */
+	const uint8_t body[] = { 0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91 };
+	/* bl: a call, not a tail jump */
+	const uint8_t bl[] = { 0x8d, 0x04, 0x00, 0x94 };
+	uint64_t t = 0;
+
+	CHECK(dl_trampoline_target_aarch64(bti_b, sizeof(bti_b), 0x2000, &t), "bti c; b not seen");
+	CHECK_EQ_U64(t, 0x2000 + 4 - 0x40);
+	CHECK(dl_trampoline_target_aarch64(b_fwd, sizeof(b_fwd), 0x2000, &t), "b not seen");
+	CHECK_EQ_U64(t, 0x2000 + 0x1234);
+	CHECK(!dl_trampoline_target_aarch64(body, sizeof(body), 0x2000, &t), "a real function taken for a trampoline");
+	CHECK(!dl_trampoline_target_aarch64(bl, sizeof(bl), 0x2000, &t), "a call taken for a trampoline");
+	CHECK(!dl_trampoline_target_aarch64(bti_b, 6, 0x2000, &t), "truncated code");
+}
+
+/* Encodings from aarch64-linux-gnu-as -march=armv8.5-a, classes as decode-insn.c gives them. */
+static void test_a64_probe_step(void)
+{
+	const struct {
+		uint32_t insn;
+		enum dl_a64_probe_step want;
+		const char *what;
+	} c[] = {
+		{ 0x14000002, DL_A64_SIMULATED, "b" },		{ 0x94000002, DL_A64_SIMULATED, "bl" },
+		{ 0x54000041, DL_A64_SIMULATED, "b.ne" },	{ 0xb4000040, DL_A64_SIMULATED, "cbz x0" },
+		{ 0x37180041, DL_A64_SIMULATED, "tbnz w1" },	{ 0x90000000, DL_A64_SIMULATED, "adrp x0" },
+		{ 0x10000001, DL_A64_SIMULATED, "adr x1" },	{ 0xd65f03c0, DL_A64_SIMULATED, "ret" },
+		{ 0xd61f0200, DL_A64_SIMULATED, "br x16" },	{ 0xd63f0060, DL_A64_SIMULATED, "blr x3" },
+		{ 0xd503201f, DL_A64_NOP, "nop" },
+		{ 0xa9bf7bfd, DL_A64_STEPPED, "stp x29, x30, [sp, #-16]!" },
+		{ 0xd10083ff, DL_A64_STEPPED, "sub sp, sp, #32" },
+		{ 0x910003fd, DL_A64_STEPPED, "mov x29, sp" },	{ 0xd503233f, DL_A64_STEPPED, "paciasp" },
+		{ 0xd503245f, DL_A64_STEPPED, "bti c" },	{ 0xd503237f, DL_A64_STEPPED, "pacibsp" },
+		{ 0xf90007e0, DL_A64_STEPPED, "str x0, [sp, #8]" },
+		{ 0xd5033bbf, DL_A64_STEPPED, "dmb ish" },
+		{ 0x58000040, DL_A64_REJECTED, "ldr x0, literal" },
+		{ 0xc85f7c20, DL_A64_REJECTED, "ldxr x0, [x1]" },
+		{ 0xd4000001, DL_A64_REJECTED, "svc #0" },	{ 0xd53bd040, DL_A64_REJECTED, "mrs x0, tpidr_el0" },
+		{ 0xd503203f, DL_A64_REJECTED, "yield" },	{ 0xd69f03e0, DL_A64_REJECTED, "eret" },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		CHECK(dl_a64_probe_step(c[i].insn) == c[i].want, c[i].what);
+}
+
 static struct dl_cuda_ev ev(enum dl_api_id api)
 {
 	struct dl_cuda_ev e;
@@ -151,6 +201,8 @@ int main(void)
 {
 	test_lib_kinds();
 	test_trampolines();
+	test_trampolines_aarch64();
+	test_a64_probe_step();
 	test_layouts();
 	test_driver_inside_runtime();
 	test_demangle();

@@ -2,7 +2,8 @@
 # The kernel matrix's smoke, run inside each kernel of tools/vm (make test runs it on every kernel):
 # the demo's verdict against the workload's own clocks, exact counts against the real libcudart,
 # disk bytes against /proc/PID/io on the ext4 virtio disk, the gpu and input scenarios, a job under
-# seccomp unharmed, and `dlbpf features`. Build on the host first: the guests only run.
+# seccomp unharmed, the static release executable alone in a chroot, and `dlbpf features`. Build on
+# the host first: the guests only run.
 set -u
 cd "$(dirname "$0")/../.."
 # The guest's root is a tmpfs overlay: the tests' files go to the virtio disk so that reads reach a block device.
@@ -21,4 +22,6 @@ run python3 tests/integration/test_scenarios.py test_scenario_input test_scenari
 # A job that execs itself under its filter: its first CUDA call after the exec is counted on every
 # kernel (by file offset where attach cookies are missing).
 run python3 tests/integration/test_kernel_features.py test_seccomp_target_survives test_unprobed_runtime_is_named
+# The static release executable (make dist-arch) in a root holding only it and the workload.
+run python3 tests/integration/test_dist.py
 exit $rc

@@ -111,15 +111,26 @@ const char *const kernel_names[8] = {
 };
 
 /* The step marker: a tracer puts a uprobe here (--step-on train_step_begin).
- * Naked, so its first instruction is a 5-byte nop (no endbr64, no prologue):
- * uprobes on nop5 are the cheapest kind on 6.18 (measured on 6.18: ~165 ns, vs
- * ~14 us for instructions the kernel must single-step). The step number is
- * in %edi at entry (x86-64 SysV). */
+ * Its first instruction is a no-op the kernel need not single-step, and it has
+ * no prologue. x86-64: naked, a 5-byte nop (no endbr64): uprobes on nop5 are
+ * the cheapest kind on 6.18 (measured on 6.18: ~165 ns, vs ~14 us for
+ * instructions the kernel must single-step); the step number is in %edi at
+ * entry (SysV psABI). arm64: gcc has no naked functions there, so it is written
+ * in assembly: nop, ret (arm64's uprobes emulate a NOP: no out-of-line step);
+ * the step number is in w0 (AAPCS64). */
+#if defined(__x86_64__)
 __attribute__((naked, noinline, used)) void train_step_begin(int step __attribute__((unused)))
 {
 	__asm__ volatile(".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n\t"
 			 "ret");
 }
+#elif defined(__aarch64__)
+void train_step_begin(int step);
+__asm__(".text\n\t.p2align 2\n\t.globl train_step_begin\n\t.type train_step_begin, %function\n"
+	"train_step_begin:\n\tnop\n\tret\n\t.size train_step_begin, . - train_step_begin\n");
+#else
+#error "train.c's step marker is written for x86-64 and arm64"
+#endif
 
 
 /* -------------------------------------------------------------- main -- */

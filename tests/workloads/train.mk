@@ -15,10 +15,11 @@ TRAIN_SCENARIOS := gpu input disk pageable small-copies sync-copies launch host-
 TRAIN_SRCS := $(addprefix tests/workloads/,train.c train_opts.c train_loader.c train_truth.c train_device.c \
 	train_comm.c train_pin.c)
 
-$(TRAIN_BIN): $(TRAIN_SRCS) tests/workloads/train.h tests/common/thread_clock.h tests/workloads/train.mk
+$(TRAIN_BIN): $(TRAIN_SRCS) tests/workloads/train.h tests/common/thread_clock.h tests/workloads/train.mk \
+		| $(if $(CROSS),$(GPUSIM_LIB))
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -Itests/common -I$(CUDA_HOME)/include -o $@ $(TRAIN_SRCS) \
-		-L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -pthread -ldl
+		-L$(CUDART_DIR) -l:libcudart.so.13 -pthread -ldl
 
 .PHONY: train test-train test-train-real
 train: $(TRAIN_BIN)

@@ -7,8 +7,8 @@ BENCH_ARGS ?=
 $(BENCH_OUT):
 	mkdir -p $@
 
-$(BENCH_OUT)/ref.bpf.o: tools/bench/ref.bpf.c bpf/vmlinux.h | $(BENCH_OUT)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ibpf -Wall -Werror -c $< -o $@
+$(BENCH_OUT)/ref.bpf.o: tools/bench/ref.bpf.c $(VMLINUX_H) | $(BENCH_OUT)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ibpf -Ibpf/vmlinux/$(ARCH) -Wall -Werror -c $< -o $@
 
 $(BENCH_OUT)/ref.skel.h: $(BENCH_OUT)/ref.bpf.o
 	$(BPFTOOL) gen skeleton $< name ref > $@
@@ -27,7 +27,7 @@ bench-run: dlbpf $(BENCH_OUT)/reftrace $(BENCH_OUT)/recenc_bench $(OUTPUT)/workl
 bench-run: $(BENCH_OUT)/drainprod
 
 $(BENCH_OUT)/drain.bpf.o: tools/bench/drain.bpf.c $(BPF_HDRS) | $(BENCH_OUT)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ibpf -Wall -Werror -c $< -o $@
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ibpf -Ibpf/vmlinux/$(ARCH) -Wall -Werror -c $< -o $@
 
 $(BENCH_OUT)/drain.skel.h: $(BENCH_OUT)/drain.bpf.o
 	$(BPFTOOL) gen skeleton $< name drain_bpf > $@

@@ -55,7 +55,17 @@ stty -F /dev/console -onlcr 2>/dev/null
 read -r up _ < /proc/uptime
 echo "$up" > $R/run/dlbpf-vm/started
 
-chroot $R /bin/bash /run/dlbpf-vm/job < /dev/null > /dev/console 2>&1
+# arm64 guests (dlbpf_vm.shell=busybox): the host's bash is x86-64's, so the job runs under
+# this initramfs's busybox, its applets first in PATH (tools/vm/run writes the job so).
+shell=/bin/bash
+case " $(cat /proc/cmdline) " in
+  *" dlbpf_vm.shell=busybox "*)
+    mkdir -p $R/run/dlbpf-vm-bin
+    cp /bin/busybox $R/run/dlbpf-vm-bin/busybox
+    chroot $R /run/dlbpf-vm-bin/busybox --install -s /run/dlbpf-vm-bin
+    shell="/run/dlbpf-vm-bin/busybox sh" ;;
+esac
+chroot $R $shell /run/dlbpf-vm/job < /dev/null > /dev/console 2>&1
 rc=$?
 read -r up _ < /proc/uptime
 echo "$up" > $R/run/dlbpf-vm/ended

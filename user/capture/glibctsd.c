@@ -12,10 +12,23 @@
 #include "dlbpf/pyframes.h"
 #include "log.h"
 
+/*
+ * struct pthread from the thread pointer (glibctsd.h): 0 on x86-64, minus
+ * its size on aarch64. Measured in dlbpf's own thread; on aarch64 another
+ * glibc build's struct pthread may differ in size, and libthread_db's
+ * descriptors do not export it: the process's keys are then found through
+ * dlbpf's size, and a glibc that disagrees reads as no Python thread.
+ */
+static int64_t pthread_from_tp(void)
+{
+	return (const char *)pthread_self() - (const char *)__builtin_thread_pointer();
+}
+
 uint32_t dl_glibc_keys_off_self(void)
 {
 	const void *mark = (const void *)(uintptr_t)0x5eed5eed5eed5eedull;
 	const char *self = (const char *)pthread_self();
+	const int64_t self_from_tp = pthread_from_tp();
 	pthread_key_t key;
 	uint32_t off = 0;
 
@@ -27,7 +40,7 @@ uint32_t dl_glibc_keys_off_self(void)
 
 			memcpy(&v, self + i, sizeof(v));
 			if (v == mark && i >= 8 + 16 * key) {
-				off = i - 8 - 16 * key;
+				off = (uint32_t)(self_from_tp + (int64_t)(i - 8 - 16 * key));
 				break;
 			}
 		}
@@ -72,7 +85,7 @@ int dl_glibc_keys_off_fd(int fd, uint32_t *off)
 	 */
 	if (specific.offset < block_size || specific.offset - block_size > 64 * 1024)
 		return -ENOTSUP;
-	*off = specific.offset - block_size;
+	*off = (uint32_t)(pthread_from_tp() + (int64_t)(specific.offset - block_size));
 	return 0;
 }
 

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Where glibc keeps a thread's values of the first pthread keys: the offset
- * of struct pthread's first key block from the thread pointer (the fs base).
- * BPF reads a Python thread's state there (its interpreter keeps it under a
+ * of struct pthread's first key block from the thread pointer (x86-64's fs
+ * base; arm64's TPIDR_EL0), a 32-bit two's complement: glibc's x86-64 keeps
+ * struct pthread at the thread pointer (TLS variant II), its aarch64 just
+ * below it (variant I: THREAD_SELF is the thread pointer minus one struct
+ * pthread, sysdeps/aarch64/nptl/tls.h), so arm64's offset is negative. BPF reads a Python thread's state there (its interpreter keeps it under a
  * pthread key). The offset moves between glibc builds, so each traced
  * process's is read from its own libc: the descriptors glibc exports for
  * libthread_db (_thread_db_*), as a debugger would, so a container's glibc

@@ -53,8 +53,8 @@ void dl_pyprocs_init(struct dl_pyprocs *pp, int map_fd)
 	/* The file's descriptors give what the measurement gave, or they are not read as glibc means them. */
 	pp->own_glibc_agrees = pp->specific_off && dl_glibc_keys_off_of(getpid()) == pp->specific_off;
 	if (pp->specific_off && !pp->own_glibc_agrees)
-		dl_debug("glibc's libthread_db descriptors disagree with its pthread keys measured (+%u): "
-			 "every process is taken to run dlbpf's glibc", pp->specific_off);
+		dl_debug("glibc's libthread_db descriptors disagree with its pthread keys measured (%+d): "
+			 "every process is taken to run dlbpf's glibc", (int32_t)pp->specific_off);
 	pp->recheck_ns = 100 * 1000 * 1000ull;
 }
 
@@ -203,7 +203,8 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 	}
 	l = dl_py_layout_of(major, minor);
 	if (pp->own_glibc_agrees && (keys_off = dl_glibc_keys_off_of(p->pid)) && keys_off != pp->specific_off)
-		dl_info("pid %d: its glibc keeps pthread keys at +%u (dlbpf's at +%u)", p->pid, keys_off, pp->specific_off);
+		dl_info("pid %d: its glibc keeps pthread keys at %+d (dlbpf's at %+d)", p->pid, (int32_t)keys_off,
+			(int32_t)pp->specific_off);
 	if (!keys_off)
 		keys_off = pp->specific_off;
 	if (!l || !keys_off || p->mem < 0) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,9 +116,31 @@ static int cont_until_trap(pid_t pid)
 	}
 }
 
+/*
+ * The breakpoint planted at the entry: its bytes in the low end of the word
+ * there (both targets are little-endian), and how far past the breakpoint the
+ * pc is when it traps. x86-64: int3, one byte, reports the next instruction;
+ * arm64: brk #0, one instruction, reports its own address.
+ */
+#if defined(__x86_64__)
+#define BREAK_INSN 0xccul
+#define BREAK_MASK 0xfful
+#define BREAK_PC_AFTER 1
+#define REGS_PC(r) ((r).rip)
+#elif defined(__aarch64__)
+#define BREAK_INSN 0xd4200000ul
+#define BREAK_MASK 0xfffffffful
+#define BREAK_PC_AFTER 0
+#define REGS_PC(r) ((r).pc)
+#else
+#error "spawn.c knows the breakpoints of x86-64 and arm64 only"
+#endif
+
 int dl_spawn_run_to_entry(struct dl_spawn *sp)
 {
 	struct user_regs_struct regs;
+	/* The general registers through PTRACE_GETREGSET: arm64 has no PTRACE_GETREGS. */
+	struct iovec iov = { .iov_base = &regs, .iov_len = sizeof(regs) };
 	unsigned long word;
 	int err;
 
@@ -129,19 +152,19 @@ int dl_spawn_run_to_entry(struct dl_spawn *sp)
 	if (errno)
 		return -errno;
 	sp->saved_word = word;
-	if (ptrace(PTRACE_POKETEXT, sp->pid, (void *)sp->entry, (void *)((word & ~0xfful) | 0xcc)))
+	if (ptrace(PTRACE_POKETEXT, sp->pid, (void *)sp->entry, (void *)((word & ~BREAK_MASK) | BREAK_INSN)))
 		return -errno;
 	err = cont_until_trap(sp->pid);
 	if (err)
 		return err;
 	/* Undo the breakpoint and step back onto the entry instruction. */
 	if (ptrace(PTRACE_POKETEXT, sp->pid, (void *)sp->entry, (void *)sp->saved_word) ||
-	    ptrace(PTRACE_GETREGS, sp->pid, NULL, &regs))
+	    ptrace(PTRACE_GETREGSET, sp->pid, (void *)NT_PRSTATUS, &iov))
 		return -errno;
-	if (regs.rip != sp->entry + 1)
+	if (REGS_PC(regs) != sp->entry + BREAK_PC_AFTER)
 		return -EPROTO;
-	regs.rip = sp->entry;
-	if (ptrace(PTRACE_SETREGS, sp->pid, NULL, &regs))
+	REGS_PC(regs) = sp->entry;
+	if (ptrace(PTRACE_SETREGSET, sp->pid, (void *)NT_PRSTATUS, &iov))
 		return -errno;
 	return 0;
 }

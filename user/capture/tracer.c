@@ -497,6 +497,46 @@ static void drop_trampolines(int fd, struct picks *p)
 	p->n = w;
 }
 
+#if defined(__aarch64__)
+/*
+ * arm64 runs the instruction under a uprobe's breakpoint either in the
+ * handler (simulated) or copied to an out-of-line slot and single-stepped
+ * there; the second path is the one NVIDIA GB300 hosts were seen resuming at
+ * the wrong PC (doc/manual.md, "Probe safety on arm64"). Says how many of a
+ * library's probed functions start with an instruction the kernel steps.
+ */
+static void note_stepped_entries(int fd, const char *path, uint64_t dev, uint64_t ino, const struct picks *p)
+{
+	/* Said once per file (a job's processes map the same libraries); past 32 files, again. */
+	static struct {
+		uint64_t dev, ino;
+	} said[32];
+	static unsigned n_said;
+	unsigned stepped = 0;
+	const char *first = NULL;
+
+	for (unsigned i = 0; i < n_said && i < 32; i++)
+		if (said[i].dev == dev && said[i].ino == ino)
+			return;
+	said[n_said++ % 32] = (typeof(said[0])){ dev, ino };
+
+	for (size_t i = 0; i < p->n; i++) {
+		uint32_t insn;
+
+		if (pread(fd, &insn, sizeof(insn), (off_t)p->v[i].off) != (ssize_t)sizeof(insn))
+			continue;
+		if (dl_a64_probe_step(insn) == DL_A64_STEPPED) {
+			stepped++;
+			first = first ? first : p->v[i].api->name;
+		}
+	}
+	if (stepped)
+		dl_warn("%s: %u of %zu probed functions (%s first) start with an instruction arm64 uprobes "
+			"single-step out of line, not simulate: see \"Probe safety on arm64\" in the manual",
+			path, stepped, p->n, first);
+}
+#endif
+
 /*
  * Reads the symbols of m (open as fd) and picks the functions to probe. A
  * file of kind DL_LIB_NONE that holds the runtime (static cudart) turns
@@ -541,6 +581,9 @@ static int pick_symbols(struct dl_tracer *t, int fd, pid_t pid, const struct dl_
 	}
 	dl_elf_syms_free(&syms);
 	drop_trampolines(fd, p);
+#if defined(__aarch64__)
+	note_stepped_entries(fd, m->path, dev, m->inode, p);
+#endif
 	return 0;
 }
 

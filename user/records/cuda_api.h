@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The CUDA runtime APIs dlbpf probes: how each is probed (the cookie the BPF
- * side sees) and how its raw x86-64 arguments decode.
+ * side sees) and how its raw argument slots decode (the same slots on x86-64
+ * and arm64: bpf/arch.bpf.h).
  */
 #ifndef DLBPF_CUDA_API_H
 #define DLBPF_CUDA_API_H
