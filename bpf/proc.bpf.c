@@ -40,6 +40,12 @@ struct {
 } fork_hold SEC(".maps");
 
 /*
+ * The kfunc (6.13), declared here as bpftool declares it in a vmlinux.h dumped from a kernel that has
+ * it: a vmlinux.h from an older kernel (arm64's is 6.12's) does not.
+ */
+extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, u64 value) __weak __ksym;
+
+/*
  * Stops a new child process before it runs an instruction of its own (the
  * stop is taken on its way to user space); false when it is not held: it
  * shares its parent's memory (vfork, posix_spawn: it execs, and is held
