@@ -48,6 +48,13 @@ BOUNDS_HOLD = 0.95        # share of steps whose truth must lie inside their bou
 # Where the host waits on queued kernels, or the queue drains before the wait for input, the bounds
 # leave out only the launch and copy phases: a few percent of the step.
 TIGHT = {"gpu": 0.10, "input": 0.10}
+# A waiter that spins or yields sees the device only while it holds a CPU: when the work ends while the
+# thread waits for one, nothing tells when it ended, from the last instant the thread ran to its return.
+# So under those waits the bounds may be wider by the share of the step the workload's main thread spent
+# runnable but not running (its own schedstat), which on a loaded 2-CPU machine is most of a spinner's
+# wait; a sleeping waiter is woken when the work ends, and its run-queue time after the wake-up is the
+# late wake-ups' (Busy.seen), not the width's.
+POLLING = ("spin", "yield")
 
 
 def truth_of(path):
@@ -92,9 +99,10 @@ def busy_between(merged, starts, a, b):
     return total
 
 
-def judge_bounds(name, steps, busy):
+def judge_bounds(name, steps, busy, runq_share=0.0):
     """Each step's gpu_busy_ns [lower, upper] holds the device's own busy time in BOUNDS_HOLD of the
-    steps; on the TIGHT scenarios the mean width is under that share of the step."""
+    steps; on the TIGHT scenarios the mean width is under that share of the step, plus runq_share
+    (POLLING waits: the main thread's run-queue share of the step)."""
     check(busy, f"{name}: the workload wrote no device timeline (not on the simulator?)")
     starts, seen_starts = [iv[0] for iv in busy], [iv[0] for iv in busy.seen]
     outside, width, first, sums, under, late = 0, 0.0, "", [0, 0, 0, 0], [], 0
@@ -136,7 +144,11 @@ def judge_bounds(name, steps, busy):
     # pace, which widens the bounds by no measure of the model: there the bounds must hold, and the
     # width is reported only.
     if name in TIGHT and not os.environ.get("DLBPF_TEST_EMULATED"):
-        check(width <= TIGHT[name], f"{name}: {note}, over {TIGHT[name] * 100:.0f}%")
+        allowed = TIGHT[name] + runq_share
+        check(width <= allowed, f"{name}: {note}, over {allowed * 100:.0f}% ({TIGHT[name] * 100:.0f}% and the "
+              f"waiter's run-queue share {runq_share * 100:.1f}%)")
+        if runq_share:
+            note += f" (allowed {allowed * 100:.0f}%: {runq_share * 100:.1f}% of the step runnable)"
     return note
 
 
@@ -194,6 +206,14 @@ def our_shares(steps):
         # The workload's loss copy waits for kernels and collectives alike.
         "gpu_wait": share["gpu_wait"] + share["comm_wait"] + share["d2h"],
     }, share
+
+
+def polling_runq(tsteps, sim_env):
+    """Under POLLING waits, the share of the steps' time the workload's main thread was runnable but not
+    running, by its own schedstat; 0 otherwise."""
+    if (sim_env or {}).get("GPUSIM_SCHEDULE") not in POLLING:
+        return 0.0
+    return sum(t["sched"]["runq_ns"] for t in tsteps) / sum(t["end_ns"] - t["start_ns"] for t in tsteps)
 
 
 def truth_shares(steps):
@@ -340,7 +360,7 @@ VERDICT_WORDS = {"comm-bound": "waiting for communication", "input-bound": "wait
                  "host-compute-bound": "host CPU work", "cpu-contention": "waiting for a CPU"}
 
 
-def judge(name, s, truth):
+def judge(name, s, truth, sim_env=None):
     tsteps, tsum, busy = truth
     steps = s["steps"]
     check(len(steps) >= 2, f"{name}: {len(steps)} steps found")
@@ -353,7 +373,7 @@ def judge(name, s, truth):
     rel = abs(ours_total - truth_total) / truth_total if truth_total else 1.0
     ours, raw = our_shares(steps)
     ts = truth_shares(tsteps)
-    probe = probe_shares(tsteps, untraced_phases(name))
+    probe = probe_shares(tsteps, untraced_phases(name, sim_env))
     worst = max(share_gaps(ours, ts, probe).values())
     detail = " ".join(f"{k} {ours[k]:.1f}/{ts[k]:.1f}" for k in ours)
     detail += " (probes' share of " + " ".join(f"{k} {v:.1f}" for k, v in probe.items()) + ")"
@@ -406,7 +426,8 @@ def judge(name, s, truth):
           f"workload's; {note}")
     check(rel <= TOTAL_REL, f"{name}: matched steps' total off by {rel * 100:.2f}%; {note}")
     check(worst <= SHARE_PP, f"{name}: a share is {worst:.1f} points outside the truth's with the probes' share; {note}")
-    return note + "; " + judge_bounds(name, steps, busy) + "; " + judge_idle(name, steps, busy)
+    return note + "; " + judge_bounds(name, steps, busy, polling_runq(tsteps, sim_env)) + "; " + \
+        judge_idle(name, steps, busy)
 
 
 def judge_report_lines(name, s, stdout):
@@ -427,19 +448,28 @@ def judge_report_lines(name, s, stdout):
           f"{name}: report lines {got} against the JSON's means {[round(w, 3) for w in want]}")
 
 
-def make_test(name):
+# How the workload's host threads wait for the device (the simulator's GPUSIM_SCHEDULE): sleeping, as
+# under cudaDeviceScheduleBlockingSync, and spinning, the real runtime's default. Every scenario runs
+# under each; the varied settings below yield as well.
+SCHEDULES = ("blocking", "spin")
+
+
+def make_test(name, schedule):
+    sim_env = {"GPUSIM_SCHEDULE": schedule}
+
     def t():
-        s, truth, d = run_scenario(name)
+        s, truth, d = run_scenario(name, sim_env=sim_env)
         judge_report_lines(name, s, d.stdout)
-        return judge(name, s, truth)
-    t.__name__ = f"test_scenario_{name.replace('-', '_')}"
+        return judge(name, s, truth, sim_env)
+    t.__name__ = f"test_scenario_{name.replace('-', '_')}" + ("" if schedule == "blocking" else f"_{schedule}")
     return t
 
 
-# One test per scenario, defined here so they run first, in EXPECTED's order.
+# One test per scenario and way of waiting, defined here so they run first, in EXPECTED's order.
 for _name in EXPECTED:
-    _t = make_test(_name)
-    globals()[_t.__name__] = _t
+    for _schedule in SCHEDULES:
+        _t = make_test(_name, _schedule)
+        globals()[_t.__name__] = _t
 
 
 # The simulator's latencies and bandwidths, varied around its defaults (10 us a copy, 24 GB/s
@@ -447,9 +477,9 @@ for _name in EXPECTED:
 # bounds must hold at each.
 SIM_VARIANTS = {
     "fast link": {"GPUSIM_COPY_LATENCY_US": "3", "GPUSIM_PINNED_GBPS": "25", "GPUSIM_PAGEABLE_GBPS": "8.3",
-                  "GPUSIM_LAUNCH_US": "2"},
+                  "GPUSIM_LAUNCH_US": "2", "GPUSIM_SCHEDULE": "spin"},
     "slow link": {"GPUSIM_COPY_LATENCY_US": "30", "GPUSIM_PINNED_GBPS": "6", "GPUSIM_PAGEABLE_GBPS": "2",
-                  "GPUSIM_LAUNCH_US": "8"},
+                  "GPUSIM_LAUNCH_US": "8", "GPUSIM_SCHEDULE": "yield"},
 }
 VARIED = ("gpu", "input", "pageable", "sync-copies", "launch")
 # The verdict a phase the workload measured stands for.
@@ -468,7 +498,8 @@ def truth_verdicts(tsum):
 
 def test_simulator_settings_varied():
     """Scenarios on the simulator with its copy latency 3 and 30 us, link 25 and 6 GB/s, launch 2 and
-    8 us: each verdict the workload's own dominant phase, and the bounds hold as on the defaults.
+    8 us, waits that spin and that yield: each verdict the workload's own dominant phase, and the bounds
+    hold as on the defaults.
     (Phase shares are the scenario tests' business: at 3 us a copy, the tracer's own cost between
     calls, inside the workload's copy phase, is a few points of it.)"""
     notes = []
@@ -478,7 +509,8 @@ def test_simulator_settings_varied():
             want, verdict = truth_verdicts(tsum), s["diagnosis"].get("verdict")
             check(verdict in want, f"{label} {name}: verdict {verdict}, the workload's phases say "
                   f"{' or '.join(sorted(want))}")
-            notes.append(f"{label} {name}: {verdict}, {judge_bounds(name, s['steps'], busy)}")
+            notes.append(f"{label} {name}: {verdict}, "
+                         f"{judge_bounds(name, s['steps'], busy, polling_runq(tsteps, sim_env))}")
     return "; ".join(notes)
 
 

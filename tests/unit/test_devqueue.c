@@ -196,9 +196,9 @@ static void test_sync_copies(void)
 static void test_lower_bound(void)
 {
 	struct dl_devq_wait w[] = {
-		{ 10 * US, 40 * US, true, false },
-		{ 50 * US, 60 * US, false, false },
-		{ 90 * US, 95 * US, true, false },   /* no sleep, and host work after the device's */
+		{ 10 * US, 40 * US, true, false, 0 },
+		{ 50 * US, 60 * US, false, false, 0 },
+		{ 90 * US, 95 * US, true, false, 0 },   /* no sleep, and host work after the device's */
 	};
 	struct dl_span sched[] = {
 		{ 0, 12 * US, DL_ST_RUNNING }, { 12 * US, 20 * US, DL_ST_SLEEP }, { 20 * US, 21 * US, DL_ST_RUNQ },
@@ -217,17 +217,19 @@ static void test_lower_bound(void)
  * A runtime that spins (CUDA's default while the context has a CPU to itself)
  * never sleeps in its wait: a sync or a pinned copy on its CPU for the whole
  * call counts to its return (110-130 us); the same call preempted once
- * (140-160: runnable 150-152), a pageable copy (its staging ends in host
- * work: 170-180), or one whose states are not known for all of it (200-230:
- * states end at 220) counts nothing.
+ * (140-160: runnable 150-152) to its preemption, as back on its CPU for 8 us
+ * it may have found the work done at its first look; a pageable copy of unknown
+ * size (170-180: its staging ends in host work of unknown length), or one
+ * whose states are not known for all of it (200-230: states end at 220)
+ * counts nothing.
  */
 static void test_lower_bound_spin(void)
 {
 	struct dl_devq_wait w[] = {
-		{ 110 * US, 130 * US, true, true },
-		{ 140 * US, 160 * US, true, true },
-		{ 170 * US, 180 * US, true, false },
-		{ 200 * US, 230 * US, true, true },
+		{ 110 * US, 130 * US, true, true, 0 },
+		{ 140 * US, 160 * US, true, true, 0 },
+		{ 170 * US, 180 * US, true, false, 0 },
+		{ 200 * US, 230 * US, true, true, 0 },
 	};
 	struct dl_span sched[] = {
 		{ 100 * US, 150 * US, DL_ST_RUNNING }, { 150 * US, 152 * US, DL_ST_RUNQ },
@@ -235,10 +237,59 @@ static void test_lower_bound_spin(void)
 	};
 	struct dl_devq_call sync = { .cls = DL_CLS_SYNC }, copy = { .cls = DL_CLS_COPY, .dir = DL_DIR_D2H };
 
-	CHECK_EQ_U64(dl_devq_busy_lower(w, 4, sched, 3, 100 * US, 240 * US), 20 * US);
-	CHECK_EQ_U64(dl_devq_done(sched, 3, 110 * US, 130 * US, false), 0);
+	CHECK_EQ_U64(dl_devq_busy_lower(w, 4, sched, 3, 100 * US, 240 * US), 20 * US + 10 * US);
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 110 * US, 130 * US, false, 0), 0);
 	CHECK(dl_devq_returns_when_done(&sync, true) && dl_devq_returns_when_done(&copy, false) &&
 	      !dl_devq_returns_when_done(&copy, true), "syncs and pinned copies return when their work is done");
+}
+
+/*
+ * A pageable copy that never slept (a spinning runtime's loss.item()): the
+ * device's part ended no later than its host tail before the return, the
+ * on-CPU time to stage its bytes at the slowest host copy rate. 4 bytes: a
+ * few ns before the return. 4 MB: that much on-CPU time back, across a
+ * preemption (runnable 150-152) that it does not count. A tail longer than
+ * the call, or a state other than running or runnable, counts nothing.
+ */
+static void test_lower_bound_spin_pageable(void)
+{
+	struct dl_span sched[] = {
+		{ 100 * US, 150 * US, DL_ST_RUNNING }, { 150 * US, 152 * US, DL_ST_RUNQ },
+		{ 152 * US, 220 * US, DL_ST_RUNNING }, { 220 * US, 230 * US, DL_ST_SLEEP },
+		{ 230 * US, 300 * US, DL_ST_RUNNING },
+	};
+	uint64_t tail4 = dl_devq_host_tail_ns(4), tail = dl_devq_host_tail_ns(8000);
+
+	CHECK(tail4 > 0 && tail4 < 100 && tail > 4 * US && tail < 10 * US, "a tail of 4 bytes: %llu ns, 8 kB: %llu",
+	      (unsigned long long)tail4, (unsigned long long)tail);
+	CHECK_EQ_U64(dl_devq_done(sched, 5, 110 * US, 130 * US, false, 4), 130 * US - tail4);
+	/* 152-160 is 8 us on the CPU, under the tail: the rest of it reaches back past the preemption. */
+	CHECK_EQ_U64(dl_devq_done(sched, 5, 140 * US, 160 * US, false, 8000), 150 * US - (tail - 8 * US));
+	CHECK_EQ_U64(dl_devq_done(sched, 5, 140 * US, 160 * US, false, 1000000000), 0);
+	CHECK_EQ_U64(dl_devq_done(sched, 5, 210 * US, 240 * US, false, 4), 230 * US);   /* slept: its wake-up */
+	CHECK_EQ_U64(dl_devq_host_tail_ns(0), UINT64_MAX);
+}
+
+/*
+ * A spinning sync preempted near its end: back on its CPU at 158, it returned
+ * at 160 or 175. It may have found the work done at its first look there and
+ * spent the rest on its way out, so the work is known undone only to the
+ * preemption at 150. Back for 142 us before returning at 300, it looked
+ * long enough. Preempted from its entry (runnable 140-158), nothing is known.
+ */
+static void test_lower_bound_spin_resumed(void)
+{
+	struct dl_span sched[] = {
+		{ 100 * US, 150 * US, DL_ST_RUNNING }, { 150 * US, 158 * US, DL_ST_RUNQ },
+		{ 158 * US, 400 * US, DL_ST_RUNNING },
+	};
+	struct dl_span late[] = { { 100 * US, 140 * US, DL_ST_RUNNING }, { 140 * US, 158 * US, DL_ST_RUNQ },
+				  { 158 * US, 220 * US, DL_ST_RUNNING } };
+
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 140 * US, 160 * US, true, 0), 150 * US);
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 140 * US, 175 * US, true, 0), 150 * US);
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 140 * US, 300 * US, true, 0), 300 * US);
+	CHECK_EQ_U64(dl_devq_done(late, 3, 140 * US, 160 * US, true, 0), 0);
 }
 
 /* A drain's call woke at 38 us and returned at 45: the work it proved done ended by 38. */
@@ -378,6 +429,8 @@ int main(void)
 	test_stream_spans();
 	test_legacy_vs_per_thread();
 	test_lower_bound_spin();
+	test_lower_bound_spin_pageable();
+	test_lower_bound_spin_resumed();
 	test_event_edge_across_streams();
 	test_query_drains();
 	test_drain_never_seen();

@@ -71,7 +71,7 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t c0,
 			continue;
 		blocking[n] = (struct dl_span){ m->start, m->end, 0 };
 		w[n++] = (struct dl_devq_wait){ m->start, m->end, m->waited != DL_DEVQ_EMPTY,
-						dl_devq_returns_when_done(&dc, m->pageable) };
+						dl_devq_returns_when_done(&dc, m->pageable), m->pageable ? m->bytes : 0 };
 		if (m->ok)
 			dl_devq_drained_by(&p->devq, m->end, dl_devq_woke(sched, nsched, m->start, m->end));
 	}

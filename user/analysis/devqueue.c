@@ -414,19 +414,80 @@ bool dl_devq_returns_when_done(const struct dl_devq_call *c, bool pageable)
 	return c->cls == DL_CLS_SYNC || (c->cls == DL_CLS_COPY && !pageable);
 }
 
-uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end, bool done_at_return)
-{
-	uint64_t woke = dl_devq_woke(sched, nsched, start, end), oncpu = 0;
+/*
+ * The slowest copy a host running CUDA makes, in bytes per ns: 1 GB/s. One
+ * thread's memcpy runs at 5-20 GB/s on the servers GPUs sit in (15 GB/s on
+ * these VMs), so the tail it allows is 5 to 20 times the longest seen; a
+ * slower host would only make a pageable copy's lower bound reach past the
+ * device's end by the difference.
+ */
+#define HOST_COPY_FLOOR_BYTES_PER_NS 1
 
-	if (woke || !done_at_return)
+uint64_t dl_devq_host_tail_ns(uint64_t bytes)
+{
+	return bytes ? bytes / HOST_COPY_FLOOR_BYTES_PER_NS + 1 : UINT64_MAX;
+}
+
+/*
+ * The longest a waiting runtime's call runs on its CPU between a look at the
+ * device that finds its work not done and its return, had the next look found
+ * it done: the loop's interval (a spin reads a word of memory, well under a
+ * us; a yielding wait makes one sched_yield, about a us when no other thread
+ * wants the CPU, and when one does the thread leaves its CPU and the
+ * scheduler's records show it) and the way out of the call, return probe
+ * included (a uprobe trap cost 5-6 us in tools/bench/README.md's runs, 14
+ * us where the kernel single-steps the instruction). 100 us bounds both with room for interrupts and
+ * faults taken on the way; a stretch on the CPU shorter than that after a
+ * preemption may be only the way out.
+ */
+#define POLL_NS 100000
+
+uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end, bool done_at_return,
+		      uint64_t host_bytes)
+{
+	uint64_t woke = dl_devq_woke(sched, nsched, start, end), tail, covered = 0, ran = 0, p = 0, a = 0;
+	size_t first = dl_spans_first_after(sched, nsched, start), k;
+
+	if (woke)
 		return woke;
-	for (size_t k = dl_spans_first_after(sched, nsched, start); k < nsched && sched[k].start < end; k++) {
-		if (sched[k].kind != DL_ST_RUNNING)
+	tail = done_at_return ? 0 : dl_devq_host_tail_ns(host_bytes);
+	for (k = first; k < nsched && sched[k].start < end; k++) {
+		if (sched[k].kind != DL_ST_RUNNING && sched[k].kind != DL_ST_RUNQ)
 			return 0;
-		oncpu += dl_min_u64(sched[k].end, end) - dl_max_u64(sched[k].start, start);
+		covered += dl_min_u64(sched[k].end, end) - dl_max_u64(sched[k].start, start);
 	}
-	/* No state known for part of the call is no evidence that it spun there. */
-	return oncpu == end - start ? end : 0;
+	/* No state known for part of the call is no evidence that it polled there. */
+	if (covered != end - start)
+		return 0;
+	/* Back from the return, past the tail's on-CPU time (the host's own work): p, in a stretch on the CPU from a. */
+	while (k-- > first) {
+		uint64_t b = dl_min_u64(sched[k].end, end);
+
+		a = dl_max_u64(sched[k].start, start);
+		if (sched[k].kind != DL_ST_RUNNING)
+			continue;
+		if (b - a > tail - ran) {
+			p = b - (tail - ran);
+			break;
+		}
+		ran += b - a;
+	}
+	if (!p)
+		return 0;
+	/*
+	 * On its CPU from a, the thread looked at the device every POLL_NS at
+	 * most and found the work not done before p. A stretch that began with
+	 * the call, or ran long enough before p, says so up to p; a shorter one
+	 * after a preemption may have found it done at its first look, so the
+	 * work is known undone only up to the preemption (the last instant it ran
+	 * before; nothing if it never ran before it).
+	 */
+	if (a == start || p - a >= POLL_NS)
+		return p;
+	while (k-- > first)
+		if (sched[k].kind == DL_ST_RUNNING)
+			return dl_min_u64(sched[k].end, end);
+	return 0;
 }
 
 void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke)
@@ -447,7 +508,7 @@ size_t dl_devq_lower_spans(const struct dl_devq_wait *w, size_t n, const struct 
 
 		if (!w[i].waited || w[i].end <= a || w[i].start >= b)
 			continue;
-		woke = dl_devq_done(sched, nsched, w[i].start, w[i].end, w[i].done_at_return);
+		woke = dl_devq_done(sched, nsched, w[i].start, w[i].end, w[i].done_at_return, w[i].host_bytes);
 		if (woke)
 			v[k++] = (struct dl_span){ w[i].start, woke, 0 };
 	}

@@ -107,6 +107,7 @@ struct dl_devq_wait {
 	uint64_t start, end;
 	bool waited;              /* dl_devq_call said it waited on outstanding work (of any kind) */
 	bool done_at_return;      /* dl_devq_returns_when_done */
+	uint64_t host_bytes;      /* not done_at_return: the bytes its host side stages (a pageable copy's); 0: unknown */
 };
 
 /*
@@ -125,12 +126,21 @@ uint64_t dl_devq_woke(const struct dl_span *sched, size_t nsched, uint64_t start
 bool dl_devq_returns_when_done(const struct dl_devq_call *c, bool pageable);
 /*
  * When the work a blocking call waited for was known done: its last wake-up
- * from sleep (dl_devq_woke); for a runtime that spins (CUDA's default while
- * a context has a CPU to itself), the call's return, if done_at_return and
- * the thread was on its CPU for the whole call (a preempted spin says nothing
- * of when the device finished). 0: not known.
+ * from sleep (dl_devq_woke). A runtime that spins or yields (CUDA's default
+ * while a context has a CPU to itself) never sleeps: it looks at the device
+ * while on its CPU, so the work was not done while the thread ran inside the
+ * call before its host work after the device's. That host work is nothing
+ * for a sync or a pinned copy (done_at_return); for a pageable copy, at most
+ * the on-CPU time to stage host_bytes (dl_devq_host_tail_ns). So the work
+ * was done no earlier than where that tail begins, when the thread ran long
+ * enough before it to have looked; else than its last preemption before.
+ * 0: not known (a state other than running or runnable, states unknown for
+ * part of the call, a tail of unknown size or longer than the call).
  */
-uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end, bool done_at_return);
+uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end, bool done_at_return,
+		      uint64_t host_bytes);
+/* The most on-CPU time a host takes to copy bytes (a pageable copy staging them); UINT64_MAX for 0 bytes (unknown). */
+uint64_t dl_devq_host_tail_ns(uint64_t bytes);
 /*
  * A drain whose call returned at done, its thread woken at woke (dl_devq_woke):
  * the work it proved done was done by woke, so the busy spans it closed end
