@@ -29,6 +29,8 @@ EXPECTED = {
     "contention": "cpu-contention",
     "two-streams": "gpu-bound",
     "comm": "comm-bound",
+    "graph": "gpu-bound",
+    "two-gpus": "gpu-bound",
     "balanced": None,
 }
 SHARE_PP = 5.0        # each phase within 5 percentage points
@@ -47,7 +49,7 @@ BOUND_TOL_REL, BOUND_TOL_NS = 0.01, 50_000
 BOUNDS_HOLD = 0.95        # share of steps whose truth must lie inside their bounds
 # Where the host waits on queued kernels, or the queue drains before the wait for input, the bounds
 # leave out only the launch and copy phases: a few percent of the step.
-TIGHT = {"gpu": 0.10, "input": 0.10}
+TIGHT = {"gpu": 0.10, "input": 0.10, "graph": 0.10}
 # A waiter that spins or yields sees the device only while it holds a CPU: when the work ends while the
 # thread waits for one, nothing tells when it ended, from the last instant the thread ran to its return.
 # So under those waits the bounds may be wider by the share of the step the workload's main thread spent
@@ -300,11 +302,28 @@ def expected_verdicts(name, tsum):
 
 def cut_before_call(marker):
     """True when truth_cuts are the workload's clock reads right before the call dlbpf's marker is."""
-    return "(h2d) after a blocking sync" in marker or "--step-on cudaMemcpyAsync" in marker
+    return "(h2d) after a blocking sync" in marker or "--step-on cudaMemcpyAsync" in marker or \
+        bool(loss_call(marker))
+
+
+def loss_call(marker):
+    """The truth's clock read before the loss phase's call a learned marker names: the loss copy, or the
+    first synchronize (the graph loop's cudaStreamSynchronize, the two-device loop's cudaDeviceSynchronize)."""
+    if "automatic: the first" not in marker:
+        return None
+    if "(d2h) after a blocking sync" in marker:
+        return "loss_copy_ns"
+    if "Synchronize after a blocking sync" in marker:
+        return "sync_ns"
+    return None
 
 
 def truth_cuts(tsteps, marker):
     """Where the workload's own clocks put the boundaries dlbpf's steps should have."""
+    if loss_call(marker):
+        # The marker is a call of the loss phase, at the end of the workload's step: each cut is the
+        # clock read right before it, the first step's start ahead of them.
+        return [tsteps[0]["start_ns"]] + [t[loss_call(marker)] for t in tsteps]
     if cut_before_call(marker):
         # These steps start at the batch's host-to-device copy, the workload's at train_step_begin,
         # before it waits for the batch: the same loop cut at another phase. Cut the workload's own

@@ -542,6 +542,13 @@ static bool event_of(const struct dl_rec *r, uint64_t site, struct cevent *e)
 		m->site = site;
 		if (m->cls == DL_CLS_COPY) {
 			m->pageable = k->pageable;
+			/*
+			 * An async copy to pageable host memory returns only once the copy has
+			 * completed (the runtime's documented synchronization behavior): for the
+			 * model it is a synchronous copy, waiting for its stream's earlier work.
+			 */
+			if (m->async && m->pageable && m->dir == DL_DIR_D2H)
+				m->async = 0;
 			m->host = k->host_mem;
 		}
 		return true;
