@@ -86,9 +86,17 @@ def union(intervals):
 
 
 def device_busy(lines):
-    """The simulator's own timeline (train_device.c): the union of what the device ran, sorted."""
+    """The simulator's own timeline (train_device.c): the union of what the device ran, sorted; with
+    several devices, each one's (per_device)."""
     merged = Busy(union(iv for l in lines if "device" in l for iv in l["device"]))
-    merged.seen = union(list(merged) + [iv for l in lines if "device" in l for iv in l.get("late", [])])
+    late = [iv for l in lines if "device" in l for iv in l.get("late", [])]
+    merged.seen = union(list(merged) + late)
+    merged.per_device = []
+    ndev = max((len(l["devices"]) for l in lines if "devices" in l), default=0)
+    for d in range(ndev):
+        one = Busy(union(iv for l in lines if "devices" in l for iv in l["devices"][d]))
+        one.seen = union(list(one) + late)
+        merged.per_device.append(one)
     return merged
 
 
@@ -99,6 +107,42 @@ def busy_between(merged, starts, a, b):
         total += max(0, min(merged[i][1], b) - max(merged[i][0], a))
         i += 1
     return total
+
+
+def judge_devices(name, steps, busy):
+    """With several devices, each step lists each one's bounds (JSON devices[]), and each holds that
+    device's own busy time in BOUNDS_HOLD of the steps, to the tolerance judge_bounds allows; the union
+    (gpu_busy_ns) is judged by judge_bounds."""
+    ndev = len(busy.per_device)
+    check(all(len(st.get("devices", [])) == ndev for st in steps),
+          f"{name}: steps list {sorted(set(len(st.get('devices', [])) for st in steps))} devices, the simulator ran {ndev}")
+    notes = []
+    for d, one in enumerate(busy.per_device):
+        starts, seen_starts = [iv[0] for iv in one], [iv[0] for iv in one.seen]
+        outside, sums = 0, [0, 0, 0]
+        for st in steps:
+            lo, hi = st["devices"][d]["gpu_busy_ns"]
+            a, b = st["start_ns"], st["start_ns"] + st["dur_ns"]
+            truth, seen = busy_between(one, starts, a, b), busy_between(one.seen, seen_starts, a, b)
+            tol = max(BOUND_TOL_REL * st["dur_ns"], BOUND_TOL_NS)
+            outside += not (lo - tol <= seen and truth <= hi + tol)
+            sums = [sums[0] + truth, sums[1] + lo, sums[2] + hi]
+        held = 1 - outside / len(steps)
+        ms = [x / len(steps) / 1e6 for x in sums]
+        notes.append(f"device {d}: truth {ms[0]:.2f} ms, bounds {ms[1]:.2f}-{ms[2]:.2f}, hold in {held * 100:.0f}%")
+        check(held >= BOUNDS_HOLD, f"{name}: {notes[-1]}")
+    return "; ".join(notes)
+
+
+def judge_graphs(name, steps, tsteps):
+    """A graph-replay loop: each step one graph launch holding the workload's kernels, and no kernel
+    launched on its own (the capture's launches were before the loop and are not the steps')."""
+    want = tsteps[0]["kernels"]
+    bad = [st["index"] for st in steps if (st["graph_launches"], st["graph_kernels"], st["kernels"]) != (1, want, 0)]
+    # A step at an edge of the run may hold no launch.
+    check(len(bad) <= 1, f"{name}: steps {bad[:5]} do not hold one graph launch of {want} kernels and no "
+          f"other: {[(st['graph_launches'], st['graph_kernels'], st['kernels']) for st in steps[:3]]}")
+    return f"1 graph launch of {want} kernels per step"
 
 
 def judge_bounds(name, steps, busy, runq_share=0.0):
@@ -445,8 +489,13 @@ def judge(name, s, truth, sim_env=None):
           f"workload's; {note}")
     check(rel <= TOTAL_REL, f"{name}: matched steps' total off by {rel * 100:.2f}%; {note}")
     check(worst <= SHARE_PP, f"{name}: a share is {worst:.1f} points outside the truth's with the probes' share; {note}")
-    return note + "; " + judge_bounds(name, steps, busy, polling_runq(tsteps, sim_env)) + "; " + \
+    note += "; " + judge_bounds(name, steps, busy, polling_runq(tsteps, sim_env)) + "; " + \
         judge_idle(name, steps, busy)
+    if busy.per_device:
+        note += "; " + judge_devices(name, steps, busy)
+    if name == "graph":
+        note += "; " + judge_graphs(name, steps, tsteps)
+    return note
 
 
 def judge_report_lines(name, s, stdout):
