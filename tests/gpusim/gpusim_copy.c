@@ -136,20 +136,7 @@ cudaError_t do_copy(void *dst, size_t dpitch, const void *src, size_t spitch, si
 		return cudaSuccess;
 	}
 	end = schedule(s, eng, S.copy_latency_ns + (uint64_t)((double)bytes / bpns), now_ns());
-	if (!sync && pinned && eng == ENG_H2D) {
-		/*
-		 * Asynchronous from pinned memory: the program may not touch the source
-		 * until the copy is done, so the bytes move now. Deferred to the next
-		 * synchronisation, their host time would land inside that call (a wait
-		 * that never slept, busy on the CPU: what a tracer takes for a polling
-		 * runtime), where a real runtime spends none.
-		 */
-		flush_pending();
-		copy2d(dst, dpitch, src, spitch, width, height);
-		unlock();
-		return cudaSuccess;
-	}
-	if (!sync && pinned) { /* asynchronous to the host: defer the bytes, return at once */
+	if (!sync && pinned) { /* asynchronous: defer the bytes, return at once */
 		struct pending_copy *p = vec_push(&S.pending);
 		if (!p) {
 			unlock();

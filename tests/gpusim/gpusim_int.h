@@ -68,8 +68,7 @@
  *     it depends on.
  *   - Data: synchronous copies memcpy at call time (a real pageable copy also
  *     burns host CPU staging the bytes); if that memcpy takes longer than the
- *     model, the call returns when the memcpy ends. Pinned async copies to the
- *     device move their bytes at the call; to the host they are
+ *     model, the call returns when the memcpy ends. Pinned async copies are
  *     deferred and performed, in order, when the host next synchronises
  *     (sync calls, synchronous copies, queries that report completion) or
  *     before any other data operation, so ordering is preserved.

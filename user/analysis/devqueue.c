@@ -646,7 +646,8 @@ bool dl_devq_note_wait(struct dl_devq_waits_seen *s, const struct dl_span *sched
 	for (size_t k = dl_spans_first_after(sched, nsched, w->start); k < nsched && sched[k].start < w->end; k++)
 		if (sched[k].kind == DL_ST_RUNNING)
 			oncpu += dl_min_u64(sched[k].end, w->end) - dl_max_u64(sched[k].start, w->start);
-	if (tail != UINT64_MAX && oncpu >= tail + DL_DEVQ_POLL_ONCPU_NS)
+	/* On its CPU for most of the call: a host busy with other work while runnable shows little of it. */
+	if (tail != UINT64_MAX && oncpu >= tail + DL_DEVQ_POLL_ONCPU_NS && 2 * oncpu >= w->end - w->start)
 		s->polled++;
 	return !s->slept && s->polled >= DL_DEVQ_POLL_EVIDENCE;
 }

@@ -179,7 +179,8 @@ uint64_t dl_devq_host_tail_ns(uint64_t bytes);
 /*
  * What a process's waits on outstanding work showed so far: the runtime polls
  * when none of them slept and at least DL_DEVQ_POLL_EVIDENCE ran on their CPU
- * for DL_DEVQ_POLL_ONCPU_NS beyond their host tail without sleeping. A
+ * for DL_DEVQ_POLL_ONCPU_NS beyond their host tail, and for most of the call,
+ * without sleeping. A
  * runtime that blocks sleeps at once in a wait with work outstanding; one
  * whose wait found the work done, or was preempted, is on its CPU briefly.
  */
