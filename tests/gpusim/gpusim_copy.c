@@ -99,7 +99,7 @@ cudaError_t do_copy(void *dst, size_t dpitch, const void *src, size_t spitch, si
 	int pinned = 0;
 	cudaError_t e;
 	struct CUstream_st *s;
-	uint64_t end, bytes = (uint64_t)width * height;
+	uint64_t since = now_ns(), end, bytes = (uint64_t)width * height;
 	enum wait_mode how;
 
 	s = lock_stream(hs, ptds);
@@ -151,6 +151,7 @@ cudaError_t do_copy(void *dst, size_t dpitch, const void *src, size_t spitch, si
 	how = wait_mode_of(s->dev);
 	unlock();
 	wait_until(end, how);
+	note_late(end, since);
 	return cudaSuccess;
 }
 

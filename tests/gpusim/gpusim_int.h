@@ -324,6 +324,7 @@ void *vec_push(struct vec *v);
 void vec_del(struct vec *v, size_t i);
 enum wait_mode wait_mode_of(int dev);
 void wait_until(uint64_t t, enum wait_mode how);
+void note_late(uint64_t t, uint64_t since);
 /* Waits for the current device's point t the way its flags say. */
 void sleep_until(uint64_t t);
 void spin_cpu(uint64_t ns);
@@ -349,7 +350,7 @@ int capture_breaks_legacy(struct CUstream_st *s);
 struct CUstream_st *lock_stream(cudaStream_t h, int ptds);
 cudaError_t stream_sync(cudaStream_t hs, int ptds);
 /* The end of every synchronising call: wait (without the lock) until t, then make the deferred copies. */
-void sync_until(uint64_t t, enum wait_mode how);
+void sync_until(uint64_t t, enum wait_mode how, uint64_t since);
 cudaError_t stream_query(cudaStream_t hs, int ptds);
 cudaError_t event_record(cudaEvent_t he, cudaStream_t hs, int ptds);
 cudaError_t stream_wait_event(cudaStream_t hs, cudaEvent_t he, unsigned int flags, int ptds);

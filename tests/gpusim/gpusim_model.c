@@ -205,22 +205,18 @@ static inline void cpu_relax(void)
  * Wait until CLOCK_MONOTONIC reaches t, called without the lock: spin on the
  * clock (vDSO, no system call), yield between reads, or sleep, so the
  * scheduler sees the thread running, runnable or blocked (S) as under the
- * real runtime. A wait that ended after t is kept with the late wakes.
+ * real runtime.
  */
 void wait_until(uint64_t t, enum wait_mode how)
 {
 	struct timespec ts = { .tv_sec = (time_t)(t / NSEC), .tv_nsec = (long)(t % NSEC) };
-	struct timeline_item *w;
-	uint64_t woke;
-	int waited = 0;
 
 	if (how == WAIT_BLOCK && !t_slack_set) {
 		t_slack_set = 1;
 		if (S.timerslack_ns)
 			prctl(PR_SET_TIMERSLACK, (unsigned long)S.timerslack_ns, 0, 0, 0);
 	}
-	while ((woke = now_ns()) < t) {
-		waited = 1;
+	while (now_ns() < t) {
 		if (how == WAIT_SPIN) {
 			cpu_relax();
 		} else if (how == WAIT_YIELD) {
@@ -231,18 +227,35 @@ void wait_until(uint64_t t, enum wait_mode how)
 				break;
 		}
 	}
-	if (!waited)
+}
+
+/*
+ * At the end of a call that waited for the device's point t, entered at
+ * since: when the work was outstanding at entry (t > since) and the call
+ * returns after t, the host saw the completion late by that much (a timer's
+ * latency, a preemption, or the host's own work in the call, such as the
+ * deferred copies made at a synchronisation), and the late wakes keep it.
+ */
+void note_late(uint64_t t, uint64_t since)
+{
+	struct timeline_item *w;
+	uint64_t back = now_ns();
+
+	if (t <= since || back <= t)
 		return;
 	lock();
-	if (S.timeline_on && woke > t && (w = vec_push(&S.wakes)))
-		*w = (struct timeline_item){ t, woke, 0, t_device };
+	if (S.timeline_on && (w = vec_push(&S.wakes)))
+		*w = (struct timeline_item){ t, back, 0, t_device };
 	unlock();
 }
 
 void sleep_until(uint64_t t)
 {
+	uint64_t since = now_ns();
+
 	pthread_once(&S.once, init_once);
 	wait_until(t, wait_mode_of(t_device));
+	note_late(t, since);
 }
 
 /* Busy-spin ns of this thread's CPU time (a launch's host cost); thread_clock.h says how. */

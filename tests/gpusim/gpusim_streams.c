@@ -141,18 +141,19 @@ GPUSIM_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptur
 /* The end of every synchronise call: wait (without the lock) until the
  * device reaches t, then make the deferred pinned copies the host may now
  * observe. */
-void sync_until(uint64_t t, enum wait_mode how)
+void sync_until(uint64_t t, enum wait_mode how, uint64_t since)
 {
 	wait_until(t, how);
 	lock();
 	flush_pending();
 	unlock();
+	note_late(t, since);
 }
 
 cudaError_t stream_sync(cudaStream_t hs, int ptds)
 {
+	uint64_t since = now_ns(), t;
 	struct CUstream_st *s = lock_stream(hs, ptds);
-	uint64_t t;
 
 	if (!s)
 		return ret(cudaErrorInvalidResourceHandle);
@@ -163,7 +164,7 @@ cudaError_t stream_sync(cudaStream_t hs, int ptds)
 	}
 	t = s->ready;
 	unlock();
-	sync_until(t, wait_mode_of(s->dev));
+	sync_until(t, wait_mode_of(s->dev), since);
 	return cudaSuccess;
 }
 
@@ -191,7 +192,7 @@ cudaError_t stream_query(cudaStream_t hs, int ptds)
 /* Drains the current device only: other devices' work goes on. */
 GPUSIM_API cudaError_t cudaDeviceSynchronize(void)
 {
-	uint64_t t;
+	uint64_t since = now_ns(), t;
 
 	lock();
 	if (capture_forbids_unsafe()) {
@@ -200,7 +201,7 @@ GPUSIM_API cudaError_t cudaDeviceSynchronize(void)
 	}
 	t = device_idle_at(t_device);
 	unlock();
-	sync_until(t, wait_mode_of(t_device));
+	sync_until(t, wait_mode_of(t_device), since);
 	return cudaSuccess;
 }
 
@@ -379,7 +380,7 @@ GPUSIM_API cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
 	struct CUevent_st *e;
 	enum wait_mode how;
-	uint64_t t;
+	uint64_t since = now_ns(), t;
 
 	lock();
 	e = event_get(event);
@@ -394,7 +395,7 @@ GPUSIM_API cudaError_t cudaEventSynchronize(cudaEvent_t event)
 	t = e->recorded ? e->ts : 0;
 	how = e->flags & cudaEventBlockingSync ? WAIT_BLOCK : wait_mode_of(t_device);
 	unlock();
-	sync_until(t, how);
+	sync_until(t, how, since);
 	return cudaSuccess;
 }
 

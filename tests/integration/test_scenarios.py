@@ -189,7 +189,12 @@ def judge_bounds(name, steps, busy, runq_share=0.0):
     # Under emulation (tools/vm sets DLBPF_TEST_EMULATED) every wake-up is late by the emulator's
     # pace, which widens the bounds by no measure of the model: there the bounds must hold, and the
     # width is reported only.
-    if name in TIGHT and not os.environ.get("DLBPF_TEST_EMULATED"):
+    # dlbpf learns that a runtime polls from waits that ran on their CPU for most of the call; a waiter
+    # runnable for more than half its steps gives it none, and its bounds are then those of a runtime
+    # whose way of waiting is unknown: reported, not held to the width.
+    if name in TIGHT and not os.environ.get("DLBPF_TEST_EMULATED") and runq_share >= 0.5:
+        note += f" (width not judged: the waiter runnable {runq_share * 100:.0f}% of its steps)"
+    elif name in TIGHT and not os.environ.get("DLBPF_TEST_EMULATED"):
         allowed = TIGHT[name] + runq_share
         check(width <= allowed, f"{name}: {note}, over {allowed * 100:.0f}% ({TIGHT[name] * 100:.0f}% and the "
               f"waiter's run-queue share {runq_share * 100:.1f}%)")
@@ -255,11 +260,11 @@ def our_shares(steps):
 
 
 def polling_runq(tsteps, sim_env):
-    """Under POLLING waits, the share of the steps' time the workload's main thread was runnable but not
-    running, by its own schedstat; 0 otherwise."""
+    """Under POLLING waits, the share of its step the workload's main thread was runnable but not
+    running, by its own schedstat, averaged over the steps as the bounds' width is; 0 otherwise."""
     if (sim_env or {}).get("GPUSIM_SCHEDULE") not in POLLING:
         return 0.0
-    return sum(t["sched"]["runq_ns"] for t in tsteps) / sum(t["end_ns"] - t["start_ns"] for t in tsteps)
+    return sum(t["sched"]["runq_ns"] / (t["end_ns"] - t["start_ns"]) for t in tsteps) / len(tsteps)
 
 
 def truth_shares(steps):
@@ -326,19 +331,22 @@ def run_scenario(name, extra=(), sim_env=None, train_args=()):
     return d.summary(), truth, d
 
 
-def expected_verdicts(name, tsum):
+def expected_verdicts(name, tsum, sim_env=None):
     """The verdicts the workload's own counters allow. A host-compute scenario on a machine busy
     with other work waits for a CPU: when its main thread's schedstat run-queue time beats its
     on-CPU time by more than SHARE_PP points, contention is the right answer; within SHARE_PP of
-    each other, either is."""
+    each other, either is. Under POLLING waits the same holds for every scenario: a spinning
+    waiter needs a CPU for all of its wait, so on a busy machine it is runnable most of it."""
     want = EXPECTED[name]
+    lead = 100.0 * (tsum["runq_share"] - tsum["oncpu_share"])
+    if want and (sim_env or {}).get("GPUSIM_SCHEDULE") in POLLING and lead > SHARE_PP:
+        return {want, "cpu-contention"}
     # Under emulation (tools/vm) the loaders and the host run at the emulator's pace: the verdict the
     # workload's own clocks give stands beside the one the scenario was made for.
     if os.environ.get("DLBPF_TEST_EMULATED") and want is not None:
         return {want} | truth_verdicts(tsum)
     if want != "host-compute-bound":
         return {want}
-    lead = 100.0 * (tsum["runq_share"] - tsum["oncpu_share"])
     if lead > SHARE_PP:
         return {"cpu-contention"}
     return {want} if lead < -SHARE_PP else {want, "cpu-contention"}
@@ -450,7 +458,7 @@ def judge(name, s, truth, sim_env=None):
             f"{mean(ours_total):.2f}/{mean(truth_total):.2f} ms ({rel * 100:.3f}%), "
             f"{verdict}; shares dlbpf/truth: {detail}")
     if EXPECTED[name]:
-        want = expected_verdicts(name, tsum)
+        want = expected_verdicts(name, tsum, sim_env)
         if os.environ.get("DLBPF_TEST_EMULATED"):
             # The phases the workload's clocks measured for these steps, the top one or two; and the
             # same with each probed phase's probes' share moved to the CPU, as the shares are judged
