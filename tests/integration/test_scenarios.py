@@ -563,6 +563,20 @@ PHASE_VERDICT = {"input_wait": "input-bound", "host_cpu": "host-compute-bound", 
                  "launch": "launch-bound", "gpu_wait": "gpu-bound"}
 
 
+def moved_verdicts(name, tsteps, sim_env):
+    """The verdicts of the workload's phases with each probed phase's probes' share (a traced run's
+    phase less the untraced run's, see PROBED_PHASES) moved to the CPU, as the shares are judged: the
+    workload clocks a probe's trap inside its call, dlbpf as the thread's CPU time, which decides the
+    verdict where a call is as short as the trap (fast-link sync copies of 4 KiB that a polling wait
+    ends in 3 us)."""
+    shares = truth_shares(tsteps)
+    for k, v in probe_shares(tsteps, untraced_phases(name, sim_env)).items():
+        shares[k] -= v
+        shares["host_cpu"] += v
+    top = sorted(((v, k) for k, v in shares.items() if k in PHASE_VERDICT), reverse=True)
+    return {PHASE_VERDICT[k] for v, k in top if top[0][0] - v < SHARE_PP}
+
+
 def truth_verdicts(tsum):
     """Other settings move the phases: the verdict is the workload's own dominant phase, or either
     of the top two when they lie within SHARE_PP points of each other."""
@@ -583,6 +597,8 @@ def test_simulator_settings_varied():
         for name in VARIED:
             s, (tsteps, tsum, busy), _ = run_scenario(name, sim_env=sim_env)
             want, verdict = truth_verdicts(tsum), s["diagnosis"].get("verdict")
+            if verdict not in want:
+                want = want | moved_verdicts(name, tsteps, sim_env)
             check(verdict in want, f"{label} {name}: verdict {verdict}, the workload's phases say "
                   f"{' or '.join(sorted(want))}")
             notes.append(f"{label} {name}: {verdict}, "
