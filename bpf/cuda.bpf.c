@@ -646,9 +646,12 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 cookie, const bo
 	 * (handle_trampoline). A user read at entry for it costs ~90 ns (tools/bench/README.md).
 	 */
 	e->site = PT_REGS_IP(ctx);
-	if ((cookie & DL_COOKIE_OUTPTR) && f->arg[0] &&
-	    bpf_probe_read_user(&e->out, sizeof(e->out), (void *)f->arg[0]))
-		e->flags |= DL_CUDA_OUT_FAULT;
+	if (cookie & DL_COOKIE_OUTPTR) {
+		__u64 outp = cookie & DL_COOKIE_OUT_ARG1 ? f->arg[1] : f->arg[0];
+
+		if (outp && bpf_probe_read_user(&e->out, sizeof(e->out), (void *)outp))
+			e->flags |= DL_CUDA_OUT_FAULT;
+	}
 	if (cookie & DL_COOKIE_LOADER) {
 		/*
 		 * A CUDA library just loaded: stop the process until the collector

@@ -21,6 +21,8 @@ DIR=$(realpath -m "${3:-.output/output-diff}")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TRAIN=$ROOT/.output/workloads/train
 SIM=$ROOT/.output/gpusim
+# Sleeping waits, as the recordings compared before the simulator learnt to spin (its default now).
+export GPUSIM_SCHEDULE=${GPUSIM_SCHEDULE:-blocking}
 SCENARIOS="gpu input disk pageable small-copies sync-copies launch host-cpu contention two-streams comm balanced"
 
 record() {   # name, dlbpf record options..., --, train options...

@@ -105,6 +105,7 @@ enum dl_cuda_cookie {
 	/* At return, a struct dl_call_short_ev with the first 2 (ARGS2) or 5 (ARGS5) arguments when it fits one */
 	DL_COOKIE_ARGS2 = 1u << 28,
 	DL_COOKIE_ARGS5 = 1u << 29,
+	DL_COOKIE_OUT_ARG1 = 1u << 30, /* with DL_COOKIE_OUTPTR: the u64 arg[1] points to, not arg[0] */
 };
 
 enum dl_cuda_flags {

@@ -5,7 +5,7 @@ CUDA_HOME ?= /usr/local/cuda
 
 # The library, one job a file (gpusim_int.h says which); the tests are not in it.
 GPUSIM_SRC      := $(addprefix tests/gpusim/,gpusim_model.c gpusim_streams.c gpusim_memory.c \
-	gpusim_copy.c gpusim_kernels.c gpusim_api.c gpusim_errors.c gpusim_device.c gpusim_comm.c)
+	gpusim_copy.c gpusim_kernels.c gpusim_api.c gpusim_errors.c gpusim_device.c gpusim_comm.c gpusim_graph.c)
 GPUSIM_HDR      := tests/gpusim/gpusim_int.h tests/common/thread_clock.h
 GPUSIM_MAP      := tests/gpusim/libcudart.map
 GPUSIM_LIB      := $(OUTPUT)/gpusim/libcudart.so.13
@@ -14,7 +14,7 @@ GPUSIM_NCCL     := $(OUTPUT)/gpusim/libnccl.so.2
 GPUSIM_TEST     := $(OUTPUT)/tests/test_gpusim
 GPUSIM_ASAN_LIB := $(OUTPUT)/gpusim-asan/libcudart.so.13
 GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan
-GPUSIM_TEST_SRC := tests/gpusim/test_gpusim.c tests/gpusim/test_gpusim_timing.c
+GPUSIM_TEST_SRC := tests/gpusim/test_gpusim.c tests/gpusim/test_gpusim_timing.c tests/gpusim/test_gpusim_shapes.c
 GPUSIM_TEST_DEPS := $(GPUSIM_TEST_SRC) tests/gpusim/test_gpusim.h tests/common/thread_clock.h tests/gpusim/gpusim.mk
 GPUSIM_SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 

@@ -182,3 +182,65 @@ GPUSIM_API cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
 	return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
 }
+
+/* ---- graphs and stream-ordered memory (gpusim_graph.c, gpusim_memory.c) ---- */
+
+GPUSIM_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	return graph_launch(graphExec, stream, 0);
+}
+
+GPUSIM_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	return graph_launch(graphExec, stream, 1);
+}
+
+GPUSIM_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+	return begin_capture(stream, mode, 0);
+}
+
+GPUSIM_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+	return begin_capture(stream, mode, 1);
+}
+
+GPUSIM_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+	return end_capture(stream, pGraph, 0);
+}
+
+GPUSIM_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+	return end_capture(stream, pGraph, 1);
+}
+
+GPUSIM_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
+{
+	return is_capturing(stream, pCaptureStatus, 0);
+}
+
+GPUSIM_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus)
+{
+	return is_capturing(stream, pCaptureStatus, 1);
+}
+
+GPUSIM_API cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+{
+	return malloc_async(devPtr, size, hStream, 0);
+}
+
+GPUSIM_API cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
+{
+	return malloc_async(devPtr, size, hStream, 1);
+}
+
+GPUSIM_API cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+{
+	return free_async(devPtr, hStream, 0);
+}
+
+GPUSIM_API cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
+{
+	return free_async(devPtr, hStream, 1);
+}

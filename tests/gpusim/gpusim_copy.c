@@ -99,7 +99,8 @@ cudaError_t do_copy(void *dst, size_t dpitch, const void *src, size_t spitch, si
 	int pinned = 0;
 	cudaError_t e;
 	struct CUstream_st *s;
-	uint64_t end, bytes = (uint64_t)width * height;
+	uint64_t since = now_ns(), end, bytes = (uint64_t)width * height;
+	enum wait_mode how;
 
 	s = lock_stream(hs, ptds);
 	if (!s)
@@ -108,6 +109,25 @@ cudaError_t do_copy(void *dst, size_t dpitch, const void *src, size_t spitch, si
 	if (e != cudaSuccess || bytes == 0) {
 		unlock();
 		return ret(e);
+	}
+	if (s->capture) { /* recorded, not run: the bytes move at each launch of the graph */
+		struct graph_node n = { .kind = NODE_COPY, .engine = eng,
+					.cost = eng == ENG_NONE ? 0 : S.copy_latency_ns + (uint64_t)((double)bytes / bpns),
+					.dst = dst, .src = src, .dpitch = dpitch, .spitch = spitch,
+					.width = width, .height = height, .async_pinned = pinned };
+
+		if (sync) {
+			s->capture_invalid = 1;
+			unlock();
+			return ret(cudaErrorStreamCaptureUnsupported);
+		}
+		e = capture_node(s, &n);
+		unlock();
+		return ret(e);
+	}
+	if (capture_breaks_legacy(s) || (sync && capture_forbids_unsafe())) {
+		unlock();
+		return ret(s->legacy ? cudaErrorStreamCaptureImplicit : cudaErrorStreamCaptureUnsupported);
 	}
 	if (eng == ENG_NONE) { /* host to host: a plain synchronous memcpy */
 		flush_pending();
@@ -128,12 +148,34 @@ cudaError_t do_copy(void *dst, size_t dpitch, const void *src, size_t spitch, si
 	}
 	flush_pending();
 	copy2d(dst, dpitch, src, spitch, width, height);
+	how = wait_mode_of(s->dev);
 	unlock();
-	sleep_until(end);
+	wait_until(end, how);
+	note_late(end, since);
 	return cudaSuccess;
 }
 
 /* ---- memset ------------------------------------------------------------ */
+
+uint64_t memset_cost(size_t count)
+{
+	return S.kernel_base_ns + (uint64_t)((double)count / S.memset_bpns);
+}
+
+/* A graph's memset or copy node at a launch: the bytes it moves (under the lock). */
+void node_move_bytes(const struct graph_node *n, uint64_t end)
+{
+	struct pending_copy *p;
+
+	if (n->kind == NODE_MEMSET) {
+		flush_pending();
+		if (S.copy_data)
+			memset(n->dst, n->value, n->width);
+	} else if (n->kind == NODE_COPY && (p = vec_push(&S.pending))) {
+		/* Deferred like an async copy: the host sees them at its next synchronisation. */
+		*p = (struct pending_copy){ n->dst, n->src, n->dpitch, n->spitch, n->width, n->height, end };
+	}
+}
 
 cudaError_t do_memset(void *p, int value, size_t count, cudaStream_t hs, int ptds)
 {
@@ -150,12 +192,24 @@ cudaError_t do_memset(void *p, int value, size_t count, cudaStream_t hs, int ptd
 		unlock();
 		return ret(cudaErrorInvalidValue);
 	}
+	if (s->capture) {
+		struct graph_node n = { .kind = NODE_MEMSET, .engine = ENG_COMPUTE,
+					.cost = memset_cost(count), .dst = p, .width = count, .height = 1,
+					.value = value };
+		cudaError_t e = capture_node(s, &n);
+
+		unlock();
+		return ret(e);
+	}
+	if (capture_breaks_legacy(s)) {
+		unlock();
+		return ret(cudaErrorStreamCaptureImplicit);
+	}
 	flush_pending();
 	if (S.copy_data)
 		memset(p, value, count);
 	/* Asynchronous with respect to the host for device memory. */
-	schedule(s, ENG_COMPUTE, S.kernel_base_ns + (uint64_t)((double)count / S.memset_bpns),
-		 now_ns());
+	schedule(s, ENG_COMPUTE, memset_cost(count), now_ns());
 	unlock();
 	return cudaSuccess;
 }

@@ -46,11 +46,18 @@ GPUSIM_API int gpusimSetKernelCost(const void *func, unsigned long long ns)
 	return r ? 0 : -1;
 }
 
+/* Under the lock: a launch's device time, the cost set for func or the grid-size model. */
+uint64_t kernel_cost(const void *func, dim3 grid)
+{
+	struct range *r = kcost_find(func);
+
+	return r ? r->size : S.kernel_base_ns + (uint64_t)grid.x * grid.y * grid.z * S.ns_per_block;
+}
+
 cudaError_t do_launch(const void *func, dim3 grid, dim3 block, cudaStream_t hs, int ptds)
 {
 	struct CUstream_st *s;
-	struct range *r;
-	uint64_t cost, blocks;
+	cudaError_t e = cudaSuccess;
 
 	pthread_once(&S.once, init_once);
 	if (!func)
@@ -64,12 +71,17 @@ cudaError_t do_launch(const void *func, dim3 grid, dim3 block, cudaStream_t hs, 
 	s = lock_stream(hs, ptds);
 	if (!s)
 		return ret(cudaErrorInvalidResourceHandle);
-	blocks = (uint64_t)grid.x * grid.y * grid.z;
-	r = kcost_find(func);
-	cost = r ? r->size : S.kernel_base_ns + blocks * S.ns_per_block;
-	schedule(s, ENG_COMPUTE, cost, now_ns());
+	if (s->capture) {
+		struct graph_node n = { .kind = NODE_KERNEL, .engine = ENG_COMPUTE, .func = func, .grid = grid };
+
+		e = capture_node(s, &n);
+	} else if (capture_breaks_legacy(s)) {
+		e = cudaErrorStreamCaptureImplicit;
+	} else {
+		schedule(s, ENG_COMPUTE, kernel_cost(func, grid), now_ns());
+	}
 	unlock();
-	return cudaSuccess;
+	return ret(e);
 }
 
 /* nvcc 13 host stubs: __cudaGetKernel(&handle, stub) then __cudaLaunchKernel.

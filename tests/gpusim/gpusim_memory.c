@@ -51,23 +51,46 @@ static ssize_t pinned_find(const void *base)
 	return -1;
 }
 
+/*
+ * Make [p, p+n) resident, as the real runtime's memory is: cudaMalloc returns
+ * device memory, cudaHostAlloc and cudaHostRegister page-lock host memory.
+ * Otherwise a copy's first touch of each page faults inside a later call, host
+ * time no real runtime spends there (tens of ms for a 4 MiB batch on a loaded
+ * VM). MADV_POPULATE_* (Linux 5.14) or, before it, one access a page: a read
+ * for host memory, whose bytes are the program's, a write of 0 for device
+ * blocks, whose bytes are undefined until written.
+ */
+static void populate(void *p, size_t n, int write)
+{
+	uintptr_t page = 4096, a = (uintptr_t)p & ~(page - 1), b = (uintptr_t)p + n;
+
+	if (!n || madvise((void *)a, b - a, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
+		return;
+	for (uintptr_t q = (uintptr_t)p; q < b; q = (q & ~(page - 1)) + page) {
+		if (write)
+			*(volatile char *)q = 0;
+		else
+			(void)*(volatile const char *)q;
+	}
+}
+
 /* ---- device memory ----------------------------------------------------- */
 
-GPUSIM_API cudaError_t cudaMalloc(void **devPtr, size_t size)
+/* Under the lock: a block of device dev (the address range is shared; a block knows its device). */
+cudaError_t dev_alloc(void **devPtr, size_t size, int dev)
 {
 	struct range *r, *best = NULL;
 	size_t want;
 
 	if (!devPtr)
-		return ret(cudaErrorInvalidValue);
+		return cudaErrorInvalidValue;
 	if (!size) {
 		*devPtr = NULL;
 		return cudaSuccess;
 	}
 	want = (size + 255) & ~(size_t)255; /* cudaMalloc aligns to 256 bytes */
 	if (want < size)
-		return ret(cudaErrorMemoryAllocation);
-	lock();
+		return cudaErrorMemoryAllocation;
 	r = S.dev_blocks.v;
 	for (size_t i = 0; i < S.dev_blocks.n; i++) /* first fit among freed blocks */
 		if (!r[i].live && r[i].size >= want && (!best || r[i].size < best->size))
@@ -75,46 +98,93 @@ GPUSIM_API cudaError_t cudaMalloc(void **devPtr, size_t size)
 	if (best) {
 		best->live = 1;
 		best->req = size;
+		best->dev = dev;
 		*devPtr = (void *)best->base;
-		unlock();
+		if (S.copy_data)
+			populate(*devPtr, size, 1);
 		return cudaSuccess;
 	}
-	if (!S.dev_base || want > S.dev_size - S.dev_used) {
-		unlock();
-		return ret(cudaErrorMemoryAllocation);
-	}
+	if (!S.dev_base || want > S.dev_size - S.dev_used)
+		return cudaErrorMemoryAllocation;
 	r = vec_push(&S.dev_blocks);
-	if (!r) {
-		unlock();
-		return ret(cudaErrorMemoryAllocation);
-	}
+	if (!r)
+		return cudaErrorMemoryAllocation;
 	*r = (struct range){ .base = (uintptr_t)S.dev_base + S.dev_used, .size = want, .live = 1,
-			      .req = size };
+			      .req = size, .dev = dev };
 	S.dev_used += want;
 	*devPtr = (void *)r->base;
-	unlock();
+	if (S.copy_data)
+		populate(*devPtr, size, 1);
 	return cudaSuccess;
 }
 
-GPUSIM_API cudaError_t cudaFree(void *devPtr)
+/* cudaMalloc may synchronise the device: a capture under way forbids it (Global and ThreadLocal modes). */
+GPUSIM_API cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
-	struct range *r;
+	cudaError_t e;
 
-	if (!devPtr)
-		return cudaSuccess;
 	lock();
-	r = S.dev_blocks.v;
+	e = capture_forbids_unsafe() ? cudaErrorStreamCaptureUnsupported : dev_alloc(devPtr, size, t_device);
+	unlock();
+	return ret(e);
+}
+
+/* Under the lock. */
+cudaError_t dev_free(void *devPtr)
+{
+	struct range *r = S.dev_blocks.v;
+
 	for (size_t i = 0; i < S.dev_blocks.n; i++)
 		if (r[i].base == (uintptr_t)devPtr && r[i].live) {
 			flush_pending();
 			r[i].live = 0;
 			if (r[i].size >= (1u << 20))
 				madvise((void *)r[i].base, r[i].size, MADV_DONTNEED);
-			unlock();
 			return cudaSuccess;
 		}
+	return cudaErrorInvalidValue;
+}
+
+GPUSIM_API cudaError_t cudaFree(void *devPtr)
+{
+	cudaError_t e;
+
+	if (!devPtr)
+		return cudaSuccess;
+	lock();
+	e = dev_free(devPtr);
 	unlock();
-	return ret(cudaErrorInvalidValue);
+	return ret(e);
+}
+
+/*
+ * Stream-ordered allocation. The block is the stream's device's, usable by
+ * work enqueued on the stream after the call; it takes no device time. The
+ * simulator's kernels touch no memory, so freeing at the call (after the
+ * deferred copies are made) is what a program can observe of the stream order.
+ */
+cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t hStream, int ptds)
+{
+	struct CUstream_st *s = lock_stream(hStream, ptds);
+	cudaError_t e;
+
+	if (!s)
+		return ret(cudaErrorInvalidResourceHandle);
+	e = capture_breaks_legacy(s) ? cudaErrorStreamCaptureImplicit : dev_alloc(devPtr, size, s->dev);
+	unlock();
+	return ret(e);
+}
+
+cudaError_t free_async(void *devPtr, cudaStream_t hStream, int ptds)
+{
+	struct CUstream_st *s = lock_stream(hStream, ptds);
+	cudaError_t e;
+
+	if (!s)
+		return ret(cudaErrorInvalidResourceHandle);
+	e = capture_breaks_legacy(s) ? cudaErrorStreamCaptureImplicit : devPtr ? dev_free(devPtr) : cudaSuccess;
+	unlock();
+	return ret(e);
 }
 
 GPUSIM_API int gpusimIsDevicePointer(const void *ptr)
@@ -167,7 +237,9 @@ GPUSIM_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int fla
 		*pHost = NULL;
 		return cudaSuccess;
 	}
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pthread_once(&S.once, init_once);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (S.copy_data ? MAP_POPULATE : 0),
+		 -1, 0);
 	if (p == MAP_FAILED)
 		return ret(cudaErrorMemoryAllocation);
 	lock();
@@ -226,6 +298,8 @@ GPUSIM_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int fla
 		}
 	e = pinned_add(ptr, size, 0);
 	unlock();
+	if (e == cudaSuccess && S.copy_data)
+		populate(ptr, size, 0);
 	return ret(e);
 }
 

@@ -10,10 +10,13 @@
 
 #include <stdlib.h>
 
-static _Thread_local struct CUstream_st *t_ptds;
+/* The per-thread default stream of each device, made when the thread first names it. */
+static _Thread_local struct CUstream_st *t_ptds[GPUSIM_MAX_DEVICES];
+/* cudaThreadExchangeStreamCaptureMode: how this thread takes part in others' captures. */
+static _Thread_local enum cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
 
-/* Under the lock: a blocking stream linked into S.streams, or NULL. */
-static struct CUstream_st *stream_new(unsigned int flags)
+/* Under the lock: a stream of the current device linked into S.streams, or NULL. */
+static struct CUstream_st *stream_new(unsigned int flags, int priority)
 {
 	struct CUstream_st *s = calloc(1, sizeof(*s));
 
@@ -21,6 +24,9 @@ static struct CUstream_st *stream_new(unsigned int flags)
 		return NULL;
 	s->magic = STREAM_MAGIC;
 	s->flags = flags;
+	s->dev = t_device;
+	s->priority = priority;
+	s->capture_last = -1;
 	s->next = S.streams;
 	S.streams = s;
 	return s;
@@ -31,13 +37,13 @@ static struct CUstream_st *stream_new(unsigned int flags)
  * orders more strictly but never wrongly. */
 static struct CUstream_st *ptds_stream(void)
 {
-	if (!t_ptds) {
-		struct CUstream_st *s = stream_new(cudaStreamDefault);
+	if (!t_ptds[t_device]) {
+		struct CUstream_st *s = stream_new(cudaStreamDefault, PRIORITY_LEAST);
 		if (!s)
-			return &S.legacy;
-		t_ptds = s;
+			return &S.dev[t_device].legacy;
+		t_ptds[t_device] = s;
 	}
-	return t_ptds;
+	return t_ptds[t_device];
 }
 
 /* Resolve a handle under the lock; NULL if invalid. */
@@ -46,9 +52,9 @@ struct CUstream_st *stream_get(cudaStream_t h, int ptds)
 	struct CUstream_st *s;
 
 	if (h == NULL)
-		return ptds ? ptds_stream() : &S.legacy;
+		return ptds ? ptds_stream() : &S.dev[t_device].legacy;
 	if (h == cudaStreamLegacy)
-		return &S.legacy;
+		return &S.dev[t_device].legacy;
 	if (h == cudaStreamPerThread)
 		return ptds_stream();
 	for (s = S.streams; s; s = s->next)
@@ -70,27 +76,95 @@ struct CUstream_st *lock_stream(cudaStream_t h, int ptds)
 	return s;
 }
 
-/* The end of every synchronise call: sleep (without the lock) until the
+/* ---- capture rules ------------------------------------------------------ */
+
+static int capture_live(const struct CUstream_st *s)
+{
+	return s->capture && !s->capture_invalid;
+}
+
+/*
+ * As cudaThreadExchangeStreamCaptureMode documents: a thread in Global mode
+ * is prohibited from potentially unsafe calls while it captures (not in
+ * Relaxed mode) or any thread captures in Global mode; in ThreadLocal mode
+ * only while it captures itself; in Relaxed mode never.
+ */
+int capture_forbids_unsafe(void)
+{
+	pthread_t self = pthread_self();
+	int hit = 0;
+
+	if (t_capture_mode == cudaStreamCaptureModeRelaxed)
+		return 0;
+	for (struct CUstream_st *s = S.streams; s; s = s->next) {
+		int own = pthread_equal(s->capture_thread, self) && s->capture_mode != cudaStreamCaptureModeRelaxed;
+		int others = t_capture_mode == cudaStreamCaptureModeGlobal &&
+			     s->capture_mode == cudaStreamCaptureModeGlobal;
+
+		if (capture_live(s) && (own || others)) {
+			s->capture_invalid = 1;
+			hit = 1;
+		}
+	}
+	return hit;
+}
+
+/* The legacy stream synchronises with every blocking stream of its device: it cannot while one captures. */
+int capture_breaks_legacy(struct CUstream_st *s)
+{
+	int hit = 0;
+
+	if (!s->legacy)
+		return 0;
+	for (struct CUstream_st *o = S.streams; o; o = o->next)
+		if (o->dev == s->dev && capture_live(o) && !(o->flags & cudaStreamNonBlocking)) {
+			o->capture_invalid = 1;
+			hit = 1;
+		}
+	return hit;
+}
+
+GPUSIM_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+{
+	enum cudaStreamCaptureMode old;
+
+	if (!mode || (unsigned)*mode > cudaStreamCaptureModeRelaxed)
+		return ret(cudaErrorInvalidValue);
+	old = t_capture_mode;
+	t_capture_mode = *mode;
+	*mode = old;
+	return cudaSuccess;
+}
+
+/* ---- synchronisation ------------------------------------------------------ */
+
+/* The end of every synchronise call: wait (without the lock) until the
  * device reaches t, then make the deferred pinned copies the host may now
  * observe. */
-static void sync_until(uint64_t t)
+void sync_until(uint64_t t, enum wait_mode how, uint64_t since)
 {
-	sleep_until(t);
+	wait_until(t, how);
 	lock();
 	flush_pending();
 	unlock();
+	note_late(t, since);
 }
 
 cudaError_t stream_sync(cudaStream_t hs, int ptds)
 {
+	uint64_t since = now_ns(), t;
 	struct CUstream_st *s = lock_stream(hs, ptds);
-	uint64_t t;
 
 	if (!s)
 		return ret(cudaErrorInvalidResourceHandle);
+	if (s->capture || capture_forbids_unsafe()) {
+		s->capture_invalid |= s->capture != NULL;
+		unlock();
+		return ret(cudaErrorStreamCaptureUnsupported);
+	}
 	t = s->ready;
 	unlock();
-	sync_until(t);
+	sync_until(t, wait_mode_of(s->dev), since);
 	return cudaSuccess;
 }
 
@@ -103,6 +177,11 @@ cudaError_t stream_query(cudaStream_t hs, int ptds)
 
 	if (!s)
 		return ret(cudaErrorInvalidResourceHandle);
+	if (s->capture || capture_forbids_unsafe()) {
+		s->capture_invalid |= s->capture != NULL;
+		unlock();
+		return ret(cudaErrorStreamCaptureUnsupported);
+	}
 	busy = now_ns() < s->ready;
 	if (!busy)
 		flush_pending();
@@ -110,18 +189,24 @@ cudaError_t stream_query(cudaStream_t hs, int ptds)
 	return busy ? cudaErrorNotReady : cudaSuccess;
 }
 
+/* Drains the current device only: other devices' work goes on. */
 GPUSIM_API cudaError_t cudaDeviceSynchronize(void)
 {
-	uint64_t t;
+	uint64_t since = now_ns(), t;
 
 	lock();
-	t = device_idle_at();
+	if (capture_forbids_unsafe()) {
+		unlock();
+		return ret(cudaErrorStreamCaptureUnsupported);
+	}
+	t = device_idle_at(t_device);
 	unlock();
-	sync_until(t);
+	sync_until(t, wait_mode_of(t_device), since);
 	return cudaSuccess;
 }
 
-GPUSIM_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+/* The priority is kept and reported; it orders nothing, as items are scheduled when enqueued. */
+static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags, int priority)
 {
 	struct CUstream_st *s;
 
@@ -129,13 +214,65 @@ GPUSIM_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned
 		return ret(cudaErrorInvalidValue);
 	if (flags & ~(unsigned)cudaStreamNonBlocking)
 		return ret(cudaErrorInvalidValue);
+	/* Outside the range, the runtime clamps it to the nearest end. */
+	if (priority > PRIORITY_LEAST)
+		priority = PRIORITY_LEAST;
+	if (priority < PRIORITY_GREATEST)
+		priority = PRIORITY_GREATEST;
 	lock();
-	s = stream_new(flags);
+	s = stream_new(flags, priority);
 	unlock();
 	if (!s)
 		return ret(cudaErrorMemoryAllocation);
 	*pStream = s;
 	return cudaSuccess;
+}
+
+GPUSIM_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
+{
+	return stream_create(pStream, flags, priority);
+}
+
+GPUSIM_API cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+	if (leastPriority)
+		*leastPriority = PRIORITY_LEAST;
+	if (greatestPriority)
+		*greatestPriority = PRIORITY_GREATEST;
+	return cudaSuccess;
+}
+
+GPUSIM_API cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+{
+	struct CUstream_st *s;
+
+	if (!priority)
+		return ret(cudaErrorInvalidValue);
+	s = lock_stream(hStream, 0);
+	if (!s)
+		return ret(cudaErrorInvalidResourceHandle);
+	*priority = s->priority;
+	unlock();
+	return cudaSuccess;
+}
+
+GPUSIM_API cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
+{
+	struct CUstream_st *s;
+
+	if (!flags)
+		return ret(cudaErrorInvalidValue);
+	s = lock_stream(hStream, 0);
+	if (!s)
+		return ret(cudaErrorInvalidResourceHandle);
+	*flags = s->flags;
+	unlock();
+	return cudaSuccess;
+}
+
+GPUSIM_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+	return stream_create(pStream, flags, PRIORITY_LEAST);
 }
 
 GPUSIM_API cudaError_t cudaStreamDestroy(cudaStream_t stream)
@@ -146,7 +283,7 @@ GPUSIM_API cudaError_t cudaStreamDestroy(cudaStream_t stream)
 		return ret(cudaErrorInvalidResourceHandle);
 	lock();
 	for (pp = &S.streams; *pp; pp = &(*pp)->next)
-		if (*pp == stream && stream != t_ptds)
+		if (*pp == stream && stream != t_ptds[stream->dev])
 			break;
 	if (!*pp) {
 		unlock();
@@ -222,6 +359,14 @@ cudaError_t event_record(cudaEvent_t he, cudaStream_t hs, int ptds)
 		unlock();
 		return ret(cudaErrorInvalidResourceHandle);
 	}
+	if (capture_breaks_legacy(s)) {
+		unlock();
+		return ret(cudaErrorStreamCaptureImplicit);
+	}
+	if (s->capture) { /* a point of the graph, not of the device's timeline */
+		unlock();
+		return cudaSuccess;
+	}
 	/* The event completes when all earlier work the stream depends on has. */
 	e->ts = max64(stream_dep(s), now_ns());
 	e->recorded = 1;
@@ -230,10 +375,12 @@ cudaError_t event_record(cudaEvent_t he, cudaStream_t hs, int ptds)
 	return cudaSuccess;
 }
 
+/* An event made with cudaEventBlockingSync is waited for by sleeping, whatever the device's flags. */
 GPUSIM_API cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
 	struct CUevent_st *e;
-	uint64_t t;
+	enum wait_mode how;
+	uint64_t since = now_ns(), t;
 
 	lock();
 	e = event_get(event);
@@ -241,9 +388,14 @@ GPUSIM_API cudaError_t cudaEventSynchronize(cudaEvent_t event)
 		unlock();
 		return ret(cudaErrorInvalidResourceHandle);
 	}
+	if (capture_forbids_unsafe()) {
+		unlock();
+		return ret(cudaErrorStreamCaptureUnsupported);
+	}
 	t = e->recorded ? e->ts : 0;
+	how = e->flags & cudaEventBlockingSync ? WAIT_BLOCK : wait_mode_of(t_device);
 	unlock();
-	sync_until(t);
+	sync_until(t, how, since);
 	return cudaSuccess;
 }
 

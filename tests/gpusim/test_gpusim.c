@@ -271,6 +271,10 @@ static void pin_env(void)
 	setenv("GPUSIM_KERNEL_BASE_US", v, 1);
 	unsetenv("GPUSIM_TIMERSLACK_NS");
 	unsetenv("GPUSIM_DEVICE_MEM_MB");
+	unsetenv("GPUSIM_SCHEDULE");
+	unsetenv("GPUSIM_DEVICES");
+	unsetenv("GPUSIM_COMPUTE_ENGINES");
+	setenv("GPUSIM_PEER_GBPS", "24", 1);
 }
 
 int main(void)
@@ -325,7 +329,9 @@ int main(void)
 
 	/* timing tests here, bytes not moved so host memcpy speed is not measured */
 	setenv("GPUSIM_COPY_DATA", "0", 1);
+	setenv("GPUSIM_DEVICES", "2", 1);
 	timing_tests();
+	shapes_tests();
 
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

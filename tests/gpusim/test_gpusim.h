@@ -54,6 +54,7 @@ void kern_c(void);
 void kern_zero(void);
 
 void timing_tests(void);
+void shapes_tests(void);
 
 static inline dim3 d3(unsigned x)
 {

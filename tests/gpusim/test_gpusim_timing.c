@@ -582,6 +582,12 @@ static void timeline_tests(void)
 
 void timing_tests(void)
 {
+	unsigned flags = 0;
+
+	/* The real runtime's default, cudaDeviceScheduleAuto; these tests judge sleeping waits. */
+	CK(cudaGetDeviceFlags(&flags));
+	CHECK(flags == (cudaDeviceScheduleAuto | cudaDeviceMapHost), "default device flags: Auto, MapHost (0x%x)", flags);
+	CK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
 	CK(cudaMalloc(&d, BIG));
 	CK(cudaMallocHost(&pinned, BIG));
 	pageable = malloc(BIG);

@@ -20,6 +20,10 @@ SANITIZED = bool(os.environ.get("DLBPF_BIN"))
 # DLBPF_TEST_WORK: where tests write (tools/vm points it at a real disk: the guest root is tmpfs).
 WORK = os.environ.get("DLBPF_TEST_WORK") or os.path.join(OUT, "itest")
 GPUSIM_DIR = os.path.join(OUT, "gpusim")
+# The simulator's waits spin by default, as the real runtime's do (cudaDeviceScheduleAuto). Suites
+# whose subject is not how a host waits run the workloads with sleeping waits, which keep the 2-CPU
+# test machines free for the tracer; test_scenarios runs every scenario both ways (SCHEDULES there).
+os.environ.setdefault("GPUSIM_SCHEDULE", "blocking")
 
 os.makedirs(WORK, exist_ok=True)
 

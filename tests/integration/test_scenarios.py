@@ -29,6 +29,8 @@ EXPECTED = {
     "contention": "cpu-contention",
     "two-streams": "gpu-bound",
     "comm": "comm-bound",
+    "graph": "gpu-bound",
+    "two-gpus": "gpu-bound",
     "balanced": None,
 }
 SHARE_PP = 5.0        # each phase within 5 percentage points
@@ -47,7 +49,14 @@ BOUND_TOL_REL, BOUND_TOL_NS = 0.01, 50_000
 BOUNDS_HOLD = 0.95        # share of steps whose truth must lie inside their bounds
 # Where the host waits on queued kernels, or the queue drains before the wait for input, the bounds
 # leave out only the launch and copy phases: a few percent of the step.
-TIGHT = {"gpu": 0.10, "input": 0.10}
+TIGHT = {"gpu": 0.10, "input": 0.10, "graph": 0.10}
+# A waiter that spins or yields sees the device only while it holds a CPU: when the work ends while the
+# thread waits for one, nothing tells when it ended, from the last instant the thread ran to its return.
+# So under those waits the bounds may be wider by the share of the step the workload's main thread spent
+# runnable but not running (its own schedstat), which on a loaded 2-CPU machine is most of a spinner's
+# wait; a sleeping waiter is woken when the work ends, and its run-queue time after the wake-up is the
+# late wake-ups' (Busy.seen), not the width's.
+POLLING = ("spin", "yield")
 
 
 def truth_of(path):
@@ -77,9 +86,17 @@ def union(intervals):
 
 
 def device_busy(lines):
-    """The simulator's own timeline (train_device.c): the union of what the device ran, sorted."""
+    """The simulator's own timeline (train_device.c): the union of what the device ran, sorted; with
+    several devices, each one's (per_device)."""
     merged = Busy(union(iv for l in lines if "device" in l for iv in l["device"]))
-    merged.seen = union(list(merged) + [iv for l in lines if "device" in l for iv in l.get("late", [])])
+    late = [iv for l in lines if "device" in l for iv in l.get("late", [])]
+    merged.seen = union(list(merged) + late)
+    merged.per_device = []
+    ndev = max((len(l["devices"]) for l in lines if "devices" in l), default=0)
+    for d in range(ndev):
+        one = Busy(union(iv for l in lines if "devices" in l for iv in l["devices"][d]))
+        one.seen = union(list(one) + late)
+        merged.per_device.append(one)
     return merged
 
 
@@ -92,9 +109,46 @@ def busy_between(merged, starts, a, b):
     return total
 
 
-def judge_bounds(name, steps, busy):
+def judge_devices(name, steps, busy):
+    """With several devices, each step lists each one's bounds (JSON devices[]), and each holds that
+    device's own busy time in BOUNDS_HOLD of the steps, to the tolerance judge_bounds allows; the union
+    (gpu_busy_ns) is judged by judge_bounds."""
+    ndev = len(busy.per_device)
+    check(all(len(st.get("devices", [])) == ndev for st in steps),
+          f"{name}: steps list {sorted(set(len(st.get('devices', [])) for st in steps))} devices, the simulator ran {ndev}")
+    notes = []
+    for d, one in enumerate(busy.per_device):
+        starts, seen_starts = [iv[0] for iv in one], [iv[0] for iv in one.seen]
+        outside, sums = 0, [0, 0, 0]
+        for st in steps:
+            lo, hi = st["devices"][d]["gpu_busy_ns"]
+            a, b = st["start_ns"], st["start_ns"] + st["dur_ns"]
+            truth, seen = busy_between(one, starts, a, b), busy_between(one.seen, seen_starts, a, b)
+            tol = max(BOUND_TOL_REL * st["dur_ns"], BOUND_TOL_NS)
+            outside += not (lo - tol <= seen and truth <= hi + tol)
+            sums = [sums[0] + truth, sums[1] + lo, sums[2] + hi]
+        held = 1 - outside / len(steps)
+        ms = [x / len(steps) / 1e6 for x in sums]
+        notes.append(f"device {d}: truth {ms[0]:.2f} ms, bounds {ms[1]:.2f}-{ms[2]:.2f}, hold in {held * 100:.0f}%")
+        check(held >= BOUNDS_HOLD, f"{name}: {notes[-1]}")
+    return "; ".join(notes)
+
+
+def judge_graphs(name, steps, tsteps):
+    """A graph-replay loop: each step one graph launch holding the workload's kernels, and no kernel
+    launched on its own (the capture's launches were before the loop and are not the steps')."""
+    want = tsteps[0]["kernels"]
+    bad = [st["index"] for st in steps if (st["graph_launches"], st["graph_kernels"], st["kernels"]) != (1, want, 0)]
+    # A step at an edge of the run may hold no launch.
+    check(len(bad) <= 1, f"{name}: steps {bad[:5]} do not hold one graph launch of {want} kernels and no "
+          f"other: {[(st['graph_launches'], st['graph_kernels'], st['kernels']) for st in steps[:3]]}")
+    return f"1 graph launch of {want} kernels per step"
+
+
+def judge_bounds(name, steps, busy, runq_share=0.0):
     """Each step's gpu_busy_ns [lower, upper] holds the device's own busy time in BOUNDS_HOLD of the
-    steps; on the TIGHT scenarios the mean width is under that share of the step."""
+    steps; on the TIGHT scenarios the mean width is under that share of the step, plus runq_share
+    (POLLING waits: the main thread's run-queue share of the step)."""
     check(busy, f"{name}: the workload wrote no device timeline (not on the simulator?)")
     starts, seen_starts = [iv[0] for iv in busy], [iv[0] for iv in busy.seen]
     outside, width, first, sums, under, late = 0, 0.0, "", [0, 0, 0, 0], [], 0
@@ -135,8 +189,17 @@ def judge_bounds(name, steps, busy):
     # Under emulation (tools/vm sets DLBPF_TEST_EMULATED) every wake-up is late by the emulator's
     # pace, which widens the bounds by no measure of the model: there the bounds must hold, and the
     # width is reported only.
-    if name in TIGHT and not os.environ.get("DLBPF_TEST_EMULATED"):
-        check(width <= TIGHT[name], f"{name}: {note}, over {TIGHT[name] * 100:.0f}%")
+    # dlbpf learns that a runtime polls from waits that ran on their CPU for most of the call; a waiter
+    # runnable for more than half its steps gives it none, and its bounds are then those of a runtime
+    # whose way of waiting is unknown: reported, not held to the width.
+    if name in TIGHT and not os.environ.get("DLBPF_TEST_EMULATED") and runq_share >= 0.5:
+        note += f" (width not judged: the waiter runnable {runq_share * 100:.0f}% of its steps)"
+    elif name in TIGHT and not os.environ.get("DLBPF_TEST_EMULATED"):
+        allowed = TIGHT[name] + runq_share
+        check(width <= allowed, f"{name}: {note}, over {allowed * 100:.0f}% ({TIGHT[name] * 100:.0f}% and the "
+              f"waiter's run-queue share {runq_share * 100:.1f}%)")
+        if runq_share:
+            note += f" (allowed {allowed * 100:.0f}%: {runq_share * 100:.1f}% of the step runnable)"
     return note
 
 
@@ -194,6 +257,14 @@ def our_shares(steps):
         # The workload's loss copy waits for kernels and collectives alike.
         "gpu_wait": share["gpu_wait"] + share["comm_wait"] + share["d2h"],
     }, share
+
+
+def polling_runq(tsteps, sim_env):
+    """Under POLLING waits, the share of its step the workload's main thread was runnable but not
+    running, by its own schedstat, averaged over the steps as the bounds' width is; 0 otherwise."""
+    if (sim_env or {}).get("GPUSIM_SCHEDULE") not in POLLING:
+        return 0.0
+    return sum(t["sched"]["runq_ns"] / (t["end_ns"] - t["start_ns"]) for t in tsteps) / len(tsteps)
 
 
 def truth_shares(steps):
@@ -260,19 +331,22 @@ def run_scenario(name, extra=(), sim_env=None, train_args=()):
     return d.summary(), truth, d
 
 
-def expected_verdicts(name, tsum):
+def expected_verdicts(name, tsum, sim_env=None):
     """The verdicts the workload's own counters allow. A host-compute scenario on a machine busy
     with other work waits for a CPU: when its main thread's schedstat run-queue time beats its
     on-CPU time by more than SHARE_PP points, contention is the right answer; within SHARE_PP of
-    each other, either is."""
+    each other, either is. Under POLLING waits the same holds for every scenario: a spinning
+    waiter needs a CPU for all of its wait, so on a busy machine it is runnable most of it."""
     want = EXPECTED[name]
+    lead = 100.0 * (tsum["runq_share"] - tsum["oncpu_share"])
+    if want and (sim_env or {}).get("GPUSIM_SCHEDULE") in POLLING and lead > SHARE_PP:
+        return {want, "cpu-contention"}
     # Under emulation (tools/vm) the loaders and the host run at the emulator's pace: the verdict the
     # workload's own clocks give stands beside the one the scenario was made for.
     if os.environ.get("DLBPF_TEST_EMULATED") and want is not None:
         return {want} | truth_verdicts(tsum)
     if want != "host-compute-bound":
         return {want}
-    lead = 100.0 * (tsum["runq_share"] - tsum["oncpu_share"])
     if lead > SHARE_PP:
         return {"cpu-contention"}
     return {want} if lead < -SHARE_PP else {want, "cpu-contention"}
@@ -280,11 +354,28 @@ def expected_verdicts(name, tsum):
 
 def cut_before_call(marker):
     """True when truth_cuts are the workload's clock reads right before the call dlbpf's marker is."""
-    return "(h2d) after a blocking sync" in marker or "--step-on cudaMemcpyAsync" in marker
+    return "(h2d) after a blocking sync" in marker or "--step-on cudaMemcpyAsync" in marker or \
+        bool(loss_call(marker))
+
+
+def loss_call(marker):
+    """The truth's clock read before the loss phase's call a learned marker names: the loss copy, or the
+    first synchronize (the graph loop's cudaStreamSynchronize, the two-device loop's cudaDeviceSynchronize)."""
+    if "automatic: the first" not in marker:
+        return None
+    if "(d2h) after a blocking sync" in marker:
+        return "loss_copy_ns"
+    if "Synchronize after a blocking sync" in marker:
+        return "sync_ns"
+    return None
 
 
 def truth_cuts(tsteps, marker):
     """Where the workload's own clocks put the boundaries dlbpf's steps should have."""
+    if loss_call(marker):
+        # The marker is a call of the loss phase, at the end of the workload's step: each cut is the
+        # clock read right before it, the first step's start ahead of them.
+        return [tsteps[0]["start_ns"]] + [t[loss_call(marker)] for t in tsteps]
     if cut_before_call(marker):
         # These steps start at the batch's host-to-device copy, the workload's at train_step_begin,
         # before it waits for the batch: the same loop cut at another phase. Cut the workload's own
@@ -340,7 +431,7 @@ VERDICT_WORDS = {"comm-bound": "waiting for communication", "input-bound": "wait
                  "host-compute-bound": "host CPU work", "cpu-contention": "waiting for a CPU"}
 
 
-def judge(name, s, truth):
+def judge(name, s, truth, sim_env=None):
     tsteps, tsum, busy = truth
     steps = s["steps"]
     check(len(steps) >= 2, f"{name}: {len(steps)} steps found")
@@ -353,7 +444,7 @@ def judge(name, s, truth):
     rel = abs(ours_total - truth_total) / truth_total if truth_total else 1.0
     ours, raw = our_shares(steps)
     ts = truth_shares(tsteps)
-    probe = probe_shares(tsteps, untraced_phases(name))
+    probe = probe_shares(tsteps, untraced_phases(name, sim_env))
     worst = max(share_gaps(ours, ts, probe).values())
     detail = " ".join(f"{k} {ours[k]:.1f}/{ts[k]:.1f}" for k in ours)
     detail += " (probes' share of " + " ".join(f"{k} {v:.1f}" for k, v in probe.items()) + ")"
@@ -367,7 +458,7 @@ def judge(name, s, truth):
             f"{mean(ours_total):.2f}/{mean(truth_total):.2f} ms ({rel * 100:.3f}%), "
             f"{verdict}; shares dlbpf/truth: {detail}")
     if EXPECTED[name]:
-        want = expected_verdicts(name, tsum)
+        want = expected_verdicts(name, tsum, sim_env)
         if os.environ.get("DLBPF_TEST_EMULATED"):
             # The phases the workload's clocks measured for these steps, the top one or two; and the
             # same with each probed phase's probes' share moved to the CPU, as the shares are judged
@@ -406,7 +497,13 @@ def judge(name, s, truth):
           f"workload's; {note}")
     check(rel <= TOTAL_REL, f"{name}: matched steps' total off by {rel * 100:.2f}%; {note}")
     check(worst <= SHARE_PP, f"{name}: a share is {worst:.1f} points outside the truth's with the probes' share; {note}")
-    return note + "; " + judge_bounds(name, steps, busy) + "; " + judge_idle(name, steps, busy)
+    note += "; " + judge_bounds(name, steps, busy, polling_runq(tsteps, sim_env)) + "; " + \
+        judge_idle(name, steps, busy)
+    if busy.per_device:
+        note += "; " + judge_devices(name, steps, busy)
+    if name == "graph":
+        note += "; " + judge_graphs(name, steps, tsteps)
+    return note
 
 
 def judge_report_lines(name, s, stdout):
@@ -427,19 +524,28 @@ def judge_report_lines(name, s, stdout):
           f"{name}: report lines {got} against the JSON's means {[round(w, 3) for w in want]}")
 
 
-def make_test(name):
+# How the workload's host threads wait for the device (the simulator's GPUSIM_SCHEDULE): sleeping, as
+# under cudaDeviceScheduleBlockingSync, and spinning, the real runtime's default. Every scenario runs
+# under each; the varied settings below yield as well.
+SCHEDULES = ("blocking", "spin")
+
+
+def make_test(name, schedule):
+    sim_env = {"GPUSIM_SCHEDULE": schedule}
+
     def t():
-        s, truth, d = run_scenario(name)
+        s, truth, d = run_scenario(name, sim_env=sim_env)
         judge_report_lines(name, s, d.stdout)
-        return judge(name, s, truth)
-    t.__name__ = f"test_scenario_{name.replace('-', '_')}"
+        return judge(name, s, truth, sim_env)
+    t.__name__ = f"test_scenario_{name.replace('-', '_')}" + ("" if schedule == "blocking" else f"_{schedule}")
     return t
 
 
-# One test per scenario, defined here so they run first, in EXPECTED's order.
+# One test per scenario and way of waiting, defined here so they run first, in EXPECTED's order.
 for _name in EXPECTED:
-    _t = make_test(_name)
-    globals()[_t.__name__] = _t
+    for _schedule in SCHEDULES:
+        _t = make_test(_name, _schedule)
+        globals()[_t.__name__] = _t
 
 
 # The simulator's latencies and bandwidths, varied around its defaults (10 us a copy, 24 GB/s
@@ -447,14 +553,28 @@ for _name in EXPECTED:
 # bounds must hold at each.
 SIM_VARIANTS = {
     "fast link": {"GPUSIM_COPY_LATENCY_US": "3", "GPUSIM_PINNED_GBPS": "25", "GPUSIM_PAGEABLE_GBPS": "8.3",
-                  "GPUSIM_LAUNCH_US": "2"},
+                  "GPUSIM_LAUNCH_US": "2", "GPUSIM_SCHEDULE": "spin"},
     "slow link": {"GPUSIM_COPY_LATENCY_US": "30", "GPUSIM_PINNED_GBPS": "6", "GPUSIM_PAGEABLE_GBPS": "2",
-                  "GPUSIM_LAUNCH_US": "8"},
+                  "GPUSIM_LAUNCH_US": "8", "GPUSIM_SCHEDULE": "yield"},
 }
 VARIED = ("gpu", "input", "pageable", "sync-copies", "launch")
 # The verdict a phase the workload measured stands for.
 PHASE_VERDICT = {"input_wait": "input-bound", "host_cpu": "host-compute-bound", "h2d": "copy-bound",
                  "launch": "launch-bound", "gpu_wait": "gpu-bound"}
+
+
+def moved_verdicts(name, tsteps, sim_env):
+    """The verdicts of the workload's phases with each probed phase's probes' share (a traced run's
+    phase less the untraced run's, see PROBED_PHASES) moved to the CPU, as the shares are judged: the
+    workload clocks a probe's trap inside its call, dlbpf as the thread's CPU time, which decides the
+    verdict where a call is as short as the trap (fast-link sync copies of 4 KiB that a polling wait
+    ends in 3 us)."""
+    shares = truth_shares(tsteps)
+    for k, v in probe_shares(tsteps, untraced_phases(name, sim_env)).items():
+        shares[k] -= v
+        shares["host_cpu"] += v
+    top = sorted(((v, k) for k, v in shares.items() if k in PHASE_VERDICT), reverse=True)
+    return {PHASE_VERDICT[k] for v, k in top if top[0][0] - v < SHARE_PP}
 
 
 def truth_verdicts(tsum):
@@ -468,7 +588,8 @@ def truth_verdicts(tsum):
 
 def test_simulator_settings_varied():
     """Scenarios on the simulator with its copy latency 3 and 30 us, link 25 and 6 GB/s, launch 2 and
-    8 us: each verdict the workload's own dominant phase, and the bounds hold as on the defaults.
+    8 us, waits that spin and that yield: each verdict the workload's own dominant phase, and the bounds
+    hold as on the defaults.
     (Phase shares are the scenario tests' business: at 3 us a copy, the tracer's own cost between
     calls, inside the workload's copy phase, is a few points of it.)"""
     notes = []
@@ -476,9 +597,12 @@ def test_simulator_settings_varied():
         for name in VARIED:
             s, (tsteps, tsum, busy), _ = run_scenario(name, sim_env=sim_env)
             want, verdict = truth_verdicts(tsum), s["diagnosis"].get("verdict")
+            if verdict not in want:
+                want = want | moved_verdicts(name, tsteps, sim_env)
             check(verdict in want, f"{label} {name}: verdict {verdict}, the workload's phases say "
                   f"{' or '.join(sorted(want))}")
-            notes.append(f"{label} {name}: {verdict}, {judge_bounds(name, s['steps'], busy)}")
+            notes.append(f"{label} {name}: {verdict}, "
+                         f"{judge_bounds(name, s['steps'], busy, polling_runq(tsteps, sim_env))}")
     return "; ".join(notes)
 
 

@@ -196,9 +196,9 @@ static void test_sync_copies(void)
 static void test_lower_bound(void)
 {
 	struct dl_devq_wait w[] = {
-		{ 10 * US, 40 * US, true, false },
-		{ 50 * US, 60 * US, false, false },
-		{ 90 * US, 95 * US, true, false },   /* no sleep, and host work after the device's */
+		{ 10 * US, 40 * US, true, false, 0, 0, false },
+		{ 50 * US, 60 * US, false, false, 0, 0, false },
+		{ 90 * US, 95 * US, true, false, 0, 0, false },   /* no sleep, and host work after the device's */
 	};
 	struct dl_span sched[] = {
 		{ 0, 12 * US, DL_ST_RUNNING }, { 12 * US, 20 * US, DL_ST_SLEEP }, { 20 * US, 21 * US, DL_ST_RUNQ },
@@ -217,17 +217,19 @@ static void test_lower_bound(void)
  * A runtime that spins (CUDA's default while the context has a CPU to itself)
  * never sleeps in its wait: a sync or a pinned copy on its CPU for the whole
  * call counts to its return (110-130 us); the same call preempted once
- * (140-160: runnable 150-152), a pageable copy (its staging ends in host
- * work: 170-180), or one whose states are not known for all of it (200-230:
- * states end at 220) counts nothing.
+ * (140-160: runnable 150-152) to its preemption, as back on its CPU for 8 us
+ * it may have found the work done at its first look; a pageable copy of unknown
+ * size (170-180: its staging ends in host work of unknown length), or one
+ * whose states are not known for all of it (200-230: states end at 220)
+ * counts nothing.
  */
 static void test_lower_bound_spin(void)
 {
 	struct dl_devq_wait w[] = {
-		{ 110 * US, 130 * US, true, true },
-		{ 140 * US, 160 * US, true, true },
-		{ 170 * US, 180 * US, true, false },
-		{ 200 * US, 230 * US, true, true },
+		{ 110 * US, 130 * US, true, true, 0, 0, true },
+		{ 140 * US, 160 * US, true, true, 0, 0, true },
+		{ 170 * US, 180 * US, true, false, 0, 0, true },
+		{ 200 * US, 230 * US, true, true, 0, 0, true },
 	};
 	struct dl_span sched[] = {
 		{ 100 * US, 150 * US, DL_ST_RUNNING }, { 150 * US, 152 * US, DL_ST_RUNQ },
@@ -235,10 +237,212 @@ static void test_lower_bound_spin(void)
 	};
 	struct dl_devq_call sync = { .cls = DL_CLS_SYNC }, copy = { .cls = DL_CLS_COPY, .dir = DL_DIR_D2H };
 
-	CHECK_EQ_U64(dl_devq_busy_lower(w, 4, sched, 3, 100 * US, 240 * US), 20 * US);
-	CHECK_EQ_U64(dl_devq_done(sched, 3, 110 * US, 130 * US, false), 0);
+	CHECK_EQ_U64(dl_devq_busy_lower(w, 4, sched, 3, 100 * US, 240 * US), 20 * US + 10 * US);
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 110 * US, 130 * US, false, 0, true), 0);
 	CHECK(dl_devq_returns_when_done(&sync, true) && dl_devq_returns_when_done(&copy, false) &&
 	      !dl_devq_returns_when_done(&copy, true), "syncs and pinned copies return when their work is done");
+}
+
+/*
+ * A pageable copy that never slept (a spinning runtime's loss.item()): the
+ * device's part ended no later than its host tail before the return, the
+ * on-CPU time to stage its bytes at the slowest host copy rate. 4 bytes: a
+ * few ns before the return. 4 MB: that much on-CPU time back, across a
+ * preemption (runnable 150-152) that it does not count. A tail longer than
+ * the call, or a state other than running or runnable, counts nothing.
+ */
+static void test_lower_bound_spin_pageable(void)
+{
+	struct dl_span sched[] = {
+		{ 100 * US, 150 * US, DL_ST_RUNNING }, { 150 * US, 152 * US, DL_ST_RUNQ },
+		{ 152 * US, 220 * US, DL_ST_RUNNING }, { 220 * US, 230 * US, DL_ST_SLEEP },
+		{ 230 * US, 300 * US, DL_ST_RUNNING },
+	};
+	uint64_t tail4 = dl_devq_host_tail_ns(4), tail = dl_devq_host_tail_ns(8000);
+
+	CHECK(tail4 > 0 && tail4 < 100 && tail > 4 * US && tail < 10 * US, "a tail of 4 bytes: %llu ns, 8 kB: %llu",
+	      (unsigned long long)tail4, (unsigned long long)tail);
+	CHECK_EQ_U64(dl_devq_done(sched, 5, 110 * US, 130 * US, false, 4, true), 130 * US - tail4);
+	/* 152-160 is 8 us on the CPU, under the tail: the rest of it reaches back past the preemption. */
+	CHECK_EQ_U64(dl_devq_done(sched, 5, 140 * US, 160 * US, false, 8000, true), 150 * US - (tail - 8 * US));
+	CHECK_EQ_U64(dl_devq_done(sched, 5, 140 * US, 160 * US, false, 1000000000, true), 0);
+	CHECK_EQ_U64(dl_devq_done(sched, 5, 210 * US, 240 * US, false, 4, true), 230 * US);   /* slept: its wake-up */
+	CHECK_EQ_U64(dl_devq_host_tail_ns(0), UINT64_MAX);
+}
+
+/*
+ * Whether a runtime polls is learnt from its waits: none slept and two ran
+ * on their CPU for a ms beyond their host tail (a blocking runtime with work
+ * outstanding sleeps at once). A short wait, or a preempted one, is no
+ * evidence. Until then, and once one slept, a wait that never slept counts
+ * only when it returns when done and was on its CPU throughout (a runtime that
+ * sleeps in its waits and did not sleep in this one did host work of its own
+ * or found the work done).
+ */
+static void test_polling_learnt(void)
+{
+	struct dl_devq_waits_seen seen = { 0, 0 };
+	struct dl_span sched[] = {
+		{ 100 * US, 150 * US, DL_ST_RUNNING }, { 150 * US, 152 * US, DL_ST_RUNQ },
+		{ 152 * US, 400 * US, DL_ST_RUNNING }, { 400 * US, 5000 * US, DL_ST_RUNQ },
+		{ 5000 * US, 8000 * US, DL_ST_RUNNING }, { 8000 * US, 9000 * US, DL_ST_SLEEP },
+	};
+	struct dl_devq_wait shortw = { 110 * US, 130 * US, true, true, 0, 0, false },
+			    preempted = { 390 * US, 5010 * US, true, true, 0, 0, false },
+			    spun = { 5000 * US, 7000 * US, true, true, 0, 0, false },
+			    pageable = { 5000 * US, 7000 * US, true, false, 1500000, 0, false },
+			    slept = { 7500 * US, 8500 * US, true, true, 0, 0, false };
+
+	CHECK(!dl_devq_note_wait(&seen, sched, 6, &shortw) && !dl_devq_note_wait(&seen, sched, 6, &preempted) &&
+	      !dl_devq_note_wait(&seen, sched, 6, &pageable) && seen.polled == 0,
+	      "short, preempted or host-bound waits are no evidence (%u)", seen.polled);
+	CHECK(!dl_devq_note_wait(&seen, sched, 6, &spun), "one wait on its CPU for 2 ms is not enough");
+	CHECK(dl_devq_note_wait(&seen, sched, 6, &spun), "two are");
+	CHECK(!dl_devq_note_wait(&seen, sched, 6, &slept) && !dl_devq_note_wait(&seen, sched, 6, &spun),
+	      "one that slept ends it");
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 140 * US, 300 * US, true, 0, false), 0);   /* preempted */
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 110 * US, 130 * US, true, 0, false), 130 * US);
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 110 * US, 130 * US, false, 4, false), 0);  /* a pageable copy */
+}
+
+/*
+ * A spinning sync preempted near its end: back on its CPU at 158, it returned
+ * at 160 or 175. It may have found the work done at its first look there and
+ * spent the rest on its way out, so the work is known undone only to the
+ * preemption at 150. Back for 142 us before returning at 300, it looked
+ * long enough. Preempted from its entry (runnable 140-158), nothing is known.
+ */
+static void test_lower_bound_spin_resumed(void)
+{
+	struct dl_span sched[] = {
+		{ 100 * US, 150 * US, DL_ST_RUNNING }, { 150 * US, 158 * US, DL_ST_RUNQ },
+		{ 158 * US, 400 * US, DL_ST_RUNNING },
+	};
+	struct dl_span late[] = { { 100 * US, 140 * US, DL_ST_RUNNING }, { 140 * US, 158 * US, DL_ST_RUNQ },
+				  { 158 * US, 220 * US, DL_ST_RUNNING } };
+
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 140 * US, 160 * US, true, 0, true), 150 * US);
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 140 * US, 175 * US, true, 0, true), 150 * US);
+	CHECK_EQ_U64(dl_devq_done(sched, 3, 140 * US, 300 * US, true, 0, true), 300 * US);
+	CHECK_EQ_U64(dl_devq_done(late, 3, 140 * US, 160 * US, true, 0, true), 0);
+}
+
+static struct dl_devq_call with(struct dl_devq_call c, uint64_t ptr, uint64_t size)
+{
+	c.ptr = ptr;
+	c.size = size;
+	return c;
+}
+
+/*
+ * Two devices: thread 1 on device 1 launches on its legacy stream (0-40 us),
+ * thread 2 on device 0 on its own (10-20). Device 0's cudaDeviceSynchronize
+ * drains device 0 only; device 1's queue stays open until its own sync. Each
+ * stream knows its device.
+ */
+static void test_devices(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+	struct dl_devq_seen seen;
+
+	feed(&q, with(call(DL_API_SET_DEVICE, 0, 1 * US, 0, 0, 1, true), 1, 0));
+	c = launch(2 * US, 0, 1, DL_API_LAUNCH_KERNEL);
+	feed(&q, c);
+	seen = dl_devq_seen(&q, &c);
+	CHECK(seen.dev == 1 && !seen.captured, "a launch after cudaSetDevice(1) is device 1's (%u)", seen.dev);
+	feed(&q, launch(10 * US, 0, 2, DL_API_LAUNCH_KERNEL));
+	c = call(DL_API_DEVICE_SYNC, 15 * US, 20 * US, 0, 0, 2, true);
+	CHECK(feed(&q, c) == DL_DEVQ_COMPUTE, "device 0's sync waited on its kernel");
+	CHECK_EQ_U64(q.devices, 2);
+	/* Device 1's stream is still open at 100: busy 2-100; device 0's 10-20. */
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 98 * US);
+	c = call(DL_API_DEVICE_SYNC, 30 * US, 40 * US, 0, 0, 1, true);
+	CHECK(feed(&q, c) == DL_DEVQ_COMPUTE, "device 1's sync waited on its kernel");
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 38 * US);
+	for (size_t i = 0; i < q.streams.n; i++)
+		CHECK(dl_devq_stream_dev(&q, i) == (q.streams.v[i].key == 1 ? 0u : 1u), "stream %zu's device", i);
+	dl_devq_free(&q);
+}
+
+/*
+ * Stream flags: a blocking stream (cudaStreamCreate) and a non-blocking one,
+ * each with a kernel (0, 5 us); a synchronous copy on the legacy stream at
+ * 10-30 waits for the blocking one only, so it drains that one and leaves the
+ * non-blocking one open.
+ */
+static void test_stream_flags(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+
+	feed(&q, with(call(DL_API_STREAM_CREATE, 0, 0, 0, 0, 1, true), 0x1000, 0));
+	feed(&q, with(call(DL_API_STREAM_CREATE_FLAGS, 0, 0, 0, 0, 1, true), 0x2000, 1));
+	feed(&q, launch(0, 0x1000, 1, DL_API_LAUNCH_KERNEL));
+	feed(&q, launch(5 * US, 0x2000, 1, DL_API_LAUNCH_KERNEL));
+	c = copy(10 * US, 30 * US, DL_DIR_D2H, false, true);
+	feed(&q, c);
+	/* Blocking: 0-30; non-blocking: 5-100 (open); the copy's own legacy span 10-30. */
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 100 * US), 100 * US);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 4 * US), 4 * US);
+	{
+		struct dl_span *v;
+		size_t n = dl_devq_stream_spans(&q, 0, 100 * US, &v), open = 0;
+
+		for (size_t i = 0; i < n; i++)
+			open += v[i].end == 100 * US;
+		CHECK(n == 3 && open == 1, "%zu spans, %zu open: only the non-blocking stream stays open", n, open);
+		free(v);
+	}
+	dl_devq_free(&q);
+}
+
+/*
+ * Capture: between begin and end, 3 launches on the capturing stream are
+ * recorded (no device work, seen as captured); its graph (0x9000) holds 3
+ * kernels, the exec instantiated from it (0xa000) too, plus one added node
+ * in a graph built by hand (0xb000 -> exec 0xc000). A launch of the legacy
+ * stream beside a capturing blocking stream is refused; beside a known
+ * non-blocking one it runs. Graph launches are device work with their counts.
+ */
+static void test_capture(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+	struct dl_devq_seen seen;
+
+	feed(&q, with(call(DL_API_STREAM_CREATE_FLAGS, 0, 0, 0, 0, 1, true), 0x1000, 1));
+	feed(&q, call(DL_API_BEGIN_CAPTURE, 1 * US, 2 * US, 0x1000, 0, 1, true));
+	for (int i = 0; i < 3; i++) {
+		c = launch((3 + (uint64_t)i) * US, 0x1000, 1, DL_API_LAUNCH_KERNEL);
+		feed(&q, c);
+		seen = dl_devq_seen(&q, &c);
+		CHECK(seen.captured, "launch %d recorded, not run", i);
+	}
+	c = launch(7 * US, 0, 1, DL_API_LAUNCH_KERNEL);
+	feed(&q, c);
+	CHECK(!dl_devq_seen(&q, &c).captured, "the legacy stream beside a non-blocking capture runs");
+	feed(&q, with(call(DL_API_END_CAPTURE, 8 * US, 9 * US, 0x1000, 0, 1, true), 0x9000, 0));
+	feed(&q, with(call(DL_API_GRAPH_INSTANTIATE, 10 * US, 11 * US, 0, 0, 1, true), 0xa000, 0x9000));
+	feed(&q, with(call(DL_API_GRAPH_ADD_KERNEL_NODE, 12 * US, 13 * US, 0, 0, 1, true), 0xd000, 0xb000));
+	feed(&q, with(call(DL_API_GRAPH_INSTANTIATE, 14 * US, 15 * US, 0, 0, 1, true), 0xc000, 0xb000));
+	/* Only the legacy launch at 7 was device work so far. */
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 8 * US), 1 * US);
+	c = with(launch(20 * US, 0x1000, 1, DL_API_GRAPH_LAUNCH), 0xa000, 0);
+	c.cls = DL_CLS_GRAPH;
+	feed(&q, c);
+	seen = dl_devq_seen(&q, &c);
+	CHECK(!seen.captured && seen.graph_kernels == 3, "the captured graph's launch holds 3 kernels (%u)",
+	      seen.graph_kernels);
+	c.ptr = 0xc000;
+	CHECK(dl_devq_seen(&q, &c).graph_kernels == 1, "the hand-built graph's, 1");
+	/* A blocking stream's capture refuses the legacy stream's work. */
+	feed(&q, with(call(DL_API_STREAM_CREATE, 30 * US, 30 * US, 0, 0, 1, true), 0x3000, 0));
+	feed(&q, call(DL_API_BEGIN_CAPTURE, 31 * US, 32 * US, 0x3000, 0, 1, true));
+	c = launch(33 * US, 0, 1, DL_API_LAUNCH_KERNEL);
+	feed(&q, c);
+	CHECK(dl_devq_seen(&q, &c).captured, "the legacy stream beside a blocking capture is refused");
+	dl_devq_free(&q);
 }
 
 /* A drain's call woke at 38 us and returned at 45: the work it proved done ended by 38. */
@@ -378,6 +582,12 @@ int main(void)
 	test_stream_spans();
 	test_legacy_vs_per_thread();
 	test_lower_bound_spin();
+	test_lower_bound_spin_pageable();
+	test_lower_bound_spin_resumed();
+	test_polling_learnt();
+	test_devices();
+	test_stream_flags();
+	test_capture();
 	test_event_edge_across_streams();
 	test_query_drains();
 	test_drain_never_seen();

@@ -6,7 +6,7 @@ set -u
 train=$1 sim=$2 truth=$3
 mkdir -p "$truth"
 pass=0 fail=0
-for s in gpu input disk pageable small-copies sync-copies launch host-cpu contention two-streams balanced; do
+for s in gpu input disk pageable small-copies sync-copies launch host-cpu contention two-streams graph two-gpus balanced; do
   if LD_LIBRARY_PATH=$sim "$train" --scenario "$s" --check --quiet --truth "$truth/$s.jsonl"; then
     pass=$((pass + 1))
     python3 -c 'import json,sys

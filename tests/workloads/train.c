@@ -22,7 +22,12 @@
  *     = the ring is cudaHostRegister'ed, or pageable; --h2d-chunks copies),
  *     --kernels launches (cudaLaunchKernel, 8 distinct host functions as
  *     handles, each --kernel-us on the device), then a synchronous 4-byte D2H
- *     cudaMemcpy of the loss: the host waits for the GPU there.
+ *     cudaMemcpy of the loss: the host waits for the GPU there. With --graph
+ *     the kernels were captured once into a CUDA graph on a stream of their
+ *     own and each step launches it there, reading the loss with
+ *     cudaMemcpyAsync + cudaStreamSynchronize; with --devices N they are
+ *     spread over N devices (cudaSetDevice); the others are drained with
+ *     cudaDeviceSynchronize before device 0's loss copy.
  *   - --truth FILE: JSON lines, one per step, with the phases as measured by
  *     the workload itself on CLOCK_MONOTONIC, and a summary line.
  *
@@ -133,6 +138,51 @@ __asm__(".text\n\t.p2align 2\n\t.globl train_step_begin\n\t.type train_step_begi
 #endif
 
 
+/* ------------------------------------------------ graphs and devices -- */
+
+static cudaStream_t graph_stream;
+static cudaGraphExec_t graph_exec;
+static void *d_loss_of[MAX_DEVICES];   /* devices 1..: memory of their own, as a model's replicas hold */
+
+/* cudaSetDeviceFlags on every device, as --waits names it (the runtime keeps them per device). */
+static void set_waits(void)
+{
+	static const struct {
+		const char *name;
+		unsigned flag;
+	} modes[] = { { "auto", cudaDeviceScheduleAuto }, { "spin", cudaDeviceScheduleSpin },
+		      { "yield", cudaDeviceScheduleYield }, { "blocking", cudaDeviceScheduleBlockingSync } };
+
+	for (size_t i = 0; O.waits && i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (strcmp(O.waits, modes[i].name))
+			continue;
+		for (int d = O.devices - 1; d >= 0; d--) {
+			CUDA("cudaSetDevice", cudaSetDevice(d));
+			CUDA("cudaSetDeviceFlags", cudaSetDeviceFlags(modes[i].flag));
+		}
+	}
+}
+
+/* The step's kernels, captured once on a non-blocking stream (as PyTorch's pool streams are) and instantiated. */
+static void graph_capture(void *d_batch)
+{
+	cudaGraph_t graph = NULL;
+
+	CUDA("cudaStreamCreateWithPriority", cudaStreamCreateWithPriority(&graph_stream, cudaStreamNonBlocking, 0));
+	CUDA("cudaStreamBeginCapture", cudaStreamBeginCapture(graph_stream, cudaStreamCaptureModeGlobal));
+	for (int k = 0; k < O.kernels; k++) {
+		dim3 grid = { 64, 1, 1 }, block = { 256, 1, 1 };
+		void *args[1] = { &d_batch };
+
+		CUDA("cudaLaunchKernel",
+		     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, graph_stream));
+	}
+	CUDA("cudaStreamEndCapture", cudaStreamEndCapture(graph_stream, &graph));
+	CUDA("cudaGraphInstantiate", cudaGraphInstantiate(&graph_exec, graph, 0));
+	if (graph)
+		CUDA("cudaGraphDestroy", cudaGraphDestroy(graph));
+}
+
 /* -------------------------------------------------------------- main -- */
 
 int main(int argc, char **argv)
@@ -167,6 +217,11 @@ int main(int argc, char **argv)
 		snprintf(v, sizeof(v), "%g", O.launch_us);
 		setenv("GPUSIM_LAUNCH_US", v, 1);
 	}
+	if (O.devices > 1) { /* the simulator's devices, unless the environment says otherwise */
+		char v[16];
+		snprintf(v, sizeof(v), "%d", O.devices);
+		setenv("GPUSIM_DEVICES", v, 0);
+	}
 	if (O.streams > 1) { /* kernels of the streams run at once, unless the environment says otherwise */
 		char v[16];
 		snprintf(v, sizeof(v), "%d", O.streams);
@@ -183,9 +238,15 @@ int main(int argc, char **argv)
 		return 1;
 
 	/* CUDA set-up, before the fork so children never touch the runtime */
+	set_waits();
+	for (int d = O.devices - 1; d > 0; d--) {
+		CUDA("cudaSetDevice", cudaSetDevice(d));
+		CUDA("cudaMalloc", cudaMalloc(&d_loss_of[d], 256));
+	}
 	CUDA("cudaSetDevice", cudaSetDevice(0));
 	CUDA("cudaMalloc", cudaMalloc(&d_batch, batch_bytes));
 	CUDA("cudaMalloc", cudaMalloc(&d_loss, 256));
+	d_loss_of[0] = d_loss;
 	if (O.pinned) {
 		cudaError_t e = cudaHostRegister(slots, slots_len, cudaHostRegisterDefault);
 		if (e == cudaSuccess)
@@ -198,6 +259,8 @@ int main(int argc, char **argv)
 		for (int k = 0; k < 8; k++)
 			set_cost((const void *)(uintptr_t)kernel_fns[k], (unsigned long long)kernel_cost_us(k) * 1000u);
 
+	if (O.graph)
+		graph_capture(d_batch);
 	for (int i = 0; i < O.streams; i++) {
 		CUDA("cudaStreamCreate", cudaStreamCreate(&streams[i]));
 		CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&joins[i], cudaEventDisableTiming));
@@ -250,16 +313,20 @@ int main(int argc, char **argv)
 			if (O.sync_h2d)
 				CUDA("cudaMemcpy", cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
 			else
-				CUDA("cudaMemcpyAsync", cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, 0));
+				CUDA("cudaMemcpyAsync", cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, graph_stream));
 		}
 		ph[PH_H2D] = now_ns() - t;
 
-		/* 4. kernels */
+		/* 4. kernels: launched one by one (device k mod N), or the graph that holds them */
 		t = now_ns();
-		for (int k = 0; k < kernels_of_step(step); k++) {
+		if (O.graph)
+			CUDA("cudaGraphLaunch", cudaGraphLaunch(graph_exec, graph_stream));
+		for (int k = 0; !O.graph && k < kernels_of_step(step); k++) {
 			dim3 grid = { 64, 1, 1 }, block = { 256, 1, 1 };
 			void *args[1] = { &d_batch };
 			cudaStream_t st = O.streams ? streams[k % O.streams] : 0;
+			if (O.devices > 1)
+				CUDA("cudaSetDevice", cudaSetDevice(k % O.devices));
 			CUDA("cudaLaunchKernel",
 			     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, st));
 		}
@@ -279,8 +346,24 @@ int main(int argc, char **argv)
 		 * loss every N steps syncs only then, and its device runs behind meanwhile. */
 		t = now_ns();
 		synced = O.sync_every && (step + 1) % O.sync_every == 0;
-		if (synced)
+		if (synced && O.graph) {
+			r.loss_copy_ns = now_ns();
+			CUDA("cudaMemcpyAsync",
+			     cudaMemcpyAsync(&loss, d_loss, sizeof(loss), cudaMemcpyDeviceToHost, graph_stream));
+			r.sync_ns = now_ns();
+			CUDA("cudaStreamSynchronize", cudaStreamSynchronize(graph_stream));
+		} else if (synced) {
+			/* The other devices drained (cudaDeviceSynchronize drains the current one), then device 0's loss. */
+			for (int d = O.devices - 1; d > 0; d--) {
+				CUDA("cudaSetDevice", cudaSetDevice(d));
+				r.sync_ns = r.sync_ns ? r.sync_ns : now_ns();
+				CUDA("cudaDeviceSynchronize", cudaDeviceSynchronize());
+			}
+			if (O.devices > 1)
+				CUDA("cudaSetDevice", cudaSetDevice(0));
+			r.loss_copy_ns = now_ns();
 			CUDA("cudaMemcpy", cudaMemcpy(&loss, d_loss, sizeof(loss), cudaMemcpyDeviceToHost));
+		}
 		ph[PH_GPU] = now_ns() - t;
 		uint64_t wait_start = t, wait_end = t + ph[PH_GPU];
 
@@ -308,8 +391,21 @@ int main(int argc, char **argv)
 	uint64_t t_last = t_prev;
 
 	/* The queued work done before the end, as a job whose loop did not sync last does it. */
-	if (!synced)
+	for (int d = O.devices - 1; !synced && d >= 0; d--) {
+		if (O.devices > 1)
+			CUDA("cudaSetDevice", cudaSetDevice(d));
 		CUDA("cudaDeviceSynchronize", cudaDeviceSynchronize());
+	}
+	if (O.graph) {
+		CUDA("cudaGraphExecDestroy", cudaGraphExecDestroy(graph_exec));
+		CUDA("cudaStreamDestroy", cudaStreamDestroy(graph_stream));
+	}
+	for (int d = O.devices - 1; d > 0; d--) {
+		CUDA("cudaSetDevice", cudaSetDevice(d));
+		CUDA("cudaFree", cudaFree(d_loss_of[d]));
+	}
+	if (O.devices > 1)
+		CUDA("cudaSetDevice", cudaSetDevice(0));
 	stop_children();
 	for (int i = 0; i < O.streams; i++) {
 		CUDA("cudaEventDestroy", cudaEventDestroy(joins[i]));

@@ -31,6 +31,7 @@
 /* ------------------------------------------------- options (train_opts.c) -- */
 
 #define MAX_STREAMS 8
+#define MAX_DEVICES 8
 
 struct opts {
 	const char *scenario;
@@ -54,6 +55,9 @@ struct opts {
 	int thread_workers;    /* the loaders are threads of the main process, not processes */
 	int fetch_thread;      /* each loader reads (and fetches) in a thread of its own and decodes in another */
 	int ranks;         /* the communicator's size */
+	int graph;         /* the kernels captured once into a CUDA graph, launched each step on a stream */
+	int devices;       /* the kernels spread over this many devices, each its own loss copy (1: one) */
+	const char *waits; /* cudaSetDeviceFlags on each device: auto, spin, yield, blocking (NULL: not called) */
 	long data_mb;
 	char data[PATH_MAX];
 	const char *truth;
@@ -151,6 +155,8 @@ struct step_record {
 	int step;
 	uint64_t start_ns, end_ns;
 	uint64_t h2d_start_ns;      /* the clock read right before the batch's first copy */
+	uint64_t loss_copy_ns;      /* ... right before the loss copy (0: none this step) */
+	uint64_t sync_ns;           /* ... right before the step's first synchronize call (0: none) */
 	uint64_t ph[NPH];
 	uint64_t oncpu_ns, runq_ns; /* schedstat deltas of the main thread */
 	struct slot_hdr hdr;        /* the batch's worker report */
@@ -187,7 +193,7 @@ void print_summary(const struct run_summary *s, uint64_t duration_ns, int cuda_e
 
 /* Starts the simulator's timeline (nothing on the real runtime). */
 void device_truth_start(void);
-/* Writes what the device ran since the last call as one truth line. */
+/* Writes what the device ran since the last call as one truth line (with each device's, when several). */
 void device_truth_write(FILE *f);
 
 /* ------------------------------------ the pin thread (train_pin.c) -- */

@@ -34,11 +34,12 @@ struct opts O = {
 	.slow_ms = 100,
 	.sync_every = 1,
 	.ranks = 8,
+	.devices = 1,
 };
 
 struct scenario {
 	const char *name, *expect, *what;
-	int steps, workers, h2d_chunks, kernels, spinners, pinned, odirect, sync_h2d, streams;
+	int steps, workers, h2d_chunks, kernels, spinners, pinned, odirect, sync_h2d, streams, graph, devices;
 	long batch_kb, read_kb, io_kb, worker_cpu_us, host_cpu_us, kernel_us, allreduce_kb;
 };
 
@@ -84,6 +85,12 @@ static const struct scenario scenarios[] = {
 	  .steps = 300, .workers = 2, .h2d_chunks = 1, .kernels = 8, .pinned = 1, .batch_kb = 1024,
 	  .read_kb = 256, .io_kb = 256, .worker_cpu_us = 1000, .host_cpu_us = 200, .kernel_us = 100,
 	  .allreduce_kb = 32768 },
+	{ "graph", "gpu_wait", "20 x 1.5 ms kernels replayed as one CUDA graph; the loss copy waits",
+	  .steps = 80, .workers = 2, .h2d_chunks = 1, .kernels = 20, .pinned = 1, .graph = 1, .batch_kb = 4096,
+	  .read_kb = 256, .io_kb = 256, .worker_cpu_us = 2000, .host_cpu_us = 200, .kernel_us = 1500 },
+	{ "two-gpus", "gpu_wait", "20 x 1.5 ms kernels split over 2 devices; the host drains both",
+	  .steps = 80, .workers = 2, .h2d_chunks = 1, .kernels = 20, .pinned = 1, .devices = 2, .batch_kb = 4096,
+	  .read_kb = 256, .io_kb = 256, .worker_cpu_us = 2000, .host_cpu_us = 200, .kernel_us = 1500 },
 	{ "balanced", NULL, "moderate everything: no phase should dominate",
 	  .steps = 250, .workers = 2, .h2d_chunks = 1, .kernels = 10, .pinned = 1, .batch_kb = 4096,
 	  .read_kb = 512, .io_kb = 512, .worker_cpu_us = 10000, .host_cpu_us = 1500, .kernel_us = 250 },
@@ -111,6 +118,8 @@ static void apply_scenario(const struct scenario *s)
 	O.host_cpu_us = s->host_cpu_us;
 	O.kernel_us = s->kernel_us;
 	O.allreduce_kb = s->allreduce_kb;
+	O.graph = s->graph;
+	O.devices = s->devices ? s->devices : 1;
 }
 
 static void usage(FILE *f)
@@ -155,6 +164,13 @@ static void usage(FILE *f)
 		"  --kernels-vary     step s launches 1 + (7 s mod K) kernels, so the mix of\n"
 		"                     kernel functions differs from step to step\n"
 		"  --launch-us X      CPU cost of a launch on the simulator (GPUSIM_LAUNCH_US)\n"
+		"  --graph            capture the step's kernels once (cudaStreamBeginCapture on a\n"
+		"                     stream of their own) and launch the graph each step; the loss\n"
+		"                     is read with cudaMemcpyAsync and cudaStreamSynchronize\n"
+		"  --devices N        spread the kernels over N devices (GPUSIM_DEVICES); the others\n"
+		"                     are drained with cudaDeviceSynchronize before the loss copy (1)\n"
+		"  --waits MODE       cudaSetDeviceFlags on each device first: auto, spin, yield\n"
+		"                     or blocking (default: the runtime's, not called)\n"
 		"  --spinners N       CPU-burning competitor processes (%d)\n"
 		"  --slow-step N      step N's host work takes --slow-ms more (a stall to catch)\n"
 		"  --slow-ms M        the extra host CPU time of --slow-step, ms (100)\n"
@@ -174,7 +190,7 @@ enum {
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
 	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_SETUP, OPT_SLOW, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_TWORKERS, OPT_FETCH, OPT_KUS_SPREAD,
-	OPT_KVARY,
+	OPT_KVARY, OPT_GRAPH, OPT_DEVICES, OPT_WAITS,
 };
 
 static const struct option longopts[] = {
@@ -203,6 +219,9 @@ static const struct option longopts[] = {
 	{ "kernel-us", required_argument, NULL, OPT_KUS },
 	{ "kernel-us-spread", required_argument, NULL, OPT_KUS_SPREAD },
 	{ "kernels-vary", no_argument, NULL, OPT_KVARY },
+	{ "graph", no_argument, NULL, OPT_GRAPH },
+	{ "devices", required_argument, NULL, OPT_DEVICES },
+	{ "waits", required_argument, NULL, OPT_WAITS },
 	{ "launch-us", required_argument, NULL, OPT_LUS },
 	{ "odirect", no_argument, NULL, OPT_ODIRECT },
 	{ "data", required_argument, NULL, OPT_DATA },
@@ -300,6 +319,16 @@ void parse_options(int argc, char **argv)
 		case OPT_KUS: O.kernel_us = num(n, optarg, 0, 100000000); break;
 		case OPT_KUS_SPREAD: O.kernel_us_spread = num(n, optarg, 0, 10000000); break;
 		case OPT_KVARY: O.kernels_vary = 1; break;
+		case OPT_GRAPH: O.graph = 1; break;
+		case OPT_DEVICES: O.devices = (int)num(n, optarg, 1, MAX_DEVICES); break;
+		case OPT_WAITS:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "spin") && strcmp(optarg, "yield") &&
+			    strcmp(optarg, "blocking")) {
+				fprintf(stderr, "train: --waits: expected auto, spin, yield or blocking, got '%s'\n", optarg);
+				exit(2);
+			}
+			O.waits = optarg;
+			break;
 		case OPT_LUS:
 			O.launch_us = strtod(optarg, &end);
 			if (*end || end == optarg || O.launch_us < 0) {

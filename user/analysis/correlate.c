@@ -126,7 +126,8 @@ static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, 
 	case DL_CLS_LAUNCH:
 	case DL_CLS_GRAPH:
 	case DL_CLS_COMM: /* a collective's call enqueues its kernel: launch cost, whatever its wait later */
-		out[0] = (struct dl_span){ m->start, end, DL_CAT_LAUNCH };
+		/* Recorded into a graph by a capture: building it, not launching work of the step. */
+		out[0] = (struct dl_span){ m->start, end, m->captured ? DL_CAT_CUDA_OTHER : DL_CAT_LAUNCH };
 		return 1;
 	case DL_CLS_COPY:
 		/* Behind transfers only, a copy waits on the link: its own kind of time. */
@@ -339,8 +340,12 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 		if (m->start < start)
 			continue;
 		/* Per-step counts go to the step the call starts in. */
-		if (m->cls == DL_CLS_LAUNCH)
+		if (m->cls == DL_CLS_LAUNCH && !m->captured)
 			st.kernels++;
+		if (m->cls == DL_CLS_GRAPH && !m->captured) {
+			st.graph_launches++;
+			st.graph_kernels += m->graph_kernels;
+		}
 		if (m->cls == DL_CLS_COMM) {
 			st.collectives++;
 			st.comm_bytes += m->bytes;
@@ -539,9 +544,18 @@ static bool event_of(const struct dl_rec *r, uint64_t site, struct cevent *e)
 		m->ok = !k->entry_only && k->ret == 0;
 		m->stream = k->stream;
 		m->event = k->event;
+		m->ptr = m->cls == DL_CLS_GRAPH ? k->func : k->ptr;
+		m->size = k->size;
 		m->site = site;
 		if (m->cls == DL_CLS_COPY) {
 			m->pageable = k->pageable;
+			/*
+			 * An async copy to pageable host memory returns only once the copy has
+			 * completed (the runtime's documented synchronization behavior): for the
+			 * model it is a synchronous copy, waiting for its stream's earlier work.
+			 */
+			if (m->async && m->pageable && m->dir == DL_DIR_D2H)
+				m->async = 0;
 			m->host = k->host_mem;
 		}
 		return true;

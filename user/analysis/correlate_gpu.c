@@ -47,6 +47,33 @@ static size_t main_enqueues(const struct cproc *p, size_t c0, size_t c1, uint64_
 }
 
 /*
+ * Each device's bounds, when the process used more than one: the upper, the
+ * union of the spans of its streams; the lower, of the waits on it.
+ */
+static void device_bounds(const struct cproc *p, struct dl_step *st, const struct dl_span *streams, size_t nstreams,
+			  const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
+			  bool lost)
+{
+	uint64_t start = st->start_ns, end = st->start_ns + st->dur_ns;
+	struct dl_span *v = dl_xcalloc(nstreams + 1, sizeof(*v)), *lower;
+
+	st->ndevices = p->devq.devices > 1 ? dl_min_u64(p->devq.devices, DL_STEP_DEVICES) : 0;
+	for (uint32_t d = 0; d < st->ndevices; d++) {
+		size_t k = 0, nlower;
+
+		for (size_t i = 0; i < nstreams; i++)
+			if (dl_devq_stream_dev(&p->devq, streams[i].kind) == d)
+				v[k++] = streams[i];
+		k = dl_spans_union(v, k);
+		st->dev_busy_hi_ns[d] = lost ? st->dur_ns : dl_spans_overlap(v, k, start, end);
+		nlower = dl_devq_lower_spans_dev(w, n, sched, nsched, start, end, (int)d, &lower);
+		st->dev_busy_lo_ns[d] = dl_min_u64(st->dev_busy_hi_ns[d], dl_spans_overlap(lower, nlower, start, end));
+		free(lower);
+	}
+	free(v);
+}
+
+/*
  * Lost records may have held an enqueue the model never saw, so with any lost
  * the upper bound is the whole step: no time is known idle, nothing is drawn.
  */
@@ -70,8 +97,13 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t c0,
 		if (m->entry_only || m->end <= start || m->start >= end || !dl_devq_blocking(&dc))
 			continue;
 		blocking[n] = (struct dl_span){ m->start, m->end, 0 };
-		w[n++] = (struct dl_devq_wait){ m->start, m->end, m->waited != DL_DEVQ_EMPTY,
-						dl_devq_returns_when_done(&dc, m->pageable) };
+		w[n] = (struct dl_devq_wait){ m->start, m->end, m->waited != DL_DEVQ_EMPTY,
+					      dl_devq_returns_when_done(&dc, m->pageable), m->pageable ? m->bytes : 0,
+					      m->dev, false };
+		/* Waits are judged in order: whether the runtime polls, by what its waits showed up to this one. */
+		if (w[n].waited)
+			w[n].polling = dl_devq_note_wait(&p->waits, sched, nsched, &w[n]);
+		n++;
 		if (m->ok)
 			dl_devq_drained_by(&p->devq, m->end, dl_devq_woke(sched, nsched, m->start, m->end));
 	}
@@ -97,6 +129,7 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t c0,
 		st->gpu_busy_hi_ns = st->dur_ns - idle;
 	}
 	st->gpu_busy_lo_ns = dl_min_u64(st->gpu_busy_hi_ns, dl_spans_overlap(lower, nlower, start, end));
+	device_bounds(p, st, streams, nstreams, w, n, sched, nsched, c->calls_lost);
 	free(w);
 	free(blocking);
 	free(keys);

@@ -38,7 +38,11 @@ struct mcall {
 	uint8_t ok;               /* returned success (entry-only calls: not known, 0) */
 	uint8_t waited;           /* enum dl_devq_waited: what it blocked on at entry (the device-queue model) */
 	uint8_t kcol;             /* launches: the kernel name's column in the duration fit (analysis/kdur.h); 0: none */
+	uint8_t captured;         /* recorded into a graph by a stream capture (or refused beside one): not run */
+	uint8_t dev;              /* the device its work or wait is on (dl_devq_seen) */
+	uint32_t graph_kernels;   /* graph launches: the kernels its graph holds (0: not known) */
 	uint64_t stream, event;   /* handles as passed */
+	uint64_t ptr, size;       /* struct dl_call's (a graph launch: ptr is its graph exec) */
 };
 
 /*
@@ -107,6 +111,7 @@ struct cproc {
 	DL_VEC(struct pending_step) pending;
 	size_t pending_done;
 	struct dl_devq devq;        /* every thread's calls, from the decision on */
+	struct dl_devq_waits_seen waits;   /* the main thread's waits on outstanding work: slept, or polled */
 	struct dl_kdur_open kopen;  /* the drain window being filled (correlate_kdur.c) */
 	DL_VEC(struct dl_kdur_window) kwins;   /* closed, waiting for the scheduler states of their drain */
 };

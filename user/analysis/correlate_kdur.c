@@ -136,7 +136,7 @@ static uint64_t off_cpu(const struct dl_span *sched, size_t nsched, uint64_t a, 
 /* When the window's work was done (dl_devq_done); 0: not known. */
 static uint64_t window_done(const struct dl_kdur_window *w, const struct dl_span *sched, size_t nsched)
 {
-	return dl_devq_done(sched, nsched, w->start, w->end, true);
+	return dl_devq_done(sched, nsched, w->start, w->end, true, 0, false);
 }
 
 void dl_corr_kdur_finalize(struct cproc *p, const struct dl_span *sched, size_t nsched, uint64_t end)

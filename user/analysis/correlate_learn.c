@@ -54,6 +54,10 @@ static bool infer_marker(struct cproc *p)
 
 		if (e->kind != DL_EV_CUDA || e->tid != p->pub.main_tid)
 			continue;
+		/* Calls that only set the model's state (a current device, a stream, a capture, a graph) mark no step. */
+		if (m->cls == DL_CLS_DEVICE || m->cls == DL_CLS_STREAM_CREATE || m->cls == DL_CLS_CAPTURE ||
+		    m->cls == DL_CLS_GRAPH_BUILD)
+			continue;
 		if (after) {
 			for (s = 0; s < nsig && (sigs[s].api != m->api || sigs[s].dir != m->dir); s++)
 				;

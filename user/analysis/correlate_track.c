@@ -141,13 +141,18 @@ static void track_device(struct cproc *p, const struct cevent *e)
 {
 	const struct mcall *m = &e->u.call;
 	struct dl_devq_call dc = {
-		.start = m->start, .end = m->end, .stream = m->stream, .event = m->event, .tid = e->tid,
-		.api = m->api, .cls = m->cls, .dir = m->dir, .async = m->async, .pageable = m->pageable,
-		.entry_only = m->entry_only, .ok = m->ok,
+		.start = m->start, .end = m->end, .stream = m->stream, .event = m->event, .ptr = m->ptr,
+		.size = m->size, .tid = e->tid, .api = m->api, .cls = m->cls, .dir = m->dir, .async = m->async,
+		.pageable = m->pageable, .entry_only = m->entry_only, .ok = m->ok,
 	};
 	struct mcall mc = *m;
+	struct dl_devq_seen seen;
 
 	mc.waited = (uint8_t)dl_devq_call(&p->devq, &dc);
+	seen = dl_devq_seen(&p->devq, &dc);
+	mc.captured = seen.captured;
+	mc.dev = (uint8_t)seen.dev;
+	mc.graph_kernels = seen.graph_kernels;
 	dl_corr_kdur_call(p, e, &mc);
 	if (e->tid == p->pub.main_tid)
 		track_call(p, &mc);

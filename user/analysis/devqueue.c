@@ -8,15 +8,19 @@
 
 /*
  * Stream keys. Handles 0 and cudaStreamLegacy (1) name the legacy default
- * stream, except in a _ptsz/_ptds call, where 0 is the calling thread's own
- * default stream; cudaStreamPerThread (2) is that one in any call. The driver
- * API uses the same values (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). A
- * created stream's handle is a user-space pointer, far below bit 63.
+ * stream of the calling thread's current device, except in a _ptsz/_ptds
+ * call, where 0 is the calling thread's own default stream (of that device);
+ * cudaStreamPerThread (2) is that one in any call. The driver API uses the
+ * same values (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD). A created stream's
+ * handle is a user-space pointer, far below bit 62; device 0's keys are what
+ * they were before devices were told apart.
  */
 #define KEY_LEGACY 1ull
+#define KEY_LEGACY_DEV (1ull << 62)
 #define KEY_PER_THREAD (1ull << 63)
 #define MAX_DEPS 64          /* waits kept per stream; forgetting one only proves less */
 #define MAX_DEP_DEPTH 8      /* chains of cross-stream waits followed at a drain */
+#define MAX_DEVICES 64       /* ordinals above are taken as not a device (a bad argument) */
 
 static bool per_thread_api(uint16_t api)
 {
@@ -26,11 +30,31 @@ static bool per_thread_api(uint16_t api)
 	return n > 5 && (!strcmp(a->name + n - 5, "_ptsz") || !strcmp(a->name + n - 5, "_ptds"));
 }
 
+/* The calling thread's current device. */
+static uint32_t thread_dev(const struct dl_devq *q, uint32_t tid)
+{
+	uint64_t d;
+
+	return dl_u64map_get(&q->dev_of_tid, tid, &d) ? (uint32_t)d : 0;
+}
+
+static uint64_t key_of(const struct dl_devq *q, const struct dl_devq_call *c)
+{
+	uint64_t dev = thread_dev(q, c->tid);
+
+	if (c->stream == 2 || (c->stream == 0 && per_thread_api(c->api)))
+		return KEY_PER_THREAD | dev << 32 | c->tid;
+	if (c->stream <= 1)
+		return dev ? KEY_LEGACY_DEV | dev : KEY_LEGACY;
+	return c->stream;
+}
+
+/* The key of a call fed to no model: the device it is on is 0. */
 static uint64_t stream_key(const struct dl_devq_call *c)
 {
-	if (c->stream == 2 || (c->stream == 0 && per_thread_api(c->api)))
-		return KEY_PER_THREAD | c->tid;
-	return c->stream <= 1 ? KEY_LEGACY : c->stream;
+	static const struct dl_devq none;
+
+	return key_of(&none, c);
 }
 
 uint64_t dl_devq_stream_key(const struct dl_devq_call *c)
@@ -62,7 +86,14 @@ static struct dl_devq_stream *find_stream(struct dl_devq *q, uint64_t key)
 	return NULL;
 }
 
-static struct dl_devq_stream *get_stream(struct dl_devq *q, uint64_t key)
+static void saw_device(struct dl_devq *q, uint32_t dev)
+{
+	if (dev + 1 > q->devices)
+		q->devices = dev + 1;
+}
+
+/* The stream of key, made on first sight: on device dev unless its key or creation says which. */
+static struct dl_devq_stream *get_stream_on(struct dl_devq *q, uint64_t key, uint32_t dev)
 {
 	struct dl_devq_stream *s = find_stream(q, key);
 
@@ -71,8 +102,13 @@ static struct dl_devq_stream *get_stream(struct dl_devq *q, uint64_t key)
 	s = dl_vec_push(&q->streams);
 	memset(s, 0, sizeof(*s));
 	s->key = key;
+	s->legacy = key == KEY_LEGACY || (key & ~(uint64_t)(MAX_DEVICES - 1)) == KEY_LEGACY_DEV;
+	s->dev = key & KEY_PER_THREAD ? (uint32_t)(key >> 32 & (MAX_DEVICES - 1))
+		 : s->legacy && key != KEY_LEGACY ? (uint32_t)(key & (MAX_DEVICES - 1)) : dev;
+	saw_device(q, s->dev);
 	return s;
 }
+
 
 static const struct dl_devq_event *find_event(const struct dl_devq *q, uint64_t handle)
 {
@@ -85,7 +121,7 @@ enum work { W_TRANSFER, W_COMPUTE, W_COMM };
 
 static void enqueue(struct dl_devq *q, uint64_t key, uint64_t t, uint32_t tid, enum work kind)
 {
-	struct dl_devq_stream *s = get_stream(q, key);
+	struct dl_devq_stream *s = get_stream_on(q, key, thread_dev(q, tid));
 
 	if (!s->open)
 		s->compute = s->comm_last = s->comm_ahead = s->has_kernels = false;
@@ -194,25 +230,45 @@ static enum dl_devq_waited stream_held(const struct dl_devq *q, uint64_t key, ui
 	return w;
 }
 
-static enum dl_devq_waited device_held(const struct dl_devq *q)
+static enum dl_devq_waited device_held(const struct dl_devq *q, uint32_t dev)
 {
 	enum dl_devq_waited w = DL_DEVQ_EMPTY;
 
 	for (size_t i = 0; i < q->streams.n; i++)
-		w = max_waited(w, held(&q->streams.v[i]));
+		if (q->streams.v[i].dev == dev)
+			w = max_waited(w, held(&q->streams.v[i]));
 	return w;
 }
 
 /*
  * What a call on a stream waits for. The legacy stream waits for every
- * blocking stream; whether a created stream is blocking is not known, so a
- * call on the legacy stream is taken to wait on any work (for the breakdown:
- * the time is the device's either way) while its return drains the legacy
- * stream only.
+ * blocking stream of its device; a call on it is taken to wait on any work of
+ * the device (for the breakdown: the time is the device's either way).
  */
 static enum dl_devq_waited waits_on(const struct dl_devq *q, uint64_t key, uint64_t t)
 {
-	return key == KEY_LEGACY ? device_held(q) : stream_held(q, key, t + 1);
+	const struct dl_devq_stream *s = find_stream((struct dl_devq *)q, key);
+
+	return s && s->legacy ? device_held(q, s->dev) : stream_held(q, key, t + 1);
+}
+
+/*
+ * Work on the legacy stream at time at waits for the work enqueued before it
+ * on every stream of its device known blocking (created without
+ * cudaStreamNonBlocking): done is when the legacy stream's work is known
+ * done, so is theirs. A stream whose creation was not seen may be either, and
+ * is left open.
+ */
+static void drain_blocking(struct dl_devq *q, const struct dl_devq_stream *legacy, uint64_t at, uint64_t done)
+{
+	uint32_t dev = legacy->dev;
+
+	for (size_t i = 0; i < q->streams.n; i++) {
+		const struct dl_devq_stream *o = &q->streams.v[i];
+
+		if (o->dev == dev && !o->legacy && o->flags_known && !o->nonblocking)
+			drain(q, o->key, at, done, 0);
+	}
 }
 
 bool dl_devq_blocking(const struct dl_devq_call *c)
@@ -223,14 +279,19 @@ bool dl_devq_blocking(const struct dl_devq_call *c)
 static enum dl_devq_waited on_sync(struct dl_devq *q, const struct dl_devq_call *c)
 {
 	const struct dl_devq_event *e;
+	const struct dl_devq_stream *s;
 	enum dl_devq_waited waited;
+	uint32_t dev = thread_dev(q, c->tid);
+	uint64_t key = key_of(q, c);
 
 	switch (c->api) {
 	case DL_API_DEVICE_SYNC:
 	case DL_API_CU_CTX_SYNC:
-		waited = device_held(q);
+		/* The current device's streams only: another device's work goes on. */
+		waited = device_held(q, dev);
 		for (size_t i = 0; c->ok && i < q->streams.n; i++)
-			drain(q, q->streams.v[i].key, c->start, c->end, 0);
+			if (q->streams.v[i].dev == dev)
+				drain(q, q->streams.v[i].key, c->start, c->end, 0);
 		return waited;
 	case DL_API_EVENT_SYNC:
 	case DL_API_CU_EVENT_SYNC:
@@ -240,16 +301,22 @@ static enum dl_devq_waited on_sync(struct dl_devq *q, const struct dl_devq_call 
 			drain_event(q, c->event, c->end);
 		return waited;
 	default:   /* stream syncs */
-		waited = waits_on(q, stream_key(c), c->start);
-		if (c->ok)
-			drain(q, stream_key(c), c->start, c->end, 0);
+		waited = waits_on(q, key, c->start);
+		if (!c->ok)
+			return waited;
+		/* A legacy stream's last work waited for its device's blocking streams: what they held before it is done. */
+		s = find_stream(q, key);
+		if (s && s->legacy && s->open)
+			drain_blocking(q, s, s->last_enq, c->end);
+		drain(q, key, c->start, c->end, 0);
 		return waited;
 	}
 }
 
 static enum dl_devq_waited on_copy(struct dl_devq *q, const struct dl_devq_call *c)
 {
-	uint64_t key = stream_key(c);
+	uint64_t key = key_of(q, c);
+	const struct dl_devq_stream *s;
 	enum dl_devq_waited waited;
 
 	if (c->dir == DL_DIR_H2H || !c->ok)
@@ -259,12 +326,97 @@ static enum dl_devq_waited on_copy(struct dl_devq *q, const struct dl_devq_call 
 	if (c->async || c->dir == DL_DIR_D2D)
 		return DL_DEVQ_EMPTY;
 	/*
-	 * A synchronous copy waits for its stream's earlier work. It returns once
-	 * its own transfer is done, except from pageable host memory to the
-	 * device: then once the bytes are staged, the transfer may still run.
+	 * A synchronous copy waits for its stream's earlier work (on the legacy
+	 * stream, its device's blocking streams' too). It returns once its own
+	 * transfer is done, except from pageable host memory to the device: then
+	 * once the bytes are staged, the transfer may still run.
 	 */
+	s = find_stream(q, key);
+	if (s && s->legacy)
+		drain_blocking(q, s, c->start, c->end);
 	drain(q, key, c->dir == DL_DIR_H2D && c->pageable ? c->start : c->start + 1, c->end, 0);
 	return waited;
+}
+
+/* Capture begins or ends on a stream; an ended one's graph holds the kernels it recorded. */
+static void on_capture(struct dl_devq *q, const struct dl_devq_call *c)
+{
+	struct dl_devq_stream *s = get_stream_on(q, key_of(q, c), thread_dev(q, c->tid));
+	bool begin = c->api == DL_API_BEGIN_CAPTURE || c->api == DL_API_BEGIN_CAPTURE_PTSZ ||
+		     c->api == DL_API_CU_BEGIN_CAPTURE || c->api == DL_API_CU_BEGIN_CAPTURE_V2 ||
+		     c->api == DL_API_CU_BEGIN_CAPTURE_PTSZ;
+
+	if (!c->ok)
+		return;
+	if (begin) {
+		s->capturing = true;
+		s->captured = 0;
+		return;
+	}
+	if (c->ptr)
+		dl_u64map_put(&q->graph_kernels, c->ptr, s->captured);
+	s->capturing = false;
+	s->captured = 0;
+}
+
+static void on_graph_build(struct dl_devq *q, const struct dl_devq_call *c)
+{
+	uint64_t n = 0;
+
+	if (!c->ok || !c->ptr)
+		return;
+	dl_u64map_get(&q->graph_kernels, c->size, &n);
+	if (c->api == DL_API_GRAPH_INSTANTIATE || c->api == DL_API_CU_GRAPH_INSTANTIATE)
+		dl_u64map_put(&q->exec_kernels, c->ptr, n);
+	else   /* a kernel node added */
+		dl_u64map_put(&q->graph_kernels, c->size, n + 1);
+}
+
+static void on_stream_create(struct dl_devq *q, const struct dl_devq_call *c)
+{
+	struct dl_devq_stream *s;
+	uint32_t dev = thread_dev(q, c->tid);
+
+	if (!c->ok || c->ptr <= 2)
+		return;
+	/* A handle freed and made again names a new stream: what the old one held is forgotten with it. */
+	s = get_stream_on(q, c->ptr, dev);
+	s->dev = dev;
+	s->flags_known = true;
+	/* cudaStreamNonBlocking and CU_STREAM_NON_BLOCKING are both 1. */
+	s->nonblocking = c->size & 1;
+	saw_device(q, dev);
+}
+
+/*
+ * A capturing stream of the device that the legacy stream would synchronize
+ * with: work for the legacy stream fails then (cudaErrorStreamCaptureImplicit)
+ * unless every capturing stream of its device is known non-blocking.
+ */
+static bool legacy_refused(const struct dl_devq *q, const struct dl_devq_stream *legacy)
+{
+	for (size_t i = 0; legacy && legacy->legacy && i < q->streams.n; i++) {
+		const struct dl_devq_stream *o = &q->streams.v[i];
+
+		if (o->dev == legacy->dev && o->capturing && !(o->flags_known && o->nonblocking))
+			return true;
+	}
+	return false;
+}
+
+/* Work for a capturing stream is recorded, not run; for the legacy stream beside one, refused. */
+static bool not_run(struct dl_devq *q, const struct dl_devq_call *c)
+{
+	struct dl_devq_stream *s = find_stream(q, key_of(q, c));
+
+	if (!s)
+		return false;
+	if (s->capturing) {
+		if (c->cls == DL_CLS_LAUNCH)
+			s->captured++;
+		return true;
+	}
+	return legacy_refused(q, s);
 }
 
 enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c)
@@ -276,18 +428,21 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 	case DL_CLS_LAUNCH:
 	case DL_CLS_GRAPH:
 		/* Entry-only: whether it failed is not known, so it may have enqueued. */
-		enqueue(q, stream_key(c), c->start, c->tid, W_COMPUTE);
+		if (!not_run(q, c))
+			enqueue(q, key_of(q, c), c->start, c->tid, W_COMPUTE);
 		break;
 	case DL_CLS_MEMSET:
-		if (c->ok)
-			enqueue(q, stream_key(c), c->start, c->tid, W_COMPUTE);
+		if (c->ok && !not_run(q, c))
+			enqueue(q, key_of(q, c), c->start, c->tid, W_COMPUTE);
 		break;
 	case DL_CLS_COMM:
 		/* Grouped calls reach the device at ncclGroupEnd: enqueued at the call, the upper bound only widens. */
 		if (c->ok)
-			enqueue(q, stream_key(c), c->start, c->tid, W_COMM);
+			enqueue(q, key_of(q, c), c->start, c->tid, W_COMM);
 		break;
 	case DL_CLS_COPY:
+		if (c->async && not_run(q, c))
+			break;
 		return on_copy(q, c);
 	case DL_CLS_SYNC:
 		return on_sync(q, c);
@@ -297,7 +452,7 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 		if (c->api == DL_API_EVENT_QUERY || c->api == DL_API_CU_EVENT_QUERY)
 			drain_event(q, c->event, c->end);
 		else
-			drain(q, stream_key(c), c->start, c->end, 0);
+			drain(q, key_of(q, c), c->start, c->end, 0);
 		break;
 	case DL_CLS_EVENT:
 		if (!c->ok)
@@ -309,20 +464,57 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 				slot = dl_vec_push(&q->events);
 				slot->handle = c->event;
 			}
-			slot->stream = stream_key(c);
+			slot->stream = key_of(q, c);
 			slot->at = c->start;
 		} else if ((ev = find_event(q, c->event))) {
-			struct dl_devq_stream *s = get_stream(q, stream_key(c));
+			struct dl_devq_stream *s = get_stream_on(q, key_of(q, c), thread_dev(q, c->tid));
 
 			if (s->deps.n >= MAX_DEPS)
 				dl_vec_drop_front(&s->deps, 1);
 			*dl_vec_push(&s->deps) = (struct dl_devq_dep){ ev->stream, ev->at, c->start };
 		}
 		break;
+	case DL_CLS_DEVICE:
+		if (c->api == DL_API_SET_DEVICE && c->ok && c->ptr < MAX_DEVICES) {
+			if (c->ptr)
+				dl_u64map_put(&q->dev_of_tid, c->tid, c->ptr);
+			else
+				dl_u64map_del(&q->dev_of_tid, c->tid);
+			saw_device(q, (uint32_t)c->ptr);
+		}
+		break;
+	case DL_CLS_STREAM_CREATE:
+		on_stream_create(q, c);
+		break;
+	case DL_CLS_CAPTURE:
+		on_capture(q, c);
+		break;
+	case DL_CLS_GRAPH_BUILD:
+		on_graph_build(q, c);
+		break;
 	default:
 		break;
 	}
 	return DL_DEVQ_EMPTY;
+}
+
+struct dl_devq_seen dl_devq_seen(const struct dl_devq *q, const struct dl_devq_call *c)
+{
+	const struct dl_devq_stream *s = find_stream((struct dl_devq *)q, key_of(q, c));
+	struct dl_devq_seen out = { thread_dev(q, c->tid), false, 0 };
+	uint64_t n;
+
+	if (c->cls == DL_CLS_SYNC && (c->api == DL_API_DEVICE_SYNC || c->api == DL_API_CU_CTX_SYNC))
+		return out;
+	if (s) {
+		out.dev = s->dev;
+		/* Still capturing after the call: its work was recorded, not run (the legacy stream beside: refused). */
+		out.captured = (s->capturing || legacy_refused(q, s)) &&
+			       (c->cls == DL_CLS_LAUNCH || c->cls == DL_CLS_MEMSET || (c->cls == DL_CLS_COPY && c->async));
+	}
+	if (c->cls == DL_CLS_GRAPH && dl_u64map_get(&q->exec_kernels, c->ptr, &n))
+		out.graph_kernels = (uint32_t)n;
+	return out;
 }
 
 static int cmp_stream_start(const void *a, const void *b)
@@ -414,12 +606,57 @@ bool dl_devq_returns_when_done(const struct dl_devq_call *c, bool pageable)
 	return c->cls == DL_CLS_SYNC || (c->cls == DL_CLS_COPY && !pageable);
 }
 
-uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end, bool done_at_return)
-{
-	uint64_t woke = dl_devq_woke(sched, nsched, start, end), oncpu = 0;
+/*
+ * The slowest copy a host running CUDA makes, in bytes per ns: 1 GB/s. One
+ * thread's memcpy runs at 5-20 GB/s on the servers GPUs sit in (15 GB/s on
+ * these VMs), so the tail it allows is 5 to 20 times the longest seen; a
+ * slower host would only make a pageable copy's lower bound reach past the
+ * device's end by the difference.
+ */
+#define HOST_COPY_FLOOR_BYTES_PER_NS 1
 
-	if (woke || !done_at_return)
-		return woke;
+uint64_t dl_devq_host_tail_ns(uint64_t bytes)
+{
+	return bytes ? bytes / HOST_COPY_FLOOR_BYTES_PER_NS + 1 : UINT64_MAX;
+}
+
+/*
+ * The longest a waiting runtime's call runs on its CPU between a look at the
+ * device that finds its work not done and its return, had the next look found
+ * it done: the loop's interval (a spin reads a word of memory, well under a
+ * us; a yielding wait makes one sched_yield, about a us when no other thread
+ * wants the CPU, and when one does the thread leaves its CPU and the
+ * scheduler's records show it) and the way out of the call, return probe
+ * included (a uprobe trap cost 5-6 us in tools/bench/README.md's runs, 14
+ * us where the kernel single-steps the instruction). 100 us bounds both with room for interrupts and
+ * faults taken on the way; a stretch on the CPU shorter than that after a
+ * preemption may be only the way out.
+ */
+#define POLL_NS 100000
+
+bool dl_devq_note_wait(struct dl_devq_waits_seen *s, const struct dl_span *sched, size_t nsched,
+		       const struct dl_devq_wait *w)
+{
+	uint64_t oncpu = 0, tail = w->done_at_return ? 0 : dl_devq_host_tail_ns(w->host_bytes);
+
+	if (dl_devq_woke(sched, nsched, w->start, w->end)) {
+		s->slept++;
+		return false;
+	}
+	for (size_t k = dl_spans_first_after(sched, nsched, w->start); k < nsched && sched[k].start < w->end; k++)
+		if (sched[k].kind == DL_ST_RUNNING)
+			oncpu += dl_min_u64(sched[k].end, w->end) - dl_max_u64(sched[k].start, w->start);
+	/* On its CPU for most of the call: a host busy with other work while runnable shows little of it. */
+	if (tail != UINT64_MAX && oncpu >= tail + DL_DEVQ_POLL_ONCPU_NS && 2 * oncpu >= w->end - w->start)
+		s->polled++;
+	return !s->slept && s->polled >= DL_DEVQ_POLL_EVIDENCE;
+}
+
+/* A runtime not known to poll: to the return when on the CPU throughout and done_at_return, else nothing. */
+static uint64_t done_on_cpu(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end)
+{
+	uint64_t oncpu = 0;
+
 	for (size_t k = dl_spans_first_after(sched, nsched, start); k < nsched && sched[k].start < end; k++) {
 		if (sched[k].kind != DL_ST_RUNNING)
 			return 0;
@@ -427,6 +664,56 @@ uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start
 	}
 	/* No state known for part of the call is no evidence that it spun there. */
 	return oncpu == end - start ? end : 0;
+}
+
+uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end, bool done_at_return,
+		      uint64_t host_bytes, bool polling)
+{
+	uint64_t woke = dl_devq_woke(sched, nsched, start, end), tail, covered = 0, ran = 0, p = 0, a = 0;
+	size_t first = dl_spans_first_after(sched, nsched, start), k;
+
+	if (woke)
+		return woke;
+	if (!polling)
+		return done_at_return ? done_on_cpu(sched, nsched, start, end) : 0;
+	tail = done_at_return ? 0 : dl_devq_host_tail_ns(host_bytes);
+	for (k = first; k < nsched && sched[k].start < end; k++) {
+		if (sched[k].kind != DL_ST_RUNNING && sched[k].kind != DL_ST_RUNQ)
+			return 0;
+		covered += dl_min_u64(sched[k].end, end) - dl_max_u64(sched[k].start, start);
+	}
+	/* No state known for part of the call is no evidence that it polled there. */
+	if (covered != end - start)
+		return 0;
+	/* Back from the return, past the tail's on-CPU time (the host's own work): p, in a stretch on the CPU from a. */
+	while (k-- > first) {
+		uint64_t b = dl_min_u64(sched[k].end, end);
+
+		a = dl_max_u64(sched[k].start, start);
+		if (sched[k].kind != DL_ST_RUNNING)
+			continue;
+		if (b - a > tail - ran) {
+			p = b - (tail - ran);
+			break;
+		}
+		ran += b - a;
+	}
+	if (!p)
+		return 0;
+	/*
+	 * On its CPU from a, the thread looked at the device every POLL_NS at
+	 * most and found the work not done before p. A stretch that began with
+	 * the call, or ran long enough before p, says so up to p; a shorter one
+	 * after a preemption may have found it done at its first look, so the
+	 * work is known undone only up to the preemption (the last instant it ran
+	 * before; nothing if it never ran before it).
+	 */
+	if (a == start || p - a >= POLL_NS)
+		return p;
+	while (k-- > first)
+		if (sched[k].kind == DL_ST_RUNNING)
+			return dl_min_u64(sched[k].end, end);
+	return 0;
 }
 
 void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke)
@@ -439,15 +726,22 @@ void dl_devq_drained_by(struct dl_devq *q, uint64_t done, uint64_t woke)
 size_t dl_devq_lower_spans(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
 			   uint64_t a, uint64_t b, struct dl_span **out)
 {
+	return dl_devq_lower_spans_dev(w, n, sched, nsched, a, b, -1, out);
+}
+
+size_t dl_devq_lower_spans_dev(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
+			       uint64_t a, uint64_t b, int dev, struct dl_span **out)
+{
 	struct dl_span *v = dl_xcalloc(n + 1, sizeof(*v));
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		uint64_t woke;
 
-		if (!w[i].waited || w[i].end <= a || w[i].start >= b)
+		if (!w[i].waited || w[i].end <= a || w[i].start >= b || (dev >= 0 && w[i].dev != (uint32_t)dev))
 			continue;
-		woke = dl_devq_done(sched, nsched, w[i].start, w[i].end, w[i].done_at_return);
+		woke = dl_devq_done(sched, nsched, w[i].start, w[i].end, w[i].done_at_return, w[i].host_bytes,
+				    w[i].polling);
 		if (woke)
 			v[k++] = (struct dl_span){ w[i].start, woke, 0 };
 	}
@@ -483,5 +777,8 @@ void dl_devq_free(struct dl_devq *q)
 	dl_vec_free(&q->streams);
 	dl_vec_free(&q->events);
 	dl_u64map_free(&q->event_of);
+	dl_u64map_free(&q->dev_of_tid);
+	dl_u64map_free(&q->graph_kernels);
+	dl_u64map_free(&q->exec_kernels);
 	dl_vec_free(&q->busy_max);
 }

@@ -35,6 +35,7 @@
 struct dl_devq_call {
 	uint64_t start, end;      /* end == start for entry-only calls */
 	uint64_t stream, event;   /* handles as passed */
+	uint64_t ptr, size;       /* struct dl_call's: a device ordinal, a created stream and its flags, a graph ... */
 	uint32_t tid;
 	uint16_t api;             /* enum dl_api_id */
 	uint8_t cls, dir;         /* enum dl_api_class; copies: resolved direction */
@@ -59,6 +60,12 @@ struct dl_devq_stream {
 	bool has_kernels;         /* kernels, graphs or memsets were enqueued since it was last known empty */
 	uint64_t last_work;       /* when that latest one was enqueued */
 	DL_VEC(struct dl_devq_dep) deps;   /* cudaStreamWaitEvent since the last drain */
+	uint32_t dev;             /* its device: current at its creation, or at its first use when not seen created */
+	bool legacy;              /* a device's legacy default stream */
+	bool flags_known;         /* its creation was seen: */
+	bool nonblocking;         /* cudaStreamNonBlocking (it does not synchronize with the legacy stream) */
+	bool capturing;           /* between a stream capture's begin and end: its work is recorded, not run */
+	uint32_t captured;        /* kernels recorded by the capture under way */
 };
 
 struct dl_devq_event {
@@ -77,6 +84,10 @@ struct dl_devq {
 	DL_VEC(struct dl_devq_event) events;
 	struct dl_u64map event_of;        /* handle -> index in events (frameworks record thousands) */
 	DL_VEC(struct dl_devq_span) busy_max;   /* closed ones */
+	struct dl_u64map dev_of_tid;      /* a thread's current device (cudaSetDevice), when not 0 */
+	struct dl_u64map graph_kernels;   /* graph -> the kernels captured into it or added to it */
+	struct dl_u64map exec_kernels;    /* instantiated graph -> its kernels */
+	uint32_t devices;                 /* 1 + the highest device any call used */
 };
 
 /* What a blocking call found queued, on the streams it waits for, at its entry. */
@@ -91,6 +102,23 @@ enum dl_devq_waited {
 void dl_devq_free(struct dl_devq *q);
 /* Feeds one call; returns what it waited on. */
 enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c);
+/*
+ * What the model made of a call just fed: the device its work or wait is on
+ * (a device sync: the thread's current one); whether it went to a capturing
+ * stream (recorded into a graph: no device work, no launch time); for a graph
+ * launch, the kernels its graph holds (0: not known).
+ */
+struct dl_devq_seen {
+	uint32_t dev;
+	bool captured;
+	uint32_t graph_kernels;
+};
+struct dl_devq_seen dl_devq_seen(const struct dl_devq *q, const struct dl_devq_call *c);
+/* The device of streams[i]. */
+static inline uint32_t dl_devq_stream_dev(const struct dl_devq *q, size_t i)
+{
+	return q->streams.v[i].dev;
+}
 /* Whether the call blocks the host until device work is done (syncs, synchronous D2H/H2D copies). */
 bool dl_devq_blocking(const struct dl_devq_call *c);
 /* The most device-busy time [a, b) can hold, by what is known now (streams still open count as busy). */
@@ -107,6 +135,9 @@ struct dl_devq_wait {
 	uint64_t start, end;
 	bool waited;              /* dl_devq_call said it waited on outstanding work (of any kind) */
 	bool done_at_return;      /* dl_devq_returns_when_done */
+	uint64_t host_bytes;      /* not done_at_return: the bytes its host side stages (a pageable copy's); 0: unknown */
+	uint32_t dev;             /* the device it waited on (dl_devq_seen); dl_devq_lower_spans_dev picks by it */
+	bool polling;             /* its runtime is known to poll in its waits (dl_devq_done) */
 };
 
 /*
@@ -125,12 +156,43 @@ uint64_t dl_devq_woke(const struct dl_span *sched, size_t nsched, uint64_t start
 bool dl_devq_returns_when_done(const struct dl_devq_call *c, bool pageable);
 /*
  * When the work a blocking call waited for was known done: its last wake-up
- * from sleep (dl_devq_woke); for a runtime that spins (CUDA's default while
- * a context has a CPU to itself), the call's return, if done_at_return and
- * the thread was on its CPU for the whole call (a preempted spin says nothing
- * of when the device finished). 0: not known.
+ * from sleep (dl_devq_woke). A runtime that spins or yields (CUDA's default
+ * while a context has a CPU to itself) never sleeps: it looks at the device
+ * while on its CPU, so the work was not done while the thread ran inside the
+ * call before its host work after the device's. That host work is nothing
+ * for a sync or a pinned copy (done_at_return); for a pageable copy, at most
+ * the on-CPU time to stage host_bytes (dl_devq_host_tail_ns). So the work
+ * was done no earlier than where that tail begins, when the thread ran long
+ * enough before it to have looked; else than its last preemption before.
+ * 0: not known (a state other than running or runnable, states unknown for
+ * part of the call, a tail of unknown size or longer than the call).
+ * That holds for a runtime known to poll (polling): one whose waits never
+ * sleep. A call of a runtime that sleeps in its waits that did not sleep did
+ * not wait, or did host work of its own (the deferred copies a simulator
+ * moves): it counts to its return only when it was on its CPU throughout and
+ * returns when its work is done, as before the runtime's way was told apart.
  */
-uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end, bool done_at_return);
+uint64_t dl_devq_done(const struct dl_span *sched, size_t nsched, uint64_t start, uint64_t end, bool done_at_return,
+		      uint64_t host_bytes, bool polling);
+/* The most on-CPU time a host takes to copy bytes (a pageable copy staging them); UINT64_MAX for 0 bytes (unknown). */
+uint64_t dl_devq_host_tail_ns(uint64_t bytes);
+/*
+ * What a process's waits on outstanding work showed so far: the runtime polls
+ * when none of them slept and at least DL_DEVQ_POLL_EVIDENCE ran on their CPU
+ * for DL_DEVQ_POLL_ONCPU_NS beyond their host tail, and for most of the call,
+ * without sleeping. A
+ * runtime that blocks sleeps at once in a wait with work outstanding; one
+ * whose wait found the work done, or was preempted, is on its CPU briefly.
+ */
+#define DL_DEVQ_POLL_EVIDENCE 2
+#define DL_DEVQ_POLL_ONCPU_NS 1000000ull
+struct dl_devq_waits_seen {
+	uint32_t slept, polled;
+};
+/* Notes one such wait; returns whether the runtime is known to poll. */
+bool dl_devq_note_wait(struct dl_devq_waits_seen *s, const struct dl_span *sched, size_t nsched,
+		       const struct dl_devq_wait *w);
+
 /*
  * A drain whose call returned at done, its thread woken at woke (dl_devq_woke):
  * the work it proved done was done by woke, so the busy spans it closed end
@@ -164,6 +226,9 @@ size_t dl_devq_opens(const struct dl_devq *q, uint64_t a, uint64_t b, struct dl_
 /* The spans dl_devq_busy_lower measures, as a sorted union (not clipped to [a, b)); *out allocated. */
 size_t dl_devq_lower_spans(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
 			   uint64_t a, uint64_t b, struct dl_span **out);
+/* The same, of the waits on device dev only (dev < 0: all). */
+size_t dl_devq_lower_spans_dev(const struct dl_devq_wait *w, size_t n, const struct dl_span *sched, size_t nsched,
+			       uint64_t a, uint64_t b, int dev, struct dl_span **out);
 /* Forgets what no interval starting at or after t needs. */
 void dl_devq_forget_before(struct dl_devq *q, uint64_t t);
 

@@ -117,6 +117,8 @@ struct dl_step_lineage {
 	struct dl_lin_hop chain[DL_LIN_HOPS];
 };
 
+#define DL_STEP_DEVICES 8   /* devices whose bounds a step holds (more are in the union only) */
+
 struct dl_step {
 	uint32_t index;            /* 0-based, per process */
 	pid_t pid, tid;            /* the process and its main thread */
@@ -127,11 +129,15 @@ struct dl_step {
 	/* the main thread's CUDA work in the step */
 	uint64_t h2d_bytes, d2h_bytes, h2d_copies, d2h_copies;
 	uint64_t small_copies, pageable_copies, kernels;
+	uint64_t graph_launches, graph_kernels;   /* CUDA graphs launched in the step, and the kernels they hold */
 	uint64_t collectives, comm_bytes;   /* NCCL calls that started in the step, and their bytes (count x type) */
 	uint64_t comm_after_compute_ns;     /* the part of comm_wait behind kernels enqueued before the collective */
 	uint64_t wakeup_runq_ns;   /* the part of runq right after a wake-up from blocking */
 	/* inferred by the device-queue model (analysis/devqueue.h): the truth lies between */
 	uint64_t gpu_busy_lo_ns, gpu_busy_hi_ns;
+	/* each device's bounds, when the process used more than one (the above are their union) */
+	uint32_t ndevices;
+	uint64_t dev_busy_lo_ns[DL_STEP_DEVICES], dev_busy_hi_ns[DL_STEP_DEVICES];
 	uint64_t gpu_idle_ns[DL_IDLE_COUNT];   /* sums to dur_ns - gpu_busy_hi_ns exactly */
 	/*
 	 * The device timeline inside the step, sorted by start: per stream,

@@ -15,7 +15,7 @@
 struct dlbpf;
 struct bpf_link;
 
-#define DL_API_SLOTS 128      /* >= DL_API_COUNT (checked in tracer.c) */
+#define DL_API_SLOTS 160      /* >= DL_API_COUNT (checked in tracer.c) */
 
 /* Probe offsets and cookies of one uprobe_multi link. */
 struct dl_probe_set {

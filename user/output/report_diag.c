@@ -110,6 +110,33 @@ static void text_left_out(FILE *f, const struct dl_corr_proc *p, const struct dl
 			su->steps, (double)su->dur_ns / 1e6, dl_text(esc, su->first_marker));
 }
 
+/*
+ * Each device's bounds, as means over the steps listed, when the process used
+ * more than one; the device the host waited on longest (the highest lower
+ * bound) is the one that limits the step.
+ */
+static void text_devices(FILE *f, const struct dl_corr_proc *p)
+{
+	uint64_t lo[DL_STEP_DEVICES] = { 0 }, hi[DL_STEP_DEVICES] = { 0 };
+	uint32_t ndev = p->nsteps ? p->steps[p->nsteps - 1].ndevices : 0, top = 0;
+
+	if (!ndev)
+		return;
+	for (size_t i = 0; i < p->nsteps; i++)
+		for (uint32_t d = 0; d < ndev && d < p->steps[i].ndevices; d++) {
+			lo[d] += p->steps[i].dev_busy_lo_ns[d];
+			hi[d] += p->steps[i].dev_busy_hi_ns[d];
+		}
+	fprintf(f, "  GPU busy per device, ms per step (the %zu steps listed):", p->nsteps);
+	for (uint32_t d = 0; d < ndev; d++) {
+		fprintf(f, "%s %u: %.1f-%.1f", d ? "," : "", d, (double)lo[d] / 1e6 / (double)p->nsteps,
+			(double)hi[d] / 1e6 / (double)p->nsteps);
+		if (lo[d] > lo[top])
+			top = d;
+	}
+	fprintf(f, "; device %u limits (the host waits on it longest)\n", top);
+}
+
 void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 {
 	const struct dl_correlator *c = m->corr;
@@ -147,6 +174,7 @@ void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 			(double)st.sum.gpu_busy_lo_ns / 1e6 / (double)counted, (double)st.sum.gpu_busy_hi_ns / 1e6 / (double)counted,
 			(double)total / 1e6 / (double)counted, dl_pct(st.sum.gpu_busy_lo_ns, total),
 			dl_pct(st.sum.gpu_busy_hi_ns, total));
+		text_devices(f, p);
 		fprintf(f, "  GPU idle %.1f ms of %.1f per step: host %.1f, input %.1f, sync %.1f\n",
 			(double)(total - st.sum.gpu_busy_hi_ns) / 1e6 / (double)counted, (double)total / 1e6 / (double)counted,
 			(double)st.sum.gpu_idle_ns[DL_IDLE_HOST] / 1e6 / (double)counted,
@@ -208,6 +236,8 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 	dl_json_ku64(j, "small_copies", st->small_copies);
 	dl_json_ku64(j, "pageable_copies", st->pageable_copies);
 	dl_json_ku64(j, "kernels", st->kernels);
+	dl_json_ku64(j, "graph_launches", st->graph_launches);
+	dl_json_ku64(j, "graph_kernels", st->graph_kernels);
 	dl_json_ku64(j, "collectives", st->collectives);
 	dl_json_ku64(j, "comm_bytes", st->comm_bytes);
 	dl_json_ku64(j, "comm_wait_after_compute_ns", st->comm_after_compute_ns);
@@ -217,6 +247,21 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 	dl_json_u64(j, st->gpu_busy_lo_ns);
 	dl_json_u64(j, st->gpu_busy_hi_ns);
 	dl_json_arr_end(j);
+	if (st->ndevices) {
+		dl_json_key(j, "devices");
+		dl_json_arr_begin(j);
+		for (uint32_t d = 0; d < st->ndevices; d++) {
+			dl_json_obj_begin(j);
+			dl_json_ku64(j, "device", d);
+			dl_json_key(j, "gpu_busy_ns");
+			dl_json_arr_begin(j);
+			dl_json_u64(j, st->dev_busy_lo_ns[d]);
+			dl_json_u64(j, st->dev_busy_hi_ns[d]);
+			dl_json_arr_end(j);
+			dl_json_obj_end(j);
+		}
+		dl_json_arr_end(j);
+	}
 	dl_json_key(j, "gpu_idle_ns");
 	dl_json_obj_begin(j);
 	for (int k = 0; k < DL_IDLE_COUNT; k++)

@@ -120,6 +120,9 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 	case DL_L_NCCL_VERSION:
 		c |= DL_COOKIE_OUTPTR;
 		break;
+	case DL_L_STREAM_OUT1:
+		c |= DL_COOKIE_OUTPTR | DL_COOKIE_OUT_ARG1;
+		break;
 	default:
 		break;
 	}
@@ -252,7 +255,12 @@ int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *c)
 		break;
 	case DL_L_OUT_SIZE:
 		c->ptr = ev->out;
-		c->size = a[1];
+		/* cudaStreamCreate has no flags argument: its stream is a blocking one. */
+		c->size = api->id == DL_API_STREAM_CREATE ? 0 : a[1];
+		break;
+	case DL_L_STREAM_OUT1:
+		c->stream = a[0];
+		c->ptr = ev->out;
 		break;
 	case DL_L_PTR:
 		c->ptr = a[0];

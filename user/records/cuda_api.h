@@ -26,6 +26,10 @@ enum dl_api_class {
 	DL_CLS_QUERY,     /* cudaStreamQuery, cudaEventQuery: non-blocking; success proves the work done */
 	DL_CLS_COMM,      /* NCCL collectives and point-to-point: device work on their stream */
 	DL_CLS_COMM_SETUP,   /* NCCL groups, communicator set-up, version: host calls, no device work */
+	DL_CLS_DEVICE,    /* cudaSetDevice (the thread's current device), virtual-memory mapping: no device work */
+	DL_CLS_STREAM_CREATE,   /* a created stream's handle (out), flags and device: no device work */
+	DL_CLS_CAPTURE,   /* stream capture begins or ends (its graph: out) */
+	DL_CLS_GRAPH_BUILD,   /* instantiation (exec out, graph), kernel nodes (node out, graph) */
 };
 
 /* Where an API's arguments are; decoding is table-driven by this. */
@@ -67,6 +71,7 @@ enum dl_api_layout {
 	DL_L_NCCL_INIT_RANK,  /* ncclComm_t *out, nranks, rank (the 128-byte id by value is on the stack) */
 	DL_L_NCCL_INIT_ALL,   /* ncclComm_t *out, ndev, const int *devlist */
 	DL_L_NCCL_VERSION,    /* int *out */
+	DL_L_STREAM_OUT1,     /* stream, handle *out: out read at return (cudaStreamEndCapture's graph) */
 };
 
 enum dl_api_id {
@@ -114,6 +119,8 @@ struct dl_call {
 	uint32_t dtype, op;
 	int32_t peer;         /* collectives: -1 where the API has none */
 	uint32_t nranks, rank;   /* ncclCommInitRank; ncclCommInitAll: nranks */
+	/* created streams (ptr: the handle, size: flags), captures (ptr: the graph), instantiations and
+	 * kernel nodes (ptr: the exec or node, size: the graph) */
 	/* naming calls: the handle made (func) for a host function (host) or a name string (name_ptr) */
 	uint64_t host, name_ptr;
 	/* the call site: the return address at entry; 0 when the record has none (site_fault: unreadable) */
