@@ -194,7 +194,11 @@ def test_python_lines_by_mechanism():
         walked = "uprobe_multi" not in gone or "global_ptr_args" not in gone
         env = forced(without)
         env.pop("PYTHONPATH", None)
-        d = Dlbpf(["--", python, tp.PYTRAIN, tp.LIBCUDART, "--steps", "30"], env=env)
+        # Without cookies libc cannot be probed either, so no dlopen hold: the runtime ctypes loads is
+        # found by the collector's rescan (every 250 ms), and only a job that outlives one after its
+        # load is named as not probed. 30 steps end within 0.4 s of the start; 3000 run for seconds.
+        steps = "30" if probed(without) else "3000"
+        d = Dlbpf(["--", python, tp.PYTRAIN, tp.LIBCUDART, "--steps", steps], env=env)
         rc = d.wait(120)
         check(rc == 0, f"without {without}: dlbpf exited {rc}: {d.stderr[-1500:]}")
         t = tp.truth_line(d.stdout, '{"pyframes"')
