@@ -45,3 +45,7 @@ $(BENCH_OUT)/trace_size: tools/bench/trace_size.c $(call stage_lib,output) $(cal
 # Recording encodings: records/s encoded, recorded and replayed, from a real recording (bench.py table 5).
 $(BENCH_OUT)/recenc_bench: tools/bench/recenc_bench.c $(call stage_lib,records) $(call stage_lib,base) | $(BENCH_OUT)
 	$(CC) $(USER_CFLAGS) $^ -lelf -lz -lm -o $@
+
+# Per-CPU batching of records, producer and collector sides (issue 13's proposal; batchcost.c).
+$(BENCH_OUT)/batchcost: tools/bench/batchcost.c $(BENCH_OUT)/drain.skel.h include/dlbpf/events.h
+	$(CC) $(CFLAGS_COMMON) -O2 -I$(BENCH_OUT) $< $(LIBS) -o $@
