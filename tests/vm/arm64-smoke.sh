@@ -10,6 +10,9 @@ dlbpf=${1:?usage: $0 DLBPF}
 out=${DLBPF_VM_OUT:?run under tools/vm/run}
 cross=.output-arm64
 export LD_LIBRARY_PATH=$PWD/$cross/gpusim
+# Sleeping waits, as the x86 suites not about waiting have them (tests/integration/harness.py): the
+# simulator's default is the runtime's, spinning, and these checks are of verdicts and counts.
+export GPUSIM_SCHEDULE=${GPUSIM_SCHEDULE:-blocking}
 rc=0
 echo "kernel: $(uname -r) ($(uname -m)), $(nproc) CPUs"
 "$dlbpf" --version || rc=1
