@@ -121,21 +121,25 @@ static uint64_t proc_cpu_ns(pid_t pid)
 	return (ut + st) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
 }
 
-/* The job's CPU since the last reading, summed over its processes (a process gone keeps its last reading). */
-static double job_cpu_delta(struct dl_budget *b, const struct dl_summary *s)
+/*
+ * What a per-process counter (read by read_counter, 0 when gone) grew by since the last reading,
+ * summed over the job's processes; a process first seen counts from now, one gone keeps its last.
+ */
+static double counters_delta(dl_budget_counters *last, const struct dl_summary *s,
+			     uint64_t (*read_counter)(pid_t pid))
 {
 	double d = 0;
 
-	while (b->proc_cpu.n < s->n)
-		*dl_vec_push(&b->proc_cpu) = UINT64_MAX;   /* first seen: its CPU before now was not traced */
+	while (last->n < s->n)
+		*dl_vec_push(last) = UINT64_MAX;
 	for (size_t i = 0; i < s->n; i++) {
-		uint64_t now = s->procs[i].exited ? 0 : proc_cpu_ns(s->procs[i].pid);
+		uint64_t now = s->procs[i].exited ? 0 : read_counter(s->procs[i].pid);
 
 		if (!now)
 			continue;
-		if (b->proc_cpu.v[i] != UINT64_MAX && now > b->proc_cpu.v[i])
-			d += (double)(now - b->proc_cpu.v[i]);
-		b->proc_cpu.v[i] = now;
+		if (last->v[i] != UINT64_MAX && now > last->v[i])
+			d += (double)(now - last->v[i]);
+		last->v[i] = now;
 	}
 	return d;
 }
@@ -171,22 +175,9 @@ static uint64_t proc_syscalls(pid_t pid)
  */
 static double syscall_tax(struct dl_budget *b, const struct dl_summary *s)
 {
-	double d = 0;
-
 	if (b->syscall_tax_ns <= 0)
 		return 0;
-	while (b->proc_syscalls.n < s->n)
-		*dl_vec_push(&b->proc_syscalls) = UINT64_MAX;
-	for (size_t i = 0; i < s->n; i++) {
-		uint64_t now = s->procs[i].exited ? 0 : proc_syscalls(s->procs[i].pid);
-
-		if (!now)
-			continue;
-		if (b->proc_syscalls.v[i] != UINT64_MAX && now > b->proc_syscalls.v[i])
-			d += (double)(now - b->proc_syscalls.v[i]);
-		b->proc_syscalls.v[i] = now;
-	}
-	return d * b->syscall_tax_ns;
+	return counters_delta(&b->proc_syscalls, s, proc_syscalls) * b->syscall_tax_ns;
 }
 
 /* Reads the programs' statistics; returns the cost since the last reading and the launch program's ns per run. */
@@ -219,7 +210,7 @@ static double probe_cost(struct dl_budget *b, double *launch_prog_ns)
 static void account(struct dl_budget *b, const struct dl_summary *s, uint64_t now)
 {
 	uint64_t v[DL_BUDGET_APIS], launches = launch_total(b, s, v);
-	double prog_ns, tax = syscall_tax(b, s), spent = probe_cost(b, &prog_ns) + tax, job = job_cpu_delta(b, s), dt,
+	double prog_ns, tax = syscall_tax(b, s), spent = probe_cost(b, &prog_ns) + tax, job = counters_delta(&b->proc_cpu, s, proc_cpu_ns), dt,
 	       launch_cost, dl;
 
 	b->tax_ns += tax;

@@ -54,6 +54,9 @@ struct dl_budget_prog {
 	uint64_t total_ns, total_cnt;
 };
 
+/* A per-process counter's last reading, by summary process (UINT64_MAX: not read yet). */
+typedef DL_VEC(uint64_t) dl_budget_counters;
+
 struct dl_budget {
 	double budget;
 	uint64_t t0, t_end, window_ns;
@@ -70,11 +73,11 @@ struct dl_budget {
 	double sys_before[2];           /* dl_calib_syscalls' read and write before the programs attach */
 	double files_run_ns;            /* charged per run of a files program beside its run time */
 	double syscall_tax_ns;          /* charged per system call of the job: the tracepoint fallback's path */
-	DL_VEC(uint64_t) proc_syscalls; /* per summary process: syscr + syscw at the last reading */
+	dl_budget_counters proc_syscalls; /* per summary process: syscr + syscw at the last reading */
 	double tax_ns;                  /* the fallback's path, charged so far */
 	struct dl_budget_prog progs[DL_BUDGET_PROGS];
 	int nprogs;
-	DL_VEC(uint64_t) proc_cpu;   /* per summary process: utime + stime at the last reading, ns */
+	dl_budget_counters proc_cpu;   /* per summary process: utime + stime at the last reading, ns */
 	uint64_t last_account;
 	struct dl_budget_account acct;
 	/* The cost split, over the run: launch probes, and everything else (always on). */
