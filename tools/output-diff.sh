@@ -23,7 +23,7 @@ TRAIN=$ROOT/.output/workloads/train
 SIM=$ROOT/.output/gpusim
 # Sleeping waits, as the recordings compared before the simulator learnt to spin (its default now).
 export GPUSIM_SCHEDULE=${GPUSIM_SCHEDULE:-blocking}
-SCENARIOS="gpu input disk pageable small-copies sync-copies launch host-cpu contention two-streams comm balanced"
+SCENARIOS="gpu input disk pageable small-copies sync-copies launch host-cpu contention two-streams comm balanced graph two-gpus"
 
 record() {   # name, dlbpf record options..., --, train options...
 	local name=$1

@@ -27,7 +27,6 @@ struct rank {
 	int stopped;                 /* dl_replay_next's last answer */
 	char err[512];
 	struct dl_session *s;
-	const struct dl_summary *sum;
 	int64_t offset;              /* onto rank 0's CLOCK_MONOTONIC */
 };
 
@@ -192,8 +191,9 @@ static int check_overlap(const struct ranks *a)
 {
 	for (size_t i = 1; i < a->n; i++) {
 		const struct rank *x = &a->r[0], *y = &a->r[i];
-		uint64_t xs = x->sum->start_ts ? x->sum->start_ts : x->sum->first_ts, ys = y->sum->start_ts ? y->sum->start_ts : y->sum->first_ts;
-		uint64_t xe = xs + dl_summary_duration(x->sum), ye = ys + dl_summary_duration(y->sum);
+		const struct dl_report_model *xm = dl_session_model(x->s), *ym = dl_session_model(y->s);
+		uint64_t xs = xm->start_ns, ys = ym->start_ns;
+		uint64_t xe = xs + xm->duration_ns, ye = ys + ym->duration_ns;
 
 		if (!dl_rank_spans_meet(xs, xe, shifted(ys, y->offset), shifted(ye, y->offset))) {
 			dl_err("the clocks cannot align %s with %s: on CLOCK_REALTIME rank %zu was recorded %.3f s %s "
@@ -252,7 +252,6 @@ static int open_sessions(struct ranks *a, const struct dl_config *cfg, const vol
 		k->s = dl_session_new(&so, &err);
 		if (!k->s)
 			return err;
-		k->sum = dl_session_summary(k->s);
 	}
 	return 0;
 }

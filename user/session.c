@@ -393,6 +393,7 @@ static void capture_drops(struct dl_session *s, uint64_t drops[DL_DROP_MAX], uin
 void dl_session_publish(struct dl_session *s, bool last)
 {
 	struct dl_metrics_live live = { .malformed = s->stream.malformed };
+	struct dl_report_model now;   /* the processes' figures so far: steps come to the exporter as they close */
 	uint64_t misses;
 
 	if (!s->metrics.http)
@@ -401,7 +402,9 @@ void dl_session_publish(struct dl_session *s, bool last)
 		s->o.capture.sync(s->o.capture.ctx);
 	capture_drops(s, live.drops, &misses);
 	live.recursion_misses = misses;
-	dl_exporter_publish(&s->metrics, &s->sum, &live, last);
+	dl_report_model_build(&now, &s->sum, NULL, NULL);
+	dl_exporter_publish(&s->metrics, &now, &live, last);
+	dl_report_model_free(&now);
 }
 
 void dl_session_tick(struct dl_session *s, uint64_t now, bool dump)

@@ -11,8 +11,8 @@ per-process summary from BPF maps.
 And the composition root's rules: the session (user/session.c) is the only
 file that constructs the correlator, the summary and a timeline; main.c
 includes no analysis, output or records header (it parses, picks a mode and
-runs it); the formats of output/ read the steps' statistics from the report
-model (output/model.c computes them once). And no call circle inside a folder: the files of one stage call
+runs it); the formats of output/ read the report model (output/model.c reads
+the summary and the correlator once, and computes the steps' statistics). And no call circle inside a folder: the files of one stage call
 each other one way (a file split where a seam is, not at a size).
 """
 import os
@@ -44,6 +44,13 @@ CONSTRUCTORS = {
     "dl_timeline_new": "output/timeline.c",
 }
 COMPOSITION_ROOT = "session.c"
+# What a format may not touch: the summary's and the correlator's handles and functions (their value types,
+# a process's figures or a step, are what the model hands out).
+WALKS = re.compile(r"\bstruct\s+dl_(summary|correlator)\b|\b(dl_corr|dl_summary|dl_proc_bystander)\w*\s*\(")
+# output/model.c builds the model; output/otlp.c is a live step sink that names each process when its first
+# span goes out, before any model exists (it looks the process up; it walks nothing).
+MODEL_READERS_EXEMPT = {os.path.join("output", "model.c"), os.path.join("output", "otlp.c"),
+                        os.path.join("output", "otlp.h")}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -103,10 +110,11 @@ def root_violations(user_dir):
                 continue
             if re.search(r"\b%s\s*\(" % fn, code):
                 found.append(f"{rel}: calls {fn}: only {COMPOSITION_ROOT} assembles the pipeline")
-        # The report model computes the steps' statistics once; the formats read them from it.
-        if rel.startswith("output" + os.sep) and rel != os.path.join("output", "model.c") and \
-                re.search(r"\bdl_corr_stats\s*\(", code):
-            found.append(f"{rel}: calls dl_corr_stats: formats read the report model (output/model.h)")
+        # The report model reads the summary and the correlator once; the formats read values from it.
+        if rel.startswith("output" + os.sep) and rel not in MODEL_READERS_EXEMPT:
+            for m in WALKS.finditer(code):
+                found.append(f"{rel}: {m.group(0).strip()}: formats read the report model (output/model.h), "
+                             "not the analysis stage's state")
     with open(os.path.join(user_dir, "main.c")) as f:
         for inc in INCLUDE.findall(f.read()):
             if inc.split("/", 1)[0] in ("analysis", "output", "records"):

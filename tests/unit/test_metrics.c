@@ -44,6 +44,17 @@ static struct dl_step step(pid_t pid, uint64_t dur, enum dl_cat cat)
 	return st;
 }
 
+/* The exposition of s's processes, as the session publishes it: through a model of their figures. */
+static void render(const struct dl_metrics *m, const struct dl_summary *s, const struct dl_metrics_live *live,
+		   struct dl_sbuf *b)
+{
+	struct dl_report_model rm;
+
+	dl_report_model_build(&rm, s, NULL, NULL);
+	dl_metrics_render(m, &rm, live, b);
+	dl_report_model_free(&rm);
+}
+
 static void test_escape_and_steps(void)
 {
 	struct dl_metrics_opts mo = { 0 };
@@ -65,7 +76,7 @@ static void test_escape_and_steps(void)
 	dl_metrics_step(m, &st);
 	st = step(42, 61000000000ull, DL_CAT_GPU_WAIT);    /* past the last bound: +Inf only */
 	dl_metrics_step(m, &st);
-	dl_metrics_render(m, &s, &live, &b);
+	render(m, &s, &live, &b);
 
 #define L "pid=\"42\",comm=\"a\\\\b\\\"c\\nd\xef\xbf\xbd\""
 	CHECK_LINE(&b, "dlbpf_step_duration_seconds_bucket{" L ",le=\"0.001\"} 1");
@@ -119,7 +130,7 @@ static void test_cuda_copies_kernels(void)
 	struct dl_kernel_stat *k0 = dl_proc_kernel(p, 0x1000, g2, bl, 0, &fresh);
 	k0->name = strdup("k0");
 	k0->count = 100;
-	dl_metrics_render(m, &s, &live, &b);
+	render(m, &s, &live, &b);
 
 	CHECK_LINE(&b, "dlbpf_cuda_calls_total{pid=\"7\",comm=\"py\",api=\"cudaMemcpy\"} 5");
 	CHECK_LINE(&b, "dlbpf_cuda_call_errors_total{pid=\"7\",comm=\"py\",api=\"cudaMemcpy\"} 1");
@@ -142,7 +153,7 @@ static void test_cuda_copies_kernels(void)
 	/* --summary: no pinnedness, one series per direction */
 	mo = (struct dl_metrics_opts){ .memory_unknown = true };
 	m = dl_metrics_new(&mo);
-	dl_metrics_render(m, &s, &live, &b);
+	render(m, &s, &live, &b);
 	CHECK_LINE(&b, "dlbpf_copies_total{pid=\"7\",comm=\"py\",direction=\"h2d\",memory=\"unknown\"} 5");
 	CHECK_LINE(&b, "dlbpf_copy_bytes_total{pid=\"7\",comm=\"py\",direction=\"h2d\",memory=\"unknown\"} 500");
 	CHECK(!strstr(b.v, "memory=\"pinned\""), "pinned without pinnedness");
@@ -164,7 +175,7 @@ static void test_process_cap(void)
 	dl_summary_init(&s);
 	for (int i = 0; i < DL_METRICS_PROCS + 44; i++)
 		dl_summary_proc(&s, 1000 + i)->io.read_ops = 1;
-	dl_metrics_render(m, &s, &live, &b);
+	render(m, &s, &live, &b);
 	CHECK_LINE(&b, "dlbpf_processes_omitted 44");
 	CHECK_EQ_U64(count_prefix(&b, "dlbpf_disk_requests_total{"), 2 * DL_METRICS_PROCS);
 	snprintf(line, sizeof(line), "pid=\"%d\"", 1000 + DL_METRICS_PROCS);

@@ -30,12 +30,12 @@ int dl_exporter_open(struct dl_exporter *e, const char *addr, const struct dl_me
 	return 0;
 }
 
-void dl_exporter_publish(struct dl_exporter *e, const struct dl_summary *s, const struct dl_metrics_live *live,
+void dl_exporter_publish(struct dl_exporter *e, const struct dl_report_model *m, const struct dl_metrics_live *live,
 			 bool last)
 {
 	if (!e->http)
 		return;
-	dl_metrics_render(e->metrics, s, live, &e->text);
+	dl_metrics_render(e->metrics, m, live, &e->text);
 	dl_http_publish(e->http, e->text.v, e->text.n, last);
 }
 

@@ -25,7 +25,7 @@ static inline bool dl_exporter_wants(const struct dl_exporter *e)
 	return e->http && dl_http_wants(e->http);
 }
 /* Renders and publishes; last: the run is over, this is what every later scrape gets. */
-void dl_exporter_publish(struct dl_exporter *e, const struct dl_summary *s, const struct dl_metrics_live *live,
+void dl_exporter_publish(struct dl_exporter *e, const struct dl_report_model *m, const struct dl_metrics_live *live,
 			 bool last);
 /* Stops serving (says what the clients did, with -v); safe on one never opened. */
 void dl_exporter_close(struct dl_exporter *e);

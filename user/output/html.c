@@ -91,16 +91,15 @@ static void page_head(struct dl_html *h, const struct dl_diagnosis *d)
 	fputs("</style>\n</head>\n<body>\n", h->f);
 }
 
-static void overview(struct dl_html *h, const struct dl_summary *s)
+static void overview(struct dl_html *h, const struct dl_report_model *m)
 {
 	/* The text report's count: every record the kernel wrote (files and wake-ups included). */
-	uint64_t events = dl_summary_kernel_events(s);
 	fprintf(h->f, "<h1>dlbpf report</h1>\n<p class=\"meta\">dlbpf %s: traced %zu process%s for %.2f s, %" PRIu64
-		" events, %" PRIu64 " dropped</p>\n", DLBPF_VERSION, s->n, s->n == 1 ? "" : "es",
-		(double)dl_summary_duration(s) / 1e9, events, s->drops_total);
-	if (s->drops_total)
+		" events, %" PRIu64 " dropped</p>\n", DLBPF_VERSION, m->nprocs, m->nprocs == 1 ? "" : "es",
+		(double)m->duration_ns / 1e9, m->events, m->drops_total);
+	if (m->drops_total)
 		fprintf(h->f, "<p class=\"warn\">%" PRIu64 " events were lost in the kernel: the figures below "
-			"undercount (see the dropped-events finding).</p>\n", s->drops_total);
+			"undercount (see the dropped-events finding).</p>\n", m->drops_total);
 }
 
 static void evidence_value(struct dl_html *h, const struct dl_evidence *e)
@@ -198,10 +197,10 @@ static void legend(struct dl_html *h, const bool present[DL_CAT_COUNT], const st
 	fputs("</ul>\n", h->f);
 }
 
-static void steps_of(struct dl_html *h, const struct dl_report_model *m, const struct dl_corr_proc *p)
+static void steps_of(struct dl_html *h, const struct dl_report_steps *rs)
 {
-	const struct dl_correlator *c = m->corr;
-	size_t first = dl_steps_unlisted(c, p), n = p->nsteps - first;
+	const struct dl_corr_proc *p = rs->p;
+	size_t first = rs->unlisted, n = p->nsteps - first;
 	bool present[DL_CAT_COUNT] = { false };
 	struct dl_step_stats st;
 
@@ -209,11 +208,11 @@ static void steps_of(struct dl_html *h, const struct dl_report_model *m, const s
 		p->pid, p->pid, p->main_tid);
 	html_text(h, p->marker_desc);   /* holds a symbol's name */
 	fputs("</p>\n", h->f);
-	if (!dl_corr_steps_total(p)) {
+	if (!rs->total) {
 		fputs("<p>No complete step.</p>\n</div>\n", h->f);
 		return;
 	}
-	st = *dl_report_model_stats(m, p);   /* the model's: not freed here */
+	st = rs->st;   /* the model's: not freed here */
 	fprintf(h->f, "<p>%" PRIu64 " steps, median %s%.2f ms, p90 %s%.2f ms, confidence %s (CV %.2f)</p>\n",
 		st.sum.n + st.outliers + st.sum.partial, st.exact ? "" : "~", ms(st.median_ns), st.exact ? "" : "~", ms(st.p90_ns),
 		dl_step_confidence(st.cv, st.sum.n), st.cv);
@@ -244,7 +243,8 @@ static void steps_section(struct dl_html *h, const struct dl_report_model *m)
 {
 	fputs("<section id=\"steps\">\n<h2>Steps</h2>\n", h->f);
 	for (size_t i = 0; i < m->nsteps; i++)
-		steps_of(h, m, m->steps[i].p);
+		if (m->steps[i].p->decided)
+			steps_of(h, &m->steps[i]);
 	fputs("</section>\n", h->f);
 }
 
@@ -392,41 +392,38 @@ static void process(struct dl_html *h, const struct dl_proc *p)
 }
 
 /* As the text report folds them, closed by default: a <details> block needs no script. */
-static void bystanders(struct dl_html *h, const struct dl_summary *s)
+static void bystanders(struct dl_html *h, const struct dl_report_model *m)
 {
-	size_t n = 0;
+	size_t n = m->nbystanders;
 
-	for (size_t i = 0; i < s->n; i++)
-		n += dl_proc_bystander(s, &s->procs[i]);
 	if (!n)
 		return;
 	fprintf(h->f, "<details id=\"bystanders\" data-count=\"%zu\">\n<summary>%zu more process%s made no CUDA "
 		"call, did no disk I/O and ran under 1%% of a CPU</summary>\n", n, n, n == 1 ? "" : "es");
-	for (size_t i = 0; i < s->n; i++)
-		if (dl_proc_bystander(s, &s->procs[i]))
-			process(h, &s->procs[i]);
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].bystander)
+			process(h, m->procs[i].fig);
 	fputs("</details>\n", h->f);
 }
 
 int dl_report_html(FILE *f, const struct dl_report_model *m)
 {
-	const struct dl_summary *s = m->sum;
 	const struct dl_diagnosis *d = m->diag;
 	struct dl_html h = { .f = f };
 
 	page_head(&h, d);
-	overview(&h, s);
+	overview(&h, m);
 	diagnosis(&h, d);
 	sketch(&h, d);
 	steps_section(&h, m);
 	fputs("<section id=\"processes\">\n<h2>Processes</h2>\n", f);
-	for (size_t i = 0; i < s->n; i++)
-		if (!dl_proc_bystander(s, &s->procs[i]))
-			process(&h, &s->procs[i]);
-	bystanders(&h, s);
-	if (s->async_io_ops)
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (!m->procs[i].bystander)
+			process(&h, m->procs[i].fig);
+	bystanders(&h, m);
+	if (m->async_io_ops)
 		fprintf(f, "<p>Async I/O by kernel threads (not attributed): %.1f MB in %" PRIu64 " requests</p>\n",
-			(double)s->async_io_bytes / 1e6, s->async_io_ops);
+			(double)m->async_io_bytes / 1e6, m->async_io_ops);
 	fputs("</section>\n</body>\n</html>\n", f);
 	dl_sbuf_free(&h.esc);
 	if (fflush(f) || ferror(f)) {

@@ -405,7 +405,7 @@ static bool active(const struct dl_proc *p, const struct dl_metrics *m)
 	return false;
 }
 
-void dl_metrics_render(const struct dl_metrics *m, const struct dl_summary *s, const struct dl_metrics_live *live,
+void dl_metrics_render(const struct dl_metrics *m, const struct dl_report_model *rm, const struct dl_metrics_live *live,
 		       struct dl_sbuf *b)
 {
 	struct out o = { .b = b, .m = m };
@@ -413,14 +413,14 @@ void dl_metrics_render(const struct dl_metrics *m, const struct dl_summary *s, c
 
 	b->n = 0;
 	dl_sbuf_put(b, "", 0);
-	o.procs = dl_xcalloc(s->n ? s->n : 1, sizeof(*o.procs));
-	for (size_t i = 0; i < s->n; i++) {
-		if (!active(&s->procs[i], m))
+	o.procs = dl_xcalloc(rm->nprocs ? rm->nprocs : 1, sizeof(*o.procs));
+	for (size_t i = 0; i < rm->nprocs; i++) {
+		if (!active(rm->procs[i].fig, m))
 			continue;
 		if (o.nprocs == DL_METRICS_PROCS)
 			omitted++;
 		else
-			o.procs[o.nprocs++] = &s->procs[i];
+			o.procs[o.nprocs++] = rm->procs[i].fig;
 	}
 	steps_families(&o);
 	cuda_families(&o);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include "analysis/steps.h"
 #include "analysis/summary.h"
+#include "output/model.h"
 #include "strsafe.h"
 
 #define DL_METRICS_KERNELS 20      /* kernel names per process with --metrics-kernels; the rest are summed */
@@ -52,8 +53,8 @@ void dl_metrics_free(struct dl_metrics *m);
 void dl_metrics_step(struct dl_metrics *m, const struct dl_step *st);
 /* pid's steps so far, or NULL. */
 const struct dl_metrics_steps *dl_metrics_steps_of(const struct dl_metrics *m, pid_t pid);
-/* Empties b and writes the exposition into it. */
-void dl_metrics_render(const struct dl_metrics *m, const struct dl_summary *s, const struct dl_metrics_live *live,
+/* Empties b and writes the exposition of rm's processes (their figures: a model built without steps) into it. */
+void dl_metrics_render(const struct dl_metrics *m, const struct dl_report_model *rm, const struct dl_metrics_live *live,
 		       struct dl_sbuf *b);
 
 #endif

@@ -56,7 +56,7 @@ static void json_rank(struct dl_json *j, const struct dl_rank_view *k)
 	dl_json_ku64(j, "realtime_ns", k->hdr->real_ns);
 	dl_json_ki64(j, "offset_ns", k->offset);
 	dl_json_obj_end(j);
-	dl_json_ku64(j, "duration_ns", dl_summary_duration(k->model->sum));
+	dl_json_ku64(j, "duration_ns", k->model->duration_ns);
 	dl_json_ku64(j, "steps", k->steps.steps);
 	dl_json_ku64(j, "steps_ns", k->steps.dur_ns);
 	dl_json_ku64(j, "comm_wait_ns", k->steps.comm_wait_ns);
@@ -77,8 +77,8 @@ static void json_drops(struct dl_json *j, const struct dl_rank_view *a, size_t n
 	dl_json_key(j, "drops");
 	dl_json_obj_begin(j);
 	for (size_t i = 0; i < n; i++) {
-		total += a[i].model->sum->drops_total;
-		misses += a[i].model->sum->recursion_misses;
+		total += a[i].model->drops_total;
+		misses += a[i].model->recursion_misses;
 	}
 	dl_json_ku64(j, "events", total);
 	for (int d = 0; d < DL_DROP_MAX; d++) {
@@ -87,31 +87,31 @@ static void json_drops(struct dl_json *j, const struct dl_rank_view *a, size_t n
 		if (!dl_drop_name(d))
 			continue;
 		for (size_t i = 0; i < n; i++)
-			v += a[i].model->sum->drops[d];
+			v += a[i].model->drops[d];
 		dl_json_ku64(j, dl_drop_name(d), v);
 	}
 	dl_json_ku64(j, "recursion_misses", misses);
 	dl_json_key(j, "recursion_misses_by_program");
 	dl_json_obj_begin(j);
 	for (size_t i = 0; i < n; i++) {
-		const struct dl_summary *s = a[i].model->sum;
+		const struct dl_report_model *m = a[i].model;
 
-		for (size_t p = 0; p < s->prog_misses.n; p++) {
+		for (size_t p = 0; p < m->nprog_misses; p++) {
 			uint64_t v = 0;
 			bool seen = false;
 
 			/* One key per program: its first rank's entry says the sum of all. */
 			for (size_t e = 0; e < n && !seen; e++)
-				for (size_t q = 0; q < a[e].model->sum->prog_misses.n && !seen; q++)
+				for (size_t q = 0; q < a[e].model->nprog_misses && !seen; q++)
 					seen = (e < i || (e == i && q < p)) &&
-					       !strcmp(a[e].model->sum->prog_misses.v[q].name, s->prog_misses.v[p].name);
+					       !strcmp(a[e].model->prog_misses[q].name, m->prog_misses[p].name);
 			if (seen)
 				continue;
 			for (size_t e = 0; e < n; e++)
-				for (size_t q = 0; q < a[e].model->sum->prog_misses.n; q++)
-					if (!strcmp(a[e].model->sum->prog_misses.v[q].name, s->prog_misses.v[p].name))
-						v += a[e].model->sum->prog_misses.v[q].misses;
-			dl_json_ku64(j, s->prog_misses.v[p].name, v);
+				for (size_t q = 0; q < a[e].model->nprog_misses; q++)
+					if (!strcmp(a[e].model->prog_misses[q].name, m->prog_misses[p].name))
+						v += a[e].model->prog_misses[q].misses;
+			dl_json_ku64(j, m->prog_misses[p].name, v);
 		}
 	}
 	dl_json_obj_end(j);
@@ -124,14 +124,14 @@ int dl_ranks_json(FILE *f, const struct dl_rank_view *a, size_t n, const struct 
 	uint64_t start = UINT64_MAX, end = 0, abytes = 0, aops = 0, aunseen = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct dl_summary *s = a[i].model->sum;
-		uint64_t st = shifted(s->start_ts ? s->start_ts : s->first_ts, a[i].offset);
+		const struct dl_report_model *m = a[i].model;
+		uint64_t st = shifted(m->start_ns, a[i].offset);
 
 		start = st < start ? st : start;
-		end = st + dl_summary_duration(s) > end ? st + dl_summary_duration(s) : end;
-		abytes += s->async_io_bytes;
-		aops += s->async_io_ops;
-		aunseen += s->async_io_unseen;
+		end = st + m->duration_ns > end ? st + m->duration_ns : end;
+		abytes += m->async_io_bytes;
+		aops += m->async_io_ops;
+		aunseen += m->async_io_unseen;
 	}
 	dl_json_init(&j, f);
 	dl_json_obj_begin(&j);

@@ -95,25 +95,23 @@ static void text_cuda(FILE *f, const struct dl_proc *p, struct dl_sbuf *esc)
 }
 
 /* One line for the bystanders: how many, their pids and names (the first few), their CPU together. */
-static void text_bystanders(FILE *f, const struct dl_summary *s, struct dl_sbuf *esc)
+static void text_bystanders(FILE *f, const struct dl_report_model *m, struct dl_sbuf *esc)
 {
 	enum { SHOWN = 8 };
-	size_t n = 0;
+	size_t n = m->nbystanders;
 	uint64_t oncpu = 0;
 
-	for (size_t i = 0; i < s->n; i++)
-		if (dl_proc_bystander(s, &s->procs[i])) {
-			n++;
-			oncpu += s->procs[i].sched.oncpu_ns;
-		}
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].bystander)
+			oncpu += m->procs[i].fig->sched.oncpu_ns;
 	if (!n)
 		return;
 	fprintf(f, "\n%zu more process%s made no CUDA call, did no disk I/O and ran under 1%% of a CPU "
 		"(%.3f ms on-CPU in all; -v lists each):", n, n == 1 ? "" : "es", ms(oncpu));
-	for (size_t i = 0, shown = 0; i < s->n && shown < SHOWN; i++) {
-		const struct dl_proc *p = &s->procs[i];
+	for (size_t i = 0, shown = 0; i < m->nprocs && shown < SHOWN; i++) {
+		const struct dl_proc *p = m->procs[i].fig;
 
-		if (!dl_proc_bystander(s, p))
+		if (!m->procs[i].bystander)
 			continue;
 		fprintf(f, "%s %d (%s)", shown ? "," : "", p->pid, p->comm[0] ? dl_text(esc, p->comm) : "?");
 		shown++;
@@ -123,40 +121,36 @@ static void text_bystanders(FILE *f, const struct dl_summary *s, struct dl_sbuf 
 
 void dl_report_text(FILE *f, const struct dl_report_model *m)
 {
-	const struct dl_summary *s = m->sum;
-	uint64_t events;
 	char r[32], w[32];
 	struct dl_sbuf esc = { 0 };   /* names are the traced side's bytes: escaped for the terminal */
-	uint64_t trace_ns = dl_summary_duration(s);
 	bool fold = dl_log_level < DL_LOG_INFO;
 
-	events = dl_summary_kernel_events(s);
 	fprintf(f, "\ndlbpf: traced %zu process%s for %.2f s: %" PRIu64 " events, %" PRIu64 " dropped\n",
-		s->n, s->n == 1 ? "" : "es", (double)trace_ns / 1e9, events, s->drops_total);
-	if (s->recursion_misses) {
+		m->nprocs, m->nprocs == 1 ? "" : "es", (double)m->duration_ns / 1e9, m->events, m->drops_total);
+	if (m->recursion_misses) {
 		fprintf(f, "  WARNING: the kernel skipped %" PRIu64 " runs of dlbpf's programs (an event fired "
-			"while the same program ran on that CPU, or a return probe's pool of instances was empty:", s->recursion_misses);
-		for (size_t i = 0; i < s->prog_misses.n; i++)
-			fprintf(f, "%s %s %" PRIu64, i ? "," : "", s->prog_misses.v[i].name, s->prog_misses.v[i].misses);
+			"while the same program ran on that CPU, or a return probe's pool of instances was empty:", m->recursion_misses);
+		for (size_t i = 0; i < m->nprog_misses; i++)
+			fprintf(f, "%s %s %" PRIu64, i ? "," : "", m->prog_misses[i].name, m->prog_misses[i].misses);
 		fprintf(f, "): what they would have seen is missing\n");
 	}
-	if (s->drops_total) {
+	if (m->drops_total) {
 		fprintf(f, "  WARNING: events were lost (");
 		for (int i = 0, first = 1; i < DL_DROP_MAX; i++)
-			if (s->drops[i]) {
-				fprintf(f, "%s%s %" PRIu64, first ? "" : ", ", drop_names[i] ? drop_names[i] : "?", s->drops[i]);
+			if (m->drops[i]) {
+				fprintf(f, "%s%s %" PRIu64, first ? "" : ", ", drop_names[i] ? drop_names[i] : "?", m->drops[i]);
 				first = 0;
 			}
 		/* Only a full ring buffer is the collector's to fix; a full map or a deep nest is not. */
-		if (s->drops[DL_DROP_CUDA] + s->drops[DL_DROP_BIO] + s->drops[DL_DROP_SCHED] + s->drops[DL_DROP_PROC])
+		if (m->drops[DL_DROP_CUDA] + m->drops[DL_DROP_BIO] + m->drops[DL_DROP_SCHED] + m->drops[DL_DROP_PROC])
 			fprintf(f, "): the figures below undercount; try --ringbuf-mb or a shorter --drain-ms\n");
 		else
 			fprintf(f, "): the figures below undercount (a BPF map was full, or calls nested too deep)\n");
 	}
-	for (size_t i = 0; i < s->n; i++) {
-		const struct dl_proc *p = &s->procs[i];
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct dl_proc *p = m->procs[i].fig;
 
-		if (fold && dl_proc_bystander(s, p))
+		if (fold && m->procs[i].bystander)
 			continue;
 		fprintf(f, "\nPID %d (%s)", p->pid, p->comm[0] ? dl_text(&esc, p->comm) : "?");
 		if (p->nspid && p->nspid != p->pid)
@@ -194,11 +188,11 @@ void dl_report_text(FILE *f, const struct dl_report_model *m)
 		dl_report_files_text(f, &p->files, &esc);
 	}
 	if (fold)
-		text_bystanders(f, s, &esc);
-	if (s->async_io_ops) {
-		dl_fmt_bytes(r, sizeof(r), s->async_io_bytes);
+		text_bystanders(f, m, &esc);
+	if (m->async_io_ops) {
+		dl_fmt_bytes(r, sizeof(r), m->async_io_bytes);
 		fprintf(f, "\nasync I/O by kernel threads (not attributed): %s in %" PRIu64 " requests\n", r,
-			s->async_io_ops);
+			m->async_io_ops);
 	}
 	dl_sbuf_free(&esc);
 }
@@ -226,13 +220,12 @@ static void json_inferred(struct dl_json *j, const struct dl_kdur *kd, const str
 
 void dl_report_kdur_text(FILE *f, const struct dl_report_model *m)
 {
-	const struct dl_summary *s = m->sum;
-	const struct dl_correlator *c = m->corr;
 	struct dl_kdur_est est[DL_KDUR_MAX_COLS];
 	struct dl_sbuf esc = { 0 };
 
-	for (size_t i = 0; c && i < s->n; i++) {
-		const struct dl_kdur *kd = dl_corr_kdur(c, s->procs[i].pid);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct dl_kdur *kd = m->procs[i].kdur;
+		pid_t pid = m->procs[i].fig->pid;
 		size_t shown = 0, names = 0;
 
 		if (!kd || !kd->windows)
@@ -246,7 +239,7 @@ void dl_report_kdur_text(FILE *f, const struct dl_report_model *m)
 				fprintf(f, "\nPID %d kernel device times, inferred from %" PRIu64 " drain windows, %" PRIu64
 					" more left out as outliers (host-side: launch and sync times fitted, not measured; "
 					"fit residual %.1f us RMS per window)\n",
-					s->procs[i].pid, kd->windows - kd->outliers, kd->outliers, est[k].residual_ns / 1e3);
+					pid, kd->windows - kd->outliers, kd->outliers, est[k].residual_ns / 1e3);
 			fprintf(f, "  %-40s inferred mean %10.1f us +- %.1f, in %" PRIu64 " windows\n",
 				dl_text(&esc, kd->names[k]), est[k].mean_ns / 1e3, est[k].stderr_ns / 1e3, est[k].windows);
 		}
@@ -255,7 +248,7 @@ void dl_report_kdur_text(FILE *f, const struct dl_report_model *m)
 				"window, or in too few\n", names - shown, names - shown == 1 ? "" : "s");
 		else if (names && !shown)
 			fprintf(f, "\nPID %d kernel device times not inferred: in its %" PRIu64 " drain windows no kernel "
-				"name's count varied apart from the others' (the same mix in each, or too few)\n", s->procs[i].pid,
+				"name's count varied apart from the others' (the same mix in each, or too few)\n", pid,
 				kd->windows);
 	}
 	dl_sbuf_free(&esc);
@@ -405,12 +398,8 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct d
 
 void dl_report_json_procs(struct dl_json *j, const struct dl_report_model *m, int rank)
 {
-	const struct dl_summary *s = m->sum;
-	const struct dl_correlator *c = m->corr;
-
-	for (size_t i = 0; i < s->n; i++)
-		json_proc(j, &s->procs[i], dl_report_sites_of(c, s->procs[i].pid),
-			  c ? dl_corr_kdur(c, s->procs[i].pid) : NULL, rank);
+	for (size_t i = 0; i < m->nprocs; i++)
+		json_proc(j, m->procs[i].fig, m->procs[i].sites, m->procs[i].kdur, rank);
 }
 
 /* --overhead-budget: the cost set and achieved, and the launch counts scaled by the time they were probed. */
@@ -484,42 +473,41 @@ static void json_otlp(struct dl_json *j, const struct dl_otlp_stats *st)
 
 int dl_report_json(FILE *f, const struct dl_report_model *m)
 {
-	const struct dl_summary *s = m->sum;
 	struct dl_json j;
 
 	dl_json_init(&j, f);
 	dl_json_obj_begin(&j);
 	dl_json_ku64(&j, "schema", 1);
 	dl_json_kstr(&j, "version", DLBPF_VERSION);
-	dl_json_ku64(&j, "duration_ns", dl_summary_duration(s));
+	dl_json_ku64(&j, "duration_ns", m->duration_ns);
 	dl_json_key(&j, "drops");
 	dl_json_obj_begin(&j);
-	dl_json_ku64(&j, "events", s->drops_total);
+	dl_json_ku64(&j, "events", m->drops_total);
 	for (int i = 0; i < DL_DROP_MAX; i++)
 		if (drop_names[i])
-			dl_json_ku64(&j, drop_names[i], s->drops[i]);
-	dl_json_ku64(&j, "recursion_misses", s->recursion_misses);
+			dl_json_ku64(&j, drop_names[i], m->drops[i]);
+	dl_json_ku64(&j, "recursion_misses", m->recursion_misses);
 	dl_json_key(&j, "recursion_misses_by_program");
 	dl_json_obj_begin(&j);
-	for (size_t i = 0; i < s->prog_misses.n; i++)
-		dl_json_ku64(&j, s->prog_misses.v[i].name, s->prog_misses.v[i].misses);
+	for (size_t i = 0; i < m->nprog_misses; i++)
+		dl_json_ku64(&j, m->prog_misses[i].name, m->prog_misses[i].misses);
 	dl_json_obj_end(&j);
 	dl_json_obj_end(&j);
 	if (m->otlp)
 		json_otlp(&j, m->otlp);
 	dl_json_key(&j, "async_io");
 	dl_json_obj_begin(&j);
-	dl_json_ku64(&j, "bytes", s->async_io_bytes);
-	dl_json_ku64(&j, "ops", s->async_io_ops);
-	dl_json_ku64(&j, "unseen_ops", s->async_io_unseen);
+	dl_json_ku64(&j, "bytes", m->async_io_bytes);
+	dl_json_ku64(&j, "ops", m->async_io_ops);
+	dl_json_ku64(&j, "unseen_ops", m->async_io_unseen);
 	dl_json_obj_end(&j);
 	dl_json_key(&j, "processes");
 	dl_json_arr_begin(&j);
 	dl_report_json_procs(&j, m, -1);
 	dl_json_arr_end(&j);
 	dl_report_steps_json(&j, m);
-	if (s->overhead)
-		json_overhead(&j, s->overhead);
+	if (m->overhead)
+		json_overhead(&j, m->overhead);
 	dl_json_obj_end(&j);
 	fputc('\n', f);
 	if (fflush(f) || ferror(f)) {

@@ -62,11 +62,11 @@ static double repeat_share(const struct dl_step_learning *l)
 }
 
 /* How the steps were found, when not from syncs, and how often they sync: the two differ when a loop seldom syncs. */
-static void text_learning(FILE *f, const struct dl_corr_proc *p)
+static void text_learning(FILE *f, const struct dl_report_steps *rs)
 {
-	const struct dl_step_learning *l = &p->learning;
-	const struct dl_sync_cadence *sc = &p->syncs;
-	uint32_t every = dl_corr_sync_every(p);
+	const struct dl_step_learning *l = &rs->p->learning;
+	const struct dl_sync_cadence *sc = &rs->p->syncs;
+	uint32_t every = rs->sync_every;
 
 	if (l->how == DL_LEARNED_PERIOD)
 		fprintf(f, "  learned  from the call sequence's period, not from syncs: %u calls a step; %u of %u "
@@ -139,12 +139,11 @@ static void text_devices(FILE *f, const struct dl_corr_proc *p)
 
 void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 {
-	const struct dl_correlator *c = m->corr;
 	const struct dl_diagnosis *d = m->diag;
 	struct dl_sbuf esc = { 0 };
 
-	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
-		const struct dl_corr_proc *p = dl_corr_proc(c, i);
+	for (size_t i = 0; i < m->nsteps; i++) {
+		const struct dl_corr_proc *p = m->steps[i].p;
 		struct dl_step_stats st;
 		uint64_t n, total, counted;
 
@@ -152,13 +151,13 @@ void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 			continue;
 		fprintf(f, "\nSteps of pid %d (main thread %u)\n", p->pid, p->main_tid);
 		fprintf(f, "  marker   %s\n", dl_text(&esc, p->marker_desc));   /* holds a symbol's name */
-		text_learning(f, p);
-		n = dl_corr_steps_total(p);
+		text_learning(f, &m->steps[i]);
+		n = m->steps[i].total;
 		if (!n) {
 			fprintf(f, "  no complete step\n");
 			continue;
 		}
-		st = *dl_report_model_stats(m, p);   /* the model's: not freed here */
+		st = m->steps[i].st;   /* the model's: not freed here */
 		total = st.sum.dur_ns;
 		/* Means over the steps the totals hold (outliers are left out of both). */
 		counted = st.sum.n ? st.sum.n : 1;
@@ -204,7 +203,7 @@ void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 }
 
 static void json_step(struct dl_json *j, const struct dl_step *st, const struct dl_sites *sites,
-		      const struct dl_summary *s, int rank)
+		      const struct dl_report_model *m, int rank)
 {
 	dl_json_obj_begin(j);
 	if (rank >= 0)
@@ -272,12 +271,13 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 	dl_json_key(j, "share");
 	dl_json_double(j, st->share);
 	dl_report_step_sites_json(j, st, sites);
-	dl_report_step_input_json(j, st, s);
+	dl_report_step_input_json(j, st, m);
 	dl_json_obj_end(j);
 }
 
-static void json_learning(struct dl_json *j, const struct dl_corr_proc *p)
+static void json_learning(struct dl_json *j, const struct dl_report_steps *rs)
 {
+	const struct dl_corr_proc *p = rs->p;
 	static const char *const how[] = { "none", "option", "sync", "period" };
 	const struct dl_step_learning *l = &p->learning;
 
@@ -296,7 +296,7 @@ static void json_learning(struct dl_json *j, const struct dl_corr_proc *p)
 		dl_json_obj_end(j);
 	}
 	dl_json_ku64(j, "synced_steps", p->syncs.synced);
-	dl_json_ku64(j, "sync_every_steps", dl_corr_sync_every(p));
+	dl_json_ku64(j, "sync_every_steps", rs->sync_every);
 }
 
 static void json_left_out(struct dl_json *j, const struct dl_corr_proc *p, const struct dl_step_stats *st)
@@ -331,37 +331,25 @@ static void json_left_out(struct dl_json *j, const struct dl_corr_proc *p, const
 	dl_json_obj_end(j);
 }
 
-size_t dl_steps_unlisted(const struct dl_correlator *c, const struct dl_corr_proc *p)
-{
-	size_t keep = dl_corr_options(c)->keep_steps;
-
-	return keep && p->nsteps > keep ? p->nsteps - keep : 0;
-}
-
 void dl_report_steps_items(struct dl_json *j, const struct dl_report_model *m, int rank)
 {
-	const struct dl_correlator *c = m->corr;
-	const struct dl_summary *s = m->sum;
+	for (size_t i = 0; i < m->nsteps; i++) {
+		const struct dl_corr_proc *p = m->steps[i].p;
 
-	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
-		const struct dl_corr_proc *p = dl_corr_proc(c, i);
-
-		for (size_t k = dl_steps_unlisted(c, p); k < p->nsteps; k++)
-			json_step(j, &p->steps[k], &p->sites, s, rank);
+		for (size_t k = m->steps[i].unlisted; k < p->nsteps; k++)
+			json_step(j, &p->steps[k], &p->sites, m, rank);
 	}
 }
 
 void dl_report_markers_items(struct dl_json *j, const struct dl_report_model *m, int rank)
 {
-	const struct dl_correlator *c = m->corr;
-
-	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++) {
-		const struct dl_corr_proc *p = dl_corr_proc(c, i);
+	for (size_t i = 0; i < m->nsteps; i++) {
+		const struct dl_corr_proc *p = m->steps[i].p;
 		struct dl_step_stats st;
 
 		if (!p->decided)
 			continue;
-		st = *dl_report_model_stats(m, p);   /* the model's: not freed here */
+		st = m->steps[i].st;   /* the model's: not freed here */
 		dl_json_obj_begin(j);
 		if (rank >= 0)
 			dl_json_ki64(j, "rank", rank);
@@ -370,7 +358,7 @@ void dl_report_markers_items(struct dl_json *j, const struct dl_report_model *m,
 		dl_json_kstr(j, "marker", p->marker_desc);
 		dl_json_ku64(j, "steps", st.sum.n + st.outliers + st.sum.partial);
 		dl_json_ku64(j, "steps_partial", st.sum.partial);
-		dl_json_ku64(j, "steps_listed", p->nsteps - dl_steps_unlisted(c, p));
+		dl_json_ku64(j, "steps_listed", p->nsteps - m->steps[i].unlisted);
 		dl_json_ku64(j, "median_ns", st.median_ns);
 		dl_json_ku64(j, "p90_ns", st.p90_ns);
 		dl_json_key(j, "percentiles_exact");
@@ -378,7 +366,7 @@ void dl_report_markers_items(struct dl_json *j, const struct dl_report_model *m,
 		dl_json_key(j, "cv");
 		dl_json_double(j, st.cv);
 		dl_json_kstr(j, "confidence", dl_step_confidence(st.cv, st.sum.n));
-		json_learning(j, p);
+		json_learning(j, &m->steps[i]);
 		json_left_out(j, p, &st);
 		dl_json_obj_end(j);
 	}

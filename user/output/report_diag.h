@@ -22,12 +22,6 @@ void dl_print_step(void *printer, const struct dl_step *st);
 
 /* How regular the steps of a run are, in words, from their spread (CV) and count. */
 const char *dl_step_confidence(double cv, uint64_t n);
-/*
- * The oldest of a process's kept steps past its --keep-steps latest: kept
- * until the next fold, not listed. Its listed steps are steps[this..nsteps).
- */
-size_t dl_steps_unlisted(const struct dl_correlator *c, const struct dl_corr_proc *p);
-
 void dl_report_steps_text(FILE *f, const struct dl_report_model *m);
 /* The steps, their markers and the diagnosis; the summary names the processes of the steps' input lineage. */
 void dl_report_steps_json(struct dl_json *j, const struct dl_report_model *m);

@@ -17,10 +17,10 @@ static void window_json(struct dl_json *j, uint64_t oncpu, uint64_t io_wait, uin
 	dl_json_ku64(j, "reads", reads);
 }
 
-void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, const struct dl_summary *s)
+void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, const struct dl_report_model *m)
 {
 	const struct dl_step_lineage *in = &st->input;
-	const struct dl_proc *wp = s && in->woken && in->waker_pid ? dl_summary_find(s, (pid_t)in->waker_pid) : NULL;
+	const struct dl_proc *wp = in->woken && in->waker_pid ? dl_report_model_find(m, (pid_t)in->waker_pid) : NULL;
 
 	dl_json_key(j, "input");
 	dl_json_obj_begin(j);
@@ -64,7 +64,7 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 	dl_json_arr_begin(j);
 	for (uint32_t i = 0; i < in->nchain; i++) {
 		const struct dl_lin_hop *h = &in->chain[i];
-		const struct dl_proc *hp = s ? dl_summary_find(s, (pid_t)h->pid) : NULL;
+		const struct dl_proc *hp = dl_report_model_find(m, (pid_t)h->pid);
 
 		dl_json_obj_begin(j);
 		dl_json_ku64(j, "pid", h->pid);

@@ -8,14 +8,6 @@
 /* The JSON lists every site up to this many (a process has a few hundred at most; a loop of dlopens could have more). */
 #define JSON_SITES_MAX 1000
 
-const struct dl_sites *dl_report_sites_of(const struct dl_correlator *c, pid_t pid)
-{
-	for (size_t i = 0; c && i < dl_corr_nprocs(c); i++)
-		if (dl_corr_proc(c, i)->pid == pid)
-			return &dl_corr_proc(c, i)->sites;
-	return NULL;
-}
-
 /* kind and frames: innermost first (one, or with --stacks its callers too); a native line is not known (0). */
 static void site_frames(struct dl_json *j, const struct dl_site_stat *st)
 {

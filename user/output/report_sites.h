@@ -7,8 +7,6 @@
 #include "analysis/correlate.h"
 #include "output/json.h"
 
-/* The correlator's sites of pid, or NULL. */
-const struct dl_sites *dl_report_sites_of(const struct dl_correlator *c, pid_t pid);
 /* "call_sites": [...] of a process, most time first (an empty list for NULL). */
 void dl_report_sites_json(struct dl_json *j, const struct dl_sites *s);
 /* "top_call_sites": [...] of a step. */
