@@ -55,14 +55,14 @@ void dl_corr_free(struct dl_correlator *c)
 	for (size_t i = 0; i < c->procs.n; i++) {
 		struct cproc *p = &c->procs.v[i];
 
-		dl_vec_free(&p->learn);
-		dl_vec_free(&p->tids);
-		dl_vec_free(&p->calls);
-		dl_vec_free(&p->sched);
-		dl_vec_free(&p->pending);
-		dl_devq_free(&p->devq);
+		dl_vec_free(&p->learn.events);
+		dl_vec_free(&p->learn.tids);
+		dl_vec_free(&p->hist.calls);
+		dl_vec_free(&p->hist.sched);
+		dl_vec_free(&p->fin.pending);
+		dl_devq_free(&p->hist.devq);
 		dl_kdur_free(&p->pub.kdur);
-		dl_vec_free(&p->kwins);
+		dl_vec_free(&p->kdur.windows);
 		free(p->pub.steps);
 		free(p->pub.held);
 		dl_fold_free(&p->pub.folded);
@@ -156,13 +156,13 @@ static size_t call_pieces(const struct dl_correlator *c, const struct cproc *p, 
  */
 static uint64_t launch_end(const struct cproc *p, size_t i, uint64_t step_end)
 {
-	const struct mcall *calls = p->calls.v;
-	const struct dl_span *sc = p->sched.v;
+	const struct mcall *calls = p->hist.calls.v;
+	const struct dl_span *sc = p->hist.sched.v;
 	uint64_t s = calls[i].start, e = step_end, off = 0;
 
-	if (i + 1 < p->calls.n)
+	if (i + 1 < p->hist.calls.n)
 		e = dl_min_u64(e, dl_max_u64(s, calls[i + 1].start));
-	for (size_t k = p->sched_from; k < p->sched.n && sc[k].start < e; k++)
+	for (size_t k = p->fin.sched_from; k < p->hist.sched.n && sc[k].start < e; k++)
 		if (sc[k].kind != DL_ST_RUNNING && sc[k].end > s)
 			off += dl_min_u64(sc[k].end, e) - dl_max_u64(sc[k].start, s);
 	if (e - s - off <= LAUNCH_GAP_CAP_NS)
@@ -278,27 +278,27 @@ static void fold_old_steps(struct dl_correlator *c, struct dl_corr_proc *p)
  */
 static void forget_finalized(struct cproc *p)
 {
-	size_t n = p->calls.n;
+	size_t n = p->hist.calls.n;
 
-	dl_vec_drop_front_amortized(&p->calls, p->calls_from);
-	if (p->calls.n != n)
-		p->calls_from = 0;
-	n = p->sched.n;
-	dl_vec_drop_front_amortized(&p->sched, p->sched_from);
-	if (p->sched.n != n)
-		p->sched_from = 0;
+	dl_vec_drop_front_amortized(&p->hist.calls, p->fin.calls_from);
+	if (p->hist.calls.n != n)
+		p->fin.calls_from = 0;
+	n = p->hist.sched.n;
+	dl_vec_drop_front_amortized(&p->hist.sched, p->fin.sched_from);
+	if (p->hist.sched.n != n)
+		p->fin.sched_from = 0;
 }
 
 static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, uint64_t end)
 {
-	const struct mcall *calls = p->calls.v;
+	const struct mcall *calls = p->hist.calls.v;
 	const struct tspan *tree = c->tree.v;
 	/*
 	 * The calls and intervals held run the finalize delay past the step: only
 	 * those starting in it (and intervals to its last call's return) are its,
 	 * so a step's cost does not grow with the call rate.
 	 */
-	size_t c0 = p->calls_from, c1 = dl_max_u64(c0, dl_vec_lower_bound(&p->calls, start, end)), s1;
+	size_t c0 = p->fin.calls_from, c1 = dl_max_u64(c0, dl_vec_lower_bound(&p->hist.calls, start, end)), s1;
 	uint64_t sched_to = end;
 	struct dl_span *cuda = dl_xcalloc(2 * (c1 - c0) + 1, sizeof(*cuda));
 	struct dl_span *sched;
@@ -311,7 +311,7 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	struct dl_step_sites by_site = { 0 };
 	struct dl_step_input in;
 
-	st.index = (uint32_t)(p->index_base + dl_corr_steps_total(&p->pub));
+	st.index = (uint32_t)(p->fin.index_base + dl_corr_steps_total(&p->pub));
 	st.pid = p->pub.pid;
 	st.tid = (pid_t)p->pub.main_tid;
 	st.start_ns = start;
@@ -319,8 +319,8 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	for (size_t i = c0; i < c1; i++)
 		if (!calls[i].entry_only)
 			sched_to = dl_max_u64(sched_to, calls[i].end);
-	s1 = dl_max_u64(p->sched_from, dl_vec_lower_bound(&p->sched, start, sched_to));
-	sched = dl_xcalloc(s1 - p->sched_from + 1, sizeof(*sched));
+	s1 = dl_max_u64(p->fin.sched_from, dl_vec_lower_bound(&p->hist.sched, start, sched_to));
+	sched = dl_xcalloc(s1 - p->fin.sched_from + 1, sizeof(*sched));
 
 	for (size_t i = c0; i < c1; i++) {
 		const struct mcall *m = &calls[i];
@@ -363,13 +363,13 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 		st.pageable_copies += m->pageable;
 	}
 	{
-		const struct dl_span *sc = p->sched.v;
+		const struct dl_span *sc = p->hist.sched.v;
 
-		for (size_t i = p->sched_from; i < s1; i++)
+		for (size_t i = p->fin.sched_from; i < s1; i++)
 			sched[nsched++] = sc[i];
 		/* After its last closed interval the thread is in the state it entered then. */
-		if (p->sched_next && p->sched_until < end)
-			sched[nsched++] = (struct dl_span){ dl_max_u64(p->sched_until, start), end, p->sched_next };
+		if (p->hist.sched_next && p->hist.sched_until < end)
+			sched[nsched++] = (struct dl_span){ dl_max_u64(p->hist.sched_until, start), end, p->hist.sched_next };
 	}
 	for (size_t i = tree_from; i < c->tree.n; i++) {
 		attribute_tree(&st, p->pub.main_tid, &tree[i]);
@@ -411,19 +411,19 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	/* What ended before this step's end is no longer needed by later steps. */
 	{
 		size_t k = c1;
-		const struct mcall *mc = p->calls.v;
-		const struct dl_span *sc = p->sched.v;
+		const struct mcall *mc = p->hist.calls.v;
+		const struct dl_span *sc = p->hist.sched.v;
 
 		/* A call running across the boundary is the next step's too. */
 		if (k > c0 && !mc[k - 1].entry_only && mc[k - 1].end > end)
 			k--;
-		p->calls_from = k;
-		for (k = p->sched_from; k < p->sched.n && sc[k].end <= end; k++)
+		p->fin.calls_from = k;
+		for (k = p->fin.sched_from; k < p->hist.sched.n && sc[k].end <= end; k++)
 			;
-		p->sched_from = k;
+		p->fin.sched_from = k;
 		forget_finalized(p);
 	}
-	dl_devq_forget_before(&p->devq, end);
+	dl_devq_forget_before(&p->hist.devq, end);
 }
 
 /* Oldest time a step not yet finalized starts from (at most from, the watermark). */
@@ -434,12 +434,12 @@ static uint64_t steps_frontier(const struct dl_correlator *c)
 	for (size_t i = 0; i < c->procs.n; i++) {
 		const struct cproc *p = &c->procs.v[i];
 
-		if (p->st == CP_LEARN && p->nlearn)
-			f = dl_min_u64(f, p->learn_start);
+		if (p->st == CP_LEARN && p->learn.records)
+			f = dl_min_u64(f, p->learn.start);
 		else if (p->st == CP_TRACK && pending_first(p))
 			f = dl_min_u64(f, pending_first(p)->start);
-		else if (p->st == CP_TRACK && p->have_marker)
-			f = dl_min_u64(f, p->last_marker);
+		else if (p->st == CP_TRACK && p->track.have_marker)
+			f = dl_min_u64(f, p->track.last_marker);
 	}
 	return f;
 }
@@ -473,19 +473,19 @@ static void finalize_ready(struct dl_correlator *c, bool all)
 
 		size_t k;
 
-		for (k = p->pending_done; k < p->pending.n; k++) {
-			struct pending_step ps = p->pending.v[k];
+		for (k = p->fin.pending_done; k < p->fin.pending.n; k++) {
+			struct pending_step ps = p->fin.pending.v[k];
 
 			if (!all && c->watermark < ps.end + c->opts.finalize_delay_ns)
 				break;
 			finalize(c, p, ps.start, ps.end);
 			any = true;
 		}
-		if (k && 4 * k >= p->pending.n) {
-			dl_vec_drop_front(&p->pending, k);
+		if (k && 4 * k >= p->fin.pending.n) {
+			dl_vec_drop_front(&p->fin.pending, k);
 			k = 0;
 		}
-		p->pending_done = k;
+		p->fin.pending_done = k;
 	}
 	if (any)
 		trim_tree(c);
@@ -664,7 +664,7 @@ int dl_corr_sink(void *ctx, const struct dl_rec *r)
 			dl_corr_learn(c, p, keep ? &e : NULL, h);
 		else if (p && p->st == CP_TRACK && keep)
 			dl_corr_track(p, &e);
-		if (p && p->relearn_due)
+		if (p && p->track.relearn_due)
 			dl_corr_relearn(p);
 	}
 	finalize_ready(c, false);

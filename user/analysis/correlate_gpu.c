@@ -19,10 +19,10 @@ static size_t main_enqueues(const struct cproc *p, size_t c0, size_t c1, uint64_
 	struct dl_devq_open *v;
 
 	for (size_t i = c0; i < c1; i++)
-		extra += p->calls.v[i].start >= start && p->calls.v[i].start < end;
+		extra += p->hist.calls.v[i].start >= start && p->hist.calls.v[i].start < end;
 	v = dl_xrealloc(*opens, (nopens + dl_min_u64(extra, MAX_ENQUEUE_FLOWS) + 1) * sizeof(*v));
 	for (size_t i = c0, drawn = 0; i < c1 && drawn < MAX_ENQUEUE_FLOWS; i++) {
-		const struct mcall *m = &p->calls.v[i];
+		const struct mcall *m = &p->hist.calls.v[i];
 		struct dl_devq_call dc = { .stream = m->stream, .tid = p->pub.main_tid, .api = m->api, .cls = m->cls,
 					   .dir = m->dir, .async = m->async, .ok = m->ok };
 		uint64_t key;
@@ -31,9 +31,9 @@ static size_t main_enqueues(const struct cproc *p, size_t c0, size_t c1, uint64_
 		if (m->start < start || m->start >= end || !dl_devq_enqueues(&dc))
 			continue;
 		key = dl_devq_stream_key(&dc);
-		for (s = 0; s < p->devq.streams.n && p->devq.streams.v[s].key != key; s++)
+		for (s = 0; s < p->hist.devq.streams.n && p->hist.devq.streams.v[s].key != key; s++)
 			;
-		if (s == p->devq.streams.n)
+		if (s == p->hist.devq.streams.n)
 			continue;
 		for (k = 0; k < nopens && !(v[k].at == m->start && v[k].stream == s); k++)
 			;
@@ -57,12 +57,12 @@ static void device_bounds(const struct cproc *p, struct dl_step *st, const struc
 	uint64_t start = st->start_ns, end = st->start_ns + st->dur_ns;
 	struct dl_span *v = dl_xcalloc(nstreams + 1, sizeof(*v)), *lower;
 
-	st->ndevices = p->devq.devices > 1 ? dl_min_u64(p->devq.devices, DL_STEP_DEVICES) : 0;
+	st->ndevices = p->hist.devq.devices > 1 ? dl_min_u64(p->hist.devq.devices, DL_STEP_DEVICES) : 0;
 	for (uint32_t d = 0; d < st->ndevices; d++) {
 		size_t k = 0, nlower;
 
 		for (size_t i = 0; i < nstreams; i++)
-			if (dl_devq_stream_dev(&p->devq, streams[i].kind) == d)
+			if (dl_devq_stream_dev(&p->hist.devq, streams[i].kind) == d)
 				v[k++] = streams[i];
 		k = dl_spans_union(v, k);
 		st->dev_busy_hi_ns[d] = lost ? st->dur_ns : dl_spans_overlap(v, k, start, end);
@@ -84,14 +84,14 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t c0,
 	uint64_t start = st->start_ns, end = st->start_ns + st->dur_ns;
 	struct dl_devq_wait *w = dl_xcalloc(c1 - c0 + 1, sizeof(*w));
 	struct dl_span *blocking = dl_xcalloc(c1 - c0 + 1, sizeof(*blocking));
-	uint64_t *keys = dl_xcalloc(p->devq.streams.n + 1, sizeof(*keys));
+	uint64_t *keys = dl_xcalloc(p->hist.devq.streams.n + 1, sizeof(*keys));
 	struct dl_span *streams, *lower;
 	struct dl_devq_open *opens;
 	size_t n = 0, nstreams, nlower, nopens, nspans = 0;
 
 	*spans = NULL;
 	for (size_t i = c0; i < c1; i++) {
-		const struct mcall *m = &p->calls.v[i];
+		const struct mcall *m = &p->hist.calls.v[i];
 		struct dl_devq_call dc = { .cls = m->cls, .dir = m->dir, .async = m->async };
 
 		if (m->entry_only || m->end <= start || m->start >= end || !dl_devq_blocking(&dc))
@@ -102,16 +102,16 @@ size_t dl_corr_device(const struct dl_correlator *c, struct cproc *p, size_t c0,
 					      m->dev, false };
 		/* Waits are judged in order: whether the runtime polls, by what its waits showed up to this one. */
 		if (w[n].waited)
-			w[n].polling = dl_devq_note_wait(&p->waits, sched, nsched, &w[n]);
+			w[n].polling = dl_devq_note_wait(&p->hist.waits, sched, nsched, &w[n]);
 		n++;
 		if (m->ok)
-			dl_devq_drained_by(&p->devq, m->end, dl_devq_woke(sched, nsched, m->start, m->end));
+			dl_devq_drained_by(&p->hist.devq, m->end, dl_devq_woke(sched, nsched, m->start, m->end));
 	}
-	for (size_t i = 0; i < p->devq.streams.n; i++)
-		keys[i] = p->devq.streams.v[i].key;
-	nstreams = dl_devq_stream_spans(&p->devq, start, end, &streams);
+	for (size_t i = 0; i < p->hist.devq.streams.n; i++)
+		keys[i] = p->hist.devq.streams.v[i].key;
+	nstreams = dl_devq_stream_spans(&p->hist.devq, start, end, &streams);
 	nlower = dl_devq_lower_spans(w, n, sched, nsched, start, end, &lower);
-	nopens = dl_devq_opens(&p->devq, start, end, &opens);
+	nopens = dl_devq_opens(&p->hist.devq, start, end, &opens);
 	nopens = main_enqueues(p, c0, c1, start, end, &opens, nopens);
 	if (c->calls_lost) {
 		st->gpu_busy_hi_ns = st->dur_ns;

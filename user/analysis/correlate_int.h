@@ -81,28 +81,46 @@ struct pending_step {
 	uint64_t start, end;
 };
 
-struct cproc {
-	struct dl_corr_proc pub;
-	enum cp_state st;
-	DL_VEC(struct cevent) learn;    /* this process's events while learning */
-	size_t nlearn;              /* records seen while learning (nested or unknown calls are not kept) */
+/*
+ * A process's correlation state, in parts by owner: each file writes its
+ * own part, and reads the others' only where one stage hands over to the
+ * next (learning's events replayed into tracking, tracking's history
+ * consumed by finalizing).
+ */
+
+/* Learning the main thread and the marker (correlate_learn.c). */
+struct cp_learning {
+	DL_VEC(struct cevent) events;   /* this process's events while learning */
+	size_t records;                 /* records seen while learning (nested or unknown calls are not kept) */
 	DL_VEC(struct tidcount) tids;
-	uint64_t learn_start;
-	size_t next_infer;          /* nlearn at which to look for a marker again */
-	size_t next_period;         /* nlearn at which to look for a period before the window is enough */
-	/* tracking */
+	uint64_t start;
+	size_t next_infer;              /* records at which to look for a marker again */
+	size_t next_period;             /* records at which to look for a period before the window is enough */
+};
+
+/* Cutting steps as the records come (correlate_track.c). */
+struct cp_tracking {
 	bool after_sync, have_marker;
-	bool step_synced;           /* the open step holds a sync point */
+	bool step_synced;               /* the open step holds a sync point */
 	uint64_t last_marker;
 	uint32_t syncs_since_marker;    /* the main thread's sync points since the marker's last hit */
 	uint32_t max_step_syncs;        /* the most any step held */
 	bool relearn_due;               /* the marker stopped recurring: dl_corr_relearn before the next record */
-	uint64_t index_base;            /* steps left out before these (struct dl_step_startup) */
+};
+
+/* What a decided process did: appended by tracking (correlate_track.c), read by finalizing and the device bounds. */
+struct cp_history {
 	DL_VEC(struct mcall) calls;     /* by start */
 	DL_VEC(struct dl_span) sched;   /* kind = state, by start */
-	size_t calls_from, sched_from;  /* the first of each not yet finalized (older ones go in bulk) */
-	uint64_t sched_until;       /* end of the last scheduler interval */
-	uint32_t sched_next;        /* state entered then */
+	uint64_t sched_until;           /* end of the last scheduler interval */
+	uint32_t sched_next;            /* state entered then */
+	struct dl_devq devq;            /* every thread's calls, from the decision on */
+	struct dl_devq_waits_seen waits;   /* the main thread's waits on outstanding work: slept, or polled (correlate_gpu.c) */
+};
+
+/* Finalizing closed steps once the watermark passes them (correlate.c). */
+struct cp_finalizing {
+	size_t calls_from, sched_from;  /* the first of each history not yet finalized (older ones go in bulk) */
 	/*
 	 * Closed steps: pending.v[pending_done..n) are not finalized yet; the
 	 * finalized ones before them go once they are a quarter of those held, so
@@ -110,21 +128,51 @@ struct cproc {
 	 */
 	DL_VEC(struct pending_step) pending;
 	size_t pending_done;
-	struct dl_devq devq;        /* every thread's calls, from the decision on */
-	struct dl_devq_waits_seen waits;   /* the main thread's waits on outstanding work: slept, or polled */
-	struct dl_kdur_open kopen;  /* the drain window being filled (correlate_kdur.c) */
-	DL_VEC(struct dl_kdur_window) kwins;   /* closed, waiting for the scheduler states of their drain */
+	uint64_t index_base;            /* steps left out before these (struct dl_step_startup) */
+};
+
+/* Drain windows for kernel device times (correlate_kdur.c). */
+struct cp_kdur {
+	struct dl_kdur_open open;       /* the window being filled */
+	DL_VEC(struct dl_kdur_window) windows;   /* closed, waiting for the scheduler states of their drain */
+};
+
+struct cproc {
+	struct dl_corr_proc pub;
+	enum cp_state st;
+	struct cp_learning learn;
+	struct cp_tracking track;
+	struct cp_history hist;
+	struct cp_finalizing fin;
+	struct cp_kdur kdur;
 };
 
 /* The oldest closed step not finalized yet, or NULL; and how many there are. */
 static inline const struct pending_step *pending_first(const struct cproc *p)
 {
-	return p->pending.n > p->pending_done ? &p->pending.v[p->pending_done] : NULL;
+	return p->fin.pending.n > p->fin.pending_done ? &p->fin.pending.v[p->fin.pending_done] : NULL;
 }
 
 static inline size_t pending_count(const struct cproc *p)
 {
-	return p->pending.n - p->pending_done;
+	return p->fin.pending.n - p->fin.pending_done;
+}
+
+/*
+ * When the marker is learned again, its steps so far are left out: the
+ * finalized ones (given) and the closed ones not finalized, dropped here.
+ * Returns the time of those dropped.
+ */
+static inline uint64_t fin_forget(struct cproc *p, uint64_t finalized)
+{
+	uint64_t dur = 0;
+
+	for (size_t i = p->fin.pending_done; i < p->fin.pending.n; i++)
+		dur += p->fin.pending.v[i].end - p->fin.pending.v[i].start;
+	p->fin.index_base += finalized + pending_count(p);
+	p->fin.pending.n = 0;
+	p->fin.pending_done = 0;
+	return dur;
 }
 
 #define DL_CORR_CPUS 4096          /* CPUs told apart in cpus_ran (the kernel's usual NR_CPUS cap is 8192) */
@@ -150,6 +198,9 @@ static inline bool dl_corr_is_sync_point(const struct mcall *m)
 }
 /* Feeds an event of a decided process to its steps (only its main thread's count). */
 void dl_corr_track(struct cproc *p, const struct cevent *e);
+/* Tracking begins at a decision (the marker's next call starts the first step), and ends when it is learned again. */
+void dl_corr_track_begin(struct cproc *p);
+void dl_corr_track_end(struct cproc *p);
 /*
  * A record of a process still learning: counted, and its event e kept (NULL:
  * a call of no use to steps); decides when the window is enough.

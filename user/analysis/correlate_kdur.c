@@ -85,10 +85,10 @@ static void add_enqueue(struct dl_kdur_open *w, const struct mcall *m)
 
 void dl_corr_kdur_call(struct cproc *p, const struct cevent *e, const struct mcall *m)
 {
-	struct dl_kdur_open *w = &p->kopen;
+	struct dl_kdur_open *w = &p->kdur.open;
 	struct dl_devq_call dc = { .cls = m->cls, .dir = m->dir, .async = m->async };
 	uint64_t key = 0, since = 0;
-	size_t nopen = open_streams(&p->devq, &key, &since);
+	size_t nopen = open_streams(&p->hist.devq, &key, &since);
 	struct dl_kdur_window *kw;
 
 	if (!w->open) {
@@ -110,11 +110,11 @@ void dl_corr_kdur_call(struct cproc *p, const struct cevent *e, const struct mca
 		p->pub.kdur.skipped++;
 		return;
 	}
-	if (p->kwins.n >= MAX_PENDING_WINDOWS) {
+	if (p->kdur.windows.n >= MAX_PENDING_WINDOWS) {
 		p->pub.kdur.skipped++;
 		return;
 	}
-	kw = dl_vec_push(&p->kwins);
+	kw = dl_vec_push(&p->kdur.windows);
 	kw->since = w->since;
 	kw->start = m->start;
 	kw->end = m->end;
@@ -143,8 +143,8 @@ void dl_corr_kdur_finalize(struct cproc *p, const struct dl_span *sched, size_t 
 {
 	size_t k;
 
-	for (k = 0; k < p->kwins.n && p->kwins.v[k].end <= end; k++) {
-		const struct dl_kdur_window *w = &p->kwins.v[k];
+	for (k = 0; k < p->kdur.windows.n && p->kdur.windows.v[k].end <= end; k++) {
+		const struct dl_kdur_window *w = &p->kdur.windows.v[k];
 		uint64_t done = window_done(w, sched, nsched), b = done > w->since ? done - w->since : 0;
 
 		/*
@@ -158,7 +158,7 @@ void dl_corr_kdur_finalize(struct cproc *p, const struct dl_span *sched, size_t 
 		}
 		dl_kdur_add(&p->pub.kdur, w->row, (double)b);
 	}
-	dl_vec_drop_front(&p->kwins, k);
+	dl_vec_drop_front(&p->kdur.windows, k);
 }
 
 const struct dl_kdur *dl_corr_kdur(const struct dl_correlator *c, pid_t pid)

@@ -15,19 +15,19 @@ static struct tidcount *tid_of(struct cproc *p, uint32_t tid)
 {
 	struct tidcount *t;
 
-	for (size_t i = 0; i < p->tids.n; i++)
-		if (p->tids.v[i].tid == tid)
-			return &p->tids.v[i];
-	t = dl_vec_push(&p->tids);
+	for (size_t i = 0; i < p->learn.tids.n; i++)
+		if (p->learn.tids.v[i].tid == tid)
+			return &p->learn.tids.v[i];
+	t = dl_vec_push(&p->learn.tids);
 	t->tid = tid;
 	return t;
 }
 
 static const struct tidcount *busiest(const struct cproc *p, bool by_marks)
 {
-	const struct tidcount *t = p->tids.v, *best = NULL;
+	const struct tidcount *t = p->learn.tids.v, *best = NULL;
 
-	for (size_t i = 0; i < p->tids.n; i++) {
+	for (size_t i = 0; i < p->learn.tids.n; i++) {
 		uint32_t v = by_marks ? t[i].marks : t[i].calls, b = best ? (by_marks ? best->marks : best->calls) : 0;
 
 		if (v > b)
@@ -47,8 +47,8 @@ static bool infer_marker(struct cproc *p)
 	size_t nsig = 0, best = 0;
 	bool after = true;
 
-	for (size_t i = 0; i < p->learn.n; i++) {
-		const struct cevent *e = &p->learn.v[i];
+	for (size_t i = 0; i < p->learn.events.n; i++) {
+		const struct cevent *e = &p->learn.events.v[i];
 		const struct mcall *m = &e->u.call;
 		size_t s;
 
@@ -109,8 +109,8 @@ static void find_period(struct cproc *p, struct dl_marker *pmk)
 	struct dl_step_learning *l = &p->pub.learning;
 	struct dl_sl_period per;
 
-	for (size_t i = 0; i < p->learn.n; i++) {
-		const struct cevent *e = &p->learn.v[i];
+	for (size_t i = 0; i < p->learn.events.n; i++) {
+		const struct cevent *e = &p->learn.events.v[i];
 		const struct mcall *m = &e->u.call;
 
 		if (e->kind != DL_EV_CUDA || e->tid != p->pub.main_tid)
@@ -199,9 +199,9 @@ static bool period_early(struct cproc *p, const struct tidcount *t)
 {
 	struct dl_marker pmk;
 
-	if (p->nlearn < (p->next_period ? p->next_period : 4096))
+	if (p->learn.records < (p->learn.next_period ? p->learn.next_period : 4096))
 		return false;
-	p->next_period = 2 * p->nlearn;
+	p->learn.next_period = 2 * p->learn.records;
 	p->pub.main_tid = t->tid;
 	find_period(p, &pmk);
 	if (p->pub.learning.periodic && p->pub.learning.periods >= LEARN_SYNCS &&
@@ -216,18 +216,17 @@ static bool period_early(struct cproc *p, const struct tidcount *t)
 
 static void forget_learned(struct cproc *p)
 {
-	dl_vec_free(&p->learn);
-	p->nlearn = 0;
+	dl_vec_free(&p->learn.events);
+	p->learn.records = 0;
 }
 
 static void start_tracking(struct cproc *p)
 {
 	p->st = CP_TRACK;
 	p->pub.decided = true;
-	/* The thread's first call of the marker's kind starts the first step. */
-	p->after_sync = true;
-	for (size_t i = 0; i < p->learn.n; i++)
-		dl_corr_track(p, &p->learn.v[i]);
+	dl_corr_track_begin(p);
+	for (size_t i = 0; i < p->learn.events.n; i++)
+		dl_corr_track(p, &p->learn.events.v[i]);
 	forget_learned(p);
 }
 
@@ -239,15 +238,12 @@ void dl_corr_relearn(struct cproc *p)
 
 	for (size_t i = 0; i < pub->nsteps; i++)
 		dur += pub->steps[i].dur_ns;
-	for (size_t i = p->pending_done; i < p->pending.n; i++)
-		dur += p->pending.v[i].end - p->pending.v[i].start;
 	for (size_t i = 0; i < pub->nheld; i++)
 		dur += pub->held[i].dur_ns;
 	if (!su->relearned++)
 		snprintf(su->first_marker, sizeof(su->first_marker), "%s", pub->marker_desc);
 	su->steps += dl_corr_steps_total(pub) + pending_count(p);
-	su->dur_ns += dur;
-	p->index_base += dl_corr_steps_total(pub) + pending_count(p);
+	su->dur_ns += dur + fin_forget(p, dl_corr_steps_total(pub));
 	pub->nsteps = 0;
 	pub->nheld = 0;
 	dl_fold_free(&pub->folded);
@@ -259,16 +255,11 @@ void dl_corr_relearn(struct cproc *p)
 	pub->marker_desc[0] = 0;
 	pub->main_tid = 0;
 	pub->decided = false;
-	p->pending.n = 0;
-	p->pending_done = 0;
-	p->have_marker = false;
-	p->syncs_since_marker = 0;
-	p->max_step_syncs = 0;
-	p->relearn_due = false;
-	p->tids.n = 0;
+	dl_corr_track_end(p);
+	p->learn.tids.n = 0;
 	forget_learned(p);
-	p->next_infer = 0;
-	p->next_period = 0;
+	p->learn.next_infer = 0;
+	p->learn.next_period = 0;
 	p->st = CP_LEARN;
 }
 
@@ -287,10 +278,10 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 		p->pub.learning.how = DL_LEARNED_OPTION;
 		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s (uprobe)", c->opts.step_on);
 	} else if (c->step_on_api) {
-		const struct tidcount *v = p->tids.v;
+		const struct tidcount *v = p->learn.tids.v;
 
 		t = NULL;
-		for (size_t i = 0; i < p->tids.n; i++)
+		for (size_t i = 0; i < p->learn.tids.n; i++)
 			if (!t || v[i].api_calls > t->api_calls)
 				t = &v[i];
 		if (!t || !t->api_calls || (!final && t->api_calls < 3))
@@ -300,10 +291,10 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 		p->pub.learning.how = DL_LEARNED_OPTION;
 		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s", c->opts.step_on);
 	} else {
-		const struct tidcount *v = p->tids.v;
-		bool enough = final || p->nlearn >= LEARN_MAX_RECORDS;
+		const struct tidcount *v = p->learn.tids.v;
+		bool enough = final || p->learn.records >= LEARN_MAX_RECORDS;
 
-		for (size_t i = 0; i < p->tids.n && !enough; i++)
+		for (size_t i = 0; i < p->learn.tids.n && !enough; i++)
 			enough = v[i].syncs >= LEARN_SYNCS;
 		t = busiest(p, false);
 		if (!enough) {
@@ -312,13 +303,13 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 			start_tracking(p);
 			return true;
 		}
-		if (!t || (!final && p->nlearn < p->next_infer))
+		if (!t || (!final && p->learn.records < p->learn.next_infer))
 			return false;
 		p->pub.main_tid = t->tid;
 		if (!learn_marker(p)) {
 			/* Scanning the window is linear: look again only after it has grown. */
-			p->next_infer = p->nlearn + 1024;
-			if (!final && p->nlearn < LEARN_MAX_RECORDS)
+			p->learn.next_infer = p->learn.records + 1024;
+			if (!final && p->learn.records < LEARN_MAX_RECORDS)
 				return false;
 			snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
 				 "none found: no call repeats after the blocking syncs and the call sequence has no "
@@ -348,11 +339,11 @@ void dl_corr_learn(struct dl_correlator *c, struct cproc *p, const struct cevent
 	} else if (h->kind != DL_EV_SCHED) {
 		return;
 	}
-	if (!p->nlearn)
-		p->learn_start = h->ts;
+	if (!p->learn.records)
+		p->learn.start = h->ts;
 	if (e)
-		*dl_vec_push(&p->learn) = *e;
-	p->nlearn++;
+		*dl_vec_push(&p->learn.events) = *e;
+	p->learn.records++;
 	if (h->kind != DL_EV_SCHED)
 		dl_corr_try_decide(c, p, false);
 }

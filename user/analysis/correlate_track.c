@@ -45,16 +45,16 @@ uint32_t dl_corr_sync_every(const struct dl_corr_proc *p)
 
 static void on_marker(struct cproc *p, uint64_t ts)
 {
-	p->max_step_syncs = p->syncs_since_marker > p->max_step_syncs ? p->syncs_since_marker : p->max_step_syncs;
-	p->syncs_since_marker = 0;
-	if (p->have_marker && ts > p->last_marker) {
-		*dl_vec_push(&p->pending) = (struct pending_step){ p->last_marker, ts };
-		note_step_sync(&p->pub.syncs, p->step_synced);
+	p->track.max_step_syncs = p->track.syncs_since_marker > p->track.max_step_syncs ? p->track.syncs_since_marker : p->track.max_step_syncs;
+	p->track.syncs_since_marker = 0;
+	if (p->track.have_marker && ts > p->track.last_marker) {
+		*dl_vec_push(&p->fin.pending) = (struct pending_step){ p->track.last_marker, ts };
+		note_step_sync(&p->pub.syncs, p->track.step_synced);
 	}
-	if (!p->have_marker || ts > p->last_marker)
-		p->step_synced = false;
-	p->have_marker = true;
-	p->last_marker = ts;
+	if (!p->track.have_marker || ts > p->track.last_marker)
+		p->track.step_synced = false;
+	p->track.have_marker = true;
+	p->track.last_marker = ts;
 }
 
 static void note_bandwidth(struct cproc *p, const struct mcall *m)
@@ -103,37 +103,37 @@ static void note_copy_facts(struct dl_copy_facts *f, const struct mcall *m)
 static void track_call(struct cproc *p, const struct mcall *m)
 {
 	/* The marker is the first call of its kind since the last sync point. */
-	if (marker_matches(&p->pub.marker, m, p->after_sync)) {
+	if (marker_matches(&p->pub.marker, m, p->track.after_sync)) {
 		on_marker(p, m->start);
-		p->after_sync = false;
+		p->track.after_sync = false;
 	}
 	if (dl_corr_is_sync_point(m)) {
 		bool automatic = p->pub.marker.kind == DL_MARK_AFTER_SYNC || p->pub.marker.kind == DL_MARK_PERIOD;
 
-		p->after_sync = true;
-		p->step_synced |= p->have_marker;
-		p->syncs_since_marker++;
-		if (automatic && p->pub.startup.relearned < RELEARN_MAX && p->syncs_since_marker > RELEARN_SYNCS &&
-		    p->syncs_since_marker > RELEARN_STEP_FACTOR * p->max_step_syncs)
-			p->relearn_due = true;
+		p->track.after_sync = true;
+		p->track.step_synced |= p->track.have_marker;
+		p->track.syncs_since_marker++;
+		if (automatic && p->pub.startup.relearned < RELEARN_MAX && p->track.syncs_since_marker > RELEARN_SYNCS &&
+		    p->track.syncs_since_marker > RELEARN_STEP_FACTOR * p->track.max_step_syncs)
+			p->track.relearn_due = true;
 	}
 	if (m->cls == DL_CLS_COPY) {
 		note_bandwidth(p, m);
 		note_copy_facts(&p->pub.copy, m);
 	}
-	*dl_vec_push(&p->calls) = *m;
+	*dl_vec_push(&p->hist.calls) = *m;
 }
 
 static void track_sched(struct cproc *p, const struct cevent *e)
 {
 	struct dl_span s = e->u.sched.span;
 
-	if (p->sched.n && s.start < p->sched.v[p->sched.n - 1].end)
-		s.start = p->sched.v[p->sched.n - 1].end;
+	if (p->hist.sched.n && s.start < p->hist.sched.v[p->hist.sched.n - 1].end)
+		s.start = p->hist.sched.v[p->hist.sched.n - 1].end;
 	if (s.end > s.start)
-		*dl_vec_push(&p->sched) = s;
-	p->sched_until = dl_max_u64(p->sched_until, s.end);
-	p->sched_next = e->u.sched.next;
+		*dl_vec_push(&p->hist.sched) = s;
+	p->hist.sched_until = dl_max_u64(p->hist.sched_until, s.end);
+	p->hist.sched_next = e->u.sched.next;
 }
 
 /* Every thread's calls go to the device model; the main thread's, with what the model said, to the steps. */
@@ -148,8 +148,8 @@ static void track_device(struct cproc *p, const struct cevent *e)
 	struct mcall mc = *m;
 	struct dl_devq_seen seen;
 
-	mc.waited = (uint8_t)dl_devq_call(&p->devq, &dc);
-	seen = dl_devq_seen(&p->devq, &dc);
+	mc.waited = (uint8_t)dl_devq_call(&p->hist.devq, &dc);
+	seen = dl_devq_seen(&p->hist.devq, &dc);
 	mc.captured = seen.captured;
 	mc.dev = (uint8_t)seen.dev;
 	mc.graph_kernels = seen.graph_kernels;
@@ -157,8 +157,19 @@ static void track_device(struct cproc *p, const struct cevent *e)
 	if (e->tid == p->pub.main_tid)
 		track_call(p, &mc);
 	/* Steps forget the model's old spans as they finalize; while none closes, what they will not need goes. */
-	if (p->devq.busy_max.n >= 4096 && !(p->devq.busy_max.n & 1023))
-		dl_devq_forget_before(&p->devq, pending_first(p) ? pending_first(p)->start : p->last_marker);
+	if (p->hist.devq.busy_max.n >= 4096 && !(p->hist.devq.busy_max.n & 1023))
+		dl_devq_forget_before(&p->hist.devq, pending_first(p) ? pending_first(p)->start : p->track.last_marker);
+}
+
+void dl_corr_track_begin(struct cproc *p)
+{
+	/* The thread's first call of the marker's kind starts the first step. */
+	p->track = (struct cp_tracking){ .after_sync = true };
+}
+
+void dl_corr_track_end(struct cproc *p)
+{
+	p->track = (struct cp_tracking){ 0 };
 }
 
 void dl_corr_track(struct cproc *p, const struct cevent *e)
