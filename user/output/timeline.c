@@ -26,7 +26,7 @@
 #include "util.h"
 
 #define TREE_PID 0x3fffffff      /* JSON pseudo process of tree-wide tracks (lanes, counters) */
-#define PSEUDO_TID 0x20000000    /* JSON tids of per-thread state tracks: PSEUDO_TID + tid */
+#define PSEUDO_TID DL_TPSEUDO_TID   /* JSON tids of per-thread state tracks: PSEUDO_TID + tid */
 #define PID_LIMIT (1u << 22)      /* the kernel's PID_MAX_LIMIT: no tid reaches it */
 #define MAX_LANES 128
 #define BIN_NS 10000000ull       /* counter resolution: 10 ms */
@@ -59,10 +59,9 @@ struct lane {
 };
 
 struct dl_timeline {
-	struct dl_tout *out;
+	struct dl_tcanvas cv;        /* its writer, ids and counts, shared with the parts below */
 	enum dl_timeline_format fmt;
 	struct dl_outfile own;       /* opened by dl_timeline_open */
-	uint64_t next_uuid;
 	DL_VEC(struct tproc) procs;
 	struct dl_u64map proc_of;    /* pid -> index in procs */
 	DL_VEC(struct tthread) threads;
@@ -77,8 +76,7 @@ struct dl_timeline {
 	double last_value[NCOUNTERS];
 	uint64_t bin_base;           /* first bin not yet written */
 	bool bins_started;
-	uint64_t next_flow;
-	struct dl_timeline_stats st;
+	struct dl_timeline_stats st;   /* the canvas's counts join them at the end */
 	int err;
 };
 
@@ -92,8 +90,7 @@ static const char *const counter_names[NCOUNTERS] = {
 
 static void declare(struct dl_timeline *t, struct dl_ttrack *tr)
 {
-	t->out->track(t->out, tr);
-	t->st.tracks++;
+	dl_tcanvas_track(&t->cv, tr);
 }
 
 /* Describes a process or thread track again; its name lives beside it, which growth of the table moves. */
@@ -106,7 +103,7 @@ static void redeclare(struct dl_timeline *t, struct dl_ttrack *tr, const char *n
 static struct dl_ttrack *tree_track(struct dl_timeline *t)
 {
 	if (!t->tree_declared) {
-		t->tree = (struct dl_ttrack){ .uuid = t->next_uuid++, .kind = DL_TT_PROCESS, .pid = TREE_PID,
+		t->tree = (struct dl_ttrack){ .uuid = dl_tcanvas_uuid(&t->cv), .kind = DL_TT_PROCESS, .pid = TREE_PID,
 					     .tid = TREE_PID, .name = "dlbpf: traced tree" };
 		declare(t, &t->tree);
 		t->tree_declared = true;
@@ -156,7 +153,7 @@ static struct tproc *proc_of(struct dl_timeline *t, pid_t pid, const char *comm)
 	p = dl_vec_push(&t->procs);
 	p->pid = pid;
 	name_proc(p, comm);
-	p->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .kind = DL_TT_PROCESS, .pid = pid, .tid = pid,
+	p->track = (struct dl_ttrack){ .uuid = dl_tcanvas_uuid(&t->cv), .kind = DL_TT_PROCESS, .pid = pid, .tid = pid,
 				      .name = p->name };
 	declare(t, &p->track);
 	return p;
@@ -181,14 +178,14 @@ static struct tthread *thread_of(struct dl_timeline *t, pid_t pid, pid_t tid)
 	if (tid == pid && p->named)
 		snprintf(th->name, sizeof(th->name), "%s", p->name);
 	snprintf(th->state_name, sizeof(th->state_name), "state of %d", own_id(tid));
-	th->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_THREAD,
+	th->track = (struct dl_ttrack){ .uuid = dl_tcanvas_uuid(&t->cv), .parent = p->track.uuid, .kind = DL_TT_THREAD,
 				       .pid = pid, .tid = tid, .name = th->name };
 	declare(t, &th->track);
 	/*
 	 * JSON pseudo tid for the state track, above any real tid (pid_max is at most 2^22). Only a
 	 * corrupt record has a tid past that: kept to 22 bits, it cannot overflow into a negative id.
 	 */
-	th->state = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_PLAIN,
+	th->state = (struct dl_ttrack){ .uuid = dl_tcanvas_uuid(&t->cv), .parent = p->track.uuid, .kind = DL_TT_PLAIN,
 				       .pid = pid, .tid = PSEUDO_TID + (int)((uint32_t)tid & (PID_LIMIT - 1)),
 				       .name = th->state_name };
 	declare(t, &th->state);
@@ -223,8 +220,7 @@ static void forget_thread(struct dl_timeline *t, pid_t pid, pid_t tid)
 
 static void emit_slice(struct dl_timeline *t, const struct dl_tslice *s)
 {
-	t->out->slice(t->out, s);
-	t->st.slices++;
+	dl_tcanvas_slice(&t->cv, s);
 }
 
 /* --- counters: per 10 ms bins of the traced tree, written once they can no longer change --- */
@@ -244,14 +240,13 @@ static void flush_bin(struct dl_timeline *t)
 		if (!t->counters[c].uuid) {
 			uint64_t parent = tree_track(t)->uuid;
 
-			t->counters[c] = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = parent,
+			t->counters[c] = (struct dl_ttrack){ .uuid = dl_tcanvas_uuid(&t->cv), .parent = parent,
 							    .kind = DL_TT_COUNTER, .pid = TREE_PID, .tid = TREE_PID,
 							    .name = counter_names[c] };
 			declare(t, &t->counters[c]);
 		}
-		t->out->counter(t->out, &t->counters[c], t->bin_base * BIN_NS, v);
+		dl_tcanvas_counter(&t->cv, &t->counters[c], t->bin_base * BIN_NS, v);
 		t->last_value[c] = v;
-		t->st.counters++;
 	}
 	t->bin_base++;
 }
@@ -307,7 +302,7 @@ static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 		dl_tcalls_copy(&th->calls, c->ts, c->dur_ns);
 	}
 	if (c->api->cls == DL_CLS_LAUNCH && c->depth == 0)
-		dl_tcalls_launch(&th->calls, t->out, &th->track, c->ts, c->entry_only ? 0 : c->dur_ns);
+		dl_tcalls_launch(&th->calls, t->cv.out, &th->track, c->ts, c->entry_only ? 0 : c->dur_ns);
 	if (c->api->cls == DL_CLS_SYNC && c->depth == 0)
 		dl_tcalls_sync(&th->calls, c->ts, c->dur_ns);
 	n = dl_call_slice_args(c, a, &text);
@@ -316,13 +311,6 @@ static void add_cuda(struct dl_timeline *t, const struct dl_call *c)
 }
 
 static const struct dl_ttrack *known_thread_track(void *tl, pid_t pid, pid_t tid);
-
-static struct dl_tgpu_ctx ctx_of(struct dl_timeline *t)
-{
-	return (struct dl_tgpu_ctx){ .out = t->out, .next_uuid = &t->next_uuid, .st = &t->st,
-				     .pseudo_tid = PSEUDO_TID - 2, .next_flow = &t->next_flow,
-				     .thread_track = known_thread_track, .tl = t };
-}
 
 static struct lane *lane_for(struct dl_timeline *t, uint64_t s)
 {
@@ -334,7 +322,7 @@ static struct lane *lane_for(struct dl_timeline *t, uint64_t s)
 		uint64_t parent = tree_track(t)->uuid;
 
 		snprintf(l->name, sizeof(l->name), "disk I/O lane %d", t->nlanes);
-		l->track = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = parent,
+		l->track = (struct dl_ttrack){ .uuid = dl_tcanvas_uuid(&t->cv), .parent = parent,
 					      .kind = DL_TT_PLAIN, .pid = TREE_PID, .tid = t->nlanes + 1, .name = l->name };
 		declare(t, &l->track);
 		t->nlanes++;
@@ -377,9 +365,7 @@ static void add_bio(struct dl_timeline *t, const struct dl_bio_ev *ev)
 					   .name = async ? (write ? "write (async)" : "read (async)") : write ? "write" : "read",
 					   .args = a, .nargs = n });
 	if (!async && !write && ev->h.tid) {
-		struct dl_tgpu_ctx ctx = ctx_of(t);
-
-		dl_tfiles_bio(&ctx, t->files, (pid_t)ev->h.tgid, (pid_t)ev->h.tid, ev->h.ts, e, &l->track);
+		dl_tfiles_bio(&t->cv, t->files, (pid_t)ev->h.tgid, (pid_t)ev->h.tid, ev->h.ts, e, &l->track);
 	}
 }
 
@@ -434,7 +420,7 @@ static void add_proc(struct dl_timeline *t, const struct dl_proc_ev *ev)
 /* The first write error stops the trace, said at once: tracing may go on for hours. */
 static void check_write(struct dl_timeline *t)
 {
-	if (t->err || !t->out->f || !ferror(t->out->f))
+	if (t->err || !t->cv.out->f || !ferror(t->cv.out->f))
 		return;
 	t->err = errno ? -errno : -EIO;
 	dl_err("writing the trace failed: %s; the rest of the trace is left out", strerror(-t->err));
@@ -447,15 +433,13 @@ static void add_read(struct dl_timeline *t, const struct dl_file_read_ev *e)
 	struct dl_targ a[3] = { { .name = "bytes", .type = DL_TA_U64, .u = (uint64_t)e->ret },
 				{ .name = "disk bytes", .type = DL_TA_U64, .u = e->disk_bytes } };
 	const char *path = e->h.size >= sizeof(*e) && e->ret >= 0 ? dl_tfiles_path(t->files, e) : NULL;
-	struct dl_tgpu_ctx ctx = ctx_of(t);
-
 	if (!path)
 		return;
 	a[2] = (struct dl_targ){ .name = "file", .type = DL_TA_STR, .s = path };
 	emit_slice(t, &(struct dl_tslice){ .track = &thread_of(t, (pid_t)e->h.tgid, (pid_t)e->h.tid)->track,
 					   .ts = e->h.ts, .dur = e->dur_ns, .cat = "file", .name = "read", .args = a,
 					   .nargs = 3 });
-	dl_tfiles_read(&ctx, t->files, (pid_t)e->h.tgid, (pid_t)e->h.tid, e->h.ts, e->h.ts + e->dur_ns);
+	dl_tfiles_read(&t->cv, t->files, (pid_t)e->h.tgid, (pid_t)e->h.tid, e->h.ts, e->h.ts + e->dur_ns);
 }
 
 int dl_timeline_sink(void *trace, const struct dl_rec *r)
@@ -538,15 +522,14 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 	th = thread_of(t, s->pid, s->tid);
 	p = find_proc(t, s->pid);
 	if (!p->steps_declared) {
-		p->steps = (struct dl_ttrack){ .uuid = t->next_uuid++, .parent = p->track.uuid, .kind = DL_TT_PLAIN,
+		p->steps = (struct dl_ttrack){ .uuid = dl_tcanvas_uuid(&t->cv), .parent = p->track.uuid, .kind = DL_TT_PLAIN,
 					      .pid = s->pid, .tid = PSEUDO_TID - 1, .name = "steps" };
 		declare(t, &p->steps);
 		p->steps_declared = true;
 	}
 	dl_tcalls_in(&th->calls, s->start_ns, end, &copy, &sync);
 	if (copy || sync) {
-		flow = ++t->next_flow;
-		t->st.flows++;
+		flow = dl_tcanvas_flow(&t->cv);
 	}
 	dl_targ_add(a, &n, "index", DL_TA_U64)->u = s->index;
 	dl_targ_add(a, &n, "share", DL_TA_DBL)->d = s->share;
@@ -565,15 +548,13 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 					   .name = (unsigned)s->verdict < DL_V_COUNT ? dl_verdict_name(s->verdict) : "step",
 					   .args = a, .nargs = n, .flow_out = flow });
 	if (copy)
-		t->out->flow_mark(t->out, &th->track, copy->ts + copy->dur / 2, "step h2d", flow, !sync);
+		t->cv.out->flow_mark(t->cv.out, &th->track, copy->ts + copy->dur / 2, "step h2d", flow, !sync);
 	if (sync)
-		t->out->flow_mark(t->out, &th->track, sync->ts + sync->dur / 2, "step sync", flow, 1);
-	struct dl_tgpu_ctx ctx = ctx_of(t);
-
-	dl_tgpu_step(t->gpu, &ctx, &p->track, s);
-	batch = dl_tfiles_step_flows(&ctx, t->files, s);
+		t->cv.out->flow_mark(t->cv.out, &th->track, sync->ts + sync->dur / 2, "step sync", flow, 1);
+	dl_tgpu_step(t->gpu, &t->cv, &p->track, s);
+	batch = dl_tfiles_step_flows(&t->cv, t->files, s);
 	if (batch)
-		dl_tcalls_batch(&th->calls, t->out, &th->track, batch, s->input.handoff_ns);
+		dl_tcalls_batch(&th->calls, t->cv.out, &th->track, batch, s->input.handoff_ns);
 	check_write(t);
 }
 
@@ -610,10 +591,11 @@ struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt)
 	struct dl_timeline *t = dl_xcalloc(1, sizeof(*t));
 
 	t->fmt = fmt;
-	t->next_uuid = 1;
+	t->cv.thread_track = known_thread_track;
+	t->cv.tl = t;
 	t->gpu = dl_tgpu_new();
 	t->files = dl_tfiles_new();
-	t->out = fmt == DL_TIMELINE_JSON ? dl_chrome_json_out(f)
+	t->cv.out = fmt == DL_TIMELINE_JSON ? dl_chrome_json_out(f)
 				       : dl_perfetto_out(f, dl_clock_ns(CLOCK_MONOTONIC), dl_clock_ns(CLOCK_BOOTTIME),
 							 dl_clock_ns(CLOCK_REALTIME));
 	return t;
@@ -621,8 +603,8 @@ struct dl_timeline *dl_timeline_new(FILE *f, enum dl_timeline_format fmt)
 
 void dl_timeline_set_clocks(struct dl_timeline *t, uint64_t mono, uint64_t boot, uint64_t real)
 {
-	if (t->out->clocks)
-		t->out->clocks(t->out, mono, boot ? boot : mono, real);
+	if (t->cv.out->clocks)
+		t->cv.out->clocks(t->cv.out, mono, boot ? boot : mono, real);
 }
 
 int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
@@ -633,23 +615,27 @@ int dl_timeline_finish(struct dl_timeline *t, struct dl_timeline_stats *stats)
 		return -EINVAL;
 	/* Batches whose copy or launch never came: their flows end where they got to. */
 	for (size_t i = 0; i < t->threads.n; i++)
-		dl_tcalls_close(&t->threads.v[i].calls, t->out, &t->threads.v[i].track);
+		dl_tcalls_close(&t->threads.v[i].calls, t->cv.out, &t->threads.v[i].track);
 	/* The counters' last bins: each series ends with a sample at its last value change. */
 	for (int i = 0; t->bins_started && i < NBINS; i++)
 		flush_bin(t);
-	err = t->out->finish(t->out);
+	err = t->cv.out->finish(t->cv.out);
 	if (!err)
 		err = t->err;
-	t->st.events = t->out->events;
-	t->st.late = t->out->late;
-	if (t->out->f) {
-		long pos = ftell(t->out->f);
+	t->st.tracks = t->cv.tracks;
+	t->st.slices = t->cv.slices;
+	t->st.counters = t->cv.counters;
+	t->st.flows = t->cv.flows;
+	t->st.events = t->cv.out->events;
+	t->st.late = t->cv.out->late;
+	if (t->cv.out->f) {
+		long pos = ftell(t->cv.out->f);
 
 		t->st.bytes = pos > 0 ? (uint64_t)pos : 0;
 	}
 	if (stats)
 		*stats = t->st;
-	t->out->destroy(t->out);
+	t->cv.out->destroy(t->cv.out);
 	dl_tgpu_free(t->gpu);
 	dl_tfiles_free(t->files);
 	dl_vec_free(&t->procs);

@@ -135,14 +135,8 @@ void dl_tfiles_thread_exit(struct dl_tfiles *f, pid_t pid, pid_t tid)
 	f->io.n--;
 }
 
-static uint64_t new_flow(const struct dl_tgpu_ctx *ctx)
-{
-	ctx->st->flows++;
-	return ++*ctx->next_flow;
-}
-
 /* A request drawn from its lane into the read slice that waited for it. */
-static void link_bio(const struct dl_tgpu_ctx *ctx, const struct dl_ttrack *reader, struct io_span *bio,
+static void link_bio(struct dl_tcanvas *cv, const struct dl_ttrack *reader, struct io_span *bio,
 		     const struct io_span *rd)
 {
 	uint64_t flow, at = bio->end < rd->end ? bio->end : rd->end;
@@ -150,34 +144,34 @@ static void link_bio(const struct dl_tgpu_ctx *ctx, const struct dl_ttrack *read
 	if (bio->linked || bio->ts < rd->ts || bio->ts > rd->end)
 		return;
 	bio->linked = true;
-	flow = new_flow(ctx);
-	ctx->out->flow_mark(ctx->out, bio->lane, bio->ts, "disk request", flow, 0);
-	ctx->out->flow_mark(ctx->out, reader, at > rd->ts ? at : rd->ts, "disk request", flow, 1);
+	flow = dl_tcanvas_flow(cv);
+	cv->out->flow_mark(cv->out, bio->lane, bio->ts, "disk request", flow, 0);
+	cv->out->flow_mark(cv->out, reader, at > rd->ts ? at : rd->ts, "disk request", flow, 1);
 }
 
-void dl_tfiles_bio(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts,
+void dl_tfiles_bio(struct dl_tcanvas *cv, struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts,
 		   uint64_t end, const struct dl_ttrack *lane)
 {
 	struct io_thread *io = io_of(f, pid, tid, true);
-	const struct dl_ttrack *reader = ctx->thread_track(ctx->tl, pid, tid);
+	const struct dl_ttrack *reader = dl_tcanvas_thread(cv, pid, tid);
 	struct io_span *b = &io->bios[io->nbios++ % IO_RECENT];
 
 	*b = (struct io_span){ .ts = ts, .end = end, .lane = lane };
 	/* Records come in the order the ring buffer took them: a completion before its read's return, as a rule. */
 	for (unsigned i = io->nreads > IO_RECENT ? io->nreads - IO_RECENT : 0; reader && i < io->nreads; i++)
-		link_bio(ctx, reader, b, &io->reads[i % IO_RECENT]);
+		link_bio(cv, reader, b, &io->reads[i % IO_RECENT]);
 }
 
-void dl_tfiles_read(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts,
+void dl_tfiles_read(struct dl_tcanvas *cv, struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts,
 		    uint64_t end)
 {
 	struct io_thread *io = io_of(f, pid, tid, true);
-	const struct dl_ttrack *reader = ctx->thread_track(ctx->tl, pid, tid);
+	const struct dl_ttrack *reader = dl_tcanvas_thread(cv, pid, tid);
 	struct io_span *rd = &io->reads[io->nreads++ % IO_RECENT];
 
 	*rd = (struct io_span){ .ts = ts, .end = end };
 	for (unsigned i = io->nbios > IO_RECENT ? io->nbios - IO_RECENT : 0; reader && i < io->nbios; i++)
-		link_bio(ctx, reader, &io->bios[i % IO_RECENT], rd);
+		link_bio(cv, reader, &io->bios[i % IO_RECENT], rd);
 }
 
 /*
@@ -219,27 +213,27 @@ static const struct io_span *last_read(struct dl_tfiles *f, pid_t pid, pid_t tid
  * flow, left open on the woken side when open_end (the caller continues it),
  * or 0 when a track is unknown.
  */
-static uint64_t handoff(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f, pid_t from_pid, pid_t from_tid,
+static uint64_t handoff(struct dl_tcanvas *cv, struct dl_tfiles *f, pid_t from_pid, pid_t from_tid,
 			pid_t to_pid, pid_t to_tid, uint64_t since, uint64_t ts, bool open_end)
 {
-	const struct dl_ttrack *from = ctx->thread_track(ctx->tl, from_pid, from_tid);
-	const struct dl_ttrack *to = ctx->thread_track(ctx->tl, to_pid, to_tid);
+	const struct dl_ttrack *from = dl_tcanvas_thread(cv, from_pid, from_tid);
+	const struct dl_ttrack *to = dl_tcanvas_thread(cv, to_pid, to_tid);
 	const struct io_span *rd;
 	uint64_t flow;
 
 	if (!from || !to || from == to)
 		return 0;
-	flow = new_flow(ctx);
+	flow = dl_tcanvas_flow(cv);
 	rd = last_read(f, from_pid, from_tid, since, ts);
 	if (rd)
-		ctx->out->flow_mark(ctx->out, from, rd->ts + (rd->end - rd->ts) / 2, "batch read", flow, 0);
-	ctx->out->flow_mark(ctx->out, from, ts, "hand-off", flow, 0);
+		cv->out->flow_mark(cv->out, from, rd->ts + (rd->end - rd->ts) / 2, "batch read", flow, 0);
+	cv->out->flow_mark(cv->out, from, ts, "hand-off", flow, 0);
 	if (!open_end)
-		ctx->out->flow_mark(ctx->out, to, ts, "hand-off", flow, 1);
+		cv->out->flow_mark(cv->out, to, ts, "hand-off", flow, 1);
 	return flow;
 }
 
-uint64_t dl_tfiles_step_flows(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f, const struct dl_step *s)
+uint64_t dl_tfiles_step_flows(struct dl_tcanvas *cv, struct dl_tfiles *f, const struct dl_step *s)
 {
 	const struct dl_step_lineage *in = &s->input;
 	pid_t pid = (pid_t)in->waker_pid, tid = (pid_t)in->waker_tid;
@@ -247,11 +241,11 @@ uint64_t dl_tfiles_step_flows(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f
 
 	if (!in->woken || in->waker_ctx != DL_WAKE_TASK || !tid)
 		return 0;
-	flow = handoff(ctx, f, pid, tid, s->pid, s->tid, in->since_ns, in->handoff_ns, true);
+	flow = handoff(cv, f, pid, tid, s->pid, s->tid, in->since_ns, in->handoff_ns, true);
 	for (uint32_t i = 0; i < in->nchain; i++) {
 		const struct dl_lin_hop *h = &in->chain[i];
 
-		handoff(ctx, f, (pid_t)h->pid, (pid_t)h->tid, pid, tid, h->since_ns, h->handoff_ns, false);
+		handoff(cv, f, (pid_t)h->pid, (pid_t)h->tid, pid, tid, h->since_ns, h->handoff_ns, false);
 		pid = (pid_t)h->pid;
 		tid = (pid_t)h->tid;
 	}

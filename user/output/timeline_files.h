@@ -10,7 +10,7 @@
 
 #include "analysis/steps.h"
 #include "dlbpf/events.h"
-#include "output/timeline_gpu.h"
+#include "output/timeline_writer.h"
 
 struct dl_tfiles;
 
@@ -25,9 +25,9 @@ void dl_tfiles_free(struct dl_tfiles *f);
  * that thread: each request is drawn as a flow into the read that waited for
  * it, whichever of the two records comes first.
  */
-void dl_tfiles_bio(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts,
+void dl_tfiles_bio(struct dl_tcanvas *cv, struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts,
 		   uint64_t end, const struct dl_ttrack *lane);
-void dl_tfiles_read(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts,
+void dl_tfiles_read(struct dl_tcanvas *cv, struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts,
 		    uint64_t end);
 /* A wake-up thread (pid, tid) made at ts (a hand-off, maybe): its last read before it is kept. */
 void dl_tfiles_wake(struct dl_tfiles *f, pid_t pid, pid_t tid, uint64_t ts);
@@ -40,6 +40,6 @@ void dl_tfiles_thread_exit(struct dl_tfiles *f, pid_t pid, pid_t tid);
  * thread is returned open (0 if none was drawn): the caller carries it on to
  * the batch's copy and kernels.
  */
-uint64_t dl_tfiles_step_flows(const struct dl_tgpu_ctx *ctx, struct dl_tfiles *f, const struct dl_step *s);
+uint64_t dl_tfiles_step_flows(struct dl_tcanvas *cv, struct dl_tfiles *f, const struct dl_step *s);
 
 #endif

@@ -52,7 +52,7 @@ static void name_track(struct gtrack *t)
 		snprintf(t->name, sizeof(t->name), "GPU (inferred) stream 0x%" PRIx64, t->stream);
 }
 
-static const struct dl_ttrack *track_of(struct dl_tgpu *g, const struct dl_tgpu_ctx *ctx, const struct dl_ttrack *proc,
+static const struct dl_ttrack *track_of(struct dl_tgpu *g, struct dl_tcanvas *cv, const struct dl_ttrack *proc,
 					pid_t pid, uint64_t stream)
 {
 	size_t mine = 0;
@@ -72,31 +72,29 @@ static const struct dl_ttrack *track_of(struct dl_tgpu *g, const struct dl_tgpu_
 	t->stream = stream;
 	name_track(t);
 	/* Below the steps track's pseudo tid, one per track of the process. */
-	t->track = (struct dl_ttrack){ .uuid = (*ctx->next_uuid)++, .parent = proc->uuid, .kind = DL_TT_PLAIN,
-				       .pid = pid, .tid = (pid_t)(ctx->pseudo_tid - mine), .name = t->name };
+	t->track = (struct dl_ttrack){ .uuid = dl_tcanvas_uuid(cv), .parent = proc->uuid, .kind = DL_TT_PLAIN,
+				       .pid = pid, .tid = (pid_t)(DL_TGPU_TID_TOP - mine), .name = t->name };
 	g->tracks[g->n++] = t;
-	ctx->out->track(ctx->out, &t->track);
-	ctx->st->tracks++;
+	dl_tcanvas_track(cv, &t->track);
 	return &t->track;
 }
 
 /* The mark on the stream's track binds to the slice that begins there: the span the call's work opened. */
-static void enqueue_flow(struct dl_tgpu *g, const struct dl_tgpu_ctx *ctx, const struct dl_ttrack *proc, pid_t pid,
+static void enqueue_flow(struct dl_tgpu *g, struct dl_tcanvas *cv, const struct dl_ttrack *proc, pid_t pid,
 			 const struct dl_gpu_span *sp)
 {
-	const struct dl_ttrack *th = ctx->thread_track ? ctx->thread_track(ctx->tl, pid, (pid_t)sp->tid) : NULL;
-	const struct dl_ttrack *tr = track_of(g, ctx, proc, pid, sp->stream);
+	const struct dl_ttrack *th = dl_tcanvas_thread(cv, pid, (pid_t)sp->tid);
+	const struct dl_ttrack *tr = track_of(g, cv, proc, pid, sp->stream);
 	uint64_t flow;
 
 	if (!th || !tr)
 		return;
-	flow = ++*ctx->next_flow;
-	ctx->st->flows++;
-	ctx->out->flow_mark(ctx->out, th, sp->start, "enqueue", flow, 0);
-	ctx->out->flow_mark(ctx->out, tr, sp->start, "enqueue", flow, 1);
+	flow = dl_tcanvas_flow(cv);
+	cv->out->flow_mark(cv->out, th, sp->start, "enqueue", flow, 0);
+	cv->out->flow_mark(cv->out, tr, sp->start, "enqueue", flow, 1);
 }
 
-void dl_tgpu_step(struct dl_tgpu *g, const struct dl_tgpu_ctx *ctx, const struct dl_ttrack *proc,
+void dl_tgpu_step(struct dl_tgpu *g, struct dl_tcanvas *cv, const struct dl_ttrack *proc,
 		  const struct dl_step *s)
 {
 	for (uint32_t i = 0; i < s->ngpu_spans; i++) {
@@ -104,10 +102,10 @@ void dl_tgpu_step(struct dl_tgpu *g, const struct dl_tgpu_ctx *ctx, const struct
 		bool idle = sp->kind == DL_GS_IDLE;
 
 		if (sp->kind == DL_GS_ENQUEUE) {
-			enqueue_flow(g, ctx, proc, s->pid, sp);
+			enqueue_flow(g, cv, proc, s->pid, sp);
 			continue;
 		}
-		const struct dl_ttrack *tr = track_of(g, ctx, proc, s->pid, idle ? 0 : sp->stream);
+		const struct dl_ttrack *tr = track_of(g, cv, proc, s->pid, idle ? 0 : sp->stream);
 		struct dl_targ a[2] = { { .name = idle ? "while" : "certain", .type = idle ? DL_TA_STR : DL_TA_BOOL } };
 
 		if (!tr)
@@ -117,10 +115,9 @@ void dl_tgpu_step(struct dl_tgpu *g, const struct dl_tgpu_ctx *ctx, const struct
 		else
 			a[0].u = sp->kind == DL_GS_BUSY;
 		a[1] = (struct dl_targ){ .name = "step", .type = DL_TA_U64, .u = s->index };
-		ctx->out->slice(ctx->out, &(struct dl_tslice){
+		dl_tcanvas_slice(cv, &(struct dl_tslice){
 			.track = tr, .ts = sp->start, .dur = sp->end - sp->start, .cat = "gpu (inferred)",
 			.name = idle ? dl_idle_name((enum dl_idle)sp->idle) : sp->kind == DL_GS_BUSY ? "busy" : "maybe busy",
 			.args = a, .nargs = 2 });
-		ctx->st->slices++;
 	}
 }

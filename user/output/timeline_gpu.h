@@ -15,23 +15,15 @@
 
 struct dl_tgpu;
 
-struct dl_tgpu_ctx {
-	struct dl_tout *out;
-	uint64_t *next_uuid;               /* the timeline's track uuids */
-	struct dl_timeline_stats *st;
-	uint32_t pseudo_tid;               /* JSON: the tracks' tids count down from it */
-	uint64_t *next_flow;               /* the timeline's flow ids */
-	/* The track of a thread's CUDA calls (where its enqueues lie); NULL: none. */
-	const struct dl_ttrack *(*thread_track)(void *tl, pid_t pid, pid_t tid);
-	void *tl;
-};
+/* JSON: the device tracks' tids count down from here (the timeline's own plain tracks are above). */
+#define DL_TGPU_TID_TOP (DL_TPSEUDO_TID - 2)
 
 struct dl_tgpu *dl_tgpu_new(void);
 /*
  * Draws the step's device timeline (step->gpu_spans) under the process track
  * proc, with a flow from each call that began a stream's span to that span.
  */
-void dl_tgpu_step(struct dl_tgpu *g, const struct dl_tgpu_ctx *ctx, const struct dl_ttrack *proc,
+void dl_tgpu_step(struct dl_tgpu *g, struct dl_tcanvas *cv, const struct dl_ttrack *proc,
 		  const struct dl_step *step);
 void dl_tgpu_free(struct dl_tgpu *g);
 

@@ -56,6 +56,58 @@ struct dl_tout {
 };
 
 /* mono, boot, real: one reading of CLOCK_MONOTONIC, BOOTTIME and REALTIME (for the clock snapshot). */
+/*
+ * What every part of one timeline draws on: its writer, the ids of its tracks
+ * and flows, and the counts of what was drawn. The timeline owns it; its parts
+ * (timeline_gpu.c, timeline_files.c) draw through it, and find a thread's
+ * track (where its calls lie) through it.
+ */
+struct dl_tcanvas {
+	struct dl_tout *out;
+	uint64_t next_uuid, next_flow;     /* the last given */
+	uint64_t tracks, slices, counters, flows;
+	/* The track of a thread's CUDA calls; NULL: none. */
+	const struct dl_ttrack *(*thread_track)(void *tl, pid_t pid, pid_t tid);
+	void *tl;
+};
+
+/* JSON tids of tracks that are not a thread's count down from here (a thread's state track is above it). */
+#define DL_TPSEUDO_TID 0x20000000
+
+static inline uint64_t dl_tcanvas_uuid(struct dl_tcanvas *c)
+{
+	return ++c->next_uuid;
+}
+
+static inline uint64_t dl_tcanvas_flow(struct dl_tcanvas *c)
+{
+	c->flows++;
+	return ++c->next_flow;
+}
+
+static inline void dl_tcanvas_track(struct dl_tcanvas *c, const struct dl_ttrack *t)
+{
+	c->out->track(c->out, t);
+	c->tracks++;
+}
+
+static inline void dl_tcanvas_slice(struct dl_tcanvas *c, const struct dl_tslice *s)
+{
+	c->out->slice(c->out, s);
+	c->slices++;
+}
+
+static inline void dl_tcanvas_counter(struct dl_tcanvas *c, const struct dl_ttrack *t, uint64_t ts, double v)
+{
+	c->out->counter(c->out, t, ts, v);
+	c->counters++;
+}
+
+static inline const struct dl_ttrack *dl_tcanvas_thread(const struct dl_tcanvas *c, pid_t pid, pid_t tid)
+{
+	return c->thread_track ? c->thread_track(c->tl, pid, tid) : NULL;
+}
+
 struct dl_tout *dl_perfetto_out(FILE *f, uint64_t mono_ts, uint64_t boot_ts, uint64_t real_ts);
 struct dl_tout *dl_chrome_json_out(FILE *f);
 
