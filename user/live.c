@@ -189,14 +189,14 @@ static void emit_lib_refused(pid_t pid, const char *path, int err, void *arg)
 /* Attaches to CUDA runtimes that appeared in a traced process (exec, dlopen) since the last scan. */
 static void rescan_pid(struct dl_live *l, pid_t pid, bool first)
 {
+	struct dl_maps *maps = dl_maps_read(pid);   /* one read of its mappings for the users below (NULL: each reads) */
 	int n;
 
-	dl_maps_hold(pid);   /* one read of its mappings for the three users below */
-	dl_symbolizer_note(l->col.symbolizer, pid);
-	dl_pyprocs_scan(&l->col.py, pid);
-	dl_markers_attach(&l->markers, l->tracer, pid);
-	n = dl_tracer_scan_cuda(l->tracer, pid);
-	dl_maps_release();
+	dl_symbolizer_note(l->col.symbolizer, pid, maps);
+	dl_pyprocs_scan(&l->col.py, pid, maps);
+	dl_markers_attach(&l->markers, l->tracer, pid, maps);
+	n = dl_tracer_scan_cuda(l->tracer, pid, maps);
+	dl_maps_free(maps);
 	if (n > 0 && !first)
 		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
 	dl_tracer_exec_settled(l->tracer, pid);

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
@@ -249,6 +252,53 @@ static void test_pcie_link(void)
 	CHECK(dl_pcie_link_mbps("16.0 GT/s PCIe", "0") == 0, "no lanes");
 }
 
+struct path_count {
+	const char *path;
+	int n;
+};
+
+/* Counts the file mappings of one path (the test's own file, mapped around the snapshot). */
+static int count_path(const struct dl_mapping *m, void *arg)
+{
+	struct path_count *pc = arg;
+
+	pc->n += !strcmp(m->path, pc->path);
+	return 0;
+}
+
+static void test_maps_snapshot(void)
+{
+	char path[] = "/tmp/dlbpf-test-procfs-XXXXXX";
+	int fd = mkstemp(path), live = 0, snap_n = 0;
+	struct path_count in_live = { .path = path }, in_snap = { .path = path };
+	struct dl_maps *snap;
+	void *map;
+
+	CHECK(fd >= 0 && ftruncate(fd, 4096) == 0, "temporary file: %m");
+	snap = dl_maps_read(getpid());
+	CHECK(snap != NULL, "snapshot of own maps: %m");
+	map = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(map != MAP_FAILED, "mmap: %m");
+	/* Mapped after the snapshot: the live maps show it, the snapshot does not. */
+	dl_maps_foreach(getpid(), count_path, &in_live);
+	dl_maps_foreach_in(snap, getpid(), count_path, &in_snap);
+	CHECK(in_live.n == 1, "live maps show the file mapped once (%d)", in_live.n);
+	CHECK(in_snap.n == 0, "the snapshot keeps the maps as read (%d)", in_snap.n);
+	/* The same walk otherwise: every file mapping read then, in the same number. */
+	dl_maps_foreach_in(snap, getpid(), count_self, &snap_n);
+	munmap(map, 4096);
+	dl_maps_foreach(getpid(), count_self, &live);
+	CHECK(snap_n == live && live > 0, "snapshot %d file mappings, live %d", snap_n, live);
+	/* A snapshot of another process is not used: the walk reads the maps of the one asked for. */
+	live = 0;
+	CHECK(dl_maps_foreach_in(snap, 0x7ffffff0, count_self, &live) < 0 && live == 0, "another pid reads live");
+	dl_maps_free(snap);
+	errno = 0;
+	CHECK(dl_maps_read(0x7ffffff0) == NULL && errno != 0, "snapshot of a missing pid: NULL, errno set");
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_cgroup_paths();
@@ -258,5 +308,6 @@ int main(void)
 	test_stat_lines();
 	test_cudart_names();
 	test_live_proc();
+	test_maps_snapshot();
 	return check_report("test_procfs");
 }

@@ -45,7 +45,7 @@ static void test_live_and_exited(void)
 		_exit(symbolize_probe_target(0) == 2 ? 0 : 1);
 	}
 	close(pipefd[0]);
-	CHECK(dl_symbolizer_note(sz, child) == 0, "note of the live child");
+	CHECK(dl_symbolizer_note(sz, child, NULL) == 0, "note of the live child");
 	close(pipefd[1]);
 	CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status), "child");
 	CHECK(kill(child, 0) != 0, "child reaped");

@@ -111,14 +111,14 @@ static int find_glibc(const struct dl_mapping *m, void *arg)
 	return 0;
 }
 
-uint32_t dl_glibc_keys_off_of(pid_t pid)
+uint32_t dl_glibc_keys_off_of(pid_t pid, const struct dl_maps *maps)
 {
 	struct glibc_find g = { .found = 0 };
 	struct dl_tfile f;
 	uint32_t off = 0;
 	int err;
 
-	if (dl_maps_foreach(pid, find_glibc, &g) < 0 || !g.found)
+	if (dl_maps_foreach_in(maps, pid, find_glibc, &g) < 0 || !g.found)
 		return 0;
 	if (dl_tfile_open(pid, g.path, &f, NULL, 0))
 		return 0;

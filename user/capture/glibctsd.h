@@ -26,7 +26,8 @@ uint32_t dl_glibc_keys_off_self(void);
  * first block of other than DL_PY_KEYS_1ST keys).
  */
 int dl_glibc_keys_off_fd(int fd, uint32_t *off);
-/* pid's: from the glibc it maps (through its root); 0 when none says. */
-uint32_t dl_glibc_keys_off_of(pid_t pid);
+struct dl_maps;
+/* pid's: from the glibc it maps (through its root; maps: a snapshot of them, or NULL); 0 when none says. */
+uint32_t dl_glibc_keys_off_of(pid_t pid, const struct dl_maps *maps);
 
 #endif

@@ -62,7 +62,7 @@ int dl_markers_attached(const struct dl_markers *m, pid_t pid)
 	return dl_u64map_get(&m->by_pid, (uint64_t)pid, NULL);
 }
 
-int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid)
+int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, const struct dl_maps *maps)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = 0);
 	struct find_ctx c = { .symbol = m->symbol, .pid = pid };
@@ -80,7 +80,7 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid)
 		try_file(&c, c.exe);
 	}
 	if (!c.found)
-		dl_maps_foreach(pid, scan, &c);
+		dl_maps_foreach_in(maps, pid, scan, &c);
 	if (!c.found)
 		return 0;
 	/* By descriptor: the path looked up again could lead elsewhere (tfile.h). */

@@ -6,6 +6,8 @@
 #include <sys/types.h>
 #include "util.h"
 
+struct dl_maps;   /* capture/procfs.h: a snapshot of a process's mappings */
+
 struct dl_tracer;
 struct bpf_link;
 
@@ -25,7 +27,7 @@ struct dl_markers {
  * executable first, then in every other mapped file. Returns 1 when attached
  * now, 0 when already attached or not found, -errno on failure.
  */
-int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid);
+int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, const struct dl_maps *maps);
 int dl_markers_attached(const struct dl_markers *m, pid_t pid);
 void dl_markers_detach(struct dl_markers *m);
 

@@ -139,65 +139,69 @@ int dl_maps_foreach_file(FILE *f, int (*fn)(const struct dl_mapping *m, void *ar
 	return ret;
 }
 
-/* A file mapping as the hold keeps it: the path on the heap, not in 4 KiB. */
-struct held_mapping {
+/* A file mapping as a snapshot keeps it: the path on the heap, not in 4 KiB. */
+struct snap_mapping {
 	uint64_t start, end, offset, inode;
 	unsigned dev_major, dev_minor;
 	char perms[5];
 	char *path;
 };
 
-static struct {
-	pid_t pid;     /* 0: nothing held */
-	DL_VEC(struct held_mapping) v;
-} held;
+struct dl_maps {
+	pid_t pid;
+	DL_VEC(struct snap_mapping) v;
+};
 
 static int keep_mapping(const struct dl_mapping *m, void *arg)
 {
-	struct held_mapping *h = dl_vec_push(&held.v);
+	struct dl_maps *snap = arg;
+	struct snap_mapping *h = dl_vec_push(&snap->v);
 
-	(void)arg;
-	*h = (struct held_mapping){ .start = m->start, .end = m->end, .offset = m->offset, .inode = m->inode,
+	*h = (struct snap_mapping){ .start = m->start, .end = m->end, .offset = m->offset, .inode = m->inode,
 				    .dev_major = m->dev_major, .dev_minor = m->dev_minor,
 				    .path = dl_xstrdup(m->path) };
 	memcpy(h->perms, m->perms, sizeof(h->perms));
 	return 0;
 }
 
-void dl_maps_release(void)
+void dl_maps_free(struct dl_maps *snap)
 {
-	for (size_t i = 0; i < held.v.n; i++)
-		free(held.v.v[i].path);
-	dl_vec_free(&held.v);
-	held.pid = 0;
+	if (!snap)
+		return;
+	for (size_t i = 0; i < snap->v.n; i++)
+		free(snap->v.v[i].path);
+	dl_vec_free(&snap->v);
+	free(snap);
 }
 
-int dl_maps_hold(pid_t pid)
+struct dl_maps *dl_maps_read(pid_t pid)
 {
+	struct dl_maps *snap;
 	FILE *f;
 	int err;
 
-	dl_maps_release();
 	f = dl_proc_fopen(pid, "maps");
 	if (!f)
-		return -errno;
-	err = dl_maps_foreach_file(f, keep_mapping, NULL);
+		return NULL;
+	snap = dl_xcalloc(1, sizeof(*snap));
+	snap->pid = pid;
+	err = dl_maps_foreach_file(f, keep_mapping, snap);
 	fclose(f);
 	if (err) {
-		dl_maps_release();
-		return err;
+		dl_maps_free(snap);
+		errno = -err;
+		return NULL;
 	}
-	held.pid = pid;
-	return 0;
+	return snap;
 }
 
-static int foreach_held(int (*fn)(const struct dl_mapping *m, void *arg), void *arg)
+static int foreach_snap(const struct dl_maps *snap, int (*fn)(const struct dl_mapping *m, void *arg), void *arg)
 {
 	struct dl_mapping m;
 	int ret = 0;
 
-	for (size_t i = 0; i < held.v.n && !ret; i++) {
-		const struct held_mapping *h = &held.v.v[i];
+	for (size_t i = 0; i < snap->v.n && !ret; i++) {
+		const struct snap_mapping *h = &snap->v.v[i];
 
 		m.start = h->start;
 		m.end = h->end;
@@ -212,13 +216,17 @@ static int foreach_held(int (*fn)(const struct dl_mapping *m, void *arg), void *
 	return ret;
 }
 
+int dl_maps_foreach_in(const struct dl_maps *snap, pid_t pid, int (*fn)(const struct dl_mapping *m, void *arg),
+		       void *arg)
+{
+	return snap && snap->pid == pid ? foreach_snap(snap, fn, arg) : dl_maps_foreach(pid, fn, arg);
+}
+
 int dl_maps_foreach(pid_t pid, int (*fn)(const struct dl_mapping *m, void *arg), void *arg)
 {
 	FILE *f;
 	int ret;
 
-	if (held.pid && held.pid == pid)
-		return foreach_held(fn, arg);
 	f = dl_proc_fopen(pid, "maps");
 	if (!f)
 		return -errno;

@@ -36,15 +36,23 @@ int dl_maps_foreach(pid_t pid, int (*fn)(const struct dl_mapping *m, void *arg),
 int dl_maps_foreach_file(FILE *f, int (*fn)(const struct dl_mapping *m, void *arg), void *arg);
 
 /*
- * A rescan's one read of a process's mappings: between dl_maps_hold(pid) and
- * dl_maps_release(), dl_maps_foreach(pid) walks what the hold read instead of
- * reading and parsing /proc/PID/maps again. A rescan's users (the symbolizer,
- * the --step-on markers, the runtime scan) then see one consistent view, and a
- * process of 3000 mappings costs the collector one parse per rescan, not one
- * per user. Returns 0 or -errno (then dl_maps_foreach reads as usual).
+ * One read of a process's file mappings, walked as often as needed: a rescan
+ * reads them once and hands the snapshot to each of its users (the
+ * symbolizer, the Python scan, the --step-on markers, the runtime scan), so
+ * they see one consistent view, and a process of 3000 mappings costs the
+ * collector one parse per rescan, not one per user.
  */
-int dl_maps_hold(pid_t pid);
-void dl_maps_release(void);
+struct dl_maps;
+
+/* NULL with errno set when the maps cannot be read. */
+struct dl_maps *dl_maps_read(pid_t pid);
+/*
+ * dl_maps_foreach over a snapshot of pid's maps, or over /proc/PID/maps read
+ * now when snap is NULL or of another process.
+ */
+int dl_maps_foreach_in(const struct dl_maps *snap, pid_t pid, int (*fn)(const struct dl_mapping *m, void *arg),
+		       void *arg);
+void dl_maps_free(struct dl_maps *snap);
 
 struct dl_proc_stat {
 	pid_t pid, ppid;

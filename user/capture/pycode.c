@@ -51,7 +51,7 @@ void dl_pyprocs_init(struct dl_pyprocs *pp, int map_fd)
 	pp->map_fd = map_fd;
 	pp->specific_off = dl_glibc_keys_off_self();
 	/* The file's descriptors give what the measurement gave, or they are not read as glibc means them. */
-	pp->own_glibc_agrees = pp->specific_off && dl_glibc_keys_off_of(getpid()) == pp->specific_off;
+	pp->own_glibc_agrees = pp->specific_off && dl_glibc_keys_off_of(getpid(), NULL) == pp->specific_off;
 	if (pp->specific_off && !pp->own_glibc_agrees)
 		dl_debug("glibc's libthread_db descriptors disagree with its pthread keys measured (%+d): "
 			 "every process is taken to run dlbpf's glibc", (int32_t)pp->specific_off);
@@ -170,7 +170,7 @@ static void snapshot_offsets(struct dl_py_cfg *cfg, const struct dl_py_layout *l
 	cfg->str_utf8 = l->compact_utf8;
 }
 
-static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybin *b)
+static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybin *b, const struct dl_maps *maps)
 {
 	uint64_t vals[NSYMS], first_vaddr = 0, bias;
 	const struct dl_py_layout *l;
@@ -202,7 +202,7 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 		minor = (ver >> 16) & 0xff;
 	}
 	l = dl_py_layout_of(major, minor);
-	if (pp->own_glibc_agrees && (keys_off = dl_glibc_keys_off_of(p->pid)) && keys_off != pp->specific_off)
+	if (pp->own_glibc_agrees && (keys_off = dl_glibc_keys_off_of(p->pid, maps)) && keys_off != pp->specific_off)
 		dl_info("pid %d: its glibc keeps pthread keys at %+d (dlbpf's at %+d)", p->pid, (int32_t)keys_off,
 			(int32_t)pp->specific_off);
 	if (!keys_off)
@@ -237,16 +237,16 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 		dl_basename(b->path));
 }
 
-void dl_pyprocs_scan(struct dl_pyprocs *pp, pid_t pid)
+void dl_pyprocs_scan(struct dl_pyprocs *pp, pid_t pid, const struct dl_maps *maps)
 {
 	struct dl_pyproc *p = proc_of(pp, pid, false);
 	struct pybin b = { .path = "" };
 
 	if (p && p->decided)
 		return;
-	if (dl_maps_foreach(pid, find_bin, &b) < 0 || !b.path[0])
+	if (dl_maps_foreach_in(maps, pid, find_bin, &b) < 0 || !b.path[0])
 		return;   /* no interpreter (yet: a later rescan looks again) */
-	set_up(pp, proc_of(pp, pid, true), &b);
+	set_up(pp, proc_of(pp, pid, true), &b, maps);
 }
 
 void dl_pyprocs_fork(struct dl_pyprocs *pp, pid_t child, pid_t parent)

@@ -18,6 +18,8 @@
 #include "records/cuda_api.h"
 #include "util.h"
 
+struct dl_maps;   /* capture/procfs.h: a snapshot of a process's mappings */
+
 struct dl_stream;
 struct dl_pyproc;
 struct dl_pysnap_ev;
@@ -39,7 +41,7 @@ struct dl_pyprocs {
 void dl_pyprocs_init(struct dl_pyprocs *pp, int map_fd);
 void dl_pyprocs_free(struct dl_pyprocs *pp);
 /* Looks at pid's mappings (held by the caller's rescan) for a CPython it was not set up for yet. */
-void dl_pyprocs_scan(struct dl_pyprocs *pp, pid_t pid);
+void dl_pyprocs_scan(struct dl_pyprocs *pp, pid_t pid, const struct dl_maps *maps);
 /* A fork: the child runs the parent's interpreter at the same addresses. */
 void dl_pyprocs_fork(struct dl_pyprocs *pp, pid_t child, pid_t parent);
 /* An exec or an exit: what was known of pid's interpreter is no longer so. */

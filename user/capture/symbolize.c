@@ -191,14 +191,14 @@ static void forget_unmapped(struct pid_maps *pm, const exec_map_vec *fresh)
 	dl_vec_free(&gone);
 }
 
-int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid)
+int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid, const struct dl_maps *maps)
 {
 	struct pid_maps *pm = pid_maps_of(sz, pid, true);
 	exec_map_vec fresh = { 0 };
 	int err;
 
 	pm->read_ns = dl_now_ns();
-	err = dl_maps_foreach(pid, note_mapping, &fresh);
+	err = dl_maps_foreach_in(maps, pid, note_mapping, &fresh);
 
 	/* An exiting process shows no mappings: keep what was known (its events are still being named). */
 	if (!err && (!fresh.n || !dl_proc_running(pid)))
@@ -275,7 +275,7 @@ void dl_symbolize_loc(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, struct
 
 		if (pm && dl_now_ns() - pm->read_ns < DL_SYMBOLIZE_REREAD_NS)
 			loc->reused = true;
-		else if (dl_symbolizer_note(sz, pid) == 0)
+		else if (dl_symbolizer_note(sz, pid, NULL) == 0)
 			m = find_map(pid_maps_of(sz, pid, false), addr);
 	}
 	if (!m) {

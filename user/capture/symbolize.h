@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct dl_maps;   /* capture/procfs.h: a snapshot of a process's mappings */
+
 struct dl_symbolizer;
 
 struct dl_symbolizer *dl_symbolizer_new(void);
@@ -40,7 +42,7 @@ bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr);
  */
 int dl_symbolize_once(struct dl_symbolizer *sz, pid_t pid, uint64_t key, uint64_t addr, struct dl_code_loc *loc);
 /* Remembers pid's executable mappings, to name its addresses after it exits. */
-int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid);
+int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid, const struct dl_maps *maps);
 /* Writes the function name holding addr in pid (empty string if unknown). */
 void dl_symbolize(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, char *buf, size_t len);
 /* Fills loc for addr in pid (what is unknown is left empty). */

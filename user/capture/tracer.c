@@ -774,7 +774,7 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	return 0;
 }
 
-int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
+int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid, const struct dl_maps *maps)
 {
 	struct scan_ctx c = { .t = t, .pid = pid };
 	size_t w = 0;
@@ -783,7 +783,7 @@ int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid)
 	for (size_t i = 0; i < t->cuda.n; i++)
 		if (t->cuda.v[i].pid == pid)
 			t->cuda.v[i].seen = false;
-	err = dl_maps_foreach(pid, scan_mapping, &c);
+	err = dl_maps_foreach_in(maps, pid, scan_mapping, &c);
 	/* No file mapping at all: the process is exiting (its mm is gone), nothing was unmapped. */
 	if (err < 0 || !c.mappings || !dl_proc_running(pid)) {
 		for (size_t i = 0; i < t->cuda.n; i++)

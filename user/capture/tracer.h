@@ -12,6 +12,8 @@
 #include "dlbpf/events.h"
 #include "util.h"
 
+struct dl_maps;   /* capture/procfs.h: a snapshot of a process's mappings */
+
 struct dlbpf;
 struct bpf_link;
 
@@ -129,7 +131,7 @@ int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid);
  * Attaches to every CUDA runtime mapped by pid not attached yet; returns how
  * many were newly attached, or -errno when the process cannot be read.
  */
-int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid);
+int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid, const struct dl_maps *maps);
 /*
  * Calls fn for each CUDA runtime, driver or NCCL of pid that is mapped but
  * could not be read or probed, once: the report says why it has no calls.
