@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <linux/perf_event.h>
-#include <sys/syscall.h>
 #include "capture/kretprobes.h"
 #include "capture/sysevents.h"
 #include "log.h"
@@ -97,25 +95,16 @@ static void remove_stale(int root)
 
 static int event_id(int root, const char *event)
 {
-	char name[128], buf[24];
+	char name[128];
 	int fd;
-	ssize_t n;
 
 	snprintf(name, sizeof(name), "events/dlbpf/%s/id", event);
 	fd = tracefs_file(root, name, O_RDONLY);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EINVAL;
-	buf[n] = '\0';
-	return atoi(buf);
+	return fd < 0 ? -errno : dl_tracefs_id_read(fd);
 }
 
 struct bpf_link *dl_kretprobe_attach(struct dl_kretprobes *k, struct bpf_program *prog, const char *func)
 {
-	struct perf_event_attr attr = { .type = PERF_TYPE_TRACEPOINT, .size = sizeof(attr) };
 	char def[160], *event;
 	struct bpf_link *link;
 	int id, pfd, err;
@@ -146,11 +135,9 @@ struct bpf_link *dl_kretprobe_attach(struct dl_kretprobes *k, struct bpf_program
 		err = id;
 		goto cleanup;
 	}
-	attr.config = (__u64)id;
-	/* One event on CPU 0 is enough: the program hangs off the probe itself, for every CPU. */
-	pfd = (int)syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	pfd = dl_perf_tp_open(id);
 	if (pfd < 0) {
-		err = -errno;
+		err = pfd;
 		goto cleanup;
 	}
 	link = bpf_program__attach_perf_event(prog, pfd);

@@ -16,16 +16,36 @@
 
 const char *const dl_tracefs_roots[DL_TRACEFS_ROOTS] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
 
+int dl_tracefs_id_read(int fd)
+{
+	char buf[24], *end;
+	ssize_t n;
+	long id;
+
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n > 0 ? n : 0] = '\0';
+	id = strtol(buf, &end, 10);
+	return end != buf && (*end == '\n' || *end == '\0') && id >= 0 && id <= INT32_MAX ? (int)id : -EINVAL;
+}
+
+int dl_perf_tp_open(int id)
+{
+	struct perf_event_attr attr = { .type = PERF_TYPE_TRACEPOINT, .size = sizeof(attr), .config = (__u64)id };
+	int fd = (int)syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
 int dl_sysevent_id(const char *event)
 {
 	int err = -ENOENT;
 
 	for (size_t i = 0; i < DL_TRACEFS_ROOTS; i++) {
-		char path[128], buf[24];
-		ssize_t n;
-		long id;
-		char *end;
-		int fd;
+		char path[128];
+		int fd, id;
 
 		snprintf(path, sizeof(path), "%s/events/syscalls/%s/id", dl_tracefs_roots[i], event);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -34,24 +54,15 @@ int dl_sysevent_id(const char *event)
 				err = -errno;
 			continue;
 		}
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		id = strtol(buf, &end, 10);
-		if (end != buf && (*end == '\n' || *end == '\0') && id >= 0 && id <= INT32_MAX)
-			return (int)id;
+		id = dl_tracefs_id_read(fd);
+		if (id >= 0)
+			return id;
 	}
 	return err;
 }
 
 struct bpf_link *dl_sysevent_attach(struct dl_sysevents *s, struct bpf_program *prog, const char *event)
 {
-	struct perf_event_attr attr = {
-		.type = PERF_TYPE_TRACEPOINT,
-		.size = sizeof(attr),
-	};
 	struct bpf_link *link;
 	int id, pfd, keep, err;
 
@@ -64,11 +75,11 @@ struct bpf_link *dl_sysevent_attach(struct dl_sysevents *s, struct bpf_program *
 		errno = -id;
 		return NULL;
 	}
-	attr.config = (__u64)id;
-	/* One event on CPU 0 is enough: the program hangs off the tracepoint itself, for every CPU. */
-	pfd = (int)syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
-	if (pfd < 0)
+	pfd = dl_perf_tp_open(id);
+	if (pfd < 0) {
+		errno = -pfd;
 		return NULL;
+	}
 	keep = fcntl(pfd, F_DUPFD_CLOEXEC, 0);
 	if (keep < 0) {
 		err = errno;

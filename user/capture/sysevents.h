@@ -32,6 +32,14 @@ struct dl_sysevents {
 
 /* The tracepoint id of events/syscalls/<event> in tracefs; -errno if there is none. */
 int dl_sysevent_id(const char *event);
+/* Reads a tracefs event's id file from fd, and closes it: the id, or -errno (-EINVAL: not an id). */
+int dl_tracefs_id_read(int fd);
+/*
+ * A perf event on tracepoint id (a syscall's, a kretprobe's), on CPU 0 alone:
+ * a BPF program attached to it hangs off the tracepoint itself and runs on
+ * every CPU. The fd (close-on-exec), or -errno.
+ */
+int dl_perf_tp_open(int id);
 /*
  * Attaches prog to events/syscalls/<event>; the link is the caller's to
  * destroy with the other links. NULL with errno set on failure.
