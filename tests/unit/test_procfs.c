@@ -137,6 +137,15 @@ static void test_live_proc(void)
 
 	CHECK(dl_maps_foreach(getpid(), count_self, &n) == 0 && n > 0, "own maps: %d file mappings", n);
 	CHECK(dl_maps_foreach(0x7ffffff0, count_self, &n) < 0, "maps of a missing pid");
+	{
+		char small[8], io[512];
+		ssize_t n = dl_proc_read(getpid(), "io", io, sizeof(io));
+
+		CHECK(n > 0 && (size_t)n == strlen(io) && strstr(io, "syscr: "), "own io read whole (%zd)", n);
+		CHECK(dl_proc_read(getpid(), "io", small, sizeof(small)) == (ssize_t)sizeof(small) - 1 &&
+		      strlen(small) == sizeof(small) - 1, "a read cut to the buffer, NUL-terminated");
+		CHECK(dl_proc_read(0x7ffffff0, "io", io, sizeof(io)) == -ENOENT, "io of a missing pid: -ENOENT");
+	}
 	CHECK(dl_proc_alive(getpid()), "self not alive");
 	CHECK(!dl_proc_alive(0x7ffffff0), "missing pid alive");
 

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include "capture/budget.h"
 #include "capture/files.h"
+#include "capture/procfs.h"
 #include "dlbpf.skel.h"
 #include "records/clock.h"
 #include "records/cuda_api.h"
@@ -101,20 +101,11 @@ static uint64_t launch_total(const struct dl_budget *b, const struct dl_summary 
 /* utime + stime of a process (its threads, the exited ones included), in ns; 0 when gone. */
 static uint64_t proc_cpu_ns(pid_t pid)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	unsigned long long ut = 0, st = 0;
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (dl_proc_read(pid, "stat", buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	p = strrchr(buf, ')');   /* comm may hold anything, ')' included */
 	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return 0;
@@ -147,20 +138,11 @@ static double counters_delta(dl_budget_counters *last, const struct dl_summary *
 /* syscr + syscw of /proc/PID/io: the process's read and write calls of every kind; 0 when gone. */
 static uint64_t proc_syscalls(pid_t pid)
 {
-	char path[64], buf[512], *p;
+	char buf[512], *p;
 	unsigned long long r = 0, w = 0;
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (dl_proc_read(pid, "io", buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	if ((p = strstr(buf, "syscr: ")))
 		r = strtoull(p + 7, NULL, 10);
 	if ((p = strstr(buf, "syscw: ")))

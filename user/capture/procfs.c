@@ -19,6 +19,22 @@ int dl_proc_open(pid_t pid, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
+ssize_t dl_proc_read(pid_t pid, const char *name, char *buf, size_t size)
+{
+	int fd = dl_proc_open(pid, name);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = read(fd, buf, size - 1);
+	if (n < 0)
+		n = -errno;
+	else
+		buf[n] = '\0';
+	close(fd);
+	return n;
+}
+
 FILE *dl_proc_fopen(pid_t pid, const char *name)
 {
 	int fd = dl_proc_open(pid, name);
@@ -262,16 +278,10 @@ int dl_stat_parse(const char *buf, struct dl_proc_stat *st)
 int dl_proc_stat(pid_t pid, struct dl_proc_stat *st)
 {
 	char buf[1024];
-	ssize_t n;
-	int fd = dl_proc_open(pid, "stat");
+	ssize_t n = dl_proc_read(pid, "stat", buf, sizeof(buf));
 
-	if (fd < 0)
-		return fd;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
 	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
+		return n < 0 ? (int)n : -EIO;
 	return dl_stat_parse(buf, st) ? -EINVAL : 0;
 }
 
