@@ -30,13 +30,9 @@ struct loop_ctx {
 	__u32 tgid, tid, written;
 };
 
-static long emit_launch(__u64 i, struct loop_ctx *c)
+/* A launch record's payload after its header: the launch drainprod.c set, entry-only, at one site. */
+static __always_inline void launch_payload(struct dl_cuda_ev *e)
 {
-	struct dl_cuda_ev *e = dl_reserve(sizeof(*e), DL_EV_CUDA, DL_DROP_CUDA, bpf_ktime_get_ns(), c->tgid, c->tid);
-
-	(void)i;
-	if (!e)
-		return 0;   /* counted by dl_reserve; the burst goes on, as a traced job would */
 	e->dur_ns = 0;
 	e->ret = 0;
 	e->api = launch_api;
@@ -46,6 +42,16 @@ static long emit_launch(__u64 i, struct loop_ctx *c)
 		e->arg[k] = launch_arg[k];
 	e->out = 0;
 	e->site = launch_site;
+}
+
+static long emit_launch(__u64 i, struct loop_ctx *c)
+{
+	struct dl_cuda_ev *e = dl_reserve(sizeof(*e), DL_EV_CUDA, DL_DROP_CUDA, bpf_ktime_get_ns(), c->tgid, c->tid);
+
+	(void)i;
+	if (!e)
+		return 0;   /* counted by dl_reserve; the burst goes on, as a traced job would */
+	launch_payload(e);
 	dl_submit(e);
 	c->written++;
 	return 0;
@@ -85,6 +91,7 @@ struct {
 	__type(value, struct stage_buf);
 } staging SEC(".maps");
 
+/* A whole launch record, its header stamped as dl_reserve stamps one. */
 static __always_inline void fill_launch(struct dl_cuda_ev *e, struct loop_ctx *c)
 {
 	e->h.size = sizeof(*e);
@@ -93,15 +100,7 @@ static __always_inline void fill_launch(struct dl_cuda_ev *e, struct loop_ctx *c
 	e->h.ts = bpf_ktime_get_ns();
 	e->h.tgid = c->tgid;
 	e->h.tid = c->tid;
-	e->dur_ns = 0;
-	e->ret = 0;
-	e->api = launch_api;
-	e->flags = DL_CUDA_ENTRY_ONLY;
-	e->depth = 0;
-	for (int k = 0; k < DL_CUDA_NARGS; k++)
-		e->arg[k] = launch_arg[k];
-	e->out = 0;
-	e->site = launch_site;
+	launch_payload(e);
 }
 
 static long emit_staged(__u64 i, struct loop_ctx *c)
