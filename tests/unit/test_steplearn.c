@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 #include "check.h"
+#include "pipeline.h"
 #include "analysis/correlate.h"
 #include "analysis/steplearn.h"
 #include "records/stream.h"
@@ -31,11 +32,7 @@ static void gen_init_keep(struct gen *g, const char *step_on, size_t keep_steps)
 	struct dl_corr_opts o = { .step_on = step_on, .pcie_gbps = 10, .keep_steps = keep_steps };
 
 	memset(g, 0, sizeof(*g));
-	g->corr = dl_corr_new(&o);
-	g->stage = (struct dl_step_stage){ .corr = g->corr, .fn = on_step, .ctx = g };
-	dl_stream_add(&g->st, dl_corr_sink, g->corr);
-	dl_stream_add(&g->st, dl_step_stage_sink, &g->stage);
-	dl_emit_trace_start(&g->st, 1, 0);
+	g->corr = test_pipeline(&g->st, NULL, &g->stage, &o, on_step, g);
 }
 
 static void gen_init(struct gen *g, const char *step_on)
