@@ -288,6 +288,7 @@ struct gpusim_state {
 	struct gpusim_dev dev[GPUSIM_MAX_DEVICES];
 	int ndev;                      /* GPUSIM_DEVICES */
 	double peer_bpns;              /* GPUSIM_PEER_GBPS: cudaMemcpyPeer bandwidth */
+	unsigned long long peer_copies;   /* peer copies done, of either API (gpusimPeerCopies) */
 	int ncpus;                     /* online CPUs: cudaDeviceScheduleAuto spins while ndev <= ncpus */
 	double comm_bpns;              /* GPUSIM_NCCL_GBPS: bus bandwidth of collectives */
 	uint64_t comm_latency_ns, comm_launch_ns;

@@ -31,6 +31,7 @@ EXPECTED = {
     "comm": "comm-bound",
     "graph": "gpu-bound",
     "two-gpus": "gpu-bound",
+    "two-gpus-peer": "gpu-bound",
     "balanced": None,
 }
 SHARE_PP = 5.0        # each phase within 5 percentage points
@@ -143,6 +144,22 @@ def judge_graphs(name, steps, tsteps):
     check(len(bad) <= 1, f"{name}: steps {bad[:5]} do not hold one graph launch of {want} kernels and no "
           f"other: {[(st['graph_launches'], st['graph_kernels'], st['kernels']) for st in steps[:3]]}")
     return f"1 graph launch of {want} kernels per step"
+
+
+def judge_peer(name, s, tsum):
+    """Peer copies (cudaMemcpyPeer[Async]) count exactly: dlbpf's calls and device-to-device copies
+    against the loop's own count of the calls that succeeded and the simulator's of the copies it ran."""
+    want = tsum["peer_copies"]
+    check(want > 0 and want == tsum["simulator_peer_copies"],
+          f"{name}: the loop made {want} peer copies, the simulator ran {tsum['simulator_peer_copies']}")
+    p = next(p for p in s["processes"] if p["cuda"]["calls"].get("cudaLaunchKernel"))
+    calls = p["cuda"]["calls"]
+    got = sum(calls.get(api, {}).get("count", 0) for api in ("cudaMemcpyPeer", "cudaMemcpyPeerAsync"))
+    errs = sum(calls.get(api, {}).get("errors", 0) for api in ("cudaMemcpyPeer", "cudaMemcpyPeerAsync"))
+    check(got == want and errs == 0, f"{name}: dlbpf counted {got} peer copies ({errs} failed), the loop {want}")
+    d2d = p["cuda"]["memcpy"]["d2d"]["count"]
+    check(d2d == want, f"{name}: {d2d} device-to-device copies, the loop made {want} (all peer copies)")
+    return f"{got} peer copies, as the loop and the simulator counted"
 
 
 def judge_bounds(name, steps, busy, runq_share=0.0):
@@ -503,6 +520,8 @@ def judge(name, s, truth, sim_env=None):
         note += "; " + judge_devices(name, steps, busy)
     if name == "graph":
         note += "; " + judge_graphs(name, steps, tsteps)
+    if tsum.get("peer_copies"):
+        note += "; " + judge_peer(name, s, tsum)
     return note
 
 
@@ -546,6 +565,21 @@ for _name in EXPECTED:
     for _schedule in SCHEDULES:
         _t = make_test(_name, _schedule)
         globals()[_t.__name__] = _t
+
+
+def test_two_gpus_peer_async():
+    """The two-device loop whose gradients go to device 0 with cudaMemcpyPeerAsync on device 0's legacy
+    stream: device 1's side of each copy is not its own stream's work, so device 1's sync does not end
+    it; device 0's loss copy does. Each device's bounds hold its truth, with sleeping and spinning waits,
+    and the copies count exactly."""
+    notes = []
+    for schedule in SCHEDULES:
+        sim_env = {"GPUSIM_SCHEDULE": schedule}
+        s, truth, d = run_scenario("two-gpus-peer", sim_env=sim_env, train_args=["--peer-async"])
+        check(any("cudaMemcpyPeerAsync" in p["cuda"]["calls"] for p in s["processes"]),
+              f"{schedule}: no cudaMemcpyPeerAsync traced")
+        notes.append(f"{schedule}: " + judge("two-gpus-peer", s, truth, sim_env))
+    return " | ".join(notes)
 
 
 # The simulator's latencies and bandwidths, varied around its defaults (10 us a copy, 24 GB/s

@@ -143,6 +143,26 @@ __asm__(".text\n\t.p2align 2\n\t.globl train_step_begin\n\t.type train_step_begi
 static cudaStream_t graph_stream;
 static cudaGraphExec_t graph_exec;
 static void *d_loss_of[MAX_DEVICES];   /* devices 1..: memory of their own, as a model's replicas hold */
+static void *d_grad_of[MAX_DEVICES];   /* --peer-kb: device d's gradients; device 0's, room for every other's */
+int peer_copies;
+long long sim_peer_copies = -1;
+
+/* Each device but 0 sends its gradients to device 0 (--peer-kb), as a data-parallel loop on one host may. */
+static void peer_step(void)
+{
+	size_t bytes = (size_t)O.peer_kb * 1024;
+
+	for (int d = 1; bytes && d < O.devices; d++) {
+		void *dst = (char *)d_grad_of[0] + (size_t)(d - 1) * bytes;
+		cudaError_t e = O.peer_async ? cudaMemcpyPeerAsync(dst, 0, d_grad_of[d], d, bytes, 0)
+					     : cudaMemcpyPeer(dst, 0, d_grad_of[d], d, bytes);
+
+		if (e == cudaSuccess)
+			peer_copies++;
+		else
+			cuda_fail(O.peer_async ? "cudaMemcpyPeerAsync" : "cudaMemcpyPeer", e);
+	}
+}
 
 /* cudaSetDeviceFlags on every device, as --waits names it (the runtime keeps them per device). */
 static void set_waits(void)
@@ -242,8 +262,12 @@ int main(int argc, char **argv)
 	for (int d = O.devices - 1; d > 0; d--) {
 		CUDA("cudaSetDevice", cudaSetDevice(d));
 		CUDA("cudaMalloc", cudaMalloc(&d_loss_of[d], 256));
+		if (O.peer_kb)
+			CUDA("cudaMalloc", cudaMalloc(&d_grad_of[d], (size_t)O.peer_kb * 1024));
 	}
 	CUDA("cudaSetDevice", cudaSetDevice(0));
+	if (O.peer_kb && O.devices > 1)
+		CUDA("cudaMalloc", cudaMalloc(&d_grad_of[0], (size_t)O.peer_kb * 1024 * (size_t)(O.devices - 1)));
 	CUDA("cudaMalloc", cudaMalloc(&d_batch, batch_bytes));
 	CUDA("cudaMalloc", cudaMalloc(&d_loss, 256));
 	d_loss_of[0] = d_loss;
@@ -281,11 +305,17 @@ int main(int argc, char **argv)
 	if (start_workers(self) || pin_start())
 		return 1;
 	nspinners = start_spinners(self);
+	/*
+	 * The gradients' first copy after the workers' fork writes pages the fork made copy-on-write
+	 * (the simulator's device memory is the process's own): tens of ms for 4 MiB here. Done
+	 * before the loop, as a job's warm-up step would.
+	 */
+	peer_step();
 
 	uint64_t t_prev = now_ns(), t_first = t_prev;
 	for (int step = 0; step < O.steps && !g_stop; step++) {
 		struct step_record r = { .step = step, .start_ns = t_prev, .h2d_bytes = batch_bytes };
-		uint64_t *ph = r.ph, t, oc0, rq0, oc1, rq1;
+		uint64_t *ph = r.ph, t, oc0, rq0, oc1, rq1, peer_ns = 0;
 		int s = step % ring->nslots;
 		size_t chunk, off;
 
@@ -330,6 +360,14 @@ int main(int argc, char **argv)
 			CUDA("cudaLaunchKernel",
 			     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, st));
 		}
+		/*
+		 * The gradients to device 0 (the current device is the last kernel's: the copy names both).
+		 * The call does not wait for the device: its time is the host's (a tracer's "other CUDA"
+		 * time, not a launch's), so it goes to the host phase.
+		 */
+		peer_ns = now_ns();
+		peer_step();
+		peer_ns = now_ns() - peer_ns;
 		/* Side streams join the legacy stream the way frameworks do it: an event each. */
 		for (int i = 0; i < O.streams; i++) {
 			CUDA("cudaEventRecord", cudaEventRecord(joins[i], streams[i]));
@@ -340,7 +378,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "train: ncclAllReduce failed\n");
 			break;
 		}
-		ph[PH_LAUNCH] = now_ns() - t;
+		ph[PH_LAUNCH] = now_ns() - t - peer_ns;
+		ph[PH_HOST] += peer_ns;
 
 		/* 5. loss.item(): a synchronous 4-byte D2H copy waits for the GPU; a loop that logs its
 		 * loss every N steps syncs only then, and its device runs behind meanwhile. */
@@ -403,6 +442,8 @@ int main(int argc, char **argv)
 	for (int d = O.devices - 1; d > 0; d--) {
 		CUDA("cudaSetDevice", cudaSetDevice(d));
 		CUDA("cudaFree", cudaFree(d_loss_of[d]));
+		if (d_grad_of[d])
+			CUDA("cudaFree", cudaFree(d_grad_of[d]));
 	}
 	if (O.devices > 1)
 		CUDA("cudaSetDevice", cudaSetDevice(0));
@@ -415,8 +456,17 @@ int main(int argc, char **argv)
 		CUDA("cudaHostUnregister", cudaHostUnregister(slots));
 	CUDA("cudaFree", cudaFree(d_batch));
 	CUDA("cudaFree", cudaFree(d_loss));
+	if (d_grad_of[0])
+		CUDA("cudaFree", cudaFree(d_grad_of[0]));
 
 	summarize(&tot, &sum);
+	{
+		typedef unsigned long long (*count_fn)(void);
+		count_fn sim_count = (count_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "gpusimPeerCopies");
+
+		if (sim_count)
+			sim_peer_copies = (long long)sim_count();
+	}
 	if (truth) {
 		truth_write_summary(truth, &sum, t_last - t_first, nspinners, cuda_errors, set_cost != NULL);
 		fclose(truth);

@@ -57,6 +57,8 @@ struct opts {
 	int ranks;         /* the communicator's size */
 	int graph;         /* the kernels captured once into a CUDA graph, launched each step on a stream */
 	int devices;       /* the kernels spread over this many devices, each its own loss copy (1: one) */
+	long peer_kb;      /* with devices > 1: each step each device d > 0 copies this much to device 0 (0: none) */
+	int peer_async;    /* ... with cudaMemcpyPeerAsync on device 0's legacy stream, not cudaMemcpyPeer */
 	const char *waits; /* cudaSetDeviceFlags on each device: auto, spin, yield, blocking (NULL: not called) */
 	long data_mb;
 	char data[PATH_MAX];
@@ -187,6 +189,9 @@ void summarize(struct run_totals *t, struct run_summary *s);
 void truth_write_step(FILE *f, const struct step_record *r);
 void truth_write_summary(FILE *f, const struct run_summary *s, uint64_t duration_ns, int nspinners,
 			 int cuda_errors, int simulator);
+/* The peer copies the loop made (calls that succeeded), and the simulator's own count (-1: not the simulator). */
+extern int peer_copies;
+extern long long sim_peer_copies;
 void print_summary(const struct run_summary *s, uint64_t duration_ns, int cuda_errors);
 
 /* ------------------------- the device's own timeline (train_device.c) -- */
