@@ -148,6 +148,15 @@ GPUSIM_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void 
 	return peer_copy(dst, dstDevice, src, srcDevice, count, stream, 1);
 }
 
+/* The calling thread's current device, set by the simulator's driver library (its current context's). */
+GPUSIM_API int gpusimSetCurrentDevice(int device)
+{
+	if (!device_ok(device))
+		return -1;
+	t_device = device;
+	return 0;
+}
+
 /* The peer copies that succeeded so far (cudaMemcpyPeer[Async] and the driver's cuMemcpyPeer[Async]). */
 GPUSIM_API unsigned long long gpusimPeerCopies(void)
 {

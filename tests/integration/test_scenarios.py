@@ -154,8 +154,10 @@ def judge_peer(name, s, tsum):
           f"{name}: the loop made {want} peer copies, the simulator ran {tsum['simulator_peer_copies']}")
     p = next(p for p in s["processes"] if p["cuda"]["calls"].get("cudaLaunchKernel"))
     calls = p["cuda"]["calls"]
-    got = sum(calls.get(api, {}).get("count", 0) for api in ("cudaMemcpyPeer", "cudaMemcpyPeerAsync"))
-    errs = sum(calls.get(api, {}).get("errors", 0) for api in ("cudaMemcpyPeer", "cudaMemcpyPeerAsync"))
+    # The simulator's driver makes its copies with the runtime's: those nest in the driver's calls.
+    apis = ("cuMemcpyPeer", "cuMemcpyPeerAsync") if tsum.get("driver_calls") else ("cudaMemcpyPeer", "cudaMemcpyPeerAsync")
+    got = sum(calls.get(api, {}).get("count", 0) for api in apis)
+    errs = sum(calls.get(api, {}).get("errors", 0) for api in apis)
     check(got == want and errs == 0, f"{name}: dlbpf counted {got} peer copies ({errs} failed), the loop {want}")
     d2d = p["cuda"]["memcpy"]["d2d"]["count"]
     check(d2d == want, f"{name}: {d2d} device-to-device copies, the loop made {want} (all peer copies)")
@@ -579,6 +581,26 @@ def test_two_gpus_peer_async():
         check(any("cudaMemcpyPeerAsync" in p["cuda"]["calls"] for p in s["processes"]),
               f"{schedule}: no cudaMemcpyPeerAsync traced")
         notes.append(f"{schedule}: " + judge("two-gpus-peer", s, truth, sim_env))
+    return " | ".join(notes)
+
+
+def test_two_gpus_driver_contexts():
+    """The two-device loop switching devices through the driver (the simulator's libcuda.so.1, loaded
+    with dlopen): each device's primary context retained once, cuCtxSetCurrent before each kernel,
+    cuCtxPushCurrent/PopCurrent around device 1's drain, the gradients copied with cuMemcpyPeer (then
+    cuMemcpyPeerAsync). No cudaSetDevice is made in the loop, so the kernels' devices come from the
+    contexts alone: each device's bounds hold its truth with sleeping and spinning waits, and every
+    driver call counts exactly as the loop counted it."""
+    notes = []
+    for schedule, args in (("blocking", []), ("spin", []), ("blocking", ["--peer-async"])):
+        sim_env = {"GPUSIM_SCHEDULE": schedule}
+        s, truth, d = run_scenario("two-gpus-peer", sim_env=sim_env, train_args=["--driver-ctx"] + args)
+        want = truth[1]["driver_calls"]
+        p = next(p for p in s["processes"] if p["cuda"]["calls"].get("cudaLaunchKernel"))
+        got = {api: p["cuda"]["calls"].get(api, {}).get("count", 0) for api in want}
+        check(got == want and want["cuCtxSetCurrent"] > 0, f"{schedule} {args}: driver calls {got}, the loop made {want}")
+        notes.append(f"{schedule} {' '.join(args)}: " + judge("two-gpus-peer", s, truth, sim_env) +
+                     f"; driver calls exact: {want}")
     return " | ".join(notes)
 
 

@@ -36,10 +36,12 @@
  * truth in train_truth.c; train.h is what they share.
  */
 #define _GNU_SOURCE
+#include <cuda.h>   /* the driver's types: --driver-ctx loads libcuda.so.1 itself */
 #include <cuda_runtime_api.h>
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +149,67 @@ static void *d_grad_of[MAX_DEVICES];   /* --peer-kb: device d's gradients; devic
 int peer_copies;
 long long sim_peer_copies = -1;
 
+/*
+ * --driver-ctx: the driver API, loaded as frameworks load it (dlopen of libcuda.so.1), switches
+ * devices instead of cudaSetDevice: each device's primary context is retained once, the kernels'
+ * device is set with cuCtxSetCurrent, each drain pushes the device's context and pops it after,
+ * and the gradients go with cuMemcpyPeer[Async], which name contexts.
+ */
+static struct {
+	CUresult (*retain)(CUcontext *, CUdevice);
+	CUresult (*set)(CUcontext);
+	CUresult (*push)(CUcontext);
+	CUresult (*pop)(CUcontext *);
+	CUresult (*peer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
+	CUresult (*peer_async)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+	CUcontext ctx[MAX_DEVICES];
+} drv;
+int driver_calls[DRV_NCALLS];   /* the calls that succeeded, as driver_call_names lists them */
+const char *const driver_call_names[DRV_NCALLS] = { "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",
+						    "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuMemcpyPeer",
+						    "cuMemcpyPeerAsync" };
+
+static bool drv_count(int call, CUresult r)
+{
+	if (r == CUDA_SUCCESS)
+		driver_calls[call]++;
+	else
+		fprintf(stderr, "train: %s failed: %d\n", driver_call_names[call], (int)r);
+	return r == CUDA_SUCCESS;
+}
+
+static int driver_open(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+
+	if (!h) {
+		fprintf(stderr, "train: --driver-ctx: %s\n", dlerror());
+		return -1;
+	}
+	*(void **)&drv.retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+	*(void **)&drv.set = dlsym(h, "cuCtxSetCurrent");
+	*(void **)&drv.push = dlsym(h, "cuCtxPushCurrent_v2");
+	*(void **)&drv.pop = dlsym(h, "cuCtxPopCurrent_v2");
+	*(void **)&drv.peer = dlsym(h, "cuMemcpyPeer");
+	*(void **)&drv.peer_async = dlsym(h, "cuMemcpyPeerAsync");
+	if (!drv.retain || !drv.set || !drv.push || !drv.pop || !drv.peer || !drv.peer_async) {
+		fprintf(stderr, "train: --driver-ctx: libcuda.so.1 lacks a context or peer-copy entry point\n");
+		return -1;
+	}
+	for (int d = 0; d < O.devices; d++)
+		drv_count(DRV_RETAIN, drv.retain(&drv.ctx[d], d));
+	return 0;
+}
+
+/* The calling thread's device: cudaSetDevice, or the device's primary context made current. */
+static void set_device(int d)
+{
+	if (O.driver_ctx)
+		drv_count(DRV_SET, drv.set(drv.ctx[d]));
+	else
+		CUDA("cudaSetDevice", cudaSetDevice(d));
+}
+
 /* Each device but 0 sends its gradients to device 0 (--peer-kb), as a data-parallel loop on one host may. */
 static void peer_step(void)
 {
@@ -154,9 +217,18 @@ static void peer_step(void)
 
 	for (int d = 1; bytes && d < O.devices; d++) {
 		void *dst = (char *)d_grad_of[0] + (size_t)(d - 1) * bytes;
-		cudaError_t e = O.peer_async ? cudaMemcpyPeerAsync(dst, 0, d_grad_of[d], d, bytes, 0)
-					     : cudaMemcpyPeer(dst, 0, d_grad_of[d], d, bytes);
+		cudaError_t e;
 
+		if (O.driver_ctx) {
+			CUdeviceptr to = (CUdeviceptr)(uintptr_t)dst, from = (CUdeviceptr)(uintptr_t)d_grad_of[d];
+
+			if (O.peer_async ? drv_count(DRV_PEER_ASYNC, drv.peer_async(to, drv.ctx[0], from, drv.ctx[d], bytes, NULL))
+					 : drv_count(DRV_PEER, drv.peer(to, drv.ctx[0], from, drv.ctx[d], bytes)))
+				peer_copies++;
+			continue;
+		}
+		e = O.peer_async ? cudaMemcpyPeerAsync(dst, 0, d_grad_of[d], d, bytes, 0)
+				 : cudaMemcpyPeer(dst, 0, d_grad_of[d], d, bytes);
 		if (e == cudaSuccess)
 			peer_copies++;
 		else
@@ -268,6 +340,8 @@ int main(int argc, char **argv)
 	CUDA("cudaSetDevice", cudaSetDevice(0));
 	if (O.peer_kb && O.devices > 1)
 		CUDA("cudaMalloc", cudaMalloc(&d_grad_of[0], (size_t)O.peer_kb * 1024 * (size_t)(O.devices - 1)));
+	if (O.driver_ctx && driver_open())
+		return 1;
 	CUDA("cudaMalloc", cudaMalloc(&d_batch, batch_bytes));
 	CUDA("cudaMalloc", cudaMalloc(&d_loss, 256));
 	d_loss_of[0] = d_loss;
@@ -308,9 +382,14 @@ int main(int argc, char **argv)
 	/*
 	 * The gradients' first copy after the workers' fork writes pages the fork made copy-on-write
 	 * (the simulator's device memory is the process's own): tens of ms for 4 MiB here. Done
-	 * before the loop, as a job's warm-up step would.
+	 * before the loop, as a job's warm-up step would, with the batch's memory, which the
+	 * simulator writes when a peer copy moves the batch copies deferred before it (else in the
+	 * first step's peer copy, tens of ms of host time in a step a tracer's steps do not hold).
 	 */
-	peer_step();
+	if (O.peer_kb && O.devices > 1) {
+		CUDA("cudaMemset", cudaMemset(d_batch, 0, batch_bytes));
+		peer_step();
+	}
 
 	uint64_t t_prev = now_ns(), t_first = t_prev;
 	for (int step = 0; step < O.steps && !g_stop; step++) {
@@ -356,7 +435,7 @@ int main(int argc, char **argv)
 			void *args[1] = { &d_batch };
 			cudaStream_t st = O.streams ? streams[k % O.streams] : 0;
 			if (O.devices > 1)
-				CUDA("cudaSetDevice", cudaSetDevice(k % O.devices));
+				set_device(k % O.devices);
 			CUDA("cudaLaunchKernel",
 			     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, st));
 		}
@@ -394,12 +473,19 @@ int main(int argc, char **argv)
 		} else if (synced) {
 			/* The other devices drained (cudaDeviceSynchronize drains the current one), then device 0's loss. */
 			for (int d = O.devices - 1; d > 0; d--) {
-				CUDA("cudaSetDevice", cudaSetDevice(d));
+				CUcontext popped;
+
+				if (O.driver_ctx)
+					drv_count(DRV_PUSH, drv.push(drv.ctx[d]));
+				else
+					CUDA("cudaSetDevice", cudaSetDevice(d));
 				r.sync_ns = r.sync_ns ? r.sync_ns : now_ns();
 				CUDA("cudaDeviceSynchronize", cudaDeviceSynchronize());
+				if (O.driver_ctx)
+					drv_count(DRV_POP, drv.pop(&popped));
 			}
 			if (O.devices > 1)
-				CUDA("cudaSetDevice", cudaSetDevice(0));
+				set_device(0);
 			r.loss_copy_ns = now_ns();
 			CUDA("cudaMemcpy", cudaMemcpy(&loss, d_loss, sizeof(loss), cudaMemcpyDeviceToHost));
 		}

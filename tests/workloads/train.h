@@ -59,6 +59,7 @@ struct opts {
 	int devices;       /* the kernels spread over this many devices, each its own loss copy (1: one) */
 	long peer_kb;      /* with devices > 1: each step each device d > 0 copies this much to device 0 (0: none) */
 	int peer_async;    /* ... with cudaMemcpyPeerAsync on device 0's legacy stream, not cudaMemcpyPeer */
+	int driver_ctx;    /* devices switched and peer copies made through the driver's contexts (libcuda.so.1) */
 	const char *waits; /* cudaSetDeviceFlags on each device: auto, spin, yield, blocking (NULL: not called) */
 	long data_mb;
 	char data[PATH_MAX];
@@ -192,6 +193,10 @@ void truth_write_summary(FILE *f, const struct run_summary *s, uint64_t duration
 /* The peer copies the loop made (calls that succeeded), and the simulator's own count (-1: not the simulator). */
 extern int peer_copies;
 extern long long sim_peer_copies;
+/* --driver-ctx: the driver calls the loop made that succeeded, by name. */
+enum { DRV_RETAIN, DRV_SET, DRV_PUSH, DRV_POP, DRV_PEER, DRV_PEER_ASYNC, DRV_NCALLS };
+extern int driver_calls[DRV_NCALLS];
+extern const char *const driver_call_names[DRV_NCALLS];
 void print_summary(const struct run_summary *s, uint64_t duration_ns, int cuda_errors);
 
 /* ------------------------- the device's own timeline (train_device.c) -- */
