@@ -584,6 +584,21 @@ def test_two_gpus_peer_async():
     return " | ".join(notes)
 
 
+def test_graph_forked_capture():
+    """The graph loop whose capture forks into a second stream for every other kernel (an event recorded
+    in the capture and waited on there, joined back before the end): the kernels launched on the second
+    stream during the capture are the graph's, not the steps', so each step is one graph launch of all
+    the loop's kernels and no other (judge_graphs), with the verdict and bounds of the graph scenario."""
+    notes = []
+    for schedule in SCHEDULES:
+        sim_env = {"GPUSIM_SCHEDULE": schedule}
+        s, truth, d = run_scenario("graph", sim_env=sim_env, train_args=["--graph-fork"])
+        p = next(p for p in s["processes"] if p["cuda"]["calls"].get("cudaLaunchKernel"))
+        check(p["cuda"]["calls"]["cudaStreamWaitEvent"]["count"] >= 2, f"{schedule}: no fork traced")
+        notes.append(f"{schedule}: " + judge("graph", s, truth, sim_env))
+    return " | ".join(notes)
+
+
 def test_two_gpus_driver_contexts():
     """The two-device loop switching devices through the driver (the simulator's libcuda.so.1, loaded
     with dlopen): each device's primary context retained once, cuCtxSetCurrent before each kernel,

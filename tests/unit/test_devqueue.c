@@ -650,6 +650,59 @@ static void test_peer_copies(void)
 }
 
 /*
+ * A capture that forks: stream 0x1000 captures 1 kernel, records event 0xe1
+ * (in the capture), 0x2000 waits on it and so joins: its 2 kernels are
+ * recorded too (no device work), then joins back (0xe2 recorded on it, waited
+ * on by 0x1000), 1 more kernel on 0x1000; the graph ends with all 4. After
+ * the end, 0x2000's kernels run again. An event recorded outside a capture
+ * still makes an ordinary edge.
+ */
+static void test_capture_fork(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+	int captured = 0;
+
+	feed(&q, with(call(DL_API_STREAM_CREATE, 0, 0, 0, 0, 1, true), 0x1000, 0));
+	feed(&q, with(call(DL_API_STREAM_CREATE, 0, 0, 0, 0, 1, true), 0x2000, 0));
+	feed(&q, call(DL_API_BEGIN_CAPTURE, 1 * US, 2 * US, 0x1000, 0, 1, true));
+	c = launch(3 * US, 0x1000, 1, DL_API_LAUNCH_KERNEL);
+	feed(&q, c);
+	captured += dl_devq_seen(&q, &c).captured;
+	feed(&q, call(DL_API_EVENT_RECORD, 4 * US, 4 * US, 0x1000, 0xe1, 1, true));
+	feed(&q, call(DL_API_STREAM_WAIT_EVENT, 5 * US, 5 * US, 0x2000, 0xe1, 1, true));
+	for (int i = 0; i < 2; i++) {
+		c = launch((6 + (uint64_t)i) * US, 0x2000, 1, DL_API_LAUNCH_KERNEL);
+		feed(&q, c);
+		captured += dl_devq_seen(&q, &c).captured;
+	}
+	feed(&q, call(DL_API_EVENT_RECORD, 8 * US, 8 * US, 0x2000, 0xe2, 1, true));
+	feed(&q, call(DL_API_STREAM_WAIT_EVENT, 9 * US, 9 * US, 0x1000, 0xe2, 1, true));
+	c = launch(10 * US, 0x1000, 1, DL_API_LAUNCH_KERNEL);
+	feed(&q, c);
+	captured += dl_devq_seen(&q, &c).captured;
+	CHECK(captured == 4, "the 4 kernels of both streams recorded, not run (%d)", captured);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 11 * US), 0);
+	feed(&q, with(call(DL_API_END_CAPTURE, 11 * US, 12 * US, 0x1000, 0, 1, true), 0x9000, 0));
+	feed(&q, with(call(DL_API_GRAPH_INSTANTIATE, 13 * US, 14 * US, 0, 0, 1, true), 0xa000, 0x9000));
+	c = with(launch(20 * US, 0x1000, 1, DL_API_GRAPH_LAUNCH), 0xa000, 0);
+	c.cls = DL_CLS_GRAPH;
+	feed(&q, c);
+	CHECK(dl_devq_seen(&q, &c).graph_kernels == 4, "the graph holds the forked kernels too (%u of 4)",
+	      dl_devq_seen(&q, &c).graph_kernels);
+	c = launch(30 * US, 0x2000, 1, DL_API_LAUNCH_KERNEL);
+	feed(&q, c);
+	CHECK(!dl_devq_seen(&q, &c).captured, "the forked stream left the capture with it");
+	/* Outside a capture an event is an edge: 0x1000's sync (40-50) drains 0x2000's kernel at 30 too, so of
+	 * [25, 100) only 25-50 may be busy (the graph from 20, the kernel from 30). */
+	feed(&q, call(DL_API_EVENT_RECORD, 31 * US, 31 * US, 0x2000, 0xe3, 1, true));
+	feed(&q, call(DL_API_STREAM_WAIT_EVENT, 32 * US, 32 * US, 0x1000, 0xe3, 1, true));
+	feed(&q, call(DL_API_STREAM_SYNC, 40 * US, 50 * US, 0x1000, 0, 1, true));
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 25 * US, 100 * US), 25 * US);
+	dl_devq_free(&q);
+}
+
+/*
  * The driver's current context: primary contexts of devices 1 (0xc1) and 0
  * (0xc0) retained, 0xc1 pushed: launches and streams are device 1's; a
  * context created on device 2 is pushed on top; pops come back down to
@@ -711,6 +764,7 @@ int main(void)
 	test_stream_flags();
 	test_capture();
 	test_peer_copies();
+	test_capture_fork();
 	test_contexts();
 	test_event_edge_across_streams();
 	test_query_drains();

@@ -260,16 +260,40 @@ static void graph_capture(void *d_batch)
 {
 	cudaGraph_t graph = NULL;
 
+	cudaStream_t side = NULL;
+	cudaEvent_t fork = NULL, join = NULL;
+
 	CUDA("cudaStreamCreateWithPriority", cudaStreamCreateWithPriority(&graph_stream, cudaStreamNonBlocking, 0));
+	if (O.graph_fork) {
+		CUDA("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+		CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+		CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+	}
 	CUDA("cudaStreamBeginCapture", cudaStreamBeginCapture(graph_stream, cudaStreamCaptureModeGlobal));
+	/* --graph-fork: the capture forks into a side stream (its wait on an event recorded in the capture) */
+	if (O.graph_fork) {
+		CUDA("cudaEventRecord", cudaEventRecord(fork, graph_stream));
+		CUDA("cudaStreamWaitEvent", cudaStreamWaitEvent(side, fork, 0));
+	}
 	for (int k = 0; k < O.kernels; k++) {
 		dim3 grid = { 64, 1, 1 }, block = { 256, 1, 1 };
 		void *args[1] = { &d_batch };
+		cudaStream_t st = O.graph_fork && k % 2 ? side : graph_stream;
 
 		CUDA("cudaLaunchKernel",
-		     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, graph_stream));
+		     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, st));
+	}
+	/* ... and joins back before its end: the graph holds both streams' kernels */
+	if (O.graph_fork) {
+		CUDA("cudaEventRecord", cudaEventRecord(join, side));
+		CUDA("cudaStreamWaitEvent", cudaStreamWaitEvent(graph_stream, join, 0));
 	}
 	CUDA("cudaStreamEndCapture", cudaStreamEndCapture(graph_stream, &graph));
+	if (O.graph_fork) {
+		CUDA("cudaEventDestroy", cudaEventDestroy(fork));
+		CUDA("cudaEventDestroy", cudaEventDestroy(join));
+		CUDA("cudaStreamDestroy", cudaStreamDestroy(side));
+	}
 	CUDA("cudaGraphInstantiate", cudaGraphInstantiate(&graph_exec, graph, 0));
 	if (graph)
 		CUDA("cudaGraphDestroy", cudaGraphDestroy(graph));

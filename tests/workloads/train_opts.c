@@ -172,6 +172,8 @@ static void usage(FILE *f)
 		"  --graph            capture the step's kernels once (cudaStreamBeginCapture on a\n"
 		"                     stream of their own) and launch the graph each step; the loss\n"
 		"                     is read with cudaMemcpyAsync and cudaStreamSynchronize\n"
+		"  --graph-fork       --graph, the capture forked into a second stream (an event\n"
+		"                     recorded in it, waited on there) for every other kernel\n"
 		"  --devices N        spread the kernels over N devices (GPUSIM_DEVICES); the others\n"
 		"                     are drained with cudaDeviceSynchronize before the loss copy (1)\n"
 		"  --peer-kb N        with --devices: each step, after the kernels, each device but 0\n"
@@ -201,7 +203,7 @@ enum {
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
 	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_SETUP, OPT_SLOW, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_TWORKERS, OPT_FETCH, OPT_KUS_SPREAD,
-	OPT_KVARY, OPT_GRAPH, OPT_DEVICES, OPT_WAITS, OPT_PEER_KB, OPT_PEER_ASYNC, OPT_DRIVER_CTX,
+	OPT_KVARY, OPT_GRAPH, OPT_DEVICES, OPT_WAITS, OPT_PEER_KB, OPT_PEER_ASYNC, OPT_DRIVER_CTX, OPT_GRAPH_FORK,
 };
 
 static const struct option longopts[] = {
@@ -235,6 +237,7 @@ static const struct option longopts[] = {
 	{ "peer-kb", required_argument, NULL, OPT_PEER_KB },
 	{ "peer-async", no_argument, NULL, OPT_PEER_ASYNC },
 	{ "driver-ctx", no_argument, NULL, OPT_DRIVER_CTX },
+	{ "graph-fork", no_argument, NULL, OPT_GRAPH_FORK },
 	{ "waits", required_argument, NULL, OPT_WAITS },
 	{ "launch-us", required_argument, NULL, OPT_LUS },
 	{ "odirect", no_argument, NULL, OPT_ODIRECT },
@@ -338,6 +341,7 @@ void parse_options(int argc, char **argv)
 		case OPT_PEER_KB: O.peer_kb = num(n, optarg, 0, 1 << 20); break;
 		case OPT_PEER_ASYNC: O.peer_async = 1; break;
 		case OPT_DRIVER_CTX: O.driver_ctx = 1; break;
+		case OPT_GRAPH_FORK: O.graph = O.graph_fork = 1; break;
 		case OPT_WAITS:
 			if (strcmp(optarg, "auto") && strcmp(optarg, "spin") && strcmp(optarg, "yield") &&
 			    strcmp(optarg, "blocking")) {

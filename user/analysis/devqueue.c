@@ -541,12 +541,46 @@ static void on_capture(struct dl_devq *q, const struct dl_devq_call *c)
 	if (begin) {
 		s->capturing = true;
 		s->captured = 0;
+		s->capture_origin = s->key;
 		return;
+	}
+	if (!s->capturing || s->capture_origin != s->key)
+		return;   /* not a capture this stream began (a forked stream's end is refused) */
+	/* The streams it forked into leave it with it: their kernels are the graph's too. */
+	for (size_t i = 0; i < q->streams.n; i++) {
+		struct dl_devq_stream *o = &q->streams.v[i];
+
+		if (o == s || !o->capturing || o->capture_origin != s->key)
+			continue;
+		s->captured += o->captured;
+		o->capturing = false;
+		o->captured = 0;
 	}
 	if (c->ptr)
 		dl_u64map_put(&q->graph_kernels, c->ptr, s->captured);
 	s->capturing = false;
 	s->captured = 0;
+}
+
+/*
+ * A wait on an event recorded in a capture: a stream not capturing joins the
+ * capture (CUDA's cross-stream capture: a fork), its work recorded into the
+ * same graph until the capture ends on the stream that began it. No device
+ * work depends on it: the event's record ran nothing.
+ */
+static void capture_fork(struct dl_devq *q, const struct dl_devq_call *c, uint64_t origin)
+{
+	const struct dl_devq_stream *o = find_stream(q, origin);
+	struct dl_devq_stream *s;
+
+	if (!o || !o->capturing)
+		return;   /* that capture ended */
+	s = get_stream_on(q, key_of(q, c), thread_dev(q, c->tid));
+	if (s->capturing || s->legacy)
+		return;   /* a join, or a wait the runtime refuses */
+	s->capturing = true;
+	s->captured = 0;
+	s->capture_origin = origin;
 }
 
 static void on_graph_build(struct dl_devq *q, const struct dl_devq_call *c)
@@ -656,7 +690,14 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 			}
 			slot->stream = key_of(q, c);
 			slot->at = c->start;
-		} else if ((ev = find_event(q, c->event))) {
+			{
+				const struct dl_devq_stream *s = find_stream(q, slot->stream);
+
+				slot->capture_origin = s && s->capturing ? s->capture_origin : 0;
+			}
+		} else if ((ev = find_event(q, c->event)) && ev->capture_origin) {
+			capture_fork(q, c, ev->capture_origin);
+		} else if (ev) {
 			struct dl_devq_stream *s = get_stream_on(q, key_of(q, c), thread_dev(q, c->tid));
 
 			if (s->deps.n >= MAX_DEPS)

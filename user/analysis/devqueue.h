@@ -67,10 +67,12 @@ struct dl_devq_stream {
 	bool peer_side;           /* stands for the peer copies of other devices' streams that reach this one */
 	bool capturing;           /* between a stream capture's begin and end: its work is recorded, not run */
 	uint32_t captured;        /* kernels recorded by the capture under way */
+	uint64_t capture_origin;  /* capturing: the key of the stream that began the capture (its own for that one) */
 };
 
 struct dl_devq_event {
 	uint64_t handle, stream, at;   /* recorded on stream (key) at time at */
+	uint64_t capture_origin;       /* recorded in a capture: the key of the stream that began it; else 0 */
 };
 
 /* An interval in which a stream may have held work, and the enqueue that began it. */
