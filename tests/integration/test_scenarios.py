@@ -584,6 +584,20 @@ def test_two_gpus_peer_async():
     return " | ".join(notes)
 
 
+def test_visible_devices():
+    """CUDA_VISIBLE_DEVICES, as the process was given it: each device's entry in the steps' devices[]
+    names the physical device its ordinal is (visible_id), for a plain list of indexes or UUIDs; a
+    list the runtime would parse its own way (an entry that is neither) names none."""
+    uuid = "GPU-8b7f2a44-1c2d-4e5f-9a0b-1c2d3e4f5a6b"
+    notes = []
+    for visible, want in (("2,0", ["2", "0"]), (f"{uuid},5", [uuid, "5"]), ("1,x", [None, None])):
+        s, truth, d = run_scenario("two-gpus", sim_env={"GPUSIM_SCHEDULE": "blocking", "CUDA_VISIBLE_DEVICES": visible})
+        got = {tuple(dev.get("visible_id") for dev in st.get("devices", [])) for st in s["steps"]}
+        check(got == {tuple(want)}, f"CUDA_VISIBLE_DEVICES={visible}: steps name {got}, want {want}")
+        notes.append(f"{visible}: {want}")
+    return "; ".join(notes)
+
+
 def test_graph_forked_capture():
     """The graph loop whose capture forks into a second stream for every other kernel (an event recorded
     in the capture and waited on there, joined back before the end): the kernels launched on the second
