@@ -310,7 +310,8 @@ PROBED_PHASES = ("h2d", "launch")
 def untraced_phases(name, sim_env=None, train_args=()):
     """Mean per step of each phase and of the step, the scenario run without dlbpf."""
     truth_path = os.path.join(WORK, f"truth-{name}-untraced.jsonl")
-    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, **(sim_env or {}))
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    env.update(sim_env or {})
     subprocess.run([workload("train"), "--scenario", name, "--quiet", "--truth", truth_path] + list(train_args),
                    env=env, check=True, timeout=120, stdout=subprocess.DEVNULL)
     steps = truth_of(truth_path)[0]
@@ -337,7 +338,8 @@ def share_gaps(ours, truth, probe):
 
 def run_scenario(name, extra=(), sim_env=None, train_args=()):
     truth_path = os.path.join(WORK, f"truth-{name}.jsonl")
-    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, **(sim_env or {}))
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    env.update(sim_env or {})
     stolen = stolen_ns()
     d = Dlbpf(list(extra) + ["--", workload("train"), "--scenario", name, "--quiet", "--truth", truth_path]
               + list(train_args),
@@ -622,7 +624,8 @@ def test_two_gpus_driver_contexts():
     driver call counts exactly as the loop counted it."""
     notes = []
     for schedule, args in (("blocking", []), ("spin", []), ("blocking", ["--peer-async"])):
-        sim_env = {"GPUSIM_SCHEDULE": schedule}
+        # The simulator's libcuda.so.1 is in a folder of its own (tests/gpusim/gpusim.mk).
+        sim_env = {"GPUSIM_SCHEDULE": schedule, "LD_LIBRARY_PATH": f"{GPUSIM_DIR}:{os.path.join(GPUSIM_DIR, 'driver')}"}
         s, truth, d = run_scenario("two-gpus-peer", sim_env=sim_env, train_args=["--driver-ctx"] + args)
         want = truth[1]["driver_calls"]
         p = next(p for p in s["processes"] if p["cuda"]["calls"].get("cudaLaunchKernel"))
