@@ -371,6 +371,7 @@ static void fork_tests(cudaStream_t s, cudaStream_t nb)
 	CK(cudaGraphGetNodes(g, NULL, &nn));
 	CHECK(nn == 4, "the graph holds the kernels of both streams (%zu of 4)", nn);
 	CK(cudaGraphInstantiate(&x, g, 0));
+	CK(cudaGraphDestroy(g));
 	n0 = items();
 	CK(cudaGraphLaunch(x, s));
 	CK(cudaStreamSynchronize(s));
