@@ -571,18 +571,27 @@ for _name in EXPECTED:
         globals()[_t.__name__] = _t
 
 
-def test_two_gpus_peer_async():
-    """The two-device loop whose gradients go to device 0 with cudaMemcpyPeerAsync on device 0's legacy
-    stream: device 1's side of each copy is not its own stream's work, so device 1's sync does not end
-    it; device 0's loss copy does. Each device's bounds hold its truth, with sleeping and spinning waits,
-    and the copies count exactly."""
+def test_two_gpus_peer_variants():
+    """The two-device loop's gradient copies in other shapes. cudaMemcpyPeerAsync on the current device's
+    legacy stream (device 1's, the last kernel's): device 0's side of each copy is not its own stream's
+    work, so its own syncs do not end it. With --peer-late the copies come after device 1's drain, right
+    before device 0's loss copy, 16 MiB (0.7 ms each, past the bounds' tolerance): device 1's share of
+    each copy lies outside the rest of its work, so its bounds hold it only where the copy is counted
+    as both devices' work (cudaMemcpyPeer: device 0's loss copy proves both legacy streams done; the
+    async one on device 0's stream: device 1's side ends with that stream's drain). Each device's
+    bounds hold its truth, and the copies count exactly."""
     notes = []
-    for schedule in SCHEDULES:
+    late = ["--peer-late", "--peer-kb", "16384"]
+    for schedule, args in (("blocking", ["--peer-async"]), ("spin", ["--peer-async"]), ("blocking", late),
+                           ("spin", late), ("blocking", late + ["--peer-async"])):
         sim_env = {"GPUSIM_SCHEDULE": schedule}
-        s, truth, d = run_scenario("two-gpus-peer", sim_env=sim_env, train_args=["--peer-async"])
-        check(any("cudaMemcpyPeerAsync" in p["cuda"]["calls"] for p in s["processes"]),
-              f"{schedule}: no cudaMemcpyPeerAsync traced")
-        notes.append(f"{schedule}: " + judge("two-gpus-peer", s, truth, sim_env))
+        # Late, the copy is the first call after a blocking sync, so a learned marker would be it, and the
+        # copy made before the loop would open a first step of set-up: steps on the loop's own marker.
+        extra = ["--step-on", "train_step_begin"] if "--peer-late" in args else []
+        s, truth, d = run_scenario("two-gpus-peer", extra, sim_env=sim_env, train_args=args)
+        api = "cudaMemcpyPeerAsync" if "--peer-async" in args else "cudaMemcpyPeer"
+        check(any(api in p["cuda"]["calls"] for p in s["processes"]), f"{schedule} {args}: no {api} traced")
+        notes.append(f"{schedule} {' '.join(args)}: " + judge("two-gpus-peer", s, truth, sim_env))
     return " | ".join(notes)
 
 

@@ -418,7 +418,7 @@ int main(int argc, char **argv)
 	uint64_t t_prev = now_ns(), t_first = t_prev;
 	for (int step = 0; step < O.steps && !g_stop; step++) {
 		struct step_record r = { .step = step, .start_ns = t_prev, .h2d_bytes = batch_bytes };
-		uint64_t *ph = r.ph, t, oc0, rq0, oc1, rq1, peer_ns = 0;
+		uint64_t *ph = r.ph, t, oc0, rq0, oc1, rq1, peer_ns = 0, late_ns = 0;
 		int s = step % ring->nslots;
 		size_t chunk, off;
 
@@ -469,7 +469,8 @@ int main(int argc, char **argv)
 		 * time, not a launch's), so it goes to the host phase.
 		 */
 		peer_ns = now_ns();
-		peer_step();
+		if (!O.peer_late)
+			peer_step();
 		peer_ns = now_ns() - peer_ns;
 		/* Side streams join the legacy stream the way frameworks do it: an event each. */
 		for (int i = 0; i < O.streams; i++) {
@@ -510,10 +511,18 @@ int main(int argc, char **argv)
 			}
 			if (O.devices > 1)
 				set_device(0);
+			/* --peer-late: the gradients go to device 0 only now, after the other devices' drains */
+			if (O.peer_late) {
+				late_ns = now_ns();
+				peer_step();
+				late_ns = now_ns() - late_ns;
+			}
 			r.loss_copy_ns = now_ns();
 			CUDA("cudaMemcpy", cudaMemcpy(&loss, d_loss, sizeof(loss), cudaMemcpyDeviceToHost));
 		}
-		ph[PH_GPU] = now_ns() - t;
+		/* The late copies' calls wait for nothing: host time, as the early ones' */
+		ph[PH_GPU] = now_ns() - t - late_ns;
+		ph[PH_HOST] += late_ns;
 		uint64_t wait_start = t, wait_end = t + ph[PH_GPU];
 
 		r.hdr = ring->hdr[s];

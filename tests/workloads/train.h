@@ -58,7 +58,8 @@ struct opts {
 	int graph;         /* the kernels captured once into a CUDA graph, launched each step on a stream */
 	int devices;       /* the kernels spread over this many devices, each its own loss copy (1: one) */
 	long peer_kb;      /* with devices > 1: each step each device d > 0 copies this much to device 0 (0: none) */
-	int peer_async;    /* ... with cudaMemcpyPeerAsync on device 0's legacy stream, not cudaMemcpyPeer */
+	int peer_async;    /* ... with cudaMemcpyPeerAsync on the current device's legacy stream, not cudaMemcpyPeer */
+	int peer_late;     /* ... after the other devices' drains, right before the loss copy (not after the kernels) */
 	int graph_fork;    /* --graph: the capture forks into a second stream for every other kernel */
 	int driver_ctx;    /* devices switched and peer copies made through the driver's contexts (libcuda.so.1) */
 	const char *waits; /* cudaSetDeviceFlags on each device: auto, spin, yield, blocking (NULL: not called) */

@@ -178,7 +178,8 @@ static void usage(FILE *f)
 		"                     are drained with cudaDeviceSynchronize before the loss copy (1)\n"
 		"  --peer-kb N        with --devices: each step, after the kernels, each device but 0\n"
 		"                     copies N KiB to device 0 with cudaMemcpyPeer (0: none)\n"
-		"  --peer-async       ... with cudaMemcpyPeerAsync on device 0's legacy stream\n"
+		"  --peer-async       ... with cudaMemcpyPeerAsync on the current device's legacy stream\n"
+		"  --peer-late        ... after the other devices' drains, right before the loss copy\n"
 		"  --driver-ctx       switch devices with the driver's contexts (libcuda.so.1 loaded\n"
 		"                     with dlopen; cuCtxSetCurrent, cuCtxPush/PopCurrent around the\n"
 		"                     drains) and copy with cuMemcpyPeer[Async]\n"
@@ -203,7 +204,7 @@ enum {
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
 	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_SETUP, OPT_SLOW, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_TWORKERS, OPT_FETCH, OPT_KUS_SPREAD,
-	OPT_KVARY, OPT_GRAPH, OPT_DEVICES, OPT_WAITS, OPT_PEER_KB, OPT_PEER_ASYNC, OPT_DRIVER_CTX, OPT_GRAPH_FORK,
+	OPT_KVARY, OPT_GRAPH, OPT_DEVICES, OPT_WAITS, OPT_PEER_KB, OPT_PEER_ASYNC, OPT_DRIVER_CTX, OPT_GRAPH_FORK, OPT_PEER_LATE,
 };
 
 static const struct option longopts[] = {
@@ -238,6 +239,7 @@ static const struct option longopts[] = {
 	{ "peer-async", no_argument, NULL, OPT_PEER_ASYNC },
 	{ "driver-ctx", no_argument, NULL, OPT_DRIVER_CTX },
 	{ "graph-fork", no_argument, NULL, OPT_GRAPH_FORK },
+	{ "peer-late", no_argument, NULL, OPT_PEER_LATE },
 	{ "waits", required_argument, NULL, OPT_WAITS },
 	{ "launch-us", required_argument, NULL, OPT_LUS },
 	{ "odirect", no_argument, NULL, OPT_ODIRECT },
@@ -342,6 +344,7 @@ void parse_options(int argc, char **argv)
 		case OPT_PEER_ASYNC: O.peer_async = 1; break;
 		case OPT_DRIVER_CTX: O.driver_ctx = 1; break;
 		case OPT_GRAPH_FORK: O.graph = O.graph_fork = 1; break;
+		case OPT_PEER_LATE: O.peer_late = 1; break;
 		case OPT_WAITS:
 			if (strcmp(optarg, "auto") && strcmp(optarg, "spin") && strcmp(optarg, "yield") &&
 			    strcmp(optarg, "blocking")) {
