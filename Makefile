@@ -188,7 +188,7 @@ include tests/tests.mk
 include tools/bench/bench.mk
 # The kernel matrix (tools/vm): what its guests run, built here first.
 # (and the release executable: the smoke runs it in a root that holds nothing else).
-VM_PREREQS := $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN) $(COVERAGE_BINS) $(DIST_EXE)
+VM_PREREQS := $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(TRAIN) $(COVERAGE_BINS) $(DIST_EXE)
 include tools/vm/vm.mk
 
 deps:

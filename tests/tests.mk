@@ -129,12 +129,12 @@ DIST_TESTS := python3 tests/integration/test_dist.py
 test-unit: $(UNIT_BINS) dlbpf
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" "$(DOCS_TEST)"
 
-test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN)
+test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(TRAIN)
 	@tests/run-tests.sh "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)"
 
 # Every suite, each reporting "N passed, N failed"; dlbpf's checks are counted apart from the
 # simulator's and the workloads' own (--self), and the last line is dlbpf's total.
-test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
+test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build dist-arch
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" "$(DOCS_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
@@ -143,14 +143,14 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_
 
 # Every integration suite again, with dlbpf under AddressSanitizer and UndefinedBehaviorSanitizer:
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.
-test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN) $(COVERAGE_BINS)
+test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(TRAIN) $(COVERAGE_BINS)
 	@DLBPF_BIN=$(abspath $(ASAN_DLBPF)) ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		tests/run-tests.sh --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" "$(COVERAGE_TESTS)" \
 		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" \
 		"$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" "$(LINEAGE_TESTS)" \
 		"$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)"
 
-demo-run: dlbpf $(GPUSIM_LIB) $(GPUSIM_NCCL) $(TRAIN)
+demo-run: dlbpf $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input
 
 # test_glibctsd's glibcs: a layout BPF reads (keys' first block at 2000 - 32 * 16), one it does

@@ -63,6 +63,7 @@ enum dl_kind {
 	DL_EV_LAUNCH = 19,     /* struct dl_launch_ev: a runtime kernel launch, one cache line (stands for a DL_EV_CUDA) */
 	DL_EV_CALL_SHORT = 20, /* struct dl_call_short_ev: a call with its first arguments only (stands for a DL_EV_CUDA) */
 	DL_EV_CGROUP = 21,     /* struct dl_cgroup_ev: the container, pod or Slurm job of a process (collector) */
+	DL_EV_ENV = 22,        /* struct dl_env_ev: what a process's environment says of its devices (collector) */
 	DL_EV_KIND_MAX,
 	/* BPF to the collector only, never in the stream or a recording: */
 	DL_EV_PYSNAP = 64,     /* struct dl_pysnap_ev (dlbpf/pyframes.h): a code object read at a probe */
@@ -396,6 +397,17 @@ struct dl_container {
 struct dl_cgroup_ev {
 	struct dl_hdr h;          /* tgid = the process; ts = when it was read */
 	struct dl_container c;    /* all empty: in no container, pod or job (after an exec that left one) */
+};
+
+/*
+ * CUDA_VISIBLE_DEVICES as a process had it when it was taken (and after each
+ * exec): its devices' ordinals name the physical devices, or the UUIDs, it
+ * lists. Written only where the variable is set (cut at DL_VISIBLE_LEN - 1).
+ */
+#define DL_VISIBLE_LEN 256
+struct dl_env_ev {
+	struct dl_hdr h;          /* tgid = the process; ts = when it was read */
+	char cuda_visible_devices[DL_VISIBLE_LEN];   /* NUL-terminated */
 };
 
 #define DL_PATH_LEN 256

@@ -11,6 +11,9 @@ GPUSIM_MAP      := tests/gpusim/libcudart.map
 GPUSIM_LIB      := $(OUTPUT)/gpusim/libcudart.so.13
 # Its NCCL: libnccl.so.2 beside it, calling into it for the device time of collectives.
 GPUSIM_NCCL     := $(OUTPUT)/gpusim/libnccl.so.2
+# Its driver, in a folder of its own: a program that loads libcuda.so.1 (the real NCCL, a framework)
+# finds it only where a test asks for it (LD_LIBRARY_PATH=.output/gpusim:.output/gpusim/driver).
+GPUSIM_DRIVER   := $(OUTPUT)/gpusim/driver/libcuda.so.1
 GPUSIM_TEST     := $(OUTPUT)/tests/test_gpusim
 GPUSIM_ASAN_LIB := $(OUTPUT)/gpusim-asan/libcudart.so.13
 GPUSIM_ASAN_TEST := $(OUTPUT)/tests/test_gpusim-asan
@@ -34,6 +37,12 @@ $(GPUSIM_NCCL): tests/gpusim/gpusim_nccl.c $(GPUSIM_LIB) tests/gpusim/gpusim.mk
 	$(CC) $(TEST_CFLAGS) -fPIC -fno-omit-frame-pointer -fvisibility=hidden -I$(CUDA_HOME)/include -shared \
 		-Wl,-soname,libnccl.so.2 -Wl,-z,defs -o $@ $< -L$(@D) -l:libcudart.so.13
 
+# Its driver: libcuda.so.1 beside it (contexts and peer copies), calling into it for the current device.
+$(GPUSIM_DRIVER): tests/gpusim/gpusim_driver.c $(GPUSIM_LIB) tests/gpusim/gpusim.mk
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -fPIC -fno-omit-frame-pointer -fvisibility=hidden -I$(CUDA_HOME)/include -shared \
+		-Wl,-soname,libcuda.so.1 -Wl,-z,defs -o $@ $< -L$(dir $(GPUSIM_LIB)) -l:libcudart.so.13
+
 $(GPUSIM_TEST): $(GPUSIM_TEST_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $(GPUSIM_TEST_SRC) $(GPUSIM_TEST_FLAGS)
@@ -47,9 +56,9 @@ $(GPUSIM_ASAN_TEST): $(GPUSIM_TEST_DEPS)
 	$(CC) $(TEST_CFLAGS) $(GPUSIM_SAN) -o $@ $(GPUSIM_TEST_SRC) $(GPUSIM_TEST_FLAGS)
 
 .PHONY: gpusim test-gpusim test-gpusim-asan
-gpusim: $(GPUSIM_LIB) $(GPUSIM_NCCL)
+gpusim: $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER)
 
-test-gpusim: $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_TEST)
+test-gpusim: $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(GPUSIM_TEST)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim $(GPUSIM_TEST)
 
 test-gpusim-asan: $(GPUSIM_ASAN_LIB) $(GPUSIM_ASAN_TEST)

@@ -129,6 +129,7 @@ static cudaError_t peer_copy(void *dst, int dstDevice, const void *src, int srcD
 	timeline_add(srcDevice, start, end, 0);
 	if (dstDevice != srcDevice)
 		timeline_add(dstDevice, start, end, 0);
+	S.peer_copies++;
 	flush_pending();
 	if (S.copy_data)
 		memmove(dst, src, count);
@@ -145,6 +146,26 @@ GPUSIM_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void 
 					   cudaStream_t stream)
 {
 	return peer_copy(dst, dstDevice, src, srcDevice, count, stream, 1);
+}
+
+/* The calling thread's current device, set by the simulator's driver library (its current context's). */
+GPUSIM_API int gpusimSetCurrentDevice(int device)
+{
+	if (!device_ok(device))
+		return -1;
+	t_device = device;
+	return 0;
+}
+
+/* The peer copies that succeeded so far (cudaMemcpyPeer[Async] and the driver's cuMemcpyPeer[Async]). */
+GPUSIM_API unsigned long long gpusimPeerCopies(void)
+{
+	unsigned long long n;
+
+	lock();
+	n = S.peer_copies;
+	unlock();
+	return n;
 }
 
 GPUSIM_API cudaError_t cudaGetDevice(int *device)

@@ -81,12 +81,61 @@ cudaError_t capture_node(struct CUstream_st *s, const struct graph_node *n)
 
 	if (s->capture_invalid)
 		return cudaErrorStreamCaptureInvalidated;
-	node.ndeps = s->capture_last >= 0;
-	node.deps[0] = s->capture_last;
+	node.ndeps = 0;
+	if (s->capture_last >= 0)
+		node.deps[node.ndeps++] = s->capture_last;
+	if (s->capture_join >= 0 && s->capture_join != s->capture_last)
+		node.deps[node.ndeps++] = s->capture_join;
 	e = graph_add(s->capture, &node, NULL);
-	if (e == cudaSuccess)
+	if (e == cudaSuccess) {
 		s->capture_last = (long)s->capture->nodes.n - 1;
+		s->capture_join = -1;
+		s->capture_rejoined = 0;
+	}
 	return e;
+}
+
+/*
+ * Cross-stream capture, as the programming guide documents it: a stream that
+ * waits on an event recorded in a capture joins that capture (a fork), its
+ * work captured into the same graph after the event's point, until the
+ * capture ends on the stream that began it; there every stream it forked
+ * into must have been joined back (the origin waited on an event recorded
+ * after its last captured work), else cudaErrorStreamCaptureUnjoined. A
+ * stream capturing into another graph cannot wait on the event
+ * (cudaErrorStreamCaptureIsolation); the legacy stream cannot join
+ * (cudaErrorStreamCaptureImplicit). Either invalidates the capture.
+ */
+cudaError_t capture_wait(struct CUstream_st *s, struct CUevent_st *e)
+{
+	struct CUstream_st *origin = e->cap_stream->capture_origin ? e->cap_stream->capture_origin : e->cap_stream;
+
+	if (e->cap_stream->capture != e->cap_graph) /* that capture ended: nothing to wait for */
+		return cudaSuccess;
+	if (s->legacy) {
+		e->cap_stream->capture_invalid = origin->capture_invalid = 1;
+		return cudaErrorStreamCaptureImplicit;
+	}
+	if (s->capture && s->capture != e->cap_graph) {
+		e->cap_stream->capture_invalid = origin->capture_invalid = 1;
+		return cudaErrorStreamCaptureIsolation;
+	}
+	if (!s->capture) { /* a fork */
+		s->capture = e->cap_graph;
+		s->capture_mode = origin->capture_mode;
+		s->capture_invalid = 0;
+		s->capture_thread = origin->capture_thread;
+		s->capture_last = e->cap_node;
+		s->capture_join = -1;
+		s->capture_origin = origin;
+		s->capture_rejoined = 0;
+		return cudaSuccess;
+	}
+	/* A join: the next node captured on s follows the event's point too. */
+	s->capture_join = e->cap_node;
+	if (s == origin && e->cap_stream != origin && e->cap_node == e->cap_stream->capture_last)
+		e->cap_stream->capture_rejoined = 1;
+	return cudaSuccess;
 }
 
 cudaError_t begin_capture(cudaStream_t hs, enum cudaStreamCaptureMode mode, int ptds)
@@ -117,6 +166,8 @@ cudaError_t begin_capture(cudaStream_t hs, enum cudaStreamCaptureMode mode, int 
 	s->capture_invalid = 0;
 	s->capture_thread = pthread_self();
 	s->capture_last = -1;
+	s->capture_join = -1;
+	s->capture_origin = NULL;
 	unlock();
 	return cudaSuccess;
 }
@@ -125,7 +176,7 @@ cudaError_t end_capture(cudaStream_t hs, cudaGraph_t *pGraph, int ptds)
 {
 	struct CUstream_st *s;
 	struct CUgraph_st *g;
-	int invalid;
+	int invalid, unjoined = 0;
 
 	if (!pGraph)
 		return ret(cudaErrorInvalidValue);
@@ -140,16 +191,31 @@ cudaError_t end_capture(cudaStream_t hs, cudaGraph_t *pGraph, int ptds)
 		unlock();
 		return ret(cudaErrorStreamCaptureWrongThread);
 	}
+	if (s->capture_origin) { /* a stream the capture forked into: it ends where it began */
+		unlock();
+		return ret(cudaErrorStreamCaptureUnmatched);
+	}
 	g = s->capture;
 	invalid = s->capture_invalid;
+	/* The streams it forked into leave the capture with it: each must have been joined back. */
+	for (struct CUstream_st *o = S.streams; o; o = o->next) {
+		if (o->capture_origin != s)
+			continue;
+		invalid |= o->capture_invalid;
+		unjoined |= !o->capture_rejoined;
+		o->capture = NULL;
+		o->capture_invalid = 0;
+		o->capture_last = o->capture_join = -1;
+		o->capture_origin = NULL;
+	}
 	s->capture = NULL;
 	s->capture_invalid = 0;
-	s->capture_last = -1;
+	s->capture_last = s->capture_join = -1;
 	unlock();
-	if (invalid) {
+	if (invalid || unjoined) {
 		graph_free(g);
 		*pGraph = NULL;
-		return ret(cudaErrorStreamCaptureInvalidated);
+		return ret(unjoined && !invalid ? cudaErrorStreamCaptureUnjoined : cudaErrorStreamCaptureInvalidated);
 	}
 	*pGraph = g;
 	return cudaSuccess;

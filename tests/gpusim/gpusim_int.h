@@ -200,6 +200,15 @@ struct CUstream_st {
 	int capture_invalid;  /* an unsafe call broke the capture: cudaStreamEndCapture fails */
 	pthread_t capture_thread;
 	long capture_last;    /* the node the next captured one depends on, -1 for none */
+	/*
+	 * A capture forked into this stream (cudaStreamWaitEvent on an event recorded in a capture):
+	 * the stream whose cudaStreamEndCapture ends it (itself for the stream that began it); a
+	 * second node the next captured one depends on (a join, -1 for none); whether the origin
+	 * waited on this stream's latest captured work (rejoined: the capture may end).
+	 */
+	struct CUstream_st *capture_origin;
+	long capture_join;
+	int capture_rejoined;
 	struct CUstream_st *next;
 };
 
@@ -242,6 +251,10 @@ struct CUevent_st {
 	unsigned int flags;   /* cudaEventDisableTiming ... */
 	int recorded;
 	uint64_t ts;          /* completion time of the recorded point */
+	/* recorded in a capture: its graph, the node it follows (-1: none), the stream recorded on */
+	struct CUgraph_st *cap_graph;
+	long cap_node;
+	struct CUstream_st *cap_stream;
 	struct CUevent_st *next;
 };
 
@@ -288,6 +301,7 @@ struct gpusim_state {
 	struct gpusim_dev dev[GPUSIM_MAX_DEVICES];
 	int ndev;                      /* GPUSIM_DEVICES */
 	double peer_bpns;              /* GPUSIM_PEER_GBPS: cudaMemcpyPeer bandwidth */
+	unsigned long long peer_copies;   /* peer copies done, of either API (gpusimPeerCopies) */
 	int ncpus;                     /* online CPUs: cudaDeviceScheduleAuto spins while ndev <= ncpus */
 	double comm_bpns;              /* GPUSIM_NCCL_GBPS: bus bandwidth of collectives */
 	uint64_t comm_latency_ns, comm_launch_ns;
@@ -380,6 +394,8 @@ cudaError_t dev_free(void *devPtr);
 cudaError_t capture_node(struct CUstream_st *s, const struct graph_node *n);
 cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t hs, int ptds);
 cudaError_t begin_capture(cudaStream_t hs, enum cudaStreamCaptureMode mode, int ptds);
+/* gpusim_graph.c: under the lock, s waits on an event recorded in a capture (a fork or a join) */
+cudaError_t capture_wait(struct CUstream_st *s, struct CUevent_st *e);
 cudaError_t end_capture(cudaStream_t hs, cudaGraph_t *pGraph, int ptds);
 cudaError_t is_capturing(cudaStream_t hs, enum cudaStreamCaptureStatus *status, int ptds);
 cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t hs, int ptds);

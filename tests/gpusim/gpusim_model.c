@@ -163,6 +163,7 @@ void init_once(void)
 		S.dev[d].legacy.legacy = 1;
 		S.dev[d].legacy.dev = d;
 		S.dev[d].legacy.capture_last = -1;
+		S.dev[d].legacy.capture_join = -1;
 		S.dev[d].flags = schedule_flag;
 	}
 	S.dev_blocks.elt = sizeof(struct range);

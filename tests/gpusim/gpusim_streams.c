@@ -27,6 +27,7 @@ static struct CUstream_st *stream_new(unsigned int flags, int priority)
 	s->dev = t_device;
 	s->priority = priority;
 	s->capture_last = -1;
+	s->capture_join = -1;
 	s->next = S.streams;
 	S.streams = s;
 	return s;
@@ -363,11 +364,15 @@ cudaError_t event_record(cudaEvent_t he, cudaStream_t hs, int ptds)
 		unlock();
 		return ret(cudaErrorStreamCaptureImplicit);
 	}
-	if (s->capture) { /* a point of the graph, not of the device's timeline */
+	if (s->capture) { /* a point of the graph, not of the device's timeline: a fork or join follows it */
+		e->cap_graph = s->capture;
+		e->cap_node = s->capture_last;
+		e->cap_stream = s;
 		unlock();
 		return cudaSuccess;
 	}
 	/* The event completes when all earlier work the stream depends on has. */
+	e->cap_graph = NULL;
 	e->ts = max64(stream_dep(s), now_ns());
 	e->recorded = 1;
 	s->ready = max64(s->ready, e->ts);
@@ -459,6 +464,12 @@ cudaError_t stream_wait_event(cudaStream_t hs, cudaEvent_t he, unsigned int flag
 	if (flags & ~(unsigned)cudaEventWaitExternal) {
 		unlock();
 		return ret(cudaErrorInvalidValue);
+	}
+	if (e->cap_graph) {
+		cudaError_t r = capture_wait(s, e);
+
+		unlock();
+		return r == cudaSuccess ? r : ret(r);
 	}
 	if (e->recorded)
 		s->ready = max64(s->ready, e->ts);

@@ -333,6 +333,69 @@ static void capture_rule_tests(cudaStream_t s, cudaStream_t nb)
 	cudaGetLastError();
 }
 
+/*
+ * A capture forked into a second stream through an event (the programming
+ * guide's cross-stream capture): k_g1 on s, then k_g2 and k_g3 on nb after
+ * it, joined back into s before a last k_g1. The graph holds all 4; its
+ * launch runs k_g2 and k_g3 after the first k_g1 and the last after both.
+ * A fork not joined back fails the capture's end (cudaErrorStreamCaptureUnjoined).
+ */
+static void fork_tests(cudaStream_t s, cudaStream_t nb)
+{
+	cudaEvent_t fork, join;
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t x = NULL;
+	enum cudaStreamCaptureStatus st;
+	size_t nn = 0;
+	unsigned long long n0;
+	int ok = 1;
+
+	CK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+	CK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+	ok &= launch((const void *)k_g1, 1, s) == cudaSuccess;
+	CK(cudaEventRecord(fork, s));
+	CK(cudaStreamWaitEvent(nb, fork, 0));
+	CK(cudaStreamIsCapturing(nb, &st));
+	CHECK(st == cudaStreamCaptureStatusActive, "a stream that waits on a captured event joins the capture");
+	ok &= launch((const void *)k_g2, 1, nb) == cudaSuccess;
+	ok &= launch((const void *)k_g3, 1, nb) == cudaSuccess;
+	CK(cudaEventRecord(join, nb));
+	CK(cudaStreamWaitEvent(s, join, 0));
+	ok &= launch((const void *)k_g1, 1, s) == cudaSuccess;
+	n0 = items();
+	CK(cudaStreamEndCapture(s, &g));
+	CK(cudaStreamIsCapturing(nb, &st));
+	CHECK(ok && st == cudaStreamCaptureStatusNone && items() == n0,
+	      "the forked stream leaves the capture at its end; nothing ran");
+	CK(cudaGraphGetNodes(g, NULL, &nn));
+	CHECK(nn == 4, "the graph holds the kernels of both streams (%zu of 4)", nn);
+	CK(cudaGraphInstantiate(&x, g, 0));
+	CK(cudaGraphDestroy(g));
+	n0 = items();
+	CK(cudaGraphLaunch(x, s));
+	CK(cudaStreamSynchronize(s));
+	{
+		struct item a = item_at(n0), b = item_at(n0 + 1), c = item_at(n0 + 2), d = item_at(n0 + 3);
+
+		CHECK(items() - n0 == 4 && b.start >= a.end && c.start >= b.end && d.start >= c.end,
+		      "the forked nodes run after the fork point, the last after the join");
+	}
+	/* Forked and never joined back: the capture's end fails. */
+	CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+	CK(cudaEventRecord(fork, s));
+	CK(cudaStreamWaitEvent(nb, fork, 0));
+	ok = launch((const void *)k_g2, 1, nb) == cudaSuccess;
+	CHECK(ok && cudaStreamEndCapture(s, &g) == cudaErrorStreamCaptureUnjoined,
+	      "a fork not joined back -> cudaErrorStreamCaptureUnjoined");
+	CK(cudaStreamIsCapturing(nb, &st));
+	CHECK(st == cudaStreamCaptureStatusNone, "and its stream no longer captures");
+	cudaGetLastError();
+	CK(cudaGraphExecDestroy(x));
+	CK(cudaEventDestroy(fork));
+	CK(cudaEventDestroy(join));
+}
+
 static void graph_tests(void)
 {
 	cudaStream_t s = NULL, nb = NULL;
@@ -417,6 +480,7 @@ static void graph_tests(void)
 		CHECK(ib.end - ib.start == kcost[1] && ic.end - ic.start == kcost[2], "each node its kernel's cost");
 	}
 	CHECK(cudaGraphLaunch(NULL, s) == cudaErrorInvalidValue, "launching no graph -> cudaErrorInvalidValue");
+	fork_tests(s, nb);
 	CK(cudaGraphExecDestroy(x));
 	CK(cudaGraphExecDestroy(y));
 	CK(cudaGraphDestroy(g));

@@ -31,6 +31,7 @@ EXPECTED = {
     "comm": "comm-bound",
     "graph": "gpu-bound",
     "two-gpus": "gpu-bound",
+    "two-gpus-peer": "gpu-bound",
     "balanced": None,
 }
 SHARE_PP = 5.0        # each phase within 5 percentage points
@@ -143,6 +144,24 @@ def judge_graphs(name, steps, tsteps):
     check(len(bad) <= 1, f"{name}: steps {bad[:5]} do not hold one graph launch of {want} kernels and no "
           f"other: {[(st['graph_launches'], st['graph_kernels'], st['kernels']) for st in steps[:3]]}")
     return f"1 graph launch of {want} kernels per step"
+
+
+def judge_peer(name, s, tsum):
+    """Peer copies (cudaMemcpyPeer[Async]) count exactly: dlbpf's calls and device-to-device copies
+    against the loop's own count of the calls that succeeded and the simulator's of the copies it ran."""
+    want = tsum["peer_copies"]
+    check(want > 0 and want == tsum["simulator_peer_copies"],
+          f"{name}: the loop made {want} peer copies, the simulator ran {tsum['simulator_peer_copies']}")
+    p = next(p for p in s["processes"] if p["cuda"]["calls"].get("cudaLaunchKernel"))
+    calls = p["cuda"]["calls"]
+    # The simulator's driver makes its copies with the runtime's: those nest in the driver's calls.
+    apis = ("cuMemcpyPeer", "cuMemcpyPeerAsync") if tsum.get("driver_calls") else ("cudaMemcpyPeer", "cudaMemcpyPeerAsync")
+    got = sum(calls.get(api, {}).get("count", 0) for api in apis)
+    errs = sum(calls.get(api, {}).get("errors", 0) for api in apis)
+    check(got == want and errs == 0, f"{name}: dlbpf counted {got} peer copies ({errs} failed), the loop {want}")
+    d2d = p["cuda"]["memcpy"]["d2d"]["count"]
+    check(d2d == want, f"{name}: {d2d} device-to-device copies, the loop made {want} (all peer copies)")
+    return f"{got} peer copies, as the loop and the simulator counted"
 
 
 def judge_bounds(name, steps, busy, runq_share=0.0):
@@ -291,7 +310,8 @@ PROBED_PHASES = ("h2d", "launch")
 def untraced_phases(name, sim_env=None, train_args=()):
     """Mean per step of each phase and of the step, the scenario run without dlbpf."""
     truth_path = os.path.join(WORK, f"truth-{name}-untraced.jsonl")
-    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, **(sim_env or {}))
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    env.update(sim_env or {})
     subprocess.run([workload("train"), "--scenario", name, "--quiet", "--truth", truth_path] + list(train_args),
                    env=env, check=True, timeout=120, stdout=subprocess.DEVNULL)
     steps = truth_of(truth_path)[0]
@@ -318,7 +338,8 @@ def share_gaps(ours, truth, probe):
 
 def run_scenario(name, extra=(), sim_env=None, train_args=()):
     truth_path = os.path.join(WORK, f"truth-{name}.jsonl")
-    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR, **(sim_env or {}))
+    env = dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR)
+    env.update(sim_env or {})
     stolen = stolen_ns()
     d = Dlbpf(list(extra) + ["--", workload("train"), "--scenario", name, "--quiet", "--truth", truth_path]
               + list(train_args),
@@ -503,6 +524,8 @@ def judge(name, s, truth, sim_env=None):
         note += "; " + judge_devices(name, steps, busy)
     if name == "graph":
         note += "; " + judge_graphs(name, steps, tsteps)
+    if tsum.get("peer_copies"):
+        note += "; " + judge_peer(name, s, tsum)
     return note
 
 
@@ -546,6 +569,80 @@ for _name in EXPECTED:
     for _schedule in SCHEDULES:
         _t = make_test(_name, _schedule)
         globals()[_t.__name__] = _t
+
+
+def test_two_gpus_peer_variants():
+    """The two-device loop's gradient copies in other shapes. cudaMemcpyPeerAsync on the current device's
+    legacy stream (device 1's, the last kernel's): device 0's side of each copy is not its own stream's
+    work, so its own syncs do not end it. With --peer-late the copies come after device 1's drain, right
+    before device 0's loss copy, 16 MiB (0.7 ms each, past the bounds' tolerance): device 1's share of
+    each copy lies outside the rest of its work, so its bounds hold it only where the copy is counted
+    as both devices' work (cudaMemcpyPeer: device 0's loss copy proves both legacy streams done; the
+    async one on device 0's stream: device 1's side ends with that stream's drain). Each device's
+    bounds hold its truth, and the copies count exactly."""
+    notes = []
+    late = ["--peer-late", "--peer-kb", "16384"]
+    for schedule, args in (("blocking", ["--peer-async"]), ("spin", ["--peer-async"]), ("blocking", late),
+                           ("spin", late), ("blocking", late + ["--peer-async"])):
+        sim_env = {"GPUSIM_SCHEDULE": schedule}
+        # Late, the copy is the first call after a blocking sync, so a learned marker would be it, and the
+        # copy made before the loop would open a first step of set-up: steps on the loop's own marker.
+        extra = ["--step-on", "train_step_begin"] if "--peer-late" in args else []
+        s, truth, d = run_scenario("two-gpus-peer", extra, sim_env=sim_env, train_args=args)
+        api = "cudaMemcpyPeerAsync" if "--peer-async" in args else "cudaMemcpyPeer"
+        check(any(api in p["cuda"]["calls"] for p in s["processes"]), f"{schedule} {args}: no {api} traced")
+        notes.append(f"{schedule} {' '.join(args)}: " + judge("two-gpus-peer", s, truth, sim_env))
+    return " | ".join(notes)
+
+
+def test_visible_devices():
+    """CUDA_VISIBLE_DEVICES, as the process was given it: each device's entry in the steps' devices[]
+    names the physical device its ordinal is (visible_id), for a plain list of indexes or UUIDs; a
+    list the runtime would parse its own way (an entry that is neither) names none."""
+    uuid = "GPU-8b7f2a44-1c2d-4e5f-9a0b-1c2d3e4f5a6b"
+    notes = []
+    for visible, want in (("2,0", ["2", "0"]), (f"{uuid},5", [uuid, "5"]), ("1,x", [None, None])):
+        s, truth, d = run_scenario("two-gpus", sim_env={"GPUSIM_SCHEDULE": "blocking", "CUDA_VISIBLE_DEVICES": visible})
+        got = {tuple(dev.get("visible_id") for dev in st.get("devices", [])) for st in s["steps"]}
+        check(got == {tuple(want)}, f"CUDA_VISIBLE_DEVICES={visible}: steps name {got}, want {want}")
+        notes.append(f"{visible}: {want}")
+    return "; ".join(notes)
+
+
+def test_graph_forked_capture():
+    """The graph loop whose capture forks into a second stream for every other kernel (an event recorded
+    in the capture and waited on there, joined back before the end): the kernels launched on the second
+    stream during the capture are the graph's, not the steps', so each step is one graph launch of all
+    the loop's kernels and no other (judge_graphs), with the verdict and bounds of the graph scenario."""
+    notes = []
+    for schedule in SCHEDULES:
+        sim_env = {"GPUSIM_SCHEDULE": schedule}
+        s, truth, d = run_scenario("graph", sim_env=sim_env, train_args=["--graph-fork"])
+        p = next(p for p in s["processes"] if p["cuda"]["calls"].get("cudaLaunchKernel"))
+        check(p["cuda"]["calls"]["cudaStreamWaitEvent"]["count"] >= 2, f"{schedule}: no fork traced")
+        notes.append(f"{schedule}: " + judge("graph", s, truth, sim_env))
+    return " | ".join(notes)
+
+
+def test_two_gpus_driver_contexts():
+    """The two-device loop switching devices through the driver (the simulator's libcuda.so.1, loaded
+    with dlopen): each device's primary context retained once, cuCtxSetCurrent before each kernel,
+    cuCtxPushCurrent/PopCurrent around device 1's drain, the gradients copied with cuMemcpyPeer (then
+    cuMemcpyPeerAsync). No cudaSetDevice is made in the loop, so the kernels' devices come from the
+    contexts alone: each device's bounds hold its truth with sleeping and spinning waits, and every
+    driver call counts exactly as the loop counted it."""
+    notes = []
+    for schedule, args in (("blocking", []), ("spin", []), ("blocking", ["--peer-async"])):
+        # The simulator's libcuda.so.1 is in a folder of its own (tests/gpusim/gpusim.mk).
+        sim_env = {"GPUSIM_SCHEDULE": schedule, "LD_LIBRARY_PATH": f"{GPUSIM_DIR}:{os.path.join(GPUSIM_DIR, 'driver')}"}
+        s, truth, d = run_scenario("two-gpus-peer", sim_env=sim_env, train_args=["--driver-ctx"] + args)
+        want = truth[1]["driver_calls"]
+        p = next(p for p in s["processes"] if p["cuda"]["calls"].get("cudaLaunchKernel"))
+        got = {api: p["cuda"]["calls"].get(api, {}).get("count", 0) for api in want}
+        check(got == want and want["cuCtxSetCurrent"] > 0, f"{schedule} {args}: driver calls {got}, the loop made {want}")
+        notes.append(f"{schedule} {' '.join(args)}: " + judge("two-gpus-peer", s, truth, sim_env) +
+                     f"; driver calls exact: {want}")
+    return " | ".join(notes)
 
 
 # The simulator's latencies and bandwidths, varied around its defaults (10 us a copy, 24 GB/s

@@ -181,7 +181,27 @@ static int layout_expect(const struct dl_api *api, struct dl_call *w)
 		w->stream = A0, w->ptr = OUT;
 		return 1;
 	case DL_L_PTR:
+	case DL_L_CTX:
 		w->ptr = A0;
+		return 1;
+	case DL_L_PEER:
+	case DL_L_CU_PEER:
+		/* the runtime's devices are ints (a1's low half: 2, a3's: 2); the driver's contexts handles */
+		w->dst = A0, w->src = A2, w->bytes = A4, w->dir = DL_DIR_D2D;
+		w->ptr = l == DL_L_PEER ? 2 : A1, w->size = l == DL_L_PEER ? 2 : A3;
+		if (strstr(api->name, "Async"))
+			w->stream = A5, w->async = true;
+		return 1;
+	case DL_L_CTX_OUT_DEV:
+		/* the device: Retain's a1 (low half 2), cuCtxCreate[_v2]'s a2 (4), _v3's a4 (5), _v4's a3 (2) */
+		w->ptr = OUT;
+		w->size = api->id == DL_API_CU_PRIMARY_CTX_RETAIN ? 2
+			  : api->id == DL_API_CU_CTX_CREATE_V3   ? 5
+			  : api->id == DL_API_CU_CTX_CREATE_V4   ? 2
+								   : 4;
+		return 1;
+	case DL_L_CTX_OUT:
+		w->ptr = OUT;
 		return 1;
 	case DL_L_PTR_SIZE:
 		w->ptr = A0, w->size = A1;
@@ -341,7 +361,7 @@ static void test_driver_column(void)
 	      first, cookie);
 	CHECK(dl_api_by_name("cuMemcpy")->driver && !dl_api_by_name("cudaMemcpy")->driver &&
 	      !dl_api_by_name("__cudaLaunchKernel")->driver && !dl_api_by_name("dlopen")->driver, "driver column");
-	CHECK_EQ_U64(drivers, 56);
+	CHECK_EQ_U64(drivers, 70);
 }
 
 /* The summary is fed through a stream, which resolves copies against the allocations seen. */

@@ -577,6 +577,181 @@ static void test_stream_spans(void)
 	dl_devq_free(&q);
 }
 
+/* The most busy time [a, b) of device dev's streams. */
+static uint64_t dev_upper(const struct dl_devq *q, uint64_t a, uint64_t b, uint32_t dev)
+{
+	struct dl_span *v;
+	size_t n = dl_devq_stream_spans(q, a, b, &v), w = 0;
+	uint64_t busy;
+
+	for (size_t i = 0; i < n; i++)
+		if (dl_devq_stream_dev(q, v[i].kind) == dev)
+			v[w++] = (struct dl_span){ v[i].start, v[i].end, 0 };
+	w = dl_spans_union(v, w);
+	busy = dl_spans_overlap(v, w, a, b);
+	free(v);
+	return busy;
+}
+
+static struct dl_devq_call peer(enum dl_api_id api, uint64_t start, uint64_t end, uint64_t stream, uint32_t dst,
+				uint32_t src)
+{
+	struct dl_devq_call c = with(call(api, start, end, stream, 0, 1, true), dst, src);
+
+	c.dir = DL_DIR_D2D;
+	c.async = api == DL_API_MEMCPY_PEER_ASYNC || api == DL_API_CU_MEMCPY_PEER_ASYNC;
+	return c;
+}
+
+/*
+ * Peer copies are work on both devices. cudaMemcpyPeer (1 -> 0) at 6 us runs
+ * after both legacy streams' kernels (device 1's at 2, device 0's at 4) and
+ * returns at once; device 1's sync (10-30) proves it done, and with it device
+ * 0's kernel before it: device 0 is busy at most 4-30, device 1 2-30 (without
+ * the copy's tie device 0 would stay open to 100). cudaMemcpyPeerAsync (0 ->
+ * 1) on a stream of device 0 at 45, behind its kernel at 40: device 1's side
+ * of it stays open past device 1's own sync (50-55, which may not wait for
+ * another device's stream) and ends with its stream's sync (60-70).
+ */
+static void test_peer_copies(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+
+	feed(&q, with(call(DL_API_SET_DEVICE, 0, 1 * US, 0, 0, 1, true), 1, 0));
+	feed(&q, launch(2 * US, 0, 1, DL_API_LAUNCH_KERNEL));
+	feed(&q, with(call(DL_API_SET_DEVICE, 3 * US, 3 * US, 0, 0, 1, true), 0, 0));
+	feed(&q, launch(4 * US, 0, 1, DL_API_LAUNCH_KERNEL));
+	CHECK(feed(&q, peer(DL_API_MEMCPY_PEER, 6 * US, 7 * US, 0, 0, 1)) == DL_DEVQ_EMPTY,
+	      "cudaMemcpyPeer does not block");
+	feed(&q, with(call(DL_API_SET_DEVICE, 8 * US, 8 * US, 0, 0, 1, true), 1, 0));
+	CHECK(feed(&q, call(DL_API_DEVICE_SYNC, 10 * US, 30 * US, 0, 0, 1, true)) == DL_DEVQ_COMPUTE,
+	      "device 1's sync waits on its kernel and the copy");
+	CHECK_EQ_U64(dev_upper(&q, 0, 35 * US, 1), 28 * US);
+	CHECK_EQ_U64(dev_upper(&q, 0, 35 * US, 0), 26 * US);
+
+	feed(&q, with(call(DL_API_SET_DEVICE, 36 * US, 36 * US, 0, 0, 1, true), 0, 0));
+	feed(&q, with(call(DL_API_STREAM_CREATE, 37 * US, 38 * US, 0, 0, 1, true), 0x1000, 0));
+	feed(&q, launch(40 * US, 0x1000, 1, DL_API_LAUNCH_KERNEL));
+	feed(&q, peer(DL_API_MEMCPY_PEER_ASYNC, 45 * US, 46 * US, 0x1000, 1, 0));
+	feed(&q, with(call(DL_API_SET_DEVICE, 47 * US, 47 * US, 0, 0, 1, true), 1, 0));
+	CHECK(feed(&q, call(DL_API_DEVICE_SYNC, 50 * US, 55 * US, 0, 0, 1, true)) == DL_DEVQ_TRANSFERS,
+	      "device 1 holds the copy's side");
+	CHECK_EQ_U64(dev_upper(&q, 36 * US, 100 * US, 1), 55 * US);
+	feed(&q, call(DL_API_STREAM_SYNC, 60 * US, 70 * US, 0x1000, 0, 1, true));
+	CHECK_EQ_U64(dev_upper(&q, 36 * US, 100 * US, 1), 25 * US);
+	CHECK_EQ_U64(dev_upper(&q, 36 * US, 100 * US, 0), 30 * US);
+	/* The driver's copy names contexts: one never seen made gives the copy no second device. */
+	c = peer(DL_API_CU_MEMCPY_PEER_ASYNC, 80 * US, 81 * US, 0x1000, 0xc1, 0xc0);
+	feed(&q, c);
+	CHECK_EQ_U64(dev_upper(&q, 80 * US, 100 * US, 1), 0);
+	CHECK_EQ_U64(dev_upper(&q, 80 * US, 100 * US, 0), 20 * US);
+	dl_devq_free(&q);
+}
+
+/*
+ * A capture that forks: stream 0x1000 captures 1 kernel, records event 0xe1
+ * (in the capture), 0x2000 waits on it and so joins: its 2 kernels are
+ * recorded too (no device work), then joins back (0xe2 recorded on it, waited
+ * on by 0x1000), 1 more kernel on 0x1000; the graph ends with all 4. After
+ * the end, 0x2000's kernels run again. An event recorded outside a capture
+ * still makes an ordinary edge.
+ */
+static void test_capture_fork(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+	int captured = 0;
+
+	feed(&q, with(call(DL_API_STREAM_CREATE, 0, 0, 0, 0, 1, true), 0x1000, 0));
+	feed(&q, with(call(DL_API_STREAM_CREATE, 0, 0, 0, 0, 1, true), 0x2000, 0));
+	feed(&q, call(DL_API_BEGIN_CAPTURE, 1 * US, 2 * US, 0x1000, 0, 1, true));
+	c = launch(3 * US, 0x1000, 1, DL_API_LAUNCH_KERNEL);
+	feed(&q, c);
+	captured += dl_devq_seen(&q, &c).captured;
+	feed(&q, call(DL_API_EVENT_RECORD, 4 * US, 4 * US, 0x1000, 0xe1, 1, true));
+	feed(&q, call(DL_API_STREAM_WAIT_EVENT, 5 * US, 5 * US, 0x2000, 0xe1, 1, true));
+	for (int i = 0; i < 2; i++) {
+		c = launch((6 + (uint64_t)i) * US, 0x2000, 1, DL_API_LAUNCH_KERNEL);
+		feed(&q, c);
+		captured += dl_devq_seen(&q, &c).captured;
+	}
+	feed(&q, call(DL_API_EVENT_RECORD, 8 * US, 8 * US, 0x2000, 0xe2, 1, true));
+	feed(&q, call(DL_API_STREAM_WAIT_EVENT, 9 * US, 9 * US, 0x1000, 0xe2, 1, true));
+	c = launch(10 * US, 0x1000, 1, DL_API_LAUNCH_KERNEL);
+	feed(&q, c);
+	captured += dl_devq_seen(&q, &c).captured;
+	CHECK(captured == 4, "the 4 kernels of both streams recorded, not run (%d)", captured);
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 0, 11 * US), 0);
+	feed(&q, with(call(DL_API_END_CAPTURE, 11 * US, 12 * US, 0x1000, 0, 1, true), 0x9000, 0));
+	feed(&q, with(call(DL_API_GRAPH_INSTANTIATE, 13 * US, 14 * US, 0, 0, 1, true), 0xa000, 0x9000));
+	c = with(launch(20 * US, 0x1000, 1, DL_API_GRAPH_LAUNCH), 0xa000, 0);
+	c.cls = DL_CLS_GRAPH;
+	feed(&q, c);
+	CHECK(dl_devq_seen(&q, &c).graph_kernels == 4, "the graph holds the forked kernels too (%u of 4)",
+	      dl_devq_seen(&q, &c).graph_kernels);
+	c = launch(30 * US, 0x2000, 1, DL_API_LAUNCH_KERNEL);
+	feed(&q, c);
+	CHECK(!dl_devq_seen(&q, &c).captured, "the forked stream left the capture with it");
+	/* Outside a capture an event is an edge: 0x1000's sync (40-50) drains 0x2000's kernel at 30 too, so of
+	 * [25, 100) only 25-50 may be busy (the graph from 20, the kernel from 30). */
+	feed(&q, call(DL_API_EVENT_RECORD, 31 * US, 31 * US, 0x2000, 0xe3, 1, true));
+	feed(&q, call(DL_API_STREAM_WAIT_EVENT, 32 * US, 32 * US, 0x1000, 0xe3, 1, true));
+	feed(&q, call(DL_API_STREAM_SYNC, 40 * US, 50 * US, 0x1000, 0, 1, true));
+	CHECK_EQ_U64(dl_devq_busy_upper(&q, 25 * US, 100 * US), 25 * US);
+	dl_devq_free(&q);
+}
+
+/*
+ * The driver's current context: primary contexts of devices 1 (0xc1) and 0
+ * (0xc0) retained, 0xc1 pushed: launches and streams are device 1's; a
+ * context created on device 2 is pushed on top; pops come back down to
+ * device 1, then 0; setting 0xc1 makes it 1 again, and setting NULL pops an
+ * empty stack (nothing changes).
+ */
+static void test_contexts(void)
+{
+	struct dl_devq q = { 0 };
+	struct dl_devq_call c;
+	uint32_t want[] = { 1, 2, 1, 0, 1, 1 };
+	size_t k = 0;
+
+#define LAUNCH_DEV()                                                                                         \
+	do {                                                                                                   \
+		c = launch((10 + k) * US, 0, 1, DL_API_LAUNCH_KERNEL);                                         \
+		feed(&q, c);                                                                                   \
+		CHECK(dl_devq_seen(&q, &c).dev == want[k], "launch %zu on device %u (%u)", k, want[k],         \
+		      dl_devq_seen(&q, &c).dev);                                                               \
+		k++;                                                                                           \
+	} while (0)
+	feed(&q, with(call(DL_API_CU_PRIMARY_CTX_RETAIN, 0, 0, 0, 0, 1, true), 0xc1, 1));
+	feed(&q, with(call(DL_API_CU_PRIMARY_CTX_RETAIN, 0, 0, 0, 0, 1, true), 0xc0, 0));
+	feed(&q, with(call(DL_API_CU_CTX_PUSH_CURRENT_V2, 1 * US, 1 * US, 0, 0, 1, true), 0xc1, 0));
+	feed(&q, with(call(DL_API_CU_STREAM_CREATE, 2 * US, 2 * US, 0, 0, 1, true), 0x1000, 0));
+	LAUNCH_DEV();
+	feed(&q, with(call(DL_API_CU_CTX_CREATE_V4, 3 * US, 3 * US, 0, 0, 1, true), 0xc2, 2));
+	LAUNCH_DEV();
+	feed(&q, call(DL_API_CU_CTX_POP_CURRENT_V2, 4 * US, 4 * US, 0, 0, 1, true));
+	LAUNCH_DEV();
+	feed(&q, call(DL_API_CU_CTX_POP_CURRENT_V2, 5 * US, 5 * US, 0, 0, 1, true));
+	LAUNCH_DEV();
+	feed(&q, with(call(DL_API_CU_CTX_SET_CURRENT, 6 * US, 6 * US, 0, 0, 1, true), 0xc1, 0));
+	LAUNCH_DEV();
+	feed(&q, with(call(DL_API_CU_CTX_SET_CURRENT, 7 * US, 7 * US, 0, 0, 1, true), 0, 0));
+	LAUNCH_DEV();
+#undef LAUNCH_DEV
+	for (size_t i = 0; i < q.streams.n; i++)
+		if (q.streams.v[i].key == 0x1000)
+			CHECK(dl_devq_stream_dev(&q, i) == 1, "the stream made under 0xc1 is device 1's");
+	CHECK_EQ_U64(q.devices, 3);
+	/* A push of a context never seen made keeps the device; its pop comes back to it. */
+	feed(&q, with(call(DL_API_CU_CTX_PUSH_CURRENT_V2, 30 * US, 30 * US, 0, 0, 1, true), 0xdead, 0));
+	c = launch(31 * US, 0, 1, DL_API_LAUNCH_KERNEL);
+	feed(&q, c);
+	CHECK(dl_devq_seen(&q, &c).dev == 1, "an unknown context leaves the device");
+	dl_devq_free(&q);
+}
+
 int main(void)
 {
 	test_stream_spans();
@@ -588,6 +763,9 @@ int main(void)
 	test_devices();
 	test_stream_flags();
 	test_capture();
+	test_peer_copies();
+	test_capture_fork();
+	test_contexts();
 	test_event_edge_across_streams();
 	test_query_drains();
 	test_drain_never_seen();

@@ -565,6 +565,52 @@ static void test_cgroup_records(void)
 	dl_stream_free(&st);
 }
 
+/*
+ * CUDA_VISIBLE_DEVICES: kept by the summary, inherited by a fork; an ordinal
+ * names its entry of a plain list (indexes or GPU-/MIG- UUIDs), nothing past
+ * its end, and nothing of a list the runtime would parse its own way.
+ */
+static void test_env_records(void)
+{
+	struct dl_stream st = { 0 };
+	struct dl_summary sum;
+	struct dl_proc_ev fork = { .h = { .size = sizeof(fork), .kind = DL_EV_PROC, .ts = 2 * MS, .tgid = 101,
+					  .tid = 101 }, .what = DL_PROC_FORK, .ppid = 100, .comm = "child" };
+	struct dl_env_ev bad;
+	static const struct {
+		const char *v;
+		uint32_t dev;
+		const char *want;   /* NULL: none */
+	} cases[] = {
+		{ "0,2", 1, "2" }, { "0,2", 0, "0" }, { "0,2", 2, NULL }, { "3", 0, "3" },
+		{ "GPU-8b7f2a44-1c2d-4e5f-9a0b-1c2d3e4f5a6b,1", 0, "GPU-8b7f2a44-1c2d-4e5f-9a0b-1c2d3e4f5a6b" },
+		{ "MIG-GPU-8b7f2a44/1/0", 0, "MIG-GPU-8b7f2a44/1/0" }, { "0,,1", 1, NULL }, { "0, 1", 1, NULL },
+		{ "-1", 0, NULL }, { "", 0, NULL }, { "0,x", 0, NULL },
+	};
+	char id[DL_VISIBLE_LEN];
+
+	dl_summary_init(&sum);
+	dl_stream_add(&st, dl_summary_sink, &sum);
+	dl_emit_procinfo(&st, MS, 100, 1, "train", 100);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool got;
+
+		dl_emit_env(&st, MS, 100, cases[i].v);
+		got = dl_proc_visible_id(dl_summary_find(&sum, 100), cases[i].dev, id, sizeof(id));
+		CHECK(cases[i].want ? got && !strcmp(id, cases[i].want) : !got, "'%s' ordinal %u: %s, want %s",
+		      cases[i].v, cases[i].dev, got ? id : "none", cases[i].want ? cases[i].want : "none");
+	}
+	dl_emit_env(&st, MS, 100, "1,0");
+	CHECK(dl_stream_emit(&st, &fork, sizeof(fork)) == 0, "fork");
+	CHECK(dl_proc_visible_id(dl_summary_find(&sum, 101), 0, id, sizeof(id)) && !strcmp(id, "1"),
+	      "a fork's is its parent's");
+	memset(&bad, 'x', sizeof(bad));
+	bad.h = (struct dl_hdr){ .size = sizeof(bad), .kind = DL_EV_ENV, .ts = 3 * MS, .tgid = 100, .tid = 100 };
+	CHECK(dl_stream_emit(&st, &bad, sizeof(bad)) == -1, "an unterminated value accepted");
+	dl_summary_free(&sum);
+	dl_stream_free(&st);
+}
+
 /* A malformed record is counted once, by the stream, and no sink sees it. */
 static void test_malformed_counted_once(void)
 {
@@ -696,6 +742,7 @@ int main(void)
 	test_default_copies_agree();
 	test_malformed_counted_once();
 	test_cgroup_records();
+	test_env_records();
 	test_probe_records();
 	return check_report("test_stream");
 }

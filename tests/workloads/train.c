@@ -36,10 +36,12 @@
  * truth in train_truth.c; train.h is what they share.
  */
 #define _GNU_SOURCE
+#include <cuda.h>   /* the driver's types: --driver-ctx loads libcuda.so.1 itself */
 #include <cuda_runtime_api.h>
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +145,96 @@ __asm__(".text\n\t.p2align 2\n\t.globl train_step_begin\n\t.type train_step_begi
 static cudaStream_t graph_stream;
 static cudaGraphExec_t graph_exec;
 static void *d_loss_of[MAX_DEVICES];   /* devices 1..: memory of their own, as a model's replicas hold */
+static void *d_grad_of[MAX_DEVICES];   /* --peer-kb: device d's gradients; device 0's, room for every other's */
+int peer_copies;
+long long sim_peer_copies = -1;
+
+/*
+ * --driver-ctx: the driver API, loaded as frameworks load it (dlopen of libcuda.so.1), switches
+ * devices instead of cudaSetDevice: each device's primary context is retained once, the kernels'
+ * device is set with cuCtxSetCurrent, each drain pushes the device's context and pops it after,
+ * and the gradients go with cuMemcpyPeer[Async], which name contexts.
+ */
+static struct {
+	CUresult (*retain)(CUcontext *, CUdevice);
+	CUresult (*set)(CUcontext);
+	CUresult (*push)(CUcontext);
+	CUresult (*pop)(CUcontext *);
+	CUresult (*peer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
+	CUresult (*peer_async)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+	CUcontext ctx[MAX_DEVICES];
+} drv;
+int driver_calls[DRV_NCALLS];   /* the calls that succeeded, as driver_call_names lists them */
+const char *const driver_call_names[DRV_NCALLS] = { "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",
+						    "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuMemcpyPeer",
+						    "cuMemcpyPeerAsync" };
+
+static bool drv_count(int call, CUresult r)
+{
+	if (r == CUDA_SUCCESS)
+		driver_calls[call]++;
+	else
+		fprintf(stderr, "train: %s failed: %d\n", driver_call_names[call], (int)r);
+	return r == CUDA_SUCCESS;
+}
+
+static int driver_open(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+
+	if (!h) {
+		fprintf(stderr, "train: --driver-ctx: %s\n", dlerror());
+		return -1;
+	}
+	*(void **)&drv.retain = dlsym(h, "cuDevicePrimaryCtxRetain");
+	*(void **)&drv.set = dlsym(h, "cuCtxSetCurrent");
+	*(void **)&drv.push = dlsym(h, "cuCtxPushCurrent_v2");
+	*(void **)&drv.pop = dlsym(h, "cuCtxPopCurrent_v2");
+	*(void **)&drv.peer = dlsym(h, "cuMemcpyPeer");
+	*(void **)&drv.peer_async = dlsym(h, "cuMemcpyPeerAsync");
+	if (!drv.retain || !drv.set || !drv.push || !drv.pop || !drv.peer || !drv.peer_async) {
+		fprintf(stderr, "train: --driver-ctx: libcuda.so.1 lacks a context or peer-copy entry point\n");
+		return -1;
+	}
+	for (int d = 0; d < O.devices; d++)
+		drv_count(DRV_RETAIN, drv.retain(&drv.ctx[d], d));
+	return 0;
+}
+
+/* The calling thread's device: cudaSetDevice, or the device's primary context made current. */
+static void set_device(int d)
+{
+	if (O.driver_ctx)
+		drv_count(DRV_SET, drv.set(drv.ctx[d]));
+	else
+		CUDA("cudaSetDevice", cudaSetDevice(d));
+}
+
+/* Each device but 0 sends its gradients to device 0 (--peer-kb), as a data-parallel loop on one host may. */
+static void peer_step(void)
+{
+	size_t bytes = (size_t)O.peer_kb * 1024;
+
+	for (int d = 1; bytes && d < O.devices; d++) {
+		void *dst = (char *)d_grad_of[0] + (size_t)(d - 1) * bytes;
+		cudaError_t e;
+
+		if (O.driver_ctx) {
+			CUdeviceptr to = (CUdeviceptr)(uintptr_t)dst, from = (CUdeviceptr)(uintptr_t)d_grad_of[d];
+
+			if (O.peer_async ? drv_count(DRV_PEER_ASYNC, drv.peer_async(to, drv.ctx[0], from, drv.ctx[d], bytes, NULL))
+					 : drv_count(DRV_PEER, drv.peer(to, drv.ctx[0], from, drv.ctx[d], bytes)))
+				peer_copies++;
+			continue;
+		}
+		e = O.peer_async ? cudaMemcpyPeerAsync(dst, 0, d_grad_of[d], d, bytes, 0)
+				 : cudaMemcpyPeer(dst, 0, d_grad_of[d], d, bytes);
+		if (e == cudaSuccess)
+			peer_copies++;
+		else
+			cuda_fail(O.peer_async ? "cudaMemcpyPeerAsync" : "cudaMemcpyPeer", e);
+	}
+}
 
 /* cudaSetDeviceFlags on every device, as --waits names it (the runtime keeps them per device). */
 static void set_waits(void)
@@ -168,16 +260,40 @@ static void graph_capture(void *d_batch)
 {
 	cudaGraph_t graph = NULL;
 
+	cudaStream_t side = NULL;
+	cudaEvent_t fork = NULL, join = NULL;
+
 	CUDA("cudaStreamCreateWithPriority", cudaStreamCreateWithPriority(&graph_stream, cudaStreamNonBlocking, 0));
+	if (O.graph_fork) {
+		CUDA("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+		CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+		CUDA("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+	}
 	CUDA("cudaStreamBeginCapture", cudaStreamBeginCapture(graph_stream, cudaStreamCaptureModeGlobal));
+	/* --graph-fork: the capture forks into a side stream (its wait on an event recorded in the capture) */
+	if (O.graph_fork) {
+		CUDA("cudaEventRecord", cudaEventRecord(fork, graph_stream));
+		CUDA("cudaStreamWaitEvent", cudaStreamWaitEvent(side, fork, 0));
+	}
 	for (int k = 0; k < O.kernels; k++) {
 		dim3 grid = { 64, 1, 1 }, block = { 256, 1, 1 };
 		void *args[1] = { &d_batch };
+		cudaStream_t st = O.graph_fork && k % 2 ? side : graph_stream;
 
 		CUDA("cudaLaunchKernel",
-		     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, graph_stream));
+		     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, st));
+	}
+	/* ... and joins back before its end: the graph holds both streams' kernels */
+	if (O.graph_fork) {
+		CUDA("cudaEventRecord", cudaEventRecord(join, side));
+		CUDA("cudaStreamWaitEvent", cudaStreamWaitEvent(graph_stream, join, 0));
 	}
 	CUDA("cudaStreamEndCapture", cudaStreamEndCapture(graph_stream, &graph));
+	if (O.graph_fork) {
+		CUDA("cudaEventDestroy", cudaEventDestroy(fork));
+		CUDA("cudaEventDestroy", cudaEventDestroy(join));
+		CUDA("cudaStreamDestroy", cudaStreamDestroy(side));
+	}
 	CUDA("cudaGraphInstantiate", cudaGraphInstantiate(&graph_exec, graph, 0));
 	if (graph)
 		CUDA("cudaGraphDestroy", cudaGraphDestroy(graph));
@@ -242,8 +358,14 @@ int main(int argc, char **argv)
 	for (int d = O.devices - 1; d > 0; d--) {
 		CUDA("cudaSetDevice", cudaSetDevice(d));
 		CUDA("cudaMalloc", cudaMalloc(&d_loss_of[d], 256));
+		if (O.peer_kb)
+			CUDA("cudaMalloc", cudaMalloc(&d_grad_of[d], (size_t)O.peer_kb * 1024));
 	}
 	CUDA("cudaSetDevice", cudaSetDevice(0));
+	if (O.peer_kb && O.devices > 1)
+		CUDA("cudaMalloc", cudaMalloc(&d_grad_of[0], (size_t)O.peer_kb * 1024 * (size_t)(O.devices - 1)));
+	if (O.driver_ctx && driver_open())
+		return 1;
 	CUDA("cudaMalloc", cudaMalloc(&d_batch, batch_bytes));
 	CUDA("cudaMalloc", cudaMalloc(&d_loss, 256));
 	d_loss_of[0] = d_loss;
@@ -281,11 +403,22 @@ int main(int argc, char **argv)
 	if (start_workers(self) || pin_start())
 		return 1;
 	nspinners = start_spinners(self);
+	/*
+	 * The gradients' first copy after the workers' fork writes pages the fork made copy-on-write
+	 * (the simulator's device memory is the process's own): tens of ms for 4 MiB here. Done
+	 * before the loop, as a job's warm-up step would, with the batch's memory, which the
+	 * simulator writes when a peer copy moves the batch copies deferred before it (else in the
+	 * first step's peer copy, tens of ms of host time in a step a tracer's steps do not hold).
+	 */
+	if (O.peer_kb && O.devices > 1) {
+		CUDA("cudaMemset", cudaMemset(d_batch, 0, batch_bytes));
+		peer_step();
+	}
 
 	uint64_t t_prev = now_ns(), t_first = t_prev;
 	for (int step = 0; step < O.steps && !g_stop; step++) {
 		struct step_record r = { .step = step, .start_ns = t_prev, .h2d_bytes = batch_bytes };
-		uint64_t *ph = r.ph, t, oc0, rq0, oc1, rq1;
+		uint64_t *ph = r.ph, t, oc0, rq0, oc1, rq1, peer_ns = 0, late_ns = 0;
 		int s = step % ring->nslots;
 		size_t chunk, off;
 
@@ -326,10 +459,19 @@ int main(int argc, char **argv)
 			void *args[1] = { &d_batch };
 			cudaStream_t st = O.streams ? streams[k % O.streams] : 0;
 			if (O.devices > 1)
-				CUDA("cudaSetDevice", cudaSetDevice(k % O.devices));
+				set_device(k % O.devices);
 			CUDA("cudaLaunchKernel",
 			     cudaLaunchKernel((const void *)(uintptr_t)kernel_fns[k % 8], grid, block, args, 0, st));
 		}
+		/*
+		 * The gradients to device 0 (the current device is the last kernel's: the copy names both).
+		 * The call does not wait for the device: its time is the host's (a tracer's "other CUDA"
+		 * time, not a launch's), so it goes to the host phase.
+		 */
+		peer_ns = now_ns();
+		if (!O.peer_late)
+			peer_step();
+		peer_ns = now_ns() - peer_ns;
 		/* Side streams join the legacy stream the way frameworks do it: an event each. */
 		for (int i = 0; i < O.streams; i++) {
 			CUDA("cudaEventRecord", cudaEventRecord(joins[i], streams[i]));
@@ -340,7 +482,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "train: ncclAllReduce failed\n");
 			break;
 		}
-		ph[PH_LAUNCH] = now_ns() - t;
+		ph[PH_LAUNCH] = now_ns() - t - peer_ns;
+		ph[PH_HOST] += peer_ns;
 
 		/* 5. loss.item(): a synchronous 4-byte D2H copy waits for the GPU; a loop that logs its
 		 * loss every N steps syncs only then, and its device runs behind meanwhile. */
@@ -355,16 +498,31 @@ int main(int argc, char **argv)
 		} else if (synced) {
 			/* The other devices drained (cudaDeviceSynchronize drains the current one), then device 0's loss. */
 			for (int d = O.devices - 1; d > 0; d--) {
-				CUDA("cudaSetDevice", cudaSetDevice(d));
+				CUcontext popped;
+
+				if (O.driver_ctx)
+					drv_count(DRV_PUSH, drv.push(drv.ctx[d]));
+				else
+					CUDA("cudaSetDevice", cudaSetDevice(d));
 				r.sync_ns = r.sync_ns ? r.sync_ns : now_ns();
 				CUDA("cudaDeviceSynchronize", cudaDeviceSynchronize());
+				if (O.driver_ctx)
+					drv_count(DRV_POP, drv.pop(&popped));
 			}
 			if (O.devices > 1)
-				CUDA("cudaSetDevice", cudaSetDevice(0));
+				set_device(0);
+			/* --peer-late: the gradients go to device 0 only now, after the other devices' drains */
+			if (O.peer_late) {
+				late_ns = now_ns();
+				peer_step();
+				late_ns = now_ns() - late_ns;
+			}
 			r.loss_copy_ns = now_ns();
 			CUDA("cudaMemcpy", cudaMemcpy(&loss, d_loss, sizeof(loss), cudaMemcpyDeviceToHost));
 		}
-		ph[PH_GPU] = now_ns() - t;
+		/* The late copies' calls wait for nothing: host time, as the early ones' */
+		ph[PH_GPU] = now_ns() - t - late_ns;
+		ph[PH_HOST] += late_ns;
 		uint64_t wait_start = t, wait_end = t + ph[PH_GPU];
 
 		r.hdr = ring->hdr[s];
@@ -403,6 +561,8 @@ int main(int argc, char **argv)
 	for (int d = O.devices - 1; d > 0; d--) {
 		CUDA("cudaSetDevice", cudaSetDevice(d));
 		CUDA("cudaFree", cudaFree(d_loss_of[d]));
+		if (d_grad_of[d])
+			CUDA("cudaFree", cudaFree(d_grad_of[d]));
 	}
 	if (O.devices > 1)
 		CUDA("cudaSetDevice", cudaSetDevice(0));
@@ -415,8 +575,17 @@ int main(int argc, char **argv)
 		CUDA("cudaHostUnregister", cudaHostUnregister(slots));
 	CUDA("cudaFree", cudaFree(d_batch));
 	CUDA("cudaFree", cudaFree(d_loss));
+	if (d_grad_of[0])
+		CUDA("cudaFree", cudaFree(d_grad_of[0]));
 
 	summarize(&tot, &sum);
+	{
+		typedef unsigned long long (*count_fn)(void);
+		count_fn sim_count = (count_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "gpusimPeerCopies");
+
+		if (sim_count)
+			sim_peer_copies = (long long)sim_count();
+	}
 	if (truth) {
 		truth_write_summary(truth, &sum, t_last - t_first, nspinners, cuda_errors, set_cost != NULL);
 		fclose(truth);

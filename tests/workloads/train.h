@@ -57,6 +57,11 @@ struct opts {
 	int ranks;         /* the communicator's size */
 	int graph;         /* the kernels captured once into a CUDA graph, launched each step on a stream */
 	int devices;       /* the kernels spread over this many devices, each its own loss copy (1: one) */
+	long peer_kb;      /* with devices > 1: each step each device d > 0 copies this much to device 0 (0: none) */
+	int peer_async;    /* ... with cudaMemcpyPeerAsync on the current device's legacy stream, not cudaMemcpyPeer */
+	int peer_late;     /* ... after the other devices' drains, right before the loss copy (not after the kernels) */
+	int graph_fork;    /* --graph: the capture forks into a second stream for every other kernel */
+	int driver_ctx;    /* devices switched and peer copies made through the driver's contexts (libcuda.so.1) */
 	const char *waits; /* cudaSetDeviceFlags on each device: auto, spin, yield, blocking (NULL: not called) */
 	long data_mb;
 	char data[PATH_MAX];
@@ -187,6 +192,13 @@ void summarize(struct run_totals *t, struct run_summary *s);
 void truth_write_step(FILE *f, const struct step_record *r);
 void truth_write_summary(FILE *f, const struct run_summary *s, uint64_t duration_ns, int nspinners,
 			 int cuda_errors, int simulator);
+/* The peer copies the loop made (calls that succeeded), and the simulator's own count (-1: not the simulator). */
+extern int peer_copies;
+extern long long sim_peer_copies;
+/* --driver-ctx: the driver calls the loop made that succeeded, by name. */
+enum { DRV_RETAIN, DRV_SET, DRV_PUSH, DRV_POP, DRV_PEER, DRV_PEER_ASYNC, DRV_NCALLS };
+extern int driver_calls[DRV_NCALLS];
+extern const char *const driver_call_names[DRV_NCALLS];
 void print_summary(const struct run_summary *s, uint64_t duration_ns, int cuda_errors);
 
 /* ------------------------- the device's own timeline (train_device.c) -- */

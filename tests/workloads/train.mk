@@ -8,7 +8,7 @@
 CUDA_HOME ?= /usr/local/cuda
 
 TRAIN_BIN := $(OUTPUT)/workloads/train
-TRAIN_SCENARIOS := gpu input disk pageable small-copies sync-copies launch host-cpu contention two-streams comm graph two-gpus balanced
+TRAIN_SCENARIOS := gpu input disk pageable small-copies sync-copies launch host-cpu contention two-streams comm graph two-gpus two-gpus-peer balanced
 
 # main and the step loop, options, loader and ring, ground truth, the device's
 # own timeline, the gradient all-reduce (train.h is what they share)

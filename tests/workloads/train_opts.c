@@ -40,7 +40,7 @@ struct opts O = {
 struct scenario {
 	const char *name, *expect, *what;
 	int steps, workers, h2d_chunks, kernels, spinners, pinned, odirect, sync_h2d, streams, graph, devices;
-	long batch_kb, read_kb, io_kb, worker_cpu_us, host_cpu_us, kernel_us, allreduce_kb;
+	long batch_kb, read_kb, io_kb, worker_cpu_us, host_cpu_us, kernel_us, allreduce_kb, peer_kb;
 };
 
 /* Presets sized for a 2-core VM: each run takes about 1.5-3 s and the named
@@ -91,6 +91,10 @@ static const struct scenario scenarios[] = {
 	{ "two-gpus", "gpu_wait", "20 x 1.5 ms kernels split over 2 devices; the host drains both",
 	  .steps = 80, .workers = 2, .h2d_chunks = 1, .kernels = 20, .pinned = 1, .devices = 2, .batch_kb = 4096,
 	  .read_kb = 256, .io_kb = 256, .worker_cpu_us = 2000, .host_cpu_us = 200, .kernel_us = 1500 },
+	{ "two-gpus-peer", "gpu_wait", "two-gpus, and device 1 copies 4 MiB of gradients to device 0 (cudaMemcpyPeer)",
+	  .steps = 80, .workers = 2, .h2d_chunks = 1, .kernels = 20, .pinned = 1, .devices = 2, .batch_kb = 4096,
+	  .read_kb = 256, .io_kb = 256, .worker_cpu_us = 2000, .host_cpu_us = 200, .kernel_us = 1500,
+	  .peer_kb = 4096 },
 	{ "balanced", NULL, "moderate everything: no phase should dominate",
 	  .steps = 250, .workers = 2, .h2d_chunks = 1, .kernels = 10, .pinned = 1, .batch_kb = 4096,
 	  .read_kb = 512, .io_kb = 512, .worker_cpu_us = 10000, .host_cpu_us = 1500, .kernel_us = 250 },
@@ -120,6 +124,7 @@ static void apply_scenario(const struct scenario *s)
 	O.allreduce_kb = s->allreduce_kb;
 	O.graph = s->graph;
 	O.devices = s->devices ? s->devices : 1;
+	O.peer_kb = s->peer_kb;
 }
 
 static void usage(FILE *f)
@@ -167,8 +172,17 @@ static void usage(FILE *f)
 		"  --graph            capture the step's kernels once (cudaStreamBeginCapture on a\n"
 		"                     stream of their own) and launch the graph each step; the loss\n"
 		"                     is read with cudaMemcpyAsync and cudaStreamSynchronize\n"
+		"  --graph-fork       --graph, the capture forked into a second stream (an event\n"
+		"                     recorded in it, waited on there) for every other kernel\n"
 		"  --devices N        spread the kernels over N devices (GPUSIM_DEVICES); the others\n"
 		"                     are drained with cudaDeviceSynchronize before the loss copy (1)\n"
+		"  --peer-kb N        with --devices: each step, after the kernels, each device but 0\n"
+		"                     copies N KiB to device 0 with cudaMemcpyPeer (0: none)\n"
+		"  --peer-async       ... with cudaMemcpyPeerAsync on the current device's legacy stream\n"
+		"  --peer-late        ... after the other devices' drains, right before the loss copy\n"
+		"  --driver-ctx       switch devices with the driver's contexts (libcuda.so.1 loaded\n"
+		"                     with dlopen; cuCtxSetCurrent, cuCtxPush/PopCurrent around the\n"
+		"                     drains) and copy with cuMemcpyPeer[Async]\n"
 		"  --waits MODE       cudaSetDeviceFlags on each device first: auto, spin, yield\n"
 		"                     or blocking (default: the runtime's, not called)\n"
 		"  --spinners N       CPU-burning competitor processes (%d)\n"
@@ -190,7 +204,7 @@ enum {
 	OPT_PAGEABLE, OPT_CHUNKS, OPT_KERNELS, OPT_KUS, OPT_LUS, OPT_ODIRECT, OPT_DATA, OPT_DATAMB,
 	OPT_TRUTH, OPT_IGN, OPT_SPIN, OPT_SCEN, OPT_CHECK, OPT_QUIET, OPT_HELP, OPT_SLOW_STEP, OPT_SLOW_MS,
 	OPT_SYNC_H2D, OPT_STREAMS, OPT_SYNC_EVERY, OPT_SETUP, OPT_SLOW, OPT_ALLREDUCE, OPT_RANKS, OPT_WWAIT, OPT_PIN, OPT_TWORKERS, OPT_FETCH, OPT_KUS_SPREAD,
-	OPT_KVARY, OPT_GRAPH, OPT_DEVICES, OPT_WAITS,
+	OPT_KVARY, OPT_GRAPH, OPT_DEVICES, OPT_WAITS, OPT_PEER_KB, OPT_PEER_ASYNC, OPT_DRIVER_CTX, OPT_GRAPH_FORK, OPT_PEER_LATE,
 };
 
 static const struct option longopts[] = {
@@ -221,6 +235,11 @@ static const struct option longopts[] = {
 	{ "kernels-vary", no_argument, NULL, OPT_KVARY },
 	{ "graph", no_argument, NULL, OPT_GRAPH },
 	{ "devices", required_argument, NULL, OPT_DEVICES },
+	{ "peer-kb", required_argument, NULL, OPT_PEER_KB },
+	{ "peer-async", no_argument, NULL, OPT_PEER_ASYNC },
+	{ "driver-ctx", no_argument, NULL, OPT_DRIVER_CTX },
+	{ "graph-fork", no_argument, NULL, OPT_GRAPH_FORK },
+	{ "peer-late", no_argument, NULL, OPT_PEER_LATE },
 	{ "waits", required_argument, NULL, OPT_WAITS },
 	{ "launch-us", required_argument, NULL, OPT_LUS },
 	{ "odirect", no_argument, NULL, OPT_ODIRECT },
@@ -321,6 +340,11 @@ void parse_options(int argc, char **argv)
 		case OPT_KVARY: O.kernels_vary = 1; break;
 		case OPT_GRAPH: O.graph = 1; break;
 		case OPT_DEVICES: O.devices = (int)num(n, optarg, 1, MAX_DEVICES); break;
+		case OPT_PEER_KB: O.peer_kb = num(n, optarg, 0, 1 << 20); break;
+		case OPT_PEER_ASYNC: O.peer_async = 1; break;
+		case OPT_DRIVER_CTX: O.driver_ctx = 1; break;
+		case OPT_GRAPH_FORK: O.graph = O.graph_fork = 1; break;
+		case OPT_PEER_LATE: O.peer_late = 1; break;
 		case OPT_WAITS:
 			if (strcmp(optarg, "auto") && strcmp(optarg, "spin") && strcmp(optarg, "yield") &&
 			    strcmp(optarg, "blocking")) {

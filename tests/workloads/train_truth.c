@@ -128,6 +128,10 @@ void truth_write_summary(FILE *f, const struct run_summary *s, uint64_t duration
 	for (int k = 0; k < 8; k++)
 		fprintf(f, "%s\"%s\":%lld", k ? "," : "", kernel_names[k], kernel_cost_us(k) * 1000ll);
 	fprintf(f, "},");
+	fprintf(f, "\"peer_copies\":%d,\"simulator_peer_copies\":%lld,\"driver_calls\":{", peer_copies, sim_peer_copies);
+	for (int i = 0; O.driver_ctx && i < DRV_NCALLS; i++)
+		fprintf(f, "%s\"%s\":%d", i ? "," : "", driver_call_names[i], driver_calls[i]);
+	fprintf(f, "},");
 	fprintf(f, "\"workers\":%d,\"spinners\":%d,\"pinned\":%s,\"cuda_errors\":%d,\"simulator\":%s,\"pin_tid\":%d}\n",
 		O.workers, nspinners, O.pinned ? "true" : "false", cuda_errors, simulator ? "true" : "false", (int)pin_tid);
 }

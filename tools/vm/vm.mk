@@ -31,7 +31,7 @@ ARM64_EXE := $(DIST_DIR)/dlbpf-$(VERSION)-aarch64-linux
 ARM64_MAKE := $(MAKE) --no-print-directory ARCH=arm64 CROSS=aarch64-linux-gnu-
 
 # What an arm64 guest runs, built for the ARCH this make builds for.
-vm-guest-prereqs: $(DIST_EXE) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(OUTPUT)/workloads/cuda_calls $(TRAIN_BIN) \
+vm-guest-prereqs: $(DIST_EXE) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(OUTPUT)/workloads/cuda_calls $(TRAIN_BIN) \
 	$(OUTPUT)/workloads/probe_stress $(OUTPUT)/vm/glibc_keys
 
 # glibc's pthread keys as dlbpf finds them and as its BPF reads them (tests/vm/glibc_keys.c).

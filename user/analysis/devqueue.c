@@ -18,6 +18,7 @@
 #define KEY_LEGACY 1ull
 #define KEY_LEGACY_DEV (1ull << 62)
 #define KEY_PER_THREAD (1ull << 63)
+#define KEY_PEER_SIDE (1ull << 61)   /* | device: the peer copies another device's streams put on it */
 #define MAX_DEPS 64          /* waits kept per stream; forgetting one only proves less */
 #define MAX_DEP_DEPTH 8      /* chains of cross-stream waits followed at a drain */
 #define MAX_DEVICES 64       /* ordinals above are taken as not a device (a bad argument) */
@@ -287,10 +288,15 @@ static enum dl_devq_waited on_sync(struct dl_devq *q, const struct dl_devq_call 
 	switch (c->api) {
 	case DL_API_DEVICE_SYNC:
 	case DL_API_CU_CTX_SYNC:
-		/* The current device's streams only: another device's work goes on. */
+		/*
+		 * The current device's streams only: another device's work goes on.
+		 * A peer copy that another device's stream put on this one is that
+		 * stream's work: whether this device's sync waits for it is not
+		 * documented, so it is left to its own stream's drain.
+		 */
 		waited = device_held(q, dev);
 		for (size_t i = 0; c->ok && i < q->streams.n; i++)
-			if (q->streams.v[i].dev == dev)
+			if (q->streams.v[i].dev == dev && !q->streams.v[i].peer_side)
 				drain(q, q->streams.v[i].key, c->start, c->end, 0);
 		return waited;
 	case DL_API_EVENT_SYNC:
@@ -313,12 +319,97 @@ static enum dl_devq_waited on_sync(struct dl_devq *q, const struct dl_devq_call 
 	}
 }
 
+static bool peer_api(uint16_t api)
+{
+	return api == DL_API_MEMCPY_PEER || api == DL_API_MEMCPY_PEER_ASYNC || api == DL_API_CU_MEMCPY_PEER ||
+	       api == DL_API_CU_MEMCPY_PEER_PTDS || api == DL_API_CU_MEMCPY_PEER_ASYNC ||
+	       api == DL_API_CU_MEMCPY_PEER_ASYNC_PTSZ;
+}
+
+/* A peer copy's device: the runtime passes an ordinal, the driver a context (-1: not known). */
+static int64_t peer_dev(const struct dl_devq *q, uint16_t api, uint64_t v)
+{
+	uint64_t d;
+
+	if (api == DL_API_MEMCPY_PEER || api == DL_API_MEMCPY_PEER_ASYNC)
+		return v < MAX_DEVICES ? (int64_t)v : -1;
+	return dl_u64map_get(&q->ctx_dev, v, &d) ? (int64_t)d : -1;
+}
+
+static uint64_t legacy_key(uint32_t dev)
+{
+	return dev ? KEY_LEGACY_DEV | dev : KEY_LEGACY;
+}
+
+/* s's work at time at is also that of stream key: draining s past at drains key up to it. */
+static void same_item(struct dl_devq *q, uint64_t s_key, uint64_t key, uint64_t at)
+{
+	struct dl_devq_stream *s = find_stream(q, s_key);
+
+	if (!s)
+		return;
+	if (s->deps.n >= MAX_DEPS)
+		dl_vec_drop_front(&s->deps, 1);
+	*dl_vec_push(&s->deps) = (struct dl_devq_dep){ key, at + 1, at };
+}
+
+/*
+ * A copy between two devices is device work on both (ptr: the destination's
+ * device or context, size: the source's). cudaMemcpyPeer runs on both
+ * devices' legacy streams, after all their earlier work (serialized with it,
+ * as documented) and returns before it is done: its end on one device proves
+ * the other's legacy stream done up to it. cudaMemcpyPeerAsync runs on its
+ * stream; the other device's side of it is a stream of that device, drained
+ * with the copy's stream. A device not known (a context never seen made)
+ * gets no side: the upper bound of that device may be short by the copy.
+ */
+static enum dl_devq_waited on_peer(struct dl_devq *q, const struct dl_devq_call *c)
+{
+	int64_t dst = peer_dev(q, c->api, c->ptr), src = peer_dev(q, c->api, c->size);
+	struct dl_devq_stream *s, *side;
+	uint64_t key;
+	uint32_t other;
+
+	if (!c->ok)
+		return DL_DEVQ_EMPTY;
+	if (!c->async) {
+		uint64_t kd, ks;
+
+		if (dst < 0 || src < 0) {
+			enqueue(q, key_of(q, c), c->start, c->tid, W_TRANSFER);
+			return DL_DEVQ_EMPTY;
+		}
+		kd = legacy_key((uint32_t)dst);
+		ks = legacy_key((uint32_t)src);
+		enqueue(q, kd, c->start, c->tid, W_TRANSFER);
+		if (ks != kd) {
+			enqueue(q, ks, c->start, c->tid, W_TRANSFER);
+			same_item(q, kd, ks, c->start);
+			same_item(q, ks, kd, c->start);
+		}
+		return DL_DEVQ_EMPTY;
+	}
+	key = key_of(q, c);
+	enqueue(q, key, c->start, c->tid, W_TRANSFER);
+	s = find_stream(q, key);
+	if (dst < 0 || src < 0 || dst == src || ((int64_t)s->dev != dst && (int64_t)s->dev != src))
+		return DL_DEVQ_EMPTY;
+	other = (uint32_t)((int64_t)s->dev == dst ? src : dst);
+	side = get_stream_on(q, KEY_PEER_SIDE | other, other);
+	side->peer_side = true;
+	enqueue(q, side->key, c->start, c->tid, W_TRANSFER);
+	same_item(q, key, side->key, c->start);
+	return DL_DEVQ_EMPTY;
+}
+
 static enum dl_devq_waited on_copy(struct dl_devq *q, const struct dl_devq_call *c)
 {
 	uint64_t key = key_of(q, c);
 	const struct dl_devq_stream *s;
 	enum dl_devq_waited waited;
 
+	if (peer_api(c->api))
+		return on_peer(q, c);
 	if (c->dir == DL_DIR_H2H || !c->ok)
 		return DL_DEVQ_EMPTY;
 	waited = waits_on(q, key, c->start);
@@ -338,6 +429,105 @@ static enum dl_devq_waited on_copy(struct dl_devq *q, const struct dl_devq_call 
 	return waited;
 }
 
+static void set_dev(struct dl_devq *q, uint32_t tid, uint32_t dev)
+{
+	if (dev)
+		dl_u64map_put(&q->dev_of_tid, tid, dev);
+	else
+		dl_u64map_del(&q->dev_of_tid, tid);
+	saw_device(q, dev);
+}
+
+/*
+ * A thread's context stack under its current context, as the devices of its
+ * contexts: a depth in the low 4 bits, then up to CTX_STACK devices of 6 bits
+ * each, the latest pushed first. Deeper stacks forget their bottom: popping
+ * past what is kept leaves the current device as it is.
+ */
+#define CTX_STACK 9
+#define CTX_DEPTH_MASK 0xfull
+
+static void ctx_push(struct dl_devq *q, uint32_t tid, uint32_t dev)
+{
+	uint64_t v = 0, depth, entries;
+
+	dl_u64map_get(&q->ctx_below, tid, &v);
+	depth = v & CTX_DEPTH_MASK;
+	entries = (v >> 4 << 6 | dev) & ((1ull << (6 * CTX_STACK)) - 1);
+	depth = depth < CTX_STACK ? depth + 1 : CTX_STACK;
+	dl_u64map_put(&q->ctx_below, tid, entries << 4 | depth);
+}
+
+/* The device under the current context (-1: none kept), taken off the stack. */
+static int64_t ctx_pop(struct dl_devq *q, uint32_t tid)
+{
+	uint64_t v = 0;
+	uint32_t dev;
+
+	if (!dl_u64map_get(&q->ctx_below, tid, &v) || !(v & CTX_DEPTH_MASK))
+		return -1;
+	dev = (uint32_t)(v >> 4 & (MAX_DEVICES - 1));
+	if ((v & CTX_DEPTH_MASK) == 1)
+		dl_u64map_del(&q->ctx_below, tid);
+	else
+		dl_u64map_put(&q->ctx_below, tid, (v >> 10) << 4 | ((v & CTX_DEPTH_MASK) - 1));
+	return dev;
+}
+
+/*
+ * The driver's current context: a context's device is known from its
+ * creation (which also pushes it) or its primary-context retain (ptr: the
+ * context, size: the device); setting one replaces the top of the thread's
+ * context stack (NULL pops it), pushing and popping move along it, and the
+ * current device follows (cudaSetDevice replaces the top as well). A context
+ * whose making was not seen leaves the device as it was: its work counts
+ * where the thread's work counted before.
+ */
+static void on_context(struct dl_devq *q, const struct dl_devq_call *c)
+{
+	uint64_t d;
+	int64_t below;
+	bool known = dl_u64map_get(&q->ctx_dev, c->ptr, &d);
+
+	switch (c->api) {
+	case DL_API_CU_PRIMARY_CTX_RETAIN:
+	case DL_API_CU_CTX_CREATE:
+	case DL_API_CU_CTX_CREATE_V2:
+	case DL_API_CU_CTX_CREATE_V3:
+	case DL_API_CU_CTX_CREATE_V4:
+		if (!c->ptr || c->size >= MAX_DEVICES)
+			return;
+		dl_u64map_put(&q->ctx_dev, c->ptr, c->size);
+		saw_device(q, (uint32_t)c->size);
+		if (c->api != DL_API_CU_PRIMARY_CTX_RETAIN) {
+			ctx_push(q, c->tid, thread_dev(q, c->tid));
+			set_dev(q, c->tid, (uint32_t)c->size);
+		}
+		return;
+	case DL_API_CU_CTX_SET_CURRENT:
+		if (!c->ptr) {
+			if ((below = ctx_pop(q, c->tid)) >= 0)
+				set_dev(q, c->tid, (uint32_t)below);
+		} else if (known) {
+			set_dev(q, c->tid, (uint32_t)d);
+		}
+		return;
+	case DL_API_CU_CTX_PUSH_CURRENT:
+	case DL_API_CU_CTX_PUSH_CURRENT_V2:
+		ctx_push(q, c->tid, thread_dev(q, c->tid));
+		if (known)
+			set_dev(q, c->tid, (uint32_t)d);
+		return;
+	case DL_API_CU_CTX_POP_CURRENT:
+	case DL_API_CU_CTX_POP_CURRENT_V2:
+		if ((below = ctx_pop(q, c->tid)) >= 0)
+			set_dev(q, c->tid, (uint32_t)below);
+		return;
+	default:
+		return;
+	}
+}
+
 /* Capture begins or ends on a stream; an ended one's graph holds the kernels it recorded. */
 static void on_capture(struct dl_devq *q, const struct dl_devq_call *c)
 {
@@ -351,12 +541,46 @@ static void on_capture(struct dl_devq *q, const struct dl_devq_call *c)
 	if (begin) {
 		s->capturing = true;
 		s->captured = 0;
+		s->capture_origin = s->key;
 		return;
+	}
+	if (!s->capturing || s->capture_origin != s->key)
+		return;   /* not a capture this stream began (a forked stream's end is refused) */
+	/* The streams it forked into leave it with it: their kernels are the graph's too. */
+	for (size_t i = 0; i < q->streams.n; i++) {
+		struct dl_devq_stream *o = &q->streams.v[i];
+
+		if (o == s || !o->capturing || o->capture_origin != s->key)
+			continue;
+		s->captured += o->captured;
+		o->capturing = false;
+		o->captured = 0;
 	}
 	if (c->ptr)
 		dl_u64map_put(&q->graph_kernels, c->ptr, s->captured);
 	s->capturing = false;
 	s->captured = 0;
+}
+
+/*
+ * A wait on an event recorded in a capture: a stream not capturing joins the
+ * capture (CUDA's cross-stream capture: a fork), its work recorded into the
+ * same graph until the capture ends on the stream that began it. No device
+ * work depends on it: the event's record ran nothing.
+ */
+static void capture_fork(struct dl_devq *q, const struct dl_devq_call *c, uint64_t origin)
+{
+	const struct dl_devq_stream *o = find_stream(q, origin);
+	struct dl_devq_stream *s;
+
+	if (!o || !o->capturing)
+		return;   /* that capture ended */
+	s = get_stream_on(q, key_of(q, c), thread_dev(q, c->tid));
+	if (s->capturing || s->legacy)
+		return;   /* a join, or a wait the runtime refuses */
+	s->capturing = true;
+	s->captured = 0;
+	s->capture_origin = origin;
 }
 
 static void on_graph_build(struct dl_devq *q, const struct dl_devq_call *c)
@@ -466,7 +690,14 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 			}
 			slot->stream = key_of(q, c);
 			slot->at = c->start;
-		} else if ((ev = find_event(q, c->event))) {
+			{
+				const struct dl_devq_stream *s = find_stream(q, slot->stream);
+
+				slot->capture_origin = s && s->capturing ? s->capture_origin : 0;
+			}
+		} else if ((ev = find_event(q, c->event)) && ev->capture_origin) {
+			capture_fork(q, c, ev->capture_origin);
+		} else if (ev) {
 			struct dl_devq_stream *s = get_stream_on(q, key_of(q, c), thread_dev(q, c->tid));
 
 			if (s->deps.n >= MAX_DEPS)
@@ -475,13 +706,10 @@ enum dl_devq_waited dl_devq_call(struct dl_devq *q, const struct dl_devq_call *c
 		}
 		break;
 	case DL_CLS_DEVICE:
-		if (c->api == DL_API_SET_DEVICE && c->ok && c->ptr < MAX_DEVICES) {
-			if (c->ptr)
-				dl_u64map_put(&q->dev_of_tid, c->tid, c->ptr);
-			else
-				dl_u64map_del(&q->dev_of_tid, c->tid);
-			saw_device(q, (uint32_t)c->ptr);
-		}
+		if (c->api == DL_API_SET_DEVICE && c->ok && c->ptr < MAX_DEVICES)
+			set_dev(q, c->tid, (uint32_t)c->ptr);
+		else if (c->ok)
+			on_context(q, c);
 		break;
 	case DL_CLS_STREAM_CREATE:
 		on_stream_create(q, c);
@@ -778,6 +1006,8 @@ void dl_devq_free(struct dl_devq *q)
 	dl_vec_free(&q->events);
 	dl_u64map_free(&q->event_of);
 	dl_u64map_free(&q->dev_of_tid);
+	dl_u64map_free(&q->ctx_dev);
+	dl_u64map_free(&q->ctx_below);
 	dl_u64map_free(&q->graph_kernels);
 	dl_u64map_free(&q->exec_kernels);
 	dl_vec_free(&q->busy_max);

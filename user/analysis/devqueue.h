@@ -64,12 +64,15 @@ struct dl_devq_stream {
 	bool legacy;              /* a device's legacy default stream */
 	bool flags_known;         /* its creation was seen: */
 	bool nonblocking;         /* cudaStreamNonBlocking (it does not synchronize with the legacy stream) */
+	bool peer_side;           /* stands for the peer copies of other devices' streams that reach this one */
 	bool capturing;           /* between a stream capture's begin and end: its work is recorded, not run */
 	uint32_t captured;        /* kernels recorded by the capture under way */
+	uint64_t capture_origin;  /* capturing: the key of the stream that began the capture (its own for that one) */
 };
 
 struct dl_devq_event {
 	uint64_t handle, stream, at;   /* recorded on stream (key) at time at */
+	uint64_t capture_origin;       /* recorded in a capture: the key of the stream that began it; else 0 */
 };
 
 /* An interval in which a stream may have held work, and the enqueue that began it. */
@@ -84,7 +87,9 @@ struct dl_devq {
 	DL_VEC(struct dl_devq_event) events;
 	struct dl_u64map event_of;        /* handle -> index in events (frameworks record thousands) */
 	DL_VEC(struct dl_devq_span) busy_max;   /* closed ones */
-	struct dl_u64map dev_of_tid;      /* a thread's current device (cudaSetDevice), when not 0 */
+	struct dl_u64map dev_of_tid;      /* a thread's current device (cudaSetDevice, a current context), when not 0 */
+	struct dl_u64map ctx_dev;         /* a driver context -> its device (cuCtxCreate, cuDevicePrimaryCtxRetain) */
+	struct dl_u64map ctx_below;       /* a thread's devices under its current one (cuCtxPushCurrent), packed */
 	struct dl_u64map graph_kernels;   /* graph -> the kernels captured into it or added to it */
 	struct dl_u64map exec_kernels;    /* instantiated graph -> its kernels */
 	uint32_t devices;                 /* 1 + the highest device any call used */

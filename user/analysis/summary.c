@@ -112,6 +112,39 @@ static void add_copy(struct dl_proc *p, const struct dl_call *c)
 		cs->pageable_bytes += c->bytes;
 }
 
+/* Whether the n bytes at v are one entry of a plain list: an index, or a GPU- or MIG- UUID. */
+static bool visible_entry(const char *v, size_t n)
+{
+	if (n && strspn(v, "0123456789") >= n)
+		return true;
+	return n > 4 && (!strncmp(v, "GPU-", 4) || !strncmp(v, "MIG-", 4)) &&
+	       strspn(v + 4, "GPU-abcdefABCDEF0123456789/") >= n - 4;
+}
+
+bool dl_proc_visible_id(const struct dl_proc *p, uint32_t dev, char *out, size_t len)
+{
+	const char *v = p->cuda_visible, *hit = NULL;
+	size_t hit_n = 0;
+
+	/* Every entry must be one: the runtime stops at the first that is not, which is not ours to guess. */
+	for (uint32_t i = 0; *v; i++) {
+		size_t n = strcspn(v, ",");
+
+		if (!visible_entry(v, n) || (v[n] == ',' && !v[n + 1]))
+			return false;
+		if (i == dev) {
+			hit = v;
+			hit_n = n;
+		}
+		v += n + (v[n] == ',');
+	}
+	if (!hit || hit_n >= len)
+		return false;
+	memcpy(out, hit, hit_n);
+	out[hit_n] = '\0';
+	return true;
+}
+
 struct dl_kernel_stat *dl_proc_kernel(struct dl_proc *p, uint64_t func, const uint32_t grid[3],
 				      const uint32_t block[3], uint64_t shmem, bool *fresh)
 {
@@ -311,6 +344,7 @@ static void add_proc(struct dl_summary *s, const struct dl_proc_ev *ev)
 		if (parent && parent != p) {
 			dl_files_fork(&p->files, &parent->files);
 			p->container = parent->container;
+			memcpy(p->cuda_visible, parent->cuda_visible, sizeof(p->cuda_visible));
 		}
 		break;
 	}
@@ -407,6 +441,11 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 	}
 	case DL_EV_CGROUP:
 		dl_summary_proc(s, (pid_t)h->tgid)->container = ((const struct dl_cgroup_ev *)rec)->c;
+		break;
+	case DL_EV_ENV:
+		/* The stream checked that it ends within its array. */
+		memcpy(dl_summary_proc(s, (pid_t)h->tgid)->cuda_visible, ((const struct dl_env_ev *)rec)->cuda_visible_devices,
+		       DL_VISIBLE_LEN);
 		break;
 	case DL_EV_LIB: {
 		/* A library unloaded and loaded again (dlclose, dlopen) is attached again: one library still. */

@@ -54,6 +54,7 @@ struct dl_proc {
 	pid_t pid, ppid;
 	pid_t nspid;           /* inside its pid namespace; 0 when unknown */
 	struct dl_container container;   /* its container, pod, Slurm job (DL_EV_CGROUP; a fork's is its parent's) */
+	char cuda_visible[DL_VISIBLE_LEN];   /* its CUDA_VISIBLE_DEVICES (DL_EV_ENV; a fork's is its parent's); "": not set */
 	char comm[DL_COMM_LEN];
 	bool seen_start;       /* forked while traced (else: already running at attach) */
 	bool exited;
@@ -159,6 +160,13 @@ void dl_summary_init(struct dl_summary *s);
  */
 uint64_t dl_summary_trace_end(const struct dl_summary *s, uint64_t t0, uint64_t end);
 void dl_summary_free(struct dl_summary *s);
+/*
+ * The physical device (an index or a UUID, as listed) that ordinal dev of p
+ * is, by its CUDA_VISIBLE_DEVICES, into out: true only when the variable is
+ * a plain list (comma-separated indexes, or GPU-/MIG- UUIDs) that has that
+ * many entries.
+ */
+bool dl_proc_visible_id(const struct dl_proc *p, uint32_t dev, char *out, size_t len);
 /* Finds or adds a process. */
 struct dl_proc *dl_summary_proc(struct dl_summary *s, pid_t pid);
 struct dl_proc *dl_summary_find(const struct dl_summary *s, pid_t pid);

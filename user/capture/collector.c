@@ -29,10 +29,24 @@ static void note_container(struct dl_collector *c, pid_t pid)
 	dl_emit_cgroup(c->stream, dl_now_ns(), pid, &ct);
 }
 
+/*
+ * Which physical devices pid's ordinals are (CUDA_VISIBLE_DEVICES), written
+ * where it is set: read when the process is taken and after each exec (the
+ * environment is fixed at exec; a fork's is its parent's, analysis/summary.c).
+ */
+static void note_env(struct dl_collector *c, pid_t pid)
+{
+	char v[DL_VISIBLE_LEN];
+
+	if (!dl_proc_getenv(pid, "CUDA_VISIBLE_DEVICES", v, sizeof(v)))
+		dl_emit_env(c->stream, dl_now_ns(), pid, v);
+}
+
 void dl_collector_introduce(struct dl_collector *c, pid_t pid, pid_t ppid, const char *comm, uint32_t threads)
 {
 	dl_emit_procinfo_threads(c->stream, dl_now_ns(), pid, ppid, comm, dl_proc_nspid(pid), threads);
 	note_container(c, pid);
+	note_env(c, pid);
 	if (c->files)
 		dl_files_snapshot(c->stream, &c->cwds, pid);
 }
@@ -59,6 +73,7 @@ static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
 		dl_held_note(&c->held, (pid_t)h->tgid, false);
 	} else if (e->what == DL_PROC_EXEC) {
 		note_container(c, (pid_t)h->tgid);
+		note_env(c, (pid_t)h->tgid);
 	}
 	/* Held at its exec or fork (bpf/proc.bpf.c): attach to what it maps now, then continue it. */
 	if ((e->what == DL_PROC_EXEC || e->what == DL_PROC_FORK) &&

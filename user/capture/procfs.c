@@ -361,6 +361,51 @@ bool dl_is_cudart_name(const char *path)
 	return strncmp(b, ".so", 3) == 0 && (b[3] == '\0' || b[3] == '.');
 }
 
+int dl_proc_getenv(pid_t pid, const char *name, char *out, size_t len)
+{
+	size_t nlen = strlen(name), n = 0, cap = 0;
+	char *buf = NULL;
+	int found = -1;
+	FILE *f = dl_proc_fopen(pid, "environ");
+
+	if (!f || !len)
+		goto out;
+	/* NUL-separated NAME=value strings, of any length: read it whole. */
+	for (;;) {
+		size_t got;
+
+		if (n == cap) {
+			char *nb = realloc(buf, cap ? cap * 2 : 4096);
+
+			if (!nb)
+				goto out;
+			buf = nb;
+			cap = cap ? cap * 2 : 4096;
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (!got)
+			break;
+	}
+	for (size_t i = 0; i < n; i += strnlen(buf + i, n - i) + 1) {
+		size_t l = strnlen(buf + i, n - i);
+
+		if (l > nlen && !memcmp(buf + i, name, nlen) && buf[i + nlen] == '=') {
+			size_t v = l - nlen - 1 < len - 1 ? l - nlen - 1 : len - 1;
+
+			memcpy(out, buf + i + nlen + 1, v);
+			out[v] = '\0';
+			found = 0;
+			break;
+		}
+	}
+out:
+	free(buf);
+	if (f)
+		fclose(f);
+	return found;
+}
+
 int dl_proc_nspid(pid_t pid)
 {
 	char line[256];

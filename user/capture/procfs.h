@@ -74,6 +74,11 @@ bool dl_proc_running(pid_t pid);
 int dl_proc_foreach(void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg);
 /* pid as the process sees it in its own (innermost) pid namespace, or -1. */
 int dl_proc_nspid(pid_t pid);
+/*
+ * The value of the environment variable name as pid's environment (/proc/PID/environ:
+ * what it was given at exec) holds it, cut to len - 1 bytes: 0, -1 when not set or unreadable.
+ */
+int dl_proc_getenv(pid_t pid, const char *name, char *out, size_t len);
 
 /* Calls fn for every process whose ancestry includes root (root excluded). */
 int dl_proc_descendants(pid_t root, void (*fn)(pid_t pid, pid_t ppid, void *arg), void *arg);

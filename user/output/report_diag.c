@@ -205,6 +205,8 @@ void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 static void json_step(struct dl_json *j, const struct dl_step *st, const struct dl_sites *sites,
 		      const struct dl_report_model *m, int rank)
 {
+	const struct dl_proc *proc = s ? dl_summary_find(s, st->pid) : NULL;
+
 	dl_json_obj_begin(j);
 	if (rank >= 0)
 		dl_json_ki64(j, "rank", rank);
@@ -250,8 +252,12 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 		dl_json_key(j, "devices");
 		dl_json_arr_begin(j);
 		for (uint32_t d = 0; d < st->ndevices; d++) {
+			char id[DL_VISIBLE_LEN];
+
 			dl_json_obj_begin(j);
 			dl_json_ku64(j, "device", d);
+			if (proc && dl_proc_visible_id(proc, d, id, sizeof(id)))
+				dl_json_kstr(j, "visible_id", id);
 			dl_json_key(j, "gpu_busy_ns");
 			dl_json_arr_begin(j);
 			dl_json_u64(j, st->dev_busy_lo_ns[d]);

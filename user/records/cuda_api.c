@@ -60,6 +60,7 @@ unsigned dl_api_reg_args(const struct dl_api *api)
 	case DL_L_STREAM:
 	case DL_L_EVENT:
 	case DL_L_PTR:
+	case DL_L_CTX:
 		return 1;
 	case DL_L_EVENT_STREAM:
 	case DL_L_STREAM_EVENT:
@@ -80,6 +81,10 @@ unsigned dl_api_reg_args(const struct dl_api *api)
 		return 4;
 	case DL_L_MEMCPY_ASYNC:
 		return 5;
+	case DL_L_PEER:
+	case DL_L_CU_PEER:
+		return api->id == DL_API_MEMCPY_PEER || api->id == DL_API_CU_MEMCPY_PEER ||
+		       api->id == DL_API_CU_MEMCPY_PEER_PTDS ? 5 : 6;
 	default:
 		return DL_API_ARGS_FULL;
 	}
@@ -118,6 +123,8 @@ uint64_t dl_api_cookie(const struct dl_api *api)
 	case DL_L_NCCL_INIT_RANK:
 	case DL_L_NCCL_INIT_ALL:
 	case DL_L_NCCL_VERSION:
+	case DL_L_CTX_OUT_DEV:
+	case DL_L_CTX_OUT:
 		c |= DL_COOKIE_OUTPTR;
 		break;
 	case DL_L_STREAM_OUT1:
@@ -264,6 +271,34 @@ int dl_call_decode(const struct dl_cuda_ev *ev, struct dl_call *c)
 		break;
 	case DL_L_PTR:
 		c->ptr = a[0];
+		break;
+	case DL_L_PEER:
+	case DL_L_CU_PEER:
+		/* Device to device on two devices: bytes of kind D2D, the devices (or contexts) in ptr and size. */
+		c->dst = a[0];
+		c->ptr = api->layout == DL_L_PEER ? (uint64_t)(uint32_t)a[1] : a[1];
+		c->src = a[2];
+		c->size = api->layout == DL_L_PEER ? (uint64_t)(uint32_t)a[3] : a[3];
+		c->bytes = a[4];
+		c->dir = DL_DIR_D2D;
+		if (dl_api_reg_args(api) == 6) {
+			c->stream = a[5];
+			c->async = true;
+		}
+		break;
+	case DL_L_CTX_OUT_DEV:
+		/* CUdevice is an int: cuCtxCreate[_v2](pctx, flags, dev), _v3(pctx, params, n, flags, dev), _v4(pctx, params, flags, dev) */
+		c->ptr = ev->out;
+		c->size = (uint32_t)a[api->id == DL_API_CU_PRIMARY_CTX_RETAIN ? 1
+				      : api->id == DL_API_CU_CTX_CREATE_V3  ? 4
+				      : api->id == DL_API_CU_CTX_CREATE_V4  ? 3
+									     : 2];
+		break;
+	case DL_L_CTX:
+		c->ptr = a[0];
+		break;
+	case DL_L_CTX_OUT:
+		c->ptr = ev->out;
 		break;
 	case DL_L_PTR_SIZE:
 		c->ptr = a[0];

@@ -72,6 +72,11 @@ enum dl_api_layout {
 	DL_L_NCCL_INIT_ALL,   /* ncclComm_t *out, ndev, const int *devlist */
 	DL_L_NCCL_VERSION,    /* int *out */
 	DL_L_STREAM_OUT1,     /* stream, handle *out: out read at return (cudaStreamEndCapture's graph) */
+	DL_L_PEER,            /* dst, int dstDevice, src, int srcDevice, count, [stream] */
+	DL_L_CU_PEER,         /* dst, CUcontext dstContext, src, CUcontext srcContext, count, [stream] */
+	DL_L_CTX_OUT_DEV,     /* CUcontext *out, ..., CUdevice dev: out read at return, dev in the slot the API names */
+	DL_L_CTX,             /* CUcontext ctx */
+	DL_L_CTX_OUT,         /* CUcontext *out: out read at return */
 };
 
 enum dl_api_id {
@@ -120,7 +125,8 @@ struct dl_call {
 	int32_t peer;         /* collectives: -1 where the API has none */
 	uint32_t nranks, rank;   /* ncclCommInitRank; ncclCommInitAll: nranks */
 	/* created streams (ptr: the handle, size: flags), captures (ptr: the graph), instantiations and
-	 * kernel nodes (ptr: the exec or node, size: the graph) */
+	 * kernel nodes (ptr: the exec or node, size: the graph); peer copies (ptr: the destination's device
+	 * or context, size: the source's); contexts (ptr: the context, size: its device where the API names one) */
 	/* naming calls: the handle made (func) for a host function (host) or a name string (name_ptr) */
 	uint64_t host, name_ptr;
 	/* the call site: the return address at entry; 0 when the record has none (site_fault: unreadable) */

@@ -31,6 +31,7 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_LAUNCH] = sizeof(struct dl_launch_ev),
 	[DL_EV_CALL_SHORT] = sizeof(struct dl_call_short_ev),
 	[DL_EV_CGROUP] = sizeof(struct dl_cgroup_ev),
+	[DL_EV_ENV] = sizeof(struct dl_env_ev),
 };
 
 static size_t short_nargs(const struct dl_call_short_ev *e)
@@ -210,6 +211,8 @@ static int record_check(const void *rec, size_t len)
 		return -1;
 	if (h->kind == DL_EV_CGROUP && !dl_container_ok(&((const struct dl_cgroup_ev *)rec)->c))
 		return -1;
+	if (h->kind == DL_EV_ENV && !memchr(((const struct dl_env_ev *)rec)->cuda_visible_devices, '\0', DL_VISIBLE_LEN))
+		return -1;
 	/*
 	 * The kernel's clock is an s64 (ktime_t): no real interval ends past
 	 * INT64_MAX. One that does is corrupt, and would make sinks' ts + dur
@@ -346,6 +349,16 @@ void dl_emit_cgroup(struct dl_stream *s, uint64_t ts, pid_t pid, const struct dl
 	memset(&e, 0, sizeof(e));
 	fill_hdr(&e.h, sizeof(e), DL_EV_CGROUP, ts, pid);
 	e.c = *c;
+	dl_stream_emit(s, &e, sizeof(e));
+}
+
+void dl_emit_env(struct dl_stream *s, uint64_t ts, pid_t pid, const char *cuda_visible_devices)
+{
+	struct dl_env_ev e;
+
+	memset(&e, 0, sizeof(e));
+	fill_hdr(&e.h, sizeof(e), DL_EV_ENV, ts, pid);
+	copy_str(e.cuda_visible_devices, sizeof(e.cuda_visible_devices), cuda_visible_devices);
 	dl_stream_emit(s, &e, sizeof(e));
 }
 

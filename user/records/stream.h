@@ -82,6 +82,8 @@ void dl_emit_procinfo_threads(struct dl_stream *s, uint64_t ts, pid_t pid, pid_t
 /* flags DL_LIB_NOT_PROBED: nsyms is the errno that kept path from being probed. */
 /* The container, pod or Slurm job of pid (c checked: dl_container_ok). */
 void dl_emit_cgroup(struct dl_stream *s, uint64_t ts, pid_t pid, const struct dl_container *c);
+/* A process's CUDA_VISIBLE_DEVICES (DL_EV_ENV). */
+void dl_emit_env(struct dl_stream *s, uint64_t ts, pid_t pid, const char *cuda_visible_devices);
 /* Every field of c NUL-terminated and of the bytes its kind allows (include/dlbpf/events.h). */
 bool dl_container_ok(const struct dl_container *c);
 void dl_emit_lib(struct dl_stream *s, uint64_t ts, pid_t pid, const char *path, unsigned nsyms, unsigned flags);
