@@ -205,7 +205,7 @@ void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 static void json_step(struct dl_json *j, const struct dl_step *st, const struct dl_sites *sites,
 		      const struct dl_report_model *m, int rank)
 {
-	const struct dl_proc *proc = s ? dl_summary_find(s, st->pid) : NULL;
+	const struct dl_proc *proc = dl_report_model_find(m, st->pid);
 
 	dl_json_obj_begin(j);
 	if (rank >= 0)
