@@ -34,8 +34,8 @@ static void test_this_glibc(void)
 	char go;
 
 	CHECK(self > 0 && self % 8 == 0, "measured: +%u", self);
-	CHECK(dl_glibc_keys_off_of(getpid()) == self, "descriptors of this process's glibc: +%u, measured +%u",
-	      dl_glibc_keys_off_of(getpid()), self);
+	CHECK(dl_glibc_keys_off_of(getpid(), NULL) == self, "descriptors of this process's glibc: +%u, measured +%u",
+	      dl_glibc_keys_off_of(getpid(), NULL), self);
 	CHECK(pthread_create(&t, NULL, measure_in_thread, &other) == 0 && pthread_join(t, NULL) == 0, "thread");
 	CHECK(other == self, "measured in another thread: +%u, in main +%u", other, self);
 
@@ -47,10 +47,10 @@ static void test_this_glibc(void)
 		_exit(0);
 	}
 	close(pipefd[0]);
-	CHECK(dl_glibc_keys_off_of(child) == self, "a child's: +%u", dl_glibc_keys_off_of(child));
+	CHECK(dl_glibc_keys_off_of(child, NULL) == self, "a child's: +%u", dl_glibc_keys_off_of(child, NULL));
 	close(pipefd[1]);
 	waitpid(child, NULL, 0);
-	CHECK(dl_glibc_keys_off_of(child) == 0, "a process gone: +%u", dl_glibc_keys_off_of(child));
+	CHECK(dl_glibc_keys_off_of(child, NULL) == 0, "a process gone: +%u", dl_glibc_keys_off_of(child, NULL));
 }
 
 static int from_file(const char *dir, const char *name, uint32_t *off)

@@ -18,7 +18,7 @@
 
 int main(void)
 {
-	uint32_t off = dl_glibc_keys_off_self(), off_file = dl_glibc_keys_off_of(getpid());
+	uint32_t off = dl_glibc_keys_off_self(), off_file = dl_glibc_keys_off_of(getpid(), NULL);
 	const char *tp = __builtin_thread_pointer();
 	pthread_key_t k[KEYS];
 	int bad = 0;
