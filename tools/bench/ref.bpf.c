@@ -9,6 +9,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "dlbpf/syscall_handler.h"
 
 SEC("uprobe.multi")
 int ref_entry(void *ctx)
@@ -217,17 +218,17 @@ int ref_kp_##name(void *ctx) { return 0; }		\
 SEC("?kretprobe/" fn)					\
 int ref_kr_##name(void *ctx) { return 0; }
 
-REF_FENTRY(read, "__x64_sys_read")
-REF_FENTRY(pread, "__x64_sys_pread64")
-REF_FENTRY(readv, "__x64_sys_readv")
-REF_FENTRY(preadv, "__x64_sys_preadv")
-REF_FENTRY(openat, "__x64_sys_openat")
-REF_FENTRY(close, "__x64_sys_close")
-REF_KPROBE(read, "__x64_sys_read")
-REF_KPROBE(pread, "__x64_sys_pread64")
-REF_KPROBE(readv, "__x64_sys_readv")
-REF_KPROBE(preadv, "__x64_sys_preadv")
-REF_KPROBE(openat, "__x64_sys_openat")
-REF_KPROBE(close, "__x64_sys_close")
+REF_FENTRY(read, DL_SYSCALL_HANDLER("read"))
+REF_FENTRY(pread, DL_SYSCALL_HANDLER("pread64"))
+REF_FENTRY(readv, DL_SYSCALL_HANDLER("readv"))
+REF_FENTRY(preadv, DL_SYSCALL_HANDLER("preadv"))
+REF_FENTRY(openat, DL_SYSCALL_HANDLER("openat"))
+REF_FENTRY(close, DL_SYSCALL_HANDLER("close"))
+REF_KPROBE(read, DL_SYSCALL_HANDLER("read"))
+REF_KPROBE(pread, DL_SYSCALL_HANDLER("pread64"))
+REF_KPROBE(readv, DL_SYSCALL_HANDLER("readv"))
+REF_KPROBE(preadv, DL_SYSCALL_HANDLER("preadv"))
+REF_KPROBE(openat, DL_SYSCALL_HANDLER("openat"))
+REF_KPROBE(close, DL_SYSCALL_HANDLER("close"))
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
