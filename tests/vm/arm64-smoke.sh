@@ -66,6 +66,8 @@ if [ -n "${DLBPF_VM_DISK_MNT:-}" ]; then
     wait $! || { echo "files $name: dlbpf exited $?"; rc=1; }
     rm -f "$fifo"
   done
+  # The return probes dlbpf made in tracefs for kprobes, all gone once it exits.
+  cat /sys/kernel/tracing/kprobe_events /sys/kernel/debug/tracing/kprobe_events > "$out/kprobe_events-after.txt" 2>/dev/null
 fi
 # Python lines: tests/workloads/pytrain.py under Debian's arm64 CPython 3.11, unpacked on the host
 # by tools/vm/fetch-arm64-python (tools/setup-deps.sh runs it); its own frames are the truth.

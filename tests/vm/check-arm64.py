@@ -104,7 +104,10 @@ def check_files(out):
         check(len(truths) == 2, f"{mech}: fileread's truth lines: {sorted(truths)}")
         n = test_files.compare_files(s, truths)
         disk = sum(f["io_delta"] for t in truths.values() for f in t["files"] if not f.get("mmap"))
+        check("cannot remove" not in text(out, f"files-{mech}.err"), f"{mech}: {text(out, f'files-{mech}.err')[-800:]}")
         notes.append(f"{mech} {n} files exact ({disk} disk bytes)")
+    left = [l for l in text(out, "kprobe_events-after.txt").splitlines() if ":dlbpf/" in l]
+    check(not left, f"return probes left in tracefs: {left}")
     return "; ".join(notes)
 
 

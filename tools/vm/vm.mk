@@ -25,7 +25,7 @@ vmtest-smoke-run: dlbpf $(VM_PREREQS)
 # tests/vm/arm64-smoke.sh with the static aarch64 release executable on the cross-built
 # simulator and workloads; tests/vm/check-arm64.py judges each guest's output on the host.
 VM_ARM64_KERNELS ?= arm64-6.12 arm64-6.1
-# Options for tools/vm/run in the arm64 guests (make test: --env ARM64_SCENARIOS=input).
+# Options for tools/vm/run in the arm64 guests (--env ARM64_SCENARIOS=input: that scenario only).
 ARM64_RUN_ARGS ?=
 ARM64_EXE := $(DIST_DIR)/dlbpf-$(VERSION)-aarch64-linux
 ARM64_MAKE := $(MAKE) --no-print-directory ARCH=arm64 CROSS=aarch64-linux-gnu-
