@@ -218,17 +218,14 @@ int ref_kp_##name(void *ctx) { return 0; }		\
 SEC("?kretprobe/" fn)					\
 int ref_kr_##name(void *ctx) { return 0; }
 
-REF_FENTRY(read, DL_SYSCALL_HANDLER("read"))
-REF_FENTRY(pread, DL_SYSCALL_HANDLER("pread64"))
-REF_FENTRY(readv, DL_SYSCALL_HANDLER("readv"))
-REF_FENTRY(preadv, DL_SYSCALL_HANDLER("preadv"))
-REF_FENTRY(openat, DL_SYSCALL_HANDLER("openat"))
-REF_FENTRY(close, DL_SYSCALL_HANDLER("close"))
-REF_KPROBE(read, DL_SYSCALL_HANDLER("read"))
-REF_KPROBE(pread, DL_SYSCALL_HANDLER("pread64"))
-REF_KPROBE(readv, DL_SYSCALL_HANDLER("readv"))
-REF_KPROBE(preadv, DL_SYSCALL_HANDLER("preadv"))
-REF_KPROBE(openat, DL_SYSCALL_HANDLER("openat"))
-REF_KPROBE(close, DL_SYSCALL_HANDLER("close"))
+/* Both mechanisms on each handler (dlbpf/syscall_handler.h names it for the target). */
+#define REF_BOTH(name, sys) REF_FENTRY(name, DL_SYSCALL_HANDLER(sys)) REF_KPROBE(name, DL_SYSCALL_HANDLER(sys))
+
+REF_BOTH(read, "read")
+REF_BOTH(pread, "pread64")
+REF_BOTH(readv, "readv")
+REF_BOTH(preadv, "preadv")
+REF_BOTH(openat, "openat")
+REF_BOTH(close, "close")
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
