@@ -9,7 +9,8 @@
  *
  * Three twin sets see the same system calls, chosen before load by what the
  * kernel allows (user/capture/files.c; all are optional, "?"):
- * - fentry/fexit on the syscalls' handlers (__x64_sys_read, ...; 5.5+, where
+ * - fentry/fexit on the syscalls' handlers (__x64_sys_read, __arm64_sys_read,
+ *   ...: dlbpf/syscall_handler.h; 5.5+, where
  *   the kernel lets tracing programs attach): a BPF trampoline on six functions.
  * - kprobes/kretprobes on the same handlers.
  * - the syscall tracepoints (syscalls/sys_enter_read, ...). Attaching any
@@ -25,6 +26,7 @@
  * traced process shares its slot), before the clock or any argument.
  */
 #include "common.bpf.h"
+#include "dlbpf/syscall_handler.h"
 
 /* A call begins on the current thread: its state, made for a traced thread; NULL for any other. */
 static __always_inline struct file_call *begin(__u32 call)
@@ -146,9 +148,10 @@ static __always_inline void close_ev(__s32 fd)
 }
 
 /*
- * --- fentry/fexit on the handlers. regs: the registers the task entered the kernel with (di, si,
- * dx: the call's first three arguments), read as the kernel's own selftests read them
- * (PT_REGS_PARM1_CORE: a probe read, only ever for a traced task). Names: the kernel keeps 15
+ * --- fentry/fexit on the handlers. regs: the registers the task entered the kernel with (the
+ * call's first three arguments: x86-64 di, si, dx; arm64 orig_x0, x1, x2, orig_x0 being x0 as it
+ * came in), read as the kernel's own selftests read them (PT_REGS_PARM1_CORE_SYSCALL: a probe
+ * read, only ever for a traced task). Names: the kernel keeps 15
  * characters of a program's name (bpftool, bench table 7).
  */
 #define FENTRY_READ(name, fn, call)					\
@@ -158,7 +161,7 @@ int BPF_PROG(name##_fentry, const struct pt_regs *regs)			\
 	struct file_call *fc = begin(call);				\
 									\
 	if (fc)								\
-		fc->fd = (__s32)PT_REGS_PARM1_CORE(regs);		\
+		fc->fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);		\
 	return 0;							\
 }									\
 SEC("?fexit/" fn)							\
@@ -168,26 +171,26 @@ int BPF_PROG(name##_fexit, const struct pt_regs *regs, long ret)	\
 	return 0;							\
 }
 
-FENTRY_READ(fread, "__x64_sys_read", DL_READ_READ)
-FENTRY_READ(fpread, "__x64_sys_pread64", DL_READ_PREAD64)
-FENTRY_READ(freadv, "__x64_sys_readv", DL_READ_READV)
-FENTRY_READ(fpreadv, "__x64_sys_preadv", DL_READ_PREADV)
+FENTRY_READ(fread, DL_SYSCALL_HANDLER("read"), DL_READ_READ)
+FENTRY_READ(fpread, DL_SYSCALL_HANDLER("pread64"), DL_READ_PREAD64)
+FENTRY_READ(freadv, DL_SYSCALL_HANDLER("readv"), DL_READ_READV)
+FENTRY_READ(fpreadv, DL_SYSCALL_HANDLER("preadv"), DL_READ_PREADV)
 
 /* The arguments are still in regs at the exit: one program, no state between entry and exit. */
-SEC("?fexit/__x64_sys_openat")
+SEC("?fexit/" DL_SYSCALL_HANDLER("openat"))
 int BPF_PROG(fopen_fexit, const struct pt_regs *regs, long ret)
 {
 	if (!dl_current_traced())
 		return 0;
-	open_end((__s32)PT_REGS_PARM1_CORE(regs), PT_REGS_PARM2_CORE(regs), (__u32)PT_REGS_PARM3_CORE(regs), ret);
+	open_end((__s32)PT_REGS_PARM1_CORE_SYSCALL(regs), PT_REGS_PARM2_CORE_SYSCALL(regs), (__u32)PT_REGS_PARM3_CORE_SYSCALL(regs), ret);
 	return 0;
 }
 
-SEC("?fentry/__x64_sys_close")
+SEC("?fentry/" DL_SYSCALL_HANDLER("close"))
 int BPF_PROG(fclose_fentry, const struct pt_regs *regs)
 {
 	if (dl_current_traced())
-		close_ev((__s32)PT_REGS_PARM1_CORE(regs));
+		close_ev((__s32)PT_REGS_PARM1_CORE_SYSCALL(regs));
 	return 0;
 }
 
@@ -199,7 +202,8 @@ static __always_inline __u64 sys_arg(struct pt_regs *ctx, int i)
 {
 	struct pt_regs *regs = (struct pt_regs *)PT_REGS_PARM1(ctx);
 
-	return i == 0 ? PT_REGS_PARM1_CORE(regs) : i == 1 ? PT_REGS_PARM2_CORE(regs) : PT_REGS_PARM3_CORE(regs);
+	return i == 0 ? PT_REGS_PARM1_CORE_SYSCALL(regs) : i == 1 ? PT_REGS_PARM2_CORE_SYSCALL(regs) :
+			PT_REGS_PARM3_CORE_SYSCALL(regs);
 }
 
 #define KPROBE_READ(name, fn, call)					\
@@ -219,12 +223,12 @@ int name##_kret(struct pt_regs *ctx)					\
 	return 0;							\
 }
 
-KPROBE_READ(kread, "__x64_sys_read", DL_READ_READ)
-KPROBE_READ(kpread, "__x64_sys_pread64", DL_READ_PREAD64)
-KPROBE_READ(kreadv, "__x64_sys_readv", DL_READ_READV)
-KPROBE_READ(kpreadv, "__x64_sys_preadv", DL_READ_PREADV)
+KPROBE_READ(kread, DL_SYSCALL_HANDLER("read"), DL_READ_READ)
+KPROBE_READ(kpread, DL_SYSCALL_HANDLER("pread64"), DL_READ_PREAD64)
+KPROBE_READ(kreadv, DL_SYSCALL_HANDLER("readv"), DL_READ_READV)
+KPROBE_READ(kpreadv, DL_SYSCALL_HANDLER("preadv"), DL_READ_PREADV)
 
-SEC("?kprobe/__x64_sys_openat")
+SEC("?kprobe/" DL_SYSCALL_HANDLER("openat"))
 int kopen_kprobe(struct pt_regs *ctx)
 {
 	struct file_call *fc = begin(FILE_CALL_OPENAT);
@@ -237,14 +241,14 @@ int kopen_kprobe(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("?kretprobe/__x64_sys_openat")
+SEC("?kretprobe/" DL_SYSCALL_HANDLER("openat"))
 int kopen_kret(struct pt_regs *ctx)
 {
 	open_exit(PT_REGS_RC(ctx));
 	return 0;
 }
 
-SEC("?kprobe/__x64_sys_close")
+SEC("?kprobe/" DL_SYSCALL_HANDLER("close"))
 int kclose_kprobe(struct pt_regs *ctx)
 {
 	if (dl_current_traced())

@@ -332,6 +332,9 @@ if [ "${DLBPF_SETUP_VM:-1}" != 0 ]; then
       { rm -rf "$tmp"; die "busybox-static:arm64 holds no /bin/busybox"; }
     rm -rf "$tmp"
   fi
+  # Debian's arm64 CPython 3.11, unpacked for the arm64 guests' Python lines (never installed).
+  "$(dirname "$0")/vm/fetch-arm64-python" "$VM_CACHE/arm64-python" ||
+    die "could not fetch Debian's arm64 python3.11 (tools/vm/fetch-arm64-python)"
   log "VM kernels: $(for s in "${VM_SERIES[@]}"; do printf '%s=%s ' "$s" "$(cut -d' ' -f2 "$VM_CACHE/$s/package")"; done)"
 fi
 

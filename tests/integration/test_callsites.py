@@ -15,11 +15,15 @@ from harness import DLBPF, GPUSIM_DIR, OUT, WORK, Dlbpf, check, load_summary, ma
 SITES = workload("callsites")
 NVCC_SITES = os.path.join(OUT, "workloads", "coverage", "sites_static")
 SITE_RE = re.compile(r"^(?P<name>.+)\+0x(?P<off>[0-9a-f]+)$")
+# The binutils that read the workload and its call instructions' mnemonics: the host's; the arm64
+# checks (tests/vm/check-arm64.py) set the cross binutils and bl/blr.
+BINUTILS = ""
+CALLS = ("call",)
 
 
 def func_addrs(path):
     """Function start addresses by (demangled) name, from nm."""
-    out = subprocess.run(["nm", "-C", "--defined-only", path], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([BINUTILS + "nm", "-C", "--defined-only", path], capture_output=True, text=True, check=True).stdout
     addrs = {}
     for line in out.splitlines():
         parts = line.split(" ", 2)
@@ -30,7 +34,7 @@ def func_addrs(path):
 
 def insn_before(path):
     """Address of each instruction's end -> the instruction ("call   1139 <read_loss>"), from objdump -d."""
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True, text=True,
+    out = subprocess.run([BINUTILS + "objdump", "-d", "--no-show-raw-insn", path], capture_output=True, text=True,
                          check=True).stdout
     starts = []
     for line in out.splitlines():
@@ -59,7 +63,7 @@ def own_sites(p, path, stacks=False):
         f = s["frames"][0]
         check(f["line"] == 0, f"native frame with line {f['line']}")
         name, ret = frame_addr(f, addrs)
-        check(before.get(ret, "").startswith("call"),
+        check(before.get(ret, "").startswith(CALLS),
               f"{f['function']}: the instruction before {ret:#x} is {before.get(ret)!r}, not a call")
         by_func[name] = by_func.get(name, 0) + s["calls"]
     return by_func

@@ -286,15 +286,64 @@ def polling_runq(tsteps, sim_env):
     return sum(t["sched"]["runq_ns"] / (t["end_ns"] - t["start_ns"]) for t in tsteps) / len(tsteps)
 
 
-def truth_shares(steps):
-    total = sum(s["end_ns"] - s["start_ns"] for s in steps)
+def truth_shares(steps, parts=None):
+    """The workload's phase shares over its steps, or over the parts of them dlbpf's steps cover
+    (window_parts): [(start, end, phases_ns, runq_ns)]."""
+    if parts is None:
+        parts = [(s["start_ns"], s["end_ns"], s["phases_ns"], s["sched"]["runq_ns"]) for s in steps]
+    total = sum(b - a for a, b, _, _ in parts)
     out = {}
     for k in ("input_wait", "host_cpu", "h2d", "launch", "gpu_wait"):
-        out[k] = 100.0 * sum(s["phases_ns"][k] for s in steps) / total
+        out[k] = 100.0 * sum(ph.get(k, 0) for _, _, ph, _ in parts) / total
     # "other" is the loop's own bookkeeping between phases: CPU outside CUDA, as dlbpf's cpu is.
-    out["host_cpu"] += 100.0 * sum(s["phases_ns"]["other"] for s in steps) / total
-    out["runq"] = 100.0 * sum(s["sched"]["runq_ns"] for s in steps) / total
+    out["host_cpu"] += 100.0 * sum(ph.get("other", 0) for _, _, ph, _ in parts) / total
+    out["runq"] = 100.0 * sum(rq for _, _, _, rq in parts) / total
     return out
+
+
+# The workload's phases in the order its loop runs them (train.c), and the ones before the clock
+# read a before-call marker's boundary stands for: the batch's copy (h2d_start_ns), or the loss
+# phase's call (loss_copy_ns, sync_ns), whose wait comes after it.
+PHASE_ORDER = ("input_wait", "host_cpu", "h2d", "launch", "gpu_wait")
+
+
+def window_parts(tsteps, steps, marker):
+    """The workload's steps, each cut where dlbpf's boundaries stand (truth_cuts), kept where they
+    lie between the workload boundaries dlbpf's first step starts at and its last step ends at:
+    [(start, end, phases_ns, runq_ns)]. A boundary cut before a call (the batch's copy) falls inside
+    the workload's step, so dlbpf's steps leave out the first step's part before it (the process's
+    first pass through its loop: under an emulator hundreds of ms of translating code, 393 ms of a
+    3985 ms run on arm64) and the last step's part after it; the shares are compared over the same
+    time. None where dlbpf's edges stand for no boundary of the workload's."""
+    cuts = truth_cuts(tsteps, marker)
+    before = cut_before_call(marker)
+    a = boundary_cut(cuts, min(st["start_ns"] for st in steps), before)
+    b = boundary_cut(cuts, max(st["start_ns"] + st["dur_ns"] for st in steps), before)
+    if a is None or b is None or b <= a:
+        return None
+    lo, hi = cuts[a], cuts[b]
+    loss = loss_call(marker)
+    parts = []
+    for t in tsteps:
+        ph, start, end, runq = t["phases_ns"], t["start_ns"], t["end_ns"], t["sched"]["runq_ns"]
+        cut = t.get(loss) if loss else t["h2d_start_ns"] if before else None
+        if not cut or not start < cut < end:
+            pieces = [(start, end, dict(ph))]
+        else:
+            # The phases before the cut whole (the first one that does not fit the time before the
+            # cut is where the cut falls); the loop's bookkeeping there is the rest of that time.
+            pre, used = {}, 0
+            for k in PHASE_ORDER[:PHASE_ORDER.index("h2d" if not loss else "gpu_wait")]:
+                pre[k] = ph[k]
+                used += ph[k]
+            pre["other"] = max(0, min(ph["other"], cut - start - used))
+            post = {k: ph[k] - pre.get(k, 0) for k in ph}
+            pieces = [(start, cut, pre), (cut, end, post)]
+        for p0, p1, phases in pieces:
+            if lo <= p0 and p1 <= hi:
+                # schedstat's run-queue time is the step's: its share of the piece by time.
+                parts.append((p0, p1, phases, runq * (p1 - p0) / (end - start) if end > start else 0))
+    return parts or None
 
 
 # The tracer's own cost inside the workload's CUDA phases: the workload clocks each call from
@@ -314,6 +363,11 @@ def untraced_phases(name, sim_env=None, train_args=()):
     env.update(sim_env or {})
     subprocess.run([workload("train"), "--scenario", name, "--quiet", "--truth", truth_path] + list(train_args),
                    env=env, check=True, timeout=120, stdout=subprocess.DEVNULL)
+    return phase_means(truth_path)
+
+
+def phase_means(truth_path):
+    """Mean per step of each probed phase in a truth file (an untraced run's)."""
     steps = truth_of(truth_path)[0]
     return {k: sum(s["phases_ns"][k] for s in steps) / len(steps) for k in PROBED_PHASES}
 
@@ -464,7 +518,7 @@ def judge(name, s, truth, sim_env=None):
     truth_total = sum(t for _, t in matched)
     rel = abs(ours_total - truth_total) / truth_total if truth_total else 1.0
     ours, raw = our_shares(steps)
-    ts = truth_shares(tsteps)
+    ts = truth_shares(tsteps, window_parts(tsteps, steps, marker))
     probe = probe_shares(tsteps, untraced_phases(name, sim_env))
     worst = max(share_gaps(ours, ts, probe).values())
     detail = " ".join(f"{k} {ours[k]:.1f}/{ts[k]:.1f}" for k in ours)

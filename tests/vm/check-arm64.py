@@ -18,12 +18,15 @@ os.environ["DLBPF_TEST_EMULATED"] = "1"   # before test_scenarios reads it: TCG 
 
 from harness import Failure, check, process  # noqa: E402
 from summary_schema import violations  # noqa: E402
+import test_callsites  # noqa: E402
 import test_dlbpf  # noqa: E402
+import test_files  # noqa: E402
+import test_pyframes  # noqa: E402
 import test_scenarios  # noqa: E402
 
 
-PROBE_STRESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".output-arm64", "workloads",
-                            "probe_stress")
+CROSS_OUT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".output-arm64"))
+PROBE_STRESS = os.path.join(CROSS_OUT, "workloads", "probe_stress")
 
 
 def load(out, name):
@@ -63,6 +66,10 @@ def check_scenario(out, name):
     no_drops(name, s)
     truth = test_scenarios.truth_of(os.path.join(out, f"truth-{name}.jsonl"))
     truth[2].stolen = stolen(out, name)
+    # The probes' share is the traced run's phases less an untraced run's on the same machine: the
+    # guest's (its emulated traps cost what they cost there), not the host's x86 workload.
+    test_scenarios.untraced_phases = lambda n, *_: test_scenarios.phase_means(
+        os.path.join(out, f"truth-{n}-untraced.jsonl"))
     test_scenarios.judge_report_lines(name, s, text(out, f"train-{name}.out"))
     return f"{s['diagnosis']['verdict']}: " + test_scenarios.judge(name, s, truth)
 
@@ -78,6 +85,67 @@ def check_chroot(out):
     truth = test_dlbpf.cuda_truth(text(out, "chroot-cuda_calls.out"))
     test_dlbpf.compare_cuda(process(s, s["processes"][0]["pid"]), truth, expect_errors=False)
     return f"{len(files)} files in the root; --version and cuda_calls' {sum(truth['calls'].values())} calls exact"
+
+
+def check_files(out):
+    """The files source by each mechanism the kernel offers (its features line names the cheapest;
+    on arm64 the handlers are __arm64_sys_*): fileread's bytes, calls and disk bytes exact, and dlbpf
+    says which mechanism it runs on."""
+    have = {l.split()[0]: l.split()[1] for l in text(out, "features.txt").splitlines() if len(l.split()) > 1}
+    offered = [m for m, _ in test_files.MECHS if m == "tracepoint" or have.get("kprobes" if m == "kprobe" else m) == "yes"]
+    check(have.get("files") == offered[0], f"features names files {have.get('files')}, the cheapest offered is {offered[0]}")
+    notes = []
+    for mech in offered:
+        s = load(out, f"files-{mech}.json")
+        no_drops(f"files {mech}", s)
+        check(test_files.SAID[mech] in text(out, f"files-{mech}.err"), f"{mech}: no start-up line says so")
+        truths = {t["pid"]: t for t in (json.loads(l) for l in text(out, f"files-{mech}.out").splitlines()
+                                       if l.startswith("{"))}
+        check(len(truths) == 2, f"{mech}: fileread's truth lines: {sorted(truths)}")
+        n = test_files.compare_files(s, truths)
+        disk = sum(f["io_delta"] for t in truths.values() for f in t["files"] if not f.get("mmap"))
+        check("cannot remove" not in text(out, f"files-{mech}.err"), f"{mech}: {text(out, f'files-{mech}.err')[-800:]}")
+        notes.append(f"{mech} {n} files exact ({disk} disk bytes)")
+    left = [l for l in text(out, "kprobe_events-after.txt").splitlines() if ":dlbpf/" in l]
+    check(not left, f"return probes left in tracefs: {left}")
+    return "; ".join(notes)
+
+
+def check_python(out):
+    """pytrain.py under Debian's arm64 CPython 3.11: the exact file, function and line of each CUDA
+    call and of its caller for >= 99% of the calls, as test_pyframes.check_version asks on x86."""
+    err = text(out, "pytrain.err")
+    s = load(out, "pytrain.json")
+    no_drops("pytrain", s)
+    t = test_dlbpf.truth_line(text(out, "pytrain.out"), '{"pyframes"')
+    check(t["python"] == [3, 11], f"the guest's python is {t['python']}")
+    check("CPython 3.11" in err, f"no notice that Python frames are read: {err[-1500:]}")
+    notes = []
+    for pid, truth in t["pyframes"].items():
+        p = process(s, int(pid))
+        got = test_pyframes.measured(p, t["file"])
+        matched, total = test_pyframes.accuracy(truth, got)
+        check(total > 0, f"pid {pid}: the workload counted no calls")
+        check(matched >= 0.99 * total, f"pid {pid}: {matched}/{total} calls at their exact line; truth {truth}, dlbpf {got}")
+        notes.append(f"pid {pid}: {matched}/{total} calls at their exact line")
+    return "; ".join(notes)
+
+
+def check_callsites(out):
+    """Each named function's calls exactly, at offsets right after a bl/blr (test_callsites'
+    check_c_sites, read with the cross binutils), and no unknown site."""
+    test_callsites.BINUTILS, test_callsites.CALLS = "aarch64-linux-gnu-", ("bl",)
+    s = load(out, "callsites.json")
+    no_drops("callsites", s)
+    check(len(s["processes"]) == 1, f"expected one process, got {[p['pid'] for p in s['processes']]}")
+    p = s["processes"][0]
+    truth = test_dlbpf.truth_line(text(out, "callsites.out"), '{"sites"')
+    got = test_callsites.own_sites(p, os.path.join(CROSS_OUT, "workloads", "callsites"))
+    want = {fn: sum(apis.values()) for fn, apis in truth["sites"].items()}
+    want["main"] = 1   # its cudaMalloc
+    check(got == want, f"calls by function: dlbpf {got}, workload {want}")
+    check(not [x for x in p["call_sites"] if x["kind"] == "unknown"], "unknown sites with a readable stack")
+    return f"{sum(got.values())} calls at {len(got)} functions, each offset after a bl"
 
 
 def check_glibc_keys(out):
@@ -117,9 +185,9 @@ def main():
     passed = failed = 0
     # The scenarios the guest ran (ARM64_SCENARIOS): each one whose summary is there, at least one.
     scenarios = [n for n in ("input", "gpu") if os.path.exists(os.path.join(out, f"truth-{n}.jsonl"))] or ["input"]
-    checks = [("cuda_calls", lambda: check_cuda_calls(out))]
+    checks = [("cuda_calls", lambda: check_cuda_calls(out)), ("callsites", lambda: check_callsites(out))]
     checks += [(f"scenario {n}", lambda n=n: check_scenario(out, n)) for n in scenarios]
-    checks += [("probe_stress", lambda: check_probe_stress(out)), ("chroot", lambda: check_chroot(out)),
+    checks += [("files", lambda: check_files(out)), ("python", lambda: check_python(out)), ("probe_stress", lambda: check_probe_stress(out)), ("chroot", lambda: check_chroot(out)),
                ("glibc_keys", lambda: check_glibc_keys(out))]
     for name, fn in checks:
         try:

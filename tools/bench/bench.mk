@@ -8,7 +8,7 @@ $(BENCH_OUT):
 	mkdir -p $@
 
 $(BENCH_OUT)/ref.bpf.o: tools/bench/ref.bpf.c $(VMLINUX_H) | $(BENCH_OUT)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ibpf -Ibpf/vmlinux/$(ARCH) -Wall -Werror -c $< -o $@
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -Ibpf -Ibpf/vmlinux/$(ARCH) -Wall -Werror -c $< -o $@
 
 $(BENCH_OUT)/ref.skel.h: $(BENCH_OUT)/ref.bpf.o
 	$(BPFTOOL) gen skeleton $< name ref > $@

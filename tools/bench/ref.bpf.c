@@ -9,6 +9,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "dlbpf/syscall_handler.h"
 
 SEC("uprobe.multi")
 int ref_entry(void *ctx)
@@ -217,17 +218,14 @@ int ref_kp_##name(void *ctx) { return 0; }		\
 SEC("?kretprobe/" fn)					\
 int ref_kr_##name(void *ctx) { return 0; }
 
-REF_FENTRY(read, "__x64_sys_read")
-REF_FENTRY(pread, "__x64_sys_pread64")
-REF_FENTRY(readv, "__x64_sys_readv")
-REF_FENTRY(preadv, "__x64_sys_preadv")
-REF_FENTRY(openat, "__x64_sys_openat")
-REF_FENTRY(close, "__x64_sys_close")
-REF_KPROBE(read, "__x64_sys_read")
-REF_KPROBE(pread, "__x64_sys_pread64")
-REF_KPROBE(readv, "__x64_sys_readv")
-REF_KPROBE(preadv, "__x64_sys_preadv")
-REF_KPROBE(openat, "__x64_sys_openat")
-REF_KPROBE(close, "__x64_sys_close")
+/* Both mechanisms on each handler (dlbpf/syscall_handler.h names it for the target). */
+#define REF_BOTH(name, sys) REF_FENTRY(name, DL_SYSCALL_HANDLER(sys)) REF_KPROBE(name, DL_SYSCALL_HANDLER(sys))
+
+REF_BOTH(read, "read")
+REF_BOTH(pread, "pread64")
+REF_BOTH(readv, "readv")
+REF_BOTH(preadv, "preadv")
+REF_BOTH(openat, "openat")
+REF_BOTH(close, "close")
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -25,14 +25,15 @@ vmtest-smoke-run: dlbpf $(VM_PREREQS)
 # tests/vm/arm64-smoke.sh with the static aarch64 release executable on the cross-built
 # simulator and workloads; tests/vm/check-arm64.py judges each guest's output on the host.
 VM_ARM64_KERNELS ?= arm64-6.12 arm64-6.1
-# Options for tools/vm/run in the arm64 guests (make test: --env ARM64_SCENARIOS=input).
+# Options for tools/vm/run in the arm64 guests (--env ARM64_SCENARIOS=input: that scenario only).
 ARM64_RUN_ARGS ?=
 ARM64_EXE := $(DIST_DIR)/dlbpf-$(VERSION)-aarch64-linux
 ARM64_MAKE := $(MAKE) --no-print-directory ARCH=arm64 CROSS=aarch64-linux-gnu-
 
 # What an arm64 guest runs, built for the ARCH this make builds for.
 vm-guest-prereqs: $(DIST_EXE) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(OUTPUT)/workloads/cuda_calls $(TRAIN_BIN) \
-	$(OUTPUT)/workloads/probe_stress $(OUTPUT)/vm/glibc_keys
+	$(OUTPUT)/workloads/probe_stress $(OUTPUT)/workloads/fileread $(OUTPUT)/workloads/callsites \
+	$(OUTPUT)/vm/glibc_keys
 
 # glibc's pthread keys as dlbpf finds them and as its BPF reads them (tests/vm/glibc_keys.c).
 $(OUTPUT)/vm/glibc_keys: tests/vm/glibc_keys.c $(STAGE_LIBS)
@@ -46,7 +47,7 @@ vmtest-arm64-smoke-run:
 	$(ARM64_MAKE) vm-guest-prereqs
 	@mkdir -p .output/vm; failed=0; for k in $(VM_ARM64_KERNELS); do \
 		rm -rf .output/vm/$$k; mkdir -p .output/vm/$$k; echo "=== $$k: tests/vm/arm64-smoke.sh"; \
-		if tools/vm/run --out .output/vm/$$k $(ARM64_RUN_ARGS) $$k tests/vm/arm64-smoke.sh $(ARM64_EXE) \
+		if tools/vm/run --out .output/vm/$$k --disk 64 $(ARM64_RUN_ARGS) $$k tests/vm/arm64-smoke.sh $(ARM64_EXE) \
 		     > .output/vm/$$k.log 2>&1 && \
 		   tests/vm/check-arm64.py .output/vm/$$k; then echo "=== $$k: PASS"; \
 		else echo "=== $$k: FAIL (log: .output/vm/$$k.log)"; tail -n 20 .output/vm/$$k.log; failed=$$((failed + 1)); fi; \

@@ -17,6 +17,7 @@
 #include "capture/files.h"
 #include "capture/hooks.h"
 #include "capture/seccomp_hazard.h"
+#include "dlbpf/syscall_handler.h"
 #include "log.h"
 
 #define SYSFS_BTF "/sys/kernel/btf/vmlinux"
@@ -183,11 +184,12 @@ cleanup:
 
 /*
  * The syscall handlers bpf/files.bpf.c attaches fentry or kprobes to: each a FUNC in BTF of
- * one argument, the saved registers (long __x64_sys_NAME(const struct pt_regs *)).
+ * one argument, the saved registers (long __x64_sys_NAME(const struct pt_regs *), arm64's
+ * __arm64_sys_NAME: dlbpf/syscall_handler.h).
  */
 static const char *const files_handlers[] = {
-	"__x64_sys_read", "__x64_sys_pread64", "__x64_sys_readv", "__x64_sys_preadv",
-	"__x64_sys_openat", "__x64_sys_close",
+	DL_SYSCALL_HANDLER("read"), DL_SYSCALL_HANDLER("pread64"), DL_SYSCALL_HANDLER("readv"),
+	DL_SYSCALL_HANDLER("preadv"), DL_SYSCALL_HANDLER("openat"), DL_SYSCALL_HANDLER("close"),
 };
 
 /* t with its modifiers and typedefs skipped. */
@@ -232,7 +234,7 @@ static bool handlers_in_btf(const struct btf *btf)
 /*
  * fentry on the handlers: the program type first, then a trial, as nothing else answers for a
  * kernel that has the type and BTF and still refuses (a trampoline needs ftrace's direct calls;
- * this machine's 6.18 refuses the load): an empty fentry program loaded for __x64_sys_close and
+ * this machine's 6.18 refuses the load): an empty fentry program loaded for close's handler and
  * attached, then closed. Every handler is made by the same macro, so one stands for all.
  */
 static bool probe_fentry(const struct btf *btf)
@@ -241,7 +243,7 @@ static bool probe_fentry(const struct btf *btf)
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	int id = handler_id(btf, "__x64_sys_close"), prog, link;
+	int id = handler_id(btf, DL_SYSCALL_HANDLER("close")), prog, link;
 
 	if (id < 0 || libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_TRACING, NULL) != 1)
 		return false;
@@ -260,14 +262,15 @@ static bool probe_fentry(const struct btf *btf)
 		prog = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, sizeof(insns) / sizeof(insns[0]), &lo);
 	}
 	if (prog < 0) {
-		dl_debug("files: an fentry program for __x64_sys_close does not load: %s", strerror(errno));
+		dl_debug("files: an fentry program for %s does not load: %s", DL_SYSCALL_HANDLER("close"), strerror(errno));
 		return false;
 	}
 	link = bpf_link_create(prog, 0, BPF_TRACE_FENTRY, NULL);
 	if (link < 0)
 		link = bpf_raw_tracepoint_open(NULL, prog);   /* 5.5-5.7: no links of this type */
 	if (link < 0)
-		dl_debug("files: an fentry program does not attach to __x64_sys_close: %s", strerror(errno));
+		dl_debug("files: an fentry program does not attach to %s: %s", DL_SYSCALL_HANDLER("close"),
+			 strerror(errno));
 	else
 		close(link);
 	close(prog);
@@ -276,13 +279,13 @@ static bool probe_fentry(const struct btf *btf)
 
 /*
  * kprobes on the handlers: kprobe programs load (uprobes use the type too, so it says nothing of
- * kprobes) and the kernel makes a kprobe on __x64_sys_close, by the kprobe PMU libbpf uses; with no
+ * kprobes) and the kernel makes a kprobe on close's handler, by the kprobe PMU libbpf uses; with no
  * PMU, libbpf's legacy way through tracefs, if it is there.
  */
 static bool probe_kprobes(void)
 {
 	struct perf_event_attr attr = { .size = sizeof(attr) };
-	static const char sym[] = "__x64_sys_close";
+	static const char sym[] = DL_SYSCALL_HANDLER("close");
 	char buf[24];
 	ssize_t n;
 	int fd, pfd;

@@ -26,8 +26,8 @@ struct dl_features {
 	 */
 	bool uretprobe_syscall;
 	/*
-	 * The files source's cheaper mechanisms (capture/files.h), on the x86-64 syscall handlers
-	 * (__x64_sys_read, ...): every one in BTF with its signature, then the kernel's answer. Without
+	 * The files source's cheaper mechanisms (capture/files.h), on the syscall handlers
+	 * (__x64_sys_read, arm64's __arm64_sys_read, ...: dlbpf/syscall_handler.h): every one in BTF with its signature, then the kernel's answer. Without
 	 * either, the syscall tracepoints, which tax every task on the machine.
 	 */
 	bool fentry;                /* fentry/fexit programs load and attach to them (a trial attach) */

@@ -13,6 +13,7 @@
 #include "capture/files.h"
 #include "capture/kretprobes.h"
 #include "capture/sysevents.h"
+#include "dlbpf/syscall_handler.h"
 #include "dlbpf.skel.h"
 #include "log.h"
 #include "records/clock.h"
@@ -88,11 +89,12 @@ const char *dl_files_mech_cost(enum dl_files_mech m)
 {
 	switch (m) {
 	case DL_FILES_FENTRY:
-		return "read, openat and close seen by fentry/fexit on their syscall handlers (__x64_sys_read, ...): "
+		return "read, openat and close seen by fentry/fexit on their syscall handlers (" DL_SYSCALL_HANDLER("read")
+		       ", ...): "
 		       "other tasks' calls of these pay a BPF trampoline and one load, no other system call pays";
 	case DL_FILES_KPROBE:
-		return "read, openat and close seen by kprobes/kretprobes on their syscall handlers (__x64_sys_read, "
-		       "...): other tasks' calls of these pay a kprobe, a return probe and one load, no other system call pays";
+		return "read, openat and close seen by kprobes/kretprobes on their syscall handlers ("
+		       DL_SYSCALL_HANDLER("read") ", ...): other tasks' calls of these pay a kprobe, a return probe and one load, no other system call pays";
 	case DL_FILES_TRACEPOINT:
 		return "read, openat and close seen by syscall tracepoints (this kernel allows neither fentry nor "
 		       "kprobes on their handlers): every system call of every task on the machine takes the kernel's "

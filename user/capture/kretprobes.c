@@ -197,6 +197,9 @@ uint64_t dl_kretprobes_read_missed(struct dl_kretprobes *k)
 
 void dl_kretprobes_remove(struct dl_kretprobes *k)
 {
+	/* Once: the tracer's free detaches again after the session's own detach (tracer.c). */
+	if (k->removed)
+		return;
 	for (size_t i = 0; i < k->n; i++) {
 		char cmd[96];
 		int err;

@@ -223,7 +223,7 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 		dl_debug("pid %d: CPython %u.%u: offsets from its _Py_DebugOffsets", p->pid, major, minor);
 	p->code_type = bias + vals[SYM_CODE_TYPE];
 	p->cfg = p->layout.bpf;
-	p->cfg.tss_addr = bias + vals[SYM_RUNTIME] + p->layout.runtime_tss;
+	p->cfg.tss_addr = bias + vals[SYM_RUNTIME] + dl_py_runtime_tss(&p->layout);
 	p->cfg.specific_off = keys_off;
 	snapshot_offsets(&p->cfg, &p->layout);
 	p->cfg.epoch = ++pp->epochs;

@@ -17,7 +17,8 @@
 
 struct dl_py_layout {
 	unsigned major, minor;
-	uint16_t runtime_tss;     /* _PyRuntime: the Py_tss_t autoTSSkey */
+	uint16_t runtime_tss;     /* _PyRuntime: the Py_tss_t autoTSSkey, in x86-64's build (dl_py_runtime_tss) */
+	uint8_t runtime_mutexes;  /* glibc pthread_mutex_t's in _PyRuntimeState before it */
 	struct dl_py_cfg bpf;     /* BPF's offsets (tss_addr and specific_off are the process's: 0 here) */
 	/* PyCodeObject */
 	uint16_t co_filename, co_name, co_qualname, co_firstlineno, co_linetable;
@@ -28,6 +29,11 @@ struct dl_py_layout {
 
 /* The layout of CPython major.minor, or NULL when the table has none. */
 const struct dl_py_layout *dl_py_layout_of(unsigned major, unsigned minor);
+/*
+ * _PyRuntime's autoTSSkey offset in this architecture's build of CPython: the
+ * table's are x86-64's, and glibc's pthread_mutex_t is larger on aarch64.
+ */
+uint16_t dl_py_runtime_tss(const struct dl_py_layout *l);
 /* "3.10-3.13": what the table holds, for messages. */
 const char *dl_py_versions_supported(void);
 /*

@@ -6,12 +6,14 @@
  * tests/integration/test_pyframes.py checks them against each interpreter
  * on the machine: a layout changes between minor versions, never within one.
  */
+#include <pthread.h>
 #include <string.h>
 #include "capture/pyobj.h"
 
 static const struct dl_py_layout table[] = {
 	{
-		.major = 3, .minor = 10, .runtime_tss = 584,
+		/* _PyRuntime.ceval.gil holds mutex and switch_mutex before gilstate (3.10 and 3.11) */
+		.major = 3, .minor = 10, .runtime_tss = 584, .runtime_mutexes = 2,
 		/* PyThreadState.frame; PyFrameObject: f_back, f_code, f_lasti (an int: code units) */
 		.bpf = { .tstate_frame = 24, .frame_code = 32, .frame_prev = 24, .frame_instr = 96,
 			 .flags = DL_PYCFG_LASTI },
@@ -19,7 +21,7 @@ static const struct dl_py_layout table[] = {
 		.ascii_size = 48, .compact_utf8_len = 48, .compact_utf8 = 56, .lines_format = DL_PYLINES_310,
 	},
 	{
-		.major = 3, .minor = 11, .runtime_tss = 592,
+		.major = 3, .minor = 11, .runtime_tss = 592, .runtime_mutexes = 2,
 		/* PyThreadState.cframe -> _PyCFrame.current_frame; _PyInterpreterFrame: f_code, previous, prev_instr */
 		.bpf = { .tstate_frame = 56, .cframe_frame = 8, .frame_code = 32, .frame_prev = 48, .frame_instr = 56,
 			 .code_adaptive = 184, .flags = DL_PYCFG_CFRAME },
@@ -50,6 +52,18 @@ const struct dl_py_layout *dl_py_layout_of(unsigned major, unsigned minor)
 		if (table[i].major == major && table[i].minor == minor)
 			return &table[i];
 	return NULL;
+}
+
+/*
+ * The table's offsets were taken on x86-64, where glibc's pthread_mutex_t is 40 bytes; aarch64's
+ * is 48 (its __SIZEOF_PTHREAD_MUTEX_T), so each mutex before autoTSSkey moves it 8 bytes there.
+ * Debian's arm64 3.11 reads the key at _PyRuntime+612 (PyGILState_GetThisThreadState: ldr w0,
+ * [x0, #612], the Py_tss_t's _key at +4), x86-64's at +596: 608 = 592 + 2 * 8. Every other
+ * offset in the table is of pointers, ints and longs, the same on both (LP64).
+ */
+uint16_t dl_py_runtime_tss(const struct dl_py_layout *l)
+{
+	return (uint16_t)(l->runtime_tss + l->runtime_mutexes * (sizeof(pthread_mutex_t) - 40));
 }
 
 const char *dl_py_versions_supported(void)
