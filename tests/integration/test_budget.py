@@ -74,12 +74,21 @@ def check_budget_run(budget, train_args, sim_env=None, verdict="launch-bound", c
     # would fail one in seven with nothing wrong (one run of 10 did, under a busy second core). The
     # check takes twice the half-width on the side the truth lies, ~3.9 standard errors: a
     # false failure about 1 in 10,000, while a count off by more than its stated error still fails.
-    check(k["hi"] is not None, f"no upper bound: {why}")
-    half = (k["hi"] - k["scaled"]) if made > k["scaled"] else (k["scaled"] - k["lo"])
-    check(k["seen"] <= made and abs(made - k["scaled"]) <= 2 * half,
-          f"train made {made} launches, scaled {k['scaled']:.0f} [{k['lo']:.0f}-{k['hi']}] (twice the "
-          f"half-width allowed): {why}")
-    inside = k["lo"] <= made <= k["hi"]
+    if ob["launch_windows"] == 1:
+        # The first window measures what a launch costs here; where that cost leaves the budget no room
+        # for a second window (a slower trap: 6.4 us on one run of this machine, 2 windows at 6.5% on
+        # another), the count seen bounds the launches only from below, and dlbpf says so.
+        check(k["hi"] is None and "one window bounds nothing above" in d.stdout,
+              f"one window, yet an upper bound {k['hi']}: {why}")
+        check(k["seen"] <= made and k["lo"] <= made, f"train made {made} launches, at least {k['lo']:.0f}: {why}")
+        inside = False
+    else:
+        check(k["hi"] is not None, f"{ob['launch_windows']} windows and no upper bound: {why}")
+        half = (k["hi"] - k["scaled"]) if made > k["scaled"] else (k["scaled"] - k["lo"])
+        check(k["seen"] <= made and abs(made - k["scaled"]) <= 2 * half,
+              f"train made {made} launches, scaled {k['scaled']:.0f} [{k['lo']:.0f}-{k['hi']}] (twice the "
+              f"half-width allowed): {why}")
+        inside = k["lo"] <= made <= k["hi"]
     # The verdict of the steps inside windows: the phase train's own clocks say dominates.
     check(s["diagnosis"]["verdict"] == verdict, f"verdict {s['diagnosis']['verdict']}, want {verdict}: {why}")
     share = tsum["phase_share"]
@@ -94,8 +103,9 @@ def check_budget_run(budget, train_args, sim_env=None, verdict="launch-bound", c
     check(abs(m["median_ns"] - truth_med) <= MEDIAN_REL * truth_med,
           f"median step {m['median_ns'] / 1e6:.3f} ms, train's {truth_med / 1e6:.3f} ms")
     check("steps with launches probed took" in d.stdout or "too few steps inside" in d.stdout, why)
+    bounds = f"[{k['lo']:.0f}-{k['hi']:.0f}]" if k["hi"] is not None else f"[{k['lo']:.0f}-] (one window)"
     return (f"{budget}: observed {ob['launch_observed']:.1%} in {ob['launch_windows']} windows, launches "
-            f"{made} {'inside' if inside else 'outside'} [{k['lo']:.0f}-{k['hi']:.0f}] (scaled {k['scaled']:.0f}), {m['steps_partial']} of "
+            f"{made} {'inside' if inside else 'outside'} {bounds} (scaled {k['scaled']:.0f}), {m['steps_partial']} of "
             f"{m['steps']} steps partial, median {m['median_ns'] / 1e6:.2f} vs {truth_med / 1e6:.2f} ms, "
             f"estimate {ob['achieved']:.2%}")
 
@@ -113,6 +123,8 @@ def test_budget_settings_varied():
                               ("6.5%", ["--scenario", "launch", "--kernels", "2500", "--steps", "700"],
                                {"GPUSIM_LAUNCH_US": "2"})):
         notes.append(check_budget_run(budget, args, env))
+    # The bounds themselves must be judged somewhere: the larger budget leaves room for several windows.
+    check(" 1 windows" not in notes[0], f"the 15% budget gave one window: {notes[0]}")
     return "; ".join(notes)
 
 
