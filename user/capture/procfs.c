@@ -19,20 +19,23 @@ int dl_proc_open(pid_t pid, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
-ssize_t dl_proc_read(pid_t pid, const char *name, char *buf, size_t size)
+ssize_t dl_read_small_fd(int fd, char *buf, size_t size)
 {
-	int fd = dl_proc_open(pid, name);
-	ssize_t n;
+	ssize_t n = read(fd, buf, size - 1);
 
-	if (fd < 0)
-		return fd;
-	n = read(fd, buf, size - 1);
 	if (n < 0)
 		n = -errno;
 	else
 		buf[n] = '\0';
 	close(fd);
 	return n;
+}
+
+ssize_t dl_proc_read(pid_t pid, const char *name, char *buf, size_t size)
+{
+	int fd = dl_proc_open(pid, name);
+
+	return fd < 0 ? fd : dl_read_small_fd(fd, buf, size);
 }
 
 FILE *dl_proc_fopen(pid_t pid, const char *name)

@@ -25,6 +25,8 @@ int dl_proc_open(pid_t pid, const char *name);
 FILE *dl_proc_fopen(pid_t pid, const char *name);
 /* A small /proc/PID/<name> (stat, io ...) in one read into buf, NUL-terminated: its length, or -errno. */
 ssize_t dl_proc_read(pid_t pid, const char *name, char *buf, size_t size);
+/* One read of a small file (procfs, sysfs, tracefs) from fd into buf, NUL-terminated; closes fd. Its length, or -errno. */
+ssize_t dl_read_small_fd(int fd, char *buf, size_t size);
 
 /* Parses one line of /proc/PID/maps; returns 0, or -1 for a malformed line. */
 int dl_maps_parse_line(const char *line, struct dl_mapping *m);

@@ -95,19 +95,10 @@ static int (*volatile trial_call)(volatile int *) = trial_target;
 /* A small sysfs file into buf (NUL-terminated); 0 or -errno. */
 static int read_small(const char *path, char *buf, size_t size)
 {
-	ssize_t n;
-	int fd, err = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -errno : dl_read_small_fd(fd, buf, size);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	if (n < 0)
-		err = -errno;
-	else
-		buf[n] = '\0';
-	close(fd);
-	return err;
+	return n < 0 ? (int)n : 0;
 }
 
 /* The uprobe PMU's dynamic type and the config bit that makes a probe a return probe. */

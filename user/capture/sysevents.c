@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include "capture/procfs.h"
 #include "capture/sysevents.h"
 #include "log.h"
 
@@ -19,14 +20,11 @@ const char *const dl_tracefs_roots[DL_TRACEFS_ROOTS] = { "/sys/kernel/tracing", 
 int dl_tracefs_id_read(int fd)
 {
 	char buf[24], *end;
-	ssize_t n;
+	ssize_t n = dl_read_small_fd(fd, buf, sizeof(buf));
 	long id;
 
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
 	if (n < 0)
-		return -errno;
-	buf[n > 0 ? n : 0] = '\0';
+		return (int)n;
 	id = strtol(buf, &end, 10);
 	return end != buf && (*end == '\n' || *end == '\0') && id >= 0 && id <= INT32_MAX ? (int)id : -EINVAL;
 }
