@@ -101,7 +101,7 @@ $(MAIN_OBJS): | $(OUTPUT)/dlbpf.skel.h
 
 -include $(shell find $(OBJ) $(SAN_OBJ) -name '*.d' 2>/dev/null)
 
-.PHONY: all test demo deps clean test-unit test-integration test-asan bench bench-run install uninstall
+.PHONY: all test test-fresh demo deps deps-demo clean test-unit test-integration test-asan bench bench-run install uninstall
 .DELETE_ON_ERROR:
 
 all: $(DLBPF)
@@ -191,17 +191,27 @@ include tools/bench/bench.mk
 VM_PREREQS := $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(TRAIN) $(COVERAGE_BINS) $(DIST_EXE)
 include tools/vm/vm.mk
 
+# What the tests need (everything), and what building dlbpf and running the demo need.
 deps:
-	@tools/setup-deps.sh
+	@tools/setup-deps.sh test
+deps-demo:
+	@tools/setup-deps.sh demo
 
 # Every suite on this kernel, then the kernel matrix's smoke on each kernel, then the arm64
-# smoke on Debian's arm64 6.12 (tools/vm/README.md; 6.1 is make vmtest-arm64-smoke's).
+# smoke on Debian's arm64 6.12 (tools/vm/README.md; 6.1 is make vmtest-arm64-smoke's), then
+# the README's two commands in bare Debian 12 and 13 roots (DLBPF_TEST_FRESH=0 skips them).
 test: deps
 	$(MAKE) --no-print-directory test-all
 	$(MAKE) --no-print-directory vmtest-smoke-run
 	$(MAKE) --no-print-directory vmtest-arm64-smoke-run VM_ARM64_KERNELS=arm64-6.12
+	$(if $(filter 0,$(DLBPF_TEST_FRESH)),@echo "test-fresh skipped (DLBPF_TEST_FRESH=0)",$(MAKE) --no-print-directory test-fresh)
 
-demo: deps
+# tools/fresh-root: setup-deps demo, make demo and setup-deps test in bare bookworm and trixie roots.
+FRESH_RELEASES ?= bookworm trixie
+test-fresh: deps
+	@tools/fresh-root $(FRESH_RELEASES)
+
+demo: deps-demo
 	$(MAKE) --no-print-directory demo-run
 
 clean:

@@ -1,153 +1,312 @@
 #!/usr/bin/env bash
-# Installs what dlbpf needs to build and test. Idempotent; quick when all is present.
-# Run as root. Honours CUDA_HOME (default /usr/local/cuda).
-set -euo pipefail
+# Installs what dlbpf needs, on Debian 12 (bookworm) or 13 (trixie), each from its own suites.
+# Idempotent; quick when all is present. Run as root.
+#
+#   tools/setup-deps.sh demo   building dlbpf, the GPU simulator and the bundled workload
+#                              (make demo): clang, libbpf >= 1.4, bpftool >= 7.5, libelf, zlib
+#   tools/setup-deps.sh test   that, and every test's tools (make test, the default): Chromium,
+#                              Prometheus, valgrind, QEMU, debootstrap, the arm64 cross toolchain
+#                              and libraries, Debian's kernels for the kernel matrix
+#
+# Honours CUDA_HOME (default /usr/local/cuda). For `test`: DLBPF_SETUP_ARM64=0 skips the arm64
+# target, DLBPF_SETUP_VM=0 the kernel matrix's kernels, DLBPF_VM_REFRESH=1 looks for newer ones.
+set -Eeuo pipefail
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-BACKPORTS=bookworm-backports
 # Minimum versions: uprobe_multi with .offsets and ring-buffer APIs used by the collector.
 MIN_LIBBPF=1.4
 MIN_BPFTOOL=7.5
 
 log() { printf 'setup-deps: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-# apt, never asking (CI has no standard input) and quiet unless it fails.
+# The floor under every failure the script does not explain itself: the line and the command.
+trap 'rc=$?; log "error: line $LINENO: \`$BASH_COMMAND\` failed (status $rc); this is a bug in tools/setup-deps.sh: report it with the lines above"; exit $rc' ERR
+
+usage() {
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+}
+profile=${1:-test}
+case $profile in
+  demo|test) ;;
+  -h|--help) usage; exit 0 ;;
+  *) usage >&2; die "unknown part '$profile': demo or test" ;;
+esac
+
+[ "$(id -u)" -eq 0 ] || die "run as root (it installs packages): sudo $0 $profile"
+command -v apt-get >/dev/null && command -v dpkg-query >/dev/null ||
+  die "no apt-get/dpkg: this script installs Debian's packages (README: other distributions)"
+
+# --- Which Debian ----------------------------------------------------------------------------
+# Every suite this script adds is the running release's own: its backports where the release
+# lacks a version, never another release's.
+OS_ID='' CODENAME='' OS_NAME=''
+if [ -r /etc/os-release ]; then
+  OS_ID=$(. /etc/os-release && printf '%s' "${ID:-}")
+  CODENAME=$(. /etc/os-release && printf '%s' "${VERSION_CODENAME:-}")
+  OS_NAME=$(. /etc/os-release && printf '%s' "${PRETTY_NAME:-}")
+fi
+[ "$OS_ID" = debian ] ||
+  die "this is ${OS_NAME:-an unknown system}, not Debian: install by hand clang, libbpf-dev >= $MIN_LIBBPF," \
+      "bpftool >= $MIN_BPFTOOL, libelf-dev, zlib1g-dev, pkg-config, make and gcc (then \`make\`), or run the" \
+      "static release executable (README: Install a release)"
+[ -n "$CODENAME" ] || die "/etc/os-release names no VERSION_CODENAME: cannot tell which Debian release this is"
+case $CODENAME in
+  bookworm|trixie) ;;
+  *) log "warning: Debian $CODENAME is untested (bookworm and trixie are): trying its own suites" ;;
+esac
+BACKPORTS=$CODENAME-backports
+
+# apt, never asking (CI has no standard input), quiet unless it fails.
 export DEBIAN_FRONTEND=noninteractive
+APT_ERR=$(mktemp /tmp/setup-deps.XXXXXX)
+trap 'rm -f "$APT_ERR"' EXIT
+# apt_run FIX ARGS...: apt-get ARGS; on failure the command, apt's own error lines and FIX.
+apt_run() {
+  local fix=$1; shift
+  if ! apt-get "$@" </dev/null >"$APT_ERR" 2>&1; then
+    log "error: \`apt-get $*\` failed:"
+    grep -E '^(E:|W:|Err:| +[^ ].*(Depends|Breaks|Conflicts):|The following packages have unmet)' "$APT_ERR" |
+      tail -n 25 | sed 's/^/    /' >&2 || tail -n 15 "$APT_ERR" | sed 's/^/    /' >&2
+    log "fix: $fix"
+    exit 1
+  fi
+}
+updated=0
 apt_update() {
   log "apt-get update"
-  apt-get update -qq </dev/null >/dev/null || die "apt-get update failed"
+  apt_run "check the network and the sources in /etc/apt/sources.list{,.d}, then rerun" update
+  updated=1
 }
+apt_update_once() { [ $updated = 1 ] || apt_update; }
+DOWNLOADED=0
+# apt_install ARGS... (packages and options): says what it installs and how much it downloads.
 apt_install() {
-  log "installing $*"
-  apt-get install -y -qq --no-install-recommends "$@" </dev/null >/dev/null || die "could not install $*"
+  local pkgs=() a bytes
+  for a in "$@"; do [[ $a == -* ]] || pkgs+=("$a"); done
+  bytes=$(apt-get --print-uris -qq install -y --no-install-recommends "$@" </dev/null 2>/dev/null |
+          awk '{s += $3} END {print s + 0}') || bytes=0
+  DOWNLOADED=$((DOWNLOADED + bytes))
+  log "installing ${pkgs[*]} ($(mb "$bytes") to download)"
+  apt_run "resolve the conflict apt names above (often: apt-get upgrade, or apt-get install -f), then rerun" \
+    install -y -q --no-install-recommends "$@"
 }
+mb() { awk -v b="$1" 'BEGIN {printf "%.1f MB", b / 1e6}'; }
 
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
-
-# The installed version; of the host's architecture (or all) when other architectures' are
-# installed too (dpkg multiarch, the arm64 build) and the name does not say which.
 HOST_ARCH=$(dpkg --print-architecture)
-pkg_version() { dpkg-query -W -f='${Status} ${Architecture} ${Version}\n' "$1" 2>/dev/null |
-                awk -v q="$1" -v h="$HOST_ARCH" '/install ok installed/ && (q ~ /:/ || $4 == h || $4 == "all") {print $5; exit}'; }
-NATIVE_ARCH=$HOST_ARCH
-
+# The installed version (empty if none, never a failure); of the host's architecture (or all)
+# when the name does not say which and other architectures' copies are installed too.
+pkg_version() {
+  { dpkg-query -W -f='${Status} ${Architecture} ${Version}\n' "$1" 2>/dev/null || true; } |
+    awk -v q="$1" -v h="$HOST_ARCH" '/install ok installed/ && (q ~ /:/ || $4 == h || $4 == "all") {print $5; exit}'
+}
+# The version apt would install (empty if none); options such as -t before the name.
+candidate() {
+  { apt-cache policy "$@" 2>/dev/null || true; } | awk '$1 == "Candidate:" && $2 != "(none)" {print $2; exit}'
+}
 # Upstream version without epoch and Debian revision: 1:1.4.6-1~bpo12+1 -> 1.4.6
 upstream() { sed -E 's/^[0-9]+://; s/-[^-]*$//' <<<"$1"; }
-
-bpftool_version() { command -v bpftool >/dev/null 2>&1 &&
-                    bpftool version 2>/dev/null | awk 'NR==1 {sub(/^v/, "", $2); print $2}'; }
-
-[ "$(id -u)" -eq 0 ] || die "run as root (it installs packages)"
-
+bpftool_version() {
+  { command -v bpftool >/dev/null 2>&1 && bpftool version 2>/dev/null || true; } |
+    awk 'NR == 1 {sub(/^v/, "", $2); print $2}'
+}
 need_libbpf() { local v; v=$(pkg_version libbpf-dev); [ -z "$v" ] || ! version_ge "$(upstream "$v")" "$MIN_LIBBPF"; }
-need_bpftool() { local v; v=$(bpftool_version || true); [ -z "$v" ] || ! version_ge "$v" "$MIN_BPFTOOL"; }
+need_bpftool() { local v; v=$(bpftool_version); [ -z "$v" ] || ! version_ge "$v" "$MIN_BPFTOOL"; }
 
-# libclang-rt-dev: clang's libFuzzer and sanitizer runtimes (make fuzz), only recommended by clang.
-# python3-jsonschema: the integration tests check each JSON summary against its schema.
-# groff-base: the man page test renders doc/dlbpf.8 (tests only).
-# chromium, fonts-dejavu-core: tests/integration/test_html.py renders the HTML report headless (tests only).
-# curl, prometheus: test_metrics.py scrapes --metrics with curl and checks it with promtool (tests only).
-BASE_PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make gcc g++ libc6-dev procps mount
-           python3 python3-jsonschema protobuf-compiler valgrind binutils util-linux libclang-rt-dev groff-base
-           chromium fonts-dejavu-core curl prometheus)
+# The system's Debian archive: URI and keyring of its first source (deb822 or one-line).
+debian_source() { # prints "URI KEYRING"
+  local src=/etc/apt/sources.list.d/debian.sources uri='' key=''
+  if [ -f "$src" ]; then
+    uri=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' "$src")
+    key=$(awk '/^Signed-By:/ {print $2; exit}' "$src")
+  fi
+  if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+    uri=$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; exit}}' \
+          /etc/apt/sources.list)
+  fi
+  [ -n "$key" ] && [ -f "$key" ] || key=$(debian_keyring)
+  [ -n "$uri" ] && printf '%s %s\n' "$uri" "$key"
+}
+# Debian's archive keyring (trixie names it .pgp, bookworm .gpg).
+debian_keyring() {
+  local k
+  for k in /usr/share/keyrings/debian-archive-keyring.pgp /usr/share/keyrings/debian-archive-keyring.gpg; do
+    [ -f "$k" ] && { printf '%s\n' "$k"; return; }
+  done
+}
+
+# --- Packages ----------------------------------------------------------------------------------
+# What `make` and `make demo` need: the BPF compiler, the collector's libraries, the C toolchain.
+DEMO_PKGS=(clang libelf-dev zlib1g-dev pkg-config make gcc libc6-dev procps mount)
+# What the tests add:
+# llvm: llvm-objdump and llvm-strip in the tests. libclang-rt-dev: libFuzzer and the sanitizer
+# runtimes (make fuzz), only recommended by clang. python3-jsonschema: each JSON summary against
+# its schema. groff-base: the man page test. chromium, fonts-dejavu-core: the HTML report
+# rendered headless. curl, prometheus: --metrics scraped and checked with promtool. git,
+# debootstrap: the fresh-root test (tools/fresh-root).
+TEST_PKGS=(llvm g++ python3 python3-jsonschema protobuf-compiler valgrind binutils util-linux libclang-rt-dev
+           groff-base chromium fonts-dejavu-core curl prometheus git debootstrap ca-certificates)
+PKGS=("${DEMO_PKGS[@]}")
+[ "$profile" = demo ] || PKGS+=("${TEST_PKGS[@]}")
+
+# A package another architecture already has (Multi-Arch: same) must come at that version.
+foreign_version() {
+  { dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null || true; } | awk '/install ok installed/ {print $4; exit}'
+}
 missing=()
-# A package a foreign architecture already has (Multi-Arch: same) must come at its version.
-foreign_version() { dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null |
-                    awk '/install ok installed/ {print $4; exit}'; }
-for p in "${BASE_PKGS[@]}"; do
+for p in "${PKGS[@]}"; do
   [ -z "$(pkg_version "$p")" ] || continue
-  v=$(foreign_version "$p" || true)
-  missing+=("$p${v:+:$NATIVE_ARCH=$v}")
+  v=$(foreign_version "$p")
+  missing+=("$p${v:+:$HOST_ARCH=$v}")
 done
 
-if [ ${#missing[@]} -eq 0 ] && ! need_libbpf && ! need_bpftool; then
-  log "all packages present"
-else
-  # The backports suite is added next to the system's own Debian source, reusing its
-  # mirror and keyring, so no mirror is hard-coded here.
-  if ! grep -rqs "$BACKPORTS" /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    src=/etc/apt/sources.list.d/debian.sources
-    if [ -f "$src" ]; then
-      uri=$(awk '/^URIs:/ {print $2; exit}' "$src")
-      key=$(awk '/^Signed-By:/ {print $2; exit}' "$src")
-    elif [ -f /etc/apt/sources.list ]; then
-      uri=$(awk '$1 == "deb" && $0 !~ /security/ {print ($2 ~ /^\[/ ? $3 : $2); exit}' /etc/apt/sources.list)
-      key=/usr/share/keyrings/debian-archive-keyring.gpg
-    fi
-    [ -n "${uri:-}" ] || die "cannot find the system's Debian source to add $BACKPORTS next to it"
-    log "adding $BACKPORTS (from $uri)"
-    cat > /etc/apt/sources.list.d/dlbpf-backports.sources <<SRC
+# The release's backports suite, next to its own Debian source (same mirror and keyring).
+add_backports() {
+  grep -rqsE "(^|[[:space:]])$BACKPORTS([[:space:]]|$)" /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
+  local uri key
+  read -r uri key < <(debian_source) ||
+    die "cannot find the system's Debian source (/etc/apt/sources.list{,.d}) to add $BACKPORTS next to it"
+  log "adding $BACKPORTS (from $uri): $CODENAME's own libbpf or bpftool is older than dlbpf needs"
+  cat > /etc/apt/sources.list.d/dlbpf-backports.sources <<SRC
 Types: deb
 URIs: $uri
 Suites: $BACKPORTS
 Components: main
-Signed-By: ${key:-/usr/share/keyrings/debian-archive-keyring.gpg}
+Signed-By: $key
 SRC
-  fi
+  apt_update
+}
+# Another release's suite an earlier version of this script added: gone (a trixie system with
+# bookworm-backports installed bookworm's libbpf).
+f=/etc/apt/sources.list.d/dlbpf-backports.sources
+if [ -f "$f" ] && ! grep -qx "Suites: $BACKPORTS" "$f"; then
+  log "removing $f (another release's suite)"
+  rm -f "$f"
+fi
+# The kernel matrix's suites no longer touch the system's sources (the VM cache has its own apt).
+for f in /etc/apt/sources.list.d/dlbpf-bullseye-security.sources /etc/apt/sources.list.d/dlbpf-bookworm-security.sources \
+         /etc/apt/preferences.d/dlbpf-bullseye-security; do
+  if [ -f "$f" ]; then log "removing $f (the kernel matrix's suites live in its cache now)"; rm -f "$f"; fi
+done
+
+LIBBPF_FROM=''
+if [ ${#missing[@]} -eq 0 ] && ! need_libbpf && ! need_bpftool; then
+  log "all packages present"
+else
   apt_update
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
   if need_libbpf || need_bpftool; then
-    log "installing libbpf-dev and bpftool from $BACKPORTS"
-    apt-get install -y -qq --no-install-recommends -t "$BACKPORTS" libbpf-dev libbpf1 bpftool \
-      </dev/null >/dev/null || die "could not install libbpf-dev/bpftool from $BACKPORTS"
+    lv=$(candidate libbpf-dev) bv=$(candidate bpftool)
+    if [ -z "$lv" ] || ! version_ge "$(upstream "$lv")" "$MIN_LIBBPF" ||
+       [ -z "$bv" ] || ! version_ge "$(upstream "$bv")" "$MIN_BPFTOOL"; then
+      add_backports
+      LIBBPF_FROM=$BACKPORTS
+    fi
+    apt_install ${LIBBPF_FROM:+-t "$LIBBPF_FROM"} libbpf-dev libbpf1 bpftool
   fi
-  need_libbpf && die "libbpf-dev >= $MIN_LIBBPF not available (have: $(pkg_version libbpf-dev))"
-  need_bpftool && die "bpftool >= $MIN_BPFTOOL not available (have: $(bpftool_version))"
+  need_libbpf && die "libbpf-dev >= $MIN_LIBBPF is not to be had from $CODENAME${LIBBPF_FROM:+ or $LIBBPF_FROM} (have: $(pkg_version libbpf-dev))"
+  need_bpftool && die "bpftool >= $MIN_BPFTOOL is not to be had from $CODENAME${LIBBPF_FROM:+ or $LIBBPF_FROM} (have: $(bpftool_version))"
 fi
 
-# bpftrace is optional (benchmarks compare against it when present); never fatal.
-# The distribution's python3 built the other way too: tests/workloads/pyshared.c is an interpreter as pyenv and
-# --enable-shared builds make it (an executable with no interpreter of its own), linked with libpython3.X.
-pyver=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])') || die "/usr/bin/python3 does not run"
-if [ -z "$(pkg_version "libpython$pyver")" ]; then
-  apt_update
-  apt_install "libpython$pyver"
-fi
-
-[ -n "$(pkg_version bpftrace)" ] ||
-  { apt-get install -y -qq --no-install-recommends bpftrace </dev/null >/dev/null 2>&1 ||
-    log "bpftrace not installed (optional)"; }
-
-# The CUDA toolkit is needed by tests (nvcc, headers, libcudart), never by dlbpf itself.
+# The CUDA toolkit: headers and libcudart build the simulator and the workloads; the tests
+# add nvcc and the driver stub. Never needed by dlbpf itself.
 cuda_missing=()
-[ -x "$CUDA_HOME/bin/nvcc" ] || cuda_missing+=("$CUDA_HOME/bin/nvcc")
 [ -f "$CUDA_HOME/include/cuda_runtime_api.h" ] || cuda_missing+=("$CUDA_HOME/include/cuda_runtime_api.h")
 compgen -G "$CUDA_HOME/lib64/libcudart.so.*" >/dev/null || cuda_missing+=("$CUDA_HOME/lib64/libcudart.so.*")
-compgen -G "$CUDA_HOME/lib64/stubs/libcuda.so" >/dev/null || cuda_missing+=("$CUDA_HOME/lib64/stubs/libcuda.so")
-if [ ${#cuda_missing[@]} -gt 0 ]; then
-  die "CUDA toolkit incomplete under CUDA_HOME=$CUDA_HOME, missing: ${cuda_missing[*]} (install the toolkit or set CUDA_HOME)"
+if [ "$profile" = test ]; then
+  [ -x "$CUDA_HOME/bin/nvcc" ] || cuda_missing+=("$CUDA_HOME/bin/nvcc")
+  compgen -G "$CUDA_HOME/lib64/stubs/libcuda.so" >/dev/null || cuda_missing+=("$CUDA_HOME/lib64/stubs/libcuda.so")
+fi
+[ ${#cuda_missing[@]} -eq 0 ] ||
+  die "CUDA toolkit incomplete under CUDA_HOME=$CUDA_HOME, missing: ${cuda_missing[*]} (install the toolkit, no GPU needed, or set CUDA_HOME)"
+
+finish() {
+  # Tracefs is where uprobe and tracepoint events live; mount it if the system has not.
+  if [ ! -d /sys/kernel/tracing/events ]; then
+    mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || log "warning: could not mount tracefs on /sys/kernel/tracing"
+  fi
+  [ -r /sys/kernel/btf/vmlinux ] || log "warning: /sys/kernel/btf/vmlinux missing: dlbpf needs a kernel with BTF"
+  log "ok ($profile, Debian $CODENAME, $(mb "$DOWNLOADED") downloaded): libbpf $(upstream "$(pkg_version libbpf-dev)"), bpftool $(bpftool_version), $(clang --version | head -n1)"
+}
+if [ "$profile" = demo ]; then
+  finish
+  exit 0
+fi
+
+# --- The tests' extras ---------------------------------------------------------------------------
+# The distribution's python3 built the other way too: tests/workloads/pyshared.c is an
+# interpreter as pyenv and --enable-shared builds make it, linked with libpython3.X.
+pyver=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])') || die "/usr/bin/python3 does not run"
+if [ -z "$(pkg_version "libpython$pyver")" ]; then
+  apt_update_once
+  apt_install "libpython$pyver"
+fi
+# bpftrace is optional (benchmarks compare against it when present); never fatal.
+if [ -z "$(pkg_version bpftrace)" ]; then
+  apt_update_once
+  apt-get install -y -qq --no-install-recommends bpftrace </dev/null >/dev/null 2>&1 || log "bpftrace not installed (optional)"
 fi
 
 # --- arm64 as a second target (make ARCH=arm64 CROSS=aarch64-linux-gnu-) and make dist.
-# DLBPF_SETUP_ARM64=0 skips it. dpkg's multiarch gives the cross toolchain Debian's own arm64
-# libbpf, libelf, zlib (headers, .so and the .a the static build links); libzstd-dev is what
-# libelf.a needs when linked statically; lintian checks the .debs make dist writes. The kernel's
-# UAPI headers are the host's linux-libc-dev (backports' is Architecture: all, every asm/).
+# dpkg's multiarch gives the cross toolchain Debian's own arm64 libbpf, libelf, zlib (headers,
+# .so and the .a the static build links); libzstd-dev is what libelf.a needs when linked
+# statically; lintian checks the .debs make dist writes. The kernel's UAPI headers are the
+# host's linux-libc-dev.
 DIST_PKGS=(libzstd-dev lintian dpkg-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
-# Multi-Arch: same libraries: the arm64 one must be the very version the host has, else apt
-# swaps the host's out (and what depends on it). --no-remove makes any such plan an error.
+# Multi-Arch: same packages: an arm64 copy must be the very version of the host's. Their
+# runtime libraries are found from apt's plan below.
 ARM64_SAME=(libc6-dev libelf-dev zlib1g-dev libzstd-dev libbpf-dev libbpf1)
-if [ "${DLBPF_SETUP_ARM64:-1}" != 0 ]; then
-  dist_missing=()
+arm64_setup() {
+  local dist_missing=() p v hv av plan involved=() lagging=() pins=() name
   for p in "${DIST_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || dist_missing+=("$p"); done
-  arm64_missing=()
+  if [ ${#dist_missing[@]} -gt 0 ]; then apt_update_once; apt_install --no-remove "${dist_missing[@]}"; fi
+  # Read only now: the host's copies above are installed.
   for p in "${ARM64_SAME[@]}"; do
-    v=$(pkg_version "$p:$HOST_ARCH")
-    [ -n "$v" ] || die "$p missing on the host (needed at the same version for arm64)"
-    [ "$(pkg_version "$p:arm64")" = "$v" ] || arm64_missing+=("$p:arm64=$v")
+    hv=$(pkg_version "$p:$HOST_ARCH")
+    [ -n "$hv" ] || die "$p is not installed on the host (it must be, at the version the arm64 copy takes)"
+    [ "$(pkg_version "$p:arm64")" = "$hv" ] || involved+=("$p")
   done
-  if [ ${#dist_missing[@]} -gt 0 ] || [ ${#arm64_missing[@]} -gt 0 ]; then
-    dpkg --print-foreign-architectures | grep -qx arm64 || { log "adding dpkg architecture arm64"; dpkg --add-architecture arm64; }
-    apt_update
-    [ ${#dist_missing[@]} -eq 0 ] || apt_install --no-remove "${dist_missing[@]}"
-    [ ${#arm64_missing[@]} -eq 0 ] || apt_install --no-remove "${arm64_missing[@]}"
+  [ ${#involved[@]} -gt 0 ] || return 0
+  dpkg --print-foreign-architectures | grep -qx arm64 || { log "adding dpkg architecture arm64"; dpkg --add-architecture arm64; updated=0; }
+  apt_update_once
+  # What apt would bring for arm64 beside them: their Multi-Arch: same runtime libraries
+  # (libc6, zlib1g, libelf1, ...), each of which the host has too and must match.
+  plan=$(apt-get install -s -qq --no-install-recommends ${LIBBPF_FROM:+-t "$LIBBPF_FROM"} \
+           "${involved[@]/%/:arm64}" </dev/null 2>/dev/null | awk '$1 == "Inst" && $2 ~ /:arm64$/ {sub(/:arm64$/, "", $2); print $2}') ||
+    plan=''
+  for name in $plan; do
+    [[ " ${involved[*]} " == *" $name "* ]] || { [ -n "$(pkg_version "$name:$HOST_ARCH")" ] && involved+=("$name"); }
+  done
+  # A host copy older than what the archive serves (a -dev package that lags its runtime after a
+  # point release, say) cannot be matched: the archive keeps only the newest. Bring it up first.
+  for p in "${involved[@]}"; do
+    hv=$(pkg_version "$p:$HOST_ARCH")
+    av=$(candidate ${LIBBPF_FROM:+-t "$LIBBPF_FROM"} "$p:$HOST_ARCH")
+    [ -n "$av" ] && dpkg --compare-versions "$hv" lt "$av" && lagging+=("$p:$HOST_ARCH")
+  done
+  if [ ${#lagging[@]} -gt 0 ]; then
+    log "bringing the host's ${lagging[*]} up to the archive's versions: their arm64 copies must be the same versions, and the archive holds only its newest"
+    apt_run "the host's packages above cannot be upgraded alone: run apt-get upgrade (or DLBPF_SETUP_ARM64=0 to skip the arm64 target), then rerun" \
+      install -y -q --no-install-recommends --no-remove --only-upgrade ${LIBBPF_FROM:+-t "$LIBBPF_FROM"} "${lagging[@]}"
   fi
-fi
+  for p in "${involved[@]}"; do
+    hv=$(pkg_version "$p:$HOST_ARCH")
+    [ "$(pkg_version "$p:arm64")" = "$hv" ] || pins+=("$p:arm64=$hv")
+  done
+  [ ${#pins[@]} -gt 0 ] || return 0
+  # --no-remove: a plan that would swap a host package out is an error, never carried out.
+  bytes=$(apt-get --print-uris -qq install -y --no-install-recommends "${pins[@]}" </dev/null 2>/dev/null |
+          awk '{s += $3} END {print s + 0}') || bytes=0
+  DOWNLOADED=$((DOWNLOADED + bytes))
+  log "installing the arm64 copies at the host's versions: ${pins[*]} ($(mb "$bytes") to download)"
+  apt_run "each arm64 copy must be the host's exact version (Multi-Arch: same); upgrade the host's copies named above (apt-get install --only-upgrade ${involved[*]}), or set DLBPF_SETUP_ARM64=0 to skip the arm64 target, then rerun" \
+    install -y -q --no-install-recommends --no-remove "${pins[@]}"
+}
+[ "${DLBPF_SETUP_ARM64:-1}" = 0 ] || arm64_setup
 
 # --- Kernels for tools/vm/run (make vmtest): Debian's own kernel packages booted under QEMU.
-# DLBPF_SETUP_VM=0 skips this part; DLBPF_VM_REFRESH=1 looks for newer kernels even when
-# the cache already holds one of each series. Only the vmlinuz, modules.dep and the few
-# modules the guest loads are kept, plus the vmlinuz's ELF vmlinux (tools/vm/README.md).
+# Only the vmlinuz, modules.dep and the few modules the guest loads are kept, plus the
+# vmlinuz's ELF vmlinux (tools/vm/README.md).
 VM_CACHE=${DLBPF_VM_CACHE:-/var/cache/dlbpf-vm}
 # kmod: depmod writes the modules.dep that the packages leave to their postinst.
 # qemu-system-arm: the arm64 guests (qemu-system-aarch64 -M virt).
@@ -156,7 +315,9 @@ VM_HOST_PKGS=(qemu-system-x86 qemu-system-arm busybox-static kmod xz-utils zstd)
 VM_SERIES=(5.10 6.1 6.12 arm64-6.1 arm64-6.12)
 # Modules the guest's init loads (with what modules.dep says they need); any may be built in.
 VM_MODULES=(virtio_pci virtio_blk virtio_rng 9pnet_virtio 9p overlay ext4 crc32c_generic)
-# series -> suite the newest image of that series comes from, and the package name pattern.
+# The same kernels whatever the host's release: 5.10 from bullseye-security, 6.1 and 6.12 from
+# bookworm-security. They are downloaded, never installed, through an apt of the cache's own
+# (APT_CONFIG: its sources, lists and architectures), so the system's sources stay its release's.
 declare -A VM_SUITE=([5.10]=bullseye-security [6.1]=bookworm-security [6.12]=bookworm-security
                     [arm64-6.1]=bookworm-security [arm64-6.12]=bookworm-security)
 # The -unsigned image and the signed one hold the same vmlinuz and modules: either will do
@@ -166,39 +327,50 @@ declare -A VM_PATTERN=([5.10]='^linux-image-5\.10\.0-[0-9]+-amd64(-unsigned)?$'
                        [6.12]='^linux-image-6\.12\.[0-9]+\+deb12-amd64(-unsigned)?$'
                        [arm64-6.1]='^linux-image-6\.1\.0-[0-9]+-arm64(-unsigned)?$'
                        [arm64-6.12]='^linux-image-6\.12\.[0-9]+\+deb12-arm64(-unsigned)?$')
-# Debian 11 is no longer a source of upgrades here: its security suite is pinned to 1 so
-# apt only downloads from it when asked by name.
-VM_PIN=/etc/apt/preferences.d/dlbpf-bullseye-security
+VM_APT=$VM_CACHE/apt
 
 vm_cached() { [ -s "$VM_CACHE/$1/vmlinuz" ] && [ -s "$VM_CACHE/$1/modules.dep" ] && [ -s "$VM_CACHE/$1/package" ]; }
 
-# URI of the system's Debian security archive (from the stanza naming a *-security suite),
-# else the main archive's URI with /debian-security in place of /debian.
+# The security archive's URI: the system's own *-security source, else the main archive's
+# URI with /debian-security in place of /debian.
 security_uri() {
-  local src=/etc/apt/sources.list.d/debian.sources u=
-  if [ -f "$src" ]; then
+  local src=/etc/apt/sources.list.d/debian.sources u=''
+  [ -f "$src" ] &&
     u=$(awk 'BEGIN {RS=""} /Suites:[^\n]*-security/ {for (i = 1; i <= NF; i++) if ($i == "URIs:") {print $(i+1); exit}}' "$src")
-    [ -n "$u" ] || u=$(awk '/^URIs:/ {print $2; exit}' "$src" | sed -E 's#/debian/?$#/debian-security#')
-  elif [ -f /etc/apt/sources.list ]; then
-    u=$(awk '$1 == "deb" && $0 ~ /-security/ {print ($2 ~ /^\[/ ? $3 : $2); exit}' /etc/apt/sources.list)
-  fi
+  [ -n "$u" ] || [ ! -f /etc/apt/sources.list ] ||
+    u=$(awk '$1 == "deb" && $0 ~ /-security/ {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; exit}}' /etc/apt/sources.list)
+  [ -n "$u" ] || { read -r u _ < <(debian_source) && u=$(sed -E 's#/debian/?$#/debian-security#' <<<"$u"); } || u=''
   printf '%s\n' "$u"
 }
 
-# Adds SUITE from the security archive unless some source already names it.
-vm_add_suite() {
-  local suite=$1 uri
-  grep -rqsE "(^|[[:space:]])$suite([[:space:]]|$)" /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
-  uri=$(security_uri)
-  [ -n "$uri" ] || die "cannot find the system's Debian security source to add $suite next to it"
-  log "adding $suite (from $uri)"
-  cat > "/etc/apt/sources.list.d/dlbpf-$suite.sources" <<SRC
-Types: deb
-URIs: $uri
-Suites: $suite
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+# The cache's apt: bookworm (arm64's python3.11), bookworm-security and bullseye-security, for
+# the host's architecture and arm64. Exported: fetch-arm64-python downloads through it too.
+vm_apt_setup() {
+  local main key sec
+  read -r main key < <(debian_source) || die "cannot find the system's Debian source (/etc/apt/sources.list{,.d}) to fetch the kernel matrix's kernels from"
+  sec=$(security_uri)
+  [ -n "$key" ] || die "Debian's archive keyring is missing (apt-get install debian-archive-keyring)"
+  mkdir -p "$VM_APT/lists/partial" "$VM_APT/cache/archives/partial" "$VM_APT/sources.list.d" "$VM_APT/preferences.d"
+  : > "$VM_APT/status"
+  cat > "$VM_APT/sources.list" <<SRC
+deb [signed-by=$key] $main bookworm main
+deb [signed-by=$key] $sec bookworm-security main
+deb [signed-by=$key] $sec bullseye-security main
 SRC
+  cat > "$VM_APT/apt.conf" <<CONF
+Dir::Etc::SourceList "$VM_APT/sources.list";
+Dir::Etc::SourceParts "$VM_APT/sources.list.d";
+Dir::Etc::Preferences "$VM_APT/preferences";
+Dir::Etc::PreferencesParts "$VM_APT/preferences.d";
+Dir::State::Lists "$VM_APT/lists";
+Dir::State::status "$VM_APT/status";
+Dir::Cache "$VM_APT/cache";
+APT::Architecture "$HOST_ARCH";
+APT::Architectures { "$HOST_ARCH"; "arm64"; };
+CONF
+  export APT_CONFIG=$VM_APT/apt.conf
+  log "apt-get update (the kernel matrix's own lists: bookworm, bookworm-security, bullseye-security)"
+  apt_run "check that $main and $sec are reachable, then rerun (or DLBPF_SETUP_VM=0 to skip the kernel matrix)" update
 }
 
 # Newest package of a series that apt can download: the names matching the pattern that
@@ -215,15 +387,22 @@ vm_newest() {
   [ -n "$best" ] && printf '%s %s\n' "$best" "$bestv"
 }
 
+# apt-get download, into DIR; on failure apt's own words.
+vm_download() { # DIR PACKAGE=VERSION
+  ( cd "$1" && apt-get download -q "$2" </dev/null >"$APT_ERR" 2>&1 ) ||
+    { log "error: apt-get download $2 failed:"; grep -E '^(E|W|Err):' "$APT_ERR" | sed 's/^/    /' >&2; return 1; }
+}
+
 # Downloads PACKAGE=VERSION, keeps its vmlinuz, modules.dep/.builtin and the closure of
 # VM_MODULES (decompressed, so busybox insmod loads them), then drops the .deb.
 vm_fetch() {
-  local series=$1 pkg=$2 ver=$3 tmp kver mdir dest m want dep deps
+  local series=$1 pkg=$2 ver=$3 tmp kver mdir dest m want dep deps bytes
   tmp=$(mktemp -d "$VM_CACHE/.fetch.XXXXXX")
   chmod 755 "$tmp"  # apt-get download writes as _apt where it can
-  log "downloading $pkg $ver for the $series guest"
-  ( cd "$tmp" && apt-get download -qq "$pkg=$ver" </dev/null >/dev/null 2>&1 ) ||
-    { rm -rf "$tmp"; die "could not download $pkg=$ver"; }
+  bytes=$(apt-get --print-uris -qq download "$pkg=$ver" 2>/dev/null | awk '{s += $3} END {print s + 0}') || bytes=0
+  DOWNLOADED=$((DOWNLOADED + bytes))
+  log "downloading $pkg $ver for the $series guest ($(mb "$bytes"))"
+  vm_download "$tmp" "$pkg=$ver" || { rm -rf "$tmp"; die "could not download $pkg=$ver (rerun; DLBPF_SETUP_VM=0 skips the kernel matrix)"; }
   dpkg-deb -x "$tmp"/*.deb "$tmp/x" || { rm -rf "$tmp"; die "could not unpack $pkg"; }
   kver=$(ls "$tmp/x/lib/modules" 2>/dev/null | head -n1)
   mdir=$tmp/x/lib/modules/$kver
@@ -236,14 +415,14 @@ vm_fetch() {
   mkdir -p "$dest/modules"
   cp "$tmp/x/boot/vmlinuz-$kver" "$dest/vmlinuz"
   cp "$mdir/modules.dep" "$dest/"
-  [ -f "$mdir/modules.builtin" ] && cp "$mdir/modules.builtin" "$dest/"
+  if [ -f "$mdir/modules.builtin" ]; then cp "$mdir/modules.builtin" "$dest/"; fi
   # Closure over modules.dep: each line names a module's file and every module it needs
   # (file names use - or _ alike, as module names do).
   want=()
   for m in "${VM_MODULES[@]}"; do
     dep=$(awk -v m="$m" '{n = $1; sub(/:$/, "", n); $1 = n; sub(/.*\//, "", n); sub(/\.ko.*/, "", n)
                             gsub(/-/, "_", n)} n == m {print; exit}' "$mdir/modules.dep")
-    read -r -a deps <<<"$dep"
+    read -r -a deps <<<"$dep" || true
     want+=("${deps[@]}")
   done
   for m in $(printf '%s\n' "${want[@]}" | sort -u); do
@@ -289,30 +468,40 @@ sys.exit("no compressed ELF found in " + sys.argv[1])
 PY
 }
 
-if [ "${DLBPF_SETUP_VM:-1}" != 0 ]; then
-  vm_missing=()
+vm_setup() {
+  local vm_missing=() vm_series=() s pkg ver tmp
   for p in "${VM_HOST_PKGS[@]}"; do [ -n "$(pkg_version "$p")" ] || vm_missing+=("$p"); done
-  vm_series=()
+  if [ ${#vm_missing[@]} -gt 0 ]; then apt_update_once; apt_install "${vm_missing[@]}"; fi
   for s in "${VM_SERIES[@]}"; do
     { vm_cached "$s" && [ "${DLBPF_VM_REFRESH:-0}" != 1 ]; } || vm_series+=("$s")
   done
-  if [ ${#vm_missing[@]} -gt 0 ] || [ ${#vm_series[@]} -gt 0 ]; then
-    vm_add_suite bookworm-security
-    vm_add_suite bullseye-security
-    if [ ! -f "$VM_PIN" ]; then
-      printf 'Package: *\nPin: release n=bullseye-security\nPin-Priority: 1\n' > "$VM_PIN"
-    fi
-    # Fresh lists: older ones may name kernels the archive no longer holds.
-    apt_update
-    [ ${#vm_missing[@]} -eq 0 ] || apt_install "${vm_missing[@]}"
+  local need_python=1
+  [ -x "$VM_CACHE/arm64-python/usr/bin/python3.11" ] && [ -x "$VM_CACHE/arm64-busybox/busybox" ] && need_python=0
+  if [ ${#vm_series[@]} -gt 0 ] || [ $need_python = 1 ]; then
     mkdir -p "$VM_CACHE"
     rm -rf "$VM_CACHE"/.fetch.*  # what an interrupted run left
+    vm_apt_setup
     for s in "${vm_series[@]}"; do
       read -r pkg ver < <(vm_newest "${VM_PATTERN[$s]}") ||
-        die "no ${VM_PATTERN[$s]} package in apt's lists (is ${VM_SUITE[$s]} reachable?)"
+        die "no ${VM_PATTERN[$s]} package in the kernel matrix's lists (is ${VM_SUITE[$s]} reachable?)"
       if vm_cached "$s" && [ "$(cat "$VM_CACHE/$s/package")" = "$pkg $ver" ]; then continue; fi
       vm_fetch "$s" "$pkg" "$ver"
     done
+    # The arm64 guests' initramfs shell: Debian's arm64 busybox-static, unpacked (the host's
+    # own busybox-static is its architecture's and the two cannot be installed side by side).
+    if [ ! -x "$VM_CACHE/arm64-busybox/busybox" ]; then
+      tmp=$(mktemp -d "$VM_CACHE/.fetch.XXXXXX")
+      chmod 755 "$tmp"
+      vm_download "$tmp" busybox-static:arm64 || { rm -rf "$tmp"; die "could not download busybox-static:arm64"; }
+      dpkg-deb -x "$tmp"/*.deb "$tmp/x" && mkdir -p "$VM_CACHE/arm64-busybox" &&
+        install -m 0755 "$tmp/x/bin/busybox" "$VM_CACHE/arm64-busybox/busybox" ||
+        { rm -rf "$tmp"; die "busybox-static:arm64 holds no /bin/busybox"; }
+      rm -rf "$tmp"
+    fi
+    # Debian 12's arm64 CPython 3.11, unpacked for the arm64 guests' Python lines (never installed).
+    "$(dirname "$0")/vm/fetch-arm64-python" "$VM_CACHE/arm64-python" ||
+      die "could not fetch Debian's arm64 python3.11 (tools/vm/fetch-arm64-python)"
+    unset APT_CONFIG
   fi
   for s in "${VM_SERIES[@]}"; do
     vm_cached "$s" || die "VM kernel $s missing from $VM_CACHE"
@@ -320,27 +509,8 @@ if [ "${DLBPF_SETUP_VM:-1}" != 0 ]; then
     [[ $s == arm64-* ]] || [ -s "$VM_CACHE/$s/vmlinux" ] || vm_extract_elf "$VM_CACHE/$s" ||
       log "warning: no ELF vmlinux for $s (its guests boot the vmlinuz, some 3 s slower)"
   done
-  # The arm64 guests' initramfs shell: Debian's arm64 busybox-static, unpacked (the host's
-  # own busybox-static is amd64's and the two cannot be installed side by side).
-  if [ ! -x "$VM_CACHE/arm64-busybox/busybox" ]; then
-    tmp=$(mktemp -d "$VM_CACHE/.fetch.XXXXXX")
-    chmod 755 "$tmp"
-    ( cd "$tmp" && apt-get download -qq busybox-static:arm64 </dev/null >/dev/null 2>&1 ) ||
-      { rm -rf "$tmp"; die "could not download busybox-static:arm64 (is dpkg's arm64 architecture added?)"; }
-    dpkg-deb -x "$tmp"/*.deb "$tmp/x" && mkdir -p "$VM_CACHE/arm64-busybox" &&
-      install -m 0755 "$tmp/x/bin/busybox" "$VM_CACHE/arm64-busybox/busybox" ||
-      { rm -rf "$tmp"; die "busybox-static:arm64 holds no /bin/busybox"; }
-    rm -rf "$tmp"
-  fi
-  # Debian's arm64 CPython 3.11, unpacked for the arm64 guests' Python lines (never installed).
-  "$(dirname "$0")/vm/fetch-arm64-python" "$VM_CACHE/arm64-python" ||
-    die "could not fetch Debian's arm64 python3.11 (tools/vm/fetch-arm64-python)"
   log "VM kernels: $(for s in "${VM_SERIES[@]}"; do printf '%s=%s ' "$s" "$(cut -d' ' -f2 "$VM_CACHE/$s/package")"; done)"
-fi
+}
+[ "${DLBPF_SETUP_VM:-1}" = 0 ] || vm_setup
 
-# Tracefs is where uprobe and tracepoint events live; mount it if the system has not.
-if [ ! -d /sys/kernel/tracing/events ]; then
-  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || log "could not mount tracefs"
-fi
-[ -r /sys/kernel/btf/vmlinux ] || log "warning: /sys/kernel/btf/vmlinux missing: dlbpf needs a kernel with BTF"
-log "ok: libbpf $(upstream "$(pkg_version libbpf-dev)"), bpftool $(bpftool_version), $(clang --version | head -n1)"
+finish
