@@ -72,9 +72,15 @@ apt_run() {
   fi
 }
 updated=0
+# apt-get update succeeds when a source cannot be fetched: each such source is named here,
+# as the likely cause of a package apt then cannot find.
 apt_update() {
-  log "apt-get update"
+  log "apt-get update${1:+ ($1)}"
   apt_run "check the network and the sources in /etc/apt/sources.list{,.d}, then rerun" update
+  if grep -qE '^(W: Failed to fetch|Err:)' "$APT_ERR"; then
+    log "warning: apt-get update could not fetch every source (a package it should bring may be missing):"
+    grep -E '^W: Failed to fetch' "$APT_ERR" | sed 's/^/    /' >&2 || true
+  fi
   updated=1
 }
 apt_update_once() { [ $updated = 1 ] || apt_update; }
@@ -369,8 +375,7 @@ APT::Architecture "$HOST_ARCH";
 APT::Architectures { "$HOST_ARCH"; "arm64"; };
 CONF
   export APT_CONFIG=$VM_APT/apt.conf
-  log "apt-get update (the kernel matrix's own lists: bookworm, bookworm-security, bullseye-security)"
-  apt_run "check that $main and $sec are reachable, then rerun (or DLBPF_SETUP_VM=0 to skip the kernel matrix)" update
+  apt_update "the kernel matrix's own lists: bookworm, bookworm-security, bullseye-security"
 }
 
 # Newest package of a series that apt can download: the names matching the pattern that
