@@ -131,14 +131,15 @@ debian_source() { # prints "URI KEYRING"
           /etc/apt/sources.list)
   fi
   [ -n "$key" ] && [ -f "$key" ] || key=$(debian_keyring)
-  [ -n "$uri" ] && printf '%s %s\n' "$uri" "$key"
+  if [ -n "$uri" ]; then printf '%s %s\n' "$uri" "$key"; fi
 }
 # Debian's archive keyring (trixie names it .pgp, bookworm .gpg).
 debian_keyring() {
   local k
   for k in /usr/share/keyrings/debian-archive-keyring.pgp /usr/share/keyrings/debian-archive-keyring.gpg; do
-    [ -f "$k" ] && { printf '%s\n' "$k"; return; }
+    if [ -f "$k" ]; then printf '%s\n' "$k"; return 0; fi
   done
+  return 0
 }
 
 # --- Packages ----------------------------------------------------------------------------------
@@ -379,17 +380,18 @@ CONF
 }
 
 # Newest package of a series that apt can download: the names matching the pattern that
-# have a candidate version, highest version first.
+# have a candidate version, highest version first. (Functions read through < <(...) print
+# nothing rather than fail: a failure there would trip the ERR trap in the subshell.)
 vm_newest() {
   local names best='' bestv='' name cand
-  mapfile -t names < <(apt-cache pkgnames linux-image- | grep -E "$1" | sort -r)
-  [ ${#names[@]} -gt 0 ] || return 1
+  mapfile -t names < <({ apt-cache pkgnames linux-image- || true; } | { grep -E "$1" || true; } | sort -r)
+  [ ${#names[@]} -gt 0 ] || return 0  # nothing printed: the caller's read fails and says so
   while read -r name cand; do
     [ "$cand" != "(none)" ] || continue
     if [ -z "$bestv" ] || dpkg --compare-versions "$cand" gt "$bestv"; then best=$name bestv=$cand; fi
   done < <(apt-cache policy "${names[@]}" 2>/dev/null |
            awk '/^[^ ]/ {n = $1; sub(/:$/, "", n)} $1 == "Candidate:" {print n, $2}')
-  [ -n "$best" ] && printf '%s %s\n' "$best" "$bestv"
+  if [ -n "$best" ]; then printf '%s %s\n' "$best" "$bestv"; fi
 }
 
 # apt-get download, into DIR; on failure apt's own words.
