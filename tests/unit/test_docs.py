@@ -33,6 +33,7 @@ README_MAX_LINES = 300
 FOREIGN = {
     "--disk": "tools/vm/run (README, Where it runs)",
     "--scenario": "the demo's workload, tests/workloads/train",
+    "--variant": "debootstrap's, in make test-fresh (manual, Building)",
 }
 
 passed = failed = 0
