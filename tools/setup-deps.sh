@@ -150,9 +150,11 @@ DEMO_PKGS=(clang libelf-dev zlib1g-dev pkg-config make gcc libc6-dev procps moun
 # runtimes (make fuzz), only recommended by clang. python3-jsonschema: each JSON summary against
 # its schema. groff-base: the man page test. chromium, fonts-dejavu-core: the HTML report
 # rendered headless. curl, prometheus: --metrics scraped and checked with promtool. git,
-# debootstrap: the fresh-root test (tools/fresh-root).
+# debootstrap: the fresh-root test (tools/fresh-root). python3-torch, python3-numpy: real
+# PyTorch jobs (CPU) with DataLoader workers (tests/workloads/torchjob.py).
 TEST_PKGS=(llvm g++ python3 python3-jsonschema protobuf-compiler valgrind binutils util-linux libclang-rt-dev
-           groff-base chromium fonts-dejavu-core curl prometheus git debootstrap ca-certificates)
+           groff-base chromium fonts-dejavu-core curl prometheus git debootstrap ca-certificates
+           python3-torch python3-numpy)
 PKGS=("${DEMO_PKGS[@]}")
 [ "$profile" = demo ] || PKGS+=("${TEST_PKGS[@]}")
 

@@ -1,0 +1,305 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""A real PyTorch training job on the CPU (Debian's python3-torch): a Dataset over files, a
+DataLoader with worker processes, a small model, SGD. It logs its own truth, which the tests
+hold dlbpf's report against.
+
+  torchjob.py --make-data DIR [--shards N] [--shard-mb M]
+  torchjob.py --data DIR --truth FILE [--shape SHAPE] [--workers N] [--start METHOD]
+              [--persistent] [--prefetch K] [--steps S] [--batch B] [--decode-ms MS]
+              [--record-kb KB] [--width W] [--layers L] [--cold]
+
+Shapes (what limits a step):
+  decode    workers read a record and decode it on the CPU (--decode-ms a sample)
+  compute   a light loader and a heavy model (--width, --layers)
+  disk      small random reads (--record-kb) from shards made cold first (--cold is implied)
+  iterable  an IterableDataset: each worker streams its own shards, decoding each record
+  memmap    a numpy memmap over each shard: records read by page faults, then decoded
+
+The truth (--truth FILE, JSON, written when the job ends):
+  main:    pid, tid; per step the monotonic clock (ns) around next() and around train_step();
+           the main thread's /proc/thread-self/schedstat at the first and last step
+           (on-CPU ns, runqueue ns); /proc/self/io at the end
+  workers: per worker process: per sample the thread that made it, the file, offset, bytes,
+           its read time, its decode CPU time (the thread's own clock) and wall time; per batch
+           the indexes and the clock at its first sample and after collation; the worker's
+           /proc/self/io and its main thread's schedstat after each sample (the last is its total)
+  lines:   the source lines of the next() the loop waits at, of the read and of the decode
+It never waits for a tracer: it starts at once and exits when its steps are done.
+"""
+import argparse
+import json
+import os
+import random
+import sys
+import threading
+import time
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+from torch.utils.data._utils.collate import default_collate
+
+MONO = time.CLOCK_MONOTONIC
+
+
+def now():
+    return time.clock_gettime_ns(MONO)
+
+
+def line_of(tag):
+    """The line of this file that ends with the comment `# TAG`: what a tracer's Python frame names."""
+    with open(os.path.abspath(__file__), encoding="utf-8") as f:
+        for n, text in enumerate(f, 1):
+            if text.rstrip().endswith("# " + tag):
+                return n
+    raise SystemExit("torchjob.py: no line tagged " + tag)
+
+
+def schedstat():
+    """The calling thread's on-CPU and runqueue ns, as the kernel counts them."""
+    with open("/proc/thread-self/schedstat") as f:
+        run, wait, _ = f.read().split()
+    return int(run), int(wait)
+
+
+def proc_io():
+    with open("/proc/self/io") as f:
+        return {k: int(v) for k, v in (line.split(": ") for line in f)}
+
+
+class Log:
+    """A worker's truth: one JSON line per sample and per batch, appended by that worker only."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.f = None
+
+    def write(self, rec):
+        if self.f is None:
+            self.f = open(os.path.join(self.folder, "w-%d.jsonl" % os.getpid()), "a", buffering=1)
+        rec["pid"] = os.getpid()
+        rec["tid"] = threading.get_native_id()
+        self.f.write(json.dumps(rec) + "\n")
+
+
+def decode(raw, cpu_ns):
+    """Turns a record into a tensor and spends cpu_ns of this thread's CPU on it (tensor ops)."""
+    x = torch.frombuffer(bytearray(raw), dtype=torch.uint8)[:4096].float()
+    t0 = time.thread_time_ns()
+    while time.thread_time_ns() - t0 < cpu_ns:
+        x = torch.tanh(x * 1.0001 + 0.5)  # DECODE
+    return x
+
+
+class Records:
+    """What every shape shares: where each sample's record lies, and how it is read and decoded."""
+
+    def __init__(self, args):
+        self.args = args
+        self.shards = sorted(os.path.join(args.data, n) for n in os.listdir(args.data) if n.startswith("shard-"))
+        if not self.shards:
+            raise SystemExit("torchjob.py: no shard-* files in %s (make them with --make-data)" % args.data)
+        self.shard_bytes = os.path.getsize(self.shards[0])
+        self.record = args.record_kb * 1024
+        self.log = Log(args.truth_dir)
+        self.fds = {}
+        self.maps = {}
+
+    def where(self, index):
+        rnd = random.Random(index * 7919 + self.args.seed)
+        shard = self.shards[rnd.randrange(len(self.shards))]
+        off = rnd.randrange(0, self.shard_bytes - self.record) // 4096 * 4096
+        return shard, off
+
+    def read(self, shard, off):
+        if self.args.shape == "memmap":
+            mm = self.maps.get(shard)
+            if mm is None:
+                mm = self.maps[shard] = np.memmap(shard, dtype=np.uint8, mode="r")
+            return np.array(mm[off:off + self.record]).tobytes()  # READ-FAULTS
+        fd = self.fds.get(shard)
+        if fd is None:
+            fd = self.fds[shard] = os.open(shard, os.O_RDONLY)
+            if self.args.shape == "disk":  # small random records: readahead would only waste the disk
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        return os.pread(fd, self.record, off)  # READ
+
+    def sample(self, index):
+        shard, off = self.where(index)
+        t0 = now()
+        c0 = time.thread_time_ns()
+        raw = self.read(shard, off)
+        t1 = now()
+        c1 = time.thread_time_ns()
+        x = decode(raw, int(self.args.decode_ms * 1e6))
+        t2 = now()
+        c2 = time.thread_time_ns()
+        run, wait = schedstat()
+        self.log.write({"sample": index, "file": shard, "offset": off, "bytes": len(raw), "t0": t0,
+                        "read_ns": t1 - t0, "read_cpu_ns": c1 - c0, "decode_ns": t2 - t1,
+                        "decode_cpu_ns": c2 - c1, "io": proc_io(), "oncpu_ns": run, "runq_ns": wait})
+        return x
+
+
+class MapRecords(Records, Dataset):
+    def __len__(self):
+        return 1 << 30
+
+    def __getitem__(self, index):
+        return self.sample(index)
+
+
+class StreamRecords(Records, IterableDataset):
+    def __iter__(self):
+        info = get_worker_info()
+        wid, nw = (info.id, info.num_workers) if info else (0, 1)
+        index = wid
+        while True:  # each worker its own indexes: wid, wid + nw, ...
+            yield self.sample(index)
+            index += nw
+
+
+class CollateLogged:
+    """default_collate, then the batch's end in the worker's log (a class: spawn pickles it)."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __call__(self, samples):
+        out = default_collate(samples)
+        self.log.write({"batch_end": now(), "n": len(samples)})
+        return out
+
+
+def train_step(model, opt, batch):
+    opt.zero_grad()
+    loss = model(batch).square().mean()
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def make_data(folder, shards, shard_mb):
+    os.makedirs(folder, exist_ok=True)
+    for i in range(shards):
+        path = os.path.join(folder, "shard-%03d" % i)
+        if os.path.exists(path) and os.path.getsize(path) == shard_mb << 20:
+            continue
+        with open(path + ".tmp", "wb") as f:
+            for _ in range(shard_mb):
+                f.write(os.urandom(1 << 20))
+        os.rename(path + ".tmp", path)
+    print("torchjob.py: %d shards of %d MiB in %s" % (shards, shard_mb, folder))
+
+
+def make_cold(folder):
+    """Drops the shards' pages from the page cache (their own, not the machine's)."""
+    for n in os.listdir(folder):
+        if n.startswith("shard-"):
+            fd = os.open(os.path.join(folder, n), os.O_RDONLY)
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+
+
+DEFAULTS = {  # shape -> decode ms a sample, record KiB, model width, layers, batch
+    "decode": (8.0, 64, 256, 2, 8),
+    "compute": (0.2, 16, 1024, 4, 8),
+    "disk": (0.0, 4, 64, 1, 256),
+    "iterable": (6.0, 64, 256, 2, 8),
+    "memmap": (1.0, 256, 256, 2, 8),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--make-data")
+    ap.add_argument("--shards", type=int, default=8)
+    ap.add_argument("--shard-mb", type=int, default=16)
+    ap.add_argument("--data")
+    ap.add_argument("--truth")
+    ap.add_argument("--shape", choices=sorted(DEFAULTS), default="decode")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--start", choices=("fork", "spawn", "forkserver"), default="fork")
+    ap.add_argument("--persistent", action="store_true")
+    ap.add_argument("--prefetch", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--epoch-steps", type=int, default=0, help="steps an epoch (a new iterator: new workers unless --persistent)")
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--decode-ms", type=float)
+    ap.add_argument("--record-kb", type=int)
+    ap.add_argument("--width", type=int)
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--cold", action="store_true")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    if args.make_data:
+        make_data(args.make_data, args.shards, args.shard_mb)
+        return
+    if not args.data or not args.truth:
+        ap.error("--data and --truth are needed (or --make-data)")
+    d = DEFAULTS[args.shape]
+    args.decode_ms = d[0] if args.decode_ms is None else args.decode_ms
+    args.record_kb = d[1] if args.record_kb is None else args.record_kb
+    args.width = d[2] if args.width is None else args.width
+    args.layers = d[3] if args.layers is None else args.layers
+    args.batch = d[4] if args.batch is None else args.batch
+    args.truth_dir = args.truth + ".d"
+    os.makedirs(args.truth_dir, exist_ok=True)
+    for n in os.listdir(args.truth_dir):
+        os.unlink(os.path.join(args.truth_dir, n))
+    if args.cold or args.shape in ("disk", "memmap"):
+        make_cold(args.data)
+
+    torch.manual_seed(args.seed)
+    layers = []
+    for _ in range(args.layers):
+        layers += [torch.nn.Linear(args.width, args.width), torch.nn.ReLU()]
+    model = torch.nn.Sequential(torch.nn.Linear(4096, args.width), *layers, torch.nn.Linear(args.width, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    data = (StreamRecords if args.shape == "iterable" else MapRecords)(args)
+    kw = {}
+    if args.workers:
+        kw = {"multiprocessing_context": args.start, "persistent_workers": args.persistent,
+              "prefetch_factor": args.prefetch}
+    loader = DataLoader(data, batch_size=args.batch, num_workers=args.workers,
+                        collate_fn=CollateLogged(data.log), **kw)
+
+    steps = []
+    first = last = None
+    it = None
+    for n in range(args.steps):
+        if it is None or (args.epoch_steps and n % args.epoch_steps == 0):
+            it = iter(loader)
+        t0 = now()
+        batch = next(it)  # NEXT
+        t1 = now()
+        if n == 0:
+            first = schedstat()
+        train_step(model, opt, batch)  # STEP
+        t2 = now()
+        steps.append({"next0": t0, "next1": t1, "step1": t2})
+    last = schedstat()
+    del it
+    truth = {"main": {"pid": os.getpid(), "tid": threading.get_native_id(), "steps": steps,
+                      "oncpu_ns": last[0] - first[0], "runq_ns": last[1] - first[1], "io": proc_io()},
+             "args": {k: v for k, v in vars(args).items() if k != "make_data"},
+             "lines": {"file": os.path.abspath(__file__), "next": line_of("NEXT"), "step": line_of("STEP"),
+                       "read": line_of("READ"), "read_faults": line_of("READ-FAULTS"), "decode": line_of("DECODE")},
+             "workers": {}}
+    for n in sorted(os.listdir(args.truth_dir)):
+        with open(os.path.join(args.truth_dir, n)) as f:
+            for text in f:
+                rec = json.loads(text)
+                w = truth["workers"].setdefault(str(rec["pid"]), {"samples": [], "batches": []})
+                (w["batches"] if "batch_end" in rec else w["samples"]).append(rec)
+    with open(args.truth, "w") as f:
+        json.dump(truth, f)
+    print("torchjob.py: %d steps, %s, %d workers (%s), truth in %s" % (
+        len(steps), args.shape, args.workers, args.start, args.truth), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
