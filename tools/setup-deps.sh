@@ -5,7 +5,7 @@
 #   tools/setup-deps.sh demo   building dlbpf, the GPU simulator and the bundled workload
 #                              (make demo): clang, libbpf >= 1.4, bpftool >= 7.5, libelf, zlib
 #   tools/setup-deps.sh test   that, and every test's tools (make test, the default): Chromium,
-#                              Prometheus, valgrind, QEMU, debootstrap, the arm64 cross toolchain
+#                              Prometheus, valgrind, QEMU, debootstrap, PyTorch (CPU), the arm64 cross toolchain
 #                              and libraries, Debian's kernels for the kernel matrix
 #
 # Honours CUDA_HOME (default /usr/local/cuda). For `test`: DLBPF_SETUP_ARM64=0 skips the arm64
