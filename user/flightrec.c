@@ -111,10 +111,12 @@ void dl_flightrec_tick(struct dl_flightrec *f, uint64_t now_ns, const uint64_t d
 		dump(f, now_ns, drops);
 }
 
-void dl_flightrec_close(struct dl_flightrec *f, uint64_t now_ns, const uint64_t drops[DL_DROP_MAX])
+unsigned dl_flightrec_close(struct dl_flightrec *f, uint64_t now_ns, const uint64_t drops[DL_DROP_MAX])
 {
+	unsigned failed;
+
 	if (!f)
-		return;
+		return 0;
 	if (f->pending[0])
 		dump(f, now_ns, drops);
 	if (f->flight.evicted_early)
@@ -129,7 +131,12 @@ void dl_flightrec_close(struct dl_flightrec *f, uint64_t now_ns, const uint64_t 
 	else
 		printf("\ndlbpf: flight recorder: %u dump%s in %s%s; `dlbpf report FILE` reads each\n", f->dumps,
 		       f->dumps == 1 ? "" : "s", f->dir, f->failed ? " (some failed: see above)" : "");
+	if (f->failed)
+		dl_err("flight recorder: %u of %u dumps failed (each said above with its path and cause)", f->failed,
+		       f->dumps + f->failed);
+	failed = f->failed;
 	dl_trigger_free(&f->trigger);
 	dl_flight_free(&f->flight);
 	free(f);
+	return failed;
 }

@@ -1781,5 +1781,101 @@ def test_fuzzed_recordings():
     return f"{len(names)} inputs, both formats"
 
 
+
+# --- a full disk under one output: the others are still written -------------
+import errno  # noqa: E402
+
+
+class SmallTmpfs:
+    """A 1 MiB tmpfs of the test's own, mounted on a fresh directory and unmounted after."""
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix="full-", dir=WORK)
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "none", self.path], capture_output=True, text=True)
+        if p.returncode:
+            os.rmdir(self.path)
+        check(p.returncode == 0, f"cannot mount a tmpfs: {p.stderr.strip()}")
+        return self
+
+    def fill(self):
+        """Writes a file until the file system refuses a byte more (ENOSPC)."""
+        with open(os.path.join(self.path, "filler"), "wb", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"\0" * 4096)
+            except OSError as e:
+                check(e.errno == errno.ENOSPC, f"filling the tmpfs: {e}")
+
+    def __exit__(self, *exc):
+        subprocess.run(["umount", self.path], check=False)
+        os.rmdir(self.path)
+
+
+def truth_kernels(path):
+    """The kernels the train workload launched, from its own per-step truth file."""
+    with open(path) as f:
+        return sum(r["kernels"] for r in map(json.loads, filter(str.strip, f)) if "step" in r)
+
+
+def train_launches(summary):
+    procs = [p for p in summary["processes"] if p["comm"] == "train" and p["cuda"]["calls"]]
+    check(len(procs) == 1, f"{len(procs)} train processes with CUDA calls")
+    return procs[0]["cuda"]["calls"].get("cudaLaunchKernel", {}).get("count", 0)
+
+
+@fault("the recording's disk fills up (`record -o FULL/r.dlbpf -j OK/s.json --html OK/r.html`)",
+       "the report, JSON and HTML still written; the failure said with path and cause; exit 1; the recording "
+       "readable to where it stops")
+def test_full_disk_recording():
+    ok = tempfile.mkdtemp(prefix="full-ok-", dir=WORK)
+    truth, js, html = (os.path.join(ok, n) for n in ("truth.jsonl", "s.json", "r.html"))
+    with SmallTmpfs() as full:
+        rec = os.path.join(full.path, "r.dlbpf")
+        # About 300 k launch records (some 7 MiB compact): the 1 MiB tmpfs fills a few seconds in.
+        p = subprocess.run([DLBPF, "record", "-q", "-o", rec, "-j", js, "--html", html, "--", workload("train"),
+                            "--scenario", "launch", "--steps", "60", "--quiet", "--truth", truth],
+                           capture_output=True, text=True, timeout=180, env=dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR))
+        check(p.returncode == 1, f"exit {p.returncode} with the recording's disk full: {p.stderr[-500:]}")
+        said = f"writing the recording {rec} failed: {os.strerror(errno.ENOSPC)}"
+        check(said in p.stderr, f"the failure is not said as '{said}': {p.stderr[-500:]}")
+        check("Diagnosis:" in p.stdout and "traced" in p.stdout, f"no report on stdout: {p.stdout[-300:]!r}")
+        launched, kernels = train_launches(load_summary(js)), truth_kernels(truth)
+        check(launched == kernels, f"the JSON counts {launched} launches, the job made {kernels}")
+        with open(html) as f:
+            check("</html>" in f.read(), "the HTML report is not complete")
+        # What was written before the disk filled is a recording report reads, up to where it stops.
+        rc, _, err = run_dlbpf(["report", rec, "-j", os.path.join(ok, "replay.json")], timeout=120)
+        check(rc == 0 and "records before it are reported" in err, f"report of the cut recording: exit {rc}: "
+              f"{err[-300:]}")
+        replayed = train_launches(load_summary(os.path.join(ok, "replay.json")))
+        check(0 < replayed < kernels, f"the cut recording holds {replayed} of {kernels} launches")
+    shutil.rmtree(ok)
+    return f"JSON {launched} launches = the job's; the 1 MiB recording replays {replayed}"
+
+
+@fault("the flight recorder's directory is on a full disk when SIGUSR1 asks for a dump",
+       "the failed dump said with its path and cause, no temporary left, the JSON written, exit 1")
+def test_full_disk_flight_dump():
+    with SmallTmpfs() as full:
+        dumps = os.path.join(full.path, "dumps")
+        os.mkdir(dumps, 0o700)
+        full.fill()
+        d = Dlbpf(["record", "--ring", "2", "-o", dumps, "--", workload("train"), "--scenario", "launch",
+                   "--steps", "20", "--quiet"], env=dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR))
+        d.started()
+        d.proc.send_signal(signal.SIGUSR1)   # a dump still pending when the job ends is written at the finish
+        rc = d.wait(timeout=120)
+        left = os.listdir(dumps)
+    check(rc == 1, f"exit {rc} with every dump failed: {d.stderr[-500:]}")
+    said = f"writing the flight recording {dumps}/flight-"
+    failed = [ln for ln in d.stderr.splitlines() if said in ln]
+    check(len(failed) == 1 and os.strerror(errno.ENOSPC) in failed[0], f"the failed dump is not said with its "
+          f"path and cause: {d.stderr[-500:]}")
+    check("1 of 1 dumps failed" in d.stderr, f"the end does not count the failed dump: {d.stderr[-300:]}")
+    check(not left, f"left in the full directory: {left}")
+    check(train_launches(d.summary()) > 0, "the JSON holds no launch")
+    return failed[0].split("dlbpf: error: ")[-1]
+
+
 if __name__ == "__main__":
     main()
