@@ -430,7 +430,7 @@ static void emit_prog_misses(const char *prog, uint64_t misses, void *arg)
 static int set_up(struct dl_live *l)
 {
 	const struct dl_config *cfg = l->cfg;
-	bool walk;
+	bool walk, paths;
 	int err;
 
 	for (int i = 0; i < cfg->npids; i++) {
@@ -442,9 +442,12 @@ static int set_up(struct dl_live *l)
 	err = dl_env_check();
 	if (!err)
 		err = dl_hooks_no_openat2(&walk);
+	if (!err)
+		err = dl_hooks_no_map_files(&paths);
 	if (err)
 		return err;
 	dl_tfile_force_walk(walk);
+	dl_tfile_force_paths(paths);
 	err = dl_tracer_open_load(l->tracer, cfg->ringbuf_mb, cfg->kernel_agg, !cfg->no_files);
 	if (err)
 		return err;

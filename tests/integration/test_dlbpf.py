@@ -613,5 +613,132 @@ def test_json_write_error():
     check("writing the JSON summary to /dev/full failed" in err, f"unclear error: {err.strip()}")
 
 
+
+# --- mapped files read as the process sees them: a chroot, a private mount namespace, a deleted runtime.
+# Each job's runtime is the toolkit's (its calls fail at once without a GPU; the probes still fire).
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+TOOLKIT_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+# dlbpf as without CAP_SYS_ADMIN: mapped files by their paths, not /proc/PID/map_files.
+BY_PATH = dict(os.environ, DLBPF_TEST_NO_MAP_FILES="1")
+ROUTES = (("map_files", None), ("by path", BY_PATH))
+
+
+def cuda_calls_root():
+    """A minimal root holding cuda_calls, the libraries ldd names for it (the runtime among them) and the loader."""
+    root = tempfile.mkdtemp(prefix="chroot-", dir=WORK)
+    shutil.copy(workload("cuda_calls"), root)
+    ldd = subprocess.run(["ldd", workload("cuda_calls")], capture_output=True, text=True, check=True).stdout
+    libs = re.findall(r"(/\S+) \(0x", ldd)
+    check(any("libcudart" in lib for lib in libs), f"ldd names no libcudart: {ldd}")
+    for lib in libs:
+        os.makedirs(root + os.path.dirname(lib), exist_ok=True)
+        shutil.copy(lib, root + lib)   # the file a link names, under the link's name
+    return root
+
+
+def one_cuda_calls(d):
+    procs = [p for p in d.summary()["processes"] if p["comm"] == "cuda_calls"]
+    check(len(procs) == 1, f"{len(procs)} processes named cuda_calls")
+    return procs[0]
+
+
+def test_cuda_in_chroot():
+    """`dlbpf -- chroot DIR /cuda_calls`, and --pid of such a process: the maps name the runtime from dlbpf's
+    root (DIR/usr/...); it is read as the process has it (map_files, or by path with DIR taken off once), and
+    every call is counted exactly."""
+    root = cuda_calls_root()
+    notes = []
+    try:
+        for route, env in ROUTES:
+            d = Dlbpf(["--", "chroot", root, "/cuda_calls"], env=env)
+            rc = d.wait()
+            check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
+            check("cannot read" not in d.stderr, f"{route}: {d.stderr[-500:]}")
+            truth = cuda_truth(d.stdout)
+            compare_cuda(one_cuda_calls(d), truth, expect_errors=True)
+            notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+        w, out, d, rc = trace_waiting(["chroot", root, "/cuda_calls", "--wait"])
+        check(rc == 0, f"--pid: dlbpf exited {rc}: {d.stderr[-500:]}")
+        compare_cuda(process(d.summary(), w.pid), cuda_truth(out), expect_errors=True)
+        notes.append("--pid: every call")
+    finally:
+        shutil.rmtree(root)
+    return "; ".join(notes)
+
+
+def test_cuda_in_private_mount_namespace():
+    """A job in a mount namespace of its own loads its runtime from a directory that, in dlbpf's view, is empty
+    (a bind mount only the namespace has): read through the namespace, every call counted exactly."""
+    held, view = (tempfile.mkdtemp(prefix=p, dir=WORK) for p in ("ns-lib-", "ns-view-"))
+    shutil.copy(TOOLKIT_CUDART, os.path.join(held, "libcudart.so.13"))
+    script = f"mount --bind {held} {view} && exec env LD_LIBRARY_PATH={view} {workload('cuda_calls')}"
+    notes = []
+    try:
+        for route, env in ROUTES:
+            d = Dlbpf(["--", "unshare", "--mount", "--propagation", "private", "sh", "-c", script], env=env)
+            rc = d.wait()
+            check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
+            check(not os.listdir(view), f"the namespace's bind mount shows in dlbpf's view: {os.listdir(view)}")
+            mapped = f"CUDA runtime functions in {view}/libcudart.so.13"
+            check(mapped in d.stderr, f"{route}: the runtime was not attached at {view}: {d.stderr[-500:]}")
+            truth = cuda_truth(d.stdout)
+            try:
+                if env is None:
+                    compare_cuda(one_cuda_calls(d), truth, expect_errors=True)
+                else:
+                    # By path, code of a process of another mount namespace is named only while it lives
+                    # (no path of dlbpf's leads there after): the counts, not the kernels' names.
+                    check_copies_and_calls(one_cuda_calls(d)["cuda"], truth)
+            except Failure as e:
+                raise Failure(f"{route}: {e}")
+            notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+    finally:
+        shutil.rmtree(held)
+        os.rmdir(view)
+    return "; ".join(notes)
+
+
+def test_cuda_runtime_deleted_after_start():
+    """A job's runtime deleted once the job has mapped it (a package upgrade, a temporary copy): dlbpf --pid
+    reads the mapped file through /proc/PID/map_files and counts every call; by path it cannot, and says so once."""
+    notes = []
+    for route, env in ROUTES:
+        d_lib = tempfile.mkdtemp(prefix="deleted-", dir=WORK)
+        lib = os.path.join(d_lib, "libcudart.so.13")
+        shutil.copy(TOOLKIT_CUDART, lib)
+        w = subprocess.Popen([workload("cuda_calls"), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, env=dict(os.environ, LD_LIBRARY_PATH=d_lib))
+        try:
+            check(w.stdout.readline().strip() == "ready", "cuda_calls did not start")
+            os.unlink(lib)   # mapped since the job's start: the maps now say "(deleted)"
+            with open(f"/proc/{w.pid}/maps") as f:
+                check(f"{lib} (deleted)" in f.read(), f"the job's maps do not show {lib} deleted")
+            d = Dlbpf(["--pid", str(w.pid)], env=env)
+            d.started()
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            out, _ = w.communicate(timeout=60)
+            rc = d.wait()
+        finally:
+            if w.poll() is None:
+                w.kill()
+                w.wait()
+            shutil.rmtree(d_lib)
+        check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
+        p = process(d.summary(), w.pid)
+        if env is None:
+            truth = cuda_truth(out)
+            compare_cuda(p, truth, expect_errors=True)
+            notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+        else:
+            said = [ln for ln in d.stderr.splitlines() if f"cannot read {lib} (deleted)" in ln]
+            check(len(said) == 1 and "map_files" in said[0], f"{route}: not said once why: {d.stderr[-500:]}")
+            check(not p["cuda"]["found"], f"{route}: a runtime was found in a deleted file by its path")
+            notes.append(f"{route}: said once")
+    return "; ".join(notes)
+
+
 if __name__ == "__main__":
     main()

@@ -561,11 +561,16 @@ def one_warning(err, pid, path, says):
     return ws[0]
 
 
+# Mapped files by their paths, as dlbpf does without CAP_SYS_ADMIN (/proc/PID/map_files needs it): the
+# rows below put that route's defences to the test; as root, dlbpf reads the mapped file itself (the rows after).
+BY_PATH = dict(os.environ, DLBPF_TEST_NO_MAP_FILES="1")
+
+
 def replaced_runtime(mode, says, extra_args=()):
     """dlbpf -d 2 on a process whose runtime's path now holds something else: ends, warns once."""
     w = Overmount(mode)
     try:
-        rc, _, err = run_bounded(["-v", "--pid", str(w.pid), "-d", "2", *extra_args])
+        rc, _, err = run_bounded(["-v", "--pid", str(w.pid), "-d", "2", *extra_args], env=BY_PATH)
     finally:
         w.close()
     check(rc == 0, f"exit {rc}: {err[-800:]}")
@@ -574,7 +579,8 @@ def replaced_runtime(mode, says, extra_args=()):
     return one_warning(err, w.pid, REAL_CUDART, says)
 
 
-@fault("a process maps libcudart.so.13, then (as any user, unshare -Urm) mounts a FIFO over that path",
+@fault("a process maps libcudart.so.13, then (as any user, unshare -Urm) mounts a FIFO over that path; "
+       "dlbpf opens mapped files by path (as without CAP_SYS_ADMIN)",
        "dlbpf -d 2 ends on time, one warning that it is a FIFO, the rest traced")
 def test_fifo_over_mapped_runtime():
     return replaced_runtime("fifo", "a FIFO, not a regular file")
@@ -592,12 +598,12 @@ def test_huge_sparse_over_mapped_runtime():
     return replaced_runtime("sparse", "more than the 16 GiB dlbpf reads of one file")
 
 
-@fault("dlbpf --system-wide run by root while a user's process has a FIFO over its mapped runtime",
+@fault("dlbpf --system-wide run by root while a user's process has a FIFO over its mapped runtime (by path)",
        "dlbpf -d 2 ends on time with one warning about that process")
 def test_fifo_system_wide():
     w = Overmount("fifo")
     try:
-        rc, _, err = run_bounded(["--system-wide", "-d", "2"])
+        rc, _, err = run_bounded(["--system-wide", "-d", "2"], env=BY_PATH)
     finally:
         w.close()
     check(rc == 0, f"exit {rc}: {err[-800:]}")
@@ -610,7 +616,7 @@ def host_symlink(env):
     check(os.path.exists(host_only), f"{host_only} not built")
     w = Overmount("hostlink", host_only)
     try:
-        rc, _, err = run_bounded(["-v", "--pid", str(w.pid), "-d", "2"], env=env)
+        rc, _, err = run_bounded(["-v", "--pid", str(w.pid), "-d", "2"], env=dict(env, DLBPF_TEST_NO_MAP_FILES="1"))
     finally:
         w.close()
     check(rc == 0, f"exit {rc}: {err[-800:]}")
@@ -619,10 +625,11 @@ def host_symlink(env):
     return one_warning(err, w.pid, "/lib/libcudart.so.13", "No such file or directory")
 
 
-@fault("in a container (own root), the mapped runtime's path is now an absolute symlink to a file only the host has",
+@fault("in a container (own root), the mapped runtime's path is now an absolute symlink to a file only the host has "
+       "(by path)",
        "resolved inside the container's root (openat2 RESOLVE_IN_ROOT): not found, one warning, no host file probed")
 def test_container_symlink_to_host_file():
-    return host_symlink(None)
+    return host_symlink(os.environ)
 
 
 @fault("the same where the kernel lacks openat2 (forced: DLBPF_TEST_NO_OPENAT2=1)",
@@ -632,7 +639,12 @@ def test_container_symlink_to_host_file_walk():
 
 
 def inner_symlink(env):
-    w = Overmount("innerlink")
+    return calls_through("innerlink", env)
+
+
+def calls_through(mode, env, *extra):
+    """dlbpf --pid on an Overmount process that then calls its runtime: every call traced, none missed."""
+    w = Overmount(mode, *extra)
     try:
         d = Dlbpf(["--pid", str(w.pid)], env=env)
         d.started()
@@ -647,7 +659,7 @@ def inner_symlink(env):
     check(rc == 0, f"exit {rc}: {d.stderr[-800:]}")
     got = process(d.summary(), w.pid)["cuda"]["calls"].get("cudaStreamSynchronize", {}).get("count", 0)
     check(got == truth["cudaStreamSynchronize"], f"{got} calls traced, the process made {truth}")
-    return f"{got} of {truth['cudaStreamSynchronize']} calls through the symlinked runtime"
+    return f"{got} of {truth['cudaStreamSynchronize']} calls through the runtime mapped ({mode})"
 
 
 @fault("in a container, the runtime's path is an absolute symlink to the runtime inside the container's root",
@@ -1875,6 +1887,21 @@ def test_full_disk_flight_dump():
     check(not left, f"left in the full directory: {left}")
     check(train_launches(d.summary()) > 0, "the JSON holds no launch")
     return failed[0].split("dlbpf: error: ")[-1]
+
+
+
+# --- mapped files read as the process has them (/proc/PID/map_files, dlbpf as root) ----------------
+@fault("a process maps libcudart.so.13, then mounts a FIFO over that path; dlbpf runs as root",
+       "the mapped runtime itself read and probed through /proc/PID/map_files, the FIFO never opened: every call "
+       "traced")
+def test_fifo_over_mapped_runtime_map_files():
+    return calls_through("fifo", os.environ)
+
+
+@fault("in a container, the mapped runtime's path is now a symlink to a file only the host has; dlbpf runs as root",
+       "the container's own mapped runtime probed (not the host's file): every call traced")
+def test_container_symlink_to_host_file_map_files():
+    return calls_through("hostlink", os.environ, os.path.join(GPUSIM_DIR, "libcudart.so.13"))
 
 
 if __name__ == "__main__":

@@ -351,6 +351,32 @@ const char *dl_basename(const char *path)
 	return s ? s + 1 : path;
 }
 
+int dl_proc_readlink(pid_t pid, const char *name, char *buf, size_t cap)
+{
+	char path[96];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	n = readlink(path, buf, cap - 1);
+	if (n < 0 || (size_t)n >= cap - 1)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+const char *dl_proc_path_in_root(pid_t pid, const char *path)
+{
+	char root[4096];
+	size_t n;
+
+	if (dl_proc_readlink(pid, "root", root, sizeof(root)) || strcmp(root, "/") == 0)
+		return path;
+	n = strlen(root);
+	if (strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0'))
+		return path[n] ? path + n : "/";
+	return path;
+}
+
 bool dl_is_cudart_name(const char *path)
 {
 	const char *b = dl_basename(path);
