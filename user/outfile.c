@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "log.h"
 #include "outfile.h"
 #include "util.h"
 
@@ -115,6 +120,60 @@ static uint64_t random_u64(void)
 	return (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL) ^ (uint64_t)clock();
 }
 
+/* The temporary's name: ".NAME.XXXXXX", NAME cut so that the whole fits NAME_MAX. */
+#define TEMP_BASE_MAX (NAME_MAX - 9)
+
+/* Whether name is one of dl_outfile's temporaries of base: "." + base (as cut) + "." + 6 letters or digits. */
+static bool is_temp_of(const char *name, const char *base)
+{
+	size_t n = strnlen(base, TEMP_BASE_MAX);
+
+	if (name[0] != '.' || strncmp(name + 1, base, n) || name[n + 1] != '.' || strlen(name + n + 2) != 6)
+		return false;
+	for (const char *p = name + n + 2; *p; p++)
+		if (!isalnum((unsigned char)*p))
+			return false;
+	return true;
+}
+
+/*
+ * Temporaries of dest that a run killed before its end (SIGKILL, a crash, a
+ * power cut) left. The run writing one holds a lock on it (flock) until it
+ * ends, however it ends: one whose lock can be taken has no writer, and is
+ * removed, and said; one still locked is another live run's, and is left.
+ * Only files dlbpf would have made: regular, 0600, its user's.
+ */
+static void remove_leftovers(const char *dest)
+{
+	char *dir = dir_of(dest);
+	const char *base = dest + strlen(dir);
+	DIR *d = opendir(*dir ? dir : ".");
+	struct dirent *e;
+
+	if (!d) {
+		free(dir);
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		int fd;
+
+		if (!is_temp_of(e->d_name, base))
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0600 &&
+		    st.st_uid == geteuid() && !flock(fd, LOCK_EX | LOCK_NB) &&
+		    !unlinkat(dirfd(d), e->d_name, 0))
+			dl_warn("removed %s%s (%" PRIu64 " bytes): the unfinished output of a dlbpf run killed before it "
+				"ended", dir, e->d_name, (uint64_t)st.st_size);
+		close(fd);
+	}
+	closedir(d);
+	free(dir);
+}
+
 /* ".NAME.XXXXXX" beside dest: hidden, and on the same file system, so that rename is atomic. */
 static int create_temp(const char *dest, char **tmp)
 {
@@ -133,7 +192,7 @@ static int create_temp(const char *dest, char **tmp)
 			suffix[i] = alnum[r % 62];
 		suffix[6] = '\0';
 		/* NAME_MAX holds the name: a long one is cut in the temporary's. */
-		snprintf(name, cap, "%s.%.*s.%s", dir, NAME_MAX - 9, base, suffix);
+		snprintf(name, cap, "%s.%.*s.%s", dir, TEMP_BASE_MAX, base, suffix);
 		fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			err = -errno;
@@ -143,6 +202,9 @@ static int create_temp(const char *dest, char **tmp)
 		free(name);
 		return err;
 	}
+	/* Held until this run ends, however it ends: the next run tells a leftover by it (remove_leftovers). */
+	if (flock(fd, LOCK_EX | LOCK_NB))
+		dl_debug("cannot lock %s: %s (a later run cannot tell it from a leftover)", name, strerror(errno));
 	*tmp = name;
 	return fd;
 }
@@ -200,6 +262,7 @@ int dl_outfile_open(struct dl_outfile *o, const char *path)
 		return err;
 	}
 	if (t.kind == T_RENAME) {
+		remove_leftovers(t.dest);
 		fd = create_temp(t.dest, &o->tmp);
 	} else {
 		fd = open_in_place(path, &t);

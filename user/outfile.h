@@ -9,6 +9,9 @@
  *  - a symbolic link at the destination is followed only when root or the
  *    user dlbpf runs as owns it (the system's /dev/stdout, one's own links);
  *    one planted by anyone else is replaced, never written through;
+ *  - the temporary is locked (flock) while its run lives; a later run to the
+ *    same destination removes the temporaries a killed run left (unlocked),
+ *    and says so;
  *  - a pipe or a character device (/dev/null, a terminal, `>(...)`) is
  *    written in place: nothing can be renamed over it; so is the file that is
  *    already dlbpf's stdout or stderr (`-j /dev/stdout > f`), through that

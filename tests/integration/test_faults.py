@@ -1904,5 +1904,49 @@ def test_container_symlink_to_host_file_map_files():
     return calls_through("hostlink", os.environ, os.path.join(GPUSIM_DIR, "libcudart.so.13"))
 
 
+
+# --- leftovers of a killed run -------------------------------------------------
+import glob  # noqa: E402
+
+
+@fault("dlbpf is killed (SIGKILL) while it writes -j, --html and -o; the next run names the same files",
+       "the next run removes each leftover temporary and says so; its own outputs are complete, none left")
+def test_killed_run_leftovers_removed():
+    d_out = tempfile.mkdtemp(prefix="leftovers-", dir=WORK)
+    outs = [os.path.join(d_out, n) for n in ("s.json", "r.html", "t.json")]
+    args = ["-q", "-j", outs[0], "--html", outs[1], "-o", outs[2], "--"]
+    temps = os.path.join(d_out, ".*.??????")
+    p = subprocess.Popen([DLBPF] + args + ["sleep", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + HANG_S
+        while len(glob.glob(temps)) < 3 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        left = sorted(glob.glob(temps))
+        check(len(left) == 3, f"{len(left)} temporaries while dlbpf runs: {left}")
+    finally:
+        job = children_of(p.pid)   # the sleep: it would run on, untraced, once dlbpf is gone
+        p.kill()
+        p.wait()
+        for pid in job:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    check(sorted(glob.glob(temps)) == left, f"SIGKILL did not leave the temporaries: {glob.glob(temps)}")
+    rc, _, err = run_bounded(args + ["true"])
+    check(rc == 0, f"the next run exited {rc}: {err[-500:]}")
+    for t in left:
+        said = [ln for ln in err.splitlines() if f"removed {t} (" in ln]
+        check(len(said) == 1 and "killed before it ended" in said[0], f"{t}: not said once: {err[-600:]}")
+    check(not glob.glob(temps), f"temporaries left after the next run: {glob.glob(temps)}")
+    load_summary(outs[0])
+    with open(outs[1]) as f:
+        check("</html>" in f.read(), "the HTML report is not complete")
+    with open(outs[2]) as f:
+        json.load(f)
+    shutil.rmtree(d_out)
+    return f"{len(left)} leftovers removed and said"
+
+
 if __name__ == "__main__":
     main()
