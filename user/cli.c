@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
@@ -85,9 +86,11 @@ static const char doc[] =
 "  written in place. A recording is at its path once tracing begins and\n"
 "  flushed every 250 ms: a killed record leaves all but its last moment, and\n"
 "  report reads a recording cut short or damaged past its header up to its\n"
-"  last complete record, saying where it stopped. An output naming the\n"
-"  recording being reported, or two outputs naming one file, is a usage\n"
-"  error.\n"
+"  last complete record, saying where it stopped (a zero-filled tail is cut).\n"
+"  The next run to FILE removes the temporaries a killed run left. Under\n"
+"  sudo, the files are the invoking user's (SUDO_UID, SUDO_GID). An output\n"
+"  naming the recording being reported, or two outputs naming one file, is a\n"
+"  usage error.\n"
 "\n"
 "EXIT STATUS:\n"
 "  with -- COMMAND, the command's (128+N when a signal N killed it; 127 when\n"
@@ -99,7 +102,7 @@ static const char doc[] =
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
        OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_OTLP, OPT_OTLP_HEADER, OPT_ENCODING, OPT_NO_FILES,
-       OPT_STACKS, OPT_OVERHEAD_BUDGET };
+       OPT_STACKS, OPT_OVERHEAD_BUDGET, OPT_RUN_AS };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -154,6 +157,8 @@ static const struct argp_option opts[] = {
 	  "tracing (ADDR default 127.0.0.1: give 0.0.0.0 or [::] to be scraped from elsewhere)", 0 },
 	{ "metrics-kernels", OPT_METRICS_KERNELS, NULL, 0, "--metrics also counts launches by kernel name: the first "
 	  STR(DL_METRICS_KERNELS) " names of each process, the rest as one", 0 },
+	{ "run-as", OPT_RUN_AS, "USER", 0, "Run the command as USER (a name or a uid): its uid, group and groups, "
+	  "with HOME, USER and LOGNAME its own (under sudo: --run-as \"$SUDO_USER\")", 0 },
 	{ "otlp", OPT_OTLP, "URL", 0, "Export steps as OpenTelemetry spans and the metrics over OTLP/HTTP (protobuf) "
 	  "to URL/v1/traces and URL/v1/metrics, e.g. http://127.0.0.1:4318 (a collector's default); http only: "
 	  "for https, send to a collector on the node", 0 },
@@ -372,6 +377,28 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_METRICS_KERNELS:
 		cfg->metrics_kernels = true;
 		break;
+	case OPT_RUN_AS: {
+		struct passwd *pw;
+		char *end;
+		unsigned long uid;
+
+		errno = 0;
+		pw = getpwnam(arg);
+		if (!pw && *arg >= '0' && *arg <= '9') {
+			uid = strtoul(arg, &end, 10);
+			if (!*end && uid < UINT32_MAX)
+				pw = getpwuid((uid_t)uid);
+		}
+		if (!pw)
+			argp_error(state, "--run-as %s: no such user", arg);
+		cfg->run_as = strdup(pw->pw_name);
+		cfg->run_as_home = strdup(pw->pw_dir);
+		if (!cfg->run_as || !cfg->run_as_home)
+			argp_failure(state, 1, ENOMEM, "--run-as");
+		cfg->run_as_uid = pw->pw_uid;
+		cfg->run_as_gid = pw->pw_gid;
+		break;
+	}
 	case OPT_OTLP:
 		cfg->otlp_url = arg;
 		break;
@@ -446,6 +473,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				argp_error(state, "report reads the encoding from the recording: --encoding applies to record");
 			if (cfg->stacks)
 				argp_error(state, "report replays a recording: --stacks applies when recording");
+			if (cfg->run_as)
+				argp_error(state, "report replays a recording: --run-as applies to -- COMMAND");
 			if (cfg->ninputs > 1 && cfg->html_path)
 				argp_error(state, "--html reports one recording; with several ranks use -j and -o");
 			check_files(state, cfg);
@@ -455,6 +484,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "nothing to trace: give --pid PID, --comm NAME, --system-wide or -- COMMAND");
 		if ((cfg->npids || cfg->ncomms || cfg->system_wide) && cfg->cmd)
 			argp_error(state, "give either --pid or a command, not both (--comm and --system-wide count as --pid)");
+		if (cfg->run_as && !cfg->cmd)
+			argp_error(state, "--run-as is who runs -- COMMAND: it needs one");
 		if (cfg->mode == DL_MODE_RECORD && !cfg->record_path)
 			argp_error(state, cfg->ring_s ? "record --ring needs -o DIR" : "record needs -o FILE");
 		if ((cfg->ring_s || cfg->ring_mb || cfg->trigger_step) && cfg->mode != DL_MODE_RECORD)

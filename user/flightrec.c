@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "analysis/trigger.h"
 #include "flightrec.h"
 #include "log.h"
+#include "outfile.h"
 #include "records/flight.h"
 #include "util.h"
 
@@ -30,7 +32,15 @@ struct dl_flightrec *dl_flightrec_open(const struct dl_flightrec_opts *o, struct
 	uint64_t window_ns = (uint64_t)(o->window_s * 1e9);
 	struct stat st;
 
-	if (mkdir(o->dir, 0700) && errno != EEXIST) {
+	if (mkdir(o->dir, 0700) == 0) {
+		int fd = open(o->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		/* Under sudo, the user's, as its dumps are. */
+		if (fd >= 0) {
+			dl_give_to_sudo_user(fd);
+			close(fd);
+		}
+	} else if (errno != EEXIST) {
 		dl_err("cannot create the flight recorder's directory %s: %s", o->dir, strerror(errno));
 		return NULL;
 	}

@@ -382,8 +382,11 @@ static int run_loop(struct dl_live *l, struct dl_session *s)
 
 static int start_command(struct dl_live *l)
 {
-	const char *cmd = l->cfg->cmd[0];
-	int err = dl_spawn_start(&l->spawn, l->cfg->cmd);
+	const struct dl_config *cfg = l->cfg;
+	const char *cmd = cfg->cmd[0];
+	struct dl_run_as as = { .name = cfg->run_as, .home = cfg->run_as_home, .uid = cfg->run_as_uid,
+				.gid = cfg->run_as_gid };
+	int err = dl_spawn_start(&l->spawn, cfg->cmd, cfg->run_as ? &as : NULL);
 
 	if (err)
 		return err;

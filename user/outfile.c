@@ -120,6 +120,41 @@ static uint64_t random_u64(void)
 	return (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL) ^ (uint64_t)clock();
 }
 
+/* A uid or gid of sudo's environment variable; false when unset or not a number. */
+static bool sudo_id(const char *name, unsigned long *id)
+{
+	const char *v = getenv(name);
+	char *end;
+
+	if (!v || !isdigit((unsigned char)*v))
+		return false;
+	errno = 0;
+	*id = strtoul(v, &end, 10);
+	return !errno && !*end && *id < UINT32_MAX;
+}
+
+bool dl_sudo_owner(uid_t *uid, gid_t *gid)
+{
+	unsigned long u, g;
+
+	/* Root that sudo made: sudo sets both, and they name the user who ran it. */
+	if (getuid() != 0 || geteuid() != 0 || !sudo_id("SUDO_UID", &u) || !sudo_id("SUDO_GID", &g) || u == 0)
+		return false;
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
+	return true;
+}
+
+/* A new file or directory of dlbpf's, given to the user who ran sudo (their `dlbpf report` reads it). */
+void dl_give_to_sudo_user(int fd)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (dl_sudo_owner(&uid, &gid) && fchown(fd, uid, gid))
+		dl_debug("cannot give an output to uid %u: %s", (unsigned)uid, strerror(errno));
+}
+
 /* The temporary's name: ".NAME.XXXXXX", NAME cut so that the whole fits NAME_MAX. */
 #define TEMP_BASE_MAX (NAME_MAX - 9)
 
@@ -141,7 +176,7 @@ static bool is_temp_of(const char *name, const char *base)
  * power cut) left. The run writing one holds a lock on it (flock) until it
  * ends, however it ends: one whose lock can be taken has no writer, and is
  * removed, and said; one still locked is another live run's, and is left.
- * Only files dlbpf would have made: regular, 0600, its user's.
+ * Only files dlbpf would have made: regular, 0600, its user's (or sudo's).
  */
 static void remove_leftovers(const char *dest)
 {
@@ -149,11 +184,15 @@ static void remove_leftovers(const char *dest)
 	const char *base = dest + strlen(dir);
 	DIR *d = opendir(*dir ? dir : ".");
 	struct dirent *e;
+	uid_t sudo_uid = 0;
+	gid_t sudo_gid;
 
 	if (!d) {
 		free(dir);
 		return;
 	}
+	if (!dl_sudo_owner(&sudo_uid, &sudo_gid))
+		sudo_uid = geteuid();
 	while ((e = readdir(d))) {
 		struct stat st;
 		int fd;
@@ -164,7 +203,7 @@ static void remove_leftovers(const char *dest)
 		if (fd < 0)
 			continue;
 		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0600 &&
-		    st.st_uid == geteuid() && !flock(fd, LOCK_EX | LOCK_NB) &&
+		    (st.st_uid == geteuid() || st.st_uid == sudo_uid) && !flock(fd, LOCK_EX | LOCK_NB) &&
 		    !unlinkat(dirfd(d), e->d_name, 0))
 			dl_warn("removed %s%s (%" PRIu64 " bytes): the unfinished output of a dlbpf run killed before it "
 				"ended", dir, e->d_name, (uint64_t)st.st_size);
@@ -205,6 +244,7 @@ static int create_temp(const char *dest, char **tmp)
 	/* Held until this run ends, however it ends: the next run tells a leftover by it (remove_leftovers). */
 	if (flock(fd, LOCK_EX | LOCK_NB))
 		dl_debug("cannot lock %s: %s (a later run cannot tell it from a leftover)", name, strerror(errno));
+	dl_give_to_sudo_user(fd);
 	*tmp = name;
 	return fd;
 }

@@ -740,5 +740,69 @@ def test_cuda_runtime_deleted_after_start():
     return "; ".join(notes)
 
 
+
+# --- under sudo: the outputs are the user's, and --run-as runs the command as them --------------
+import pwd  # noqa: E402
+
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_sudo_outputs_and_run_as():
+    """As sudo runs it (SUDO_UID and SUDO_GID of nobody, here set by hand), the outputs and the flight
+    recorder's directory are nobody's, 0600, and nobody's own `dlbpf report` reads the recording;
+    --run-as nobody runs the command as nobody (uid, group, groups, HOME, USER, LOGNAME as the passwd
+    entry says), and its calls are traced exactly."""
+    user = pwd.getpwnam("nobody")
+    d = tempfile.mkdtemp(prefix="sudo-")   # in /tmp: nobody can reach it wherever the checkout is
+    os.chmod(d, 0o755)
+    os.chown(d, user.pw_uid, user.pw_gid)   # nobody writes its own report there
+    try:
+        job = os.path.join(d, "cuda_calls")
+        shutil.copy(workload("cuda_calls"), job)
+        rec, js, html = (os.path.join(d, n) for n in ("r.dlbpf", "s.json", "r.html"))
+        env = dict(os.environ, SUDO_UID=str(user.pw_uid), SUDO_GID=str(user.pw_gid), SUDO_USER="nobody")
+        p = subprocess.run([DLBPF, "record", "-q", "-o", rec, "-j", js, "--html", html, "--run-as", "nobody", "--",
+                            "sh", "-c", f'echo ids $(id -u) $(id -g) "$(id -G)" "$USER" "$LOGNAME" "$HOME"; exec {job}'],
+                           capture_output=True, text=True, timeout=120, env=env)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-500:]}")
+        ids = [ln for ln in p.stdout.splitlines() if ln.startswith("ids ")]
+        want = f"ids {user.pw_uid} {user.pw_gid} {user.pw_gid} nobody nobody {user.pw_dir}"
+        check(ids == [want], f"the command ran as {ids}, not {want!r}")
+        for path in (rec, js, html):
+            st = os.stat(path)
+            check((st.st_uid, st.st_gid, st.st_mode & 0o7777) == (user.pw_uid, user.pw_gid, 0o600),
+                  f"{os.path.basename(path)}: uid {st.st_uid} gid {st.st_gid} mode {st.st_mode & 0o7777:o}")
+        procs = [q for q in load_summary(js)["processes"] if q["comm"] == "cuda_calls"]
+        check(len(procs) == 1, f"{len(procs)} cuda_calls processes")
+        truth = cuda_truth(p.stdout)
+        compare_cuda(procs[0], truth, expect_errors=True)
+        # The user's own report of it, without root.
+        replay = os.path.join(d, "replay.json")
+        r = subprocess.run(AS_NOBODY + [DLBPF, "report", rec, "-j", replay], capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, f"nobody's report: exit {r.returncode}: {r.stderr[-300:]}")
+        compare_cuda([q for q in load_summary(replay)["processes"] if q["comm"] == "cuda_calls"][0], truth,
+                     expect_errors=True)
+        ring = os.path.join(d, "ring")
+        rc, _, err = run_dlbpf(["record", "-q", "--ring", "1", "-o", ring, "--", "true"], env=env)
+        st = os.stat(ring)
+        check(rc == 0 and (st.st_uid, st.st_mode & 0o7777) == (user.pw_uid, 0o700),
+              f"flight recorder directory: exit {rc}, uid {st.st_uid}, mode {st.st_mode & 0o7777:o}: {err[-300:]}")
+        # Without sudo's variables, root's outputs stay root's.
+        rc, _, err = run_dlbpf(["-q", "-j", os.path.join(d, "root.json"), "--", "true"])
+        check(rc == 0 and os.stat(os.path.join(d, "root.json")).st_uid == 0, f"exit {rc}: {err[-300:]}")
+    finally:
+        shutil.rmtree(d)
+    return f"{sum(truth['calls'].values())} calls traced as nobody; 3 outputs and the ring directory nobody's"
+
+
+def test_run_as_bad_usage():
+    """--run-as with an unknown user, without a command, or with report: usage errors (exit 2), nothing run."""
+    for args, says in ((["--run-as", "no-such-user-dlbpf", "--", "true"], "no such user"),
+                       (["--run-as", "nobody", "--pid", "1"], "needs one"),
+                       (["report", "x.dlbpf", "--run-as", "nobody"], "applies to -- COMMAND")):
+        rc, _, err = run_dlbpf(args)
+        check(rc == 2 and says in err, f"{args}: exit {rc}: {err.strip()[-200:]}")
+
+
 if __name__ == "__main__":
     main()
