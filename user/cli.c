@@ -15,6 +15,7 @@
 #include "output/otlp_send.h"
 #include "output/timeline.h"
 #include "records/record.h"
+#include "strsafe.h"
 #include "capture/budget_plan.h"
 #include "capture/duty.h"
 #include "version.h"
@@ -227,6 +228,15 @@ static void check_files(struct argp_state *state, const struct dl_config *cfg)
 	}
 }
 
+/* A usage error about an argument, shown as a terminal only displays it (no CR, LF or escape reaches it). */
+static void usage_error_about(struct argp_state *state, const char *opt, const char *arg, const char *why)
+{
+	struct dl_sbuf b = { 0 };
+
+	argp_error(state, "%s %s: %s", opt, dl_text(&b, arg), why);
+	dl_sbuf_free(&b);
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct dl_config *cfg = state->input;
@@ -399,16 +409,25 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		cfg->run_as_gid = pw->pw_gid;
 		break;
 	}
-	case OPT_OTLP:
+	case OPT_OTLP: {
+		struct dl_otlp_url u;
+		char why[256];
+
+		if (dl_otlp_url_parse(arg, &u, why, sizeof(why)))
+			usage_error_about(state, "--otlp", arg, why);
 		cfg->otlp_url = arg;
 		break;
-	case OPT_OTLP_HEADER:
+	}
+	case OPT_OTLP_HEADER: {
+		const char *why = dl_otlp_header_why(arg);
+
 		if (cfg->notlp_headers == (int)(sizeof(cfg->otlp_headers) / sizeof(cfg->otlp_headers[0])))
 			argp_error(state, "--otlp-header: at most %zu", sizeof(cfg->otlp_headers) / sizeof(cfg->otlp_headers[0]));
-		if (!dl_otlp_header_ok(arg))
-			argp_error(state, "--otlp-header %s: not KEY=VALUE (a token key, a value on one line)", arg);
+		if (why)
+			usage_error_about(state, "--otlp-header", arg, why);
 		cfg->otlp_headers[cfg->notlp_headers++] = arg;
 		break;
+	}
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
