@@ -1948,5 +1948,20 @@ def test_killed_run_leftovers_removed():
     return f"{len(left)} leftovers removed and said"
 
 
+
+@fault("--pid names a kernel thread (kthreadd, pid 2)",
+       "said to be a kernel thread (not 'no CUDA runtime mapped yet'), exit 1, nothing traced")
+def test_pid_of_kernel_thread():
+    with open("/proc/2/comm") as f:
+        comm = f.read().strip()
+    if comm != "kthreadd":
+        raise Skipped(f"pid 2 is {comm!r} here (a pid namespace of its own?), not kthreadd")
+    rc, _, err = run_bounded(["-v", "--pid", "2", "-d", "1"])
+    check(rc == 1, f"exit {rc}: {err[-300:]}")
+    check("pid 2 (kthreadd) is a kernel thread" in err and "no CUDA runtime mapped yet" not in err
+          and "tracing" not in err, f"not said as a kernel thread: {err.strip()[-300:]}")
+    return err.strip().splitlines()[-1]
+
+
 if __name__ == "__main__":
     main()

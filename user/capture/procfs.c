@@ -267,14 +267,14 @@ int dl_stat_parse(const char *buf, struct dl_proc_stat *st)
 	if (len >= sizeof(st->comm))
 		len = sizeof(st->comm) - 1;
 	memcpy(st->comm, open + 1, len);
-	/* state ppid, then pgrp .. nice (15 fields), then num_threads (the 20th field) */
-	n = sscanf(close + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d", &st->state, &ppid,
-		   &threads);
+	/* state ppid, then pgrp .. nice (15 fields, flags the 5th of them), then num_threads (the 20th field) */
+	n = sscanf(close + 1, " %c %d %*d %*d %*d %*d %u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d", &st->state, &ppid,
+		   &st->flags, &threads);
 	if (n < 2)
 		return -1;
 	st->pid = pid;
 	st->ppid = ppid;
-	st->threads = n == 3 && threads > 0 ? threads : 0;
+	st->threads = n == 4 && threads > 0 ? threads : 0;
 	return 0;
 }
 

@@ -75,7 +75,11 @@ struct dl_proc_stat {
 	char state;
 	char comm[64];
 	int threads;           /* num_threads; 0 if the line stops short of it */
+	unsigned flags;        /* the kernel's PF_* flags of the task */
 };
+
+/* A kernel thread (kthreadd, kworker/...): no program, no mappings, nothing of it a tracer of jobs can see. */
+#define DL_PF_KTHREAD 0x00200000u
 
 /* Parses the contents of /proc/PID/stat (comm may hold spaces and parentheses). */
 int dl_stat_parse(const char *buf, struct dl_proc_stat *st);
