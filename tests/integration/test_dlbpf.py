@@ -700,6 +700,38 @@ def test_cuda_in_private_mount_namespace():
     return "; ".join(notes)
 
 
+def test_cuda_on_overlayfs():
+    """A job in a mount namespace of its own loads its runtime through an overlay file system (a container's
+    root): the mapped file is the layer's, the path the overlay's, which dlbpf's view does not have; every
+    call counted exactly."""
+    top = tempfile.mkdtemp(prefix="overlay-", dir=WORK)
+    lower, upper, work, merged = (os.path.join(top, n) for n in ("lower", "upper", "work", "merged"))
+    for d in (lower, upper, work, merged):
+        os.mkdir(d)
+    shutil.copy(TOOLKIT_CUDART, os.path.join(lower, "libcudart.so.13"))
+    script = (f"mount -t overlay overlay -o lowerdir={lower},upperdir={upper},workdir={work} {merged} && "
+              f"exec env LD_LIBRARY_PATH={merged} {workload('cuda_calls')}")
+    notes = []
+    try:
+        for route, env in ROUTES:
+            d = Dlbpf(["--", "unshare", "--mount", "--propagation", "private", "sh", "-c", script], env=env)
+            rc = d.wait()
+            check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
+            check(not os.listdir(merged), f"the namespace's overlay shows in dlbpf's view: {os.listdir(merged)}")
+            truth = cuda_truth(d.stdout)
+            try:
+                if env is None:
+                    compare_cuda(one_cuda_calls(d), truth, expect_errors=True)
+                else:   # by path: names only while the process lives (test_cuda_in_private_mount_namespace)
+                    check_copies_and_calls(one_cuda_calls(d)["cuda"], truth)
+            except Failure as e:
+                raise Failure(f"{route}: {e}")
+            notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+    finally:
+        shutil.rmtree(top)
+    return "; ".join(notes)
+
+
 def test_cuda_runtime_deleted_after_start():
     """A job's runtime deleted once the job has mapped it (a package upgrade, a temporary copy): dlbpf --pid
     reads the mapped file through /proc/PID/map_files and counts every call; by path it cannot, and says so once."""
