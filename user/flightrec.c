@@ -48,6 +48,8 @@ struct dl_flightrec *dl_flightrec_open(const struct dl_flightrec_opts *o, struct
 		dl_err("record --ring writes its dumps into a directory: %s is not one", o->dir);
 		return NULL;
 	}
+	/* Dumps a killed run was writing: their names are its own, so no later dump would replace them. */
+	dl_outfile_remove_leftovers(o->dir, "flight-", ".dlbpf");
 	f = dl_xcalloc(1, sizeof(*f));
 	f->dir = o->dir;
 	f->encoding = o->encoding;

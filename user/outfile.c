@@ -158,46 +158,52 @@ void dl_give_to_sudo_user(int fd)
 /* The temporary's name: ".NAME.XXXXXX", NAME cut so that the whole fits NAME_MAX. */
 #define TEMP_BASE_MAX (NAME_MAX - 9)
 
-/* Whether name is one of dl_outfile's temporaries of base: "." + base (as cut) + "." + 6 letters or digits. */
-static bool is_temp_of(const char *name, const char *base)
+/*
+ * Whether name is one of dl_outfile's temporaries: "." + NAME + "." + 6
+ * letters or digits, where NAME is head (as create_temp cuts it) or, with a
+ * tail, any name that starts with head and ends with tail.
+ */
+static bool is_temp_of(const char *name, const char *head, const char *tail)
 {
-	size_t n = strnlen(base, TEMP_BASE_MAX);
+	size_t len = strlen(name), mid, hl = strlen(head), tl = tail ? strlen(tail) : 0;
 
-	if (name[0] != '.' || strncmp(name + 1, base, n) || name[n + 1] != '.' || strlen(name + n + 2) != 6)
+	if (len < 9 || name[0] != '.' || name[len - 7] != '.')
 		return false;
-	for (const char *p = name + n + 2; *p; p++)
+	for (const char *p = name + len - 6; *p; p++)
 		if (!isalnum((unsigned char)*p))
 			return false;
-	return true;
+	mid = len - 8;   /* NAME: between the leading '.' and ".XXXXXX" */
+	if (!tail) {
+		hl = strnlen(head, TEMP_BASE_MAX);
+		return mid == hl && !strncmp(name + 1, head, hl);
+	}
+	return mid >= hl + tl && !strncmp(name + 1, head, hl) && !strncmp(name + 1 + mid - tl, tail, tl);
 }
 
 /*
- * Temporaries of dest that a run killed before its end (SIGKILL, a crash, a
- * power cut) left. The run writing one holds a lock on it (flock) until it
- * ends, however it ends: one whose lock can be taken has no writer, and is
- * removed, and said; one still locked is another live run's, and is left.
- * Only files dlbpf would have made: regular, 0600, its user's (or sudo's).
+ * Temporaries in dir (empty, or ending in '/') that a run killed before its
+ * end (SIGKILL, a crash, a power cut) left. The run writing one holds a lock
+ * on it (flock) until it ends, however it ends: one whose lock can be taken
+ * has no writer, and is removed, and said; one still locked is another live
+ * run's, and is left. Only files dlbpf would have made: regular, 0600, its
+ * user's (or sudo's).
  */
-static void remove_leftovers(const char *dest)
+static void remove_leftovers_in(const char *dir, const char *head, const char *tail)
 {
-	char *dir = dir_of(dest);
-	const char *base = dest + strlen(dir);
 	DIR *d = opendir(*dir ? dir : ".");
 	struct dirent *e;
 	uid_t sudo_uid = 0;
 	gid_t sudo_gid;
 
-	if (!d) {
-		free(dir);
+	if (!d)
 		return;
-	}
 	if (!dl_sudo_owner(&sudo_uid, &sudo_gid))
 		sudo_uid = geteuid();
 	while ((e = readdir(d))) {
 		struct stat st;
 		int fd;
 
-		if (!is_temp_of(e->d_name, base))
+		if (!is_temp_of(e->d_name, head, tail))
 			continue;
 		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		if (fd < 0)
@@ -210,7 +216,25 @@ static void remove_leftovers(const char *dest)
 		close(fd);
 	}
 	closedir(d);
+}
+
+/* The temporaries of dest a killed run left (remove_leftovers_in). */
+static void remove_leftovers(const char *dest)
+{
+	char *dir = dir_of(dest);
+
+	remove_leftovers_in(dir, dest + strlen(dir), NULL);
 	free(dir);
+}
+
+void dl_outfile_remove_leftovers(const char *dir, const char *head, const char *tail)
+{
+	size_t n = strlen(dir);
+	char *d = dl_xrealloc(NULL, n + 2);
+
+	snprintf(d, n + 2, "%s%s", dir, n && dir[n - 1] != '/' ? "/" : "");
+	remove_leftovers_in(d, head, tail);
+	free(d);
 }
 
 /* ".NAME.XXXXXX" beside dest: hidden, and on the same file system, so that rename is atomic. */

@@ -61,6 +61,13 @@ bool dl_sudo_owner(uid_t *uid, gid_t *gid);
 /* Gives the new file or directory fd to the user who ran sudo, if any (best effort). */
 void dl_give_to_sudo_user(int fd);
 
+/*
+ * Removes, and says, the temporaries that runs killed before their end left
+ * in dir of files named head*tail (dl_outfile_open does this for its own
+ * destination): the flight recorder's dumps, whose names differ each time.
+ */
+void dl_outfile_remove_leftovers(const char *dir, const char *head, const char *tail);
+
 /* The file an output path would write, as dl_outfile_open resolves it; 0 or -errno. */
 int dl_output_id(const char *path, struct dl_fileref *id);
 /* The file an input path names; 0 or -errno. */

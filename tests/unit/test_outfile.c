@@ -212,6 +212,19 @@ static void test_leftovers(void)
 	CHECK(dl_outfile_commit(&live) == 0 && dl_outfile_commit(&next) == 0, "commits");
 	CHECK(!strcmp(text_of(at("left.json")), "next"), "content %s", text_of(at("left.json")));
 	CHECK(hidden_entries() == 3, "%d hidden entries after the commits", hidden_entries());
+	/* A directory's leftovers by the shape of their names (the flight recorder's dumps). */
+	killed_run(at("flight-1-usr1.dlbpf"));
+	killed_run(at("flight-2-slow-step.dlbpf"));
+	put(at(".flight-3.json.abcdef"), "x");
+	CHECK(chmod(at(".flight-3.json.abcdef"), 0600) == 0, "chmod");
+	CHECK(dl_outfile_open(&live, at("flight-4-usr1.dlbpf")) == 0, "a live dump");
+	CHECK(hidden_entries() == 7, "%d hidden entries before", hidden_entries());
+	dl_outfile_remove_leftovers(dir, "flight-", ".dlbpf");
+	CHECK(hidden_entries() == 5, "%d hidden entries: the two killed dumps' go, the live one and the rest stay",
+	      hidden_entries());
+	CHECK(stat(live.tmp, &st) == 0, "the live dump's temporary was removed");
+	dl_outfile_abort(&live);
+	unlink(at(".flight-3.json.abcdef"));
 	unlink(at(".left.json.abc"));
 	unlink(at(".other.json.abcdef"));
 	unlink(at(".left.json.ABC123"));
