@@ -1872,10 +1872,12 @@ def test_full_disk_flight_dump():
         dumps = os.path.join(full.path, "dumps")
         os.mkdir(dumps, 0o700)
         full.fill()
+        # 100 steps of about 24 ms: the job runs seconds past the signal (a dump still pending when it ends
+        # is written at the finish; one asked after the last drain would not be).
         d = Dlbpf(["record", "--ring", "2", "-o", dumps, "--", workload("train"), "--scenario", "launch",
-                   "--steps", "20", "--quiet"], env=dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR))
+                   "--steps", "100", "--quiet"], env=dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR))
         d.started()
-        d.proc.send_signal(signal.SIGUSR1)   # a dump still pending when the job ends is written at the finish
+        d.proc.send_signal(signal.SIGUSR1)
         rc = d.wait(timeout=120)
         left = os.listdir(dumps)
     check(rc == 1, f"exit {rc} with every dump failed: {d.stderr[-500:]}")
