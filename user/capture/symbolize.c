@@ -60,6 +60,7 @@ struct held_file {
 struct dl_symbolizer {
 	DL_VEC(struct held_file) held;
 	bool held_full_said;
+	bool held_refused;   /* map_files links cannot be opened here (no CAP_SYS_ADMIN) */
 	struct cached_file files[DL_SYMCACHE];
 	unsigned next;   /* round-robin eviction */
 	DL_VEC(struct pid_maps) pids;
@@ -240,8 +241,13 @@ static void hold_files(struct dl_symbolizer *sz, pid_t pid, const struct pid_map
 			return;
 		}
 		fd = dl_tfile_hold_mapped(pid, m->start, m->end);
-		if (fd >= 0)
+		if (fd >= 0) {
 			*dl_vec_push(&sz->held) = (struct held_file){ .dev = m->dev, .inode = m->inode, .fd = fd };
+		} else if (fd == -EPERM || fd == -EACCES) {
+			/* Without CAP_SYS_ADMIN no link opens: not tried again at every rescan. */
+			sz->held_refused = true;
+			return;
+		}
 	}
 }
 
@@ -266,7 +272,8 @@ int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid, const struct dl_maps
 	exec_maps_free(&pm->maps);
 	pm->maps = fresh;
 	pm->paths_ours = dl_tfile_paths_ours(pid);
-	hold_files(sz, pid, pm);
+	if (!sz->held_refused)
+		hold_files(sz, pid, pm);
 	return 0;
 }
 
