@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
@@ -14,6 +15,7 @@
 #include "output/otlp_send.h"
 #include "output/timeline.h"
 #include "records/record.h"
+#include "strsafe.h"
 #include "capture/budget_plan.h"
 #include "capture/duty.h"
 #include "version.h"
@@ -85,9 +87,11 @@ static const char doc[] =
 "  written in place. A recording is at its path once tracing begins and\n"
 "  flushed every 250 ms: a killed record leaves all but its last moment, and\n"
 "  report reads a recording cut short or damaged past its header up to its\n"
-"  last complete record, saying where it stopped. An output naming the\n"
-"  recording being reported, or two outputs naming one file, is a usage\n"
-"  error.\n"
+"  last complete record, saying where it stopped (a zero-filled tail is cut).\n"
+"  The next run to FILE removes the temporaries a killed run left. Under\n"
+"  sudo, the files are the invoking user's (SUDO_UID, SUDO_GID). An output\n"
+"  naming the recording being reported, or two outputs naming one file, is a\n"
+"  usage error.\n"
 "\n"
 "EXIT STATUS:\n"
 "  with -- COMMAND, the command's (128+N when a signal N killed it; 127 when\n"
@@ -99,7 +103,7 @@ static const char doc[] =
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
        OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_OTLP, OPT_OTLP_HEADER, OPT_ENCODING, OPT_NO_FILES,
-       OPT_STACKS, OPT_OVERHEAD_BUDGET };
+       OPT_STACKS, OPT_OVERHEAD_BUDGET, OPT_RUN_AS };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -154,6 +158,8 @@ static const struct argp_option opts[] = {
 	  "tracing (ADDR default 127.0.0.1: give 0.0.0.0 or [::] to be scraped from elsewhere)", 0 },
 	{ "metrics-kernels", OPT_METRICS_KERNELS, NULL, 0, "--metrics also counts launches by kernel name: the first "
 	  STR(DL_METRICS_KERNELS) " names of each process, the rest as one", 0 },
+	{ "run-as", OPT_RUN_AS, "USER", 0, "Run the command as USER (a name or a uid): its uid, group and groups, "
+	  "with HOME, USER and LOGNAME its own (under sudo: --run-as \"$SUDO_USER\")", 0 },
 	{ "otlp", OPT_OTLP, "URL", 0, "Export steps as OpenTelemetry spans and the metrics over OTLP/HTTP (protobuf) "
 	  "to URL/v1/traces and URL/v1/metrics, e.g. http://127.0.0.1:4318 (a collector's default); http only: "
 	  "for https, send to a collector on the node", 0 },
@@ -220,6 +226,15 @@ static void check_files(struct argp_state *state, const struct dl_config *cfg)
 				argp_failure(state, 2, 0, "%s %s and %s %s are the same file: one output would "
 					     "overwrite the other", out[i].opt, out[i].path, out[k].opt, out[k].path);
 	}
+}
+
+/* A usage error about an argument, shown as a terminal only displays it (no CR, LF or escape reaches it). */
+static void usage_error_about(struct argp_state *state, const char *opt, const char *arg, const char *why)
+{
+	struct dl_sbuf b = { 0 };
+
+	argp_error(state, "%s %s: %s", opt, dl_text(&b, arg), why);
+	dl_sbuf_free(&b);
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -372,16 +387,47 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_METRICS_KERNELS:
 		cfg->metrics_kernels = true;
 		break;
-	case OPT_OTLP:
+	case OPT_RUN_AS: {
+		struct passwd *pw;
+		char *end;
+		unsigned long uid;
+
+		errno = 0;
+		pw = getpwnam(arg);
+		if (!pw && *arg >= '0' && *arg <= '9') {
+			uid = strtoul(arg, &end, 10);
+			if (!*end && uid < UINT32_MAX)
+				pw = getpwuid((uid_t)uid);
+		}
+		if (!pw)
+			argp_error(state, "--run-as %s: no such user", arg);
+		cfg->run_as = strdup(pw->pw_name);
+		cfg->run_as_home = strdup(pw->pw_dir);
+		if (!cfg->run_as || !cfg->run_as_home)
+			argp_failure(state, 1, ENOMEM, "--run-as");
+		cfg->run_as_uid = pw->pw_uid;
+		cfg->run_as_gid = pw->pw_gid;
+		break;
+	}
+	case OPT_OTLP: {
+		struct dl_otlp_url u;
+		char why[256];
+
+		if (dl_otlp_url_parse(arg, &u, why, sizeof(why)))
+			usage_error_about(state, "--otlp", arg, why);
 		cfg->otlp_url = arg;
 		break;
-	case OPT_OTLP_HEADER:
+	}
+	case OPT_OTLP_HEADER: {
+		const char *why = dl_otlp_header_why(arg);
+
 		if (cfg->notlp_headers == (int)(sizeof(cfg->otlp_headers) / sizeof(cfg->otlp_headers[0])))
 			argp_error(state, "--otlp-header: at most %zu", sizeof(cfg->otlp_headers) / sizeof(cfg->otlp_headers[0]));
-		if (!dl_otlp_header_ok(arg))
-			argp_error(state, "--otlp-header %s: not KEY=VALUE (a token key, a value on one line)", arg);
+		if (why)
+			usage_error_about(state, "--otlp-header", arg, why);
 		cfg->otlp_headers[cfg->notlp_headers++] = arg;
 		break;
+	}
 	case 'h':
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
@@ -446,6 +492,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				argp_error(state, "report reads the encoding from the recording: --encoding applies to record");
 			if (cfg->stacks)
 				argp_error(state, "report replays a recording: --stacks applies when recording");
+			if (cfg->run_as)
+				argp_error(state, "report replays a recording: --run-as applies to -- COMMAND");
 			if (cfg->ninputs > 1 && cfg->html_path)
 				argp_error(state, "--html reports one recording; with several ranks use -j and -o");
 			check_files(state, cfg);
@@ -455,6 +503,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "nothing to trace: give --pid PID, --comm NAME, --system-wide or -- COMMAND");
 		if ((cfg->npids || cfg->ncomms || cfg->system_wide) && cfg->cmd)
 			argp_error(state, "give either --pid or a command, not both (--comm and --system-wide count as --pid)");
+		if (cfg->run_as && !cfg->cmd)
+			argp_error(state, "--run-as is who runs -- COMMAND: it needs one");
 		if (cfg->mode == DL_MODE_RECORD && !cfg->record_path)
 			argp_error(state, cfg->ring_s ? "record --ring needs -o DIR" : "record needs -o FILE");
 		if ((cfg->ring_s || cfg->ring_mb || cfg->trigger_step) && cfg->mode != DL_MODE_RECORD)

@@ -61,6 +61,10 @@ struct dl_config {
 	const char *otlp_url;      /* --otlp URL: OpenTelemetry traces and metrics over OTLP/HTTP; NULL: none */
 	const char *otlp_headers[8];   /* --otlp-header K=V */
 	int notlp_headers;
+	/* --run-as USER: the command runs as this user (its passwd entry, read at parse); run_as NULL: as dlbpf */
+	const char *run_as, *run_as_home;
+	uid_t run_as_uid;
+	gid_t run_as_gid;
 };
 
 /* Parses argv; on bad usage prints why and exits with status 2. */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "analysis/trigger.h"
 #include "flightrec.h"
 #include "log.h"
+#include "outfile.h"
 #include "records/flight.h"
 #include "util.h"
 
@@ -30,7 +32,15 @@ struct dl_flightrec *dl_flightrec_open(const struct dl_flightrec_opts *o, struct
 	uint64_t window_ns = (uint64_t)(o->window_s * 1e9);
 	struct stat st;
 
-	if (mkdir(o->dir, 0700) && errno != EEXIST) {
+	if (mkdir(o->dir, 0700) == 0) {
+		int fd = open(o->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		/* Under sudo, the user's, as its dumps are. */
+		if (fd >= 0) {
+			dl_give_to_sudo_user(fd);
+			close(fd);
+		}
+	} else if (errno != EEXIST) {
 		dl_err("cannot create the flight recorder's directory %s: %s", o->dir, strerror(errno));
 		return NULL;
 	}
@@ -38,6 +48,8 @@ struct dl_flightrec *dl_flightrec_open(const struct dl_flightrec_opts *o, struct
 		dl_err("record --ring writes its dumps into a directory: %s is not one", o->dir);
 		return NULL;
 	}
+	/* Dumps a killed run was writing: their names are its own, so no later dump would replace them. */
+	dl_outfile_remove_leftovers(o->dir, "flight-", ".dlbpf");
 	f = dl_xcalloc(1, sizeof(*f));
 	f->dir = o->dir;
 	f->encoding = o->encoding;
@@ -111,10 +123,12 @@ void dl_flightrec_tick(struct dl_flightrec *f, uint64_t now_ns, const uint64_t d
 		dump(f, now_ns, drops);
 }
 
-void dl_flightrec_close(struct dl_flightrec *f, uint64_t now_ns, const uint64_t drops[DL_DROP_MAX])
+unsigned dl_flightrec_close(struct dl_flightrec *f, uint64_t now_ns, const uint64_t drops[DL_DROP_MAX])
 {
+	unsigned failed;
+
 	if (!f)
-		return;
+		return 0;
 	if (f->pending[0])
 		dump(f, now_ns, drops);
 	if (f->flight.evicted_early)
@@ -129,7 +143,12 @@ void dl_flightrec_close(struct dl_flightrec *f, uint64_t now_ns, const uint64_t 
 	else
 		printf("\ndlbpf: flight recorder: %u dump%s in %s%s; `dlbpf report FILE` reads each\n", f->dumps,
 		       f->dumps == 1 ? "" : "s", f->dir, f->failed ? " (some failed: see above)" : "");
+	if (f->failed)
+		dl_err("flight recorder: %u of %u dumps failed (each said above with its path and cause)", f->failed,
+		       f->dumps + f->failed);
+	failed = f->failed;
 	dl_trigger_free(&f->trigger);
 	dl_flight_free(&f->flight);
 	free(f);
+	return failed;
 }

@@ -33,7 +33,10 @@ void dl_flightrec_step(struct dl_flightrec *f, const struct dl_step *st);
 void dl_flightrec_request(struct dl_flightrec *f, const char *why);
 /* After each drain: notices drop bursts and writes a dump that is due. */
 void dl_flightrec_tick(struct dl_flightrec *f, uint64_t now_ns, const uint64_t drops[DL_DROP_MAX]);
-/* Says what was written and frees; a dump still waiting is written first. */
-void dl_flightrec_close(struct dl_flightrec *f, uint64_t now_ns, const uint64_t drops[DL_DROP_MAX]);
+/*
+ * Says what was written and frees; a dump still waiting is written first.
+ * Returns how many dumps failed (each said when it did): the run's exit status tells of them.
+ */
+unsigned dl_flightrec_close(struct dl_flightrec *f, uint64_t now_ns, const uint64_t drops[DL_DROP_MAX]);
 
 #endif

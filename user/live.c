@@ -382,8 +382,11 @@ static int run_loop(struct dl_live *l, struct dl_session *s)
 
 static int start_command(struct dl_live *l)
 {
-	const char *cmd = l->cfg->cmd[0];
-	int err = dl_spawn_start(&l->spawn, l->cfg->cmd);
+	const struct dl_config *cfg = l->cfg;
+	const char *cmd = cfg->cmd[0];
+	struct dl_run_as as = { .name = cfg->run_as, .home = cfg->run_as_home, .uid = cfg->run_as_uid,
+				.gid = cfg->run_as_gid };
+	int err = dl_spawn_start(&l->spawn, cfg->cmd, cfg->run_as ? &as : NULL);
 
 	if (err)
 		return err;
@@ -430,21 +433,32 @@ static void emit_prog_misses(const char *prog, uint64_t misses, void *arg)
 static int set_up(struct dl_live *l)
 {
 	const struct dl_config *cfg = l->cfg;
-	bool walk;
+	bool walk, paths;
 	int err;
 
 	for (int i = 0; i < cfg->npids; i++) {
+		struct dl_proc_stat st;
+
 		if (!dl_proc_alive(cfg->pids[i])) {
 			dl_err("no process with pid %d", cfg->pids[i]);
 			return -ESRCH;
+		}
+		/* Not "no CUDA runtime mapped yet": it never will; nor will the kernel threads it starts. */
+		if (dl_proc_stat(cfg->pids[i], &st) == 0 && (st.flags & DL_PF_KTHREAD)) {
+			dl_err("pid %d (%s) is a kernel thread: it runs no program and maps no library, and what it "
+			       "starts are kernel threads too; give the pid of a process of the job", cfg->pids[i], st.comm);
+			return -EINVAL;
 		}
 	}
 	err = dl_env_check();
 	if (!err)
 		err = dl_hooks_no_openat2(&walk);
+	if (!err)
+		err = dl_hooks_no_map_files(&paths);
 	if (err)
 		return err;
 	dl_tfile_force_walk(walk);
+	dl_tfile_force_paths(paths);
 	err = dl_tracer_open_load(l->tracer, cfg->ringbuf_mb, cfg->kernel_agg, !cfg->no_files);
 	if (err)
 		return err;
@@ -503,10 +517,18 @@ int dl_live_run(struct dl_live *l, struct dl_session *s)
 	if (err)
 		return err;
 	dl_modes_start(&l->modes, t0, dl_now_ns());
-	for (size_t i = 0; i < l->sum->n; i++)
-		if (!l->sum->procs[i].cuda_libs)
+	for (size_t i = 0; i < l->sum->n; i++) {
+		struct dl_proc_stat st;
+
+		if (l->sum->procs[i].cuda_libs)
+			continue;
+		if (dl_proc_stat(l->sum->procs[i].pid, &st) == 0 && (st.flags & DL_PF_KTHREAD))
+			dl_info("pid %d (%s): a kernel thread: no CUDA runtime, ever; only its scheduling is traced",
+				l->sum->procs[i].pid, l->sum->procs[i].comm);
+		else
 			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
 				l->sum->procs[i].pid, l->sum->procs[i].comm);
+	}
 	if (cfg->step_on && !dl_api_by_name(cfg->step_on) && !l->markers.links.n)
 		dl_warn("--step-on %s: no such function in the traced processes yet (will keep looking)",
 			cfg->step_on);

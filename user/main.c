@@ -75,10 +75,12 @@ static int run_session(const struct dl_config *cfg)
 			sigaction(SIGUSR1, &(struct sigaction){ .sa_handler = on_usr1 }, NULL);
 		catch_stops();
 		err = live ? dl_live_run(live, s) : dl_session_replay(s);
-		if (!err)
-			err = dl_session_finish(s);
 		if (!err) {
+			/* An output that failed at the finish (the recording, a dump) still leaves the report and the rest. */
+			int finish_err = dl_session_finish(s);
+
 			err = dl_session_report(s, stdout);
+			err = err ? err : finish_err;
 			exit_code = err ? 1 : 0;
 			/* A replay a signal stopped is not the whole recording's report. */
 			if (!err && dl_session_replay_stopped(s))

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "log.h"
 #include "outfile.h"
 #include "util.h"
 
@@ -115,6 +120,123 @@ static uint64_t random_u64(void)
 	return (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL) ^ (uint64_t)clock();
 }
 
+/* A uid or gid of sudo's environment variable; false when unset or not a number. */
+static bool sudo_id(const char *name, unsigned long *id)
+{
+	const char *v = getenv(name);
+	char *end;
+
+	if (!v || !isdigit((unsigned char)*v))
+		return false;
+	errno = 0;
+	*id = strtoul(v, &end, 10);
+	return !errno && !*end && *id < UINT32_MAX;
+}
+
+bool dl_sudo_owner(uid_t *uid, gid_t *gid)
+{
+	unsigned long u, g;
+
+	/* Root that sudo made: sudo sets both, and they name the user who ran it. */
+	if (getuid() != 0 || geteuid() != 0 || !sudo_id("SUDO_UID", &u) || !sudo_id("SUDO_GID", &g) || u == 0)
+		return false;
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
+	return true;
+}
+
+/* A new file or directory of dlbpf's, given to the user who ran sudo (their `dlbpf report` reads it). */
+void dl_give_to_sudo_user(int fd)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (dl_sudo_owner(&uid, &gid) && fchown(fd, uid, gid))
+		dl_debug("cannot give an output to uid %u: %s", (unsigned)uid, strerror(errno));
+}
+
+/* The temporary's name: ".NAME.XXXXXX", NAME cut so that the whole fits NAME_MAX. */
+#define TEMP_BASE_MAX (NAME_MAX - 9)
+
+/*
+ * Whether name is one of dl_outfile's temporaries: "." + NAME + "." + 6
+ * letters or digits, where NAME is head (as create_temp cuts it) or, with a
+ * tail, any name that starts with head and ends with tail.
+ */
+static bool is_temp_of(const char *name, const char *head, const char *tail)
+{
+	size_t len = strlen(name), mid, hl = strlen(head), tl = tail ? strlen(tail) : 0;
+
+	if (len < 9 || name[0] != '.' || name[len - 7] != '.')
+		return false;
+	for (const char *p = name + len - 6; *p; p++)
+		if (!isalnum((unsigned char)*p))
+			return false;
+	mid = len - 8;   /* NAME: between the leading '.' and ".XXXXXX" */
+	if (!tail) {
+		hl = strnlen(head, TEMP_BASE_MAX);
+		return mid == hl && !strncmp(name + 1, head, hl);
+	}
+	return mid >= hl + tl && !strncmp(name + 1, head, hl) && !strncmp(name + 1 + mid - tl, tail, tl);
+}
+
+/*
+ * Temporaries in dir (empty, or ending in '/') that a run killed before its
+ * end (SIGKILL, a crash, a power cut) left. The run writing one holds a lock
+ * on it (flock) until it ends, however it ends: one whose lock can be taken
+ * has no writer, and is removed, and said; one still locked is another live
+ * run's, and is left. Only files dlbpf would have made: regular, 0600, its
+ * user's (or sudo's).
+ */
+static void remove_leftovers_in(const char *dir, const char *head, const char *tail)
+{
+	DIR *d = opendir(*dir ? dir : ".");
+	struct dirent *e;
+	uid_t sudo_uid = 0;
+	gid_t sudo_gid;
+
+	if (!d)
+		return;
+	if (!dl_sudo_owner(&sudo_uid, &sudo_gid))
+		sudo_uid = geteuid();
+	while ((e = readdir(d))) {
+		struct stat st;
+		int fd;
+
+		if (!is_temp_of(e->d_name, head, tail))
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0600 &&
+		    (st.st_uid == geteuid() || st.st_uid == sudo_uid) && !flock(fd, LOCK_EX | LOCK_NB) &&
+		    !unlinkat(dirfd(d), e->d_name, 0))
+			dl_warn("removed %s%s (%" PRIu64 " bytes): the unfinished output of a dlbpf run killed before it "
+				"ended", dir, e->d_name, (uint64_t)st.st_size);
+		close(fd);
+	}
+	closedir(d);
+}
+
+/* The temporaries of dest a killed run left (remove_leftovers_in). */
+static void remove_leftovers(const char *dest)
+{
+	char *dir = dir_of(dest);
+
+	remove_leftovers_in(dir, dest + strlen(dir), NULL);
+	free(dir);
+}
+
+void dl_outfile_remove_leftovers(const char *dir, const char *head, const char *tail)
+{
+	size_t n = strlen(dir);
+	char *d = dl_xrealloc(NULL, n + 2);
+
+	snprintf(d, n + 2, "%s%s", dir, n && dir[n - 1] != '/' ? "/" : "");
+	remove_leftovers_in(d, head, tail);
+	free(d);
+}
+
 /* ".NAME.XXXXXX" beside dest: hidden, and on the same file system, so that rename is atomic. */
 static int create_temp(const char *dest, char **tmp)
 {
@@ -133,7 +255,7 @@ static int create_temp(const char *dest, char **tmp)
 			suffix[i] = alnum[r % 62];
 		suffix[6] = '\0';
 		/* NAME_MAX holds the name: a long one is cut in the temporary's. */
-		snprintf(name, cap, "%s.%.*s.%s", dir, NAME_MAX - 9, base, suffix);
+		snprintf(name, cap, "%s.%.*s.%s", dir, TEMP_BASE_MAX, base, suffix);
 		fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			err = -errno;
@@ -143,6 +265,10 @@ static int create_temp(const char *dest, char **tmp)
 		free(name);
 		return err;
 	}
+	/* Held until this run ends, however it ends: the next run tells a leftover by it (remove_leftovers). */
+	if (flock(fd, LOCK_EX | LOCK_NB))
+		dl_debug("cannot lock %s: %s (a later run cannot tell it from a leftover)", name, strerror(errno));
+	dl_give_to_sudo_user(fd);
 	*tmp = name;
 	return fd;
 }
@@ -200,6 +326,7 @@ int dl_outfile_open(struct dl_outfile *o, const char *path)
 		return err;
 	}
 	if (t.kind == T_RENAME) {
+		remove_leftovers(t.dest);
 		fd = create_temp(t.dest, &o->tmp);
 	} else {
 		fd = open_in_place(path, &t);

@@ -9,6 +9,11 @@
  *  - a symbolic link at the destination is followed only when root or the
  *    user dlbpf runs as owns it (the system's /dev/stdout, one's own links);
  *    one planted by anyone else is replaced, never written through;
+ *  - the temporary is locked (flock) while its run lives; a later run to the
+ *    same destination removes the temporaries a killed run left (unlocked),
+ *    and says so;
+ *  - under sudo, a file dlbpf creates is given to the user who ran sudo
+ *    (SUDO_UID, SUDO_GID), so that their own `dlbpf report` reads it;
  *  - a pipe or a character device (/dev/null, a terminal, `>(...)`) is
  *    written in place: nothing can be renamed over it; so is the file that is
  *    already dlbpf's stdout or stderr (`-j /dev/stdout > f`), through that
@@ -50,6 +55,18 @@ int dl_outfile_publish(struct dl_outfile *o);
 int dl_outfile_commit(struct dl_outfile *o);
 /* Closes; a temporary not yet renamed is removed, the destination left as it was. */
 void dl_outfile_abort(struct dl_outfile *o);
+
+/* Under sudo (root with SUDO_UID and SUDO_GID of another user): that user, whom the outputs go to. */
+bool dl_sudo_owner(uid_t *uid, gid_t *gid);
+/* Gives the new file or directory fd to the user who ran sudo, if any (best effort). */
+void dl_give_to_sudo_user(int fd);
+
+/*
+ * Removes, and says, the temporaries that runs killed before their end left
+ * in dir of files named head*tail (dl_outfile_open does this for its own
+ * destination): the flight recorder's dumps, whose names differ each time.
+ */
+void dl_outfile_remove_leftovers(const char *dir, const char *head, const char *tail);
 
 /* The file an output path would write, as dl_outfile_open resolves it; 0 or -errno. */
 int dl_output_id(const char *path, struct dl_fileref *id);

@@ -199,6 +199,7 @@ struct dl_session {
 	bool out_open;
 	struct dl_recorder rec;         /* record: flushed as it goes */
 	bool recording;
+	int output_err;                 /* the first output that failed at the finish (said): the others still written */
 	struct dl_flightrec *flight;    /* record --ring */
 	struct dl_exporter metrics;     /* --metrics */
 	struct dl_otlp *otlp;           /* --otlp */
@@ -438,12 +439,16 @@ int dl_session_finish(struct dl_session *s)
 {
 	struct dl_diag_opts dopts = { .pcie_gbps = s->cfg->pcie_gbps, .disk_mbps = s->cfg->disk_mbps };
 
+	/* A recording that failed (a full disk) takes nothing else with it: the report and the other files follow. */
 	if (s->recording) {
 		int err = dl_recorder_close(&s->rec);
 
 		if (err) {
-			dl_err("writing the recording %s failed: %s", s->cfg->record_path, strerror(-err));
-			return err;
+			dl_err("writing the recording %s failed: %s; %s", s->cfg->record_path, strerror(-err),
+			       s->rec.published ? "it keeps what was written before (`dlbpf report` reads it to there)"
+						: "it is not written (a file of that name is left as it was)");
+			s->output_err = err;
+			s->recording = false;
 		}
 	}
 	dl_corr_finish(s->corr);
@@ -453,12 +458,13 @@ int dl_session_finish(struct dl_session *s)
 
 		capture_drops(s, drops, &misses);
 		/* The steps the finish closed may have triggered a dump. */
-		dl_flightrec_close(s->flight, dl_now_ns(), drops);
+		if (dl_flightrec_close(s->flight, dl_now_ns(), drops) && !s->output_err)
+			s->output_err = -EIO;   /* each failed dump was said with its path and cause */
 		s->flight = s->steps.flight = NULL;
 	}
 	dl_diagnose(s->corr, &s->sum, &dopts, s->diag);
 	dl_report_model_build(&s->model, &s->sum, s->corr, s->diag);
-	return 0;
+	return s->output_err;
 }
 
 int dl_session_report(struct dl_session *s, FILE *out)
@@ -487,7 +493,7 @@ int dl_session_report(struct dl_session *s, FILE *out)
 	fflush(out);
 	err = outputs_finish(&s->out, &s->model);
 	s->out_open = false;
-	return err;
+	return err ? err : s->output_err;
 }
 
 void dl_session_free(struct dl_session *s)

@@ -77,7 +77,11 @@ const struct dl_report_model *dl_session_model(const struct dl_session *s);
 void dl_session_publish(struct dl_session *s, bool last);
 /* After each drain: a scrape answered, the flight recorder's triggers (dump: SIGUSR1), the recording flushed. */
 void dl_session_tick(struct dl_session *s, uint64_t now_ns, bool dump);
-/* End of the records: the recording closed, the steps finished, the diagnosis made. 0, or -errno (said). */
+/*
+ * End of the records: the recording closed, the steps finished, the diagnosis made. 0, or -errno (said)
+ * when the recording or a flight-recorder dump failed; the model is built all the same, and
+ * dl_session_report still writes the report and every other file (and returns that error too).
+ */
 int dl_session_finish(struct dl_session *s);
 /* The text report to out, then every file put in place; 0, or -EIO when one failed (said). */
 int dl_session_report(struct dl_session *s, FILE *out);

@@ -613,5 +613,228 @@ def test_json_write_error():
     check("writing the JSON summary to /dev/full failed" in err, f"unclear error: {err.strip()}")
 
 
+
+# --- mapped files read as the process sees them: a chroot, a private mount namespace, a deleted runtime.
+# Each job's runtime is the toolkit's (its calls fail at once without a GPU; the probes still fire).
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+TOOLKIT_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+# dlbpf as without CAP_SYS_ADMIN: mapped files by their paths, not /proc/PID/map_files.
+BY_PATH = dict(os.environ, DLBPF_TEST_NO_MAP_FILES="1")
+ROUTES = (("map_files", None), ("by path", BY_PATH))
+
+
+def cuda_calls_root():
+    """A minimal root holding cuda_calls, the libraries ldd names for it (the runtime among them) and the loader."""
+    root = tempfile.mkdtemp(prefix="chroot-", dir=WORK)
+    shutil.copy(workload("cuda_calls"), root)
+    ldd = subprocess.run(["ldd", workload("cuda_calls")], capture_output=True, text=True, check=True).stdout
+    libs = re.findall(r"(/\S+) \(0x", ldd)
+    check(any("libcudart" in lib for lib in libs), f"ldd names no libcudart: {ldd}")
+    for lib in libs:
+        os.makedirs(root + os.path.dirname(lib), exist_ok=True)
+        shutil.copy(lib, root + lib)   # the file a link names, under the link's name
+    return root
+
+
+def one_cuda_calls(d):
+    procs = [p for p in d.summary()["processes"] if p["comm"] == "cuda_calls"]
+    check(len(procs) == 1, f"{len(procs)} processes named cuda_calls")
+    return procs[0]
+
+
+def test_cuda_in_chroot():
+    """`dlbpf -- chroot DIR /cuda_calls`, and --pid of such a process: the maps name the runtime from dlbpf's
+    root (DIR/usr/...); it is read as the process has it (map_files, or by path with DIR taken off once), and
+    every call is counted exactly."""
+    root = cuda_calls_root()
+    notes = []
+    try:
+        for route, env in ROUTES:
+            d = Dlbpf(["--", "chroot", root, "/cuda_calls"], env=env)
+            rc = d.wait()
+            check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
+            check("cannot read" not in d.stderr, f"{route}: {d.stderr[-500:]}")
+            truth = cuda_truth(d.stdout)
+            compare_cuda(one_cuda_calls(d), truth, expect_errors=True)
+            notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+        w, out, d, rc = trace_waiting(["chroot", root, "/cuda_calls", "--wait"])
+        check(rc == 0, f"--pid: dlbpf exited {rc}: {d.stderr[-500:]}")
+        compare_cuda(process(d.summary(), w.pid), cuda_truth(out), expect_errors=True)
+        notes.append("--pid: every call")
+    finally:
+        shutil.rmtree(root)
+    return "; ".join(notes)
+
+
+def test_cuda_in_private_mount_namespace():
+    """A job in a mount namespace of its own loads its runtime from a directory that, in dlbpf's view, is empty
+    (a bind mount only the namespace has): read through the namespace, every call counted exactly."""
+    held, view = (tempfile.mkdtemp(prefix=p, dir=WORK) for p in ("ns-lib-", "ns-view-"))
+    shutil.copy(TOOLKIT_CUDART, os.path.join(held, "libcudart.so.13"))
+    script = f"mount --bind {held} {view} && exec env LD_LIBRARY_PATH={view} {workload('cuda_calls')}"
+    notes = []
+    try:
+        for route, env in ROUTES:
+            d = Dlbpf(["--", "unshare", "--mount", "--propagation", "private", "sh", "-c", script], env=env)
+            rc = d.wait()
+            check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
+            check(not os.listdir(view), f"the namespace's bind mount shows in dlbpf's view: {os.listdir(view)}")
+            mapped = f"CUDA runtime functions in {view}/libcudart.so.13"
+            check(mapped in d.stderr, f"{route}: the runtime was not attached at {view}: {d.stderr[-500:]}")
+            truth = cuda_truth(d.stdout)
+            try:
+                if env is None:
+                    compare_cuda(one_cuda_calls(d), truth, expect_errors=True)
+                else:
+                    # By path, code of a process of another mount namespace is named only while it lives
+                    # (no path of dlbpf's leads there after): the counts, not the kernels' names.
+                    check_copies_and_calls(one_cuda_calls(d)["cuda"], truth)
+            except Failure as e:
+                raise Failure(f"{route}: {e}")
+            notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+    finally:
+        shutil.rmtree(held)
+        os.rmdir(view)
+    return "; ".join(notes)
+
+
+def test_cuda_on_overlayfs():
+    """A job in a mount namespace of its own loads its runtime through an overlay file system (a container's
+    root): the mapped file is the layer's, the path the overlay's, which dlbpf's view does not have; every
+    call counted exactly."""
+    top = tempfile.mkdtemp(prefix="overlay-", dir=WORK)
+    lower, upper, work, merged = (os.path.join(top, n) for n in ("lower", "upper", "work", "merged"))
+    for d in (lower, upper, work, merged):
+        os.mkdir(d)
+    shutil.copy(TOOLKIT_CUDART, os.path.join(lower, "libcudart.so.13"))
+    script = (f"mount -t overlay overlay -o lowerdir={lower},upperdir={upper},workdir={work} {merged} && "
+              f"exec env LD_LIBRARY_PATH={merged} {workload('cuda_calls')}")
+    notes = []
+    try:
+        for route, env in ROUTES:
+            d = Dlbpf(["--", "unshare", "--mount", "--propagation", "private", "sh", "-c", script], env=env)
+            rc = d.wait()
+            check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
+            check(not os.listdir(merged), f"the namespace's overlay shows in dlbpf's view: {os.listdir(merged)}")
+            truth = cuda_truth(d.stdout)
+            try:
+                if env is None:
+                    compare_cuda(one_cuda_calls(d), truth, expect_errors=True)
+                else:   # by path: names only while the process lives (test_cuda_in_private_mount_namespace)
+                    check_copies_and_calls(one_cuda_calls(d)["cuda"], truth)
+            except Failure as e:
+                raise Failure(f"{route}: {e}")
+            notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+    finally:
+        shutil.rmtree(top)
+    return "; ".join(notes)
+
+
+def test_cuda_runtime_deleted_after_start():
+    """A job's runtime deleted once the job has mapped it (a package upgrade, a temporary copy): dlbpf --pid
+    reads the mapped file through /proc/PID/map_files and counts every call; by path it cannot, and says so once."""
+    notes = []
+    for route, env in ROUTES:
+        d_lib = tempfile.mkdtemp(prefix="deleted-", dir=WORK)
+        lib = os.path.join(d_lib, "libcudart.so.13")
+        shutil.copy(TOOLKIT_CUDART, lib)
+        w = subprocess.Popen([workload("cuda_calls"), "--wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, env=dict(os.environ, LD_LIBRARY_PATH=d_lib))
+        try:
+            check(w.stdout.readline().strip() == "ready", "cuda_calls did not start")
+            os.unlink(lib)   # mapped since the job's start: the maps now say "(deleted)"
+            with open(f"/proc/{w.pid}/maps") as f:
+                check(f"{lib} (deleted)" in f.read(), f"the job's maps do not show {lib} deleted")
+            d = Dlbpf(["--pid", str(w.pid)], env=env)
+            d.started()
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            out, _ = w.communicate(timeout=60)
+            rc = d.wait()
+        finally:
+            if w.poll() is None:
+                w.kill()
+                w.wait()
+            shutil.rmtree(d_lib)
+        check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
+        p = process(d.summary(), w.pid)
+        if env is None:
+            truth = cuda_truth(out)
+            compare_cuda(p, truth, expect_errors=True)
+            notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+        else:
+            said = [ln for ln in d.stderr.splitlines() if f"cannot read {lib} (deleted)" in ln]
+            check(len(said) == 1 and "map_files" in said[0], f"{route}: not said once why: {d.stderr[-500:]}")
+            check(not p["cuda"]["found"], f"{route}: a runtime was found in a deleted file by its path")
+            notes.append(f"{route}: said once")
+    return "; ".join(notes)
+
+
+
+# --- under sudo: the outputs are the user's, and --run-as runs the command as them --------------
+import pwd  # noqa: E402
+
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_sudo_outputs_and_run_as():
+    """As sudo runs it (SUDO_UID and SUDO_GID of nobody, here set by hand), the outputs and the flight
+    recorder's directory are nobody's, 0600, and nobody's own `dlbpf report` reads the recording;
+    --run-as nobody runs the command as nobody (uid, group, groups, HOME, USER, LOGNAME as the passwd
+    entry says), and its calls are traced exactly."""
+    user = pwd.getpwnam("nobody")
+    d = tempfile.mkdtemp(prefix="sudo-")   # in /tmp: nobody can reach it wherever the checkout is
+    os.chmod(d, 0o755)
+    os.chown(d, user.pw_uid, user.pw_gid)   # nobody writes its own report there
+    try:
+        job = os.path.join(d, "cuda_calls")
+        shutil.copy(workload("cuda_calls"), job)
+        rec, js, html = (os.path.join(d, n) for n in ("r.dlbpf", "s.json", "r.html"))
+        env = dict(os.environ, SUDO_UID=str(user.pw_uid), SUDO_GID=str(user.pw_gid), SUDO_USER="nobody")
+        p = subprocess.run([DLBPF, "record", "-q", "-o", rec, "-j", js, "--html", html, "--run-as", "nobody", "--",
+                            "sh", "-c", f'echo ids $(id -u) $(id -g) "$(id -G)" "$USER" "$LOGNAME" "$HOME"; exec {job}'],
+                           capture_output=True, text=True, timeout=120, env=env)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-500:]}")
+        ids = [ln for ln in p.stdout.splitlines() if ln.startswith("ids ")]
+        want = f"ids {user.pw_uid} {user.pw_gid} {user.pw_gid} nobody nobody {user.pw_dir}"
+        check(ids == [want], f"the command ran as {ids}, not {want!r}")
+        for path in (rec, js, html):
+            st = os.stat(path)
+            check((st.st_uid, st.st_gid, st.st_mode & 0o7777) == (user.pw_uid, user.pw_gid, 0o600),
+                  f"{os.path.basename(path)}: uid {st.st_uid} gid {st.st_gid} mode {st.st_mode & 0o7777:o}")
+        procs = [q for q in load_summary(js)["processes"] if q["comm"] == "cuda_calls"]
+        check(len(procs) == 1, f"{len(procs)} cuda_calls processes")
+        truth = cuda_truth(p.stdout)
+        compare_cuda(procs[0], truth, expect_errors=True)
+        # The user's own report of it, without root.
+        replay = os.path.join(d, "replay.json")
+        r = subprocess.run(AS_NOBODY + [DLBPF, "report", rec, "-j", replay], capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, f"nobody's report: exit {r.returncode}: {r.stderr[-300:]}")
+        compare_cuda([q for q in load_summary(replay)["processes"] if q["comm"] == "cuda_calls"][0], truth,
+                     expect_errors=True)
+        ring = os.path.join(d, "ring")
+        rc, _, err = run_dlbpf(["record", "-q", "--ring", "1", "-o", ring, "--", "true"], env=env)
+        st = os.stat(ring)
+        check(rc == 0 and (st.st_uid, st.st_mode & 0o7777) == (user.pw_uid, 0o700),
+              f"flight recorder directory: exit {rc}, uid {st.st_uid}, mode {st.st_mode & 0o7777:o}: {err[-300:]}")
+        # Without sudo's variables, root's outputs stay root's.
+        rc, _, err = run_dlbpf(["-q", "-j", os.path.join(d, "root.json"), "--", "true"])
+        check(rc == 0 and os.stat(os.path.join(d, "root.json")).st_uid == 0, f"exit {rc}: {err[-300:]}")
+    finally:
+        shutil.rmtree(d)
+    return f"{sum(truth['calls'].values())} calls traced as nobody; 3 outputs and the ring directory nobody's"
+
+
+def test_run_as_bad_usage():
+    """--run-as with an unknown user, without a command, or with report: usage errors (exit 2), nothing run."""
+    for args, says in ((["--run-as", "no-such-user-dlbpf", "--", "true"], "no such user"),
+                       (["--run-as", "nobody", "--pid", "1"], "needs one"),
+                       (["report", "x.dlbpf", "--run-as", "nobody"], "applies to -- COMMAND")):
+        rc, _, err = run_dlbpf(args)
+        check(rc == 2 and says in err, f"{args}: exit {rc}: {err.strip()[-200:]}")
+
+
 if __name__ == "__main__":
     main()

@@ -561,11 +561,16 @@ def one_warning(err, pid, path, says):
     return ws[0]
 
 
+# Mapped files by their paths, as dlbpf does without CAP_SYS_ADMIN (/proc/PID/map_files needs it): the
+# rows below put that route's defences to the test; as root, dlbpf reads the mapped file itself (the rows after).
+BY_PATH = dict(os.environ, DLBPF_TEST_NO_MAP_FILES="1")
+
+
 def replaced_runtime(mode, says, extra_args=()):
     """dlbpf -d 2 on a process whose runtime's path now holds something else: ends, warns once."""
     w = Overmount(mode)
     try:
-        rc, _, err = run_bounded(["-v", "--pid", str(w.pid), "-d", "2", *extra_args])
+        rc, _, err = run_bounded(["-v", "--pid", str(w.pid), "-d", "2", *extra_args], env=BY_PATH)
     finally:
         w.close()
     check(rc == 0, f"exit {rc}: {err[-800:]}")
@@ -574,7 +579,8 @@ def replaced_runtime(mode, says, extra_args=()):
     return one_warning(err, w.pid, REAL_CUDART, says)
 
 
-@fault("a process maps libcudart.so.13, then (as any user, unshare -Urm) mounts a FIFO over that path",
+@fault("a process maps libcudart.so.13, then (as any user, unshare -Urm) mounts a FIFO over that path; "
+       "dlbpf opens mapped files by path (as without CAP_SYS_ADMIN)",
        "dlbpf -d 2 ends on time, one warning that it is a FIFO, the rest traced")
 def test_fifo_over_mapped_runtime():
     return replaced_runtime("fifo", "a FIFO, not a regular file")
@@ -592,12 +598,12 @@ def test_huge_sparse_over_mapped_runtime():
     return replaced_runtime("sparse", "more than the 16 GiB dlbpf reads of one file")
 
 
-@fault("dlbpf --system-wide run by root while a user's process has a FIFO over its mapped runtime",
+@fault("dlbpf --system-wide run by root while a user's process has a FIFO over its mapped runtime (by path)",
        "dlbpf -d 2 ends on time with one warning about that process")
 def test_fifo_system_wide():
     w = Overmount("fifo")
     try:
-        rc, _, err = run_bounded(["--system-wide", "-d", "2"])
+        rc, _, err = run_bounded(["--system-wide", "-d", "2"], env=BY_PATH)
     finally:
         w.close()
     check(rc == 0, f"exit {rc}: {err[-800:]}")
@@ -610,7 +616,7 @@ def host_symlink(env):
     check(os.path.exists(host_only), f"{host_only} not built")
     w = Overmount("hostlink", host_only)
     try:
-        rc, _, err = run_bounded(["-v", "--pid", str(w.pid), "-d", "2"], env=env)
+        rc, _, err = run_bounded(["-v", "--pid", str(w.pid), "-d", "2"], env=dict(env, DLBPF_TEST_NO_MAP_FILES="1"))
     finally:
         w.close()
     check(rc == 0, f"exit {rc}: {err[-800:]}")
@@ -619,10 +625,11 @@ def host_symlink(env):
     return one_warning(err, w.pid, "/lib/libcudart.so.13", "No such file or directory")
 
 
-@fault("in a container (own root), the mapped runtime's path is now an absolute symlink to a file only the host has",
+@fault("in a container (own root), the mapped runtime's path is now an absolute symlink to a file only the host has "
+       "(by path)",
        "resolved inside the container's root (openat2 RESOLVE_IN_ROOT): not found, one warning, no host file probed")
 def test_container_symlink_to_host_file():
-    return host_symlink(None)
+    return host_symlink(os.environ)
 
 
 @fault("the same where the kernel lacks openat2 (forced: DLBPF_TEST_NO_OPENAT2=1)",
@@ -632,7 +639,12 @@ def test_container_symlink_to_host_file_walk():
 
 
 def inner_symlink(env):
-    w = Overmount("innerlink")
+    return calls_through("innerlink", env)
+
+
+def calls_through(mode, env, *extra):
+    """dlbpf --pid on an Overmount process that then calls its runtime: every call traced, none missed."""
+    w = Overmount(mode, *extra)
     try:
         d = Dlbpf(["--pid", str(w.pid)], env=env)
         d.started()
@@ -647,7 +659,7 @@ def inner_symlink(env):
     check(rc == 0, f"exit {rc}: {d.stderr[-800:]}")
     got = process(d.summary(), w.pid)["cuda"]["calls"].get("cudaStreamSynchronize", {}).get("count", 0)
     check(got == truth["cudaStreamSynchronize"], f"{got} calls traced, the process made {truth}")
-    return f"{got} of {truth['cudaStreamSynchronize']} calls through the symlinked runtime"
+    return f"{got} of {truth['cudaStreamSynchronize']} calls through the runtime mapped ({mode})"
 
 
 @fault("in a container, the runtime's path is an absolute symlink to the runtime inside the container's root",
@@ -1779,6 +1791,178 @@ def test_fuzzed_recordings():
             if rc == 0:
                 load_summary(f"{out}-summary.json")
     return f"{len(names)} inputs, both formats"
+
+
+
+# --- a full disk under one output: the others are still written -------------
+import errno  # noqa: E402
+
+
+class SmallTmpfs:
+    """A 1 MiB tmpfs of the test's own, mounted on a fresh directory and unmounted after."""
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix="full-", dir=WORK)
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "none", self.path], capture_output=True, text=True)
+        if p.returncode:
+            os.rmdir(self.path)
+        check(p.returncode == 0, f"cannot mount a tmpfs: {p.stderr.strip()}")
+        return self
+
+    def fill(self):
+        """Writes a file until the file system refuses a byte more (ENOSPC)."""
+        with open(os.path.join(self.path, "filler"), "wb", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"\0" * 4096)
+            except OSError as e:
+                check(e.errno == errno.ENOSPC, f"filling the tmpfs: {e}")
+
+    def __exit__(self, *exc):
+        subprocess.run(["umount", self.path], check=False)
+        os.rmdir(self.path)
+
+
+def truth_kernels(path):
+    """The kernels the train workload launched, from its own per-step truth file."""
+    with open(path) as f:
+        return sum(r["kernels"] for r in map(json.loads, filter(str.strip, f)) if "step" in r)
+
+
+def train_launches(summary):
+    procs = [p for p in summary["processes"] if p["comm"] == "train" and p["cuda"]["calls"]]
+    check(len(procs) == 1, f"{len(procs)} train processes with CUDA calls")
+    return procs[0]["cuda"]["calls"].get("cudaLaunchKernel", {}).get("count", 0)
+
+
+@fault("the recording's disk fills up (`record -o FULL/r.dlbpf -j OK/s.json --html OK/r.html`)",
+       "the report, JSON and HTML still written; the failure said with path and cause; exit 1; the recording "
+       "readable to where it stops")
+def test_full_disk_recording():
+    ok = tempfile.mkdtemp(prefix="full-ok-", dir=WORK)
+    truth, js, html = (os.path.join(ok, n) for n in ("truth.jsonl", "s.json", "r.html"))
+    with SmallTmpfs() as full:
+        rec = os.path.join(full.path, "r.dlbpf")
+        # About 300 k launch records (some 7 MiB compact): the 1 MiB tmpfs fills a few seconds in.
+        p = subprocess.run([DLBPF, "record", "-q", "-o", rec, "-j", js, "--html", html, "--", workload("train"),
+                            "--scenario", "launch", "--steps", "60", "--quiet", "--truth", truth],
+                           capture_output=True, text=True, timeout=180, env=dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR))
+        check(p.returncode == 1, f"exit {p.returncode} with the recording's disk full: {p.stderr[-500:]}")
+        said = f"writing the recording {rec} failed: {os.strerror(errno.ENOSPC)}"
+        check(said in p.stderr, f"the failure is not said as '{said}': {p.stderr[-500:]}")
+        check("Diagnosis:" in p.stdout and "traced" in p.stdout, f"no report on stdout: {p.stdout[-300:]!r}")
+        launched, kernels = train_launches(load_summary(js)), truth_kernels(truth)
+        check(launched == kernels, f"the JSON counts {launched} launches, the job made {kernels}")
+        with open(html) as f:
+            check("</html>" in f.read(), "the HTML report is not complete")
+        # What was written before the disk filled is a recording report reads, up to where it stops.
+        rc, _, err = run_dlbpf(["report", rec, "-j", os.path.join(ok, "replay.json")], timeout=120)
+        check(rc == 0 and "records before it are reported" in err, f"report of the cut recording: exit {rc}: "
+              f"{err[-300:]}")
+        replayed = train_launches(load_summary(os.path.join(ok, "replay.json")))
+        check(0 < replayed < kernels, f"the cut recording holds {replayed} of {kernels} launches")
+    shutil.rmtree(ok)
+    return f"JSON {launched} launches = the job's; the 1 MiB recording replays {replayed}"
+
+
+@fault("the flight recorder's directory is on a full disk when SIGUSR1 asks for a dump",
+       "the failed dump said with its path and cause, no temporary left, the JSON written, exit 1")
+def test_full_disk_flight_dump():
+    with SmallTmpfs() as full:
+        dumps = os.path.join(full.path, "dumps")
+        os.mkdir(dumps, 0o700)
+        full.fill()
+        # 100 steps of about 24 ms: the job runs seconds past the signal (a dump still pending when it ends
+        # is written at the finish; one asked after the last drain would not be).
+        d = Dlbpf(["record", "--ring", "2", "-o", dumps, "--", workload("train"), "--scenario", "launch",
+                   "--steps", "100", "--quiet"], env=dict(os.environ, LD_LIBRARY_PATH=GPUSIM_DIR))
+        d.started()
+        d.proc.send_signal(signal.SIGUSR1)
+        rc = d.wait(timeout=120)
+        left = os.listdir(dumps)
+    check(rc == 1, f"exit {rc} with every dump failed: {d.stderr[-500:]}")
+    said = f"writing the flight recording {dumps}/flight-"
+    failed = [ln for ln in d.stderr.splitlines() if said in ln]
+    check(len(failed) == 1 and os.strerror(errno.ENOSPC) in failed[0], f"the failed dump is not said with its "
+          f"path and cause: {d.stderr[-500:]}")
+    check("1 of 1 dumps failed" in d.stderr, f"the end does not count the failed dump: {d.stderr[-300:]}")
+    check(not left, f"left in the full directory: {left}")
+    check(train_launches(d.summary()) > 0, "the JSON holds no launch")
+    return failed[0].split("dlbpf: error: ")[-1]
+
+
+
+# --- mapped files read as the process has them (/proc/PID/map_files, dlbpf as root) ----------------
+@fault("a process maps libcudart.so.13, then mounts a FIFO over that path; dlbpf runs as root",
+       "the mapped runtime itself read and probed through /proc/PID/map_files, the FIFO never opened: every call "
+       "traced")
+def test_fifo_over_mapped_runtime_map_files():
+    return calls_through("fifo", os.environ)
+
+
+@fault("in a container, the mapped runtime's path is now a symlink to a file only the host has; dlbpf runs as root",
+       "the container's own mapped runtime probed (not the host's file): every call traced")
+def test_container_symlink_to_host_file_map_files():
+    return calls_through("hostlink", os.environ, os.path.join(GPUSIM_DIR, "libcudart.so.13"))
+
+
+
+# --- leftovers of a killed run -------------------------------------------------
+import glob  # noqa: E402
+
+
+@fault("dlbpf is killed (SIGKILL) while it writes -j, --html and -o; the next run names the same files",
+       "the next run removes each leftover temporary and says so; its own outputs are complete, none left")
+def test_killed_run_leftovers_removed():
+    d_out = tempfile.mkdtemp(prefix="leftovers-", dir=WORK)
+    outs = [os.path.join(d_out, n) for n in ("s.json", "r.html", "t.json")]
+    args = ["-q", "-j", outs[0], "--html", outs[1], "-o", outs[2], "--"]
+    temps = os.path.join(d_out, ".*.??????")
+    p = subprocess.Popen([DLBPF] + args + ["sleep", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + HANG_S
+        while len(glob.glob(temps)) < 3 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        left = sorted(glob.glob(temps))
+        check(len(left) == 3, f"{len(left)} temporaries while dlbpf runs: {left}")
+    finally:
+        job = children_of(p.pid)   # the sleep: it would run on, untraced, once dlbpf is gone
+        p.kill()
+        p.wait()
+        for pid in job:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    check(sorted(glob.glob(temps)) == left, f"SIGKILL did not leave the temporaries: {glob.glob(temps)}")
+    rc, _, err = run_bounded(args + ["true"])
+    check(rc == 0, f"the next run exited {rc}: {err[-500:]}")
+    for t in left:
+        said = [ln for ln in err.splitlines() if f"removed {t} (" in ln]
+        check(len(said) == 1 and "killed before it ended" in said[0], f"{t}: not said once: {err[-600:]}")
+    check(not glob.glob(temps), f"temporaries left after the next run: {glob.glob(temps)}")
+    load_summary(outs[0])
+    with open(outs[1]) as f:
+        check("</html>" in f.read(), "the HTML report is not complete")
+    with open(outs[2]) as f:
+        json.load(f)
+    shutil.rmtree(d_out)
+    return f"{len(left)} leftovers removed and said"
+
+
+
+@fault("--pid names a kernel thread (kthreadd, pid 2)",
+       "said to be a kernel thread (not 'no CUDA runtime mapped yet'), exit 1, nothing traced")
+def test_pid_of_kernel_thread():
+    with open("/proc/2/comm") as f:
+        comm = f.read().strip()
+    if comm != "kthreadd":
+        raise Skipped(f"pid 2 is {comm!r} here (a pid namespace of its own?), not kthreadd")
+    rc, _, err = run_bounded(["-v", "--pid", "2", "-d", "1"])
+    check(rc == 1, f"exit {rc}: {err[-300:]}")
+    check("pid 2 (kthreadd) is a kernel thread" in err and "no CUDA runtime mapped yet" not in err
+          and "tracing" not in err, f"not said as a kernel thread: {err.strip()[-300:]}")
+    return err.strip().splitlines()[-1]
 
 
 if __name__ == "__main__":

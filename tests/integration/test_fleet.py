@@ -633,11 +633,42 @@ def test_otlp_bad_targets():
     for args, why in ((["--otlp", "https://127.0.0.1:4318"], "https"), (["--otlp", "ftp://x"], "http://"),
                       (["--otlp", "http://no-such-host.invalid:4318"], "resolve"),
                       (["--otlp", "http://127.0.0.1:99999"], "port"),
-                      (["--otlp", "http://127.0.0.1:4318", "--otlp-header", "Bad Key=v"], "KEY=VALUE"),
+                      (["--otlp", "http://127.0.0.1:4318", "--otlp-header", "Bad Key=v"], "not a token"),
                       (["--otlp-header", "K=v"], "needs --otlp")):
         p = subprocess.run([DLBPF] + args + ["--", "true"], capture_output=True, text=True,
                            timeout=60)
         check(p.returncode != 0 and why in p.stderr, f"{args}: exit {p.returncode}: {p.stderr.strip()[:300]}")
+
+
+
+def test_otlp_usage_errors():
+    """Every bad --otlp URL and --otlp-header is a usage error (exit 2, as every other one) said before anything
+    is traced, and the message shows the argument as text only (no CR, LF or escape reaches the terminal);
+    headers dlbpf sets itself are refused (a second Content-Length would break the request). An unresolvable
+    host is not a usage error: the network is consulted, exit 1."""
+    from harness import shown
+    url = "http://127.0.0.1:4318"
+    cases = [(["--otlp", "https://127.0.0.1:4318"], "https is not supported"),
+             (["--otlp", "ftp://x"], "not an http:// URL"),
+             (["--otlp", "http://127.0.0.1:99999"], "bad host or port"),
+             (["--otlp", "http://"], "no host"),
+             (["--otlp", "http://h/\r\nX: 1"], "control character"),
+             (["--otlp", url, "--otlp-header", "Bad Key=v"], "not a token"),
+             (["--otlp", url, "--otlp-header", "X-Token=a\r\nInjected: 1"], "control character (0x0d)"),
+             (["--otlp", url, "--otlp-header", "X-Title=\x1b]0;pwn\x07"], "control character (0x1b)"),
+             (["--otlp", url, "--otlp-header", "Content-Length=0"], "dlbpf sets Content-Length itself"),
+             (["--otlp", url, "--otlp-header", "content-type=text/plain"], "dlbpf sets Content-Type itself"),
+             (["--otlp", url, "--otlp-header", "Host=elsewhere"], "dlbpf sets Host itself"),
+             (["--otlp-header", "K=v"], "needs --otlp")]
+    for args, why in cases:
+        p = subprocess.run([DLBPF] + args + ["--", "true"], capture_output=True, timeout=60)
+        err = shown(p.stderr, f"{args}: stderr")
+        check(p.returncode == 2 and why in err and "tracing" not in err,
+              f"{args}: exit {p.returncode}: {err.strip()[:300]}")
+    p = subprocess.run([DLBPF, "--otlp", "http://no-such-host.invalid:4318", "--", "true"], capture_output=True,
+                       text=True, timeout=60)
+    check(p.returncode == 1 and "cannot resolve" in p.stderr, f"unresolvable host: exit {p.returncode}: {p.stderr[-300:]}")
+    return f"{len(cases)} usage errors, exit 2 each, shown as text"
 
 
 if __name__ == "__main__":

@@ -128,5 +128,31 @@ def test_compact_cut_short():
     return f"{cuts} cuts, each salvaged to the record before it"
 
 
+
+def test_zero_filled_tail():
+    """A recording whose end a crash left zero-filled (blocks allocated, never written; 4 KiB of them,
+    and a sparse 2 GiB): report cuts it where the zeros start, says how many it cut, and reports
+    exactly what the recording without them reports."""
+    d, rec, _, _ = record_train("zeros", "input", 5)
+    whole = report(rec, os.path.join(d, "whole.json"))
+    size = os.path.getsize(rec)
+    n = len(recording.read(rec).records)
+    notes = []
+    for zeros in (4096, 2 << 30):
+        tailed = os.path.join(d, f"tail-{zeros}.dlbpf")
+        with open(rec, "rb") as src, open(tailed, "wb") as dst:
+            dst.write(src.read())
+            dst.truncate(size + zeros)   # the zeros a crash leaves read as zeros, written or not
+        out = os.path.join(d, f"tail-{zeros}.json")
+        rc, _, err = run_dlbpf(["report", tailed, "-j", out], timeout=180)
+        want = (f"the file ends in {zeros} bytes of zeros (what a crash can leave): cut at byte {size}; "
+                f"the {n} records before it are reported")
+        check(rc == 0 and want in err, f"{zeros} zeros: exit {rc}, expected '{want}': {err.strip()[-300:]}")
+        check(load_summary(out) == whole, f"{zeros} zeros: the report differs from the recording's without them")
+        os.unlink(tailed)
+        notes.append(f"{zeros} zeros cut")
+    return f"{n} records; " + ", ".join(notes)
+
+
 if __name__ == "__main__":
     main()

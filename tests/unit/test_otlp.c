@@ -6,14 +6,44 @@
 
 static void test_headers(void)
 {
-	CHECK(dl_otlp_header_ok("Authorization=Bearer abc=def"), "a value may hold '='");
-	CHECK(dl_otlp_header_ok("x-api-key="), "an empty value");
-	CHECK(!dl_otlp_header_ok("=v"), "no key");
-	CHECK(!dl_otlp_header_ok("novalue"), "no '='");
-	CHECK(!dl_otlp_header_ok("Bad Key=v"), "a space in the key");
-	CHECK(!dl_otlp_header_ok("K:x=v"), "a ':' in the key");
-	CHECK(!dl_otlp_header_ok("K=v\r\nInjected: 1"), "a CR LF in the value");
-	CHECK(!dl_otlp_header_ok("K=v\nX: 1"), "a LF in the value");
+	const char *why;
+
+	CHECK(!dl_otlp_header_why("Authorization=Bearer abc=def"), "a value may hold '='");
+	CHECK(!dl_otlp_header_why("x-api-key="), "an empty value");
+	CHECK(!dl_otlp_header_why("X-Tab=a\tb"), "a tab in the value");
+	CHECK(!dl_otlp_header_why("X-Bytes=caf\xc3\xa9"), "bytes past ASCII (obs-text)");
+	CHECK(dl_otlp_header_why("=v") && dl_otlp_header_why("novalue"), "no key, no '='");
+	CHECK(dl_otlp_header_why("Bad Key=v") && dl_otlp_header_why("K:x=v"), "a space or a ':' in the key");
+	why = dl_otlp_header_why("K=v\r\nInjected: 1");
+	CHECK(why && strstr(why, "control character (0x0d)"), "a CR LF in the value: %s", why ? why : "accepted");
+	CHECK(dl_otlp_header_why("K=v\nX: 1") && dl_otlp_header_why("K=\x1b[2J") && dl_otlp_header_why("K=a\x7f"),
+	      "LF, ESC and DEL in the value");
+	/* Headers dlbpf writes: a second Content-Length would put two on the wire. */
+	why = dl_otlp_header_why("content-length=5");
+	CHECK(why && !strcmp(why, "dlbpf sets Content-Length itself"), "Content-Length: %s", why ? why : "accepted");
+	CHECK(dl_otlp_header_why("Content-Type=text/plain") && dl_otlp_header_why("HOST=x") &&
+	      dl_otlp_header_why("Connection=keep-alive") && dl_otlp_header_why("Transfer-Encoding=chunked") &&
+	      dl_otlp_header_why("User-Agent=x"), "the others dlbpf sets");
+	CHECK(!dl_otlp_header_why("Content-Lengthy=5"), "a longer name is another header");
+}
+
+static void test_urls(void)
+{
+	struct dl_otlp_url u;
+	char why[256];
+
+	CHECK(dl_otlp_url_parse("http://127.0.0.1:4318/", &u, why, sizeof(why)) == 0 && !strcmp(u.host, "127.0.0.1") &&
+	      !strcmp(u.port, "4318") && !strcmp(u.prefix, ""), "host, port, no prefix");
+	CHECK(dl_otlp_url_parse("http://[::1]/otel//", &u, why, sizeof(why)) == 0 && !strcmp(u.host, "::1") &&
+	      !strcmp(u.port, "80") && !strcmp(u.prefix, "/otel"), "v6, default port, prefix");
+	CHECK(dl_otlp_url_parse("https://x", &u, why, sizeof(why)) && strstr(why, "https"), "https: %s", why);
+	CHECK(dl_otlp_url_parse("ftp://x", &u, why, sizeof(why)) && strstr(why, "http://"), "ftp: %s", why);
+	CHECK(dl_otlp_url_parse("http://x:99999", &u, why, sizeof(why)) && strstr(why, "port"), "port: %s", why);
+	CHECK(dl_otlp_url_parse("http://x:123456789", &u, why, sizeof(why)) && strstr(why, "port"), "long port");
+	CHECK(dl_otlp_url_parse("http://", &u, why, sizeof(why)) && strstr(why, "no host"), "no host: %s", why);
+	CHECK(dl_otlp_url_parse("http://[::1", &u, why, sizeof(why)) && strstr(why, "unclosed"), "v6: %s", why);
+	CHECK(dl_otlp_url_parse("http://x/a?b", &u, why, sizeof(why)) && strstr(why, "query"), "query: %s", why);
+	CHECK(dl_otlp_url_parse("http://x/a\r\nb", &u, why, sizeof(why)) && strstr(why, "control"), "CR LF: %s", why);
 }
 
 static void test_retry_after(void)
@@ -63,6 +93,7 @@ static void test_targets(void)
 int main(void)
 {
 	test_headers();
+	test_urls();
 	test_retry_after();
 	test_targets();
 	return check_report("test_otlp");

@@ -4,7 +4,9 @@
  * abort leaves it as it was and no temporary behind, the file is 0600, a link
  * someone else owns is replaced and its target untouched, one's own link is
  * followed, pipes and devices are written in place (a FIFO nobody reads fails
- * at once), and two names of one file are told apart from two files.
+ * at once), two names of one file are told apart from two files, and a
+ * temporary a killed run left is removed by the next run to that name while
+ * one a live run writes is left alone.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
 #include "outfile.h"
@@ -166,6 +169,68 @@ static void test_ids(void)
 	      "/dev/null twice");
 }
 
+/* A run that dies (as SIGKILL would end it) with its temporary of path half written. */
+static void killed_run(const char *path)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		struct dl_outfile o;
+
+		if (dl_outfile_open(&o, path))
+			_exit(1);
+		fputs("half of it", o.f);
+		fflush(o.f);
+		_exit(0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the killed run");
+}
+
+static void test_leftovers(void)
+{
+	struct dl_outfile live, next;
+	struct stat st;
+
+	killed_run(at("left.json"));
+	CHECK(hidden_entries() == 1, "%d temporaries after the killed run", hidden_entries());
+	/* Not of dlbpf's making: other names, or another mode. */
+	put(at(".left.json.abc"), "x");
+	put(at(".other.json.abcdef"), "x");
+	put(at(".left.json.ABC123"), "x");
+	CHECK(chmod(at(".left.json.ABC123"), 0644) == 0, "chmod");
+	CHECK(dl_outfile_open(&live, at("left.json")) == 0, "a live run");
+	CHECK(hidden_entries() == 4, "%d hidden entries: the leftover is not removed once", hidden_entries());
+	killed_run(at("left.json"));
+	CHECK(dl_outfile_open(&next, at("left.json")) == 0, "the next run");
+	/* The live run's temporary, the next run's, and the three that are not dlbpf's. */
+	CHECK(hidden_entries() == 5, "%d hidden entries", hidden_entries());
+	CHECK(stat(live.tmp, &st) == 0, "the live run's temporary was removed");
+	fputs("live", live.f);
+	fputs("next", next.f);
+	CHECK(dl_outfile_commit(&live) == 0 && dl_outfile_commit(&next) == 0, "commits");
+	CHECK(!strcmp(text_of(at("left.json")), "next"), "content %s", text_of(at("left.json")));
+	CHECK(hidden_entries() == 3, "%d hidden entries after the commits", hidden_entries());
+	/* A directory's leftovers by the shape of their names (the flight recorder's dumps). */
+	killed_run(at("flight-1-usr1.dlbpf"));
+	killed_run(at("flight-2-slow-step.dlbpf"));
+	put(at(".flight-3.json.abcdef"), "x");
+	CHECK(chmod(at(".flight-3.json.abcdef"), 0600) == 0, "chmod");
+	CHECK(dl_outfile_open(&live, at("flight-4-usr1.dlbpf")) == 0, "a live dump");
+	CHECK(hidden_entries() == 7, "%d hidden entries before", hidden_entries());
+	dl_outfile_remove_leftovers(dir, "flight-", ".dlbpf");
+	CHECK(hidden_entries() == 5, "%d hidden entries: the two killed dumps' go, the live one and the rest stay",
+	      hidden_entries());
+	CHECK(stat(live.tmp, &st) == 0, "the live dump's temporary was removed");
+	dl_outfile_abort(&live);
+	unlink(at(".flight-3.json.abcdef"));
+	unlink(at(".left.json.abc"));
+	unlink(at(".other.json.abcdef"));
+	unlink(at(".left.json.ABC123"));
+	unlink(at("left.json"));
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -177,6 +242,7 @@ int main(void)
 	test_links();
 	test_in_place();
 	test_ids();
+	test_leftovers();
 	{
 		char cmd[600];
 

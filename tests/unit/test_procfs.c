@@ -93,7 +93,13 @@ static void test_stat_lines(void)
 	CHECK(st.pid == 1234 && st.ppid == 1200 && st.state == 'S', "pid %d ppid %d state %c", st.pid, st.ppid,
 	      st.state);
 	CHECK(!strcmp(st.comm, "pt_data_worker (0)"), "comm '%s'", st.comm);
+	CHECK(st.flags == 4194560 && !(st.flags & DL_PF_KTHREAD), "flags %u", st.flags);
 	CHECK(dl_stat_parse("12 no-parens S 1", &st) == -1, "no parens accepted");
+	/* kthreadd as this kernel shows it (pid 2, where the pid namespace is the host's), and this process. */
+	if (dl_proc_stat(2, &st) == 0 && !strcmp(st.comm, "kthreadd"))
+		CHECK((st.flags & DL_PF_KTHREAD) && st.ppid == 0, "kthreadd: flags %#x ppid %d", st.flags, st.ppid);
+	CHECK(dl_proc_stat(getpid(), &st) == 0 && !(st.flags & DL_PF_KTHREAD) && st.threads >= 1,
+	      "this process: flags %#x threads %d", st.flags, st.threads);
 }
 
 static void test_cudart_names(void)

@@ -2,7 +2,8 @@
 /*
  * Recordings: what is written replays record for record; a file cut short or
  * corrupt past its header gives every complete record before the damage and
- * says where it stopped; a corrupt header is refused; the stop flag ends a
+ * says where it stopped (a zero-filled tail is cut where it starts, and
+ * said); a corrupt header is refused; the stop flag ends a
  * replay between records; a recording is at its path only from its first
  * flush on, so a run that fails before leaves an older file as it was.
  */
@@ -306,6 +307,77 @@ static void test_publish(const char *dir)
 	dl_stream_free(&in);
 }
 
+/* The four records of main's recording, written in encoding enc to path; its size. */
+static long record_four(const char *path, enum dl_rec_encoding enc)
+{
+	uint64_t drops[DL_DROP_MAX] = { 0 };
+	struct dl_stream out = {};
+	struct dl_recorder r;
+
+	if (dl_recorder_open(&r, path, enc))
+		return -1;
+	dl_stream_add(&out, dl_recorder_sink, &r);
+	dl_emit_trace_start(&out, 10, 12345);
+	dl_emit_procinfo(&out, 11, 42, 1, "job", 0);
+	dl_emit_sym(&out, 12, 42, 0xabc, "a_kernel_name_of_odd_length");
+	dl_emit_trace_end(&out, 13, drops);
+	dl_stream_free(&out);
+	return dl_recorder_close(&r) ? -1 : file_size(path);
+}
+
+/* path grows by n zero bytes, then by the byte after (none when after is 0). */
+static int append_zeros(const char *path, size_t n, unsigned char after)
+{
+	FILE *f = fopen(path, "ab");
+	static const unsigned char zero[4096];
+	int err = !f;
+
+	for (size_t done = 0; f && done < n; done += sizeof(zero))
+		err |= fwrite(zero, 1, n - done < sizeof(zero) ? n - done : sizeof(zero), f) == 0;
+	if (f && after)
+		err |= fputc(after, f) == EOF;
+	if (f)
+		err |= fclose(f);
+	return err ? -1 : 0;
+}
+
+/*
+ * A zero-filled tail (what a crash leaves: blocks allocated, never written), in either encoding and
+ * longer than the reader's buffer too: cut where the zeros start, said with their length, the records
+ * before them all replayed. Zeros past a buffer's worth that give way to data again are corrupt.
+ */
+static void test_zero_tails(const char *path)
+{
+	static const size_t runs[] = { 1, 2, 4096, 1 << 20 };
+	struct collect *c = calloc(1, sizeof(*c));
+	struct dl_stream in = {};
+	char err[512], want[160];
+
+	dl_stream_add(&in, collect, c);
+	for (int enc = DL_REC_VERBATIM; enc <= DL_REC_COMPACT && c; enc++) {
+		for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+			long size = record_four(path, (enum dl_rec_encoding)enc);
+			int ret;
+
+			CHECK(size > 0 && append_zeros(path, runs[i], 0) == 0, "write");
+			memset(c, 0, sizeof(*c));
+			ret = dl_replay(path, &in, NULL, err, sizeof(err));
+			snprintf(want, sizeof(want), "the file ends in %zu bytes of zeros (what a crash can leave): cut at "
+				 "byte %ld; the 4 records before it are reported", runs[i], size);
+			CHECK(ret == 1 && strstr(err, want) && c->n == 4, "encoding %d, %zu zeros: ret %d, %zu records: %s",
+			      enc, runs[i], ret, c->n, err);
+		}
+		record_four(path, (enum dl_rec_encoding)enc);
+		CHECK(append_zeros(path, 1 << 20, 0x41) == 0, "write");
+		memset(c, 0, sizeof(*c));
+		CHECK(dl_replay(path, &in, NULL, err, sizeof(err)) == 1 && c->n == 4 &&
+		      strstr(err, "1048576 bytes of zeros, then data again (corrupt from there)"),
+		      "encoding %d, zeros then data: %zu records: %s", enc, c ? c->n : 0, err);
+	}
+	dl_stream_free(&in);
+	free(c);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/dlbpf-test-record-XXXXXX", dir[] = "/tmp/dlbpf-test-recdir-XXXXXX", err[512];
@@ -360,6 +432,7 @@ int main(void)
 	test_bad_headers(path);
 	test_stop(path);
 	test_publish(dir);
+	test_zero_tails(path);
 
 	CHECK(dl_recorder_open(&r, "/nonexistent-dir/x.dlbpf", DL_REC_VERBATIM) < 0, "unwritable path opened");
 	CHECK(dl_recorder_open(&r, "/dev/full", DL_REC_COMPACT) == 0, "open /dev/full");

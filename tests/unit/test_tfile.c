@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "check.h"
@@ -173,9 +175,57 @@ static void test_devices_by_pid(void)
 	err = dl_tfile_open(getpid(), secret, &f, why, sizeof(why));
 	CHECK(err == 0, "a file in this process's root: %d %s", err, why);
 	dl_tfile_close(&f);
-	CHECK(dl_tfile_shares_root(getpid()), "this process shares its own root");
+	CHECK(dl_tfile_paths_ours(getpid()), "this process's paths are its own");
 	err = dl_tfile_open(0x7ffffff0, "/dev/zero", &f, why, sizeof(why));
 	CHECK(err == -ENOENT && f.fd == -1, "a pid that does not exist: %d", err);
+}
+
+/*
+ * A file this process maps, then deletes and replaces by another at its name: map_files opens the
+ * mapped one (as root), by path only the new one is there, and a " (deleted)" path is refused by path.
+ */
+static void test_mapped(void)
+{
+	char path[PATH_MAX], why[160], gone[PATH_MAX + 16];
+	struct stat mapped_st;
+	struct dl_tfile f;
+	void *p;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/mapped.so", top);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && write(fd, "mapped\n", 7) == 7 && fstat(fd, &mapped_st) == 0, "create %s", path);
+	p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	CHECK(p != MAP_FAILED, "map %s", path);
+	close(fd);
+	CHECK(unlink(path) == 0, "delete %s", path);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && write(fd, "the new one\n", 12) == 12, "replace %s", path);
+	close(fd);
+	if (p == MAP_FAILED)
+		return;
+	snprintf(gone, sizeof(gone), "%s (deleted)", path);
+	CHECK(dl_tfile_path_deleted(gone) && !dl_tfile_path_deleted(path) && !dl_tfile_path_deleted(" (deleted"),
+	      "the deleted mark");
+	err = dl_tfile_open_mapped(getpid(), (uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)p + 4096, gone, &f, why,
+				   sizeof(why));
+	if (geteuid() == 0) {
+		CHECK(err == 0 && f.st.st_ino == mapped_st.st_ino && f.st.st_size == 7,
+		      "map_files opens the mapped file, not the one now at its name: %d %s", err, why);
+		dl_tfile_close(&f);
+	}
+	dl_tfile_force_paths(true);
+	err = dl_tfile_open_mapped(getpid(), (uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)p + 4096, gone, &f, why,
+				   sizeof(why));
+	CHECK(err == -ENOENT && strstr(why, "deleted since it was mapped") && f.fd == -1, "by path, deleted: %d %s",
+	      err, why);
+	err = dl_tfile_open_mapped(getpid(), (uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)p + 4096, path, &f, why,
+				   sizeof(why));
+	CHECK(err == 0 && f.st.st_ino != mapped_st.st_ino && f.st.st_size == 12, "by path, the file now there: %d %s",
+	      err, why);
+	dl_tfile_close(&f);
+	dl_tfile_force_paths(false);
+	munmap(p, 4096);
 }
 
 static void cleanup(void)
@@ -193,6 +243,7 @@ int main(void)
 	test_resolution();
 	test_open();
 	test_devices_by_pid();
+	test_mapped();
 	cleanup();
 	return check_report("test_tfile");
 }

@@ -12,6 +12,7 @@
 #include "capture/env.h"
 #include "capture/files.h"
 #include "capture/kretprobes.h"
+#include "capture/procfs.h"
 #include "capture/sysevents.h"
 #include "dlbpf/syscall_handler.h"
 #include "dlbpf.skel.h"
@@ -214,38 +215,6 @@ int dl_files_attach(struct dlbpf *skel, enum dl_files_mech m, struct dl_sysevent
 	return 0;
 }
 
-/* readlink of /proc/PID/<name>, NUL-terminated; -1 if it cannot be read or does not fit. */
-static int proc_link(pid_t pid, const char *name, char *buf, size_t cap)
-{
-	char path[96];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	n = readlink(path, buf, cap - 1);
-	if (n < 0 || (size_t)n >= cap - 1)
-		return -1;
-	buf[n] = '\0';
-	return 0;
-}
-
-/*
- * /proc links name paths from dlbpf's root. A process with another root
- * (chroot, a container's mount namespace under it) sees them without that
- * prefix. A root outside dlbpf's own view is not handled: the link stays.
- */
-static const char *as_seen_by(pid_t pid, const char *path)
-{
-	char root[DL_PATH_LEN];
-	size_t n;
-
-	if (proc_link(pid, "root", root, sizeof(root)) || strcmp(root, "/") == 0)
-		return path;
-	n = strlen(root);
-	if (strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0'))
-		return path[n] ? path + n : "/";
-	return path;
-}
-
 static void fill_open(struct dl_file_open_ev *e, pid_t pid, int fd, const char *path, uint32_t flags)
 {
 	size_t n = strlen(path);
@@ -286,9 +255,9 @@ static int cwd_now(pid_t pid, struct dl_cwd *out, char *buf, size_t cap)
 	struct stat st;
 
 	snprintf(path, sizeof(path), "/proc/%d/cwd", (int)pid);
-	if (proc_link(pid, "cwd", buf, cap) || buf[0] != '/' || stat(path, &st))
+	if (dl_proc_readlink(pid, "cwd", buf, cap) || buf[0] != '/' || stat(path, &st))
 		return -1;
-	out->path = (char *)as_seen_by(pid, buf);
+	out->path = (char *)dl_proc_path_in_root(pid, buf);
 	out->ino = st.st_ino;
 	out->dev = kernel_dev(st.st_dev);
 	return 0;
@@ -357,9 +326,9 @@ int dl_files_snapshot(struct dl_stream *s, struct dl_cwds *c, pid_t pid)
 			continue;
 		snprintf(name, sizeof(name), "fd/%ld", fd);
 		/* Pipes, sockets and anonymous inodes ("pipe:[…]") are not files a loader reads data from. */
-		if (proc_link(pid, name, target, sizeof(target)) || target[0] != '/')
+		if (dl_proc_readlink(pid, name, target, sizeof(target)) || target[0] != '/')
 			continue;
-		fill_open(&e, pid, (int)fd, as_seen_by(pid, target), DL_FILE_PREEXISTING);
+		fill_open(&e, pid, (int)fd, dl_proc_path_in_root(pid, target), DL_FILE_PREEXISTING);
 		dl_stream_emit(s, &e, sizeof(e));
 		count++;
 	}
@@ -378,7 +347,7 @@ static const char *base_of(struct dl_cwds *c, const struct dl_file_open_ev *e, c
 	if (e->dirfd != AT_FDCWD) {
 		/* The dirfd's directory now: not checked against the one it named at the open. */
 		snprintf(name, sizeof(name), "fd/%d", e->dirfd);
-		return proc_link(pid, name, buf, cap) == 0 && buf[0] == '/' ? as_seen_by(pid, buf) : NULL;
+		return dl_proc_readlink(pid, name, buf, cap) == 0 && buf[0] == '/' ? dl_proc_path_in_root(pid, buf) : NULL;
 	}
 	if (cwd_now(pid, &now, buf, cap) == 0) {
 		cwd_set(c, pid, &now);

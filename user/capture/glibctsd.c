@@ -91,6 +91,7 @@ int dl_glibc_keys_off_fd(int fd, uint32_t *off)
 
 struct glibc_find {
 	char path[4096];
+	uint64_t start, end;
 	int found;
 };
 
@@ -107,6 +108,8 @@ static int find_glibc(const struct dl_mapping *m, void *arg)
 	if (g->found && strncmp(base, "libpthread", 10))
 		return 0;
 	snprintf(g->path, sizeof(g->path), "%s", m->path);
+	g->start = m->start;
+	g->end = m->end;
 	g->found = 1;
 	return 0;
 }
@@ -120,7 +123,7 @@ uint32_t dl_glibc_keys_off_of(pid_t pid, const struct dl_maps *maps)
 
 	if (dl_maps_foreach_in(maps, pid, find_glibc, &g) < 0 || !g.found)
 		return 0;
-	if (dl_tfile_open(pid, g.path, &f, NULL, 0))
+	if (dl_tfile_open_mapped(pid, g.start, g.end, g.path, &f, NULL, 0))
 		return 0;
 	err = dl_glibc_keys_off_fd(f.fd, &off);
 	dl_tfile_close(&f);

@@ -14,6 +14,7 @@
 #define NO_CLOSER "DLBPF_TEST_NO_CLOSER"
 #define URET_HAZARD "DLBPF_TEST_URETPROBE_HAZARD"
 #define NO_OPENAT2 "DLBPF_TEST_NO_OPENAT2"
+#define NO_MAP_FILES "DLBPF_TEST_NO_MAP_FILES"
 
 /*
  * A hook of one value: *on when name is set to it, announced with what it
@@ -171,4 +172,9 @@ int dl_hooks_no_openat2(bool *on)
 {
 	return one_value_hook(NO_OPENAT2, "1", "paths in traced processes' roots resolved by the walk, as without openat2",
 			      on);
+}
+
+int dl_hooks_no_map_files(bool *on)
+{
+	return one_value_hook(NO_MAP_FILES, "1", "mapped files opened by their paths, as without CAP_SYS_ADMIN", on);
 }

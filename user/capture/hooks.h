@@ -37,6 +37,10 @@
  *   DLBPF_TEST_NO_OPENAT2=1      every path in a traced process's root is
  *                                resolved by the walk, as on a kernel without
  *                                openat2 (capture/tfile.h)
+ *   DLBPF_TEST_NO_MAP_FILES=1    mapped files opened by their paths, as
+ *                                without CAP_SYS_ADMIN (which
+ *                                /proc/PID/map_files needs): the path
+ *                                route's defences can be tested as root
  *
  * A bad value is an error: a test that asked for a hook must not silently run
  * without it.
@@ -62,5 +66,7 @@ int dl_hooks_uretprobe_hazard(bool *on);
 int dl_hooks_no_closer(bool *on);
 /* DLBPF_TEST_NO_OPENAT2: *on; 0 or -EINVAL. */
 int dl_hooks_no_openat2(bool *on);
+/* DLBPF_TEST_NO_MAP_FILES: *on; 0 or -EINVAL. */
+int dl_hooks_no_map_files(bool *on);
 
 #endif

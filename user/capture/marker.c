@@ -23,13 +23,15 @@ struct find_ctx {
 	int found;
 };
 
-static int try_file(struct find_ctx *c, const char *mapped_path)
+/* The file at mapped_path: the mapping [start, end) of it, or (no mapping: end 0) by its path alone. */
+static int try_file(struct find_ctx *c, const char *mapped_path, uint64_t start, uint64_t end)
 {
 	struct dl_elf_syms syms;
 	const struct dl_elf_sym *s;
 	struct dl_tfile f;
 
-	if (dl_tfile_open(c->pid, mapped_path, &f, NULL, 0))
+	if (end ? dl_tfile_open_mapped(c->pid, start, end, mapped_path, &f, NULL, 0)
+		: dl_tfile_open(c->pid, mapped_path, &f, NULL, 0))
 		return 0;
 	if (dl_elf_syms_load_fd(f.fd, &syms)) {
 		dl_tfile_close(&f);
@@ -54,7 +56,7 @@ static int scan(const struct dl_mapping *m, void *arg)
 
 	if (m->perms[2] != 'x' || !strcmp(m->path, c->exe))
 		return 0;
-	return try_file(c, m->path);
+	return try_file(c, m->path, m->start, m->end);
 }
 
 int dl_markers_attached(const struct dl_markers *m, pid_t pid)
@@ -77,7 +79,7 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, cons
 	n = readlink(exe_link, c.exe, sizeof(c.exe) - 1);
 	if (n > 0) {
 		c.exe[n] = '\0';
-		try_file(&c, c.exe);
+		try_file(&c, c.exe, 0, 0);
 	}
 	if (!c.found)
 		dl_maps_foreach_in(maps, pid, scan, &c);

@@ -267,14 +267,14 @@ int dl_stat_parse(const char *buf, struct dl_proc_stat *st)
 	if (len >= sizeof(st->comm))
 		len = sizeof(st->comm) - 1;
 	memcpy(st->comm, open + 1, len);
-	/* state ppid, then pgrp .. nice (15 fields), then num_threads (the 20th field) */
-	n = sscanf(close + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d", &st->state, &ppid,
-		   &threads);
+	/* state ppid, then pgrp .. nice (15 fields, flags the 5th of them), then num_threads (the 20th field) */
+	n = sscanf(close + 1, " %c %d %*d %*d %*d %*d %u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d", &st->state, &ppid,
+		   &st->flags, &threads);
 	if (n < 2)
 		return -1;
 	st->pid = pid;
 	st->ppid = ppid;
-	st->threads = n == 3 && threads > 0 ? threads : 0;
+	st->threads = n == 4 && threads > 0 ? threads : 0;
 	return 0;
 }
 
@@ -349,6 +349,32 @@ const char *dl_basename(const char *path)
 	const char *s = strrchr(path, '/');
 
 	return s ? s + 1 : path;
+}
+
+int dl_proc_readlink(pid_t pid, const char *name, char *buf, size_t cap)
+{
+	char path[96];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	n = readlink(path, buf, cap - 1);
+	if (n < 0 || (size_t)n >= cap - 1)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+const char *dl_proc_path_in_root(pid_t pid, const char *path)
+{
+	char root[4096];
+	size_t n;
+
+	if (dl_proc_readlink(pid, "root", root, sizeof(root)) || strcmp(root, "/") == 0)
+		return path;
+	n = strlen(root);
+	if (strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0'))
+		return path[n] ? path + n : "/";
+	return path;
 }
 
 bool dl_is_cudart_name(const char *path)

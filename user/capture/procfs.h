@@ -28,6 +28,18 @@ ssize_t dl_proc_read(pid_t pid, const char *name, char *buf, size_t size);
 /* One read of a small file (procfs, sysfs, tracefs) from fd into buf, NUL-terminated; closes fd. Its length, or -errno. */
 ssize_t dl_read_small_fd(int fd, char *buf, size_t size);
 
+/* readlink of /proc/PID/<name> (root, cwd, fd/N), NUL-terminated; -1 if it cannot be read or does not fit. */
+int dl_proc_readlink(pid_t pid, const char *name, char *buf, size_t cap);
+/*
+ * A path /proc shows of pid (its maps, its fd and cwd links) as pid itself
+ * names it: /proc writes paths from the reader's root, so a process in a
+ * chroot (or a container's root within dlbpf's view) has its root's prefix
+ * taken off. A root outside dlbpf's view (another mount namespace) is shown
+ * from that namespace's root already: the path is returned as it is. Points
+ * into path.
+ */
+const char *dl_proc_path_in_root(pid_t pid, const char *path);
+
 /* Parses one line of /proc/PID/maps; returns 0, or -1 for a malformed line. */
 int dl_maps_parse_line(const char *line, struct dl_mapping *m);
 
@@ -63,7 +75,11 @@ struct dl_proc_stat {
 	char state;
 	char comm[64];
 	int threads;           /* num_threads; 0 if the line stops short of it */
+	unsigned flags;        /* the kernel's PF_* flags of the task */
 };
+
+/* A kernel thread (kthreadd, kworker/...): no program, no mappings, nothing of it a tracer of jobs can see. */
+#define DL_PF_KTHREAD 0x00200000u
 
 /* Parses the contents of /proc/PID/stat (comm may hold spaces and parentheses). */
 int dl_stat_parse(const char *buf, struct dl_proc_stat *st);

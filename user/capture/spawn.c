@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,22 +16,95 @@
 #include "log.h"
 #include "capture/procfs.h"
 #include "capture/spawn.h"
+#include "util.h"
 
-int dl_spawn_start(struct dl_spawn *sp, char **argv)
+/* "KEY=value", allocated. */
+static char *env_entry(const char *key, const char *value)
 {
-	int pipefd[2], status, child_errno = 0;
+	size_t n = strlen(key) + strlen(value) + 2;
+	char *e = dl_xcalloc(n, 1);
+
+	snprintf(e, n, "%s=%s", key, value);
+	return e;
+}
+
+/* What the user's command gets: everything but HOME, USER and LOGNAME from dlbpf's environment, those the user's. */
+static char **user_environ(const struct dl_run_as *as)
+{
+	static const char *const own[] = { "HOME=", "USER=", "LOGNAME=" };
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = dl_xcalloc(n + 4, sizeof(*env));
+	for (size_t i = 0; i < n; i++) {
+		bool replaced = false;
+
+		for (size_t o = 0; o < sizeof(own) / sizeof(own[0]); o++)
+			replaced |= !strncmp(environ[i], own[o], strlen(own[o]));
+		if (!replaced)
+			env[k++] = environ[i];
+	}
+	env[k++] = env_entry("HOME", as->home);
+	env[k++] = env_entry("USER", as->name);
+	env[k++] = env_entry("LOGNAME", as->name);
+	return env;
+}
+
+static void user_environ_free(char **env)
+{
+	size_t n = 0;
+
+	if (!env)
+		return;
+	while (env[n])
+		n++;
+	/* The last three are ours; the rest are environ's. */
+	for (size_t i = n >= 3 ? n - 3 : 0; i < n; i++)
+		free(env[i]);
+	free(env);
+}
+
+/* as's supplementary groups, from the group database (read here: not in the child, after fork). */
+static gid_t *user_groups(const struct dl_run_as *as, int *n)
+{
+	int cap = 64;
+	gid_t *g = dl_xcalloc((size_t)cap, sizeof(*g));
+
+	*n = cap;
+	while (getgrouplist(as->name, as->gid, g, n) < 0 && *n > cap) {
+		cap = *n;
+		g = dl_xrealloc(g, (size_t)cap * sizeof(*g));
+	}
+	return g;
+}
+
+/* What the child tells through the pipe when it cannot run the command: which step, and errno. */
+struct child_failure {
+	int step;   /* 0: exec (or ptrace), 1: becoming the --run-as user */
+	int err;
+};
+
+int dl_spawn_start(struct dl_spawn *sp, char **argv, const struct dl_run_as *as)
+{
+	int pipefd[2], status, ngroups = 0;
+	struct child_failure cf = { 0 };
+	char **env = as ? user_environ(as) : NULL;
+	gid_t *groups = as ? user_groups(as, &ngroups) : NULL;
 	pid_t pid;
 
 	memset(sp, 0, sizeof(*sp));
-	if (pipe2(pipefd, O_CLOEXEC))
-		return -errno;
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		cf.err = -errno;
+		goto out;
+	}
 	pid = fork();
 	if (pid < 0) {
-		int err = -errno;
-
+		cf.err = -errno;
 		close(pipefd[0]);
 		close(pipefd[1]);
-		return err;
+		goto out;
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
@@ -38,23 +112,43 @@ int dl_spawn_start(struct dl_spawn *sp, char **argv)
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
-			execvp(argv[0], argv);
-		child_errno = errno;
-		if (write(pipefd[1], &child_errno, sizeof(child_errno)) < 0)
+		/* Groups, then the group, then the user: each step needs the privilege the next one drops. */
+		if (as && (setgroups((size_t)ngroups, groups) || setgid(as->gid) || setuid(as->uid))) {
+			cf = (struct child_failure){ .step = 1, .err = errno };
+		} else {
+			if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0) {
+				if (env)
+					execvpe(argv[0], argv, env);
+				else
+					execvp(argv[0], argv);
+			}
+			cf.err = errno;
+		}
+		if (write(pipefd[1], &cf, sizeof(cf)) < 0)
 			_exit(126);
 		_exit(127);
 	}
 	close(pipefd[1]);
-	/* The pipe closes on a successful exec, or carries the errno of a failed one. */
-	if (read(pipefd[0], &child_errno, sizeof(child_errno)) == sizeof(child_errno)) {
+	/* The pipe closes on a successful exec, or tells why the command did not run. */
+	if (read(pipefd[0], &cf, sizeof(cf)) == sizeof(cf)) {
 		close(pipefd[0]);
 		waitpid(pid, &status, 0);
-		sp->exec_errno = child_errno;
-		dl_err("cannot run '%s': %s", argv[0], strerror(child_errno));
-		return -child_errno;
+		if (cf.step == 1) {
+			dl_err("cannot run '%s' as %s (uid %u, gid %u): %s", argv[0], as->name, (unsigned)as->uid,
+			       (unsigned)as->gid, strerror(cf.err));
+		} else {
+			sp->exec_errno = cf.err;
+			dl_err("cannot run '%s'%s%s: %s", argv[0], as ? " as " : "", as ? as->name : "", strerror(cf.err));
+		}
+		cf.err = -cf.err;
+		goto out;
 	}
+	cf.err = 0;
 	close(pipefd[0]);
+	user_environ_free(env);
+	free(groups);
+	env = NULL;
+	groups = NULL;
 	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status)) {
 		int err = errno == EINTR ? -EINTR : -ECHILD;
 
@@ -78,6 +172,10 @@ int dl_spawn_start(struct dl_spawn *sp, char **argv)
 		return err;
 	}
 	return 0;
+out:
+	user_environ_free(env);
+	free(groups);
+	return cf.err;
 }
 
 static int read_entry(pid_t pid, unsigned long *entry)

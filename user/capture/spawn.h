@@ -16,12 +16,20 @@ struct dl_spawn {
 	int exec_errno;   /* why execvp failed (the command never ran); 0 otherwise */
 };
 
+/* --run-as: the user the command runs as (its groups from the group database), with its HOME, USER, LOGNAME. */
+struct dl_run_as {
+	const char *name, *home;
+	uid_t uid;
+	gid_t gid;
+};
+
 /*
- * Forks and execs argv held at its exec; fails with a message (and exec_errno)
- * when the command cannot run. While held (until dl_spawn_release) the command
- * dies with dlbpf (PTRACE_O_EXITKILL): it has not started its own code yet.
+ * Forks and execs argv held at its exec, as the user as names (NULL: as
+ * dlbpf); fails with a message (and exec_errno) when the command cannot run.
+ * While held (until dl_spawn_release) the command dies with dlbpf
+ * (PTRACE_O_EXITKILL): it has not started its own code yet.
  */
-int dl_spawn_start(struct dl_spawn *sp, char **argv);
+int dl_spawn_start(struct dl_spawn *sp, char **argv, const struct dl_run_as *as);
 /* Runs the child up to its entry point and holds it there. */
 int dl_spawn_run_to_entry(struct dl_spawn *sp);
 /* Lets the child go: it runs on untraced by ptrace. */

@@ -38,13 +38,29 @@ typedef DL_VEC(struct exec_map) exec_map_vec;
 
 struct pid_maps {
 	pid_t pid;
-	bool shares_root;   /* resolves paths as dlbpf does (same mount namespace and root) */
+	bool paths_ours;    /* its maps' paths name files in dlbpf's view (the same mount namespace) */
 	exec_map_vec maps;
 	struct dl_u64map seen;   /* addresses asked about (dl_symbolizer_first) */
 	uint64_t read_ns;        /* when its maps were last read (tried) */
 };
 
+/*
+ * Files that processes of other mount namespaces map, and files deleted
+ * since they were mapped, held open (O_PATH, no read) while their process
+ * lives, so that its code is still named once it is gone: no path of
+ * dlbpf's leads there then. Bounded: a descriptor each.
+ */
+#define DL_SYMHELD_MAX 256
+
+struct held_file {
+	uint64_t dev, inode;
+	int fd;
+};
+
 struct dl_symbolizer {
+	DL_VEC(struct held_file) held;
+	bool held_full_said;
+	bool held_refused;   /* map_files links cannot be opened here (no CAP_SYS_ADMIN) */
 	struct cached_file files[DL_SYMCACHE];
 	unsigned next;   /* round-robin eviction */
 	DL_VEC(struct pid_maps) pids;
@@ -76,6 +92,9 @@ void dl_symbolizer_free(struct dl_symbolizer *sz)
 	}
 	dl_vec_free(&sz->pids);
 	dl_u64map_free(&sz->pid_index);
+	for (size_t i = 0; i < sz->held.n; i++)
+		close(sz->held.v[i].fd);
+	dl_vec_free(&sz->held);
 	free(sz);
 }
 
@@ -191,6 +210,47 @@ static void forget_unmapped(struct pid_maps *pm, const exec_map_vec *fresh)
 	dl_vec_free(&gone);
 }
 
+static const struct held_file *held_of(const struct dl_symbolizer *sz, uint64_t dev, uint64_t inode)
+{
+	for (size_t i = 0; i < sz->held.n; i++)
+		if (sz->held.v[i].dev == dev && sz->held.v[i].inode == inode)
+			return &sz->held.v[i];
+	return NULL;
+}
+
+/* Whether m's file has no path of dlbpf's to name it by once pid is gone. */
+static bool needs_holding(const struct pid_maps *pm, const struct exec_map *m)
+{
+	return !pm->paths_ours || dl_tfile_path_deleted(m->path);
+}
+
+/* pm's mapped files that need it, each held once (by dev and inode) while there is room. */
+static void hold_files(struct dl_symbolizer *sz, pid_t pid, const struct pid_maps *pm)
+{
+	for (size_t i = 0; i < pm->maps.n; i++) {
+		const struct exec_map *m = &pm->maps.v[i];
+		int fd;
+
+		if (!needs_holding(pm, m) || held_of(sz, m->dev, m->inode))
+			continue;
+		if (sz->held.n >= DL_SYMHELD_MAX) {
+			if (!sz->held_full_said)
+				dl_info("%d files of other mount namespaces (or deleted) held for naming their code: those of "
+					"processes after them are named only while their process lives", DL_SYMHELD_MAX);
+			sz->held_full_said = true;
+			return;
+		}
+		fd = dl_tfile_hold_mapped(pid, m->start, m->end);
+		if (fd >= 0) {
+			*dl_vec_push(&sz->held) = (struct held_file){ .dev = m->dev, .inode = m->inode, .fd = fd };
+		} else if (fd == -EPERM || fd == -EACCES) {
+			/* Without CAP_SYS_ADMIN no link opens: not tried again at every rescan. */
+			sz->held_refused = true;
+			return;
+		}
+	}
+}
+
 int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid, const struct dl_maps *maps)
 {
 	struct pid_maps *pm = pid_maps_of(sz, pid, true);
@@ -211,17 +271,28 @@ int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid, const struct dl_maps
 		forget_unmapped(pm, &fresh);
 	exec_maps_free(&pm->maps);
 	pm->maps = fresh;
-	pm->shares_root = dl_tfile_shares_root(pid);
+	pm->paths_ours = dl_tfile_paths_ours(pid);
+	if (!sz->held_refused)
+		hold_files(sz, pid, pm);
 	return 0;
 }
 
-/* m's file, inside pid's root while it lives; once it is gone, in ours only if it was the same. */
-static int open_mapped(const struct pid_maps *pm, pid_t pid, const struct exec_map *m, struct dl_tfile *f)
+/*
+ * m's file, the mapped one (or inside pid's root) while it lives; once it is gone, the one held for it
+ * (needs_holding), else by its path in dlbpf's root (pid's paths were ours).
+ */
+static int open_mapped(const struct dl_symbolizer *sz, const struct pid_maps *pm, pid_t pid, const struct exec_map *m,
+		       struct dl_tfile *f)
 {
-	int rootfd, err = dl_tfile_open(pid, m->path, f, NULL, 0);
+	int rootfd, err = dl_tfile_open_mapped(pid, m->start, m->end, m->path, f, NULL, 0);
+	const struct held_file *h;
 
-	if (err != -ENOENT || !pm || !pm->shares_root)
+	if (err != -ENOENT || !pm)
 		return err;
+	if (needs_holding(pm, m)) {
+		h = held_of(sz, m->dev, m->inode);
+		return h ? dl_tfile_open_held(h->fd, f, NULL, 0) : err;
+	}
 	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return -errno;
@@ -242,7 +313,7 @@ static struct cached_file *file_syms(struct dl_symbolizer *sz, pid_t pid, const 
 	if (cf->loaded)
 		dl_elf_syms_free(&cf->syms);
 	cf->loaded = 0;
-	if (open_mapped(pid_maps_of(sz, pid, false), pid, m, &f))
+	if (open_mapped(sz, pid_maps_of(sz, pid, false), pid, m, &f))
 		return NULL;
 	if (dl_elf_syms_load_fd(f.fd, &cf->syms)) {
 		dl_tfile_close(&f);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <linux/openat2.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "capture/procfs.h"
 #include "capture/tfile.h"
 #include "log.h"
 #include "util.h"
@@ -21,10 +23,16 @@
 static bool no_openat2;         /* the kernel said ENOSYS: walk from then on */
 
 static bool forced_walk;        /* the test hook DLBPF_TEST_NO_OPENAT2 */
+static bool forced_paths;       /* the test hook DLBPF_TEST_NO_MAP_FILES */
 
 void dl_tfile_force_walk(bool on)
 {
 	forced_walk = on;
+}
+
+void dl_tfile_force_paths(bool on)
+{
+	forced_paths = on;
 }
 
 struct walk {
@@ -220,18 +228,12 @@ static void say(char *why, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-int dl_tfile_open_in(int rootfd, const char *path, struct dl_tfile *f, char *why, size_t whylen)
+/* What the O_PATH descriptor pfd names, opened for reading when it is a regular file of a sane size; closes pfd. */
+static int open_checked(int pfd, struct dl_tfile *f, char *why, size_t whylen)
 {
 	char self[32];
-	int pfd, err;
+	int err;
 
-	memset(f, 0, sizeof(*f));
-	f->fd = -1;
-	pfd = dl_resolve_in_root(rootfd, path, forced_walk);
-	if (pfd < 0) {
-		say(why, whylen, "%s", strerror(-pfd));
-		return pfd;
-	}
 	if (fstat(pfd, &f->st)) {
 		err = -errno;
 		say(why, whylen, "%s", strerror(-err));
@@ -262,6 +264,25 @@ int dl_tfile_open_in(int rootfd, const char *path, struct dl_tfile *f, char *why
 	return 0;
 }
 
+static void tfile_init(struct dl_tfile *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+}
+
+int dl_tfile_open_in(int rootfd, const char *path, struct dl_tfile *f, char *why, size_t whylen)
+{
+	int pfd;
+
+	tfile_init(f);
+	pfd = dl_resolve_in_root(rootfd, path, forced_walk);
+	if (pfd < 0) {
+		say(why, whylen, "%s", strerror(-pfd));
+		return pfd;
+	}
+	return open_checked(pfd, f, why, whylen);
+}
+
 int dl_tfile_open(pid_t pid, const char *path, struct dl_tfile *f, char *why, size_t whylen)
 {
 	char root[64];
@@ -271,14 +292,70 @@ int dl_tfile_open(pid_t pid, const char *path, struct dl_tfile *f, char *why, si
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
 		err = -errno;
-		memset(f, 0, sizeof(*f));
-		f->fd = -1;
+		tfile_init(f);
 		say(why, whylen, "%s", strerror(-err));
 		return err;
 	}
-	err = dl_tfile_open_in(rootfd, path, f, why, whylen);
+	/* The maps show the path from dlbpf's root: a chroot's prefix is in it once already. */
+	err = dl_tfile_open_in(rootfd, dl_proc_path_in_root(pid, path), f, why, whylen);
 	close(rootfd);
 	return err;
+}
+
+int dl_tfile_hold_mapped(pid_t pid, uint64_t start, uint64_t end)
+{
+	char link[96];
+	int pfd;
+
+	if (forced_paths)
+		return -EPERM;
+	snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
+	pfd = open(link, O_PATH | O_CLOEXEC);
+	return pfd < 0 ? -errno : pfd;
+}
+
+int dl_tfile_open_held(int held, struct dl_tfile *f, char *why, size_t whylen)
+{
+	int pfd = fcntl(held, F_DUPFD_CLOEXEC, 3);
+
+	tfile_init(f);
+	if (pfd < 0) {
+		say(why, whylen, "%s", strerror(errno));
+		return -errno;
+	}
+	return open_checked(pfd, f, why, whylen);
+}
+
+bool dl_tfile_path_deleted(const char *path)
+{
+	static const char mark[] = " (deleted)";
+	size_t n = strlen(path);
+
+	return n >= sizeof(mark) - 1 && !strcmp(path + n - (sizeof(mark) - 1), mark);
+}
+
+int dl_tfile_open_mapped(pid_t pid, uint64_t start, uint64_t end, const char *path, struct dl_tfile *f, char *why,
+			 size_t whylen)
+{
+	int pfd;
+
+	/* The mapped file itself: no path to resolve, whatever now lies at its name (or none). */
+	pfd = dl_tfile_hold_mapped(pid, start, end);
+	if (pfd >= 0) {
+		tfile_init(f);
+		return open_checked(pfd, f, why, whylen);
+	}
+	/* EPERM without CAP_SYS_ADMIN (CAP_BPF and CAP_PERFMON only); ENOENT once the mapping is gone. */
+	if (!forced_paths)
+		dl_debug("pid %d: cannot open its map_files link of %s: %s; looked up by its path", (int)pid, path,
+			 strerror(-pfd));
+	if (dl_tfile_path_deleted(path)) {
+		tfile_init(f);
+		say(why, whylen, "deleted since it was mapped, and its /proc/%d/map_files link cannot be read "
+		    "(root can)", (int)pid);
+		return -ENOENT;
+	}
+	return dl_tfile_open(pid, path, f, why, whylen);
 }
 
 void dl_tfile_close(struct dl_tfile *f)
@@ -294,15 +371,12 @@ bool dl_tfile_transient(int err)
 	return err == -EMFILE || err == -ENFILE || err == -ENOMEM || err == -EAGAIN || err == -EINTR;
 }
 
-bool dl_tfile_shares_root(pid_t pid)
+bool dl_tfile_paths_ours(pid_t pid)
 {
 	char path[64];
 	struct stat a, b;
 
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
-	if (stat(path, &a) || stat("/", &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-		return false;
-	/* The same root directory seen through other mounts is another tree. */
+	/* One mount namespace: /proc names pid's files from dlbpf's root, whatever pid's own root (a chroot). */
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
 	if (stat(path, &a) || stat("/proc/self/ns/mnt", &b))
 		return false;

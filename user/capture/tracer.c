@@ -693,7 +693,7 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 	struct link_sets sets;
 	struct dl_tfile f;
 	char why[160];
-	int r = dl_tfile_open(pid, m->path, &f, why, sizeof(why));
+	int r = dl_tfile_open_mapped(pid, m->start, m->end, m->path, &f, why, sizeof(why));
 
 	if (r) {
 		refuse(t, pid, m, kind, r, "read", why);
@@ -761,10 +761,9 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	if (is_refused(c->t, c->pid, mapping_dev(m), m->inode))
 		return 0;
 	kind = dl_lib_kind_by_name(m->path);
-	/* Other files are read once, for a runtime linked into them; only code mappings. */
+	/* Other files are read once, for a runtime linked into them; only code mappings (a deleted one too: map_files). */
 	if (kind == DL_LIB_NONE &&
-	    (m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
-	     is_plain(c->t, mapping_dev(m), m->inode)))
+	    (m->perms[2] != 'x' || m->path[0] != '/' || is_plain(c->t, mapping_dev(m), m->inode)))
 		return 0;
 	r = attach_library(c->t, c->pid, m, kind);
 	if (r > 0)
@@ -972,10 +971,10 @@ static int maps_cuda_one(const struct dl_mapping *m, void *arg)
 		c->found = true;
 		return 1;
 	}
-	if (kind != DL_LIB_NONE || m->perms[2] != 'x' || m->path[0] != '/' || strstr(m->path, " (deleted)") ||
-	    is_plain(c->t, dev, m->inode) || is_refused(c->t, c->pid, dev, m->inode))
+	if (kind != DL_LIB_NONE || m->perms[2] != 'x' || m->path[0] != '/' || is_plain(c->t, dev, m->inode) ||
+	    is_refused(c->t, c->pid, dev, m->inode))
 		return 0;
-	err = dl_tfile_open(c->pid, m->path, &f, NULL, 0);
+	err = dl_tfile_open_mapped(c->pid, m->start, m->end, m->path, &f, NULL, 0);
 	if (!err) {
 		err = dl_elf_syms_load_fd(f.fd, &syms);
 		dl_tfile_close(&f);

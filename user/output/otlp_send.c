@@ -39,7 +39,7 @@ struct item {
 };
 
 struct dl_otlp_sender {
-	char host[256], port[8], prefix[512], hostport[300];
+	struct dl_otlp_url url;
 	char *headers;           /* "K: V\r\n" each */
 	struct addrinfo *addrs;
 	pthread_t thread;
@@ -57,71 +57,110 @@ struct dl_otlp_sender {
 
 static const char *const paths[DL_OTLP_SIGNALS] = { "/v1/traces", "/v1/metrics" };
 
-bool dl_otlp_header_ok(const char *kv)
+/* Headers dlbpf writes itself (otlp_post): a second one would contradict it or break the request's framing. */
+static const char *const own_headers[] = { "Host", "User-Agent", "Content-Type", "Content-Length", "Connection",
+					   "Transfer-Encoding" };
+
+const char *dl_otlp_header_why(const char *kv)
 {
+	static char why[96];
 	const char *eq = strchr(kv, '=');
 
 	if (!eq || eq == kv)
-		return false;
+		return "not KEY=VALUE";
 	for (const char *p = kv; p < eq; p++)   /* RFC 9110 token */
 		if (!(*p > 0x20 && *p < 0x7f && !strchr("\"(),/:;<=>?@[\\]{}", *p)))
-			return false;
-	return !strpbrk(eq + 1, "\r\n");
+			return "the key is not a token (letters, digits and !#$%&'*+-.^_`|~)";
+	for (size_t i = 0; i < sizeof(own_headers) / sizeof(own_headers[0]); i++)
+		if (strlen(own_headers[i]) == (size_t)(eq - kv) && !strncasecmp(kv, own_headers[i], (size_t)(eq - kv))) {
+			snprintf(why, sizeof(why), "dlbpf sets %s itself", own_headers[i]);
+			return why;
+		}
+	/* RFC 9110 field-value: visible characters, spaces and tabs; no control a terminal or a server acts on. */
+	for (const unsigned char *p = (const unsigned char *)eq + 1; *p; p++)
+		if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
+			snprintf(why, sizeof(why), "the value holds a control character (0x%02x)", *p);
+			return why;
+		}
+	return NULL;
+}
+
+int dl_otlp_url_parse(const char *url, struct dl_otlp_url *u, char *why, size_t whylen)
+{
+	const char *p, *slash, *colon;
+	size_t hl;
+	char *end;
+	long port;
+
+	memset(u, 0, sizeof(*u));
+	if (!strncasecmp(url, "https://", 8)) {
+		snprintf(why, whylen, "https is not supported (dlbpf links no TLS library); send to a collector on "
+			 "this node over http (http://127.0.0.1:4318) and let it export over TLS");
+		return -EINVAL;
+	}
+	if (strncasecmp(url, "http://", 7)) {
+		snprintf(why, whylen, "not an http:// URL (like http://127.0.0.1:4318)");
+		return -EINVAL;
+	}
+	for (p = url; *p; p++)
+		if ((unsigned char)*p <= 0x20 || *p == 0x7f) {
+			snprintf(why, whylen, "a space or a control character in the URL");
+			return -EINVAL;
+		}
+	p = url + 7;
+	slash = strchr(p, '/');
+	hl = slash ? (size_t)(slash - p) : strlen(p);
+	if (!hl || hl >= sizeof(u->hostport)) {
+		snprintf(why, whylen, "no host");
+		return -EINVAL;
+	}
+	memcpy(u->hostport, p, hl);
+	u->hostport[hl] = '\0';
+	if (slash && strlen(slash) >= sizeof(u->prefix)) {
+		snprintf(why, whylen, "the path is too long");
+		return -EINVAL;
+	}
+	snprintf(u->prefix, sizeof(u->prefix), "%s", slash ? slash : "");
+	/* A trailing slash is the same endpoint: http://h:4318/ -> /v1/traces. */
+	for (size_t n = strlen(u->prefix); n && u->prefix[n - 1] == '/';)
+		u->prefix[--n] = '\0';
+	if (strpbrk(u->prefix, "?#")) {
+		snprintf(why, whylen, "the path holds a query or a fragment");
+		return -EINVAL;
+	}
+	if (u->hostport[0] == '[') {   /* [v6]:port */
+		const char *close = strchr(u->hostport, ']');
+
+		if (!close) {
+			snprintf(why, whylen, "unclosed [");
+			return -EINVAL;
+		}
+		snprintf(u->host, sizeof(u->host), "%.*s", (int)(close - u->hostport - 1), u->hostport + 1);
+		colon = close[1] == ':' ? close + 1 : NULL;
+	} else {
+		colon = strrchr(u->hostport, ':');
+		snprintf(u->host, sizeof(u->host), "%.*s", (int)(colon ? (size_t)(colon - u->hostport) : hl), u->hostport);
+	}
+	snprintf(u->port, sizeof(u->port), "%.7s", colon && colon[1] ? colon + 1 : "80");
+	errno = 0;
+	port = strtol(u->port, &end, 10);
+	if (errno || *end || port < 1 || port > 65535 || !u->host[0] || (colon && strlen(colon + 1) >= sizeof(u->port))) {
+		snprintf(why, whylen, "bad host or port");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int parse_url(struct dl_otlp_sender *s, const char *url)
 {
-	const char *p, *slash, *colon;
-	size_t hl;
+	struct dl_sbuf b = { 0 };
+	char why[256];
+	int err = dl_otlp_url_parse(url, &s->url, why, sizeof(why));
 
-	if (!strncasecmp(url, "https://", 8)) {
-		dl_err("--otlp %s: https is not supported (dlbpf links no TLS library); send to a collector on "
-		       "this node over http (http://127.0.0.1:4318) and let it export over TLS", url);
-		return -EINVAL;
-	}
-	if (strncasecmp(url, "http://", 7)) {
-		dl_err("--otlp %s: not an http:// URL (like http://127.0.0.1:4318)", url);
-		return -EINVAL;
-	}
-	p = url + 7;
-	slash = strchr(p, '/');
-	hl = slash ? (size_t)(slash - p) : strlen(p);
-	if (!hl || hl >= sizeof(s->hostport)) {
-		dl_err("--otlp %s: no host", url);
-		return -EINVAL;
-	}
-	memcpy(s->hostport, p, hl);
-	s->hostport[hl] = '\0';
-	snprintf(s->prefix, sizeof(s->prefix), "%s", slash ? slash : "");
-	/* A trailing slash is the same endpoint: http://h:4318/ -> /v1/traces. */
-	for (size_t n = strlen(s->prefix); n && s->prefix[n - 1] == '/';)
-		s->prefix[--n] = '\0';
-	if (strpbrk(s->prefix, " \r\n\t?#")) {
-		dl_err("--otlp %s: the path holds a space, a query or a fragment", url);
-		return -EINVAL;
-	}
-	if (s->hostport[0] == '[') {   /* [v6]:port */
-		const char *end = strchr(s->hostport, ']');
-
-		if (!end) {
-			dl_err("--otlp %s: unclosed [", url);
-			return -EINVAL;
-		}
-		snprintf(s->host, sizeof(s->host), "%.*s", (int)(end - s->hostport - 1), s->hostport + 1);
-		colon = end[1] == ':' ? end + 1 : NULL;
-	} else {
-		colon = strrchr(s->hostport, ':');
-		snprintf(s->host, sizeof(s->host), "%.*s", (int)(colon ? (size_t)(colon - s->hostport) : hl), s->hostport);
-	}
-	snprintf(s->port, sizeof(s->port), "%s", colon && colon[1] ? colon + 1 : "80");
-	char *end;
-	long port = strtol(s->port, &end, 10);
-
-	if (*end || port < 1 || port > 65535 || !s->host[0]) {
-		dl_err("--otlp %s: bad host or port", url);
-		return -EINVAL;
-	}
-	return 0;
+	if (err)
+		dl_err("--otlp %s: %s", dl_text(&b, url), why);
+	dl_sbuf_free(&b);
+	return err;
 }
 
 static uint64_t now_ns(void)
@@ -245,7 +284,7 @@ static int post(struct dl_otlp_sender *s, const struct item *it, uint64_t deadli
 	n = snprintf(head, sizeof(head),
 		     "POST %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: dlbpf/%s\r\nContent-Type: application/x-protobuf\r\n"
 		     "Content-Length: %zu\r\nConnection: close\r\n%s\r\n",
-		     s->prefix, paths[it->sig], s->hostport, DLBPF_VERSION, it->len, s->headers ? s->headers : "");
+		     s->url.prefix, paths[it->sig], s->url.hostport, DLBPF_VERSION, it->len, s->headers ? s->headers : "");
 	if (n < 0 || (size_t)n >= sizeof(head)) {
 		close(fd);
 		snprintf(why, whylen, "request head too long");
@@ -371,8 +410,13 @@ struct dl_otlp_sender *dl_otlp_sender__new(const struct dl_otlp_target *t)
 	for (int i = 0; i < t->nheaders; i++) {
 		const char *kv = t->headers[i], *eq = strchr(kv, '=');
 
-		if (!dl_otlp_header_ok(kv)) {
-			dl_err("--otlp-header %s: not KEY=VALUE with a token key and a value on one line", kv);
+		const char *why = dl_otlp_header_why(kv);
+
+		if (why) {
+			struct dl_sbuf b = { 0 };
+
+			dl_err("--otlp-header %s: %s", dl_text(&b, kv), why);
+			dl_sbuf_free(&b);
 			goto fail;
 		}
 		dl_sbuf_printf(&h, "%.*s: %s\r\n", (int)(eq - kv), kv, eq + 1);
@@ -382,8 +426,8 @@ struct dl_otlp_sender *dl_otlp_sender__new(const struct dl_otlp_target *t)
 		s->headers = h.v;
 		h.v = NULL;
 	}
-	if ((err = getaddrinfo(s->host, s->port, &hints, &s->addrs))) {
-		dl_err("--otlp %s: cannot resolve %s: %s", t->url, s->host, gai_strerror(err));
+	if ((err = getaddrinfo(s->url.host, s->url.port, &hints, &s->addrs))) {
+		dl_err("--otlp %s: cannot resolve %s: %s", t->url, s->url.host, gai_strerror(err));
 		goto fail;
 	}
 	s->cap = t->queue_bytes ? t->queue_bytes : QUEUE_BYTES_DEFAULT;

@@ -47,8 +47,20 @@ int dl_otlp_sender__start(struct dl_otlp_sender *s);
 bool dl_otlp_sender__put(struct dl_otlp_sender *s, enum dl_otlp_signal sig, void *body, size_t len, uint64_t items);
 /* Delivers what is queued until deadline_ns (CLOCK_MONOTONIC), drops the rest, stops the thread; st[DL_OTLP_SIGNALS]. */
 void dl_otlp_sender__destroy(struct dl_otlp_sender *s, uint64_t deadline_ns, struct dl_otlp_stats *st);
-/* "K=V" as an HTTP header is allowed: a token key, a value without CR, LF or NUL. */
-bool dl_otlp_header_ok(const char *kv);
+/*
+ * Why "K=V" (--otlp-header) cannot be sent as an HTTP header, or NULL: the
+ * key must be a token and not one dlbpf sets itself (Host, User-Agent,
+ * Content-Type, Content-Length, Connection, Transfer-Encoding), the value
+ * free of control characters (tabs aside). Any reason is a usage error.
+ */
+const char *dl_otlp_header_why(const char *kv);
+
+/* An --otlp URL's parts: http://HOST[:PORT][/PREFIX]. */
+struct dl_otlp_url {
+	char host[256], port[8], prefix[512], hostport[300];
+};
+/* Parses url into u: 0, or -EINVAL with why (a usage error: not http, https, no host, a bad port ...). */
+int dl_otlp_url_parse(const char *url, struct dl_otlp_url *u, char *why, size_t whylen);
 /* The Retry-After of a response head in ns (delay-seconds form), or 0. */
 uint64_t dl_otlp_retry_after_ns(const char *head);
 
