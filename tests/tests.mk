@@ -76,6 +76,11 @@ HANG_WORKLOADS := $(OUTPUT)/workloads/overmount $(OUTPUT)/workloads/dlopen_loop 
 	$(OUTPUT)/workloads/cudafleet
 WORKLOADS += $(HANG_WORKLOADS)
 
+# A fork storm of short CUDA-using children, each timing its own start (the fork-storm test).
+WORKLOADS += $(OUTPUT)/workloads/forkstorm
+$(OUTPUT)/workloads/forkstorm: tests/workloads/forkstorm.c $(HANDSHAKE) | $(OUTPUT)/workloads
+	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
+
 $(OUTPUT)/workloads/overmount: tests/workloads/overmount.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
