@@ -270,8 +270,8 @@ int dl_tracer_attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const 
 }
 
 /*
- * later: the process is gone, so its classic uprobes may go in the background
- * (they fire for no one). A library unmapped from a live process may be mapped
+ * later: the process is gone, so its probes may go in the background (they
+ * fire for no one), batched with the other gone processes' (uprobes.h). A library unmapped from a live process may be mapped
  * again (an exec maps the same runtime): its probes must be gone before the
  * next scan attaches new ones, or a call would be seen twice.
  */

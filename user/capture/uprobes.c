@@ -116,38 +116,65 @@ bool dl_plink_single(const struct dl_plink *l)
 }
 
 /*
- * Classic uprobes of processes that exited or libraries unmapped are detached
- * by one thread of their own, in the order given (entry links first): a
- * library's take seconds, which the collector's drain must not wait for.
+ * The probes of processes that exited are detached by one thread of their
+ * own, so that neither the collector's drain nor a process held for its
+ * attach waits for them: a uprobe_multi link takes 22-76 ms on kernel 6.18
+ * (a grace period), a library's classic uprobes seconds. Whatever is queued
+ * when the thread wakes goes as one batch: the multi links from threads of
+ * their own (their grace periods overlap, dl_links_destroy_parallel), the
+ * classic uprobes one after the other in the order given (entry links first).
  */
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t work, idle;
 	pthread_t th;
-	bool running, stop;
-	struct dl_plink **q;
-	size_t head, n, cap;
+	bool running, stop, busy;
+	DL_VEC(struct dl_plink *) q;
 } detacher = { .mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
+
+/* Detaches one batch, its multi links at once and then its classic uprobes in turn. */
+static void destroy_batch(struct dl_plink **v, size_t n)
+{
+	DL_VEC(struct bpf_link *) multi = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		if (v[i]->single)
+			continue;
+		*dl_vec_push(&multi) = v[i]->v[0];
+		plink_free(v[i]);
+		v[i] = NULL;
+	}
+	dl_links_destroy_parallel(multi.v, multi.n);
+	dl_vec_free(&multi);
+	for (size_t i = 0; i < n; i++)
+		if (v[i])
+			dl_plink_destroy(v[i]);
+}
 
 static void *detacher_main(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&detacher.mu);
 	for (;;) {
-		struct dl_plink *l;
+		struct dl_plink **batch;
+		size_t n;
 
-		while (detacher.head == detacher.n && !detacher.stop)
+		while (!detacher.q.n && !detacher.stop)
 			pthread_cond_wait(&detacher.work, &detacher.mu);
-		if (detacher.head == detacher.n)
+		if (!detacher.q.n)
 			break;
-		l = detacher.q[detacher.head];
+		batch = detacher.q.v;
+		n = detacher.q.n;
+		detacher.q.v = NULL;
+		detacher.q.n = detacher.q.cap = 0;
+		detacher.busy = true;
 		pthread_mutex_unlock(&detacher.mu);
-		dl_plink_destroy(l);
+		destroy_batch(batch, n);
+		free(batch);
 		pthread_mutex_lock(&detacher.mu);
-		if (++detacher.head == detacher.n) {
-			detacher.head = detacher.n = 0;
+		detacher.busy = false;
+		if (!detacher.q.n)
 			pthread_cond_broadcast(&detacher.idle);
-		}
 	}
 	pthread_mutex_unlock(&detacher.mu);
 	return NULL;
@@ -157,10 +184,6 @@ void dl_plink_destroy_later(struct dl_plink *l)
 {
 	if (!l)
 		return;
-	if (!l->single) {
-		dl_plink_destroy(l);   /* one link */
-		return;
-	}
 	pthread_mutex_lock(&detacher.mu);
 	if (!detacher.running)
 		detacher.running = pthread_create(&detacher.th, NULL, detacher_main, NULL) == 0;
@@ -170,11 +193,7 @@ void dl_plink_destroy_later(struct dl_plink *l)
 		dl_plink_destroy(l);
 		return;
 	}
-	if (detacher.n == detacher.cap) {
-		detacher.cap = detacher.cap ? 2 * detacher.cap : 16;
-		detacher.q = dl_xrealloc(detacher.q, detacher.cap * sizeof(*detacher.q));
-	}
-	detacher.q[detacher.n++] = l;
+	*dl_vec_push(&detacher.q) = l;
 	pthread_cond_signal(&detacher.work);
 	pthread_mutex_unlock(&detacher.mu);
 }
@@ -182,7 +201,7 @@ void dl_plink_destroy_later(struct dl_plink *l)
 void dl_plinks_flush(void)
 {
 	pthread_mutex_lock(&detacher.mu);
-	while (detacher.running && detacher.n)
+	while (detacher.running && (detacher.q.n || detacher.busy))
 		pthread_cond_wait(&detacher.idle, &detacher.mu);
 	if (!detacher.running) {
 		pthread_mutex_unlock(&detacher.mu);
@@ -194,9 +213,7 @@ void dl_plinks_flush(void)
 	pthread_join(detacher.th, NULL);
 	pthread_mutex_lock(&detacher.mu);
 	detacher.running = detacher.stop = false;
-	free(detacher.q);
-	detacher.q = NULL;
-	detacher.cap = 0;
+	dl_vec_free(&detacher.q);
 	pthread_mutex_unlock(&detacher.mu);
 }
 
