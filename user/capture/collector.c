@@ -79,6 +79,9 @@ static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
 	if ((e->what == DL_PROC_EXEC || e->what == DL_PROC_FORK) &&
 	    h->size >= offsetof(struct dl_proc_ev, flags) + sizeof(e->flags) && (e->flags & DL_PROC_STOPPED))
 		dl_held_note(&c->held, (pid_t)h->tgid, true);
+	/* Not held: it runs already, under what its parent mapped (probes that follow the file fire in it). */
+	else if (e->what == DL_PROC_FORK)
+		dl_held_note_fork(&c->held, (pid_t)h->tgid, (pid_t)e->ppid);
 }
 
 int dl_collector_record(void *ctx, void *data, size_t len)

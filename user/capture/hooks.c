@@ -14,6 +14,7 @@
 #define NO_CLOSER "DLBPF_TEST_NO_CLOSER"
 #define URET_HAZARD "DLBPF_TEST_URETPROBE_HAZARD"
 #define NO_OPENAT2 "DLBPF_TEST_NO_OPENAT2"
+#define PROCESS_PROBES "DLBPF_TEST_PROCESS_PROBES"
 
 /*
  * A hook of one value: *on when name is set to it, announced with what it
@@ -171,4 +172,11 @@ int dl_hooks_no_openat2(bool *on)
 {
 	return one_value_hook(NO_OPENAT2, "1", "paths in traced processes' roots resolved by the walk, as without openat2",
 			      on);
+}
+
+int dl_hooks_process_probes(bool *on)
+{
+	return one_value_hook(PROCESS_PROBES, "1",
+			      "CUDA probes attached per process, as where return probes could harm a process under "
+			      "seccomp: a child is held at its fork until attached to", on);
 }

@@ -37,6 +37,10 @@
  *   DLBPF_TEST_NO_OPENAT2=1      every path in a traced process's root is
  *                                resolved by the walk, as on a kernel without
  *                                openat2 (capture/tfile.h)
+ *   DLBPF_TEST_PROCESS_PROBES=1  the CUDA probes attached per process (a
+ *                                child held at its fork until attached to),
+ *                                as where the seccomp trial forbids probes
+ *                                that follow the library file
  *
  * A bad value is an error: a test that asked for a hook must not silently run
  * without it.
@@ -62,5 +66,6 @@ int dl_hooks_uretprobe_hazard(bool *on);
 int dl_hooks_no_closer(bool *on);
 /* DLBPF_TEST_NO_OPENAT2: *on; 0 or -EINVAL. */
 int dl_hooks_no_openat2(bool *on);
+int dl_hooks_process_probes(bool *on);
 
 #endif

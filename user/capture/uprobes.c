@@ -34,6 +34,8 @@ static void plink_free(struct dl_plink *l)
 
 struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *prog, const struct dl_uprobe_set *s)
 {
+	/* libbpf's every process is -1 (0 is dlbpf itself). */
+	pid_t pid = s->pid ? s->pid : -1;
 	struct dl_plink *l;
 	int err;
 
@@ -50,7 +52,7 @@ struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *p
 			    .retprobe = s->ret);
 
 		l = plink_new(1);
-		l->v[0] = bpf_program__attach_uprobe_multi(prog, s->pid, s->path, NULL, &o);
+		l->v[0] = bpf_program__attach_uprobe_multi(prog, pid, s->path, NULL, &o);
 		if (!l->v[0]) {
 			err = -errno;
 			goto fail;
@@ -68,7 +70,7 @@ struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *p
 	for (size_t i = 0; i < s->n; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = s->ret, .bpf_cookie = m->cookies ? s->cookie[i] : 0);
 
-		l->v[i] = bpf_program__attach_uprobe_opts(prog, s->pid, s->path, s->off[i], &o);
+		l->v[i] = bpf_program__attach_uprobe_opts(prog, pid, s->path, s->off[i], &o);
 		if (!l->v[i]) {
 			err = -errno;
 			goto fail;

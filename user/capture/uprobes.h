@@ -32,7 +32,7 @@ struct dl_uprobe_mode {
 struct dl_plink;
 
 struct dl_uprobe_set {
-	pid_t pid;
+	pid_t pid;                 /* 0: every process that maps the file */
 	const char *path;          /* the file, as the kernel should open it (/proc/self/fd/N) */
 	uint64_t dev, inode;       /* the file, as pid's mappings name it: major << 32 | minor, inode */
 	const unsigned long *off;  /* file offsets */
