@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 #include "capture/probe_sites.h"
 #include "capture/uprobes.h"
+#include "records/clock.h"
 #include "dlbpf/events.h"
 #include "log.h"
 #include "util.h"
@@ -138,6 +139,7 @@ static struct {
 static void destroy_batch(struct dl_plink **v, size_t n)
 {
 	DL_VEC(struct bpf_link *) multi = { 0 };
+	uint64_t t0 = dl_now_ns();
 
 	for (size_t i = 0; i < n; i++) {
 		if (v[i]->single)
@@ -146,11 +148,15 @@ static void destroy_batch(struct dl_plink **v, size_t n)
 		plink_free(v[i]);
 		v[i] = NULL;
 	}
+	size_t nmulti = multi.n;
+
 	dl_links_destroy_parallel(multi.v, multi.n);
 	dl_vec_free(&multi);
 	for (size_t i = 0; i < n; i++)
 		if (v[i])
 			dl_plink_destroy(v[i]);
+	dl_debug("detacher: %zu probe sets of gone processes (%zu uprobe_multi links) detached in %.1f ms", n, nmulti,
+		 (double)(dl_now_ns() - t0) / 1e6);
 }
 
 static void *detacher_main(void *arg)
