@@ -6,8 +6,9 @@ child seen, every child's CUDA calls counted, against the workloads' own account
 kept from running after its fork() by dlbpf. How long the jobs take against untraced runs is a
 benchmark's (tools/bench/bench_forkstorm.py), not a timed assertion here. Run as root."""
 import os
+import re
 
-from harness import Dlbpf, Failure, check, main, process, truth_line, workload
+from harness import Dlbpf, Failure, Skipped, check, main, process, run_dlbpf, truth_line, workload
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 PYPOOL = os.path.join(os.path.dirname(__file__), "..", "workloads", "pypool.py")
@@ -24,6 +25,10 @@ CHILD_CALLS = {"cudaMalloc": 1, "cudaMemset": 1, "cudaFree": 1}
 # loaded 2-CPU machine, and untraced runs of pypool.py gave 13-90 ms while another suite ran (the
 # bound would judge the machine, not dlbpf); its delay against an untraced run is the benchmark's.
 MAX_START_DELAY_MS = 50.0
+# Under emulation (tools/vm, TCG) a runnable vCPU waits up to 100 ms for its turn and 20 children
+# share 2 emulated CPUs: untraced, a child of the same storm waited 100-400 ms there. The bound is
+# this machine's; in a guest the delay is reported beside an untraced run's (tests/vm/forkstorm.sh).
+EMULATED = bool(os.environ.get("DLBPF_TEST_EMULATED"))
 
 
 def check_children(summary, truth, what):
@@ -46,6 +51,8 @@ def check_children(summary, truth, what):
 
 
 def check_start_delay(truth, what):
+    if EMULATED:
+        return
     check(truth["max_start_delay_ms"] <= MAX_START_DELAY_MS,
           f"{what}: a child waited {truth['max_start_delay_ms']:.1f} ms after fork() before it ran "
           f"(mean {truth['mean_start_delay_ms']:.2f} ms; allowed {MAX_START_DELAY_MS:.0f} ms)")
@@ -88,6 +95,11 @@ def test_fork_storm_per_process_probes():
     process, here the test hook), every child is held at its fork until attached to and its probes go
     when it exits: still every child with its three calls. The hold then waits for the collector, so
     the start bound is not this path's (doc/manual.md)."""
+    rc, out, err = run_dlbpf(["features"])
+    check(rc == 0, f"dlbpf features exited {rc}: {err[-300:]}")
+    if not re.search(r"^\s*signal_task\s+yes", out, re.M):
+        # Documented: a child is attached to at the next scan, and a child as short as these is gone by then.
+        raise Skipped("this kernel has no bpf_send_signal_task (6.13+): per process, no child is held at its fork")
     env = dict(os.environ, DLBPF_TEST_PROCESS_PROBES="1")
     d, truth, summary = run([workload("forkstorm"), "--children", "60", "--parallel", "20"], "per process", env)
     check(any("uprobe_multi links per process" in line or "classic uprobes per process" in line

@@ -8,6 +8,9 @@ cd "$(dirname "$0")/../.."
 [ "${DLBPF_VM_KERNEL:-host}" = host ] || export DLBPF_TEST_EMULATED=1
 rc=0
 python3 tests/integration/test_forkstorm.py || rc=1
+for i in 1 2; do
+  echo "--- untraced, 100 children: $(.output/workloads/forkstorm --children 100 --parallel 20 | grep -o '"wall_s[^,]*\|"max_start_delay_ms[^,]*' | tr '\n' ' ')"
+done
 for mode in file process; do
   env=()
   [ $mode = process ] && env=(DLBPF_TEST_PROCESS_PROBES=1)

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "capture/probe_sites.h"
@@ -18,6 +19,9 @@ struct dl_plink {
 	struct dl_probe_sites *sites;   /* where cookies go by file offset: the file's entries, held */
 	struct bpf_link *v[];
 };
+
+/* When a probe was last attached (atomic): the detacher waits for a quiet moment (below). */
+static uint64_t last_attach_ns;
 
 static struct dl_plink *plink_new(size_t n)
 {
@@ -48,6 +52,7 @@ struct dl_plink *dl_plink_attach(struct dl_uprobe_mode *m, struct bpf_program *p
 		errno = ENOTSUP;
 		return NULL;
 	}
+	__atomic_store_n(&last_attach_ns, dl_now_ns(), __ATOMIC_RELAXED);
 	if (m->multi) {
 		LIBBPF_OPTS(bpf_uprobe_multi_opts, o, .offsets = s->off, .cookies = (__u64 *)s->cookie, .cnt = s->n,
 			    .retprobe = s->ret);
@@ -126,12 +131,24 @@ bool dl_plink_single(const struct dl_plink *l)
  * when the thread wakes goes as one batch: the multi links from threads of
  * their own (their grace periods overlap, dl_links_destroy_parallel), the
  * classic uprobes one after the other in the order given (entry links first).
+ *
+ * A batch waits until no probe was attached for DETACH_QUIET_NS: an attach
+ * and a detach both take the kernel's uprobe locks (and each blocks every fork
+ * of the machine while it writes breakpoints), so a detach in the midst of a
+ * storm of forks made each held child's attach wait (6.18, 200 children 20 at
+ * a time: children held up to 700 ms with the two interleaved). Probes of a
+ * gone process fire for no one, but each one is still a consumer that every
+ * hit of its function walks past: no more than DETACH_DEFER_MAX probe sets
+ * wait, and dl_plinks_flush takes them at once.
  */
+#define DETACH_QUIET_NS 100000000ull
+#define DETACH_DEFER_MAX 1024
+
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t work, idle;
 	pthread_t th;
-	bool running, stop, busy;
+	bool running, stop, busy, hurry;
 	DL_VEC(struct dl_plink *) q;
 } detacher = { .mu = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
 
@@ -159,6 +176,26 @@ static void destroy_batch(struct dl_plink **v, size_t n)
 		 (double)(dl_now_ns() - t0) / 1e6);
 }
 
+/*
+ * With the lock held: waits while probes are being attached (and neither a flush nor a full queue
+ * says go); true once the queue should go, false when woken to look again.
+ */
+static bool quiet_wait(void)
+{
+	uint64_t since = dl_now_ns() - __atomic_load_n(&last_attach_ns, __ATOMIC_RELAXED);
+	struct timespec until;
+	uint64_t ns;
+
+	if (detacher.stop || detacher.hurry || detacher.q.n >= DETACH_DEFER_MAX || since >= DETACH_QUIET_NS)
+		return true;
+	clock_gettime(CLOCK_REALTIME, &until);   /* the condition variable's clock */
+	ns = (uint64_t)until.tv_nsec + (DETACH_QUIET_NS - since);
+	until.tv_sec += (time_t)(ns / 1000000000u);
+	until.tv_nsec = (long)(ns % 1000000000u);
+	pthread_cond_timedwait(&detacher.work, &detacher.mu, &until);
+	return false;
+}
+
 static void *detacher_main(void *arg)
 {
 	(void)arg;
@@ -171,6 +208,8 @@ static void *detacher_main(void *arg)
 			pthread_cond_wait(&detacher.work, &detacher.mu);
 		if (!detacher.q.n)
 			break;
+		if (!quiet_wait())
+			continue;
 		batch = detacher.q.v;
 		n = detacher.q.n;
 		detacher.q.v = NULL;
@@ -209,9 +248,12 @@ void dl_plink_destroy_later(struct dl_plink *l)
 void dl_plinks_flush(void)
 {
 	pthread_mutex_lock(&detacher.mu);
+	detacher.hurry = true;
+	pthread_cond_signal(&detacher.work);
 	while (detacher.running && (detacher.q.n || detacher.busy))
 		pthread_cond_wait(&detacher.idle, &detacher.mu);
 	if (!detacher.running) {
+		detacher.hurry = false;
 		pthread_mutex_unlock(&detacher.mu);
 		return;
 	}
@@ -220,7 +262,7 @@ void dl_plinks_flush(void)
 	pthread_mutex_unlock(&detacher.mu);
 	pthread_join(detacher.th, NULL);
 	pthread_mutex_lock(&detacher.mu);
-	detacher.running = detacher.stop = false;
+	detacher.running = detacher.stop = detacher.hurry = false;
 	dl_vec_free(&detacher.q);
 	pthread_mutex_unlock(&detacher.mu);
 }
