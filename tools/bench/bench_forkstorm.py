@@ -7,9 +7,10 @@ fork to its last child reaped), as are the children's start delays (fork() to th
 instruction); the goal is traced within 1.2x untraced + 0.5 s, every child starting within 50 ms."""
 import json
 import os
+import signal
 import subprocess
 
-from bench import DLBPF, OUT, ROOT, spread, table
+from bench import DLBPF, OUT, RATE, ROOT, Target, readline_until, spread, table
 
 CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 JOBS = {
@@ -30,6 +31,53 @@ def one_run(variant, argv):
         if line.startswith('{"pid"'):
             return json.loads(line)
     raise RuntimeError(f"{variant}: no truth line (exit {p.returncode}): {p.stderr[-300:]}")
+
+
+def bystander_run(variant, api, count):
+    """(ns, CPU ns) per call of an untraced ratecalls while dlbpf traces another process that maps the
+    same libcudart (a cuda_calls waiting on stdin), or with no dlbpf at all."""
+    other = tracer = None
+    t = Target(["--api", api, "--count", str(count)])
+    try:
+        if variant != "no dlbpf":
+            other = subprocess.Popen([os.path.join(OUT, "workloads", "cuda_calls"), "--wait"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+            other.stdout.readline()
+            env = dict(os.environ)
+            if variant.endswith("per process"):
+                env["DLBPF_TEST_PROCESS_PROBES"] = "1"
+            tracer = subprocess.Popen([DLBPF, "-v", "-q", "--pid", str(other.pid)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, env=env)
+            readline_until(tracer.stderr, "tracing ", timeout=180)
+        res = t.go()
+        return res["ns_per_call"], res["cpu_ns_per_call"]
+    finally:
+        if tracer:
+            tracer.send_signal(signal.SIGINT)
+            tracer.communicate(timeout=120)
+        if other:
+            other.kill()
+            other.wait()
+
+
+def bench_bystander(rounds, count=200000):
+    variants = ["no dlbpf", "dlbpf tracing another process", "dlbpf tracing another process, probes per process"]
+    rows = []
+    for api, what in (("launch", "cudaLaunchKernel (entry probe)"), ("copy", "cudaMemcpy (entry + return)")):
+        cpu = {v: [] for v in variants}
+        for r in range(rounds):
+            for v in variants[r % len(variants):] + variants[:r % len(variants)]:
+                cpu[v].append(bystander_run(v, api, count)[1])
+        for v in variants:
+            added = [x - b for x, b in zip(cpu[v], cpu["no dlbpf"])]
+            rows.append([what, v, spread(cpu[v]), spread(added)])
+    return table("13b. What an untraced process that maps the same libcudart pays per CUDA call",
+                 ["call", "variant", "CPU ns per call", "added ns per call"],
+                 rows,
+                 [f"`ratecalls --count {count}`, never traced, its calling thread's CPU time per call; median "
+                  f"[min-max] over {rounds} interleaved rounds. dlbpf traces a `cuda_calls --wait` that maps the "
+                  "same libcudart file: with probes that follow the file they fire in the bystander too (a trap "
+                  "and a BPF program that finds it untraced); per process they do not."])
 
 
 def bench_forkstorm(rounds):
@@ -55,4 +103,4 @@ def bench_forkstorm(rounds):
                   "workload's own CLOCK_MONOTONIC. dlbpf: its default, probes that follow each library file; "
                   "probes per process: DLBPF_TEST_PROCESS_PROBES=1, the way taken where return probes could harm "
                   "a seccomp-confined process (each child held at its fork until attached, its probes detached "
-                  "in batches after it exits)."])
+                  "in batches after it exits)."]) + "\n" + bench_bystander(rounds)

@@ -88,8 +88,8 @@ static void choose_twins(struct dl_tracer *t)
  * classic uprobes with pid -1) and BPF keeps the calls of the traced set:
  * then a process that starts, forks or exits costs no attach and no detach,
  * and no child is held at its fork. Every process that maps a probed file
- * takes the probes' traps, traced or not (doc/manual.md, "Probes that follow
- * the library"), and so its return probes too: chosen only where these
+ * takes the probes' traps, traced or not (doc/manual.md, "Processes that
+ * come and go"), and so its return probes too: chosen only where these
  * cannot kill a process under a seccomp filter (no uretprobe system call, or
  * the trial says it passes), since an untraced one is never put at risk.
  * Returns 0 or -errno (a bad test hook).
@@ -309,9 +309,10 @@ int dl_tracer_attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const 
 
 /*
  * later: the process is gone, so its probes may go in the background (they
- * fire for no one), batched with the other gone processes' (uprobes.h). A library unmapped from a live process may be mapped
- * again (an exec maps the same runtime): its probes must be gone before the
- * next scan attaches new ones, or a call would be seen twice.
+ * fire for no one), batched with the other gone processes' (uprobes.h). A
+ * library unmapped from a live process may be mapped again (an exec maps the
+ * same runtime): its probes must be gone before the next scan attaches new
+ * ones, or a call would be seen twice.
  */
 static void attach_free(struct dl_cuda_attach *a, bool later)
 {
@@ -792,8 +793,8 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 	 * Its children are held at their fork until attached to (bpf/proc.bpf.c): its probes do not fire in
 	 * them. Probes that follow the file fire in them already.
 	 */
-	if (!t->file_probes && bpf_map__update_elem(t->skel->maps.fork_hold, &(uint32_t){ (uint32_t)pid }, sizeof(uint32_t), &(uint8_t){ 1 },
-				 sizeof(uint8_t), BPF_ANY))
+	if (!t->file_probes && bpf_map__update_elem(t->skel->maps.fork_hold, &(uint32_t){ (uint32_t)pid },
+						    sizeof(uint32_t), &(uint8_t){ 1 }, sizeof(uint8_t), BPF_ANY))
 		dl_debug("pid %d: its children will not be held at fork: %s", pid, strerror(errno));
 	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, t->cuda.v[t->cuda.n - 1].nsyms,
 		lib_kind_name(kind), m->path,
