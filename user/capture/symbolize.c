@@ -215,6 +215,31 @@ int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid, const struct dl_maps
 	return 0;
 }
 
+void dl_symbolizer_fork(struct dl_symbolizer *sz, pid_t child, pid_t parent)
+{
+	struct pid_maps *pm;
+	exec_map_vec maps = { 0 };
+	bool shares_root;
+	uint64_t read_ns;
+
+	pm = pid_maps_of(sz, parent, false);
+	if (!pm || child == parent)
+		return;
+	for (size_t i = 0; i < pm->maps.n; i++) {
+		*dl_vec_push(&maps) = pm->maps.v[i];
+		maps.v[maps.n - 1].path = dl_xstrdup(pm->maps.v[i].path);
+	}
+	shares_root = pm->shares_root;
+	read_ns = pm->read_ns;
+	/* Looked up again: the child's entry may move the parent's. A pid seen before is another process now. */
+	pm = pid_maps_of(sz, child, true);
+	exec_maps_free(&pm->maps);
+	dl_u64map_free(&pm->seen);
+	pm->maps = maps;
+	pm->shares_root = shares_root;
+	pm->read_ns = read_ns;
+}
+
 /* m's file, inside pid's root while it lives; once it is gone, in ours only if it was the same. */
 static int open_mapped(const struct pid_maps *pm, pid_t pid, const struct exec_map *m, struct dl_tfile *f)
 {
