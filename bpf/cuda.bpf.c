@@ -15,6 +15,21 @@
 #include "agg.bpf.h"
 #include "pyframes.bpf.h"
 
+/*
+ * Set by user space when the probes follow the library file (uprobe_multi
+ * with pid 0, classic uprobes with pid -1) rather than one process: they
+ * fire in every process that maps the file, and only the traced set's calls
+ * go on. The entry probes decide: a return finds no frame in a process whose
+ * entry was turned away (on_return).
+ */
+const volatile bool file_probes = false;
+
+/* Whether a probe fired in a process dlbpf does not trace (only probes that follow the file can). */
+static __always_inline bool untraced_here(struct task_struct *task)
+{
+	return file_probes && !dl_cur_traced(task);
+}
+
 static __always_inline __u32 capture_args(struct pt_regs *ctx, __u64 cookie, __u64 *arg)
 {
 	arg[0] = PT_REGS_PARM1(ctx);
@@ -294,6 +309,8 @@ static __always_inline int on_entry_only(struct pt_regs *ctx, __u64 cookie, cons
 	__u64 ts;
 	__u32 depth;
 
+	if (untraced_here(task))
+		return 0;
 	if (!cookie) {
 		/* A probe whose site has no cookie (probe_cookies): a call not recorded. */
 		dl_count_drop(DL_DROP_INFLIGHT);
@@ -418,11 +435,14 @@ int BPF_UPROBE(cuda_eo_onenp)
 static __always_inline int on_enter(struct pt_regs *ctx, __u64 cookie)
 {
 	struct task_struct *task = dl_current();
-	struct call_stack *st = stack_of(task, (__u32)dl_task_ids(task), true);
+	struct call_stack *st;
 	__u64 sp = PT_REGS_SP(ctx);
 	struct call_frame *f;
 	__u32 d;
 
+	if (untraced_here(task))
+		return 0;
+	st = stack_of(task, (__u32)dl_task_ids(task), true);
 	if (!st)
 		return 0;
 	if (!cookie) {

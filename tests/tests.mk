@@ -76,6 +76,11 @@ HANG_WORKLOADS := $(OUTPUT)/workloads/overmount $(OUTPUT)/workloads/dlopen_loop 
 	$(OUTPUT)/workloads/cudafleet
 WORKLOADS += $(HANG_WORKLOADS)
 
+# A fork storm of short CUDA-using children, each timing its own start (the fork-storm test).
+WORKLOADS += $(OUTPUT)/workloads/forkstorm
+$(OUTPUT)/workloads/forkstorm: tests/workloads/forkstorm.c $(HANDSHAKE) | $(OUTPUT)/workloads
+	$(CC) $(WORKLOAD_CFLAGS) $< $(CUDART_LINK) -o $@
+
 $(OUTPUT)/workloads/overmount: tests/workloads/overmount.c | $(OUTPUT)/workloads
 	$(CC) $(TEST_CFLAGS) $< -o $@
 
@@ -122,6 +127,7 @@ RANKS_TESTS := python3 tests/integration/test_ranks.py
 STEPLEARN_TESTS := python3 tests/integration/test_steplearn.py
 KERNEL_TESTS := python3 tests/integration/test_kernel_features.py
 FLEET_TESTS := python3 tests/integration/test_fleet.py
+FORKSTORM_TESTS := python3 tests/integration/test_forkstorm.py
 # The release executable (make dist-arch: this machine's) in a root holding nothing else.
 DIST_TESTS := python3 tests/integration/test_dist.py
 
@@ -139,7 +145,8 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_
 	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" "$(DOCS_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
 		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" \
-		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" "$(DIST_TESTS)" $(FUZZ_TESTS)
+		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" "$(FORKSTORM_TESTS)" \
+		"$(DIST_TESTS)" $(FUZZ_TESTS)
 
 # Every integration suite again, with dlbpf under AddressSanitizer and UndefinedBehaviorSanitizer:
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.
@@ -148,7 +155,7 @@ test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSI
 		tests/run-tests.sh --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" "$(COVERAGE_TESTS)" \
 		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" \
 		"$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" "$(LINEAGE_TESTS)" \
-		"$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)"
+		"$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" "$(FORKSTORM_TESTS)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

@@ -227,6 +227,15 @@ static void rescan_held(pid_t pid, void *arg)
 		rescan_pid(l, pid, false);
 }
 
+/* A child that was not held: what its parent mapped is its too (a probe that follows its file fires in it). */
+static void inherit_fork(pid_t child, pid_t parent, void *arg)
+{
+	struct dl_live *l = arg;
+
+	if (!*l->stop && dl_tracer_inherit(l->tracer, child, parent) > 0)
+		dl_tracer_take_fresh(l->tracer, child, emit_lib, l);
+}
+
 static bool wanted_comm(const struct dl_live *l, const char *comm)
 {
 	for (int i = 0; i < l->cfg->ncomms; i++)
@@ -348,6 +357,7 @@ static int run_loop(struct dl_live *l, struct dl_session *s)
 		}
 		timeout = (int)dl_drain_pace_next(&pace, l->col.drained_bytes);
 		dl_held_rescan_continue(&l->col.held, rescan_held, l);
+		dl_held_take_forks(&l->col.held, inherit_fork, l);
 		now = dl_now_ns();
 		if (deadline && now >= deadline)
 			break;

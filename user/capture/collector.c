@@ -3,6 +3,7 @@
 #include "capture/cgroup.h"
 #include "capture/collector.h"
 #include "capture/naming.h"
+#include "capture/symbolize.h"
 #include "capture/procfs.h"
 #include "log.h"
 #include "records/clock.h"
@@ -58,8 +59,10 @@ static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
 	if (e->what == DL_PROC_FORK && c->files)
 		dl_cwds_fork(&c->cwds, (pid_t)h->tgid, (pid_t)e->ppid);
 	/* A forked loader runs its parent's interpreter; an exec or an exit ends what was known of it. */
-	if (e->what == DL_PROC_FORK)
+	if (e->what == DL_PROC_FORK) {
 		dl_pyprocs_fork(&c->py, (pid_t)h->tgid, (pid_t)e->ppid);
+		dl_symbolizer_fork(c->symbolizer, (pid_t)h->tgid, (pid_t)e->ppid);
+	}
 	else if (e->what == DL_PROC_EXEC || (e->what == DL_PROC_EXIT && e->group_dead))
 		dl_pyprocs_forget(&c->py, (pid_t)h->tgid);
 	if (e->what == DL_PROC_EXIT && e->group_dead)
@@ -79,6 +82,9 @@ static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
 	if ((e->what == DL_PROC_EXEC || e->what == DL_PROC_FORK) &&
 	    h->size >= offsetof(struct dl_proc_ev, flags) + sizeof(e->flags) && (e->flags & DL_PROC_STOPPED))
 		dl_held_note(&c->held, (pid_t)h->tgid, true);
+	/* Not held: it runs already, under what its parent mapped (probes that follow the file fire in it). */
+	else if (e->what == DL_PROC_FORK)
+		dl_held_note_fork(&c->held, (pid_t)h->tgid, (pid_t)e->ppid);
 }
 
 int dl_collector_record(void *ctx, void *data, size_t len)

@@ -373,8 +373,9 @@ int dl_features_list(const struct dl_features *f, struct dl_feature_info out[DL_
 	out[n++] = (struct dl_feature_info){ "kprobes", f->kprobes,
 		f->fentry ? "nothing while fentry is there" : "the files source on syscall tracepoints (below)" };
 	out[n++] = (struct dl_feature_info){ "signal_task", f->signal_task,
-		"a child forked by a process with CUDA probes is attached to at the next scan (within 250 ms): "
-		"CUDA calls it makes before are not traced" };
+		"where CUDA probes are per process (doc/manual.md, \"Processes that come and go\"), a child forked by "
+		"a process with CUDA probes is attached to at the next scan (within 250 ms): CUDA calls it makes before "
+		"are not traced" };
 	out[n++] = (struct dl_feature_info){ "block_io_start", f->block_io_start,
 		"block requests keyed at insert/issue (older tracepoints): same bytes" };
 	return n;

@@ -15,6 +15,7 @@
 #define URET_HAZARD "DLBPF_TEST_URETPROBE_HAZARD"
 #define NO_OPENAT2 "DLBPF_TEST_NO_OPENAT2"
 #define NO_MAP_FILES "DLBPF_TEST_NO_MAP_FILES"
+#define PROCESS_PROBES "DLBPF_TEST_PROCESS_PROBES"
 
 /*
  * A hook of one value: *on when name is set to it, announced with what it
@@ -177,4 +178,11 @@ int dl_hooks_no_openat2(bool *on)
 int dl_hooks_no_map_files(bool *on)
 {
 	return one_value_hook(NO_MAP_FILES, "1", "mapped files opened by their paths, as without CAP_SYS_ADMIN", on);
+}
+
+int dl_hooks_process_probes(bool *on)
+{
+	return one_value_hook(PROCESS_PROBES, "1",
+			      "CUDA probes attached per process, as where return probes could harm a process under "
+			      "seccomp: a child is held at its fork until attached to", on);
 }

@@ -41,6 +41,10 @@
  *                                without CAP_SYS_ADMIN (which
  *                                /proc/PID/map_files needs): the path
  *                                route's defences can be tested as root
+ *   DLBPF_TEST_PROCESS_PROBES=1  the CUDA probes attached per process (a
+ *                                child held at its fork until attached to),
+ *                                as where the seccomp trial forbids probes
+ *                                that follow the library file
  *
  * A bad value is an error: a test that asked for a hook must not silently run
  * without it.
@@ -68,5 +72,7 @@ int dl_hooks_no_closer(bool *on);
 int dl_hooks_no_openat2(bool *on);
 /* DLBPF_TEST_NO_MAP_FILES: *on; 0 or -EINVAL. */
 int dl_hooks_no_map_files(bool *on);
+/* DLBPF_TEST_PROCESS_PROBES: *on; 0 or -EINVAL. */
+int dl_hooks_process_probes(bool *on);
 
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -262,6 +263,13 @@ void dl_pyprocs_fork(struct dl_pyprocs *pp, pid_t child, pid_t parent)
 	p->code_type = from->code_type;
 	p->cfg = from->cfg;
 	p->mem = dl_proc_open(child, "mem");
+	/*
+	 * Gone already: a child that was not held at its fork (probes that follow the file) can run its
+	 * calls and exit before its fork is read. Its memory was its parent's at the fork, and the code
+	 * objects it ran were made before it, or read by BPF at the probe (dl_pyprocs_snapshot).
+	 */
+	if (p->mem < 0 && from->mem >= 0)
+		p->mem = fcntl(from->mem, F_DUPFD_CLOEXEC, 0);
 	if (p->mem < 0 || map_put(pp, child, &p->cfg))
 		p->python = false;
 }

@@ -277,6 +277,31 @@ int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid, const struct dl_maps
 	return 0;
 }
 
+void dl_symbolizer_fork(struct dl_symbolizer *sz, pid_t child, pid_t parent)
+{
+	struct pid_maps *pm;
+	exec_map_vec maps = { 0 };
+	bool paths_ours;
+	uint64_t read_ns;
+
+	pm = pid_maps_of(sz, parent, false);
+	if (!pm || child == parent)
+		return;
+	for (size_t i = 0; i < pm->maps.n; i++) {
+		*dl_vec_push(&maps) = pm->maps.v[i];
+		maps.v[maps.n - 1].path = dl_xstrdup(pm->maps.v[i].path);
+	}
+	paths_ours = pm->paths_ours;
+	read_ns = pm->read_ns;
+	/* Looked up again: the child's entry may move the parent's. A pid seen before is another process now. */
+	pm = pid_maps_of(sz, child, true);
+	exec_maps_free(&pm->maps);
+	dl_u64map_free(&pm->seen);
+	pm->maps = maps;
+	pm->paths_ours = paths_ours;
+	pm->read_ns = read_ns;
+}
+
 /*
  * m's file, the mapped one (or inside pid's root) while it lives; once it is gone, the one held for it
  * (needs_holding), else by its path in dlbpf's root (pid's paths were ours).

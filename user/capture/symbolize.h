@@ -43,6 +43,11 @@ bool dl_symbolizer_first(struct dl_symbolizer *sz, pid_t pid, uint64_t addr);
 int dl_symbolize_once(struct dl_symbolizer *sz, pid_t pid, uint64_t key, uint64_t addr, struct dl_code_loc *loc);
 /* Remembers pid's executable mappings, to name its addresses after it exits. */
 int dl_symbolizer_note(struct dl_symbolizer *sz, pid_t pid, const struct dl_maps *maps);
+/*
+ * child was forked by parent: it maps what its parent mapped, known before the child's maps are read
+ * (a child that is not held may call, and exit, first).
+ */
+void dl_symbolizer_fork(struct dl_symbolizer *sz, pid_t child, pid_t parent);
 /* Writes the function name holding addr in pid (empty string if unknown). */
 void dl_symbolize(struct dl_symbolizer *sz, pid_t pid, uint64_t addr, char *buf, size_t len);
 /* Fills loc for addr in pid (what is unknown is left empty). */

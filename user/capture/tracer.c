@@ -48,6 +48,7 @@ static void choose_twins(struct dl_tracer *t)
 	skel->rodata->has_task_btf = f->task_btf;
 	skel->rodata->has_task_storage = storage;
 	skel->rodata->has_attach_cookie = f->attach_cookie;
+	skel->rodata->file_probes = t->file_probes;
 	skel->rodata->dl_page_shift = (__u32)__builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
 	/* Attached by hand: per library (dl_tracer_scan_cuda), per process (--step-on, marker.c), to dlbpf (calib.c). */
 	for (size_t i = 0; i < sizeof(by_hand) / sizeof(by_hand[0]); i++)
@@ -75,10 +76,45 @@ static void choose_twins(struct dl_tracer *t)
 	t->uprobes.multi = multi;
 	t->uprobes.cookies = f->attach_cookie;
 	t->uprobes.site_cookies = f->vma_cache;
-	dl_info("BPF programs: CUDA probes on %s, cookies %s, per-thread state in %s, current task %s, "
+	dl_info("BPF programs: CUDA probes on %s %s, cookies %s, per-thread state in %s, current task %s, "
 		"Python frames %s", multi ? "uprobe_multi links" : "classic uprobes",
+		t->file_probes ? "that follow each library file" : "per process",
 		multi || f->attach_cookie ? "attached" : f->vma_cache ? "by file offset" : "missing (CUDA not probed)", storage ? "task storage" : "hashes by thread id",
 		f->task_btf ? "by BTF" : "by probe reads", multi || py ? "walked" : "not walked");
+}
+
+/*
+ * Whether the CUDA probes follow each library file (uprobe_multi with pid 0,
+ * classic uprobes with pid -1) and BPF keeps the calls of the traced set:
+ * then a process that starts, forks or exits costs no attach and no detach,
+ * and no child is held at its fork. Every process that maps a probed file
+ * takes the probes' traps, traced or not (doc/manual.md, "Processes that
+ * come and go"), and so its return probes too: chosen only where these
+ * cannot kill a process under a seccomp filter (no uretprobe system call, or
+ * the trial says it passes), since an untraced one is never put at risk.
+ * Returns 0 or -errno (a bad test hook).
+ */
+static int choose_file_probes(struct dl_tracer *t)
+{
+	bool per_process;
+	int err = dl_hooks_process_probes(&per_process);
+
+	if (err || per_process || t->uret_hazard > 0)
+		return err;
+	if (t->feat.uretprobe_syscall && t->uret_hazard < 0) {
+		int r = dl_uretprobe_seccomp_hazard();
+
+		if (r < 0) {
+			dl_debug("cannot tell whether return probes are safe under seccomp (%s): CUDA probes per process",
+				 strerror(-r));
+			return 0;
+		}
+		t->uret_hazard = r != 0;
+		if (r)
+			return 0;
+	}
+	t->file_probes = true;
+	return 0;
 }
 
 int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files)
@@ -102,6 +138,8 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 		err = dl_hooks_uretprobe_hazard(&forced);
 		t->uret_hazard = forced ? 1 : -1;
 	}
+	if (!err)
+		err = choose_file_probes(t);
 	if (err)
 		return err;
 	dl_features_log_missing(&t->feat);
@@ -270,10 +308,11 @@ int dl_tracer_attach_links(struct dl_tracer *t, struct dl_cuda_attach *a, const 
 }
 
 /*
- * later: the process is gone, so its classic uprobes may go in the background
- * (they fire for no one). A library unmapped from a live process may be mapped
- * again (an exec maps the same runtime): its probes must be gone before the
- * next scan attaches new ones, or a call would be seen twice.
+ * later: the process is gone, so its probes may go in the background (they
+ * fire for no one), batched with the other gone processes' (uprobes.h). A
+ * library unmapped from a live process may be mapped again (an exec maps the
+ * same runtime): its probes must be gone before the next scan attaches new
+ * ones, or a call would be seen twice.
  */
 static void attach_free(struct dl_cuda_attach *a, bool later)
 {
@@ -644,7 +683,25 @@ static void partition(const struct dl_tracer *t, const struct picks *p, struct l
 	}
 }
 
-/* Attaches s's links in pid and records the attachment, which then owns f's descriptor; returns 1, or -errno. */
+/*
+ * pid maps a file whose probes follow it (the attachment at owner): its entry
+ * has no links of its own, and says what it maps (dl_tracer_take_fresh).
+ */
+static void ride(struct dl_tracer *t, size_t owner, pid_t pid, const char *path)
+{
+	struct dl_cuda_attach *a = dl_vec_push(&t->cuda);
+	const struct dl_cuda_attach *o = &t->cuda.v[owner];   /* after the push, which may move the vector */
+
+	*a = (struct dl_cuda_attach){ .pid = pid, .kind = o->kind, .seen = true, .fresh = true, .dev = o->dev,
+				      .inode = o->inode, .fd = -1, .nsyms = o->nsyms };
+	snprintf(a->path, sizeof(a->path), "%s", path);
+	index_attach(t, t->cuda.n - 1);
+}
+
+/*
+ * Attaches s's links in pid, or to the file for every process (file probes),
+ * and records the attachment, which then owns f's descriptor; returns 1, or -errno.
+ */
 static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *m, int kind,
 		       const struct link_sets *s, struct dl_tfile *f)
 {
@@ -653,7 +710,8 @@ static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *
 		[DL_LINK_ENTRY_OTHER] = &s->other,
 	};
 	struct dl_cuda_attach a = {
-		.pid = pid, .kind = kind, .seen = true, .fresh = true, .dev = mapping_dev(m), .inode = m->inode, .fd = f->fd,
+		.pid = t->file_probes ? 0 : pid, .kind = kind, .seen = true, .fresh = !t->file_probes,
+		.dev = mapping_dev(m), .inode = m->inode, .fd = f->fd,
 		.nsyms = (int)(s->launch.n + s->other.n + s->calls.n + s->copies.n),
 	};
 	int err;
@@ -678,6 +736,8 @@ static int attach_sets(struct dl_tracer *t, pid_t pid, const struct dl_mapping *
 	f->fd = -1;
 	*dl_vec_push(&t->cuda) = a;
 	index_attach(t, t->cuda.n - 1);
+	if (t->file_probes)
+		ride(t, t->cuda.n - 1, pid, m->path);
 	return 1;
 }
 
@@ -729,9 +789,12 @@ static int attach_library(struct dl_tracer *t, pid_t pid, const struct dl_mappin
 		return r;
 	}
 	t->last_attach_ns = dl_now_ns() - t0;
-	/* Its children are held at their fork until attached to (bpf/proc.bpf.c): its probes do not fire in them. */
-	if (bpf_map__update_elem(t->skel->maps.fork_hold, &(uint32_t){ (uint32_t)pid }, sizeof(uint32_t), &(uint8_t){ 1 },
-				 sizeof(uint8_t), BPF_ANY))
+	/*
+	 * Its children are held at their fork until attached to (bpf/proc.bpf.c): its probes do not fire in
+	 * them. Probes that follow the file fire in them already.
+	 */
+	if (!t->file_probes && bpf_map__update_elem(t->skel->maps.fork_hold, &(uint32_t){ (uint32_t)pid },
+						    sizeof(uint32_t), &(uint8_t){ 1 }, sizeof(uint8_t), BPF_ANY))
 		dl_debug("pid %d: its children will not be held at fork: %s", pid, strerror(errno));
 	dl_info("pid %d: attached %d %s functions in %s (%.1f ms)", pid, t->cuda.v[t->cuda.n - 1].nsyms,
 		lib_kind_name(kind), m->path,
@@ -756,6 +819,12 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	c->mappings++;
 	if (a) {
 		a->seen = true;
+		return 0;
+	}
+	/* A file already probed for every process: nothing to read, nothing to attach. */
+	if (c->t->file_probes && (a = find_attached(c->t, 0, mapping_dev(m), m->inode)) != NULL) {
+		ride(c->t, (size_t)(a - c->t->cuda.v), c->pid, m->path);
+		c->attached++;
 		return 0;
 	}
 	if (is_refused(c->t, c->pid, mapping_dev(m), m->inode))
@@ -792,7 +861,11 @@ int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid, const struct dl_maps *ma
 	/* A library no longer mapped (dlclose) is forgotten: its probes go. */
 	for (size_t i = 0; i < t->cuda.n; i++) {
 		if (t->cuda.v[i].pid == pid && !t->cuda.v[i].seen) {
-			dl_info("pid %d: %s unmapped, probes removed", pid, t->cuda.v[i].path);
+			/* Probes that follow the file stay for the others that map it (and for this one, should it again). */
+			if (t->file_probes)
+				dl_debug("pid %d: %s unmapped", pid, t->cuda.v[i].path);
+			else
+				dl_info("pid %d: %s unmapped, probes removed", pid, t->cuda.v[i].path);
 			attach_free(&t->cuda.v[i], false);
 			continue;
 		}
@@ -857,6 +930,31 @@ void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid)
 		t->cuda.n = w;
 		reindex(t);
 	}
+}
+
+int dl_tracer_inherit(struct dl_tracer *t, pid_t child, pid_t parent)
+{
+	size_t n = t->cuda.n;
+	int added = 0;
+
+	if (!t->file_probes)
+		return 0;
+	/* Only the entries there before: those pushed below are the child's. */
+	for (size_t i = 0; i < n; i++) {
+		const struct dl_cuda_attach *a = &t->cuda.v[i], *owner;
+		char path[sizeof(a->path)];
+
+		if (a->pid != parent || find_attached(t, child, a->dev, a->inode))
+			continue;
+		owner = find_attached(t, 0, a->dev, a->inode);
+		if (!owner)
+			continue;
+		/* Copied: the push in ride may move the vector under a. */
+		snprintf(path, sizeof(path), "%s", a->path);
+		ride(t, (size_t)(owner - t->cuda.v), child, path);
+		added++;
+	}
+	return added;
 }
 
 void dl_tracer_detach(struct dl_tracer *t)

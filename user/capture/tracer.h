@@ -45,6 +45,10 @@ enum { DL_HOT_LAUNCH, DL_HOT_COPY, DL_HOT_CLASSES };
 
 /* One CUDA runtime, driver or C library (dlopen) attached in one process. */
 struct dl_cuda_attach {
+	/*
+	 * 0: the probes of a file, following it into every process that maps it (file probes);
+	 * each traced process that maps it then has an entry of its own with no links and no fd.
+	 */
 	pid_t pid;
 	int kind;                 /* enum dl_lib_kind */
 	bool seen;                /* still mapped at the last scan */
@@ -149,6 +153,12 @@ bool dl_tracer_maps_cuda(struct dl_tracer *t, pid_t pid);
 int dl_tracer_cuda_count(const struct dl_tracer *t, pid_t pid);
 /* Forgets the attachments of a process that exited. */
 void dl_tracer_forget_pid(struct dl_tracer *t, pid_t pid);
+/*
+ * child was forked by parent and not held (probes that follow the file): it maps what its parent
+ * maps, which it is told as fresh (dl_tracer_take_fresh) without a read of its mappings. Returns
+ * how many files; 0 where probes are per process (a child is held and scanned instead).
+ */
+int dl_tracer_inherit(struct dl_tracer *t, pid_t child, pid_t parent);
 int dl_tracer_ringbuf_fd(const struct dl_tracer *t);
 /*
  * Around the consumer's wait for records: while it is awake, BPF sends it no

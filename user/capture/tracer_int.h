@@ -36,6 +36,11 @@ struct dl_tracer {
 	 * -1 not tried yet, 0 no, 1 yes (such processes get entry probes only).
 	 */
 	int uret_hazard;
+	/*
+	 * The CUDA probes follow each library file (pid 0 / -1) and BPF keeps the traced set's
+	 * calls: nothing to attach per process, no child held at its fork (dl_tracer_open_load).
+	 */
+	bool file_probes;
 };
 
 /* Attaches the links of a's slots that sets names (NULL: not that slot); returns 0 or -errno. */

@@ -32,7 +32,7 @@ struct dl_uprobe_mode {
 struct dl_plink;
 
 struct dl_uprobe_set {
-	pid_t pid;
+	pid_t pid;                 /* 0: every process that maps the file */
 	const char *path;          /* the file, as the kernel should open it (/proc/self/fd/N) */
 	uint64_t dev, inode;       /* the file, as pid's mappings name it: major << 32 | minor, inode */
 	const unsigned long *off;  /* file offsets */
@@ -52,8 +52,9 @@ void dl_plink_take(struct dl_plink *l, struct bpf_link **out);
 /* Detaches (classic uprobes one after the other: the kernel takes them in turn) and frees; NULL is fine. */
 void dl_plink_destroy(struct dl_plink *l);
 /*
- * The same, for classic uprobes by a thread of their own, in the order given, so that the caller
- * does not wait; dl_plinks_flush waits until every one is detached.
+ * The same, by a thread of its own, so that the caller does not wait: what is queued goes in one
+ * batch (multi links at once, classic uprobes in the order given). For probes that fire for no one
+ * (their process is gone). dl_plinks_flush waits until every one is detached.
  */
 void dl_plink_destroy_later(struct dl_plink *l);
 void dl_plinks_flush(void);
