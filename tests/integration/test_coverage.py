@@ -7,6 +7,7 @@ choosing processes (--pid, --comm, system-wide). Truth comes from the
 workloads' own counts and from binutils (nm, c++filt). Run as root."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -200,7 +201,8 @@ def target_pid(pid):
 def test_late_dlopen():
     """dlopen of the toolkit's libcudart seconds after attach: every call after the load traced."""
     d, _, stall = late_load([cov("lateload"), TOOLKIT_CUDART, "7"], TOOLKIT_CUDART)
-    check("unmapped, probes removed" in d.stderr, "dlclose'd runtime not forgotten")
+    # Probes per process go with it; probes that follow the file stay for the others that map it.
+    check(re.search(r"unmapped, (probes removed|forgotten)", d.stderr) is not None, "dlclose'd runtime not forgotten")
     return f"dlopen to first calls done in {stall:.1f} ms (process stopped while attaching)"
 
 

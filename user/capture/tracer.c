@@ -823,7 +823,12 @@ static int scan_mapping(const struct dl_mapping *m, void *arg)
 	}
 	/* A file already probed for every process: nothing to read, nothing to attach. */
 	if (c->t->file_probes && (a = find_attached(c->t, 0, mapping_dev(m), m->inode)) != NULL) {
+		int nsyms = a->nsyms;   /* read before the ride, whose push may move the vector */
+
+		kind = a->kind;
 		ride(c->t, (size_t)(a - c->t->cuda.v), c->pid, m->path);
+		dl_info("pid %d: attached %d %s functions in %s (probed already, for every process that maps it)", c->pid,
+			nsyms, lib_kind_name(kind), m->path);
 		c->attached++;
 		return 0;
 	}
@@ -863,7 +868,8 @@ int dl_tracer_scan_cuda(struct dl_tracer *t, pid_t pid, const struct dl_maps *ma
 		if (t->cuda.v[i].pid == pid && !t->cuda.v[i].seen) {
 			/* Probes that follow the file stay for the others that map it (and for this one, should it again). */
 			if (t->file_probes)
-				dl_debug("pid %d: %s unmapped", pid, t->cuda.v[i].path);
+				dl_info("pid %d: %s unmapped, forgotten (its probes stay for the others that map it)", pid,
+					t->cuda.v[i].path);
 			else
 				dl_info("pid %d: %s unmapped, probes removed", pid, t->cuda.v[i].path);
 			attach_free(&t->cuda.v[i], false);
