@@ -1857,12 +1857,17 @@ def test_full_disk_recording():
             check("</html>" in f.read(), "the HTML report is not complete")
         # What was written before the disk filled is a recording report reads, up to where it stops.
         rc, _, err = run_dlbpf(["report", rec, "-j", os.path.join(ok, "replay.json")], timeout=120)
-        check(rc == 0 and "records before it are reported" in err, f"report of the cut recording: exit {rc}: "
-              f"{err[-300:]}")
+        # The disk fills at a page boundary of the file; a record (5-19 bytes compact) straddles it
+        # most of the time, and then the reader says where it stopped. About one run in ten the
+        # boundary falls between two records: the file is then a whole, shorter recording (it has no
+        # trailer to miss), and only the count below can tell.
+        check(rc == 0, f"report of the cut recording: exit {rc}: {err[-300:]}")
+        torn = "records before it are reported" in err
         replayed = train_launches(load_summary(os.path.join(ok, "replay.json")))
         check(0 < replayed < kernels, f"the cut recording holds {replayed} of {kernels} launches")
     shutil.rmtree(ok)
-    return f"JSON {launched} launches = the job's; the 1 MiB recording replays {replayed}"
+    return (f"JSON {launched} launches = the job's; the 1 MiB recording replays {replayed}"
+            f" ({'cut inside a record, said' if torn else 'cut between two records'})")
 
 
 @fault("the flight recorder's directory is on a full disk when SIGUSR1 asks for a dump",
