@@ -462,8 +462,29 @@ def test_duration_and_signal():
 
 
 def bpf_link_ids():
-    out = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True, check=True).stdout
-    return {l["id"] for l in json.loads(out or "[]")}
+    """Every link on the machine. bpftool fails when a link it listed is gone before it reads it (another
+    tracer stopping meanwhile): asked again then."""
+    for _ in range(10):
+        p = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True)
+        if p.returncode == 0:
+            return {l["id"] for l in json.loads(p.stdout or "[]")}
+        time.sleep(0.05)
+    raise Failure(f"bpftool link list failed 10 times: {p.stderr.strip()[:300]}")
+
+
+def link_ids_of(pid):
+    """The BPF links pid holds a descriptor of (its fdinfo's link_id): its own, whatever else runs
+    on the machine (another tracer's links made meanwhile are not taken for dlbpf's)."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                for line in f:
+                    if line.startswith("link_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass   # closed meanwhile
+    return ids
 
 
 def test_sigkill_leaves_nothing():
@@ -472,10 +493,9 @@ def test_sigkill_leaves_nothing():
                          text=True)
     try:
         check(w.stdout.readline().strip() == "ready", "workload did not start")
-        before = bpf_link_ids()
         d = Dlbpf(["--pid", str(w.pid)])
         d.started()
-        during = bpf_link_ids() - before
+        during = link_ids_of(d.proc.pid)
         check(len(during) >= 10, f"expected dlbpf's links while it runs, found {len(during)} new")
         d.proc.send_signal(signal.SIGKILL)
         d.proc.wait()
@@ -498,11 +518,19 @@ def perf_attached():
     return json.loads(out or "[]")
 
 
-def perf_event_holders():
-    """Pids holding a perf event fd."""
+def pgrp_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[2])
+
+
+def perf_event_holders(pgrp=None):
+    """Pids holding a perf event fd (of process group pgrp only, if given: dlbpf's own and the children
+    it forks, which keep its group, apart from other tracers that run meanwhile)."""
     pids = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
+            if pgrp is not None and pgrp_of(int(pid)) != pgrp:
+                continue
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]":
                     pids.add(int(pid))
@@ -527,15 +555,15 @@ def stop_leaves_nothing(env=None):
     that held a perf event right after its exit: its closer, if any)."""
     w = subprocess.Popen(["sleep", "60"])
     try:
-        holders_before = perf_event_holders()
-        links_before = bpf_link_ids()
         d = Dlbpf(["--pid", str(w.pid)], env=env)
         d.started()
+        pgrp = pgrp_of(d.proc.pid)
+        holders_before = perf_event_holders(pgrp) - {d.proc.pid}
         events = [e for e in perf_attached() if e.get("pid") == d.proc.pid]
         syscalls = {e.get("tracepoint") for e in events}
         check({"sys_enter_read", "sys_exit_read", "sys_enter_openat", "sys_enter_close"} <= syscalls,
               f"dlbpf's syscall events not found: {sorted(map(str, syscalls))}")
-        links = bpf_link_ids() - links_before
+        links = link_ids_of(d.proc.pid)
         rc = d.stop()
         check(rc == 0, f"rc {rc}: {d.stderr[-300:]}")
         # wait() joined the readers: a closer that kept dlbpf's stdout or stderr would keep them open.
@@ -545,13 +573,13 @@ def stop_leaves_nothing(env=None):
         check(not left, f"programs still on perf events after dlbpf exited: {left}")
         check(not (links & bpf_link_ids()), f"links left after dlbpf exited: {sorted(links & bpf_link_ids())}")
         # The closer waits one grace period per event (tens of ms each); 10 s is far past that.
-        new = perf_event_holders() - holders_before
+        new = perf_event_holders(pgrp) - holders_before
         at_exit = {pid for pid in new if comm_of(pid).startswith("dlbpf")}   # the closer: a fork of dlbpf's, not exec'd
         for _ in range(100):
             if not new:
                 break
             time.sleep(0.1)
-            new = perf_event_holders() - holders_before
+            new = perf_event_holders(pgrp) - holders_before
         check(not new, f"processes still hold perf events 10 s after dlbpf exited: {sorted(new)}")
         m = re.search(r"detached every probe in ([\d.]+) ms", d.stderr)
         check(m is not None, "no detach time in dlbpf -v's log")
