@@ -240,6 +240,15 @@ size_t dl_recenc_put(struct dl_recenc *e, const void *rec, uint8_t *out)
 			p = put_varint(p, zigzag(v[i] - pred));
 		}
 	}
+	/*
+	 * Slot 0's exact repeat would be all zero bytes, which a reader cannot tell from the zeros a
+	 * crash leaves at a file's end (record.c cuts those): its first field is written, unchanged,
+	 * instead. It decodes the same, one byte longer.
+	 */
+	if (!bitmap && out[0] == 0) {
+		bitmap = 1;
+		p = put_varint(p, zigzag(0));
+	}
 	for (unsigned b = 0; b < nb; b++)
 		bits[b] = (uint8_t)(bitmap >> (8 * b));
 	memcpy(s->w, v, n * sizeof(v[0]));

@@ -380,9 +380,10 @@ int dl_replay_next(struct dl_replayer *r, const volatile sig_atomic_t *stop, con
 		}
 		/*
 		 * Zeros where a record starts: what a crash leaves at the end of a file (blocks allocated, never
-		 * written). A verbatim record never starts with two (its size), and a compact one only
-		 * when it repeats its slot's last to the nanosecond: a run of them to the end of the file is a tail
-		 * to cut, not records (a 2 GiB tail read as 2-byte records took 54 s and claimed a billion).
+		 * written). A verbatim record never starts with two (its size), and no compact record is all
+		 * zeros (recenc.c writes slot 0's exact repeat with one field): a run of them to the end of the
+		 * file is a tail to cut, not records (a 2 GiB tail read as 2-byte records took 54 s and claimed
+		 * a billion).
 		 */
 		if (avail && !r->b.p[r->b.at]) {
 			const size_t cap = REC_BATCH + DL_RECENC_MAX_BYTES;
