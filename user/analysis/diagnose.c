@@ -47,6 +47,7 @@ static void evidence_text(struct dl_finding *f, const char *key, const char *tex
 struct run_facts {
 	size_t nsteps;
 	uint64_t median_ns, p90_ns;
+	double cpu_ns;               /* per step: the stepping thread's on-CPU time */
 	double io_bytes, workers_cpu_ns, h2d_bytes, d2h_bytes, kernels, small, io_ns;
 	double collectives, comm_bytes;   /* per step */
 	double comm_after_share;         /* of comm_wait: behind kernels enqueued before the collective */
@@ -87,6 +88,7 @@ static void gather(const struct dl_correlator *c, struct dl_diagnosis *d, struct
 		rf->io_bytes = (double)f->io_read_bytes / n;
 		rf->io_ns = (double)f->io_ns / n;
 		rf->workers_cpu_ns = (double)f->workers_cpu_ns / n;
+		rf->cpu_ns = (double)f->cat_ns[DL_CAT_CPU] / n;
 		rf->h2d_bytes = (double)f->h2d_bytes / n;
 		rf->d2h_bytes = (double)f->d2h_bytes / n;
 		rf->kernels = (double)f->kernels / n;
@@ -323,12 +325,14 @@ static void sketch(struct dl_diagnosis *d, const struct run_facts *rf, const str
 		k->disk_mbps = o->disk_mbps;
 		k->disk_src = "option";
 	}
+	k->cuda = dl_summary_cuda_loaded(s);
 	k->disk_bytes = rf->io_bytes;
-	k->pcie_bytes = rf->h2d_bytes + rf->d2h_bytes;
+	k->pcie_bytes = k->cuda ? rf->h2d_bytes + rf->d2h_bytes : 0;
 	k->disk_ns = k->disk_mbps > 0 ? k->disk_bytes / (k->disk_mbps * 1e6) * 1e9 : 0;
 	k->pcie_ns = k->pcie_bytes / (k->pcie_gbps * 1e9) * 1e9;
 	k->bound_ns = k->disk_ns > k->pcie_ns ? k->disk_ns : k->pcie_ns;
-	k->bound_by = k->disk_ns > k->pcie_ns ? "disk" : "PCIe";
+	k->bound_by = k->disk_ns > k->pcie_ns || !k->cuda ? "disk" : "PCIe";
+	k->cpu_ns = rf->cpu_ns + rf->workers_cpu_ns;
 	k->step_ns = (double)rf->median_ns;
 }
 
@@ -338,25 +342,39 @@ static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf)
 	struct dl_finding *x;
 	char disk_peak[64];
 
-	/* A step that waits on the GPU is bounded by compute, which the sketch does not know. */
-	if (d->verdict == DL_V_GPU || !rf->nsteps || k->step_ns < SKETCH_FACTOR * k->bound_ns)
+	/*
+	 * A step that waits on the GPU is bounded by compute, which the sketch does
+	 * not know; a step that moves nothing has no sketch to be over ("0x").
+	 */
+	if (d->verdict == DL_V_GPU || !rf->nsteps || !(k->bound_ns > 0) || k->step_ns < SKETCH_FACTOR * k->bound_ns)
 		return;
 	if (k->disk_mbps > 0)
 		snprintf(disk_peak, sizeof(disk_peak), "disk %.0f MB/s %s", k->disk_mbps, k->disk_src);
 	else
 		snprintf(disk_peak, sizeof(disk_peak), "disk peak unknown: too few reads to measure, see --disk-mbps");
-	x = add_finding(d, "below-paper-sketch",
-			"A step moves %.2f MB from disk and %.2f MB over PCIe: at the peaks (%s, PCIe %.1f GB/s "
-			"%s) that is %.3f ms, bounded by %s; steps take %.2f ms (median), %.0fx the sketch. The "
-			"time goes to %s, not to moving data.",
-			k->disk_bytes / 1e6, k->pcie_bytes / 1e6, disk_peak, k->pcie_gbps, k->pcie_src,
-			k->bound_ns / 1e6, k->bound_by, k->step_ns / 1e6, k->bound_ns > 0 ? k->step_ns / k->bound_ns : 0,
-			verdict_phrase(d->verdict));
+	if (k->cuda)
+		x = add_finding(d, "below-paper-sketch",
+				"A step moves %.2f MB from disk and %.2f MB over PCIe: at the peaks (%s, PCIe %.1f GB/s "
+				"%s) that is %.3f ms, bounded by %s; steps take %.2f ms (median), %.0fx the sketch. The "
+				"time goes to %s, not to moving data.",
+				k->disk_bytes / 1e6, k->pcie_bytes / 1e6, disk_peak, k->pcie_gbps, k->pcie_src,
+				k->bound_ns / 1e6, k->bound_by, k->step_ns / 1e6,
+				k->bound_ns > 0 ? k->step_ns / k->bound_ns : 0, verdict_phrase(d->verdict));
+	else   /* no CUDA runtime: no PCIe hop to name */
+		x = add_finding(d, "below-paper-sketch",
+				"A step reads %.2f MB from disk: at the peak (%s) that is %.3f ms; steps take %.2f ms "
+				"(median), %.0fx the sketch, and use %.2f ms of CPU. The time goes to %s, not to "
+				"moving data.",
+				k->disk_bytes / 1e6, disk_peak, k->bound_ns / 1e6, k->step_ns / 1e6,
+				k->bound_ns > 0 ? k->step_ns / k->bound_ns : 0, k->cpu_ns / 1e6, verdict_phrase(d->verdict));
 	evidence(x, "sketch_ms", k->bound_ns / 1e6);
 	evidence(x, "step_ms", k->step_ns / 1e6);
 	evidence(x, "ratio", k->bound_ns > 0 ? k->step_ns / k->bound_ns : 0);
 	evidence(x, "disk_mbps", k->disk_mbps);
-	evidence(x, "pcie_gbps", k->pcie_gbps);
+	if (k->cuda)
+		evidence(x, "pcie_gbps", k->pcie_gbps);
+	else
+		evidence(x, "cpu_ms", k->cpu_ns / 1e6);
 	evidence_text(x, "bound_by", k->bound_by);
 }
 

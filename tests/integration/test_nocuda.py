@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Jobs without CUDA, and what dlbpf counts of a job it starts: a real PyTorch job on the CPU
+(Debian's python3-torch, tests/workloads/torchjob.py) gets no GPU or PCIe line in its text report,
+JSON summary, HTML page or timeline; `dlbpf -- cat /proc/self/io` counts the bytes the kernel
+counted for cat, the dynamic loader's reads before cat's first instruction included. Run as root."""
+import json
+import os
+import re
+import subprocess
+
+from harness import WORK, Skipped, check, load_summary, main, run_dlbpf
+
+PYTHON = "/usr/bin/python3"   # Debian's: the one python3-torch is installed for
+TORCHJOB = os.path.join(os.path.dirname(__file__), "..", "workloads", "torchjob.py")
+TORCH_DATA = "/var/tmp/dlbpf-nocuda-data"
+# The function Python's autograd enters once a backward pass: one per training step.
+BACKWARD = "_Z22THPEngine_run_backwardP7_objectS0_S0_"
+
+
+def torch_cpu_only():
+    """Skips unless Debian's torch imports and is a build without CUDA (the truth: no runtime to load)."""
+    if not os.path.exists(PYTHON):
+        raise Skipped(f"no {PYTHON}")
+    p = subprocess.run([PYTHON, "-c", "import torch; print(torch.version.cuda)"], capture_output=True, text=True)
+    if p.returncode:
+        raise Skipped("python3-torch is not installed (tools/setup-deps.sh installs it)")
+    check(p.stdout.strip() == "None", f"this torch was built with CUDA {p.stdout.strip()}: no job without CUDA")
+
+
+def test_torch_job_has_no_gpu():
+    """A DataLoader job on the CPU, steps marked on autograd's entry: steps and a verdict, and not one
+    GPU or PCIe figure in any output (the text report, the JSON summary, the HTML paper sketch, the
+    timeline's tracks); its processes all say cuda false."""
+    torch_cpu_only()
+    if not os.path.isdir(TORCH_DATA):
+        subprocess.run([PYTHON, TORCHJOB, "--make-data", TORCH_DATA, "--shards", "2", "--shard-mb", "2"],
+                       check=True, capture_output=True)
+    base = os.path.join(WORK, f"nocuda-{os.getpid()}")
+    steps = 12
+    rc, out, err = run_dlbpf(["--json", base + ".json", "-o", base + "-t.json", "--html", base + ".html",
+                              "--step-on", BACKWARD, "--", PYTHON, TORCHJOB, "--data", TORCH_DATA,
+                              "--truth", base + "-truth.json", "--steps", str(steps), "--decode-ms", "1"],
+                             timeout=180)
+    check(rc == 0, f"dlbpf exited {rc}: {err[-2000:]}")
+    s = load_summary(base + ".json")
+    with open(base + "-truth.json") as f:
+        truth = json.load(f)
+    # The marker fires once a step: the job's own count of steps, less the edges a step needs two
+    # markers for (the first marker opens the first step, the last one's step never closes).
+    check(len(s["steps"]) >= steps - 2, f"{len(s['steps'])} steps of the job's {steps}: nothing to judge")
+    check(s["diagnosis"].get("verdict"), "no verdict")
+    check(not [p["pid"] for p in s["processes"] if p["cuda"]["found"]], "a process says it loaded CUDA")
+    check(truth["main"]["pid"] in [p["pid"] for p in s["processes"]], "the job's main process is not in the summary")
+    gpu = re.compile(r"\bGPU\b|PCIe|\bh2d\b|\bd2h\b|gpu_wait|launch ", re.I)
+    report = [line for line in out.splitlines() if gpu.search(line)]
+    check(not report, f"the text report names a GPU: {report[:3]}")
+    keys = sorted({k for st in s["steps"] for k in st if k.startswith("gpu_") or k == "devices"})
+    check(not keys, f"the JSON steps carry GPU figures: {keys}")
+    for f in s["diagnosis"]["findings"]:
+        check(not gpu.search(f["message"]), f"finding {f['rule']} names a GPU: {f['message']}")
+    with open(base + ".html") as f:
+        html = f.read()
+    sketch = re.search(r'<section id="sketch">.*?</section>', html, re.S)
+    check(sketch, "the HTML page has no paper sketch")
+    check("PCIe" not in sketch.group(0) and "disk reads" in sketch.group(0) and "CPU" in sketch.group(0),
+          "the paper sketch is not of disk and CPU only")
+    with open(base + "-t.json") as f:
+        tl = json.load(f)
+    events = tl["traceEvents"] if isinstance(tl, dict) else tl
+    tracks = {e["args"]["name"] for e in events if e.get("ph") == "M" and "name" in e.get("args", {})}
+    check(any(t == "steps" for t in tracks), f"the timeline has no steps track: {sorted(tracks)[:10]}")
+    check(not [t for t in tracks if "GPU" in t], f"the timeline has GPU tracks: {[t for t in tracks if 'GPU' in t]}")
+    check(not [e for e in events if e.get("cat") == "gpu (inferred)"], "the timeline has GPU slices")
+    return f"{len(s['steps'])} steps, verdict {s['diagnosis']['verdict']}, {len(tracks)} tracks, no GPU"
+
+
+if __name__ == "__main__":
+    main()
