@@ -400,9 +400,16 @@ static int start_command(struct dl_live *l)
 
 	if (err)
 		return err;
+	/* In the traced set before its exec: the exec's own reads (the program, the loader) are the job's. */
 	err = trace_root(l, l->spawn.pid);
-	if (!err)
-		err = dl_spawn_run_to_entry(&l->spawn);
+	if (err) {
+		dl_spawn_abort(&l->spawn);
+		return err;
+	}
+	err = dl_spawn_exec(&l->spawn);
+	if (err)
+		return err;   /* said why, and ended it */
+	err = dl_spawn_run_to_entry(&l->spawn);
 	/* A signal can cut the hold in waitpid (EINTR) or in a ptrace call on a tracee not yet stopped (ESRCH). */
 	if (err && *l->stop)
 		dl_err("signal %d while '%s' was held at its start: it was killed before its program started",

@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""Jobs without CUDA, and what dlbpf counts of a job it starts: a real PyTorch job on the CPU
-(Debian's python3-torch, tests/workloads/torchjob.py) gets no GPU or PCIe line in its text report,
-JSON summary, HTML page or timeline; `dlbpf -- cat /proc/self/io` counts the bytes the kernel
-counted for cat, the dynamic loader's reads before cat's first instruction included. Run as root."""
+"""Jobs without CUDA: a real PyTorch job on the CPU (Debian's python3-torch,
+tests/workloads/torchjob.py) gets no GPU or PCIe line in its text report, JSON summary, HTML page or
+timeline. Run as root."""
 import json
 import os
 import re
