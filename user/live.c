@@ -171,12 +171,21 @@ static int trace_root(struct dl_live *l, pid_t pid)
 	return dl_proc_descendants(pid, trace_existing, l);
 }
 
+/* What dl_tracer_take_fresh hands: the live state, and how many CUDA or NCCL libraries it said were attached. */
+struct fresh_libs {
+	struct dl_live *l;
+	int runtimes;
+};
+
+/* The C library's loader functions (dlopen) are probed too, but they are no runtime: not a library of the job's. */
 static void emit_lib(const struct dl_cuda_attach *a, void *arg)
 {
-	struct dl_live *l = arg;
+	struct fresh_libs *f = arg;
 
-	if (a->kind != DL_LIB_LOADER)
-		dl_emit_lib(l->stream, dl_now_ns(), a->pid, a->path, (unsigned)a->nsyms, 0);
+	if (a->kind == DL_LIB_LOADER)
+		return;
+	dl_emit_lib(f->l->stream, dl_now_ns(), a->pid, a->path, (unsigned)a->nsyms, 0);
+	f->runtimes++;
 }
 
 static void emit_lib_refused(pid_t pid, const char *path, int err, void *arg)
@@ -190,22 +199,23 @@ static void emit_lib_refused(pid_t pid, const char *path, int err, void *arg)
 static void rescan_pid(struct dl_live *l, pid_t pid, bool first)
 {
 	struct dl_maps *maps = dl_maps_read(pid);   /* one read of its mappings for the users below (NULL: each reads) */
-	int n;
+	struct fresh_libs fresh = { .l = l };
 
 	dl_symbolizer_note(l->col.symbolizer, pid, maps);
 	dl_pyprocs_scan(&l->col.py, pid, maps);
 	dl_markers_attach(&l->markers, l->tracer, pid, maps);
-	n = dl_tracer_scan_cuda(l->tracer, pid, maps);
+	dl_tracer_scan_cuda(l->tracer, pid, maps);
 	dl_maps_free(maps);
-	if (n > 0 && !first)
-		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
 	dl_tracer_exec_settled(l->tracer, pid);
 	/*
 	 * What the scan attached, wherever it sits now: a dlclose seen in the
 	 * same scan removes an attachment and moves the new ones down.
 	 */
-	dl_tracer_take_fresh(l->tracer, pid, emit_lib, l);
+	dl_tracer_take_fresh(l->tracer, pid, emit_lib, &fresh);
 	dl_tracer_take_refused(l->tracer, pid, emit_lib_refused, l);
+	/* Counted from what was attached less the loader's probes: a worker without CUDA gets its dlopen probed too. */
+	if (fresh.runtimes > 0 && !first)
+		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
 }
 
 /* A job of many processes takes a while to attach: a stop signal ends the pass at the next process. */
@@ -232,8 +242,10 @@ static void inherit_fork(pid_t child, pid_t parent, void *arg)
 {
 	struct dl_live *l = arg;
 
+	struct fresh_libs fresh = { .l = l };
+
 	if (!*l->stop && dl_tracer_inherit(l->tracer, child, parent) > 0)
-		dl_tracer_take_fresh(l->tracer, child, emit_lib, l);
+		dl_tracer_take_fresh(l->tracer, child, emit_lib, &fresh);
 }
 
 static bool wanted_comm(const struct dl_live *l, const char *comm)

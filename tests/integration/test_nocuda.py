@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 
-from harness import WORK, Skipped, check, load_summary, main, run_dlbpf
+from harness import GPUSIM_DIR, WORK, Skipped, check, load_summary, main, run_dlbpf, workload
 
 PYTHON = "/usr/bin/python3"   # Debian's: the one python3-torch is installed for
 TORCHJOB = os.path.join(os.path.dirname(__file__), "..", "workloads", "torchjob.py")
@@ -72,6 +72,24 @@ def test_torch_job_has_no_gpu():
     check(not [t for t in tracks if "GPU" in t], f"the timeline has GPU tracks: {[t for t in tracks if 'GPU' in t]}")
     check(not [e for e in events if e.get("cat") == "gpu (inferred)"], "the timeline has GPU slices")
     return f"{len(s['steps'])} steps, verdict {s['diagnosis']['verdict']}, {len(tracks)} tracks, no GPU"
+
+
+def test_runtime_loaded_only_for_cuda():
+    """-v says "CUDA runtime loaded, now traced" for the processes that exec'd into a program with a
+    CUDA runtime (cuda_calls on the simulator), and for none of those that only have the C library
+    (whose dlopen dlbpf probes too): a shell and two /bin/true. The truth: which processes the JSON
+    summary says attached a runtime, and which pid cuda_calls is (the only one that maps one)."""
+    base = os.path.join(WORK, f"nocuda-v-{os.getpid()}")
+    script = f"/bin/true; /bin/true; LD_LIBRARY_PATH={GPUSIM_DIR} exec {workload('cuda_calls')}"
+    rc, out, err = run_dlbpf(["-v", "--json", base + ".json", "--", "/bin/sh", "-c", script], timeout=120)
+    check(rc == 0, f"dlbpf exited {rc}: {err[-2000:]}")
+    s = load_summary(base + ".json")
+    said = sorted(int(m) for m in re.findall(r"pid (\d+): CUDA runtime loaded, now traced", err))
+    cuda = sorted(p["pid"] for p in s["processes"] if p["cuda"]["found"])
+    check(len(s["processes"]) >= 3, f"{len(s['processes'])} processes traced: the shell and its two true missing")
+    check(len(cuda) == 1, f"{len(cuda)} processes with a runtime: {cuda}")
+    check(said == cuda, f"-v says a runtime loaded in {said}, the summary in {cuda}")
+    return f"said for {said} only, of {len(s['processes'])} processes"
 
 
 if __name__ == "__main__":
