@@ -383,13 +383,16 @@ static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf)
  * dominates: a loader reading in small calls spends its time in syscalls and
  * (uncached) in one device round trip per call. Flagged when most calls on
  * files were small and they took a share of the reading threads' time that
- * the severity scale (DESIGN.md: 5% moderate) counts.
+ * the severity scale (DESIGN.md: 5% moderate) counts. Files no loader could
+ * read in larger calls (/proc, /sys, files under a page) are left out, and
+ * the file named is the one the most small-read bytes came from: a counter
+ * read once a step outnumbers the shards in calls, never in bytes.
  */
 #define SMALL_READ_SHARE 0.05
 
 static void small_reads_finding(struct dl_diagnosis *d, const struct dl_summary *s)
 {
-	uint64_t reads = 0, small = 0, small_ns = 0, loader_ns = 0, worst_small = 0;
+	uint64_t reads = 0, small = 0, small_ns = 0, loader_ns = 0, worst_bytes = 0;
 	const char *worst = NULL;
 	struct dl_finding *x;
 	double share;
@@ -400,23 +403,26 @@ static void small_reads_finding(struct dl_diagnosis *d, const struct dl_summary 
 		for (size_t k = 0; k < pf->files.n; k++) {
 			const struct dl_file_stat *f = &pf->files.v[k];
 
+			if (dl_file_small_by_nature(f))
+				continue;   /* /proc, /sys, a file under a page: no larger read to make */
 			reads += f->reads;
 			small += f->small_reads;
 			small_ns += f->small_ns;
-			if (f->small_reads > worst_small) {
-				worst_small = f->small_reads;
+			/* The file named is the one most of the small reads' bytes came from, not the most calls. */
+			if (f->small_bytes > worst_bytes) {
+				worst_bytes = f->small_bytes;
 				worst = f->path;
 			}
 		}
 		loader_ns += dl_files_reader_ns(pf);
 	}
-	if (!small || small * 2 <= reads || !loader_ns)
+	if (!small || !worst || small * 2 <= reads || !loader_ns)
 		return;
 	share = (double)small_ns / (double)loader_ns;
 	if (share < SMALL_READ_SHARE)
 		return;
 	x = add_finding(d, "small-reads",
-			"%llu of %llu read calls on files (%.0f%%) returned under %u KiB, most on %s; they took "
+			"%llu of %llu read calls on files (%.0f%%) returned under %u KiB, most bytes on %s; they took "
 			"%.1f ms, %.0f%% of the reading threads' time. Read in larger requests (1 MiB or more), "
 			"pack small samples into a record format (tar shards, TFRecord, WebDataset) read "
 			"sequentially, or let readahead work (posix_fadvise POSIX_FADV_SEQUENTIAL; no O_DIRECT "
@@ -428,6 +434,7 @@ static void small_reads_finding(struct dl_diagnosis *d, const struct dl_summary 
 	evidence(x, "small_read_ns", (double)small_ns);
 	evidence(x, "loader_ns", (double)loader_ns);
 	evidence(x, "loader_share", share);
+	evidence(x, "file_small_bytes", (double)worst_bytes);
 	evidence_text(x, "file", worst);
 }
 
