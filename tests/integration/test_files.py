@@ -512,5 +512,59 @@ def test_small_reads_by_bytes():
     return f"names the data file ({ev['file_small_bytes']} B in small calls) over {truth['proc_calls']} /proc reads"
 
 
+# Writes MB MiB to a new file (ext4 flushes a truncated one at close, in the closing task) and waits in
+# sync(2) while the flusher, a kernel thread, writes it back; with --wait, first reads a line.
+WRITE_JOB = r"""
+import json, os, sys
+path, mb = sys.argv[1], int(sys.argv[2])
+if len(sys.argv) > 3:
+    sys.stdin.readline()
+if os.path.exists(path):
+    os.unlink(path)
+with open(path, "wb") as f:
+    for _ in range(mb):
+        f.write(os.urandom(1 << 20))
+os.sync()
+print(json.dumps({"written": mb << 20}), flush=True)
+"""
+
+
+def test_async_io_only_the_jobs():
+    """async-io counts the kernel threads' requests for the traced job's files only: the job writes
+    8 MiB that the flusher writes back, while a process outside the traced tree writes 64 MiB the
+    same way during the trace. The truth: the bytes each wrote. Before, every kernel thread's
+    request on the machine was the job's (the other's 64 MiB with it)."""
+    job_mb, other_mb = 8, 64
+    os.makedirs(FILES_DIR, exist_ok=True)
+    mine, other = os.path.join(FILES_DIR, "job-written.dat"), os.path.join(FILES_DIR, "other-written.dat")
+    d = Dlbpf(["--", "/usr/bin/python3", "-c", WRITE_JOB, mine, str(job_mb), "--wait"], stdin=subprocess.PIPE)
+    try:
+        d.started()
+        # While the job waits, traced: another process writes and syncs, untraced.
+        o = subprocess.run(["/usr/bin/python3", "-c", WRITE_JOB, other, str(other_mb)], capture_output=True,
+                           text=True, timeout=120)
+        check(o.returncode == 0, f"the other writer failed: {o.stderr[-500:]}")
+        d.proc.stdin.write("go\n")
+        d.proc.stdin.close()
+        rc = d.wait(timeout=120)
+    finally:
+        for path in (mine, other):
+            if os.path.exists(path):
+                os.unlink(path)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-1500:]}")
+    truth = truth_line(d.stdout)
+    check(truth["written"] == job_mb << 20, f"the job wrote {truth['written']} B")
+    s = d.summary()
+    async_bytes = s["async_io"]["bytes"]
+    own = sum(p["io"]["write_bytes"] for p in s["processes"])
+    # Nothing of the other writer's: at most the job's own bytes are the kernel threads' for it.
+    check(async_bytes <= truth["written"], f"async-io {async_bytes} B, the job wrote {truth['written']} B "
+          f"(another process wrote {other_mb << 20} B)")
+    # And all of the job's: what the flusher wrote back, or the job itself submitted.
+    check(async_bytes + own >= truth["written"], f"async-io {async_bytes} B and the job's own {own} B: less than "
+          f"the {truth['written']} B it wrote")
+    return f"async-io {async_bytes} B of the job's {truth['written']} B, none of the other's {other_mb << 20} B"
+
+
 if __name__ == "__main__":
     main()

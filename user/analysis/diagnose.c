@@ -771,9 +771,9 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 	small_reads_finding(d, s);
 	if (s->async_io_ops) {
 		x = add_finding(d, "async-io",
-				"%.1f MB in %llu requests were read or written by kernel threads (readahead, "
-				"writeback) during the trace: they are not attributed to the job, so its disk time "
-				"may be under-counted.",
+				"%.1f MB in %llu requests for the job's files were read or written by kernel threads "
+				"(the writeback of pages it dirtied) during the trace: they are not attributed to one "
+				"of its processes, so their disk time may be under-counted.",
 				(double)s->async_io_bytes / 1e6, (unsigned long long)s->async_io_ops);
 		evidence(x, "bytes", (double)s->async_io_bytes);
 		evidence(x, "requests", (double)s->async_io_ops);
