@@ -558,14 +558,18 @@ int dl_live_run(struct dl_live *l, struct dl_session *s)
 			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
 				l->sum->procs[i].pid, l->sum->procs[i].comm);
 	}
+	/* A library loaded later may hold it: only what is still missing at the end is warned of. */
 	if (cfg->step_on && !dl_api_by_name(cfg->step_on) && !l->markers.links.n)
-		dl_warn("--step-on %s: no such function in the traced processes yet (will keep looking)",
+		dl_info("--step-on %s: no such function in the traced processes yet (will keep looking)",
 			cfg->step_on);
 	dl_info("tracing %zu process%s; Ctrl-C to stop", l->sum->n, l->sum->n == 1 ? "" : "es");
 	if (cfg->ready_fd >= 0)
 		dl_spawn_signal_ready(cfg->ready_fd);
 
 	err = run_loop(l, s);
+	if (cfg->step_on && !dl_api_by_name(cfg->step_on) && !l->markers.found)
+		dl_warn("--step-on %s: no such function in the traced processes (a symbol of their executables or "
+			"libraries, or a C++ function's demangled name)", cfg->step_on);
 	dl_modes_finish(&l->modes, &l->env, dl_now_ns());
 	dl_markers_detach(&l->markers);
 	dl_tracer_detach(l->tracer);

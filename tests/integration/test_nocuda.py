@@ -92,5 +92,45 @@ def test_runtime_loaded_only_for_cuda():
     return f"said for {said} only, of {len(s['processes'])} processes"
 
 
+def run_torch(base, marker, steps):
+    """torchjob.py decode-shaped under dlbpf --step-on marker: (summary, truth, dlbpf's stderr)."""
+    torch_cpu_only()
+    if not os.path.isdir(TORCH_DATA):
+        subprocess.run([PYTHON, TORCHJOB, "--make-data", TORCH_DATA, "--shards", "2", "--shard-mb", "2"],
+                       check=True, capture_output=True)
+    rc, out, err = run_dlbpf(["--json", base + ".json", "--step-on", marker, "--", PYTHON, TORCHJOB, "--data",
+                              TORCH_DATA, "--truth", base + "-truth.json", "--steps", str(steps), "--decode-ms", "1"],
+                             timeout=180)
+    check(rc == 0, f"--step-on {marker}: dlbpf exited {rc}: {err[-2000:]}")
+    with open(base + "-truth.json") as f:
+        return load_summary(base + ".json"), json.load(f), err
+
+
+def test_step_on_demangled_names():
+    """--step-on takes a C++ function as the demangler writes it, with or without its parameters and
+    qualified by its namespaces, as well as mangled: each finds the job's steps, each step opening
+    inside the job's own train_step() (its clocks around it), one step less than the job's (the
+    last marker's step never closes). The marker lives in libtorch, which Python loads after dlbpf
+    started it: no warning that it is missing, since it is not by the end. A name no process has is
+    warned of, once, at the end."""
+    steps = 8
+    names = [BACKWARD, "THPEngine_run_backward", "THPEngine_run_backward(_object*, _object*, _object*)",
+             "torch::autograd::Engine::execute"]
+    for i, marker in enumerate(names):
+        s, truth, err = run_torch(os.path.join(WORK, f"stepon-{os.getpid()}-{i}"), marker, steps)
+        check("warning: --step-on" not in err, f"--step-on {marker}: warned of a function it found: {err[-800:]}")
+        got = s["steps"]
+        check(len(got) == len(truth["main"]["steps"]) - 1, f"--step-on {marker}: {len(got)} steps, the job "
+              f"made {len(truth['main']['steps'])}")
+        for st in got:
+            check(any(t["next1"] <= st["start_ns"] <= t["step1"] for t in truth["main"]["steps"]),
+                  f"--step-on {marker}: step {st['index']} opens at {st['start_ns']}, in no train_step() of the job's")
+    s, truth, err = run_torch(os.path.join(WORK, f"stepon-{os.getpid()}-none"), "no_such_function_anywhere", 3)
+    warned = [line for line in err.splitlines() if "warning: --step-on" in line]
+    check(len(warned) == 1 and "no such function" in warned[0], f"a missing marker: warnings {warned}")
+    check(not s["steps"], f"a missing marker made {len(s['steps'])} steps")
+    return f"{len(names)} names, {steps - 1} steps each; a missing one warned of once"
+
+
 if __name__ == "__main__":
     main()
