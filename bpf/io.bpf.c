@@ -41,6 +41,62 @@ struct {
 	__type(value, struct dl_rq_start);
 } requests SEC(".maps");
 
+/*
+ * Files whose pages a traced task dirtied (by device and inode number): a
+ * kernel thread's write of their pages (writeback) is the job's async I/O;
+ * a kernel thread's request for anyone else's file (another job's writes, a
+ * journal) is no concern of the job's and is not recorded.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, DL_MAX_REQUESTS);
+	__type(key, __u64);
+	__type(value, __u8);
+} job_inodes SEC(".maps");
+
+#define PAGE_MAPPING_ANON 0x1ul
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+
+static __always_inline __u64 inode_key(struct inode *inode)
+{
+	return (__u64)BPF_CORE_READ(inode, i_sb, s_dev) << 40 ^ BPF_CORE_READ(inode, i_ino);
+}
+
+/* A traced task dirtied the inode (its pages or itself): fires in the dirtier's context. */
+SEC("tp_btf/writeback_mark_inode_dirty")
+int BPF_PROG(io_dirty, struct inode *inode, int flags)
+{
+	__u64 key;
+
+	/*
+	 * Regular files only: a block device's own inode (the file system's
+	 * metadata buffers, which every writer on it dirties) would give the
+	 * job every other writer's metadata.
+	 */
+	if ((BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG || !dl_is_traced(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	key = inode_key(inode);
+	bpf_map_update_elem(&job_inodes, &key, &(__u8){ 1 }, BPF_ANY);
+	return 0;
+}
+
+/* Whether a kernel thread's request carries a page of a file a traced task dirtied (its first bio's first page). */
+static __always_inline bool rq_of_job(struct request *rq)
+{
+	struct page *page = BPF_CORE_READ(rq, bio, bi_io_vec, bv_page);
+	unsigned long mapping;
+	__u64 key;
+
+	if (!page)
+		return false;
+	mapping = (unsigned long)BPF_CORE_READ(page, mapping);
+	if (!mapping || (mapping & PAGE_MAPPING_ANON))
+		return false;   /* anonymous memory (swap), or no file */
+	key = inode_key(BPF_CORE_READ((struct address_space *)mapping, host));
+	return bpf_map_lookup_elem(&job_inodes, &key) != NULL;
+}
+
 struct bio___pre_5_12 {
 	struct gendisk *bi_disk;
 	__u8 bi_partno;
@@ -128,7 +184,7 @@ static __always_inline int on_start(struct request *rq, enum start_how how)
 		emit_unseen(old);
 	}
 	kthread = BPF_CORE_READ(task, flags) & PF_KTHREAD;
-	if (!kthread && !dl_is_traced(tgid)) {
+	if (kthread ? !rq_of_job(rq) : !dl_is_traced(tgid)) {
 		if (old)
 			bpf_map_delete_elem(&requests, &key);
 		return 0;

@@ -171,12 +171,21 @@ static int trace_root(struct dl_live *l, pid_t pid)
 	return dl_proc_descendants(pid, trace_existing, l);
 }
 
+/* What dl_tracer_take_fresh hands: the live state, and how many CUDA or NCCL libraries it said were attached. */
+struct fresh_libs {
+	struct dl_live *l;
+	int runtimes;
+};
+
+/* The C library's loader functions (dlopen) are probed too, but they are no runtime: not a library of the job's. */
 static void emit_lib(const struct dl_cuda_attach *a, void *arg)
 {
-	struct dl_live *l = arg;
+	struct fresh_libs *f = arg;
 
-	if (a->kind != DL_LIB_LOADER)
-		dl_emit_lib(l->stream, dl_now_ns(), a->pid, a->path, (unsigned)a->nsyms, 0);
+	if (a->kind == DL_LIB_LOADER)
+		return;
+	dl_emit_lib(f->l->stream, dl_now_ns(), a->pid, a->path, (unsigned)a->nsyms, 0);
+	f->runtimes++;
 }
 
 static void emit_lib_refused(pid_t pid, const char *path, int err, void *arg)
@@ -190,22 +199,23 @@ static void emit_lib_refused(pid_t pid, const char *path, int err, void *arg)
 static void rescan_pid(struct dl_live *l, pid_t pid, bool first)
 {
 	struct dl_maps *maps = dl_maps_read(pid);   /* one read of its mappings for the users below (NULL: each reads) */
-	int n;
+	struct fresh_libs fresh = { .l = l };
 
 	dl_symbolizer_note(l->col.symbolizer, pid, maps);
 	dl_pyprocs_scan(&l->col.py, pid, maps);
 	dl_markers_attach(&l->markers, l->tracer, pid, maps);
-	n = dl_tracer_scan_cuda(l->tracer, pid, maps);
+	dl_tracer_scan_cuda(l->tracer, pid, maps);
 	dl_maps_free(maps);
-	if (n > 0 && !first)
-		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
 	dl_tracer_exec_settled(l->tracer, pid);
 	/*
 	 * What the scan attached, wherever it sits now: a dlclose seen in the
 	 * same scan removes an attachment and moves the new ones down.
 	 */
-	dl_tracer_take_fresh(l->tracer, pid, emit_lib, l);
+	dl_tracer_take_fresh(l->tracer, pid, emit_lib, &fresh);
 	dl_tracer_take_refused(l->tracer, pid, emit_lib_refused, l);
+	/* Counted from what was attached less the loader's probes: a worker without CUDA gets its dlopen probed too. */
+	if (fresh.runtimes > 0 && !first)
+		dl_info("pid %d: CUDA runtime loaded, now traced", pid);
 }
 
 /* A job of many processes takes a while to attach: a stop signal ends the pass at the next process. */
@@ -232,8 +242,10 @@ static void inherit_fork(pid_t child, pid_t parent, void *arg)
 {
 	struct dl_live *l = arg;
 
+	struct fresh_libs fresh = { .l = l };
+
 	if (!*l->stop && dl_tracer_inherit(l->tracer, child, parent) > 0)
-		dl_tracer_take_fresh(l->tracer, child, emit_lib, l);
+		dl_tracer_take_fresh(l->tracer, child, emit_lib, &fresh);
 }
 
 static bool wanted_comm(const struct dl_live *l, const char *comm)
@@ -400,9 +412,16 @@ static int start_command(struct dl_live *l)
 
 	if (err)
 		return err;
+	/* In the traced set before its exec: the exec's own reads (the program, the loader) are the job's. */
 	err = trace_root(l, l->spawn.pid);
-	if (!err)
-		err = dl_spawn_run_to_entry(&l->spawn);
+	if (err) {
+		dl_spawn_abort(&l->spawn);
+		return err;
+	}
+	err = dl_spawn_exec(&l->spawn);
+	if (err)
+		return err;   /* said why, and ended it */
+	err = dl_spawn_run_to_entry(&l->spawn);
 	/* A signal can cut the hold in waitpid (EINTR) or in a ptrace call on a tracee not yet stopped (ESRCH). */
 	if (err && *l->stop)
 		dl_err("signal %d while '%s' was held at its start: it was killed before its program started",
@@ -539,14 +558,18 @@ int dl_live_run(struct dl_live *l, struct dl_session *s)
 			dl_info("pid %d (%s): no CUDA runtime mapped yet; tracing I/O and scheduling",
 				l->sum->procs[i].pid, l->sum->procs[i].comm);
 	}
+	/* A library loaded later may hold it: only what is still missing at the end is warned of. */
 	if (cfg->step_on && !dl_api_by_name(cfg->step_on) && !l->markers.links.n)
-		dl_warn("--step-on %s: no such function in the traced processes yet (will keep looking)",
+		dl_info("--step-on %s: no such function in the traced processes yet (will keep looking)",
 			cfg->step_on);
 	dl_info("tracing %zu process%s; Ctrl-C to stop", l->sum->n, l->sum->n == 1 ? "" : "es");
 	if (cfg->ready_fd >= 0)
 		dl_spawn_signal_ready(cfg->ready_fd);
 
 	err = run_loop(l, s);
+	if (cfg->step_on && !dl_api_by_name(cfg->step_on) && !l->markers.found)
+		dl_warn("--step-on %s: no such function in the traced processes (a symbol of their executables or "
+			"libraries, or a C++ function's demangled name)", cfg->step_on);
 	dl_modes_finish(&l->modes, &l->env, dl_now_ns());
 	dl_markers_detach(&l->markers);
 	dl_tracer_detach(l->tracer);

@@ -236,7 +236,7 @@ struct dl_py_stack {
 
 enum dl_bio_flags {
 	DL_BIO_WRITE = 1u << 0,
-	DL_BIO_ASYNC = 1u << 1,   /* submitted by a kernel thread (readahead, writeback, kworker) */
+	DL_BIO_ASYNC = 1u << 1,   /* submitted by a kernel thread for a file a traced task dirtied (writeback) */
 	DL_BIO_ERROR = 1u << 2,
 	DL_BIO_PARTIAL = 1u << 3, /* completion of part of the request; more follow */
 	/*

@@ -447,5 +447,124 @@ def test_small_reads_finding():
     return "; ".join(out)
 
 
+# Reads a data file in small calls, and reads more often (more calls, fewer bytes) a /proc counter
+# and a file under a page, as a training loop reads its clocks and a config: prints what it read.
+SMALL_READS_JOB = r"""
+import json, os, sys
+data, tiny, kb, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+out = {"data_calls": 0, "data_bytes": 0, "proc_calls": 0, "tiny_calls": 0}
+fd = os.open(data, os.O_RDONLY)
+# Cold and without readahead: each page is a trip to the disk, so the small reads take most of the
+# job's time (the finding's share), as a loader's random small records do.
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+while True:
+    b = os.read(fd, kb << 10)
+    out["data_calls"] += 1
+    if not b:
+        break
+    out["data_bytes"] += len(b)
+os.close(fd)
+for _ in range(rounds):
+    for path, key in (("/proc/self/stat", "proc_calls"), (tiny, "tiny_calls")):
+        fd = os.open(path, os.O_RDONLY)
+        while os.read(fd, 65536):
+            out[key] += 1
+        out[key] += 1
+        os.close(fd)
+print(json.dumps(out))
+"""
+
+
+def test_small_reads_by_bytes():
+    """small-reads names the file most of the small reads' bytes came from (the data file read in
+    1 KiB calls), not /proc/self/stat or a 100-byte file read in more calls; both are left out of
+    the counts: the finding's reads are those of the other files, by the JSON's own per-file counts.
+    The truth: the job's own count of the bytes it read from the data file in small calls."""
+    make_files()
+    tiny = os.path.join(FILES_DIR, "tiny.conf")
+    with open(tiny, "w") as f:
+        f.write("x" * 100)
+    data = os.path.join(FILES_DIR, "a.dat")
+    # More passes over /proc/self/stat and the small file (one small read each, then end of file)
+    # than the data file, in 1 KiB calls, has small reads: by calls, either would be named.
+    rounds = SIZES["a.dat"] // 1024 + 100
+    rc, out, err = run_dlbpf(["--json", os.path.join(WORK, "small-bytes.json"), "--", "/usr/bin/python3", "-c",
+                              SMALL_READS_JOB, data, tiny, "1", str(rounds)], timeout=180)
+    check(rc == 0, f"dlbpf exited {rc}: {err[-1500:]}")
+    truth = truth_line(out)
+    check(truth["proc_calls"] > 2 * truth["data_calls"] and truth["tiny_calls"] > 2 * truth["data_calls"],
+          f"the job did not read /proc and the small file more often than its data: {truth}")
+    s = load_summary(os.path.join(WORK, "small-bytes.json"))
+    rules = {f["rule"]: f for f in s["diagnosis"]["findings"]}
+    check("small-reads" in rules, f"no small-reads finding: {sorted(rules)}")
+    ev = rules["small-reads"]["evidence"]
+    check(ev["file"] == data, f"small-reads names {ev['file']}, not the data file {data}")
+    check(ev["file_small_bytes"] == truth["data_bytes"], f"{ev['file_small_bytes']} small-read bytes on the data "
+          f"file, the job read {truth['data_bytes']}")
+    # Its reads: the data file's all (the job's count), and of the others at most those not in /proc
+    # nor the small file (Python's own files under a page are left out too): never /proc's or the
+    # small file's, which alone outnumber the data file's.
+    others = sum(f["reads"] for p in s["processes"] for f in p["files"]
+                 if not f["path"].startswith(("/proc/", "/sys/")) and f["path"] != tiny)
+    check(truth["data_calls"] <= ev["reads"] <= others, f"the finding counts {ev['reads']} reads: not between the "
+          f"data file's {truth['data_calls']} and the {others} of every file but /proc's and the small one")
+    return f"names the data file ({ev['file_small_bytes']} B in small calls) over {truth['proc_calls']} /proc reads"
+
+
+# Writes MB MiB to a new file (ext4 flushes a truncated one at close, in the closing task) and waits in
+# sync(2) while the flusher, a kernel thread, writes it back; with --wait, first reads a line.
+WRITE_JOB = r"""
+import json, os, sys
+path, mb = sys.argv[1], int(sys.argv[2])
+if len(sys.argv) > 3:
+    sys.stdin.readline()
+if os.path.exists(path):
+    os.unlink(path)
+with open(path, "wb") as f:
+    for _ in range(mb):
+        f.write(os.urandom(1 << 20))
+os.sync()
+print(json.dumps({"written": mb << 20}), flush=True)
+"""
+
+
+def test_async_io_only_the_jobs():
+    """async-io counts the kernel threads' requests for the traced job's files only: the job writes
+    8 MiB that the flusher writes back, while a process outside the traced tree writes 64 MiB the
+    same way during the trace. The truth: the bytes each wrote. Before, every kernel thread's
+    request on the machine was the job's (the other's 64 MiB with it)."""
+    job_mb, other_mb = 8, 64
+    os.makedirs(FILES_DIR, exist_ok=True)
+    mine, other = os.path.join(FILES_DIR, "job-written.dat"), os.path.join(FILES_DIR, "other-written.dat")
+    d = Dlbpf(["--", "/usr/bin/python3", "-c", WRITE_JOB, mine, str(job_mb), "--wait"], stdin=subprocess.PIPE)
+    try:
+        d.started()
+        # While the job waits, traced: another process writes and syncs, untraced.
+        o = subprocess.run(["/usr/bin/python3", "-c", WRITE_JOB, other, str(other_mb)], capture_output=True,
+                           text=True, timeout=120)
+        check(o.returncode == 0, f"the other writer failed: {o.stderr[-500:]}")
+        d.proc.stdin.write("go\n")
+        d.proc.stdin.close()
+        rc = d.wait(timeout=120)
+    finally:
+        for path in (mine, other):
+            if os.path.exists(path):
+                os.unlink(path)
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-1500:]}")
+    truth = truth_line(d.stdout)
+    check(truth["written"] == job_mb << 20, f"the job wrote {truth['written']} B")
+    s = d.summary()
+    async_bytes = s["async_io"]["bytes"]
+    own = sum(p["io"]["write_bytes"] for p in s["processes"])
+    # Nothing of the other writer's: at most the job's own bytes are the kernel threads' for it.
+    check(async_bytes <= truth["written"], f"async-io {async_bytes} B, the job wrote {truth['written']} B "
+          f"(another process wrote {other_mb << 20} B)")
+    # And all of the job's: what the flusher wrote back, or the job itself submitted.
+    check(async_bytes + own >= truth["written"], f"async-io {async_bytes} B and the job's own {own} B: less than "
+          f"the {truth['written']} B it wrote")
+    return f"async-io {async_bytes} B of the job's {truth['written']} B, none of the other's {other_mb << 20} B"
+
+
 if __name__ == "__main__":
     main()

@@ -47,6 +47,7 @@ static void evidence_text(struct dl_finding *f, const char *key, const char *tex
 struct run_facts {
 	size_t nsteps;
 	uint64_t median_ns, p90_ns;
+	double cpu_ns;               /* per step: the stepping thread's on-CPU time */
 	double io_bytes, workers_cpu_ns, h2d_bytes, d2h_bytes, kernels, small, io_ns;
 	double collectives, comm_bytes;   /* per step */
 	double comm_after_share;         /* of comm_wait: behind kernels enqueued before the collective */
@@ -87,6 +88,7 @@ static void gather(const struct dl_correlator *c, struct dl_diagnosis *d, struct
 		rf->io_bytes = (double)f->io_read_bytes / n;
 		rf->io_ns = (double)f->io_ns / n;
 		rf->workers_cpu_ns = (double)f->workers_cpu_ns / n;
+		rf->cpu_ns = (double)f->cat_ns[DL_CAT_CPU] / n;
 		rf->h2d_bytes = (double)f->h2d_bytes / n;
 		rf->d2h_bytes = (double)f->d2h_bytes / n;
 		rf->kernels = (double)f->kernels / n;
@@ -323,12 +325,14 @@ static void sketch(struct dl_diagnosis *d, const struct run_facts *rf, const str
 		k->disk_mbps = o->disk_mbps;
 		k->disk_src = "option";
 	}
+	k->cuda = dl_summary_cuda_loaded(s);
 	k->disk_bytes = rf->io_bytes;
-	k->pcie_bytes = rf->h2d_bytes + rf->d2h_bytes;
+	k->pcie_bytes = k->cuda ? rf->h2d_bytes + rf->d2h_bytes : 0;
 	k->disk_ns = k->disk_mbps > 0 ? k->disk_bytes / (k->disk_mbps * 1e6) * 1e9 : 0;
 	k->pcie_ns = k->pcie_bytes / (k->pcie_gbps * 1e9) * 1e9;
 	k->bound_ns = k->disk_ns > k->pcie_ns ? k->disk_ns : k->pcie_ns;
-	k->bound_by = k->disk_ns > k->pcie_ns ? "disk" : "PCIe";
+	k->bound_by = k->disk_ns > k->pcie_ns || !k->cuda ? "disk" : "PCIe";
+	k->cpu_ns = rf->cpu_ns + rf->workers_cpu_ns;
 	k->step_ns = (double)rf->median_ns;
 }
 
@@ -338,25 +342,39 @@ static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf)
 	struct dl_finding *x;
 	char disk_peak[64];
 
-	/* A step that waits on the GPU is bounded by compute, which the sketch does not know. */
-	if (d->verdict == DL_V_GPU || !rf->nsteps || k->step_ns < SKETCH_FACTOR * k->bound_ns)
+	/*
+	 * A step that waits on the GPU is bounded by compute, which the sketch does
+	 * not know; a step that moves nothing has no sketch to be over ("0x").
+	 */
+	if (d->verdict == DL_V_GPU || !rf->nsteps || !(k->bound_ns > 0) || k->step_ns < SKETCH_FACTOR * k->bound_ns)
 		return;
 	if (k->disk_mbps > 0)
 		snprintf(disk_peak, sizeof(disk_peak), "disk %.0f MB/s %s", k->disk_mbps, k->disk_src);
 	else
 		snprintf(disk_peak, sizeof(disk_peak), "disk peak unknown: too few reads to measure, see --disk-mbps");
-	x = add_finding(d, "below-paper-sketch",
-			"A step moves %.2f MB from disk and %.2f MB over PCIe: at the peaks (%s, PCIe %.1f GB/s "
-			"%s) that is %.3f ms, bounded by %s; steps take %.2f ms (median), %.0fx the sketch. The "
-			"time goes to %s, not to moving data.",
-			k->disk_bytes / 1e6, k->pcie_bytes / 1e6, disk_peak, k->pcie_gbps, k->pcie_src,
-			k->bound_ns / 1e6, k->bound_by, k->step_ns / 1e6, k->bound_ns > 0 ? k->step_ns / k->bound_ns : 0,
-			verdict_phrase(d->verdict));
+	if (k->cuda)
+		x = add_finding(d, "below-paper-sketch",
+				"A step moves %.2f MB from disk and %.2f MB over PCIe: at the peaks (%s, PCIe %.1f GB/s "
+				"%s) that is %.3f ms, bounded by %s; steps take %.2f ms (median), %.0fx the sketch. The "
+				"time goes to %s, not to moving data.",
+				k->disk_bytes / 1e6, k->pcie_bytes / 1e6, disk_peak, k->pcie_gbps, k->pcie_src,
+				k->bound_ns / 1e6, k->bound_by, k->step_ns / 1e6,
+				k->bound_ns > 0 ? k->step_ns / k->bound_ns : 0, verdict_phrase(d->verdict));
+	else   /* no CUDA runtime: no PCIe hop to name */
+		x = add_finding(d, "below-paper-sketch",
+				"A step reads %.2f MB from disk: at the peak (%s) that is %.3f ms; steps take %.2f ms "
+				"(median), %.0fx the sketch, and use %.2f ms of CPU. The time goes to %s, not to "
+				"moving data.",
+				k->disk_bytes / 1e6, disk_peak, k->bound_ns / 1e6, k->step_ns / 1e6,
+				k->bound_ns > 0 ? k->step_ns / k->bound_ns : 0, k->cpu_ns / 1e6, verdict_phrase(d->verdict));
 	evidence(x, "sketch_ms", k->bound_ns / 1e6);
 	evidence(x, "step_ms", k->step_ns / 1e6);
 	evidence(x, "ratio", k->bound_ns > 0 ? k->step_ns / k->bound_ns : 0);
 	evidence(x, "disk_mbps", k->disk_mbps);
-	evidence(x, "pcie_gbps", k->pcie_gbps);
+	if (k->cuda)
+		evidence(x, "pcie_gbps", k->pcie_gbps);
+	else
+		evidence(x, "cpu_ms", k->cpu_ns / 1e6);
 	evidence_text(x, "bound_by", k->bound_by);
 }
 
@@ -365,13 +383,16 @@ static void sketch_finding(struct dl_diagnosis *d, const struct run_facts *rf)
  * dominates: a loader reading in small calls spends its time in syscalls and
  * (uncached) in one device round trip per call. Flagged when most calls on
  * files were small and they took a share of the reading threads' time that
- * the severity scale (DESIGN.md: 5% moderate) counts.
+ * the severity scale (DESIGN.md: 5% moderate) counts. Files no loader could
+ * read in larger calls (/proc, /sys, files under a page) are left out, and
+ * the file named is the one the most small-read bytes came from: a counter
+ * read once a step outnumbers the shards in calls, never in bytes.
  */
 #define SMALL_READ_SHARE 0.05
 
 static void small_reads_finding(struct dl_diagnosis *d, const struct dl_summary *s)
 {
-	uint64_t reads = 0, small = 0, small_ns = 0, loader_ns = 0, worst_small = 0;
+	uint64_t reads = 0, small = 0, small_ns = 0, loader_ns = 0, worst_bytes = 0;
 	const char *worst = NULL;
 	struct dl_finding *x;
 	double share;
@@ -382,23 +403,26 @@ static void small_reads_finding(struct dl_diagnosis *d, const struct dl_summary 
 		for (size_t k = 0; k < pf->files.n; k++) {
 			const struct dl_file_stat *f = &pf->files.v[k];
 
+			if (dl_file_small_by_nature(f))
+				continue;   /* /proc, /sys, a file under a page: no larger read to make */
 			reads += f->reads;
 			small += f->small_reads;
 			small_ns += f->small_ns;
-			if (f->small_reads > worst_small) {
-				worst_small = f->small_reads;
+			/* The file named is the one most of the small reads' bytes came from, not the most calls. */
+			if (f->small_bytes > worst_bytes) {
+				worst_bytes = f->small_bytes;
 				worst = f->path;
 			}
 		}
 		loader_ns += dl_files_reader_ns(pf);
 	}
-	if (!small || small * 2 <= reads || !loader_ns)
+	if (!small || !worst || small * 2 <= reads || !loader_ns)
 		return;
 	share = (double)small_ns / (double)loader_ns;
 	if (share < SMALL_READ_SHARE)
 		return;
 	x = add_finding(d, "small-reads",
-			"%llu of %llu read calls on files (%.0f%%) returned under %u KiB, most on %s; they took "
+			"%llu of %llu read calls on files (%.0f%%) returned under %u KiB, most bytes on %s; they took "
 			"%.1f ms, %.0f%% of the reading threads' time. Read in larger requests (1 MiB or more), "
 			"pack small samples into a record format (tar shards, TFRecord, WebDataset) read "
 			"sequentially, or let readahead work (posix_fadvise POSIX_FADV_SEQUENTIAL; no O_DIRECT "
@@ -410,6 +434,7 @@ static void small_reads_finding(struct dl_diagnosis *d, const struct dl_summary 
 	evidence(x, "small_read_ns", (double)small_ns);
 	evidence(x, "loader_ns", (double)loader_ns);
 	evidence(x, "loader_share", share);
+	evidence(x, "file_small_bytes", (double)worst_bytes);
 	evidence_text(x, "file", worst);
 }
 
@@ -746,9 +771,9 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 	small_reads_finding(d, s);
 	if (s->async_io_ops) {
 		x = add_finding(d, "async-io",
-				"%.1f MB in %llu requests were read or written by kernel threads (readahead, "
-				"writeback) during the trace: they are not attributed to the job, so its disk time "
-				"may be under-counted.",
+				"%.1f MB in %llu requests for the job's files were read or written by kernel threads "
+				"(the writeback of pages it dirtied) during the trace: they are not attributed to one "
+				"of its processes, so their disk time may be under-counted.",
 				(double)s->async_io_bytes / 1e6, (unsigned long long)s->async_io_ops);
 		evidence(x, "bytes", (double)s->async_io_bytes);
 		evidence(x, "requests", (double)s->async_io_ops);

@@ -33,7 +33,8 @@ struct dl_diag_opts {
 };
 
 /*
- * The paper sketch of a median step: what it moves from disk and over PCIe,
+ * The paper sketch of a median step: what it moves from disk and over PCIe
+ * (PCIe only in a job that loaded a CUDA runtime), the CPU it used,
  * the time that takes at the peaks, and how far the step is from it. Filled
  * whenever there are steps; below-paper-sketch is the finding made of it.
  */
@@ -45,6 +46,8 @@ struct dl_sketch {
 	double bound_ns;                 /* the larger of the two */
 	const char *bound_by;            /* "disk" or "PCIe" */
 	double step_ns;                  /* the median step */
+	bool cuda;                       /* a CUDA runtime was loaded: without one, no PCIe hop (disk and CPU only) */
+	double cpu_ns;                   /* per step: the stepping thread's CPU and the workers' (measured, not a peak) */
 };
 
 struct dl_diagnosis {

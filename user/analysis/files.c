@@ -100,7 +100,23 @@ void dl_files_read(struct dl_proc_files *pf, const struct dl_file_read_ev *e)
 	if (e->ret > 0 && (uint64_t)e->ret < DL_SMALL_READ_BYTES) {
 		f->small_reads++;
 		f->small_ns += e->dur_ns;
+		f->small_bytes += (uint64_t)e->ret;
 	}
+	if (!e->ret)
+		f->eof_reads++;
+}
+
+/* A page on x86-64 and on arm64's usual 4 KiB kernels: a file smaller is read in one small call whatever the loader does. */
+#define SMALL_FILE_BYTES 4096u
+
+bool dl_file_small_by_nature(const struct dl_file_stat *f)
+{
+	static const char *const pseudo[] = { "/proc/", "/sys/" };
+
+	for (size_t i = 0; i < sizeof(pseudo) / sizeof(pseudo[0]); i++)
+		if (!strncmp(f->path, pseudo[i], strlen(pseudo[i])))
+			return true;
+	return f->eof_reads && f->read_bytes < f->eof_reads * SMALL_FILE_BYTES;
 }
 
 void dl_files_fork(struct dl_proc_files *child, const struct dl_proc_files *parent)

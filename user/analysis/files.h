@@ -31,6 +31,8 @@ struct dl_file_stat {
 	uint64_t read_ns;        /* inside those calls */
 	uint64_t disk_bytes;     /* submitted to block devices from inside them */
 	uint64_t small_reads, small_ns;   /* calls that returned 1 .. DL_SMALL_READ_BYTES - 1 bytes */
+	uint64_t small_bytes;    /* what those calls returned */
+	uint64_t eof_reads;      /* calls that returned 0 bytes: a pass through the file ended */
 	bool truncated;          /* the path was cut to DL_PATH_LEN - 1 bytes */
 };
 
@@ -49,6 +51,13 @@ struct dl_proc_files {
 	struct dl_u64map thread_ns;   /* tid -> its scheduler intervals' time (running, runnable, blocked) */
 };
 
+/*
+ * Read calls on a file that a loader cannot make larger: a kernel pseudo-file
+ * (/proc, /sys: a counter or a setting, read whole in one small call) or a
+ * file under a page (its passes end at end of file in under a page on
+ * average). The small-reads finding leaves them out.
+ */
+bool dl_file_small_by_nature(const struct dl_file_stat *f);
 void dl_files_free(struct dl_proc_files *pf);
 void dl_files_open(struct dl_proc_files *pf, const struct dl_file_open_ev *e);
 void dl_files_close(struct dl_proc_files *pf, const struct dl_file_close_ev *e);

@@ -156,6 +156,11 @@ struct dl_step {
 };
 
 const char *dl_cat_name(enum dl_cat c);
+/* A category only CUDA calls fill (the GPU's waits, copies, launches): zero in a job without CUDA. */
+static inline bool dl_cat_gpu(enum dl_cat c)
+{
+	return c <= DL_CAT_CUDA_OTHER;
+}
 const char *dl_verdict_name(enum dl_verdict v);
 const char *dl_severity_name(enum dl_severity s);
 const char *dl_idle_name(enum dl_idle i);

@@ -509,6 +509,14 @@ uint64_t dl_summary_duration(const struct dl_summary *s)
 	return end > start ? end - start : 0;
 }
 
+bool dl_summary_cuda_loaded(const struct dl_summary *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->procs[i].cuda_libs || s->procs[i].unprobed)
+			return true;
+	return false;
+}
+
 bool dl_proc_bystander(const struct dl_summary *s, const struct dl_proc *p)
 {
 	if (!p->ppid || !dl_summary_find(s, p->ppid))

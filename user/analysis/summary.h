@@ -190,6 +190,12 @@ uint64_t dl_summary_duration(const struct dl_summary *s);
  * (what the user named, a pid or a command, never is). Reports fold them.
  */
 bool dl_proc_bystander(const struct dl_summary *s, const struct dl_proc *p);
+/*
+ * Whether any traced process loaded a CUDA runtime (probed, or mapped but not
+ * probed): without one the job has no GPU, and the reports say nothing of one
+ * (no GPU busy or idle, no PCIe hop in the paper sketch, no GPU tracks).
+ */
+bool dl_summary_cuda_loaded(const struct dl_summary *s);
 /* Records the kernel wrote (the collector's own excluded): what drops are a share of. */
 uint64_t dl_summary_kernel_events(const struct dl_summary *s);
 

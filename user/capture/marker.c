@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "dlbpf.skel.h"
+#include "capture/demangle.h"
 #include "capture/elfsym.h"
 #include "log.h"
 #include "capture/marker.h"
@@ -23,6 +24,41 @@ struct find_ctx {
 	int found;
 };
 
+/*
+ * A C++ function named as the user reads it (the demangler's form):
+ * "THPEngine_run_backward(_object*, _object*, _object*)", or without its
+ * parameters, "THPEngine_run_backward" or "torch::autograd::Engine::execute"
+ * (the first such overload). Only mangled names holding the last component
+ * of the name are demangled: a library of 10^5 symbols costs a few.
+ */
+static const struct dl_elf_sym *sym_by_demangled(const struct dl_elf_syms *syms, const char *want)
+{
+	const char *paren = strchr(want, '('), *last = want, *p;
+	size_t want_len = strlen(want), base_len = paren ? (size_t)(paren - want) : want_len;
+	char component[256], buf[1024];
+	size_t clen;
+
+	/* The last name component: after the last "::" before the parameters. */
+	for (p = want; p + 1 < want + base_len; p++)
+		if (p[0] == ':' && p[1] == ':')
+			last = p + 2;
+	clen = (size_t)(want + base_len - last);
+	if (!clen || clen >= sizeof(component) || !dl_demangle_available())
+		return NULL;
+	memcpy(component, last, clen);
+	component[clen] = '\0';
+	for (size_t i = 0; i < syms->by_offset.n; i++) {
+		const struct dl_elf_sym *s = &syms->by_offset.v[i];
+
+		if (strncmp(s->name, "_Z", 2) || !strstr(s->name, component) || !dl_demangle(s->name, buf, sizeof(buf)))
+			continue;
+		/* Parameters given: the whole form. None: the name before its parameters. */
+		if (paren ? !strcmp(buf, want) : !strncmp(buf, want, want_len) && buf[want_len] == '(')
+			return s;
+	}
+	return NULL;
+}
+
 /* The file at mapped_path: the mapping [start, end) of it, or (no mapping: end 0) by its path alone. */
 static int try_file(struct find_ctx *c, const char *mapped_path, uint64_t start, uint64_t end)
 {
@@ -38,6 +74,8 @@ static int try_file(struct find_ctx *c, const char *mapped_path, uint64_t start,
 		return 0;
 	}
 	s = dl_elf_sym_by_name(&syms, c->symbol);
+	if (!s && strncmp(c->symbol, "_Z", 2))
+		s = sym_by_demangled(&syms, c->symbol);
 	if (s) {
 		snprintf(c->path, sizeof(c->path), "%s", mapped_path);
 		c->offset = s->offset;
@@ -96,6 +134,7 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, cons
 	dl_u64map_put(&m->by_pid, (uint64_t)pid, m->links.n);
 	*dl_vec_push(&m->links) = (struct dl_marker_link){ .pid = pid, .link = link };
 	dl_info("pid %d: step marker on %s (%s+0x%llx)", pid, m->symbol, c.path, (unsigned long long)c.offset);
+	m->found = true;
 	return 1;
 }
 

@@ -3,6 +3,7 @@
 #ifndef DLBPF_MARKER_H
 #define DLBPF_MARKER_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 #include "util.h"
 
@@ -17,14 +18,17 @@ struct dl_marker_link {
 };
 
 struct dl_markers {
-	const char *symbol;
+	const char *symbol;   /* a symbol's name as the ELF file has it, or a C++ function's demangled */
+	bool found;           /* attached in some process, at some time */
 	DL_VEC(struct dl_marker_link) links;
 	struct dl_u64map by_pid;   /* pids in links (rescans ask for every traced process) */
 };
 
 /*
  * Attaches the marker in pid if not yet done: the symbol is looked up in the
- * executable first, then in every other mapped file. Returns 1 when attached
+ * executable first, then in every other mapped file; by its name, then (a
+ * name not mangled) as a C++ function's demangled name, with or without its
+ * parameters. Returns 1 when attached
  * now, 0 when already attached or not found, -errno on failure.
  */
 int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, const struct dl_maps *maps);

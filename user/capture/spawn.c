@@ -95,6 +95,9 @@ int dl_spawn_start(struct dl_spawn *sp, char **argv, const struct dl_run_as *as)
 	pid_t pid;
 
 	memset(sp, 0, sizeof(*sp));
+	sp->status_fd = -1;
+	sp->cmd = argv[0];
+	sp->as = as;
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		cf.err = -errno;
 		goto out;
@@ -116,7 +119,12 @@ int dl_spawn_start(struct dl_spawn *sp, char **argv, const struct dl_run_as *as)
 		if (as && (setgroups((size_t)ngroups, groups) || setgid(as->gid) || setuid(as->uid))) {
 			cf = (struct child_failure){ .step = 1, .err = errno };
 		} else {
-			if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0) {
+			/*
+			 * Stopped before the exec, until dlbpf has put this pid in the
+			 * traced set: the exec reads the program (and the kernel the
+			 * dynamic loader), which /proc/PID/io counts as this process's.
+			 */
+			if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0 && raise(SIGSTOP) == 0) {
 				if (env)
 					execvpe(argv[0], argv, env);
 				else
@@ -129,40 +137,35 @@ int dl_spawn_start(struct dl_spawn *sp, char **argv, const struct dl_run_as *as)
 		_exit(127);
 	}
 	close(pipefd[1]);
-	/* The pipe closes on a successful exec, or tells why the command did not run. */
-	if (read(pipefd[0], &cf, sizeof(cf)) == sizeof(cf)) {
-		close(pipefd[0]);
-		waitpid(pid, &status, 0);
-		if (cf.step == 1) {
-			dl_err("cannot run '%s' as %s (uid %u, gid %u): %s", argv[0], as->name, (unsigned)as->uid,
-			       (unsigned)as->gid, strerror(cf.err));
-		} else {
-			sp->exec_errno = cf.err;
-			dl_err("cannot run '%s'%s%s: %s", argv[0], as ? " as " : "", as ? as->name : "", strerror(cf.err));
-		}
-		cf.err = -cf.err;
-		goto out;
-	}
-	cf.err = 0;
-	close(pipefd[0]);
+	sp->status_fd = pipefd[0];
 	user_environ_free(env);
 	free(groups);
 	env = NULL;
 	groups = NULL;
+	sp->pid = pid;
 	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status)) {
 		int err = errno == EINTR ? -EINTR : -ECHILD;
 
-		dl_err("'%s' did not start%s", argv[0], err == -EINTR ? ": interrupted" : "");
-		sp->pid = pid;
+		/* It could not become the --run-as user (or ptrace failed): the pipe says why. */
+		if (read(sp->status_fd, &cf, sizeof(cf)) == sizeof(cf)) {
+			err = -cf.err;
+			if (cf.step == 1)
+				dl_err("cannot run '%s' as %s (uid %u, gid %u): %s", argv[0], as->name, (unsigned)as->uid,
+				       (unsigned)as->gid, strerror(cf.err));
+			else
+				dl_err("cannot run '%s': %s", argv[0], strerror(cf.err));
+		} else {
+			dl_err("'%s' did not start%s", argv[0], err == -EINTR ? ": interrupted" : "");
+		}
 		dl_spawn_abort(sp);
 		return err;
 	}
-	sp->pid = pid;
 	/*
-	 * Until it is released the command is held (at exec, then at its entry
-	 * point with a breakpoint planted there): if dlbpf dies meanwhile, the
-	 * kernel kills it, as none of its own code has run. Without this it
-	 * would go on, hit the breakpoint with no tracer and die of SIGTRAP.
+	 * Until it is released the command is held (before its exec, at exec,
+	 * then at its entry point with a breakpoint planted there): if dlbpf dies
+	 * meanwhile, the kernel kills it, as none of its own code has run.
+	 * Without this it would go on, hit the breakpoint with no tracer and die
+	 * of SIGTRAP.
 	 */
 	if (ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_EXITKILL)) {
 		int err = -errno;
@@ -176,6 +179,37 @@ out:
 	user_environ_free(env);
 	free(groups);
 	return cf.err;
+}
+
+int dl_spawn_exec(struct dl_spawn *sp)
+{
+	struct child_failure cf = { 0 };
+	int status, err;
+
+	/* The SIGSTOP it stopped itself with is not passed on: it goes on to its exec. */
+	if (ptrace(PTRACE_CONT, sp->pid, NULL, NULL)) {
+		err = -errno;
+		dl_spawn_abort(sp);
+		return err;
+	}
+	/* The pipe closes on a successful exec, or tells why the command did not run. */
+	if (read(sp->status_fd, &cf, sizeof(cf)) == sizeof(cf)) {
+		sp->exec_errno = cf.err;
+		dl_err("cannot run '%s'%s%s: %s", sp->cmd, sp->as ? " as " : "", sp->as ? sp->as->name : "",
+		       strerror(cf.err));
+		dl_spawn_abort(sp);
+		return -cf.err;
+	}
+	close(sp->status_fd);
+	sp->status_fd = -1;
+	/* Held at the exec (the SIGTRAP a traced exec stops with). */
+	if (waitpid(sp->pid, &status, 0) != sp->pid || !WIFSTOPPED(status)) {
+		err = errno == EINTR ? -EINTR : -ECHILD;
+		dl_err("'%s' did not start%s", sp->cmd, err == -EINTR ? ": interrupted" : "");
+		dl_spawn_abort(sp);
+		return err;
+	}
+	return 0;
 }
 
 static int read_entry(pid_t pid, unsigned long *entry)
@@ -276,6 +310,10 @@ int dl_spawn_release(struct dl_spawn *sp)
 
 void dl_spawn_abort(struct dl_spawn *sp)
 {
+	if (sp->status_fd >= 0) {
+		close(sp->status_fd);
+		sp->status_fd = -1;
+	}
 	if (sp->pid > 0) {
 		kill(sp->pid, SIGKILL);
 		/* SIGKILL ends it at once: the wait cannot hang, but a signal for dlbpf can interrupt it. */

@@ -167,8 +167,12 @@ static void sketch(struct dl_html *h, const struct dl_diagnosis *d)
 		fprintf(h->f, "<td>%.0f MB/s (%s)</td><td>%.3f ms</td></tr>\n", k->disk_mbps, k->disk_src, k->disk_ns / 1e6);
 	else
 		fputs("<td>unknown: too few reads to measure (--disk-mbps)</td><td>-</td></tr>\n", h->f);
-	fprintf(h->f, "<tr><td>PCIe (H2D + D2H)</td><td>%.3f MB</td><td>%.1f GB/s (%s)</td><td>%.3f ms</td></tr>\n",
-		k->pcie_bytes / 1e6, k->pcie_gbps, k->pcie_src, k->pcie_ns / 1e6);
+	if (k->cuda)
+		fprintf(h->f, "<tr><td>PCIe (H2D + D2H)</td><td>%.3f MB</td><td>%.1f GB/s (%s)</td><td>%.3f ms</td></tr>\n",
+			k->pcie_bytes / 1e6, k->pcie_gbps, k->pcie_src, k->pcie_ns / 1e6);
+	else   /* no CUDA runtime loaded: no PCIe hop; the CPU a step used, measured */
+		fprintf(h->f, "<tr><td>CPU (stepping thread + workers)</td><td>%.3f ms</td><td>measured</td>"
+			      "<td>%.3f ms</td></tr>\n", k->cpu_ns / 1e6, k->cpu_ns / 1e6);
 	fprintf(h->f, "<tr><th>sketch</th><td></td><td>bounded by %s</td><th>%.3f ms</th></tr>\n", k->bound_by,
 		k->bound_ns / 1e6);
 	fprintf(h->f, "<tr><th>median step</th><td></td><td></td><th>%.3f ms</th></tr>\n</table>\n", k->step_ns / 1e6);

@@ -306,10 +306,14 @@ void html_svg_copy_sizes(struct dl_html *h, const struct dl_proc *p)
 void html_svg_sketch(struct dl_html *h, const struct dl_sketch *k)
 {
 	/* zero: what a row without time says (no bytes moved, or a peak not known). */
-	const struct { const char *what; double ns; const char *fill, *zero; } rows[] = {
+	struct sketch_row { const char *what; double ns; const char *fill, *zero; };
+	/* No CUDA runtime loaded: the CPU a step used in place of a PCIe hop it does not have. */
+	const struct sketch_row pcie = { "PCIe at its peak", k->pcie_ns, html_cat_colour[DL_CAT_H2D], "nothing copied" },
+				cpu = { "CPU used", k->cpu_ns, html_cat_colour[DL_CAT_CPU], "no CPU" };
+	const struct sketch_row rows[] = {
 		{ "disk at its peak", k->disk_ns, html_cat_colour[DL_CAT_IO_WAIT],
 		  k->disk_mbps > 0 ? "nothing read" : "unknown peak" },
-		{ "PCIe at its peak", k->pcie_ns, html_cat_colour[DL_CAT_H2D], "nothing copied" },
+		k->cuda ? pcie : cpu,
 		{ "the sketch", k->bound_ns, "#555", "nothing moved" },
 		{ "the median step", k->step_ns, "#000", "0 ms" },
 	};

@@ -49,6 +49,7 @@ void dl_report_model_build(struct dl_report_model *m, const struct dl_summary *s
 	m->async_io_ops = s->async_io_ops;
 	m->async_io_unseen = s->async_io_unseen;
 	m->overhead = s->overhead;
+	m->no_cuda = !dl_summary_cuda_loaded(s);
 	if (c)
 		build_steps(m, c);
 	m->procs = dl_xcalloc(s->n ? s->n : 1, sizeof(*m->procs));

@@ -52,6 +52,7 @@ struct dl_report_model {
 	size_t nsteps;
 	struct dl_step_stats all;            /* every decided process's steps together */
 	const struct dl_diagnosis *diag;     /* NULL: not diagnosed */
+	bool no_cuda;                        /* no process loaded a CUDA runtime: no GPU or PCIe figures */
 	const struct dl_otlp_stats *otlp;    /* --otlp: per signal (DL_OTLP_SIGNALS), once delivered; NULL: none */
 	const struct dl_summary *sum;        /* for dl_report_model_find only */
 };

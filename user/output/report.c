@@ -191,7 +191,7 @@ void dl_report_text(FILE *f, const struct dl_report_model *m)
 		text_bystanders(f, m, &esc);
 	if (m->async_io_ops) {
 		dl_fmt_bytes(r, sizeof(r), m->async_io_bytes);
-		fprintf(f, "\nasync I/O by kernel threads (not attributed): %s in %" PRIu64 " requests\n", r,
+		fprintf(f, "\nasync I/O by kernel threads for the job's files (not attributed to a process): %s in %" PRIu64 " requests\n", r,
 			m->async_io_ops);
 	}
 	dl_sbuf_free(&esc);

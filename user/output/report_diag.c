@@ -168,21 +168,27 @@ void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 		if (!st.exact)
 			fprintf(f, "  kept     the last %zu steps in full, %" PRIu64 " older ones folded into totals "
 				"(--keep-steps); ~: within %.1f%%\n", p->nsteps, p->folded.n + p->nheld, 100 * DL_FOLD_REL_ERR);
-		/* Bounds, not a measurement: the device-queue model's, from the host's calls alone. */
-		fprintf(f, "  GPU busy %.1f-%.1f ms of %.1f per step (%.0f-%.0f%%), inferred from the host's calls\n",
-			(double)st.sum.gpu_busy_lo_ns / 1e6 / (double)counted, (double)st.sum.gpu_busy_hi_ns / 1e6 / (double)counted,
-			(double)total / 1e6 / (double)counted, dl_pct(st.sum.gpu_busy_lo_ns, total),
-			dl_pct(st.sum.gpu_busy_hi_ns, total));
-		text_devices(f, p);
-		fprintf(f, "  GPU idle %.1f ms of %.1f per step: host %.1f, input %.1f, sync %.1f\n",
-			(double)(total - st.sum.gpu_busy_hi_ns) / 1e6 / (double)counted, (double)total / 1e6 / (double)counted,
-			(double)st.sum.gpu_idle_ns[DL_IDLE_HOST] / 1e6 / (double)counted,
-			(double)st.sum.gpu_idle_ns[DL_IDLE_INPUT] / 1e6 / (double)counted,
-			(double)st.sum.gpu_idle_ns[DL_IDLE_SYNC] / 1e6 / (double)counted);
+		/* A job that never loaded a CUDA runtime has no GPU to be busy or idle. */
+		if (!m->no_cuda) {
+			/* Bounds, not a measurement: the device-queue model's, from the host's calls alone. */
+			fprintf(f, "  GPU busy %.1f-%.1f ms of %.1f per step (%.0f-%.0f%%), inferred from the host's calls\n",
+				(double)st.sum.gpu_busy_lo_ns / 1e6 / (double)counted, (double)st.sum.gpu_busy_hi_ns / 1e6 / (double)counted,
+				(double)total / 1e6 / (double)counted, dl_pct(st.sum.gpu_busy_lo_ns, total),
+				dl_pct(st.sum.gpu_busy_hi_ns, total));
+			text_devices(f, p);
+			fprintf(f, "  GPU idle %.1f ms of %.1f per step: host %.1f, input %.1f, sync %.1f\n",
+				(double)(total - st.sum.gpu_busy_hi_ns) / 1e6 / (double)counted, (double)total / 1e6 / (double)counted,
+				(double)st.sum.gpu_idle_ns[DL_IDLE_HOST] / 1e6 / (double)counted,
+				(double)st.sum.gpu_idle_ns[DL_IDLE_INPUT] / 1e6 / (double)counted,
+				(double)st.sum.gpu_idle_ns[DL_IDLE_SYNC] / 1e6 / (double)counted);
+		}
 		fprintf(f, "  %-12s %12s %7s %12s\n", "category", "total ms", "share", "ms per step");
-		for (int k = 0; k < DL_CAT_COUNT; k++)
+		for (int k = 0; k < DL_CAT_COUNT; k++) {
+			if (m->no_cuda && dl_cat_gpu(k))
+				continue;   /* zero without CUDA: the GPU's waits, copies and launches */
 			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)st.sum.cat_ns[k] / 1e6,
 				dl_pct(st.sum.cat_ns[k], total), (double)st.sum.cat_ns[k] / 1e6 / (double)counted);
+		}
 		dl_report_lineage_text(f, p);
 		dl_report_sites_text(f, &p->sites, n);
 	}
@@ -243,11 +249,14 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 	dl_json_ku64(j, "comm_bytes", st->comm_bytes);
 	dl_json_ku64(j, "comm_wait_after_compute_ns", st->comm_after_compute_ns);
 	dl_json_ku64(j, "wakeup_runq_ns", st->wakeup_runq_ns);
-	dl_json_key(j, "gpu_busy_ns");
-	dl_json_arr_begin(j);
-	dl_json_u64(j, st->gpu_busy_lo_ns);
-	dl_json_u64(j, st->gpu_busy_hi_ns);
-	dl_json_arr_end(j);
+	if (!m->no_cuda) {
+		/* Bounds on a device: a job that never loaded a CUDA runtime has none. */
+		dl_json_key(j, "gpu_busy_ns");
+		dl_json_arr_begin(j);
+		dl_json_u64(j, st->gpu_busy_lo_ns);
+		dl_json_u64(j, st->gpu_busy_hi_ns);
+		dl_json_arr_end(j);
+	}
 	if (st->ndevices) {
 		dl_json_key(j, "devices");
 		dl_json_arr_begin(j);
@@ -267,11 +276,13 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 		}
 		dl_json_arr_end(j);
 	}
-	dl_json_key(j, "gpu_idle_ns");
-	dl_json_obj_begin(j);
-	for (int k = 0; k < DL_IDLE_COUNT; k++)
-		dl_json_ku64(j, dl_idle_name(k), st->gpu_idle_ns[k]);
-	dl_json_obj_end(j);
+	if (!m->no_cuda) {
+		dl_json_key(j, "gpu_idle_ns");
+		dl_json_obj_begin(j);
+		for (int k = 0; k < DL_IDLE_COUNT; k++)
+			dl_json_ku64(j, dl_idle_name(k), st->gpu_idle_ns[k]);
+		dl_json_obj_end(j);
+	}
 	dl_json_kstr(j, "verdict", dl_verdict_name(st->verdict));
 	dl_json_kstr(j, "severity", dl_severity_name(dl_severity_of(st->verdict, st->share)));
 	dl_json_key(j, "share");

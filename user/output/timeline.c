@@ -50,6 +50,7 @@ struct tproc {
 	char name[40];
 	bool named;                  /* comm known */
 	bool steps_declared;
+	bool cuda;                   /* a CUDA runtime attached (DL_EV_LIB): only then its steps get GPU tracks */
 };
 
 struct lane {
@@ -465,6 +466,10 @@ int dl_timeline_sink(void *trace, const struct dl_rec *r)
 		dl_tfiles_note(t->files, h);
 		add_proc(t, rec);
 		break;
+	case DL_EV_LIB:
+		/* Probed or not (a runtime mapped but unprobed still drives a GPU): as the reports count it. */
+		proc_of(t, (pid_t)h->tgid, NULL)->cuda = true;
+		break;
 	case DL_EV_MARK:
 		thread_of(t, (pid_t)h->tgid, (pid_t)h->tid)->keep = true;
 		break;
@@ -551,7 +556,8 @@ static void write_step(struct dl_timeline *t, const struct dl_step *s)
 		t->cv.out->flow_mark(t->cv.out, &th->track, copy->ts + copy->dur / 2, "step h2d", flow, !sync);
 	if (sync)
 		t->cv.out->flow_mark(t->cv.out, &th->track, sync->ts + sync->dur / 2, "step sync", flow, 1);
-	dl_tgpu_step(t->gpu, &t->cv, &p->track, s);
+	if (p->cuda)   /* a process that never loaded a CUDA runtime has no GPU to draw */
+		dl_tgpu_step(t->gpu, &t->cv, &p->track, s);
 	batch = dl_tfiles_step_flows(&t->cv, t->files, s);
 	if (batch)
 		dl_tcalls_batch(&th->calls, t->cv.out, &th->track, batch, s->input.handoff_ns);
