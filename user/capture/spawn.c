@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -80,6 +81,49 @@ static gid_t *user_groups(const struct dl_run_as *as, int *n)
 	return g;
 }
 
+/* A getdents64 entry, as the kernel writes it. */
+struct fd_dirent {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+/*
+ * In the child, between fork and exec: closes every descriptor of dlbpf's (all close-on-exec, so the exec
+ * would close them anyway) but keep. The child waits stopped before its exec: held there, it must not hold
+ * dlbpf's BPF links or its outputs' locked temporaries past a dlbpf that was killed meanwhile. What the
+ * command inherits (not close-on-exec) stays. Only async-signal-safe calls: dlbpf has threads.
+ */
+static void close_own_fds(int keep)
+{
+	char buf[2048] __attribute__((aligned(8)));
+	int dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+
+	if (dfd < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+		for (long at = 0; at < n;) {
+			const struct fd_dirent *d = (const void *)(buf + at);
+			int fd = 0, flags;
+
+			at += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
+				fd = fd * 10 + (*c - '0');
+			if (fd <= STDERR_FILENO || fd == keep || fd == dfd)
+				continue;
+			flags = fcntl(fd, F_GETFD);
+			if (flags >= 0 && (flags & FD_CLOEXEC))
+				close(fd);
+		}
+	}
+	close(dfd);
+}
+
 /* What the child tells through the pipe when it cannot run the command: which step, and errno. */
 struct child_failure {
 	int step;   /* 0: exec (or ptrace), 1: becoming the --run-as user */
@@ -115,6 +159,7 @@ int dl_spawn_start(struct dl_spawn *sp, char **argv, const struct dl_run_as *as)
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		close_own_fds(pipefd[1]);
 		/* Groups, then the group, then the user: each step needs the privilege the next one drops. */
 		if (as && (setgroups((size_t)ngroups, groups) || setgid(as->gid) || setuid(as->uid))) {
 			cf = (struct child_failure){ .step = 1, .err = errno };
