@@ -696,36 +696,43 @@ def test_cuda_in_chroot():
     return "; ".join(notes)
 
 
+def counts_in_mount_namespace(script, hidden, attached_at=None):
+    """Runs script under `unshare --mount` by each route: what it mounts (at hidden) must not show in
+    dlbpf's view, the runtime must be attached at attached_at if given, and every call counted exactly."""
+    notes = []
+    for route, env in ROUTES:
+        d = Dlbpf(["--", "unshare", "--mount", "--propagation", "private", "sh", "-c", script], env=env)
+        rc = d.wait()
+        check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
+        check(not os.listdir(hidden), f"the namespace's mount shows in dlbpf's view: {os.listdir(hidden)}")
+        if attached_at:
+            mapped = f"CUDA runtime functions in {attached_at}"
+            check(mapped in d.stderr, f"{route}: the runtime was not attached at {attached_at}: {d.stderr[-500:]}")
+        truth = cuda_truth(d.stdout)
+        try:
+            if env is None:
+                compare_cuda(one_cuda_calls(d), truth, expect_errors=True)
+            else:
+                # By path, code of a process of another mount namespace is named only while it lives
+                # (no path of dlbpf's leads there after): the counts, not the kernels' names.
+                check_copies_and_calls(one_cuda_calls(d)["cuda"], truth)
+        except Failure as e:
+            raise Failure(f"{route}: {e}")
+        notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+    return "; ".join(notes)
+
+
 def test_cuda_in_private_mount_namespace():
     """A job in a mount namespace of its own loads its runtime from a directory that, in dlbpf's view, is empty
     (a bind mount only the namespace has): read through the namespace, every call counted exactly."""
     held, view = (tempfile.mkdtemp(prefix=p, dir=WORK) for p in ("ns-lib-", "ns-view-"))
     shutil.copy(TOOLKIT_CUDART, os.path.join(held, "libcudart.so.13"))
     script = f"mount --bind {held} {view} && exec env LD_LIBRARY_PATH={view} {workload('cuda_calls')}"
-    notes = []
     try:
-        for route, env in ROUTES:
-            d = Dlbpf(["--", "unshare", "--mount", "--propagation", "private", "sh", "-c", script], env=env)
-            rc = d.wait()
-            check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
-            check(not os.listdir(view), f"the namespace's bind mount shows in dlbpf's view: {os.listdir(view)}")
-            mapped = f"CUDA runtime functions in {view}/libcudart.so.13"
-            check(mapped in d.stderr, f"{route}: the runtime was not attached at {view}: {d.stderr[-500:]}")
-            truth = cuda_truth(d.stdout)
-            try:
-                if env is None:
-                    compare_cuda(one_cuda_calls(d), truth, expect_errors=True)
-                else:
-                    # By path, code of a process of another mount namespace is named only while it lives
-                    # (no path of dlbpf's leads there after): the counts, not the kernels' names.
-                    check_copies_and_calls(one_cuda_calls(d)["cuda"], truth)
-            except Failure as e:
-                raise Failure(f"{route}: {e}")
-            notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+        return counts_in_mount_namespace(script, view, f"{view}/libcudart.so.13")
     finally:
         shutil.rmtree(held)
         os.rmdir(view)
-    return "; ".join(notes)
 
 
 def test_cuda_on_overlayfs():
@@ -739,25 +746,10 @@ def test_cuda_on_overlayfs():
     shutil.copy(TOOLKIT_CUDART, os.path.join(lower, "libcudart.so.13"))
     script = (f"mount -t overlay overlay -o lowerdir={lower},upperdir={upper},workdir={work} {merged} && "
               f"exec env LD_LIBRARY_PATH={merged} {workload('cuda_calls')}")
-    notes = []
     try:
-        for route, env in ROUTES:
-            d = Dlbpf(["--", "unshare", "--mount", "--propagation", "private", "sh", "-c", script], env=env)
-            rc = d.wait()
-            check(rc == 0, f"{route}: dlbpf exited {rc}: {d.stderr[-500:]}")
-            check(not os.listdir(merged), f"the namespace's overlay shows in dlbpf's view: {os.listdir(merged)}")
-            truth = cuda_truth(d.stdout)
-            try:
-                if env is None:
-                    compare_cuda(one_cuda_calls(d), truth, expect_errors=True)
-                else:   # by path: names only while the process lives (test_cuda_in_private_mount_namespace)
-                    check_copies_and_calls(one_cuda_calls(d)["cuda"], truth)
-            except Failure as e:
-                raise Failure(f"{route}: {e}")
-            notes.append(f"{route}: {sum(truth['calls'].values())} calls")
+        return counts_in_mount_namespace(script, merged)
     finally:
         shutil.rmtree(top)
-    return "; ".join(notes)
 
 
 def test_cuda_runtime_deleted_after_start():
