@@ -21,7 +21,7 @@ static __always_inline struct dl_proc_ev *proc_event(__u32 what, __u32 tgid, __u
 	e->group_dead = 0;
 	e->exit_code = 0;
 	e->flags = 0;
-	e->pad = 0;
+	e->cgroup_ino = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	return e;
 }
@@ -159,6 +159,7 @@ int BPF_PROG(proc_exec, struct task_struct *p)
 		return 0;
 	if (joined)
 		e->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	e->cgroup_ino = (__u32)bpf_get_current_cgroup_id();
 	/*
 	 * The new program runs nothing of its own before the collector has
 	 * attached to what the exec mapped (a static CUDA runtime, the dynamic

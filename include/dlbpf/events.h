@@ -339,7 +339,13 @@ struct dl_proc_ev {
 	char comm[DL_COMM_LEN];
 	/* Appended: older recordings end before it (their h.size says so). */
 	dl_u32 flags;         /* enum dl_proc_flags */
-	dl_u32 pad;
+	/*
+	 * At an exec, the low 32 bits of the task's cgroup v2 id (its directory's
+	 * inode number): the collector reads /proc later, by which time the new
+	 * program may have moved itself elsewhere. 0 elsewhere and in older
+	 * recordings; the collector's only.
+	 */
+	dl_u32 cgroup_ino;
 };
 
 enum dl_proc_flags {

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
@@ -252,8 +253,32 @@ static void test_cgroup_paths(void)
 	struct dl_container c;
 	CHECK(dl_cgroup_parse(big, n, &c) && !strcmp(c.id, CID) && !strcmp(c.runtime, "crio"), "long path: '%s'", c.id);
 	/* this process: readable, and whatever it finds passes the stream's check */
-	CHECK(dl_proc_container(getpid(), &c) == 0, "own cgroup");
+	CHECK(dl_proc_container(getpid(), 0, &c) == 0, "own cgroup");
 	CHECK(dl_container_ok(&c), "own cgroup fields");
+	/* An exec's cgroup that is this process's now reads; another (it moved since) is -ESTALE. */
+	char line[4096], dir[4300];
+	struct stat st;
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	bool v2 = false;
+
+	/* the unified hierarchy alone, or beside v1 ones (a hybrid host) */
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = '\0';
+			for (int i = 0; i < 2 && !v2; i++) {
+				const char *root = i ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
+
+				snprintf(dir, sizeof(dir), "%s/cgroup.controllers", root);
+				v2 = stat(dir, &st) == 0 && snprintf(dir, sizeof(dir), "%s%s", root, line + 3) > 0 &&
+				     stat(dir, &st) == 0;
+			}
+		}
+	if (f)
+		fclose(f);
+	if (v2) {
+		CHECK(dl_proc_container(getpid(), (uint32_t)st.st_ino, &c) == 0, "own cgroup at its inode");
+		CHECK(dl_proc_container(getpid(), (uint32_t)st.st_ino + 1, &c) == -ESTALE, "moved since the exec");
+	}
 }
 
 static void test_pcie_link(void)

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #define _GNU_SOURCE   /* memmem */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "capture/cgroup.h"
 #include "capture/procfs.h"
@@ -166,7 +169,64 @@ bool dl_cgroup_parse(const char *buf, size_t len, struct dl_container *c)
 	return c->id[0] || c->pod_uid[0] || c->slurm_job[0];
 }
 
-int dl_proc_container(pid_t pid, struct dl_container *c)
+/* Where this process sees the cgroup v2 hierarchy ("" where none is mounted), read once. */
+static const char *cgroup2_mount(void)
+{
+	static char root[PATH_MAX];
+	static bool read_once;
+	char line[4096];
+	FILE *f;
+
+	if (read_once)
+		return root;
+	read_once = true;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return root;
+	/* id parent major:minor root mount-point options... - fstype source super-options */
+	while (fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - ");
+		char point[PATH_MAX];
+
+		if (sep && !strncmp(sep + 3, "cgroup2 ", 8) &&
+		    sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1) {
+			snprintf(root, sizeof(root), "%s", point);
+			break;
+		}
+	}
+	fclose(f);
+	return root;
+}
+
+/*
+ * Whether the v2 path in buf ("0::/path") names a directory other than inode
+ * ino (low 32 bits), as this process sees the hierarchy. Unknown (no v2 line,
+ * no v2 mount, escapes such as "\040" in the path, gone) is "not moved".
+ */
+static bool cgroup2_moved(const char *buf, size_t len, uint32_t ino)
+{
+	const char *mount = cgroup2_mount();
+	char path[PATH_MAX];
+	struct stat st;
+
+	for (size_t i = 0; i < len;) {
+		const char *line = buf + i, *nl = memchr(line, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - line) : len - i;
+
+		i += n + 1;
+		if (n < 3 || memcmp(line, "0::", 3))
+			continue;
+		if (!mount[0] || strlen(mount) + (n - 3) >= sizeof(path))
+			return false;
+		memcpy(path, mount, strlen(mount));
+		memcpy(path + strlen(mount), line + 3, n - 3);
+		path[strlen(mount) + n - 3] = '\0';
+		return stat(path, &st) == 0 && (uint32_t)st.st_ino != ino;
+	}
+	return false;
+}
+
+int dl_proc_container(pid_t pid, uint32_t exec_cgroup_ino, struct dl_container *c)
 {
 	static char buf[CGROUP_FILE_MAX];
 	size_t len = 0;
@@ -190,6 +250,8 @@ int dl_proc_container(pid_t pid, struct dl_container *c)
 			break;
 	}
 	close(fd);
+	if (exec_cgroup_ino && cgroup2_moved(buf, len, exec_cgroup_ino))
+		return -ESTALE;
 	dl_cgroup_parse(buf, len, c);
 	return 0;
 }

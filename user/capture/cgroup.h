@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "dlbpf/events.h"
 
@@ -26,7 +27,11 @@
 void dl_cgroup_path_parse(const char *path, size_t len, struct dl_container *c);
 /* The contents of /proc/PID/cgroup (buf need not end in NUL): c cleared, then filled; true if anything was found. */
 bool dl_cgroup_parse(const char *buf, size_t len, struct dl_container *c);
-/* Reads /proc/PID/cgroup: 0 (c cleared when nothing was found), or -errno. */
-int dl_proc_container(pid_t pid, struct dl_container *c);
+/*
+ * Reads /proc/PID/cgroup: 0 (c cleared when nothing was found), or -errno;
+ * -ESTALE where exec_cgroup_ino (the cgroup at an exec, 0: none known) is no
+ * longer the process's v2 cgroup: it moved since, and what it ran in is unknown.
+ */
+int dl_proc_container(pid_t pid, uint32_t exec_cgroup_ino, struct dl_container *c);
 
 #endif

@@ -13,16 +13,18 @@
  * Where pid runs, written when it differs from what was last written for it:
  * read once when the process is taken and again after each exec (a runtime
  * moves its first process into the container's cgroup before it execs the
- * entry point); a fork inherits its parent's (analysis/summary.c).
+ * entry point); a fork inherits its parent's (analysis/summary.c). The read
+ * comes when the record is drained: a program that moved itself since its
+ * exec (exec_cgroup_ino, from BPF) keeps what was known of it.
  */
-static void note_container(struct dl_collector *c, pid_t pid)
+static void note_container(struct dl_collector *c, pid_t pid, uint32_t exec_cgroup_ino)
 {
 	struct dl_container ct;
 	uint64_t h, last = 0;
 	bool known = dl_u64map_get(&c->containers, (uint64_t)pid, &last);
 
-	if (dl_proc_container(pid, &ct))
-		return;   /* gone already, or no cgroups: nothing is known */
+	if (dl_proc_container(pid, exec_cgroup_ino, &ct))
+		return;   /* gone already, moved since its exec, or no cgroups: nothing is known */
 	h = dl_hash_bytes(&ct, sizeof(ct)) | 1;
 	if (known ? h == last : !ct.id[0] && !ct.pod_uid[0] && !ct.slurm_job[0])
 		return;
@@ -46,7 +48,7 @@ static void note_env(struct dl_collector *c, pid_t pid)
 void dl_collector_introduce(struct dl_collector *c, pid_t pid, pid_t ppid, const char *comm, uint32_t threads)
 {
 	dl_emit_procinfo_threads(c->stream, dl_now_ns(), pid, ppid, comm, dl_proc_nspid(pid), threads);
-	note_container(c, pid);
+	note_container(c, pid, 0);
 	note_env(c, pid);
 	if (c->files)
 		dl_files_snapshot(c->stream, &c->cwds, pid);
@@ -75,7 +77,7 @@ static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
 		dl_info("pid %d (%.16s): started, traced by name", (int)h->tgid, e->comm);
 		dl_held_note(&c->held, (pid_t)h->tgid, false);
 	} else if (e->what == DL_PROC_EXEC) {
-		note_container(c, (pid_t)h->tgid);
+		note_container(c, (pid_t)h->tgid, h->size >= sizeof(*e) ? e->cgroup_ino : 0);
 		note_env(c, (pid_t)h->tgid);
 	}
 	/* Held at its exec or fork (bpf/proc.bpf.c): attach to what it maps now, then continue it. */
