@@ -126,6 +126,7 @@ static void note_read(struct dl_lineage *l, const struct dl_file_read_ev *ev)
 	r = dl_vec_push(&t->reads);
 	r->ts = ev->h.ts;
 	r->bytes = (uint64_t)ev->ret;
+	r->disk_bytes = ev->disk_bytes;
 	r->path = dl_u64map_get(&pf->fds, (uint32_t)ev->fd, &at) && at ? pf->files.v[at - 1].path : NULL;
 }
 
@@ -199,13 +200,142 @@ static const struct dl_lin_edge *ending_edge(const struct dl_lin_thread *t, uint
 	return NULL;
 }
 
-/* The producer's previous hand-off to the process before ts, or NULL. */
-static const struct dl_lin_edge *previous_handoff(const struct dl_lin_thread *w, uint32_t pid, uint64_t ts)
+/* Thread w's latest wake-up of thread to before ts, or NULL. */
+static const struct dl_lin_edge *previous_handoff(const struct dl_lin_thread *w, uint32_t to, uint64_t ts)
 {
 	for (size_t i = w->gave.n; i-- > 0;)
-		if (w->gave.v[i].ts < ts && w->gave.v[i].wakee_tgid == pid)
+		if (w->gave.v[i].ts < ts && w->gave.v[i].wakee_tid == to)
 			return &w->gave.v[i];
 	return NULL;
+}
+
+static bool active_state(uint32_t st)
+{
+	return st == DL_ST_RUNNING || st == DL_ST_RUNQ || st == DL_ST_DISK;
+}
+
+/* Thread t's time in [a, b) not blocked in S: on a CPU, runnable, or in D. */
+static uint64_t active_ns(const struct dl_lin_thread *t, uint64_t a, uint64_t b)
+{
+	uint64_t n = 0, last = a;
+
+	for (size_t i = dl_spans_first_after(t->spans.v, t->spans.n, a); i < t->spans.n && t->spans.v[i].start < b; i++) {
+		const struct dl_span *s = &t->spans.v[i];
+		uint64_t x = dl_max_u64(s->start, a), y = dl_min_u64(s->end, b);
+
+		if (y > x && active_state(s->kind))
+			n += y - x;
+		last = dl_max_u64(last, y);
+	}
+	if (t->next && t->until <= b && active_state(t->next) && b > dl_max_u64(t->until, last))
+		n += b - dl_max_u64(t->until, last);
+	return n;
+}
+
+static bool has_tid(const uint32_t *v, size_t n, uint32_t tid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == tid)
+			return true;
+	return false;
+}
+
+/* Whether t woke one of the threads set in (a, b]. */
+static bool woke_one_of(const struct dl_lin_thread *t, const uint32_t *set, size_t n, uint64_t a, uint64_t b)
+{
+	for (size_t i = t->gave.n; i-- > 0 && t->gave.v[i].ts > a;)
+		if (t->gave.v[i].ts <= b && has_tid(set, n, t->gave.v[i].wakee_tid))
+			return true;
+	return false;
+}
+
+/* A batch handed on: who made it, over which window. */
+struct production {
+	const struct dl_lin_thread *producer;
+	uint64_t since, handoff;
+	bool after_handoff;   /* since is a hand-off or the taking of work, not the first of the producer kept */
+};
+
+/*
+ * The batch waker w handed to thread `to` (of process to_tgid) at h, which
+ * `to` started to take at `before` (the step, or the downstream window).
+ *
+ * Its window opens at the previous hand-off to `to` by w's process before
+ * then: by any of its threads, since a worker's hand-offs may come from
+ * whichever thread writes its queue; before `before`, since one batch takes
+ * several wake-ups when it is larger than the pipe it crosses. A thread of
+ * to's own process hands off for itself only (a thread pool's threads each
+ * make their own batches).
+ *
+ * A waker that was blocked most of the window only passed the batch on (a
+ * feeder thread woken by a condition variable, or by the GIL): the threads
+ * of its process whose wake-ups led to it in the window are followed back,
+ * and the busiest of them did the work. Threads of to's own process are not
+ * followed: its consumer and its other loaders hand each other the GIL all
+ * the time.
+ *
+ * A producer in another process that was handed work by the consumer's
+ * process in the window (it blocked for the batch's indexes until then)
+ * made the batch from then on: the wait for work is not the batch's cost.
+ */
+static void production_of(const struct dl_lineage *l, const struct dl_lin_query *q, const struct dl_lin_thread *w,
+			  uint32_t to, uint32_t to_tgid, uint64_t before, uint64_t h, struct production *p)
+{
+	const bool own = w->tgid == to_tgid;
+	const struct dl_lin_edge *prev = NULL;
+	uint32_t relay[DL_LIN_RELAYS] = { w->tid };
+	size_t nrelay = 1;
+	uint64_t best;
+
+	for (size_t i = 0; i < l->threads.n; i++) {
+		const struct dl_lin_thread *t = &l->threads.v[i];
+		const struct dl_lin_edge *e;
+
+		if (t == w || (!own && t->tgid == w->tgid && t->tid != q->main_tid)) {
+			e = previous_handoff(t, to, dl_min_u64(before, h));
+			if (e && (!prev || e->ts > prev->ts))
+				prev = e;
+		}
+	}
+	p->producer = w;
+	p->handoff = h;
+	p->after_handoff = prev != NULL;
+	p->since = prev ? prev->ts : dl_min_u64(w->first_ts, h);
+	if (own)
+		return;
+	best = active_ns(w, p->since, h);
+	if (best * 2 < h - p->since) {
+		for (bool grew = true; grew && nrelay < DL_LIN_RELAYS;) {
+			grew = false;
+			for (size_t i = 0; i < l->threads.n && nrelay < DL_LIN_RELAYS; i++) {
+				const struct dl_lin_thread *t = &l->threads.v[i];
+				uint64_t n;
+
+				if (t->tgid != w->tgid || t->tid == q->main_tid || has_tid(relay, nrelay, t->tid) ||
+				    !woke_one_of(t, relay, nrelay, p->since, h))
+					continue;
+				relay[nrelay++] = t->tid;
+				grew = true;
+				if ((n = active_ns(t, p->since, h)) > best) {
+					best = n;
+					p->producer = t;
+				}
+			}
+		}
+	}
+	/* The last work the consumer's process handed the producer in the window: its batch started there. */
+	if (w->tgid != q->pid)
+		for (size_t i = p->producer->woken.n; i-- > 0;) {
+			const struct dl_lin_edge *e = &p->producer->woken.v[i];
+
+			if (e->ts <= p->since)
+				break;
+			if (e->ts < h && e->ctx == DL_WAKE_TASK && e->waker_tgid == q->pid) {
+				p->since = e->ts;
+				p->after_handoff = true;
+				break;
+			}
+		}
 }
 
 static void add_state(const struct dl_lin_query *q, struct dl_step_lineage *o, uint32_t state, uint64_t a, uint64_t b)
@@ -239,6 +369,7 @@ static void add_file(struct dl_step_lineage *o, const struct dl_lin_read *r)
 
 	o->reads++;
 	o->read_bytes += r->bytes;
+	o->disk_bytes += r->disk_bytes;
 	if (!r->path)
 		return;
 	for (i = 0; i < o->nfiles && o->files[i].path != r->path; i++)
@@ -257,9 +388,10 @@ static void add_file(struct dl_step_lineage *o, const struct dl_lin_read *r)
 		} else {
 			o->nfiles++;
 		}
-		o->files[i] = (struct dl_lin_file){ r->path, 0, 0 };
+		o->files[i] = (struct dl_lin_file){ r->path, 0, 0, 0 };
 	}
 	o->files[i].read_bytes += r->bytes;
+	o->files[i].disk_bytes += r->disk_bytes;
 	o->files[i].reads++;
 }
 
@@ -272,8 +404,22 @@ static int by_file_bytes(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-/* What producer w did in (since, handoff]. */
-static void producer_window(const struct dl_lin_query *q, const struct dl_lin_thread *w, struct dl_step_lineage *o)
+/* The reads of thread t in (a, b]. */
+static void window_reads(const struct dl_lin_thread *t, uint64_t a, uint64_t b, struct dl_step_lineage *o)
+{
+	for (size_t i = dl_vec_lower_bound(&t->reads, ts, a); i < t->reads.n && t->reads.v[i].ts <= b; i++)
+		if (t->reads.v[i].ts > a)
+			add_file(o, &t->reads.v[i]);
+}
+
+/*
+ * What producer w did in (since, handoff], and what its process read then:
+ * a worker's reads are its batch's whichever of its threads made them. In
+ * the consumer's own process only w's own count (the others are the
+ * consumer, or loaders of other batches).
+ */
+static void producer_window(const struct dl_lineage *l, const struct dl_lin_query *q, const struct dl_lin_thread *w,
+			    struct dl_step_lineage *o)
 {
 	uint64_t a = o->since_ns, b = o->handoff_ns, last = a;
 
@@ -289,9 +435,12 @@ static void producer_window(const struct dl_lin_query *q, const struct dl_lin_th
 	/* Past its last closed interval the producer is in the state it entered then (running, at a hand-off). */
 	if (w->next && w->until <= b)
 		add_state(q, o, w->next, dl_max_u64(w->until, dl_max_u64(a, last)), b);
-	for (size_t i = dl_vec_lower_bound(&w->reads, ts, a); i < w->reads.n && w->reads.v[i].ts <= b; i++)
-		if (w->reads.v[i].ts > a)
-			add_file(o, &w->reads.v[i]);
+	if (w->tgid == q->pid)
+		window_reads(w, a, b, o);
+	else
+		for (size_t i = 0; i < l->threads.n; i++)
+			if (l->threads.v[i].tgid == w->tgid)
+				window_reads(&l->threads.v[i], a, b, o);
 	qsort(o->files, o->nfiles, sizeof(o->files[0]), by_file_bytes);
 }
 
@@ -304,10 +453,10 @@ struct candidate {
 /* Whether tid is the main thread or already a task of the chain: a wake-up from there closes a loop. */
 static bool in_chain(const struct dl_lin_query *q, const struct dl_step_lineage *o, uint32_t tid)
 {
-	if (tid == q->main_tid || tid == o->waker_tid)
+	if (tid == q->main_tid || tid == o->waker_tid || tid == o->producer_tid)
 		return true;
 	for (uint32_t i = 0; i < o->nchain; i++)
-		if (o->chain[i].tid == tid)
+		if (o->chain[i].tid == tid || o->chain[i].waker_tid == tid)
 			return true;
 	return false;
 }
@@ -315,10 +464,11 @@ static bool in_chain(const struct dl_lin_query *q, const struct dl_step_lineage 
 /*
  * The hops up from the producer: the task whose wake-ups ended most of the
  * last task's blocked time in its window (a pin-memory thread's waits end on
- * the worker process that filled the batch), its own window back to its
- * previous hand-off to that task's process, and so on while edges exist. A
- * wake-up by the main thread or a task already in the chain (a producer
- * waiting for a free slot) ends the chain.
+ * the worker process that filled the batch), the thread of its process that
+ * made what it handed on, over its own window, and so on while edges exist.
+ * Wake-ups from the task's own process are its relays, and from the
+ * consumer's process the work it was handed (the batch's indexes, a free
+ * slot): neither is upstream.
  */
 static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, const struct dl_lin_thread *w,
 		    uint64_t a, uint64_t b, struct dl_step_lineage *o)
@@ -326,6 +476,7 @@ static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, co
 	while (o->nchain < DL_LIN_HOPS && w && b > a) {
 		struct candidate cand[DL_LIN_WAKERS], best = { 0 };
 		struct dl_step_lineage win;
+		struct production made;
 		struct dl_lin_hop *h;
 		const struct dl_lin_thread *u;
 		size_t ncand = 0, from = dl_spans_first_after(w->spans.v, w->spans.n, a);
@@ -335,14 +486,14 @@ static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, co
 			const struct dl_span *s = &w->spans.v[i];
 			uint64_t lo = dl_max_u64(prev_end, s->start > DL_LIN_RACE_NS ? s->start - DL_LIN_RACE_NS : 0);
 			const struct dl_lin_edge *e;
+			size_t k;
 
 			prev_end = s->end;
 			if (s->kind != DL_ST_SLEEP && s->kind != DL_ST_DISK)
 				continue;
-			size_t k;
-
 			e = ending_edge(w, lo, s->end);
-			if (!e || e->ctx != DL_WAKE_TASK || in_chain(q, o, e->waker_tid) || e->waker_tid == w->tid)
+			if (!e || e->ctx != DL_WAKE_TASK || in_chain(q, o, e->waker_tid) || e->waker_tgid == w->tgid ||
+			    e->waker_tgid == q->pid)
 				continue;
 			for (k = 0; k < ncand && cand[k].tid != e->waker_tid; k++)
 				;
@@ -363,20 +514,19 @@ static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, co
 		h = &o->chain[o->nchain++];
 		memset(h, 0, sizeof(*h));
 		h->pid = best.edge->waker_tgid;
-		h->tid = best.tid;
+		h->tid = h->waker_tid = best.tid;
 		h->ended_ns = best.wait_ns;
 		h->handoff_ns = best.edge->ts;
 		u = find_thread(l, best.tid);
 		if (!u || (!u->spans.n && !u->next && !u->reads.n))
 			return;
-		{
-			const struct dl_lin_edge *prev = previous_handoff(u, w->tgid, h->handoff_ns);
-
-			memset(&win, 0, sizeof(win));
-			win.since_ns = h->since_ns = prev ? prev->ts : dl_min_u64(u->first_ts, h->handoff_ns);
-			win.handoff_ns = h->handoff_ns;
-		}
-		producer_window(q, u, &win);
+		production_of(l, q, u, w->tid, w->tgid, a, h->handoff_ns, &made);
+		u = made.producer;
+		h->tid = u->tid;
+		memset(&win, 0, sizeof(win));
+		win.since_ns = h->since_ns = made.since;
+		win.handoff_ns = h->handoff_ns;
+		producer_window(l, q, u, &win);
 		h->traced = true;
 		h->oncpu_ns = win.oncpu_ns;
 		h->io_wait_ns = win.io_wait_ns;
@@ -384,6 +534,7 @@ static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, co
 		h->other_wait_ns = win.other_wait_ns;
 		h->read_bytes = win.read_bytes;
 		h->reads = win.reads;
+		h->disk_bytes = win.disk_bytes;
 		w = u;
 		a = h->since_ns;
 		b = h->handoff_ns;
@@ -394,6 +545,7 @@ void dl_lineage_step(const struct dl_lineage *l, const struct dl_lin_query *q, s
 {
 	const struct dl_lin_thread *main = find_thread(l, q->main_tid), *w;
 	struct candidate cand[DL_LIN_WAKERS];
+	struct production made;
 	size_t ncand = 0, best = 0;
 	uint64_t prev_end = 0;
 
@@ -446,15 +598,13 @@ void dl_lineage_step(const struct dl_lineage *l, const struct dl_lin_query *q, s
 	w = find_thread(l, o->waker_tid);
 	if (!w || (!w->spans.n && !w->next && !w->reads.n))
 		return;
-	{
-		const struct dl_lin_edge *prev = previous_handoff(w, q->pid, o->handoff_ns);
-
-		o->producer = true;
-		o->after_handoff = prev != NULL;
-		o->since_ns = prev ? prev->ts : dl_min_u64(w->first_ts, o->handoff_ns);
-	}
-	producer_window(q, w, o);
-	walk_up(l, q, w, o->since_ns, o->handoff_ns, o);
+	production_of(l, q, w, q->main_tid, q->pid, q->start, o->handoff_ns, &made);
+	o->producer = true;
+	o->producer_tid = made.producer->tid;
+	o->after_handoff = made.after_handoff;
+	o->since_ns = made.since;
+	producer_window(l, q, made.producer, o);
+	walk_up(l, q, made.producer, o->since_ns, o->handoff_ns, o);
 }
 
 /* Swaps the last thread into i: a job that starts and ends threads by the thousand keeps none of the dead. */
@@ -529,6 +679,7 @@ void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s,
 	t->runq_ns += s->runq_ns;
 	t->other_ns += s->other_wait_ns;
 	t->read_bytes += s->read_bytes;
+	t->disk_bytes += s->disk_bytes;
 }
 
 void dl_lin_totals_sort(struct dl_lin_totals *t)

@@ -3,9 +3,14 @@
  * Input lineage: for a step of a main thread, who ended its input waits and
  * what that producer did for the batch. The wait is the main thread's blocked
  * time outside CUDA calls; the wake-up edge (DL_EV_WAKE) that ended each
- * blocked interval names the waker; the producer's scheduler intervals and
- * file reads since its previous hand-off to the process (its previous
- * wake-up of one of its threads) are what it spent on the batch.
+ * blocked interval names the waker. The waker may only pass the batch on (a
+ * multiprocessing.Queue's feeder thread): the thread that did the work is
+ * the busiest of the waker's process among those whose wake-ups led to it.
+ * The batch's production window runs from the process's previous hand-off to
+ * the consumer, or from when it was last handed work by the consumer's
+ * process (the batch's indexes) if later, to this hand-off; the producer's
+ * scheduler intervals in it, and the reads of its process, are what the
+ * batch cost.
  *
  * Pure: fed records (scheduler intervals of every traced thread, wake-up
  * edges, file opens, reads and closes, forks), so a replay gives the same.
@@ -23,6 +28,7 @@
 
 #define DL_LIN_WAKERS 8           /* wakers told apart in a process's totals; the rest are "others" */
 #define DL_LIN_WINDOWS 64         /* a waker's latest producer windows kept, for its time per batch */
+#define DL_LIN_RELAYS 8           /* threads of a producing process followed back from its waker */
 /*
  * sched_waking runs before the wakee's switch-out is recorded when the wakee
  * is still leaving its CPU (the wake-up races its sleep): an edge this much
@@ -37,7 +43,7 @@ struct dl_lin_edge {
 };
 
 struct dl_lin_read {
-	uint64_t ts, bytes;
+	uint64_t ts, bytes, disk_bytes;
 	const char *path;             /* NULL: an fd no record named */
 };
 
@@ -90,7 +96,7 @@ struct dl_lin_totals {
 	uint64_t other_wait_ns;       /* ended by interrupts, kernel threads, wakers past the table, or no edge seen */
 	uint64_t irq_wait_ns;         /* of that, ended from interrupt or kernel-thread context */
 	uint64_t producers, oncpu_ns, io_wait_ns, runq_ns, other_ns;   /* the producers' windows, summed */
-	uint64_t read_bytes;
+	uint64_t read_bytes, disk_bytes;
 };
 
 void dl_lineage_free(struct dl_lineage *l);

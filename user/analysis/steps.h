@@ -86,18 +86,20 @@ struct dl_step_site {
 struct dl_lin_file {
 	const char *path;             /* the lineage store's copy: valid while the store lives */
 	uint64_t read_bytes, reads;
+	uint64_t disk_bytes;          /* submitted to block devices from inside those reads */
 };
 
 /* One hop up the input chain: who ended the producer's (or the previous hop's) own waits, and what it did. */
 #define DL_LIN_HOPS 2             /* hops past the producer: the chain is up to 3 tasks long */
 
 struct dl_lin_hop {
-	uint32_t pid, tid;
+	uint32_t pid, tid;            /* the thread that did the work (tid) */
+	uint32_t waker_tid;           /* the thread of pid whose wake-up handed it on (a feeder): tid, or a relay of it */
 	uint64_t ended_ns;            /* the downstream task's blocked time in its window this hop's wake-ups ended */
 	bool traced;                  /* its activity below is known */
 	uint64_t since_ns, handoff_ns;
 	uint64_t oncpu_ns, io_wait_ns, runq_ns, other_wait_ns;
-	uint64_t read_bytes, reads;
+	uint64_t read_bytes, reads, disk_bytes;
 };
 
 struct dl_step_lineage {
@@ -107,10 +109,17 @@ struct dl_step_lineage {
 	uint32_t waker_pid, waker_tid, waker_ctx;   /* waker_ctx: enum dl_wake_ctx; pid and tid 0 if not a task */
 	uint64_t woken_wait_ns;       /* the part of wait_ns this waker's wake-ups ended */
 	bool producer;                /* the waker is a traced task: its activity below is known */
+	/*
+	 * The thread that did the work: the waker, or the busiest thread of the
+	 * waker's process that handed the batch to it (a worker's main thread
+	 * behind its queue's feeder thread).
+	 */
+	uint32_t producer_tid;
 	bool after_handoff;           /* since_ns is its previous hand-off (else the first of it kept) */
 	uint64_t since_ns, handoff_ns;
 	uint64_t oncpu_ns, io_wait_ns, runq_ns, other_wait_ns;   /* io_wait: in D with the tree's reads in flight */
-	uint64_t read_bytes, reads;   /* its read calls in the window */
+	uint64_t read_bytes, reads;   /* the read calls of the producer's process in the window (its other threads too) */
+	uint64_t disk_bytes;          /* what those reads submitted to block devices */
 	uint32_t nfiles;
 	struct dl_lin_file files[DL_LIN_FILES];
 	uint32_t nchain;

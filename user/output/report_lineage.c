@@ -6,7 +6,7 @@
 
 /* A producer's or a hop's window: where its time went and what it read. */
 static void window_json(struct dl_json *j, uint64_t oncpu, uint64_t io_wait, uint64_t runq, uint64_t other,
-			uint64_t read_bytes, uint64_t reads)
+			uint64_t read_bytes, uint64_t reads, uint64_t disk_bytes)
 {
 	dl_json_ku64(j, "cpu_ns", oncpu);
 	dl_json_ku64(j, "oncpu_ns", oncpu);
@@ -15,6 +15,7 @@ static void window_json(struct dl_json *j, uint64_t oncpu, uint64_t io_wait, uin
 	dl_json_ku64(j, "other_wait_ns", other);
 	dl_json_ku64(j, "read_bytes", read_bytes);
 	dl_json_ku64(j, "reads", reads);
+	dl_json_ku64(j, "disk_bytes", disk_bytes);
 }
 
 void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, const struct dl_report_model *m)
@@ -43,11 +44,14 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 		dl_json_null(j);
 	} else {
 		dl_json_obj_begin(j);
+		dl_json_ku64(j, "pid", in->waker_pid);
+		dl_json_ku64(j, "tid", in->producer_tid);
 		dl_json_ku64(j, "since_ns", in->since_ns);
 		dl_json_ku64(j, "handoff_ns", in->handoff_ns);
 		dl_json_key(j, "after_handoff");
 		dl_json_bool(j, in->after_handoff);
-		window_json(j, in->oncpu_ns, in->io_wait_ns, in->runq_ns, in->other_wait_ns, in->read_bytes, in->reads);
+		window_json(j, in->oncpu_ns, in->io_wait_ns, in->runq_ns, in->other_wait_ns, in->read_bytes, in->reads,
+			    in->disk_bytes);
 		dl_json_key(j, "files");
 		dl_json_arr_begin(j);
 		for (uint32_t i = 0; i < in->nfiles; i++) {
@@ -55,6 +59,7 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 			dl_json_kstr(j, "path", in->files[i].path);
 			dl_json_ku64(j, "read_bytes", in->files[i].read_bytes);
 			dl_json_ku64(j, "reads", in->files[i].reads);
+			dl_json_ku64(j, "disk_bytes", in->files[i].disk_bytes);
 			dl_json_obj_end(j);
 		}
 		dl_json_arr_end(j);
@@ -69,13 +74,15 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 		dl_json_obj_begin(j);
 		dl_json_ku64(j, "pid", h->pid);
 		dl_json_ku64(j, "tid", h->tid);
+		dl_json_ku64(j, "waker_tid", h->waker_tid);
 		dl_json_kstr(j, "comm", hp ? hp->comm : "");
 		dl_json_ku64(j, "ended_wait_ns", h->ended_ns);
 		dl_json_key(j, "traced");
 		dl_json_bool(j, h->traced);
 		dl_json_ku64(j, "since_ns", h->since_ns);
 		dl_json_ku64(j, "handoff_ns", h->handoff_ns);
-		window_json(j, h->oncpu_ns, h->io_wait_ns, h->runq_ns, h->other_wait_ns, h->read_bytes, h->reads);
+		window_json(j, h->oncpu_ns, h->io_wait_ns, h->runq_ns, h->other_wait_ns, h->read_bytes, h->reads,
+			    h->disk_bytes);
 		dl_json_obj_end(j);
 	}
 	dl_json_arr_end(j);
