@@ -6,7 +6,7 @@ hold dlbpf's report against.
 
   torchjob.py --make-data DIR [--shards N] [--shard-mb M]
   torchjob.py --data DIR --truth FILE [--shape SHAPE] [--workers N] [--start METHOD]
-              [--persistent] [--prefetch K] [--steps S] [--batch B] [--decode-ms MS]
+              [--persistent] [--prefetch K] [--threads] [--steps S] [--batch B] [--decode-ms MS]
               [--record-kb KB] [--width W] [--layers L] [--cold]
 
 Shapes (what limits a step):
@@ -15,6 +15,10 @@ Shapes (what limits a step):
   disk      small random reads (--record-kb) from shards made cold first (--cold is implied)
   iterable  an IterableDataset: each worker streams its own shards, decoding each record
   memmap    a numpy memmap over each shard: records read by page faults, then decoded
+
+--threads: instead of the DataLoader's worker processes, a thread pool of --workers threads in
+this process makes whole batches and puts them on a queue.Queue (--prefetch batches a thread
+ahead); the loop takes them from the queue (map-style shapes only).
 
 The truth (--truth FILE, JSON, written when the job ends):
   main:    pid, tid; per step the monotonic clock (ns) around next() and around train_step();
@@ -28,8 +32,10 @@ The truth (--truth FILE, JSON, written when the job ends):
 It never waits for a tracer: it starts at once and exits when its steps are done.
 """
 import argparse
+import itertools
 import json
 import os
+import queue
 import random
 import sys
 import threading
@@ -39,6 +45,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 from torch.utils.data._utils.collate import default_collate
+from concurrent.futures import ThreadPoolExecutor
 
 MONO = time.CLOCK_MONOTONIC
 
@@ -172,6 +179,28 @@ class CollateLogged:
         return out
 
 
+def thread_batches(data, collate, args):
+    """Batches from a thread pool of this process: each task makes a whole batch and puts it on a
+    queue.Queue; each batch taken submits the next, so --prefetch batches a thread stay in flight."""
+    made = queue.Queue()
+    numbers = itertools.count()
+    pool = ThreadPoolExecutor(max_workers=args.workers, thread_name_prefix="loader")
+
+    def make():
+        first = next(numbers) * args.batch
+        made.put(collate([data[first + i] for i in range(args.batch)]))
+
+    for _ in range(args.workers * args.prefetch):
+        pool.submit(make)
+    try:
+        while True:
+            batch = made.get()
+            pool.submit(make)
+            yield batch
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
 def train_step(model, opt, batch):
     opt.zero_grad()
     loss = model(batch).square().mean()
@@ -224,6 +253,7 @@ def main():
     ap.add_argument("--start", choices=("fork", "spawn", "forkserver"), default="fork")
     ap.add_argument("--persistent", action="store_true")
     ap.add_argument("--prefetch", type=int, default=2)
+    ap.add_argument("--threads", action="store_true", help="a thread pool of --workers threads instead of worker processes")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--epoch-steps", type=int, default=0, help="steps an epoch (a new iterator: new workers unless --persistent)")
     ap.add_argument("--batch", type=int)
@@ -239,6 +269,8 @@ def main():
         return
     if not args.data or not args.truth:
         ap.error("--data and --truth are needed (or --make-data)")
+    if args.threads and (args.shape == "iterable" or args.workers < 1):
+        ap.error("--threads needs a map-style shape and --workers 1 or more")
     d = DEFAULTS[args.shape]
     args.decode_ms = d[0] if args.decode_ms is None else args.decode_ms
     args.record_kb = d[1] if args.record_kb is None else args.record_kb
@@ -260,6 +292,8 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     data = (StreamRecords if args.shape == "iterable" else MapRecords)(args)
+    if args.threads:
+        threaded = thread_batches(data, CollateLogged(data.log), args)
     kw = {}
     if args.workers:
         kw = {"multiprocessing_context": args.start, "persistent_workers": args.persistent,
@@ -271,7 +305,9 @@ def main():
     first = last = None
     it = None
     for n in range(args.steps):
-        if it is None or (args.epoch_steps and n % args.epoch_steps == 0):
+        if args.threads:
+            it = threaded
+        elif it is None or (args.epoch_steps and n % args.epoch_steps == 0):
             it = iter(loader)
         t0 = now()
         batch = next(it)  # NEXT
@@ -283,6 +319,8 @@ def main():
         steps.append({"next0": t0, "next1": t1, "step1": t2})
     last = schedstat()
     del it
+    if args.threads:
+        threaded.close()
     truth = {"main": {"pid": os.getpid(), "tid": threading.get_native_id(), "steps": steps,
                       "oncpu_ns": last[0] - first[0], "runq_ns": last[1] - first[1], "io": proc_io()},
              "args": {k: v for k, v in vars(args).items() if k != "make_data"},

@@ -452,7 +452,8 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	uint64_t window;
 	double cpu, disk, runq, other;
 	const char *what, *fix;
-	char others[96] = "";
+	char others[128] = "";
+	uint32_t nthreads = 0;
 
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
@@ -488,23 +489,27 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	for (uint32_t i = 1; i < t.nwakers && i < 4; i++) {
 		size_t n = strlen(others);
 
-		snprintf(others + n, sizeof(others) - n, "%s%s%u (%.0f%%)", i == 1 ? ", then " : ", ",
-			 t.wakers[i].tid ? "thread " : "", t.wakers[i].tid ? t.wakers[i].tid : t.wakers[i].pid,
+		snprintf(others + n, sizeof(others) - n, "%s%s %u (%.0f%%)", i == 1 ? ", then " : ", ",
+			 t.wakers[i].tid ? "thread" : "process", t.wakers[i].tid ? t.wakers[i].tid : t.wakers[i].pid,
 			 dl_pct(t.wakers[i].wait_ns, t.wait_ns));
 	}
+	/* Worker processes are told apart by process; threads of the consumer's own process (loaders) by thread. */
+	for (uint32_t i = 0; i < t.nwakers; i++)
+		nthreads += t.wakers[i].tid != 0;
 	wp = dl_summary_find(s, (pid_t)t.wakers[0].pid);
 	x = add_finding(d, "input-producer",
-			"The main thread's input waits end on worker %s%u (%s) for %.0f%% of their time%s. Between "
-			"hand-offs the workers spent %.0f%% of their time on CPU, %.0f%% blocked on disk, %.0f%% "
+			"The main thread's input waits end on %s %u (%s) for %.0f%% of their time%s. Making their "
+			"batches the producers spent %.0f%% of their time on CPU, %.0f%% blocked on disk, %.0f%% "
 			"waiting for a CPU and %.0f%% blocked otherwise: %s. %s",
-			t.wakers[0].tid ? "thread " : "", t.wakers[0].tid ? t.wakers[0].tid : t.wakers[0].pid,
-			wp ? wp->comm : "?", dl_pct(t.wakers[0].wait_ns, t.wait_ns), others, cpu, disk, runq, other,
-			what, fix);
+			t.wakers[0].tid ? "loader thread" : "worker process",
+			t.wakers[0].tid ? t.wakers[0].tid : t.wakers[0].pid, wp ? wp->comm : "?",
+			dl_pct(t.wakers[0].wait_ns, t.wait_ns), others, cpu, disk, runq, other, what, fix);
 	evidence(x, "worker_pid", t.wakers[0].pid);
 	evidence(x, "worker_tid", t.wakers[0].tid);
 	evidence_text(x, "worker_comm", wp ? wp->comm : "");
 	evidence(x, "wait_share", (double)t.wakers[0].wait_ns / (double)t.wait_ns);
-	evidence(x, "workers", t.nwakers);
+	evidence(x, "workers", t.nwakers - nthreads);
+	evidence(x, "loader_threads", nthreads);
 	evidence(x, "oncpu_share", cpu / 100);
 	evidence(x, "io_wait_share", disk / 100);
 	evidence(x, "runq_share", runq / 100);
@@ -513,27 +518,33 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 				     : runq >= cpu && runq >= disk ? "cpu-starved" : disk >= cpu ? "disk" : "cpu");
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
- * A producer's time per batch, from its latest windows. A window spans
- * several batches when the hand-offs between woke no one (the consumer was
- * not waiting: no wake-up to see), so it is a multiple of the batch time:
- * the mean of the windows under 1.5x the shortest is of single batches.
- * Returns 0 without two windows.
+ * A producer's time per batch, from its latest windows: their median. A
+ * window spans several batches when the hand-offs between woke no one (the
+ * consumer was not waiting: no wake-up to see), and a wait may end on a
+ * wake-up that hands on no batch (a lock, the rest of a batch larger than
+ * the pipe it crosses), whose window is short: the median stands for the
+ * single batches as long as they are most windows, and no short or long
+ * outlier moves it. Returns 0 without two windows.
  */
 static double batch_ns(const struct dl_lin_totals *t, uint32_t w, uint64_t *n_out)
 {
 	uint64_t n = t->wakers[w].windows < DL_LIN_WINDOWS ? t->wakers[w].windows : DL_LIN_WINDOWS;
-	uint64_t lo = UINT64_MAX, sum = 0, kept = 0;
+	uint64_t v[DL_LIN_WINDOWS];
 
-	for (uint64_t i = 0; i < n; i++)
-		lo = t->wakers[w].window_ns[i] < lo ? t->wakers[w].window_ns[i] : lo;
-	for (uint64_t i = 0; n >= 2 && i < n; i++)
-		if (t->wakers[w].window_ns[i] * 2 < lo * 3) {
-			sum += t->wakers[w].window_ns[i];
-			kept++;
-		}
-	*n_out = kept;
-	return kept ? (double)sum / (double)kept : 0;
+	*n_out = n >= 2 ? n : 0;
+	if (n < 2)
+		return 0;
+	memcpy(v, t->wakers[w].window_ns, n * sizeof(v[0]));
+	qsort(v, n, sizeof(v[0]), cmp_u64);
+	return n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
 }
 
 /*
@@ -584,7 +595,8 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 	need = (unsigned)ceil(t_batch / t_step);
 	cpu_share = t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns
 		? (double)t.oncpu_ns / (double)(t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns) : 0;
-	per_batch_bytes = (double)t.read_bytes / (double)t.producers;
+	/* What reached the disk, not what was read: reads the page cache served ask nothing of it. */
+	per_batch_bytes = (double)t.disk_bytes / (double)t.producers;
 	if (per_batch_bytes > 0 && rf->disk_peak_mbps > 0)
 		disk_rate = rf->disk_peak_mbps * 1e6 / per_batch_bytes;
 	if (need > (unsigned)lround(now)) {
@@ -654,12 +666,6 @@ static bool made_cuda_calls(const struct dl_proc *w)
 	return false;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* The median work of process i's siblings (others with work, under its name); *k: how many. */
 static uint64_t sibling_median(const struct dl_summary *s, const uint64_t *work, size_t i, uint64_t *buf, size_t *k)

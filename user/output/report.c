@@ -181,10 +181,11 @@ void dl_report_text(FILE *f, const struct dl_report_model *m)
 			fprintf(f, "; %" PRIu64 " requests with no completion seen (in flight at the end, or "
 				"completed where BPF does not run)", p->io.unseen_ops);
 		fputc('\n', f);
+		/* Summed over the threads: a process of several blocks for longer than it ran. */
 		fprintf(f, "  cpu      on-CPU %.3f ms, runqueue %.3f ms, blocked %.3f ms (S %.3f, D %.3f), "
-			"%" PRIu64 " switches, %u threads\n",
+			"%" PRIu64 " switches, summed over its %u thread%s\n",
 			ms(p->sched.oncpu_ns), ms(p->sched.runq_ns), ms(p->sched.blocked_ns), ms(p->sched.sleep_ns),
-			ms(p->sched.disk_ns), p->sched.switches, p->threads);
+			ms(p->sched.disk_ns), p->sched.switches, p->threads, p->threads == 1 ? "" : "s");
 		dl_report_files_text(f, &p->files, &esc);
 	}
 	if (fold)

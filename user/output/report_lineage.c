@@ -117,19 +117,27 @@ static void text_longest_waits(FILE *f, const struct dl_corr_proc *p)
 	}
 	for (int k = 0; k < LONGEST_WAITS && top[k]; k++) {
 		const struct dl_step_lineage *in = &top[k]->input;
+		uint32_t tid = in->producer ? in->producer_tid : in->waker_tid;
 
-		fprintf(f, "    step %u waited %.1f ms for %s", top[k]->index, (double)in->wait_ns / 1e6,
-			in->waker_pid ? "" : dl_wake_ctx_name(in->waker_ctx));
-		if (in->waker_pid)
-			fprintf(f, "thread %u of pid %u", in->waker_tid, in->waker_pid);
+		fprintf(f, "    step %u waited %.1f ms for ", top[k]->index, (double)in->wait_ns / 1e6);
+		if (!in->waker_pid)
+			fputs(dl_wake_ctx_name(in->waker_ctx), f);
+		else if (in->waker_pid == (uint32_t)p->pid)
+			fprintf(f, "loader thread %u of its own process", tid);
+		else
+			fprintf(f, "thread %u of worker process %u", tid, in->waker_pid);
+		if (in->waker_pid && tid != in->waker_tid)
+			fprintf(f, " (handed on by its thread %u)", in->waker_tid);
 		if (in->producer)
 			fprintf(f, ": %.1f ms on CPU, %.1f ms on disk, %.1f ms waiting for a CPU, %.1f ms blocked otherwise",
 				(double)in->oncpu_ns / 1e6, (double)in->io_wait_ns / 1e6, (double)in->runq_ns / 1e6,
 				(double)in->other_wait_ns / 1e6);
 		if (in->producer && in->read_bytes)
-			fprintf(f, ", reading %.1f %s%s%s%s",
+			fprintf(f, ", reading %.1f %s (%.1f %s from disk)%s%s%s",
 				(double)in->read_bytes / (in->read_bytes < 1000000 ? 1e3 : 1e6),
-				in->read_bytes < 1000000 ? "KB" : "MB", in->nfiles ? " from " : "",
+				in->read_bytes < 1000000 ? "KB" : "MB",
+				(double)in->disk_bytes / (in->disk_bytes < 1000000 ? 1e3 : 1e6),
+				in->disk_bytes < 1000000 ? "KB" : "MB", in->nfiles ? " from " : "",
 				in->nfiles ? dl_text(&esc, in->files[0].path) : "", in->nfiles > 1 ? " and more" : "");
 		if (in->nchain)
 			fprintf(f, "; it waited on thread %u of pid %u", in->chain[0].tid, in->chain[0].pid);
@@ -153,15 +161,31 @@ void dl_report_lineage_text(FILE *f, const struct dl_corr_proc *p)
 			t.irq_wait_ns ? " (interrupts or kernel threads did)" : "");
 		return;
 	}
-	fprintf(f, "  input    waited on %s", t.nwakers > 1 ? "workers" : "worker");
-	for (uint32_t i = 0; i < t.nwakers && i < 4; i++)
-		fprintf(f, "%s %s%u (%.0f%%)", i ? "," : "", t.wakers[i].tid ? "thread " : "",
-			t.wakers[i].tid ? t.wakers[i].tid : t.wakers[i].pid, dl_pct(t.wakers[i].wait_ns, t.wait_ns));
-	if (t.nwakers > 4)
-		fprintf(f, " and %u more", t.nwakers - 4);
+	/* Worker processes, then the process's own threads that handed it batches (loader or pin-memory threads). */
+	fputs("  input    waited on", f);
+	for (int own = 0, shown = 0, n; own < 2; own++) {
+		for (uint32_t i = n = 0; i < t.nwakers; i++)
+			n += !t.wakers[i].tid == !own;
+		if (!n)
+			continue;
+		fprintf(f, "%s %s", shown ? ";" : "", own ? (n > 1 ? "threads of its own process" : "a thread of its own process")
+							  : (n > 1 ? "worker processes" : "worker process"));
+		for (uint32_t i = n = 0; i < t.nwakers; i++) {
+			if (!t.wakers[i].tid != !own)
+				continue;
+			if (n++ == 4) {
+				fputs(" and more", f);
+				break;
+			}
+			fprintf(f, "%s %u (%.0f%%)", n > 1 ? "," : "", own ? t.wakers[i].tid : t.wakers[i].pid,
+				dl_pct(t.wakers[i].wait_ns, t.wait_ns));
+		}
+		shown = 1;
+	}
 	window = t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns;
 	if (window)
-		fprintf(f, ": %s spent %.0f%% on CPU, %.0f%% on disk, %.0f%% waiting for a CPU", t.nwakers > 1 ? "they" : "it",
+		fprintf(f, ": making the batches, %s spent %.0f%% on CPU, %.0f%% on disk, %.0f%% waiting for a CPU",
+			t.nwakers > 1 ? "they" : "it",
 			dl_pct(t.oncpu_ns, window), dl_pct(t.io_wait_ns, window), dl_pct(t.runq_ns, window));
 	fputc('\n', f);
 	text_longest_waits(f, p);
