@@ -650,6 +650,7 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 		evidence(x, "workers_needed", need);
 		evidence(x, "cpu_share", cpu_share);
 		evidence(x, "disk_batches_per_s", disk_rate);
+		evidence(x, "disk_mb_per_batch", per_batch_bytes / 1e6);
 		evidence(x, "cpus", cpus);
 		if (best_step > 0) {
 			evidence(x, "workers_for_cpus", useful);
