@@ -65,13 +65,14 @@ def check_longest_waits(name, s, report):
     waited = sorted((st for st in s["steps"] if st["input"]["woken_by"] and st["input"]["wait_ns"] >= 1_000_000),
                     key=lambda st: -st["input"]["wait_ns"])
     check(waited, f"{name}: no step waited")
-    lines = re.findall(r"^    step (\d+) waited ([\d.]+) ms for thread (\d+) of pid (\d+)(?:: ([\d.]+) ms on CPU, "
-                       r"([\d.]+) ms on disk)?[^\n]*$", report, re.M)
+    lines = re.findall(r"^    step (\d+) waited ([\d.]+) ms for (?:loader )?thread (\d+) of (?:worker process (\d+)|its own "
+                       r"process)[^:\n]*(?:: ([\d.]+) ms on CPU, ([\d.]+) ms on disk)?[^\n]*$", report, re.M)
     check(len(lines) == min(3, len(waited)), f"{name}: {len(lines)} longest-wait lines: {report[-1500:]}")
     for line, st in zip(lines, waited):
         inp, full = st["input"], next(l for l in report.splitlines() if l.startswith(f"    step {line[0]} waited"))
         ok = (int(line[0]) == st["index"] and abs(float(line[1]) - inp["wait_ns"] / 1e6) <= 0.05 + 1e-9 and
-              int(line[2]) == inp["woken_by"]["tid"] and int(line[3]) == inp["woken_by"]["pid"])
+              int(line[2]) == (inp["producer"]["tid"] if inp["producer"] else inp["woken_by"]["tid"]) and
+              (line[3] == "" or int(line[3]) == inp["woken_by"]["pid"]))
         if inp["producer"]:
             ok &= abs(float(line[4]) - inp["producer"]["oncpu_ns"] / 1e6) <= 0.05 + 1e-9
             ok &= abs(float(line[5]) - inp["producer"]["io_wait_ns"] / 1e6) <= 0.05 + 1e-9
@@ -131,8 +132,8 @@ def judge(name, summary, tsteps, extra_ns, tick, disk=False):
         k = mine.index(p["posted_ns"])
         if p["first_post"] or not pr["after_handoff"] or abs(pr["since_ns"] - mine[k - 1]) > HANDOFF_SLACK_NS:
             continue
-        # The states partition the window: nothing counted twice, nothing left out.
-        parts = pr["oncpu_ns"] + pr["io_wait_ns"] + pr["runq_ns"] + pr["other_wait_ns"]
+        # The states partition the window: nothing counted twice, nothing left out (idle: waiting for work).
+        parts = pr["oncpu_ns"] + pr["io_wait_ns"] + pr["runq_ns"] + pr["other_wait_ns"] + pr["idle_ns"]
         check(parts == pr["handoff_ns"] - pr["since_ns"], f"{name}: step {st['index']}: the producer's states "
               f"sum to {parts}, its window is {pr['handoff_ns'] - pr['since_ns']} ns")
         same += 1
@@ -310,7 +311,8 @@ def test_lineage_pin_thread_chain():
             elif abs(chain[0]["handoff_ns"] - p["posted_ns"]) > HANDOFF_SLACK_NS:
                 wrong.append(f"step {t['step']}: hop's hand-off at {chain[0]['handoff_ns']}, posted {p['posted_ns']}")
             elif chain[0]["traced"] and (chain[0]["oncpu_ns"] + chain[0]["io_wait_ns"] + chain[0]["runq_ns"] +
-                                         chain[0]["other_wait_ns"] != chain[0]["handoff_ns"] - chain[0]["since_ns"]):
+                                         chain[0]["other_wait_ns"] + chain[0]["idle_ns"] !=
+                                         chain[0]["handoff_ns"] - chain[0]["since_ns"]):
                 wrong.append(f"step {t['step']}: the hop's states do not partition its window: {chain[0]}")
         check(not wrong, f"{workers} workers: {len(wrong)} of {len(pairs)} waits: " + "; ".join(wrong[:3]))
         check(short < len(pairs) // 2, f"{workers} workers: the pin thread waited for only {len(pairs) - short} "

@@ -209,13 +209,8 @@ static const struct dl_lin_edge *previous_handoff(const struct dl_lin_thread *w,
 	return NULL;
 }
 
-static bool active_state(uint32_t st)
-{
-	return st == DL_ST_RUNNING || st == DL_ST_RUNQ || st == DL_ST_DISK;
-}
-
-/* Thread t's time in [a, b) not blocked in S: on a CPU, runnable, or in D. */
-static uint64_t active_ns(const struct dl_lin_thread *t, uint64_t a, uint64_t b)
+/* Thread t's work in [a, b): on a CPU or in D (reading), not runnable or asleep. */
+static uint64_t work_ns(const struct dl_lin_thread *t, uint64_t a, uint64_t b)
 {
 	uint64_t n = 0, last = a;
 
@@ -223,30 +218,13 @@ static uint64_t active_ns(const struct dl_lin_thread *t, uint64_t a, uint64_t b)
 		const struct dl_span *s = &t->spans.v[i];
 		uint64_t x = dl_max_u64(s->start, a), y = dl_min_u64(s->end, b);
 
-		if (y > x && active_state(s->kind))
+		if (y > x && (s->kind == DL_ST_RUNNING || s->kind == DL_ST_DISK))
 			n += y - x;
 		last = dl_max_u64(last, y);
 	}
-	if (t->next && t->until <= b && active_state(t->next) && b > dl_max_u64(t->until, last))
+	if ((t->next == DL_ST_RUNNING || t->next == DL_ST_DISK) && t->until <= b && b > dl_max_u64(t->until, last))
 		n += b - dl_max_u64(t->until, last);
 	return n;
-}
-
-static bool has_tid(const uint32_t *v, size_t n, uint32_t tid)
-{
-	for (size_t i = 0; i < n; i++)
-		if (v[i] == tid)
-			return true;
-	return false;
-}
-
-/* Whether t woke one of the threads set in (a, b]. */
-static bool woke_one_of(const struct dl_lin_thread *t, const uint32_t *set, size_t n, uint64_t a, uint64_t b)
-{
-	for (size_t i = t->gave.n; i-- > 0 && t->gave.v[i].ts > a;)
-		if (t->gave.v[i].ts <= b && has_tid(set, n, t->gave.v[i].wakee_tid))
-			return true;
-	return false;
 }
 
 /* A batch handed on: who made it, over which window. */
@@ -267,12 +245,15 @@ struct production {
  * to's own process hands off for itself only (a thread pool's threads each
  * make their own batches).
  *
- * A waker that was blocked most of the window only passed the batch on (a
- * feeder thread woken by a condition variable, or by the GIL): the threads
- * of its process whose wake-ups led to it in the window are followed back,
- * and the busiest of them did the work. Threads of to's own process are not
- * followed: its consumer and its other loaders hand each other the GIL all
- * the time.
+ * The waker may only pass the batch on (a multiprocessing.Queue's feeder
+ * thread, which pickles and writes what the worker's main thread made): the
+ * thread of its process that worked most in the window, on a CPU or reading
+ * (in D), made the batch. The wake-ups between them do not tell it: the
+ * worker puts a batch while the feeder still writes the previous one, which
+ * wakes no one, and the GIL passes between them all the time. Runnable time
+ * is not work: with more workers than CPUs every thread waits for one. A thread of to's own
+ * process is its own producer: the consumer's other threads are loaders of
+ * other batches, or the consumer's own.
  *
  * A producer in another process that was handed work by the consumer's
  * process in the window (it blocked for the batch's indexes until then)
@@ -283,8 +264,6 @@ static void production_of(const struct dl_lineage *l, const struct dl_lin_query 
 {
 	const bool own = w->tgid == to_tgid;
 	const struct dl_lin_edge *prev = NULL;
-	uint32_t relay[DL_LIN_RELAYS] = { w->tid };
-	size_t nrelay = 1;
 	uint64_t best;
 
 	for (size_t i = 0; i < l->threads.n; i++) {
@@ -303,24 +282,14 @@ static void production_of(const struct dl_lineage *l, const struct dl_lin_query 
 	p->since = prev ? prev->ts : dl_min_u64(w->first_ts, h);
 	if (own)
 		return;
-	best = active_ns(w, p->since, h);
-	if (best * 2 < h - p->since) {
-		for (bool grew = true; grew && nrelay < DL_LIN_RELAYS;) {
-			grew = false;
-			for (size_t i = 0; i < l->threads.n && nrelay < DL_LIN_RELAYS; i++) {
-				const struct dl_lin_thread *t = &l->threads.v[i];
-				uint64_t n;
+	best = work_ns(w, p->since, h);
+	for (size_t i = 0; i < l->threads.n; i++) {
+		const struct dl_lin_thread *t = &l->threads.v[i];
+		uint64_t n;
 
-				if (t->tgid != w->tgid || t->tid == q->main_tid || has_tid(relay, nrelay, t->tid) ||
-				    !woke_one_of(t, relay, nrelay, p->since, h))
-					continue;
-				relay[nrelay++] = t->tid;
-				grew = true;
-				if ((n = active_ns(t, p->since, h)) > best) {
-					best = n;
-					p->producer = t;
-				}
-			}
+		if (t->tgid == w->tgid && t != w && t->tid != q->main_tid && (n = work_ns(t, p->since, h)) > best) {
+			best = n;
+			p->producer = t;
 		}
 	}
 	/* The last work the consumer's process handed the producer in the window: its batch started there. */
@@ -423,14 +392,30 @@ static void producer_window(const struct dl_lineage *l, const struct dl_lin_quer
 {
 	uint64_t a = o->since_ns, b = o->handoff_ns, last = a;
 
+	size_t from = dl_spans_first_after(w->spans.v, w->spans.n, a);
+	uint64_t prev_end = from ? w->spans.v[from - 1].end : 0;
+
 	/* Spans and reads are in time order and hold seconds of history: only the window's are visited. */
-	for (size_t i = dl_spans_first_after(w->spans.v, w->spans.n, a); i < w->spans.n; i++) {
+	for (size_t i = from; i < w->spans.n; i++) {
 		const struct dl_span *s = &w->spans.v[i];
+		uint64_t lo = dl_max_u64(prev_end, s->start > DL_LIN_RACE_NS ? s->start - DL_LIN_RACE_NS : 0);
+		const struct dl_lin_edge *e;
 
 		if (s->start >= b)
 			break;
-		add_state(q, o, s->kind, dl_max_u64(s->start, a), dl_min_u64(s->end, b));
+		prev_end = s->end;
 		last = dl_max_u64(last, dl_min_u64(s->end, b));
+		/*
+		 * A worker blocked until the consumer's process woke it waited for work (the next
+		 * batch's indexes, room in the pipe): idle, not what the batch cost. It made the batch
+		 * before such a wait when it ran ahead.
+		 */
+		if ((s->kind == DL_ST_SLEEP || s->kind == DL_ST_DISK) && w->tgid != q->pid &&
+		    (e = ending_edge(w, lo, s->end)) && e->ctx == DL_WAKE_TASK && e->waker_tgid == q->pid) {
+			o->idle_ns += dl_min_u64(s->end, b) - dl_max_u64(s->start, a);
+			continue;
+		}
+		add_state(q, o, s->kind, dl_max_u64(s->start, a), dl_min_u64(s->end, b));
 	}
 	/* Past its last closed interval the producer is in the state it entered then (running, at a hand-off). */
 	if (w->next && w->until <= b)
@@ -466,9 +451,11 @@ static bool in_chain(const struct dl_lin_query *q, const struct dl_step_lineage 
  * last task's blocked time in its window (a pin-memory thread's waits end on
  * the worker process that filled the batch), the thread of its process that
  * made what it handed on, over its own window, and so on while edges exist.
- * Wake-ups from the task's own process are its relays, and from the
- * consumer's process the work it was handed (the batch's indexes, a free
- * slot): neither is upstream.
+ * A task in another process woken by the consumer's process was handed work
+ * (the batch's indexes, a free slot): that is not upstream. A wake-up by the
+ * main thread or a task already in the chain (a relay named, a feeder
+ * thread) closes a loop. A thread of the task's own process may be upstream:
+ * a reader thread that hands a decoding thread its bytes.
  */
 static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, const struct dl_lin_thread *w,
 		    uint64_t a, uint64_t b, struct dl_step_lineage *o)
@@ -492,8 +479,8 @@ static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, co
 			if (s->kind != DL_ST_SLEEP && s->kind != DL_ST_DISK)
 				continue;
 			e = ending_edge(w, lo, s->end);
-			if (!e || e->ctx != DL_WAKE_TASK || in_chain(q, o, e->waker_tid) || e->waker_tgid == w->tgid ||
-			    e->waker_tgid == q->pid)
+			if (!e || e->ctx != DL_WAKE_TASK || in_chain(q, o, e->waker_tid) ||
+			    (e->waker_tgid == q->pid && w->tgid != q->pid))
 				continue;
 			for (k = 0; k < ncand && cand[k].tid != e->waker_tid; k++)
 				;
@@ -532,6 +519,7 @@ static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, co
 		h->io_wait_ns = win.io_wait_ns;
 		h->runq_ns = win.runq_ns;
 		h->other_wait_ns = win.other_wait_ns;
+		h->idle_ns = win.idle_ns;
 		h->read_bytes = win.read_bytes;
 		h->reads = win.reads;
 		h->disk_bytes = win.disk_bytes;

@@ -5,7 +5,8 @@
  * time outside CUDA calls; the wake-up edge (DL_EV_WAKE) that ended each
  * blocked interval names the waker. The waker may only pass the batch on (a
  * multiprocessing.Queue's feeder thread): the thread that did the work is
- * the busiest of the waker's process among those whose wake-ups led to it.
+ * the one of the waker's process that worked most (on a CPU or in D) in
+ * the window.
  * The batch's production window runs from the process's previous hand-off to
  * the consumer, or from when it was last handed work by the consumer's
  * process (the batch's indexes) if later, to this hand-off; the producer's
@@ -28,7 +29,6 @@
 
 #define DL_LIN_WAKERS 8           /* wakers told apart in a process's totals; the rest are "others" */
 #define DL_LIN_WINDOWS 64         /* a waker's latest producer windows kept, for its time per batch */
-#define DL_LIN_RELAYS 8           /* threads of a producing process followed back from its waker */
 /*
  * sched_waking runs before the wakee's switch-out is recorded when the wakee
  * is still leaving its CPU (the wake-up races its sleep): an edge this much

@@ -98,7 +98,7 @@ struct dl_lin_hop {
 	uint64_t ended_ns;            /* the downstream task's blocked time in its window this hop's wake-ups ended */
 	bool traced;                  /* its activity below is known */
 	uint64_t since_ns, handoff_ns;
-	uint64_t oncpu_ns, io_wait_ns, runq_ns, other_wait_ns;
+	uint64_t oncpu_ns, io_wait_ns, runq_ns, other_wait_ns, idle_ns;
 	uint64_t read_bytes, reads, disk_bytes;
 };
 
@@ -118,6 +118,7 @@ struct dl_step_lineage {
 	bool after_handoff;           /* since_ns is its previous hand-off (else the first of it kept) */
 	uint64_t since_ns, handoff_ns;
 	uint64_t oncpu_ns, io_wait_ns, runq_ns, other_wait_ns;   /* io_wait: in D with the tree's reads in flight */
+	uint64_t idle_ns;             /* of the window, blocked until the consumer's process handed it work: none of the above */
 	uint64_t read_bytes, reads;   /* the read calls of the producer's process in the window (its other threads too) */
 	uint64_t disk_bytes;          /* what those reads submitted to block devices */
 	uint32_t nfiles;

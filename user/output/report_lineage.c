@@ -6,13 +6,14 @@
 
 /* A producer's or a hop's window: where its time went and what it read. */
 static void window_json(struct dl_json *j, uint64_t oncpu, uint64_t io_wait, uint64_t runq, uint64_t other,
-			uint64_t read_bytes, uint64_t reads, uint64_t disk_bytes)
+			uint64_t idle, uint64_t read_bytes, uint64_t reads, uint64_t disk_bytes)
 {
 	dl_json_ku64(j, "cpu_ns", oncpu);
 	dl_json_ku64(j, "oncpu_ns", oncpu);
 	dl_json_ku64(j, "io_wait_ns", io_wait);
 	dl_json_ku64(j, "runq_ns", runq);
 	dl_json_ku64(j, "other_wait_ns", other);
+	dl_json_ku64(j, "idle_ns", idle);
 	dl_json_ku64(j, "read_bytes", read_bytes);
 	dl_json_ku64(j, "reads", reads);
 	dl_json_ku64(j, "disk_bytes", disk_bytes);
@@ -50,7 +51,7 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 		dl_json_ku64(j, "handoff_ns", in->handoff_ns);
 		dl_json_key(j, "after_handoff");
 		dl_json_bool(j, in->after_handoff);
-		window_json(j, in->oncpu_ns, in->io_wait_ns, in->runq_ns, in->other_wait_ns, in->read_bytes, in->reads,
+		window_json(j, in->oncpu_ns, in->io_wait_ns, in->runq_ns, in->other_wait_ns, in->idle_ns, in->read_bytes, in->reads,
 			    in->disk_bytes);
 		dl_json_key(j, "files");
 		dl_json_arr_begin(j);
@@ -81,7 +82,7 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 		dl_json_bool(j, h->traced);
 		dl_json_ku64(j, "since_ns", h->since_ns);
 		dl_json_ku64(j, "handoff_ns", h->handoff_ns);
-		window_json(j, h->oncpu_ns, h->io_wait_ns, h->runq_ns, h->other_wait_ns, h->read_bytes, h->reads,
+		window_json(j, h->oncpu_ns, h->io_wait_ns, h->runq_ns, h->other_wait_ns, h->idle_ns, h->read_bytes, h->reads,
 			    h->disk_bytes);
 		dl_json_obj_end(j);
 	}
