@@ -25,7 +25,8 @@ The truth (--truth FILE, JSON, written when the job ends):
            the main thread's /proc/thread-self/schedstat at the first and last step
            (on-CPU ns, runqueue ns); /proc/self/io at the end
   workers: per worker process: per sample the thread that made it, the file, offset, bytes,
-           its read time, its decode CPU time (the thread's own clock) and wall time; per batch
+           its read time, the CPU and runqueue time inside it (so the rest is blocked: in D for a
+           read from the disk), its decode CPU time (the thread's own clock) and wall time; per batch
            the indexes and the clock at its first sample and after collation; the worker's
            /proc/self/io and its main thread's schedstat after each sample (the last is its total)
   lines:   the source lines of the next() the loop waits at, of the read and of the decode
@@ -134,17 +135,19 @@ class Records:
 
     def sample(self, index):
         shard, off = self.where(index)
+        q0 = schedstat()[1]
         t0 = now()
         c0 = time.thread_time_ns()
         raw = self.read(shard, off)
         t1 = now()
         c1 = time.thread_time_ns()
+        q1 = schedstat()[1]
         x = decode(raw, int(self.args.decode_ms * 1e6))
         t2 = now()
         c2 = time.thread_time_ns()
         run, wait = schedstat()
         self.log.write({"sample": index, "file": shard, "offset": off, "bytes": len(raw), "t0": t0,
-                        "read_ns": t1 - t0, "read_cpu_ns": c1 - c0, "decode_ns": t2 - t1,
+                        "read_ns": t1 - t0, "read_cpu_ns": c1 - c0, "read_runq_ns": q1 - q0, "decode_ns": t2 - t1,
                         "decode_cpu_ns": c2 - c1, "io": proc_io(), "oncpu_ns": run, "runq_ns": wait})
         return x
 
