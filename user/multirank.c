@@ -91,11 +91,13 @@ static void step_to_timeline(void *ctx, const struct dl_step *st)
 	}
 	in->waker_pid = dl_timeline_rank_id(k->index, in->waker_pid);
 	in->waker_tid = dl_timeline_rank_id(k->index, in->waker_tid);
+	in->producer_tid = dl_timeline_rank_id(k->index, in->producer_tid);
 	in->handoff_ns = shifted(in->handoff_ns, k->offset);
 	in->since_ns = shifted(in->since_ns, k->offset);
 	for (uint32_t i = 0; i < in->nchain; i++) {
 		in->chain[i].pid = dl_timeline_rank_id(k->index, in->chain[i].pid);
 		in->chain[i].tid = dl_timeline_rank_id(k->index, in->chain[i].tid);
+		in->chain[i].waker_tid = dl_timeline_rank_id(k->index, in->chain[i].waker_tid);
 		in->chain[i].handoff_ns = shifted(in->chain[i].handoff_ns, k->offset);
 		in->chain[i].since_ns = shifted(in->chain[i].since_ns, k->offset);
 	}

@@ -289,7 +289,8 @@ static unsigned wait_spans(struct dl_otlp *x, struct proc_trace *t, const struct
 			kv_int(&t->spans, SPAN_ATTRS, "dlbpf.gpu.stream", (int64_t)g->stream);
 		if (k && st->input.woken && st->input.waker_pid) {
 			kv_int(&t->spans, SPAN_ATTRS, "dlbpf.input.producer.pid", st->input.waker_pid);
-			kv_int(&t->spans, SPAN_ATTRS, "dlbpf.input.producer.tid", st->input.waker_tid);
+			kv_int(&t->spans, SPAN_ATTRS, "dlbpf.input.producer.tid",
+			       st->input.producer ? st->input.producer_tid : st->input.waker_tid);
 		}
 		dl_pb_end(&t->spans);
 		n++;
@@ -331,7 +332,8 @@ void dl_otlp__step(struct dl_otlp *x, const struct dl_step *st)
 	/* Who ended the step's input waits (analysis/lineage.h): the producer the report names. */
 	if (st->input.woken && st->input.waker_pid) {
 		kv_int(pb, SPAN_ATTRS, "dlbpf.step.input.producer.pid", st->input.waker_pid);
-		kv_int(pb, SPAN_ATTRS, "dlbpf.step.input.producer.tid", st->input.waker_tid);
+		kv_int(pb, SPAN_ATTRS, "dlbpf.step.input.producer.tid",
+		       st->input.producer ? st->input.producer_tid : st->input.waker_tid);
 		kv_int(pb, SPAN_ATTRS, "dlbpf.step.input.producer.wait_ns", (int64_t)st->input.woken_wait_ns);
 	}
 	if (st->partial)

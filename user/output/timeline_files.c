@@ -208,15 +208,17 @@ static const struct io_span *last_read(struct dl_tfiles *f, pid_t pid, pid_t tid
 }
 
 /*
- * One hand-off as a flow from the producer's track to the woken task's,
- * begun at the producer's last read in its window when it read. Returns the
+ * One hand-off as a flow from the waker's track to the woken task's, begun
+ * at the producer's last read in its window when it read (the producer: the
+ * thread that made the batch, which a feeder thread hands on). Returns the
  * flow, left open on the woken side when open_end (the caller continues it),
  * or 0 when a track is unknown.
  */
-static uint64_t handoff(struct dl_tcanvas *cv, struct dl_tfiles *f, pid_t from_pid, pid_t from_tid,
+static uint64_t handoff(struct dl_tcanvas *cv, struct dl_tfiles *f, pid_t from_pid, pid_t from_tid, pid_t maker_tid,
 			pid_t to_pid, pid_t to_tid, uint64_t since, uint64_t ts, bool open_end)
 {
 	const struct dl_ttrack *from = dl_tcanvas_thread(cv, from_pid, from_tid);
+	const struct dl_ttrack *maker = dl_tcanvas_thread(cv, from_pid, maker_tid);
 	const struct dl_ttrack *to = dl_tcanvas_thread(cv, to_pid, to_tid);
 	const struct io_span *rd;
 	uint64_t flow;
@@ -224,9 +226,9 @@ static uint64_t handoff(struct dl_tcanvas *cv, struct dl_tfiles *f, pid_t from_p
 	if (!from || !to || from == to)
 		return 0;
 	flow = dl_tcanvas_flow(cv);
-	rd = last_read(f, from_pid, from_tid, since, ts);
+	rd = maker ? last_read(f, from_pid, maker_tid, since, ts) : NULL;
 	if (rd)
-		cv->out->flow_mark(cv->out, from, rd->ts + (rd->end - rd->ts) / 2, "batch read", flow, 0);
+		cv->out->flow_mark(cv->out, maker, rd->ts + (rd->end - rd->ts) / 2, "batch read", flow, 0);
 	cv->out->flow_mark(cv->out, from, ts, "hand-off", flow, 0);
 	if (!open_end)
 		cv->out->flow_mark(cv->out, to, ts, "hand-off", flow, 1);
@@ -236,16 +238,17 @@ static uint64_t handoff(struct dl_tcanvas *cv, struct dl_tfiles *f, pid_t from_p
 uint64_t dl_tfiles_step_flows(struct dl_tcanvas *cv, struct dl_tfiles *f, const struct dl_step *s)
 {
 	const struct dl_step_lineage *in = &s->input;
-	pid_t pid = (pid_t)in->waker_pid, tid = (pid_t)in->waker_tid;
+	pid_t pid = (pid_t)in->waker_pid, tid = (pid_t)(in->producer ? in->producer_tid : in->waker_tid);
 	uint64_t flow;
 
-	if (!in->woken || in->waker_ctx != DL_WAKE_TASK || !tid)
+	if (!in->woken || in->waker_ctx != DL_WAKE_TASK || !in->waker_tid)
 		return 0;
-	flow = handoff(cv, f, pid, tid, s->pid, s->tid, in->since_ns, in->handoff_ns, true);
+	flow = handoff(cv, f, pid, (pid_t)in->waker_tid, tid, s->pid, s->tid, in->since_ns, in->handoff_ns, true);
+	/* Each hop handed on to the thread that made the previous one's batch. */
 	for (uint32_t i = 0; i < in->nchain; i++) {
 		const struct dl_lin_hop *h = &in->chain[i];
 
-		handoff(cv, f, (pid_t)h->pid, (pid_t)h->tid, pid, tid, h->since_ns, h->handoff_ns, false);
+		handoff(cv, f, (pid_t)h->pid, (pid_t)h->waker_tid, (pid_t)h->tid, pid, tid, h->since_ns, h->handoff_ns, false);
 		pid = (pid_t)h->pid;
 		tid = (pid_t)h->tid;
 	}
