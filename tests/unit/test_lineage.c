@@ -134,6 +134,99 @@ static void test_chain(void)
 	dl_lineage_free(&lin);
 }
 
+
+/*
+ * A multiprocessing.Queue worker: the feeder thread FEED (of worker process
+ * WRK) hands batches to the main thread; the worker's main thread WRK made
+ * them. MAIN's index feeder IDX (of MAIN's process) hands WRK its indexes.
+ *
+ *   1000  FEED hands the previous batch to MAIN (before the step at 3000)
+ *   1000-1500 WRK runs; 1500-2000 it waits for indexes, IDX wakes it at 2000
+ *   2000-5000 WRK runs; 5000-5500 in D reading 4096 bytes of /data/a (from the
+ *   disk, which the tree's reads in flight cover); 5500-6000 runs; at 6000 it
+ *   puts the batch (wakes FEED), then waits for indexes until IDX at 9000
+ *   FEED sleeps 1000-6000, runs 6000-6500, wakes MAIN at 4200 and 6500
+ *   MAIN waits 4000-4200 and 4300-6500 in the step 3000-8000
+ *
+ * The wake-up at 4200 is part of the same batch (it crossed the pipe in two
+ * writes): the window opens at the worker's previous hand-off before the
+ * step, 1000, then at its indexes, 2000. FEED worked 500 us in it, WRK 4500:
+ * WRK made the batch. Its wait from 6000 until its next indexes is idle.
+ */
+#define WRK 200
+#define FEED 201
+#define IDX 102
+
+static void sched_t(uint32_t tgid, uint32_t tid, uint64_t a, uint64_t b, uint32_t state, uint32_t next)
+{
+	struct dl_sched_ev e = test_sched(tgid, tid, US(a), US(b) - US(a), state, next);
+
+	dl_lineage_note(&lin, &e.h);
+}
+
+static void wake_t(uint32_t waker_tgid, uint32_t waker, uint32_t wakee_tgid, uint32_t wakee, uint64_t ts)
+{
+	struct dl_wake_ev e = { .h = { .size = sizeof(e), .kind = DL_EV_WAKE, .ts = US(ts), .tgid = wakee_tgid, .tid = wakee },
+				.waker_tgid = waker_tgid, .waker_tid = waker, .wakee_tgid = wakee_tgid, .wakee_tid = wakee,
+				.ctx = DL_WAKE_TASK, .wakee_state = DL_ST_SLEEP };
+
+	dl_lineage_note(&lin, &e.h);
+}
+
+static void test_feeder_relay(void)
+{
+	const struct dl_span disk = { US(5000), US(5500), 0 };
+	struct dl_file_read_ev rd = { .h = { .size = sizeof(rd), .kind = DL_EV_FILE_READ, .ts = US(5000), .tgid = WRK,
+					     .tid = WRK },
+				      .dur_ns = US(500), .ret = 4096, .disk_bytes = 4096, .fd = 3, .call = DL_READ_PREAD64 };
+	struct dl_step_lineage s;
+
+	memset(&lin, 0, sizeof(lin));
+	open_fd(WRK, 3, "/data/a");
+	sched_t(MAIN, MAIN, 0, 4000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched_t(MAIN, MAIN, 4000, 4200, DL_ST_SLEEP, DL_ST_RUNNING);
+	sched_t(MAIN, MAIN, 4200, 4300, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched_t(MAIN, MAIN, 4300, 6500, DL_ST_SLEEP, DL_ST_RUNNING);
+	sched_t(MAIN, MAIN, 6500, 8000, DL_ST_RUNNING, DL_ST_RUNNING);
+	wake_t(WRK, FEED, MAIN, MAIN, 1000);
+	sched_t(WRK, WRK, 1000, 1500, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched_t(WRK, WRK, 1500, 2000, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake_t(MAIN, IDX, WRK, WRK, 2000);
+	sched_t(WRK, WRK, 2000, 5000, DL_ST_RUNNING, DL_ST_DISK);
+	dl_lineage_note(&lin, &rd.h);
+	sched_t(WRK, WRK, 5000, 5500, DL_ST_DISK, DL_ST_RUNNING);
+	sched_t(WRK, WRK, 5500, 6000, DL_ST_RUNNING, DL_ST_SLEEP);
+	wake_t(WRK, WRK, WRK, FEED, 6000);
+	sched_t(WRK, WRK, 6000, 9000, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake_t(MAIN, IDX, WRK, WRK, 9000);
+	sched_t(WRK, FEED, 1000, 6000, DL_ST_SLEEP, DL_ST_RUNNING);
+	sched_t(WRK, FEED, 6000, 6500, DL_ST_RUNNING, DL_ST_SLEEP);
+	wake_t(WRK, FEED, MAIN, MAIN, 4200);
+	wake_t(WRK, FEED, MAIN, MAIN, 6500);
+
+	s = step(3000, 8000, NULL, 0, &disk, 1);
+	CHECK(s.woken && s.waker_pid == WRK && s.waker_tid == FEED, "woken by %u/%u", s.waker_pid, s.waker_tid);
+	CHECK_EQ_U64(s.waits, 2);
+	CHECK_EQ_U64(s.wait_ns, US(2400));
+	CHECK_EQ_U64(s.woken_wait_ns, US(2400));
+	CHECK(s.producer && s.producer_tid == WRK, "producer %u, not the worker's main thread", s.producer_tid);
+	CHECK(s.after_handoff, "a window from a hand-off");
+	CHECK_EQ_U64(s.handoff_ns, US(6500));
+	CHECK_EQ_U64(s.since_ns, US(2000));
+	CHECK_EQ_U64(s.oncpu_ns, US(3500));
+	CHECK_EQ_U64(s.io_wait_ns, US(500));
+	CHECK_EQ_U64(s.runq_ns, 0);
+	CHECK_EQ_U64(s.other_wait_ns, 0);
+	CHECK_EQ_U64(s.idle_ns, US(500));
+	CHECK_EQ_U64(s.read_bytes, 4096);
+	CHECK_EQ_U64(s.disk_bytes, 4096);
+	CHECK(s.nfiles == 1 && !strcmp(s.files[0].path, "/data/a") && s.files[0].disk_bytes == 4096 &&
+	      s.files[0].reads == 1, "files %u", s.nfiles);
+	/* The worker's wait for its indexes is no upstream: no hop. */
+	CHECK_EQ_U64(s.nchain, 0);
+	dl_lineage_free(&lin);
+}
+
 /* Wakers of the consumer's own process are told apart by thread (thread loaders); others by process. */
 static void test_totals_by_thread(void)
 {
@@ -322,6 +415,7 @@ int main(void)
 	CHECK(!strcmp(dl_wake_ctx_name(DL_WAKE_KTHREAD), "kthread") && !strcmp(dl_wake_ctx_name(77), "unknown"), "names");
 	dl_lineage_free(&lin);
 	test_chain();
+	test_feeder_relay();
 	test_totals_by_thread();
 	return check_report("test_lineage");
 }
