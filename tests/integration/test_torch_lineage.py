@@ -173,10 +173,11 @@ def judge(name, s, truth, report, threads=False):
         ev = f["evidence"]
         if f["rule"] == "input-producer":
             nproc = len({pid for pid, _ in by_tid.values()})
-            check((ev["loader_threads"] >= 1 and ev["workers"] == 0) if threads else
-                  (1 <= ev["workers"] <= nproc and ev["loader_threads"] <= 1),
-                  f"{name}: input-producer counts {ev['workers']} workers and {ev['loader_threads']} loader threads, "
-                  f"the job {nproc} loader processes")
+            # Worker processes counted as processes, the main process's own threads apart (a thread
+            # pool's; the main process's other threads, a queue's feeder, may end a wait too).
+            check((ev["own_threads"] >= 1 and ev["workers"] == 0) if threads else 1 <= ev["workers"] <= nproc,
+                  f"{name}: input-producer counts {ev['workers']} worker processes and {ev['own_threads']} threads "
+                  f"of its own, the job {0 if threads else nproc} worker processes")
         if f["rule"] == "too-few-workers":
             # What a batch brought from the disk, against the job's own count of what its loaders read
             # from it (/proc/PID/io read_bytes at their last sample) over the batches they made: a

@@ -509,7 +509,7 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	evidence_text(x, "worker_comm", wp ? wp->comm : "");
 	evidence(x, "wait_share", (double)t.wakers[0].wait_ns / (double)t.wait_ns);
 	evidence(x, "workers", t.nwakers - nthreads);
-	evidence(x, "loader_threads", nthreads);
+	evidence(x, "own_threads", nthreads);
 	evidence(x, "oncpu_share", cpu / 100);
 	evidence(x, "io_wait_share", disk / 100);
 	evidence(x, "runq_share", runq / 100);
