@@ -188,6 +188,12 @@ def judge(name, s, truth, report, threads=False):
             got_mb = ev["disk_mb_per_batch"]
             check((got_mb == 0 and mine < 0.01) or mine / 2 <= got_mb <= mine * 2,
                   f"{name}: too-few-workers: {got_mb:.3f} MB a batch from the disk, the job's own count {mine:.3f}")
+            # The producers the steps' pace implies, against how many the job ran: a batch time that
+            # is the feeder's hand-off, or a window of several batches, would be off by a multiple.
+            nload = len({r["tid"] for w in truth["workers"].values() for r in w["batches"]})
+            check(0 < ev["workers_now"] <= nload + 1, f"{name}: too-few-workers says about {ev['workers_now']:.1f} "
+                  f"producers run, the job ran {nload}")
+            check(ev.get("workers_with_cores", 0) <= ev["workers_needed"], f"{name}: {ev}")
     check(transfers * 2 < len(waits), f"{name}: {transfers} of {len(waits)} waits were on a batch crossing the pipe")
     return (f"{len(waits)} waits ({transfers} on a batch crossing the pipe), producers on CPU {got[0]:.2f} (clocks {cpu:.2f}), runnable {got[1]:.2f} "
             f"({runq:.2f}), disk {got[2]:.2f} (reads blocked {read_off:.2f}), files right {files_ok}/{files_all}")

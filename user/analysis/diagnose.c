@@ -617,6 +617,7 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 		double main_cpu = (double)(d->cat_ns[DL_CAT_CPU] + d->cat_ns[DL_CAT_LAUNCH] + d->cat_ns[DL_CAT_CUDA_OTHER] +
 					   d->cat_ns[DL_CAT_H2D] + d->cat_ns[DL_CAT_D2H]) / (double)d->total_ns;
 		double cores = (double)cpus - main_cpu, useful = 0, best_step = 0;
+		unsigned with_cores = 0;
 		char cpu_note[300] = "";
 
 		for (int k = 1; k < 4; k++)
@@ -632,6 +633,15 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 					 "less than about %.1f ms. More cores or cheaper decoding go further.",
 					 cpus, 100 * main_cpu, cores, useful, best_step / 1e6);
 			}
+		}
+		if (limit == 2 && cpus) {
+			/* Starved: their batches take that long for want of a CPU, which more of them only share. */
+			double own_ns = t_batch * (1 - (double)t.runq_ns / (double)(t.oncpu_ns + t.io_wait_ns + t.runq_ns +
+										  t.other_ns));
+
+			with_cores = (unsigned)ceil(own_ns / t_step);
+			snprintf(cpu_note, sizeof(cpu_note), " Without that wait a batch takes %.1f ms: about %u producers with "
+				 "a core each would keep it fed, and the job ran on %u CPUs.", own_ns / 1e6, with_cores, cpus);
 		}
 		if (disk_rate > 0)
 			snprintf(disk, sizeof(disk), " The disk reads %.1f MB per batch at %.0f MB/s peak, so it allows up to %.0f "
@@ -652,6 +662,8 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 		evidence(x, "disk_batches_per_s", disk_rate);
 		evidence(x, "disk_mb_per_batch", per_batch_bytes / 1e6);
 		evidence(x, "cpus", cpus);
+		if (with_cores)
+			evidence(x, "workers_with_cores", with_cores);
 		if (best_step > 0) {
 			evidence(x, "workers_for_cpus", useful);
 			evidence(x, "best_step_ms", best_step / 1e6);
