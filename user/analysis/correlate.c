@@ -384,24 +384,34 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	dl_breakdown(&in, st.cat_ns);
 	st.wakeup_runq_ns = dl_wakeup_runq(&in);
 	{
-		/*
-		 * A producer's window reaches back before the step: the tree's reads in flight over all that is
-		 * kept (the tree is trimmed to seconds, so this costs each step what a few seconds of reads hold).
-		 */
-		struct dl_span *kept = dl_xcalloc(c->tree.n + 1, sizeof(*kept));
-		size_t nkept = 0;
-
-		for (size_t i = 0; i < c->tree.n; i++)
-			if (tree[i].is_read && tree[i].start < end)
-				kept[nkept++] = (struct dl_span){ tree[i].start, tree[i].end, 0 };
-		nkept = dl_spans_union(kept, nkept);
-
 		struct dl_lin_query q = { .pid = (uint32_t)p->pub.pid, .main_tid = p->pub.main_tid, .start = start,
 					  .end = end, .cuda = cuda, .ncuda = ncuda, .sched = sched, .nsched = nsched,
-					  .disk = kept, .ndisk = nkept };
+					  .disk = reads, .ndisk = nreads };
+		uint64_t from = start;
 
 		dl_lineage_step(&c->lin, &q, &st.input);
-		free(kept);
+		if (st.input.producer)
+			from = dl_min_u64(from, st.input.since_ns);
+		for (uint32_t i = 0; i < st.input.nchain; i++)
+			from = dl_min_u64(from, st.input.chain[i].since_ns);
+		/*
+		 * The producers' windows reach back before the step: their time in D is a disk wait where
+		 * the tree's reads were in flight then, so again with those. Only the reads since the windows
+		 * began are visited (the tree is by end), not all that is kept.
+		 */
+		if (from < start) {
+			size_t k = dl_vec_lower_bound(&c->tree, end, from);
+			struct dl_span *kept = dl_xcalloc(c->tree.n - k + 1, sizeof(*kept));
+			size_t nkept = 0;
+
+			for (; k < c->tree.n; k++)
+				if (tree[k].is_read && tree[k].start < end)
+					kept[nkept++] = (struct dl_span){ tree[k].start, tree[k].end, 0 };
+			q.disk = kept;
+			q.ndisk = dl_spans_union(kept, nkept);
+			dl_lineage_step(&c->lin, &q, &st.input);
+			free(kept);
+		}
 		dl_lin_totals_add(&p->pub.lineage, &st.input, (uint32_t)p->pub.pid);
 	}
 	nspans = dl_corr_device(c, p, c0, c1, &st, cuda, ncuda, sched, nsched, &spans);
