@@ -230,7 +230,7 @@ static uint64_t work_ns(const struct dl_lin_thread *t, uint64_t a, uint64_t b)
 /* A batch handed on: who made it, over which window. */
 struct production {
 	const struct dl_lin_thread *producer;
-	uint64_t since, handoff;
+	uint64_t since;
 	bool after_handoff;   /* since is a hand-off or the taking of work, not the first of the producer kept */
 };
 
@@ -251,9 +251,9 @@ struct production {
  * (in D), made the batch. The wake-ups between them do not tell it: the
  * worker puts a batch while the feeder still writes the previous one, which
  * wakes no one, and the GIL passes between them all the time. Runnable time
- * is not work: with more workers than CPUs every thread waits for one. A thread of to's own
- * process is its own producer: the consumer's other threads are loaders of
- * other batches, or the consumer's own.
+ * is not work: with more workers than CPUs every thread waits for one. A
+ * thread of to's own process is its own producer: the consumer's other
+ * threads are loaders of other batches, or the consumer's own.
  *
  * A producer in another process that was handed work by the consumer's
  * process in the window (it blocked for the batch's indexes until then)
@@ -277,7 +277,6 @@ static void production_of(const struct dl_lineage *l, const struct dl_lin_query 
 		}
 	}
 	p->producer = w;
-	p->handoff = h;
 	p->after_handoff = prev != NULL;
 	p->since = prev ? prev->ts : dl_min_u64(w->first_ts, h);
 	if (own)
