@@ -211,6 +211,12 @@ def test_decode_fork_workers():
     return "; ".join(out)
 
 
+def test_iterable_workers():
+    """An IterableDataset: each of 2 workers streams its own records and decodes each."""
+    s, truth, report = run("iterable", "--shape", "iterable", "--workers", "2", "--steps", "30", "--decode-ms", "4")
+    return judge("iterable, 2 workers", s, truth, report)
+
+
 def test_decode_spawn_persistent():
     """Spawn and forkserver start methods with persistent workers over two epochs."""
     out = []
