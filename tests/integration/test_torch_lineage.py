@@ -63,13 +63,10 @@ def samples_by_thread(truth):
 
 
 def truth_shares(truth):
-    """The loader threads' own clocks over the batches they made: from each batch's first sample to
-    its collation's end, on-CPU and runqueue from /proc/thread-self/schedstat (read after each
-    sample, so a batch's share runs from the previous batch's last sample to its own last), and the
-    time inside its reads neither on a CPU nor runnable: blocked, in D for a read from the disk
-    (schedstat's runqueue clock read around each read). A thread's first batch is left out (no
-    sample before it).
-    Summed over the threads."""
+    """The loader threads' own clocks over the batches they made: from the schedstat read before a
+    batch's first sample to the one after its last, on-CPU and runqueue time (/proc/thread-self/
+    schedstat), and the time inside its reads neither on a CPU nor runnable: blocked, in D for a
+    read from the disk (schedstat's runqueue clock read around each read). Summed over threads."""
     samples, batches = {}, {}
     for w in truth["workers"].values():
         for r in w["samples"]:
@@ -80,16 +77,16 @@ def truth_shares(truth):
     for tid, bs in batches.items():
         sm = sorted(samples.get(tid, []), key=lambda r: r["t0"])
         bs.sort(key=lambda r: r["batch_end"])
-        for prev, b in zip(bs, bs[1:]):
-            mine = [r for r in sm if prev["batch_end"] < r["t0"] < b["batch_end"]]
-            before = [r for r in sm if r["t0"] <= prev["batch_end"]]
-            if not mine or not before:
+        for prev, b in zip([None] + bs, bs):
+            mine = [r for r in sm if (not prev or prev["batch_end"] < r["t0"]) and r["t0"] < b["batch_end"]]
+            if not mine:
                 continue
-            wall += b["batch_end"] - mine[0]["t0"]
-            cpu += mine[-1]["oncpu_ns"] - before[-1]["oncpu_ns"]
-            runq += mine[-1]["runq_ns"] - before[-1]["runq_ns"]
+            first, last = mine[0], mine[-1]
+            wall += last["t2"] - first["t0"]
+            cpu += last["oncpu_ns"] - first["oncpu0_ns"]
+            runq += last["runq_ns"] - first["runq0_ns"]
             read_off += sum(max(0, r["read_ns"] - r["read_cpu_ns"] - r["read_runq_ns"]) for r in mine)
-    check(wall > 0, "the job's log has no loader with two batches")
+    check(wall > 0, "the job's log has no loader with a batch")
     return cpu / wall, runq / wall, read_off / wall
 
 

@@ -28,7 +28,8 @@ The truth (--truth FILE, JSON, written when the job ends):
            its read time, the CPU and runqueue time inside it (so the rest is blocked: in D for a
            read from the disk), its decode CPU time (the thread's own clock) and wall time; per batch
            the indexes and the clock at its first sample and after collation; the worker's
-           /proc/self/io and its main thread's schedstat after each sample (the last is its total)
+           /proc/self/io and its main thread's schedstat after each sample (the last is its total),
+           and before it (oncpu0_ns, runq0_ns, read at t0; t2 is the clock after it)
   lines:   the source lines of the next() the loop waits at, of the read and of the decode
 It never waits for a tracer: it starts at once and exits when its steps are done.
 """
@@ -135,7 +136,7 @@ class Records:
 
     def sample(self, index):
         shard, off = self.where(index)
-        q0 = schedstat()[1]
+        r0, q0 = schedstat()
         t0 = now()
         c0 = time.thread_time_ns()
         raw = self.read(shard, off)
@@ -148,7 +149,8 @@ class Records:
         run, wait = schedstat()
         self.log.write({"sample": index, "file": shard, "offset": off, "bytes": len(raw), "t0": t0,
                         "read_ns": t1 - t0, "read_cpu_ns": c1 - c0, "read_runq_ns": q1 - q0, "decode_ns": t2 - t1,
-                        "decode_cpu_ns": c2 - c1, "io": proc_io(), "oncpu_ns": run, "runq_ns": wait})
+                        "decode_cpu_ns": c2 - c1, "io": proc_io(), "oncpu_ns": run, "runq_ns": wait,
+                        "oncpu0_ns": r0, "runq0_ns": q0, "t2": t2})
         return x
 
 
