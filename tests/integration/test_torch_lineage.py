@@ -244,6 +244,37 @@ def test_disk_workers():
     return "; ".join(out)
 
 
+def test_relay_thread():
+    """Batches handed on by a thread of the main process (a pin-memory thread's place; torchjob --relay):
+    each wait names that thread, and the hop up names the worker's main thread that made the batch
+    (not its queue's feeder), with its shares over its window against its own clocks."""
+    s, truth, _ = run("relay", "--relay", "--workers", "2", "--steps", "30", "--decode-ms", "10")
+    by_tid, read, main = samples_by_thread(truth), readings(truth), truth["main"]
+    waits = [st["input"] for st in s["steps"] if st["input"]["wait_ns"] >= WAIT_MIN_NS and st["input"]["woken_by"]
+             and st["input"]["woken_by"]["context"] == "task"]
+    check(len(waits) >= 5, f"{len(waits)} waits of 1 ms or more ended by a task: nothing to judge")
+    relays = {w["woken_by"]["tid"] for w in waits if w["woken_by"]["pid"] == main["pid"]}
+    check(len(relays) == 1 and main["tid"] not in relays and all(w["woken_by"]["pid"] == main["pid"] for w in waits),
+          f"the waits end on {sorted({(w['woken_by']['pid'], w['woken_by']['tid']) for w in waits})}, not one thread "
+          f"of pid {main['pid']}")
+    hops = [w["chain"][0] for w in waits if w["chain"]]
+    check(len(hops) * 2 >= len(waits), f"{len(hops)} of {len(waits)} waits go a hop up")
+    wrong = [(h["pid"], h["tid"]) for h in hops if h["tid"] not in by_tid]
+    check(not wrong, f"{len(wrong)} of {len(hops)} hops name no thread that made samples: {wrong[:4]}")
+    sums, clocks = [0, 0], [0, 0, 0]
+    for h in hops:
+        known = window_truth(read[h["tid"]], by_tid[h["tid"]][1], h["since_ns"], h["handoff_ns"])
+        if known:
+            sums[0] += h["oncpu_ns"]
+            sums[1] += h["oncpu_ns"] + h["io_wait_ns"] + h["runq_ns"] + h["other_wait_ns"]
+            clocks[0] += known[0]
+            clocks[1] += known[1]
+    check(sums[1] and clocks[0], "no hop's window holds two of its clock readings")
+    got, want = sums[0] / sums[1], clocks[1] / clocks[0]
+    check(abs(got - want) <= SHARE_POINTS, f"the hops' producers on CPU {got:.2f} of their windows, their clocks {want:.2f}")
+    return f"{len(waits)} waits on the relay thread, {len(hops)} hops to a worker's main thread, on CPU {got:.2f} ({want:.2f})"
+
+
 def test_thread_pool_loader():
     """A thread pool of the job's own process filling a queue.Queue: each wait names the pool thread
     that made its batch (a loader thread of its own process), its shares and files per its log."""

@@ -19,6 +19,8 @@ Shapes (what limits a step):
 --threads: instead of the DataLoader's worker processes, a thread pool of --workers threads in
 this process makes whole batches and puts them on a queue.Queue (--prefetch batches a thread
 ahead); the loop takes them from the queue (map-style shapes only).
+--relay: a thread of this process takes the DataLoader's batches from its workers and hands each
+on through a queue.Queue, as torch's pin-memory thread does (which pins only where CUDA is).
 
 The truth (--truth FILE, JSON, written when the job ends):
   main:    pid, tid; per step the monotonic clock (ns) around next() and around train_step();
@@ -206,6 +208,22 @@ def thread_batches(data, collate, args):
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+def relayed(loader, args):
+    """The DataLoader's batches through a thread of this process (a pin-memory thread's place): it
+    takes each from the workers and puts it on a queue.Queue of --prefetch batches."""
+    out = queue.Queue(maxsize=args.prefetch)
+
+    def relay():
+        for n, batch in enumerate(iter(loader)):
+            if n >= args.steps:
+                break
+            out.put(batch)
+
+    threading.Thread(target=relay, name="relay", daemon=True).start()
+    while True:
+        yield out.get()
+
+
 def train_step(model, opt, batch):
     opt.zero_grad()
     loss = model(batch).square().mean()
@@ -259,6 +277,7 @@ def main():
     ap.add_argument("--persistent", action="store_true")
     ap.add_argument("--prefetch", type=int, default=2)
     ap.add_argument("--threads", action="store_true", help="a thread pool of --workers threads instead of worker processes")
+    ap.add_argument("--relay", action="store_true", help="the batches through a thread of this process")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--epoch-steps", type=int, default=0, help="steps an epoch (a new iterator: new workers unless --persistent)")
     ap.add_argument("--batch", type=int)
@@ -276,6 +295,8 @@ def main():
         ap.error("--data and --truth are needed (or --make-data)")
     if args.threads and (args.shape == "iterable" or args.workers < 1):
         ap.error("--threads needs a map-style shape and --workers 1 or more")
+    if args.relay and (args.threads or args.epoch_steps):
+        ap.error("--relay takes the loader's batches of one epoch: not with --threads or --epoch-steps")
     d = DEFAULTS[args.shape]
     args.decode_ms = d[0] if args.decode_ms is None else args.decode_ms
     args.record_kb = d[1] if args.record_kb is None else args.record_kb
@@ -312,6 +333,8 @@ def main():
     for n in range(args.steps):
         if args.threads:
             it = threaded
+        elif args.relay:
+            it = it or relayed(loader, args)
         elif it is None or (args.epoch_steps and n % args.epoch_steps == 0):
             it = iter(loader)
         t0 = now()
