@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * CPython frames of the current thread, for a call's record. Every read is of
- * the traced process's memory and may fail or be garbage; the walk is bounded
- * (a cyclic chain ends at DL_PY_WALK_MAX) and user space names a frame only
- * from a code object it has checked (user/capture/pycode.c).
+ * CPython frames of the current thread: for a call's record (cuda.bpf.c), and
+ * for a wait and a CPU sample (pylines.bpf.c). Every read is of the traced
+ * process's memory and may fail or be garbage; the walk is bounded (a cyclic
+ * chain ends at DL_PY_WALK_MAX) and user space names a frame only from a code
+ * object it has checked (user/capture/pycode.c). maps.bpf.c defines the maps
+ * and the global functions once; the other sources see them extern.
  */
 #ifndef DLBPF_PYFRAMES_BPF_H
 #define DLBPF_PYFRAMES_BPF_H
@@ -11,7 +13,7 @@
 #include "common.bpf.h"
 
 /* One frame read whole; 8 more bytes so a masked offset plus its field stays inside. */
-struct {
+DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -65,6 +67,7 @@ fault:
  * of each probe that calls it (inlined, the walk's loop made the entry probe
  * pass the verifier's limit of a million instructions).
  */
+#ifdef DL_DEFINE_SHARED
 __noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
 {
 	__u32 zero = 0;
@@ -116,6 +119,9 @@ __noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
 		out->status = DL_PY_TRUNCATED;
 	return DL_PY_MAX;
 }
+#else
+int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out);
+#endif
 
 /*
  * The frames of the call being recorded, walked before its record is
@@ -123,7 +129,7 @@ __noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
  * before it (the collector names the call's frames as it reads the call).
  * Per CPU: a probe runs to its end on one CPU.
  */
-struct {
+DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -131,7 +137,7 @@ struct {
 } py_stack_buf SEC(".maps");
 
 /* A snapshot is built here and copied into the ring buffer at the size it filled. */
-struct {
+DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -152,7 +158,7 @@ struct py_seen_key {
  * after it is gone, and its pid's next process has another epoch.
  */
 #define DL_PY_SEEN_SLOTS 16384
-struct {
+DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DL_PY_SEEN_SLOTS);
 	__type(key, __u32);
@@ -214,6 +220,7 @@ static __always_inline __u64 py_snap_str(const struct dl_py_cfg *cfg, __u64 addr
  * and may be garbage: the collector checks the object's type and every
  * length before it names anything from it.
  */
+#ifdef DL_DEFINE_SHARED
 __noinline int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid)
 {
 	__u32 zero = 0, size, tlen;
@@ -269,6 +276,10 @@ __noinline int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_st
 	}
 	return 0;
 }
+#else
+int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid);
+int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_stack *st, __u32 tgid);
+#endif
 
 /* Walks the current thread's frames into py_stack_buf and sends the snapshots they need; the walk, or NULL. */
 static __always_inline struct dl_py_stack *py_frames(const struct dl_py_cfg *cfg, __u32 tgid)

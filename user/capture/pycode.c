@@ -367,17 +367,24 @@ void dl_pyprocs_snapshot(struct dl_pyprocs *pp, struct dl_stream *st, const stru
 	remember(p, st, ev->code, dl_pysnap_read, &m, ev->h.ts);
 }
 
-void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,
-			  struct dl_lazy_now *now)
+void dl_pyprocs_name_frames(struct dl_pyprocs *pp, struct dl_stream *st, pid_t tgid, const struct dl_py_stack *py,
+			    struct dl_lazy_now *now)
 {
 	struct dl_pyproc *p;
 
-	if (!c->has_py || !c->py.n || c->depth > 0)
+	if (!py->n)
 		return;
-	p = proc_of(pp, (pid_t)c->tgid, false);
+	p = proc_of(pp, tgid, false);
 	if (!p || !p->python)
 		return;
-	for (uint32_t k = 0; k < c->py.n && k < DL_PY_MAX; k++)
-		if (c->py.f[k].code)
-			name_code(p, st, c->py.f[k].code, now, pp->recheck_ns);
+	for (uint32_t k = 0; k < py->n && k < DL_PY_MAX; k++)
+		if (py->f[k].code)
+			name_code(p, st, py->f[k].code, now, pp->recheck_ns);
+}
+
+void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,
+			  struct dl_lazy_now *now)
+{
+	if (c->has_py && c->depth == 0)
+		dl_pyprocs_name_frames(pp, st, (pid_t)c->tgid, &c->py, now);
 }

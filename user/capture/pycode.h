@@ -51,6 +51,9 @@ void dl_pyprocs_forget(struct dl_pyprocs *pp, pid_t pid);
  * written from that, so a process that is gone by now keeps its lines.
  */
 void dl_pyprocs_snapshot(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_pysnap_ev *ev, size_t len);
+/* Writes the code records frames of tgid need and the stream has not had (before their record reaches the sinks). */
+void dl_pyprocs_name_frames(struct dl_pyprocs *pp, struct dl_stream *st, pid_t tgid, const struct dl_py_stack *py,
+			    struct dl_lazy_now *now);
 /* Writes the code records a call's frames need and the stream has not had (before the call reaches the sinks). */
 void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,
 			  struct dl_lazy_now *now);

@@ -67,6 +67,7 @@ static void choose_twins(struct dl_tracer *t)
 	bpf_program__set_autoload(skel->progs.calib_ret_one, !multi);
 	bpf_program__set_autoload(skel->progs.proc_fork, !f->signal_task);
 	bpf_program__set_autoload(skel->progs.proc_fork_hold, f->signal_task);
+	dl_pylines_choose(&t->pylines, skel, multi || py, true);
 	bpf_map__set_autocreate(skel->maps.calls, storage);
 	bpf_map__set_autocreate(skel->maps.traced_marks, storage);
 	bpf_map__set_autocreate(skel->maps.file_calls, storage);
@@ -208,6 +209,7 @@ int dl_tracer_attach_auto(struct dl_tracer *t)
 		dl_err("cannot attach the BPF programs: %s", strerror(-err));
 		return err;
 	}
+	dl_pylines_attach(&t->pylines, t->skel);
 	/* fentry and kprobes attached with the skeleton; tracepoints and return probes through dlbpf's own events. */
 	return dl_files_attach(t->skel, t->files_mech, &t->sysevents, &t->krets);
 }
@@ -998,6 +1000,7 @@ void dl_tracer_detach(struct dl_tracer *t)
 	}
 	t->cuda.n = 0;
 	dl_u64map_free(&t->cuda_index);
+	dl_pylines_detach(&t->pylines);
 	/* The skeleton's links go in the same batch; dlbpf__destroy finds their slots empty. */
 	for (int i = 0; sk && i < sk->prog_cnt; i++) {
 		struct bpf_link **l = sk->progs[i].link;

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Python lines of waits and of CPU time (DL_EV_PYSTACK records): each
+ * thread's distinct named stacks, with the CPU samples that landed in each
+ * and the waits (count, time off the CPU) that blocked in each; and every
+ * wait by thread and time, so an analysis that knows a wait (a step's input
+ * wait, a lineage hop) looks up the line it blocked at.
+ */
+#ifndef DLBPF_ANALYSIS_PYLINES_H
+#define DLBPF_ANALYSIS_PYLINES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "records/addrspace.h"
+#include "util.h"
+#include "dlbpf/events.h"
+
+struct dl_pyframe_name {
+	char *file, *func;
+	int32_t line;
+};
+
+struct dl_pystack_stat {
+	uint32_t tgid, tid;
+	uint32_t why;                 /* enum dl_pystack_why */
+	struct dl_pyframe_name f[DL_PY_MAX];   /* innermost first */
+	uint32_t n;                   /* frames named (0: none could be) */
+	bool partial;                 /* frames above f[n - 1] were walked but not named, or not walked (too deep) */
+	uint64_t samples;             /* DL_PYSTACK_CPU, over the whole trace */
+	uint64_t waits, wait_ns;      /* DL_PYSTACK_WAIT, over the whole trace */
+};
+
+/* A wait (start < end) or a CPU sample (start == end). */
+struct dl_pyevent {
+	uint32_t tid;
+	uint64_t start, end;
+	uint32_t stack;               /* index in stacks */
+};
+
+struct dl_pylines {
+	DL_VEC(struct dl_pystack_stat) stacks;
+	struct dl_u64map of;          /* hash of (thread, why, frames) -> index in stacks */
+	DL_VEC(struct dl_pyevent) events;   /* in the order they were written (a wait's at its end) */
+	uint64_t samples, waits_n;    /* every record of each kind */
+};
+
+void dl_pylines_add(struct dl_pylines *p, const struct dl_pystack_ev *e, const struct dl_pynamed *named);
+void dl_pylines_free(struct dl_pylines *p);
+/* The stack thread tid was blocked in over [start, end) the longest, or NULL. */
+const struct dl_pystack_stat *dl_pylines_wait_in(const struct dl_pylines *p, uint32_t tid, uint64_t start,
+						 uint64_t end);
+/*
+ * Thread tid's stacks of kind why over [from, to) (a wait: the part inside
+ * it), most first: their indexes and weights (samples, or wait ns), at most
+ * max; *total: the thread's samples or wait time of that kind then.
+ */
+size_t dl_pylines_top(const struct dl_pylines *p, uint32_t tid, uint32_t why, uint64_t from, uint64_t to,
+		      size_t *idx, uint64_t *weight, size_t max, uint64_t *total);
+/*
+ * The frame of s that is the job's own code: the innermost one whose file is
+ * not the interpreter's library or an installed package (site-packages,
+ * dist-packages, frozen modules); 0 when every frame is.
+ */
+uint32_t dl_pystack_own_frame(const struct dl_pystack_stat *s);
+
+#endif

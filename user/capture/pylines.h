@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Python lines for waits and for CPU time (bpf/pylines.bpf.c): whether their
+ * programs load here, and the CPU sampler's perf events, one software
+ * cpu-clock event per CPU (no hardware counter is needed), at DL_PY_SAMPLE_HZ.
+ */
+#ifndef DLBPF_CAPTURE_PYLINES_H
+#define DLBPF_CAPTURE_PYLINES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct dlbpf;
+struct bpf_link;
+
+/*
+ * Samples a second on each CPU: tens of Hz keep the cost per traced thread a
+ * few walks a second, and a thread busy for a second still gets enough samples
+ * to rank its lines (a share's standard error is about sqrt(p / n)).
+ */
+#define DL_PY_SAMPLE_HZ 49
+/*
+ * Waits shorter than this are walked at the block but not written: a
+ * millisecond is above the GIL's hand-offs (its switch interval is 5 ms, most
+ * hand-offs far shorter) and below a step's input wait worth naming.
+ */
+#define DL_PY_WAIT_MIN_NS 1000000ull
+
+struct dl_pylines {
+	bool loaded;                /* the programs are loaded (the walker passes this kernel's verifier) */
+	struct bpf_link **samplers; /* one per CPU that has one */
+	int nsamplers;
+	const char *off_why;        /* why lines of waits and CPU time are not read; NULL: they are */
+};
+
+/* Before load: the programs load where walk_ok (dl_tracer_py_no_walk said nothing) and want. */
+void dl_pylines_choose(struct dl_pylines *pl, struct dlbpf *skel, bool walk_ok, bool want);
+/* After load: attaches the CPU sampler to each online CPU; a failure leaves the samples off, said once. */
+void dl_pylines_attach(struct dl_pylines *pl, struct dlbpf *skel);
+void dl_pylines_detach(struct dl_pylines *pl);
+
+#endif
