@@ -67,7 +67,7 @@ static void choose_twins(struct dl_tracer *t)
 	bpf_program__set_autoload(skel->progs.calib_ret_one, !multi);
 	bpf_program__set_autoload(skel->progs.proc_fork, !f->signal_task);
 	bpf_program__set_autoload(skel->progs.proc_fork_hold, f->signal_task);
-	dl_pylines_choose(&t->pylines, skel, multi || py, true);
+	dl_pylines_choose(&t->pylines, skel, multi || py, !t->no_py_lines);
 	bpf_map__set_autocreate(skel->maps.calls, storage);
 	bpf_map__set_autocreate(skel->maps.traced_marks, storage);
 	bpf_map__set_autocreate(skel->maps.file_calls, storage);
@@ -141,6 +141,8 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	}
 	if (!err)
 		err = choose_file_probes(t);
+	if (!err)
+		err = dl_hooks_no_py_lines(&t->no_py_lines);
 	if (err)
 		return err;
 	dl_features_log_missing(&t->feat);

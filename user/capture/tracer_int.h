@@ -43,6 +43,7 @@ struct dl_tracer {
 	 */
 	bool file_probes;
 	struct dl_pylines pylines;  /* Python lines of waits and CPU samples (capture/pylines.h) */
+	bool no_py_lines;         /* test hook DLBPF_TEST_NO_PY_LINES */
 };
 
 /* Attaches the links of a's slots that sets names (NULL: not that slot); returns 0 or -errno. */
