@@ -20,6 +20,8 @@ void dl_pylines_choose(struct dl_pylines *pl, struct dlbpf *skel, bool walk_ok, 
 		pl->off_why = "this kernel cannot check BPF's Python frame walk";
 	bpf_program__set_autoload(skel->progs.py_wait_switch, pl->loaded);
 	bpf_program__set_autoload(skel->progs.py_cpu_sample, pl->loaded);
+	bpf_map__set_autocreate(skel->maps.py_blocked, pl->loaded);
+	bpf_map__set_autocreate(skel->maps.py_blocked_zero, pl->loaded);
 	/* A perf event per CPU, opened here: libbpf has no section to attach it from. */
 	bpf_program__set_autoattach(skel->progs.py_cpu_sample, false);
 	skel->rodata->py_wait_min_ns = DL_PY_WAIT_MIN_NS;
