@@ -12,10 +12,24 @@
 
 #include "common.bpf.h"
 
+/*
+ * Each kind of program that walks has its per-CPU buffers to itself: a CPU
+ * sample's perf event fires in an interrupt, in the middle of a probe's walk
+ * on that CPU (uprobe_multi programs are not kept apart from it), and a
+ * probe's program may be preempted and another thread's block walked at the
+ * switch meanwhile.
+ */
+enum dl_py_slot {
+	DL_PY_SLOT_CALL = 0,      /* the CUDA probes (cuda.bpf.c) */
+	DL_PY_SLOT_SWITCH = 1,    /* a thread that blocks (pylines.bpf.c, sched_switch) */
+	DL_PY_SLOT_SAMPLE = 2,    /* a CPU sample (pylines.bpf.c, perf event) */
+	DL_PY_SLOTS = 3,
+};
+
 /* One frame read whole; 8 more bytes so a masked offset plus its field stays inside. */
 DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, DL_PY_SLOTS);
 	__type(key, __u32);
 	__type(value, char[DL_PY_FRAME_READ + 8]);
 } py_frame_buf SEC(".maps");
@@ -68,10 +82,9 @@ fault:
  * pass the verifier's limit of a million instructions).
  */
 #ifdef DL_DEFINE_SHARED
-__noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
+__noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out, __u32 slot)
 {
-	__u32 zero = 0;
-	char *buf = bpf_map_lookup_elem(&py_frame_buf, &zero);
+	char *buf = bpf_map_lookup_elem(&py_frame_buf, &slot);
 	__u64 frame;
 
 	if (!out)
@@ -120,7 +133,7 @@ __noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
 	return DL_PY_MAX;
 }
 #else
-int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out);
+int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out, __u32 slot);
 #endif
 
 /*
@@ -131,7 +144,7 @@ int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out);
  */
 DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, DL_PY_SLOTS);
 	__type(key, __u32);
 	__type(value, struct dl_py_stack);
 } py_stack_buf SEC(".maps");
@@ -139,7 +152,7 @@ DL_SHARED struct {
 /* A snapshot is built here and copied into the ring buffer at the size it filled. */
 DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, DL_PY_SLOTS);
 	__type(key, __u32);
 	__type(value, struct dl_pysnap_ev);
 } py_snap_buf SEC(".maps");
@@ -221,10 +234,10 @@ static __always_inline __u64 py_snap_str(const struct dl_py_cfg *cfg, __u64 addr
  * length before it names anything from it.
  */
 #ifdef DL_DEFINE_SHARED
-__noinline int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid)
+__noinline int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid, __u32 slot)
 {
-	__u32 zero = 0, size, tlen;
-	struct dl_pysnap_ev *s = bpf_map_lookup_elem(&py_snap_buf, &zero);
+	__u32 size, tlen;
+	struct dl_pysnap_ev *s = bpf_map_lookup_elem(&py_snap_buf, &slot);
 	__u64 table, n;
 
 	if (!s || !cfg)
@@ -261,7 +274,7 @@ __noinline int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid)
 }
 
 /* Snapshots the code objects of st's frames that the process has not had sent (a global function). */
-__noinline int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_stack *st, __u32 tgid)
+__noinline int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_stack *st, __u32 tgid, __u32 slot)
 {
 	if (!cfg || !st)
 		return 0;
@@ -272,25 +285,24 @@ __noinline int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_st
 			break;
 		code = st->f[i].code;
 		if (code && py_code_new(cfg, tgid, code))
-			py_snap(cfg, code, tgid);
+			py_snap(cfg, code, tgid, slot);
 	}
 	return 0;
 }
 #else
-int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid);
-int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_stack *st, __u32 tgid);
+int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid, __u32 slot);
+int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_stack *st, __u32 tgid, __u32 slot);
 #endif
 
-/* Walks the current thread's frames into py_stack_buf and sends the snapshots they need; the walk, or NULL. */
-static __always_inline struct dl_py_stack *py_frames(const struct dl_py_cfg *cfg, __u32 tgid)
+/* Walks the current thread's frames into slot's py_stack_buf and sends the snapshots they need; the walk, or NULL. */
+static __always_inline struct dl_py_stack *py_frames(const struct dl_py_cfg *cfg, __u32 tgid, __u32 slot)
 {
-	__u32 zero = 0;
-	struct dl_py_stack *st = bpf_map_lookup_elem(&py_stack_buf, &zero);
+	struct dl_py_stack *st = bpf_map_lookup_elem(&py_stack_buf, &slot);
 
 	if (!st)
 		return NULL;
-	py_walk(cfg, st);
-	py_name_frames(cfg, st, tgid);
+	py_walk(cfg, st, slot);
+	py_name_frames(cfg, st, tgid, slot);
 	return st;
 }
 

@@ -71,12 +71,12 @@ static __always_inline void note_block(struct task_struct *prev, __u32 prev_stat
 	b = dl_tid_state(&py_blocked, tid, true, fresh);
 	if (!b)
 		return;
-	py_walk(cfg, &b->py);
+	py_walk(cfg, &b->py, DL_PY_SLOT_SWITCH);
 	if (!b->py.n) {
 		b->since = 0;   /* a thread without Python frames: nothing to name */
 		return;
 	}
-	py_name_frames(cfg, &b->py, tgid);
+	py_name_frames(cfg, &b->py, tgid, DL_PY_SLOT_SWITCH);
 	b->since = now;
 	b->tgid = tgid;
 	b->state = (prev_state & TASK_UNINTERRUPTIBLE) ? DL_ST_DISK : DL_ST_SLEEP;
@@ -143,7 +143,7 @@ int py_cpu_sample(struct bpf_perf_event_data *ctx)
 	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!cfg)
 		return 0;
-	st = py_frames(cfg, tgid);
+	st = py_frames(cfg, tgid, DL_PY_SLOT_SAMPLE);
 	/* A thread of the process that never ran Python (a BLAS pool's): nothing to name. */
 	if (!st || !st->n)
 		return 0;
