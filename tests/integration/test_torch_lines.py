@@ -22,7 +22,7 @@ BACKWARD = "_Z22THPEngine_run_backwardP7_objectS0_S0_"
 WAIT_MIN_NS = 1_000_000
 
 
-def torch_job(name, args, steps):
+def torch_job(name, args, steps, env=None):
     """torchjob.py under dlbpf, steps marked on autograd's entry: (summary, truth, text report)."""
     if not os.path.exists(PYTHON):
         raise Skipped(f"no {PYTHON}")
@@ -35,10 +35,12 @@ def torch_job(name, args, steps):
     base = os.path.join(WORK, f"torchlines-{name}-{os.getpid()}")
     rc, out, err = run_dlbpf(["--json", base + ".json", "--step-on", BACKWARD, "--", PYTHON, TORCHJOB, "--data",
                               TORCH_DATA, "--truth", base + "-truth.json", "--steps", str(steps)] + args,
-                             timeout=240)
+                             timeout=240, env=env)
     check(rc == 0, f"{name}: dlbpf exited {rc}: {err[-2000:]}")
     with open(base + "-truth.json") as f:
         truth = json.load(f)
+    if env is not None:
+        return load_summary(base + ".json"), truth, err
     return load_summary(base + ".json"), truth, out
 
 
@@ -159,6 +161,20 @@ def test_host_compute_names_step_lines():
 def test_host_compute_wider_model():
     return check_host_compute("compute-wide", ["--shape", "compute", "--workers", "2", "--width", "1536",
                                                "--layers", "3"])
+
+
+def test_no_walk_no_lines():
+    """Where the kernel cannot check the frame walk (5.10: neither uprobe_multi nor global functions
+    with pointer arguments, forced here), the job is traced as before (its steps found) with no Python
+    line claimed, and dlbpf says why."""
+    env = dict(os.environ)
+    env["DLBPF_FORCE_TWINS"] = "without-uprobe_multi,without-global_ptr_args"
+    s, truth, err = torch_job("nowalk", ["--shape", "decode", "--workers", "1", "--decode-ms", "4"], 8, env)
+    check(len(s["steps"]) == len(truth["main"]["steps"]) - 1, f"{len(s['steps'])} steps, the job made "
+          f"{len(truth['main']['steps'])}")
+    check(not s["diagnosis"].get("python_lines"), f"lines claimed without the walk: {s['diagnosis']}")
+    check("no lines of its waits or CPU time" in err, f"not said: {err[-1500:]}")
+    return "no lines, said so"
 
 
 if __name__ == "__main__":

@@ -214,8 +214,8 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 		return;
 	}
 	if (pp->no_walk) {
-		dl_warn("pid %d: CPython %u.%u (%s): %s; native call sites only", p->pid, major, minor,
-			dl_basename(b->path), pp->no_walk);
+		dl_warn("pid %d: CPython %u.%u (%s): %s; native call sites only, and no lines of its waits or CPU time",
+			p->pid, major, minor, dl_basename(b->path), pp->no_walk);
 		return;
 	}
 	p->layout = *l;
