@@ -22,8 +22,8 @@ BACKWARD = "_Z22THPEngine_run_backwardP7_objectS0_S0_"
 WAIT_MIN_NS = 1_000_000
 
 
-def torch_job(name, args, steps, env=None):
-    """torchjob.py under dlbpf, steps marked on autograd's entry: (summary, truth, text report)."""
+def torch_ready():
+    """Skips unless Debian's torch and numpy import; makes the job's data set once."""
     if not os.path.exists(PYTHON):
         raise Skipped(f"no {PYTHON}")
     p = subprocess.run([PYTHON, "-c", "import torch, numpy"], capture_output=True, text=True)
@@ -32,6 +32,12 @@ def torch_job(name, args, steps, env=None):
     if not os.path.isdir(TORCH_DATA):
         subprocess.run([PYTHON, TORCHJOB, "--make-data", TORCH_DATA, "--shards", "2", "--shard-mb", "2"],
                        check=True, capture_output=True)
+
+
+def torch_job(name, args, steps, env=None):
+    """torchjob.py under dlbpf, steps marked on autograd's entry: (summary, truth, text report; stderr
+    instead where env is given)."""
+    torch_ready()
     base = os.path.join(WORK, f"torchlines-{name}-{os.getpid()}")
     rc, out, err = run_dlbpf(["--json", base + ".json", "--step-on", BACKWARD, "--", PYTHON, TORCHJOB, "--data",
                               TORCH_DATA, "--truth", base + "-truth.json", "--steps", str(steps)] + args,
@@ -161,6 +167,24 @@ def test_host_compute_names_step_lines():
 def test_host_compute_wider_model():
     return check_host_compute("compute-wide", ["--shape", "compute", "--workers", "2", "--width", "1536",
                                                "--layers", "3"])
+
+
+def test_replay_same_lines():
+    """A recording of the job replays to the same lines (`dlbpf report`): the waits' and samples' frames
+    and the code objects that name them are records like any other."""
+    base = os.path.join(WORK, f"torchlines-replay-{os.getpid()}")
+    torch_ready()
+    rc, out, err = run_dlbpf(["record", "-o", base + ".dlbpf", "--json", base + "-live.json", "--step-on", BACKWARD,
+                              "--", PYTHON, TORCHJOB, "--data", TORCH_DATA, "--truth", base + "-truth.json",
+                              "--steps", "10", "--shape", "decode", "--workers", "1", "--decode-ms", "4"], timeout=240)
+    check(rc == 0, f"record: dlbpf exited {rc}: {err[-1500:]}")
+    rc, out, err = run_dlbpf(["report", base + ".dlbpf", "--step-on", BACKWARD, "--json", base + "-replay.json"])
+    check(rc == 0, f"report: dlbpf exited {rc}: {err[-1500:]}")
+    live = load_summary(base + "-live.json")["diagnosis"].get("python_lines")
+    replay = load_summary(base + "-replay.json")["diagnosis"].get("python_lines")
+    check(live and live.get("waits"), f"the live run has no wait lines: {live}")
+    check(replay == live, f"replayed lines differ: {replay} against {live}")
+    return f"{len(live['waits']['lines'])} wait lines, {len(live.get('cpu_samples', {}).get('lines', []))} CPU lines"
 
 
 def test_no_walk_no_lines():
