@@ -55,15 +55,18 @@ def one_run(variant, args, stats=None):
     if poller:
         poller.start()
         time.sleep(0.5)
+    t0 = time.monotonic()
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
     finally:
         done.set()
         if poller:
             poller.join()
+    if stats is not None:
+        stats["wall_s"] = time.monotonic() - t0
     if p.returncode:
         raise RuntimeError(f"{variant}: exit {p.returncode}: {p.stderr[-400:]}")
-    for name, ns, cnt in seen.values():
+    for name, ns, cnt in seen.values():   # per program id: the last reading before it was unloaded
         stats.setdefault(name, [0, 0])
         stats[name][0] += ns
         stats[name][1] += cnt
@@ -92,6 +95,9 @@ def bench_pylines(rounds):
                 f.write(stats_were)
         cost = "; ".join(f"{n}: {stats[n][0] / stats[n][1]:.0f} ns x {stats[n][1]} runs" if stats.get(n, [0, 0])[1]
                          else f"{n}: no runs" for n in PROGS)
+        spent = sum(stats.get(n, [0, 0])[0] for n in PROGS)
+        cost += f"; together {spent / 1e6:.1f} ms of CPU in the job's {stats['wall_s']:.1f} s " \
+                f"({100 * spent / 1e9 / stats['wall_s']:.2f}% of one CPU)"
         for v in VARIANTS:
             ratio = [x / b for x, b in zip(ms[v], ms["untraced"])]
             rows.append([job, v, spread(ms[v], "{:.2f}"), spread(ratio, "{:.3f}") if v != "untraced" else "",
@@ -101,5 +107,6 @@ def bench_pylines(rounds):
                  [f"{rounds} interleaved rounds; the job's own mean step over every step after the first two; "
                   "ratio per round against that round's untraced run, median [min-max]. py_wait_switch runs at "
                   "every context switch of the machine (a traced Python thread that blocks walks its frames); "
-                  "py_cpu_sample runs at 49 Hz on each CPU. Goal: dlbpf within 1.05x untraced, the lines adding "
-                  "no more than the spread between rounds."])
+                  "py_cpu_sample runs at 49 Hz on each CPU. Their run time over the job's wall time bounds what "
+                  "they take from it where the ratios' spread (other load on the shared machine) is wider. "
+                  "Goal: dlbpf within 1.05x untraced, the lines adding no more than the spread between rounds."])

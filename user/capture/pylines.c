@@ -14,10 +14,6 @@ void dl_pylines_choose(struct dl_pylines *pl, struct dlbpf *skel, bool walk_ok, 
 {
 	memset(pl, 0, sizeof(*pl));
 	pl->loaded = walk_ok && want;
-	if (!want)
-		pl->off_why = "not asked for";
-	else if (!walk_ok)
-		pl->off_why = "this kernel cannot check BPF's Python frame walk";
 	bpf_program__set_autoload(skel->progs.py_wait_switch, pl->loaded);
 	bpf_program__set_autoload(skel->progs.py_cpu_sample, pl->loaded);
 	bpf_map__set_autocreate(skel->maps.py_blocked, pl->loaded);
@@ -72,7 +68,6 @@ void dl_pylines_attach(struct dl_pylines *pl, struct dlbpf *skel)
 		dl_warn("CPU samples of Python threads are off (a cpu-clock perf event: %s): host compute is not "
 			"named by line", strerror(-err));
 		dl_pylines_detach(pl);
-		pl->off_why = "no cpu-clock perf event";
 		return;
 	}
 	dl_info("Python lines: waits of %llu ms or more named where they blocked; CPU sampled at %d Hz on %d CPUs",

@@ -30,7 +30,6 @@ struct dl_pylines {
 	bool loaded;                /* the programs are loaded (the walker passes this kernel's verifier) */
 	struct bpf_link **samplers; /* one per CPU that has one */
 	int nsamplers;
-	const char *off_why;        /* why lines of waits and CPU time are not read; NULL: they are */
 };
 
 /* Before load: the programs load where walk_ok (dl_tracer_py_no_walk said nothing) and want. */
