@@ -85,6 +85,8 @@ def check_input_waits(name, args):
     top = waits["lines"][0]
     check(own(top) == (src, next_line, "main"), f"{name}: the top wait is at {own(top)}, the job waits at "
           f"{src}:{next_line} (main)")
+    check(top["own_line_share"] >= top["share"], f"{name}: the line's share {top['own_line_share']} is below its "
+          f"top stack's {top['share']}")
     check(top["own_frame"] > 0 and any("dataloader.py" in f["file"] for f in top["frames"][:top["own_frame"]]),
           f"{name}: the wait at next() has no DataLoader frame inside it: {top['frames']}")
     at_next = sum(ln["wait_ns"] for ln in waits["lines"] if own(ln) == (src, next_line, "main"))

@@ -99,6 +99,8 @@ int main(void)
 	      at->n > 1 ? at->f[1].func : "-", at->n > 1 ? at->f[1].line : -1);
 	CHECK_EQ_U64(dl_pystack_own_frame(at), 1);
 	CHECK_EQ_U64(at->waits, 3);
+	/* Its line (main:40) is also the wait at main alone: 40 + 10 ms; the unnamed stack is no line. */
+	CHECK_EQ_U64(dl_pylines_line_weight(&s.pylines, at, 0, UINT64_MAX), 50 * MS);
 	CHECK(!at->partial, "a whole walk, every frame named, is not partial");
 	for (size_t i = 0; i < s.pylines.stacks.n; i++)
 		if (s.pylines.stacks.v[i].n == 0)

@@ -753,8 +753,10 @@ static void thread_lines(struct dl_diag_pylines *py, const struct dl_corr_proc *
 	py->tid = p->main_tid;
 	py->n = dl_pylines_top(&s->pylines, py->tid, why, p->steps_from_ns, p->steps_to_ns, idx, py->weight,
 			       DL_DIAG_PYLINES, &py->total);
-	for (size_t i = 0; i < py->n; i++)
+	for (size_t i = 0; i < py->n; i++) {
 		py->top[i] = &s->pylines.stacks.v[idx[i]];
+		py->line_weight[i] = dl_pylines_line_weight(&s->pylines, py->top[i], p->steps_from_ns, p->steps_to_ns);
+	}
 }
 
 int dl_diag_pyline_text(const struct dl_diag_pylines *py, char *buf, size_t len)
@@ -770,7 +772,7 @@ int dl_diag_pyline_text(const struct dl_diag_pylines *py, char *buf, size_t len)
 		snprintf(inside, sizeof(inside), " inside %s:%d (%s)", base_name(top->f[0].file), top->f[0].line,
 			 top->f[0].func);
 	return snprintf(buf, len, "%s:%d (%s)%s, %.0f%% of %s", base_name(top->f[own].file), top->f[own].line,
-			top->f[own].func, inside, dl_pct(py->weight[0], py->total),
+			top->f[own].func, inside, dl_pct(py->line_weight[0], py->total),
 			py->why == DL_PYSTACK_WAIT ? "its waits of a millisecond or more" : "its CPU samples");
 }
 

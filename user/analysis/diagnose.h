@@ -64,6 +64,7 @@ struct dl_diag_pylines {
 	size_t n;
 	const struct dl_pystack_stat *top[DL_DIAG_PYLINES];   /* most first */
 	uint64_t weight[DL_DIAG_PYLINES];   /* each one's wait ns or samples in that time */
+	uint64_t line_weight[DL_DIAG_PYLINES];  /* ... of every stack whose own frame is the same line as each one's */
 };
 
 struct dl_diagnosis {

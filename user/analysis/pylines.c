@@ -173,3 +173,27 @@ uint32_t dl_pystack_own_frame(const struct dl_pystack_stat *s)
 			return k;
 	return 0;
 }
+
+static bool same_line(const struct dl_pyframe_name *a, const struct dl_pyframe_name *b)
+{
+	return a->line == b->line && !strcmp(a->file, b->file) && !strcmp(a->func, b->func);
+}
+
+uint64_t dl_pylines_line_weight(const struct dl_pylines *p, const struct dl_pystack_stat *s, uint64_t from,
+				uint64_t to)
+{
+	const struct dl_pyframe_name *own;
+	uint64_t sum = 0;
+
+	if (!s->n)
+		return 0;
+	own = &s->f[dl_pystack_own_frame(s)];
+	for (size_t i = 0; i < p->events.n; i++) {
+		const struct dl_pyevent *e = &p->events.v[i];
+		const struct dl_pystack_stat *o = &p->stacks.v[e->stack];
+
+		if (e->tid == s->tid && o->why == s->why && o->n && same_line(&o->f[dl_pystack_own_frame(o)], own))
+			sum += weight_in(e, from, to);
+	}
+	return sum;
+}

@@ -58,6 +58,13 @@ const struct dl_pystack_stat *dl_pylines_wait_in(const struct dl_pylines *p, uin
 size_t dl_pylines_top(const struct dl_pylines *p, uint32_t tid, uint32_t why, uint64_t from, uint64_t to,
 		      size_t *idx, uint64_t *weight, size_t max, uint64_t *total);
 /*
+ * What thread tid's stacks of kind why whose own frame (dl_pystack_own_frame)
+ * is the same line as s's weigh over [from, to): a line's share, whatever
+ * the frames inside it.
+ */
+uint64_t dl_pylines_line_weight(const struct dl_pylines *p, const struct dl_pystack_stat *s, uint64_t from,
+				uint64_t to);
+/*
  * The frame of s that is the job's own code: the innermost one whose file is
  * not the interpreter's library or an installed package (site-packages,
  * dist-packages, frozen modules); 0 when every frame is.

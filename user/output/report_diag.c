@@ -439,6 +439,8 @@ static void json_verdict_lines(struct dl_json *j, const struct dl_diag_pylines *
 		dl_json_ku64(j, wait ? "wait_ns" : "samples", py->weight[i]);
 		dl_json_key(j, "share");
 		dl_json_double(j, py->total ? (double)py->weight[i] / (double)py->total : 0);
+		dl_json_key(j, "own_line_share");
+		dl_json_double(j, py->total ? (double)py->line_weight[i] / (double)py->total : 0);
 		dl_json_ki64(j, "own_frame", dl_pystack_own_frame(s));
 		dl_json_key(j, "partial");
 		dl_json_bool(j, s->partial);
