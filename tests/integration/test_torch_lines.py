@@ -77,7 +77,8 @@ def check_input_waits(name, args):
     next() line (exact: file, line, function), under the DataLoader's frames; the time dlbpf puts at
     that line lies within the job's next() calls, and covers at least the time those calls were
     blocked as the kernel counts it (wall minus on-CPU and runqueue, schedstat), less one threshold's
-    worth per switch-in (a block shorter than the threshold is walked but not written)."""
+    worth per switch-in (a block shorter than the threshold is walked but not written). The other
+    threads' CPU samples name the workers' decode line first, as their own thread clocks say."""
     s, truth, out = torch_job(name, args, 16)
     t0, t1 = window(s)
     waits = lines_of(s, "waits", truth, name)
@@ -103,6 +104,16 @@ def check_input_waits(name, args):
     check(waits["wait_ns"] - elsewhere >= blocked, f"{name}: at most {(waits['wait_ns'] - elsewhere) / 1e6:.1f} "
           f"ms of waits at next(), the job was blocked in it {blocked / 1e6:.1f} ms")
     check(blocked > 0, f"{name}: the job never blocked in next(): not decode-bound")
+    # The workers' CPU, by their own clocks: decoding, when it is most of their main threads' CPU, is the
+    # line the other threads' samples name most.
+    decode_cpu = sum(x["decode_cpu_ns"] for w in truth["workers"].values() for x in w["samples"])
+    worker_cpu = sum(w["samples"][-1]["oncpu_ns"] for w in truth["workers"].values() if w["samples"])
+    check(decode_cpu > worker_cpu / 2, f"{name}: the workers decoded {decode_cpu / 1e6:.0f} ms of their "
+          f"{worker_cpu / 1e6:.0f} ms on the CPU: not decode-bound")
+    others = s["diagnosis"]["python_lines"].get("others_cpu_samples")
+    check(others and others["lines"], f"{name}: no line of the other threads' CPU")
+    check(own(others["lines"][0]) == (src, truth["lines"]["decode"], "decode"), f"{name}: the loaders' top CPU "
+          f"line is {own(others['lines'][0])}, they decode at {src}:{truth['lines']['decode']}")
     if s["diagnosis"]["verdict"] == "input-bound":
         check(f"torchjob.py:{next_line} (main)" in s["diagnosis"]["message"],
               f"{name}: input-bound without its line: {s['diagnosis']['message']}")

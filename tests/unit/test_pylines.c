@@ -128,6 +128,19 @@ int main(void)
 	n = dl_pylines_top(&s.pylines, WORKER, DL_PYSTACK_WAIT, 0, UINT64_MAX, idx, w, 3, &total);
 	CHECK(n == 0 && total == 0, "the worker waited nowhere: %zu lines, %llu ns", n, (unsigned long long)total);
 
+	/* Every other thread's samples by line: the worker's one; the main thread's by line, most first. */
+	n = dl_pylines_top_others(&s.pylines, MAIN, DL_PYSTACK_CPU, 0, UINT64_MAX, idx, w, 3, &total);
+	CHECK(n == 1 && w[0] == 1 && total == 1, "others of main: %zu lines, %llu samples", n, (unsigned long long)total);
+	n = dl_pylines_top_others(&s.pylines, WORKER, DL_PYSTACK_CPU, 0, UINT64_MAX, idx, w, 3, &total);
+	CHECK_EQ_U64(n, 2);
+	CHECK_EQ_U64(total, 4);
+	CHECK(w[0] == 3 && !strcmp(s.pylines.stacks.v[idx[0]].f[0].func, "train_step"), "others of the worker: "
+	      "train_step first");
+	/* Waits by line: select-under-main and main alone are one line (main:40); the unnamed stack none. */
+	n = dl_pylines_top_others(&s.pylines, WORKER, DL_PYSTACK_WAIT, 0, UINT64_MAX, idx, w, 3, &total);
+	CHECK(n == 1 && w[0] == 50 * MS && total == 55 * MS, "waits by line: %zu lines, %llu of %llu ns", n,
+	      (unsigned long long)w[0], (unsigned long long)total);
+
 	/* By thread and time: the wait that covers most of the span. */
 	at = dl_pylines_wait_in(&s.pylines, MAIN, 168 * MS, 172 * MS);
 	CHECK(at && at->n == 1 && !strcmp(at->f[0].func, "main"), "the wait over 168-172 ms is at main alone");

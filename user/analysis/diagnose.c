@@ -759,6 +759,23 @@ static void thread_lines(struct dl_diag_pylines *py, const struct dl_corr_proc *
 	}
 }
 
+/* Every other thread's CPU samples, by the line of the job's own code they landed under. */
+static void others_lines(struct dl_diag_pylines *py, const struct dl_corr_proc *p, const struct dl_summary *s)
+{
+	size_t idx[DL_DIAG_PYLINES];
+
+	py->why = DL_PYSTACK_CPU;
+	py->others = true;
+	py->pid = (uint32_t)p->pid;
+	py->tid = p->main_tid;
+	py->n = dl_pylines_top_others(&s->pylines, py->tid, DL_PYSTACK_CPU, p->steps_from_ns, p->steps_to_ns, idx,
+				      py->weight, DL_DIAG_PYLINES, &py->total);
+	for (size_t i = 0; i < py->n; i++) {
+		py->top[i] = &s->pylines.stacks.v[idx[i]];
+		py->line_weight[i] = py->weight[i];
+	}
+}
+
 int dl_diag_pyline_text(const struct dl_diag_pylines *py, char *buf, size_t len)
 {
 	const struct dl_pystack_stat *top = py->n ? py->top[0] : NULL;
@@ -773,7 +790,9 @@ int dl_diag_pyline_text(const struct dl_diag_pylines *py, char *buf, size_t len)
 			 top->f[0].func);
 	return snprintf(buf, len, "%s:%d (%s)%s, %.0f%% of %s", base_name(top->f[own].file), top->f[own].line,
 			top->f[own].func, inside, dl_pct(py->line_weight[0], py->total),
-			py->why == DL_PYSTACK_WAIT ? "its waits of a millisecond or more" : "its CPU samples");
+			py->why == DL_PYSTACK_WAIT ? "its waits of a millisecond or more"
+			: py->others              ? "their CPU samples"
+						  : "its CPU samples");
 }
 
 /*
@@ -799,6 +818,7 @@ static void verdict_lines(struct dl_diagnosis *d, const struct dl_correlator *c,
 		return;
 	thread_lines(&d->py_wait, best, s, DL_PYSTACK_WAIT);
 	thread_lines(&d->py_cpu, best, s, DL_PYSTACK_CPU);
+	others_lines(&d->py_others_cpu, best, s);
 	if (d->verdict != DL_V_INPUT && d->verdict != DL_V_HOST)
 		return;
 	py = d->verdict == DL_V_INPUT ? &d->py_wait : &d->py_cpu;
@@ -807,6 +827,12 @@ static void verdict_lines(struct dl_diagnosis *d, const struct dl_correlator *c,
 	len = strlen(d->message);
 	snprintf(d->message + len, sizeof(d->message) - len, " The main thread %s at %s.",
 		 py->why == DL_PYSTACK_WAIT ? "waited" : "computed", where);
+	/* Input-bound: what the loaders computed while it waited. */
+	if (d->verdict == DL_V_INPUT && dl_diag_pyline_text(&d->py_others_cpu, where, sizeof(where))) {
+		len = strlen(d->message);
+		snprintf(d->message + len, sizeof(d->message) - len, " The other threads (the loaders) computed most "
+			 "at %s.", where);
+	}
 }
 
 void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,

@@ -60,6 +60,7 @@ struct dl_sketch {
 struct dl_diag_pylines {
 	uint32_t why;                 /* DL_PYSTACK_WAIT or DL_PYSTACK_CPU */
 	uint32_t pid, tid;            /* the stepping thread */
+	bool others;                  /* every other thread's, by line (top[i] a stack of each line) */
 	uint64_t total;               /* its wait ns, or its samples, of that kind from its first step to its last */
 	size_t n;
 	const struct dl_pystack_stat *top[DL_DIAG_PYLINES];   /* most first */
@@ -85,6 +86,7 @@ struct dl_diagnosis {
 	int nfindings;
 	struct dl_sketch sketch;
 	struct dl_diag_pylines py_wait, py_cpu;
+	struct dl_diag_pylines py_others_cpu;   /* the other threads' CPU samples (the loaders'), by line */
 };
 
 /* The top line of py in words ("train.py:40 (main), 80% of its CPU samples"); 0 when it has none. */

@@ -125,6 +125,25 @@ static uint64_t weight_in(const struct dl_pyevent *e, uint64_t from, uint64_t to
 	return hi > lo ? hi - lo : 0;
 }
 
+/* Inserts (i, w) into the max heaviest kept in idx/weight, most first; returns how many are kept. */
+static size_t keep_top(size_t *idx, uint64_t *weight, size_t n, size_t max, size_t i, uint64_t w)
+{
+	size_t at;
+
+	for (at = n; at > 0 && weight[at - 1] < w; at--)
+		if (at < max) {
+			idx[at] = idx[at - 1];
+			weight[at] = weight[at - 1];
+		}
+	if (at < max) {
+		idx[at] = i;
+		weight[at] = w;
+		if (n < max)
+			n++;
+	}
+	return n;
+}
+
 size_t dl_pylines_top(const struct dl_pylines *p, uint32_t tid, uint32_t why, uint64_t from, uint64_t to,
 		      size_t *idx, uint64_t *weight, size_t max, uint64_t *total)
 {
@@ -139,22 +158,10 @@ size_t dl_pylines_top(const struct dl_pylines *p, uint32_t tid, uint32_t why, ui
 			w[e->stack] += weight_in(e, from, to);
 	}
 	for (size_t i = 0; i < p->stacks.n; i++) {
-		size_t at;
-
 		*total += w[i];
-		if (!w[i] || !p->stacks.v[i].n)
-			continue;   /* a stack no frame of which was named counts in the total only */
-		for (at = n; at > 0 && weight[at - 1] < w[i]; at--)
-			if (at < max) {
-				idx[at] = idx[at - 1];
-				weight[at] = weight[at - 1];
-			}
-		if (at < max) {
-			idx[at] = i;
-			weight[at] = w[i];
-			if (n < max)
-				n++;
-		}
+		/* A stack no frame of which was named counts in the total only. */
+		if (w[i] && p->stacks.v[i].n)
+			n = keep_top(idx, weight, n, max, i, w[i]);
 	}
 	free(w);
 	return n;
@@ -196,4 +203,55 @@ uint64_t dl_pylines_line_weight(const struct dl_pylines *p, const struct dl_pyst
 			sum += weight_in(e, from, to);
 	}
 	return sum;
+}
+
+size_t dl_pylines_top_others(const struct dl_pylines *p, uint32_t skip_tid, uint32_t why, uint64_t from, uint64_t to,
+			     size_t *idx, uint64_t *weight, size_t max, uint64_t *total)
+{
+	/* Per stack: the first stack of its own line (itself when it is the first), and the line's weight there. */
+	size_t *line_of = dl_xcalloc(p->stacks.n ? p->stacks.n : 1, sizeof(*line_of));
+	uint64_t *w = dl_xcalloc(p->stacks.n ? p->stacks.n : 1, sizeof(*w));
+	size_t n = 0;
+
+	struct dl_u64map first = { 0 };   /* hash of (kind, own line) -> its first stack */
+
+	for (size_t i = 0; i < p->stacks.n; i++) {
+		const struct dl_pystack_stat *s = &p->stacks.v[i];
+		const struct dl_pyframe_name *own;
+		uint64_t key, k;
+
+		line_of[i] = i;
+		if (!s->n)
+			continue;
+		own = &s->f[dl_pystack_own_frame(s)];
+		key = mix(mix(mix(dl_hash_bytes(own->file, strlen(own->file)), dl_hash_bytes(own->func, strlen(own->func))),
+			      (uint32_t)own->line), s->why);
+		/* Another line or kind on the same key: the next key. */
+		while (dl_u64map_get(&first, key, &k) && (p->stacks.v[k].why != s->why ||
+		       !same_line(&p->stacks.v[k].f[dl_pystack_own_frame(&p->stacks.v[k])], own)))
+			key++;
+		if (dl_u64map_get(&first, key, &k))
+			line_of[i] = k;
+		else
+			dl_u64map_put(&first, key, i);
+	}
+	*total = 0;
+	for (size_t i = 0; i < p->events.n; i++) {
+		const struct dl_pyevent *e = &p->events.v[i];
+		uint64_t x;
+
+		if (e->tid == skip_tid || p->stacks.v[e->stack].why != why)
+			continue;
+		x = weight_in(e, from, to);
+		*total += x;
+		if (p->stacks.v[e->stack].n)
+			w[line_of[e->stack]] += x;
+	}
+	for (size_t i = 0; i < p->stacks.n; i++)
+		if (w[i])
+			n = keep_top(idx, weight, n, max, i, w[i]);
+	dl_u64map_free(&first);
+	free(line_of);
+	free(w);
+	return n;
 }

@@ -58,6 +58,15 @@ const struct dl_pystack_stat *dl_pylines_wait_in(const struct dl_pylines *p, uin
 size_t dl_pylines_top(const struct dl_pylines *p, uint32_t tid, uint32_t why, uint64_t from, uint64_t to,
 		      size_t *idx, uint64_t *weight, size_t max, uint64_t *total);
 /*
+ * Every thread's but skip_tid's stacks of kind why over [from, to), by the
+ * line of their own frame (dl_pystack_own_frame), most first: a stack of each
+ * line (idx), the line's weight summed over every thread and stack, at most
+ * max; *total: those threads' samples or wait time then. What the loaders'
+ * CPU went to, whichever worker or thread it was.
+ */
+size_t dl_pylines_top_others(const struct dl_pylines *p, uint32_t skip_tid, uint32_t why, uint64_t from, uint64_t to,
+			     size_t *idx, uint64_t *weight, size_t max, uint64_t *total);
+/*
  * What thread tid's stacks of kind why whose own frame (dl_pystack_own_frame)
  * is the same line as s's weigh over [from, to): a line's share, whatever
  * the frames inside it.

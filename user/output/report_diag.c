@@ -209,6 +209,8 @@ void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 			if (py && dl_diag_pyline_text(py, where, sizeof(where)))
 				fprintf(f, ": the main thread %s at %s", v == DL_V_INPUT ? "waited" : "computed",
 					dl_text(&esc, where));
+			if (v == DL_V_INPUT && dl_diag_pyline_text(&d->py_others_cpu, where, sizeof(where)))
+				fprintf(f, "; the other threads (the loaders) computed most at %s", dl_text(&esc, where));
 			fputc('\n', f);
 		}
 	}
@@ -425,10 +427,10 @@ static void json_verdict_lines(struct dl_json *j, const struct dl_diag_pylines *
 {
 	bool wait = py->why == DL_PYSTACK_WAIT;
 
-	dl_json_key(j, wait ? "waits" : "cpu_samples");
+	dl_json_key(j, wait ? "waits" : py->others ? "others_cpu_samples" : "cpu_samples");
 	dl_json_obj_begin(j);
 	dl_json_ki64(j, "pid", py->pid);
-	dl_json_ki64(j, "tid", py->tid);
+	dl_json_ki64(j, py->others ? "but_tid" : "tid", py->tid);
 	dl_json_ku64(j, wait ? "wait_ns" : "samples", py->total);
 	dl_json_key(j, "lines");
 	dl_json_arr_begin(j);
@@ -491,6 +493,8 @@ void dl_report_diagnosis_json(struct dl_json *j, const struct dl_diagnosis *d)
 			json_verdict_lines(j, &d->py_wait);
 		if (d->py_cpu.total)
 			json_verdict_lines(j, &d->py_cpu);
+		if (d->py_others_cpu.total)
+			json_verdict_lines(j, &d->py_others_cpu);
 		dl_json_obj_end(j);
 	}
 	dl_json_key(j, "findings");
