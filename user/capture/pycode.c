@@ -43,6 +43,9 @@ static int map_put(struct dl_pyprocs *pp, pid_t pid, const struct dl_py_cfg *cfg
 		return 0;
 	if (pp->bpf_known)
 		__atomic_store_n(pp->bpf_known, 1, __ATOMIC_SEQ_CST);
+	if (!pp->python_seen && pp->first_python)
+		pp->first_python(pp->first_python_ctx);
+	pp->python_seen = true;
 	return bpf_map_update_elem(pp->map_fd, &pid, cfg, BPF_ANY);
 }
 

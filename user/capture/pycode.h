@@ -28,6 +28,10 @@ struct dl_pyprocs {
 	int map_fd;                 /* BPF map py_procs; -1: none (tests) */
 	const char *no_walk;        /* why this kernel's BPF walks no Python frames; NULL: it does */
 	volatile uint32_t *bpf_known; /* BPF's py_known, set before the map's first entry; NULL: none (tests) */
+	/* Called once, as the first process is set up (the Python lines' programs start then); NULL: none. */
+	void (*first_python)(void *ctx);
+	void *first_python_ctx;
+	bool python_seen;
 	uint32_t specific_off;      /* glibc's pthread keys, measured in dlbpf (capture/glibctsd.h) */
 	bool own_glibc_agrees;      /* a glibc's descriptors say what was measured: each process's own are read */
 	DL_VEC(struct dl_pyproc *) v;

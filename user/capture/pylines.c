@@ -20,6 +20,11 @@ void dl_pylines_choose(struct dl_pylines *pl, struct dlbpf *skel, bool walk_ok, 
 	bpf_map__set_autocreate(skel->maps.py_blocked_zero, pl->loaded);
 	/* A perf event per CPU, opened here: libbpf has no section to attach it from. */
 	bpf_program__set_autoattach(skel->progs.py_cpu_sample, false);
+	/*
+	 * Attached at the first CPython process: until then no switch of the
+	 * machine runs it (what untraced tasks and jobs without Python pay).
+	 */
+	bpf_program__set_autoattach(skel->progs.py_wait_switch, false);
 	skel->rodata->py_wait_min_ns = DL_PY_WAIT_MIN_NS;
 }
 
@@ -41,8 +46,12 @@ void dl_pylines_attach(struct dl_pylines *pl, struct dlbpf *skel)
 {
 	int ncpu = libbpf_num_possible_cpus(), err = 0;
 
-	if (!pl->loaded || ncpu <= 0)
+	if (!pl->loaded || pl->started || ncpu <= 0)
 		return;
+	pl->started = true;
+	pl->on_switch = bpf_program__attach(skel->progs.py_wait_switch);
+	if (!pl->on_switch)
+		dl_warn("Python lines of waits are off (cannot attach to sched_switch: %s)", strerror(errno));
 	pl->samplers = calloc((size_t)ncpu, sizeof(*pl->samplers));
 	if (!pl->samplers)
 		return;
@@ -67,7 +76,9 @@ void dl_pylines_attach(struct dl_pylines *pl, struct dlbpf *skel)
 	if (err) {
 		dl_warn("CPU samples of Python threads are off (a cpu-clock perf event: %s): host compute is not "
 			"named by line", strerror(-err));
-		dl_pylines_detach(pl);
+		for (int i = 0; i < pl->nsamplers; i++)
+			bpf_link__destroy(pl->samplers[i]);
+		pl->nsamplers = 0;
 		return;
 	}
 	dl_info("Python lines: waits of %llu ms or more named where they blocked; CPU sampled at %d Hz on %d CPUs",
@@ -76,6 +87,8 @@ void dl_pylines_attach(struct dl_pylines *pl, struct dlbpf *skel)
 
 void dl_pylines_detach(struct dl_pylines *pl)
 {
+	bpf_link__destroy(pl->on_switch);
+	pl->on_switch = NULL;
 	for (int i = 0; i < pl->nsamplers; i++)
 		bpf_link__destroy(pl->samplers[i]);   /* closes the perf event's fd too */
 	free(pl->samplers);

@@ -28,13 +28,19 @@ struct bpf_link;
 
 struct dl_pylines {
 	bool loaded;                /* the programs are loaded (the walker passes this kernel's verifier) */
+	bool started;               /* attached (at the first CPython process: a job without one pays nothing) */
+	struct bpf_link *on_switch; /* py_wait_switch's link */
 	struct bpf_link **samplers; /* one per CPU that has one */
 	int nsamplers;
 };
 
 /* Before load: the programs load where walk_ok (dl_tracer_py_no_walk said nothing) and want. */
 void dl_pylines_choose(struct dl_pylines *pl, struct dlbpf *skel, bool walk_ok, bool want);
-/* After load: attaches the CPU sampler to each online CPU; a failure leaves the samples off, said once. */
+/*
+ * Once a traced process runs CPython: attaches the switch program and the CPU
+ * sampler to each online CPU (once; later calls do nothing). A sampler that
+ * cannot be opened leaves the samples off, said once; the waits go on.
+ */
 void dl_pylines_attach(struct dl_pylines *pl, struct dlbpf *skel);
 void dl_pylines_detach(struct dl_pylines *pl);
 

@@ -211,6 +211,13 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	return dl_tracer_map_consumer_flag(t);
 }
 
+void dl_tracer_pylines_start(void *tracer)
+{
+	struct dl_tracer *t = tracer;
+
+	dl_pylines_attach(&t->pylines, t->skel);
+}
+
 const char *dl_tracer_py_no_walk(const struct dl_tracer *t)
 {
 	if (t->feat.uprobe_multi || t->feat.global_ptr_args)
@@ -241,7 +248,6 @@ int dl_tracer_attach_auto(struct dl_tracer *t)
 		dl_err("cannot attach the BPF programs: %s", strerror(-err));
 		return err;
 	}
-	dl_pylines_attach(&t->pylines, t->skel);
 	/* fentry and kprobes attached with the skeleton; tracepoints and return probes through dlbpf's own events. */
 	return dl_files_attach(t->skel, t->files_mech, &t->sysevents, &t->krets);
 }
