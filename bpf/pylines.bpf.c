@@ -12,8 +12,10 @@
  *   tens of Hz); a sample that lands in a traced Python thread walks its
  *   frames, so samples count a thread's CPU time by line.
  * Both are optional ("?"): user space loads them where the walker loads (the
- * kernel's verifier checks global functions with pointer arguments) and the
- * job runs CPython.
+ * kernel's verifier checks global functions with pointer arguments) and
+ * attaches them once a traced process runs CPython. A block's cost is bounded:
+ * one walk of at most DL_PY_MAX frames, each one read of the frame and one
+ * array lookup for its code object's snapshot (sent the first time only).
  */
 #include "common.bpf.h"
 #include "pyframes.bpf.h"
