@@ -53,6 +53,38 @@ static void pystack(struct dl_stream *st, uint32_t tid, uint32_t why, uint64_t t
 	CHECK(dl_stream_emit(st, &e, sizeof(e)) == 0, "a pystack record refused");
 }
 
+/* A trace too long to keep every event: the oldest half is forgotten, counted, and windows start after it. */
+static void test_events_bounded(void)
+{
+	struct dl_pylines p = { 0 };
+	struct dl_pystack_ev e;
+	struct dl_pynamed named = { .n = 1 };
+	size_t idx[1];
+	uint64_t w[1], total, n = DL_PYLINES_EVENTS_MAX + 1ull;
+
+	memset(&e, 0, sizeof(e));
+	e.h.tgid = PID;
+	e.h.tid = MAIN;
+	e.why = DL_PYSTACK_CPU;
+	e.py.n = 1;
+	named.file[0] = "/job/train.py";
+	named.func[0] = "train_step";
+	named.line[0] = 22;
+	for (uint64_t i = 1; i <= n; i++) {
+		e.h.ts = i * 1000;
+		dl_pylines_add(&p, &e, &named);
+	}
+	CHECK_EQ_U64(p.forgotten, DL_PYLINES_EVENTS_MAX / 2);
+	CHECK_EQ_U64(p.events.n, n - DL_PYLINES_EVENTS_MAX / 2);
+	CHECK_EQ_U64(p.kept_from, (DL_PYLINES_EVENTS_MAX / 2) * 1000ull);
+	CHECK_EQ_U64(p.stacks.n, 1);
+	CHECK_EQ_U64(p.stacks.v[0].samples, n);   /* the totals count every one */
+	CHECK_EQ_U64(dl_pylines_from(&p, 0), p.kept_from);
+	dl_pylines_top(&p, MAIN, DL_PYSTACK_CPU, dl_pylines_from(&p, 0), UINT64_MAX, idx, w, 1, &total);
+	CHECK_EQ_U64(total, n - DL_PYLINES_EVENTS_MAX / 2);
+	dl_pylines_free(&p);
+}
+
 int main(void)
 {
 	struct dl_stream st = { 0 };
@@ -152,5 +184,6 @@ int main(void)
 
 	dl_summary_free(&s);
 	dl_stream_free(&st);
+	test_events_bounded();
 	return check_report("test_pylines");
 }

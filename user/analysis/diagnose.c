@@ -751,11 +751,13 @@ static void thread_lines(struct dl_diag_pylines *py, const struct dl_corr_proc *
 	py->why = why;
 	py->pid = (uint32_t)p->pid;
 	py->tid = p->main_tid;
-	py->n = dl_pylines_top(&s->pylines, py->tid, why, p->steps_from_ns, p->steps_to_ns, idx, py->weight,
-			       DL_DIAG_PYLINES, &py->total);
+	py->from = dl_pylines_from(&s->pylines, p->steps_from_ns);
+	py->to = p->steps_to_ns;
+	py->n = dl_pylines_top(&s->pylines, py->tid, why, py->from, py->to, idx, py->weight, DL_DIAG_PYLINES,
+			       &py->total);
 	for (size_t i = 0; i < py->n; i++) {
 		py->top[i] = &s->pylines.stacks.v[idx[i]];
-		py->line_weight[i] = dl_pylines_line_weight(&s->pylines, py->top[i], p->steps_from_ns, p->steps_to_ns);
+		py->line_weight[i] = dl_pylines_line_weight(&s->pylines, py->top[i], py->from, py->to);
 	}
 }
 
@@ -768,8 +770,10 @@ static void others_lines(struct dl_diag_pylines *py, const struct dl_corr_proc *
 	py->others = true;
 	py->pid = (uint32_t)p->pid;
 	py->tid = p->main_tid;
-	py->n = dl_pylines_top_others(&s->pylines, py->tid, DL_PYSTACK_CPU, p->steps_from_ns, p->steps_to_ns, idx,
-				      py->weight, DL_DIAG_PYLINES, &py->total);
+	py->from = dl_pylines_from(&s->pylines, p->steps_from_ns);
+	py->to = p->steps_to_ns;
+	py->n = dl_pylines_top_others(&s->pylines, py->tid, DL_PYSTACK_CPU, py->from, py->to, idx, py->weight,
+				      DL_DIAG_PYLINES, &py->total);
 	for (size_t i = 0; i < py->n; i++) {
 		py->top[i] = &s->pylines.stacks.v[idx[i]];
 		py->line_weight[i] = py->weight[i];

@@ -60,6 +60,7 @@ struct dl_sketch {
 struct dl_diag_pylines {
 	uint32_t why;                 /* DL_PYSTACK_WAIT or DL_PYSTACK_CPU */
 	uint32_t pid, tid;            /* the stepping thread */
+	uint64_t from, to;            /* the time counted: its first step's start (or the oldest event kept) to its last step's end */
 	bool others;                  /* every other thread's, by line (top[i] a stack of each line) */
 	uint64_t total;               /* its wait ns, or its samples, of that kind from its first step to its last */
 	size_t n;

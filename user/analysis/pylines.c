@@ -78,6 +78,14 @@ void dl_pylines_add(struct dl_pylines *p, const struct dl_pystack_ev *e, const s
 		s->wait_ns += e->wait_ns;
 		p->waits_n++;
 	}
+	if (p->events.n >= DL_PYLINES_EVENTS_MAX) {
+		size_t half = p->events.n / 2;
+
+		p->kept_from = p->events.v[half - 1].end;
+		p->forgotten += half;
+		memmove(p->events.v, p->events.v + half, (p->events.n - half) * sizeof(*p->events.v));
+		p->events.n -= half;
+	}
 	*dl_vec_push(&p->events) = (struct dl_pyevent){
 		.tid = e->h.tid, .start = e->h.ts - (e->wait_ns < e->h.ts ? e->wait_ns : e->h.ts), .end = e->h.ts,
 		.stack = i,
@@ -118,6 +126,7 @@ const struct dl_pystack_stat *dl_pylines_wait_in(const struct dl_pylines *p, uin
 /* An event's weight inside [from, to): a sample 1, a wait the ns of it inside. */
 static uint64_t weight_in(const struct dl_pyevent *e, uint64_t from, uint64_t to)
 {
+	/* Callers' windows are clipped to what is kept (dl_pylines_from). */
 	uint64_t lo = e->start > from ? e->start : from, hi = e->end < to ? e->end : to;
 
 	if (e->start == e->end)
@@ -254,4 +263,9 @@ size_t dl_pylines_top_others(const struct dl_pylines *p, uint32_t skip_tid, uint
 	free(line_of);
 	free(w);
 	return n;
+}
+
+uint64_t dl_pylines_from(const struct dl_pylines *p, uint64_t from)
+{
+	return from > p->kept_from ? from : p->kept_from;
 }

@@ -38,13 +38,25 @@ struct dl_pyevent {
 	uint32_t stack;               /* index in stacks */
 };
 
+/*
+ * Events kept for windows and lookups by time: 24 MiB. A long trace forgets
+ * its oldest half when full (a week at 49 Hz on 2 CPUs and 100 long waits a
+ * second is about 100 M): the stacks' totals still count every one, and
+ * windows start no earlier than kept_from.
+ */
+#define DL_PYLINES_EVENTS_MAX (1u << 20)
+
 struct dl_pylines {
 	DL_VEC(struct dl_pystack_stat) stacks;
 	struct dl_u64map of;          /* hash of (thread, why, frames) -> index in stacks */
 	DL_VEC(struct dl_pyevent) events;   /* in the order they were written (a wait's at its end) */
 	uint64_t samples, waits_n;    /* every record of each kind */
+	uint64_t forgotten;           /* events no longer kept (the oldest, DL_PYLINES_EVENTS_MAX) */
+	uint64_t kept_from;           /* the end of the last one forgotten: windows start there at the earliest */
 };
 
+/* A window's start, no earlier than the events kept (kept_from). */
+uint64_t dl_pylines_from(const struct dl_pylines *p, uint64_t from);
 void dl_pylines_add(struct dl_pylines *p, const struct dl_pystack_ev *e, const struct dl_pynamed *named);
 void dl_pylines_free(struct dl_pylines *p);
 /* The stack thread tid was blocked in over [start, end) the longest, or NULL. */

@@ -431,6 +431,8 @@ static void json_verdict_lines(struct dl_json *j, const struct dl_diag_pylines *
 	dl_json_obj_begin(j);
 	dl_json_ki64(j, "pid", py->pid);
 	dl_json_ki64(j, py->others ? "but_tid" : "tid", py->tid);
+	dl_json_ku64(j, "from_ns", py->from);
+	dl_json_ku64(j, "to_ns", py->to);
 	dl_json_ku64(j, wait ? "wait_ns" : "samples", py->total);
 	dl_json_key(j, "lines");
 	dl_json_arr_begin(j);
