@@ -675,4 +675,30 @@ static __always_inline void resume_missed_run(struct task_struct *t, struct thre
 	__sync_fetch_and_add(&missed_switch_ins, 1);
 }
 
+#define TASK_RUNNING 0x0000
+#define TASK_UNINTERRUPTIBLE 0x0002
+#define TASK_DEAD 0x0080
+
+/* Set by user space from the BTF of btf_trace_sched_switch: the prev_state argument exists since 5.18. */
+DL_SHARED const volatile bool switch_has_prev_state;
+
+struct task_struct___pre_5_14 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state_of(struct task_struct *t)
+{
+	struct task_struct___pre_5_14 *old = (void *)t;
+
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ(old, state);
+}
+
+/* The state prev leaves the CPU in at sched_switch (ctx: the tracepoint's arguments). */
+static __always_inline __u32 dl_switch_prev_state(const __u64 *ctx, struct task_struct *prev)
+{
+	return switch_has_prev_state ? (__u32)ctx[3] : task_state_of(prev);
+}
+
 #endif /* DLBPF_COMMON_BPF_H */

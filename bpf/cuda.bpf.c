@@ -226,8 +226,8 @@ static __always_inline __u16 fill_tail(struct pt_regs *ctx, struct dl_cuda_ev *e
 	__u32 skip = py ? sizeof(struct dl_py_stack) : 0;
 
 	if (py) {
-		__u32 zero = 0;
-		struct dl_py_stack *walked = bpf_map_lookup_elem(&py_stack_buf, &zero);
+		__u32 slot = DL_PY_SLOT_CALL;
+		struct dl_py_stack *walked = bpf_map_lookup_elem(&py_stack_buf, &slot);
 		struct dl_py_stack *out = (struct dl_py_stack *)e->stack;
 
 		if (walked) {
@@ -351,7 +351,7 @@ static __always_inline int on_entry_only(struct pt_regs *ctx, __u64 cookie, cons
 	py = py_cfg_for(cookie, id >> 32, py_ok);
 	/* Before the call's reservation: the snapshots of new code objects go out ahead of it (fill_tail copies the walk). */
 	if (py)
-		py_frames(py, id >> 32);
+		py_frames(py, id >> 32, DL_PY_SLOT_CALL);
 	ts = bpf_ktime_get_ns();
 	if (!driver && (cookie & DL_COOKIE_STACK) && !(cookie & DL_COOKIE_STACK3)) {
 		/*
@@ -630,7 +630,7 @@ static __always_inline int on_return(struct pt_regs *ctx, __u64 cookie, const bo
 	py = py_cfg_for(cookie, id >> 32, py_ok);
 	/* Before the call's reservation: the snapshots of new code objects go out ahead of it (fill_tail copies the walk). */
 	if (py)
-		py_frames(py, id >> 32);
+		py_frames(py, id >> 32, DL_PY_SLOT_CALL);
 	if (!py && !(cookie & (DL_COOKIE_STACKS | DL_COOKIE_LOADER))) {
 		if ((cookie & DL_COOKIE_ARGS2) && put_short(ctx, cookie, id, f, d, now, 2))
 			return 0;

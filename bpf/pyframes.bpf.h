@@ -1,19 +1,35 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * CPython frames of the current thread, for a call's record. Every read is of
- * the traced process's memory and may fail or be garbage; the walk is bounded
- * (a cyclic chain ends at DL_PY_WALK_MAX) and user space names a frame only
- * from a code object it has checked (user/capture/pycode.c).
+ * CPython frames of the current thread: for a call's record (cuda.bpf.c), and
+ * for a wait and a CPU sample (pylines.bpf.c). Every read is of the traced
+ * process's memory and may fail or be garbage; the walk is bounded (a cyclic
+ * chain ends at DL_PY_WALK_MAX) and user space names a frame only from a code
+ * object it has checked (user/capture/pycode.c). maps.bpf.c defines the maps
+ * and the global functions once; the other sources see them extern.
  */
 #ifndef DLBPF_PYFRAMES_BPF_H
 #define DLBPF_PYFRAMES_BPF_H
 
 #include "common.bpf.h"
 
+/*
+ * Each kind of program that walks has its per-CPU buffers to itself: a CPU
+ * sample's perf event fires in an interrupt, in the middle of a probe's walk
+ * on that CPU (uprobe_multi programs are not kept apart from it), and a
+ * probe's program may be preempted and another thread's block walked at the
+ * switch meanwhile.
+ */
+enum dl_py_slot {
+	DL_PY_SLOT_CALL = 0,      /* the CUDA probes (cuda.bpf.c) */
+	DL_PY_SLOT_SWITCH = 1,    /* a thread that blocks (pylines.bpf.c, sched_switch) */
+	DL_PY_SLOT_SAMPLE = 2,    /* a CPU sample (pylines.bpf.c, perf event) */
+	DL_PY_SLOTS = 3,
+};
+
 /* One frame read whole; 8 more bytes so a masked offset plus its field stays inside. */
-struct {
+DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, DL_PY_SLOTS);
 	__type(key, __u32);
 	__type(value, char[DL_PY_FRAME_READ + 8]);
 } py_frame_buf SEC(".maps");
@@ -65,10 +81,10 @@ fault:
  * of each probe that calls it (inlined, the walk's loop made the entry probe
  * pass the verifier's limit of a million instructions).
  */
-__noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
+#ifdef DL_DEFINE_SHARED
+__noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out, __u32 slot)
 {
-	__u32 zero = 0;
-	char *buf = bpf_map_lookup_elem(&py_frame_buf, &zero);
+	char *buf = bpf_map_lookup_elem(&py_frame_buf, &slot);
 	__u64 frame;
 
 	if (!out)
@@ -116,6 +132,9 @@ __noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
 		out->status = DL_PY_TRUNCATED;
 	return DL_PY_MAX;
 }
+#else
+int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out, __u32 slot);
+#endif
 
 /*
  * The frames of the call being recorded, walked before its record is
@@ -123,17 +142,17 @@ __noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
  * before it (the collector names the call's frames as it reads the call).
  * Per CPU: a probe runs to its end on one CPU.
  */
-struct {
+DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, DL_PY_SLOTS);
 	__type(key, __u32);
 	__type(value, struct dl_py_stack);
 } py_stack_buf SEC(".maps");
 
 /* A snapshot is built here and copied into the ring buffer at the size it filled. */
-struct {
+DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, DL_PY_SLOTS);
 	__type(key, __u32);
 	__type(value, struct dl_pysnap_ev);
 } py_snap_buf SEC(".maps");
@@ -152,7 +171,7 @@ struct py_seen_key {
  * after it is gone, and its pid's next process has another epoch.
  */
 #define DL_PY_SEEN_SLOTS 16384
-struct {
+DL_SHARED struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, DL_PY_SEEN_SLOTS);
 	__type(key, __u32);
@@ -214,10 +233,11 @@ static __always_inline __u64 py_snap_str(const struct dl_py_cfg *cfg, __u64 addr
  * and may be garbage: the collector checks the object's type and every
  * length before it names anything from it.
  */
-__noinline int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid)
+#ifdef DL_DEFINE_SHARED
+__noinline int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid, __u32 slot)
 {
-	__u32 zero = 0, size, tlen;
-	struct dl_pysnap_ev *s = bpf_map_lookup_elem(&py_snap_buf, &zero);
+	__u32 size, tlen;
+	struct dl_pysnap_ev *s = bpf_map_lookup_elem(&py_snap_buf, &slot);
 	__u64 table, n;
 
 	if (!s || !cfg)
@@ -254,7 +274,7 @@ __noinline int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid)
 }
 
 /* Snapshots the code objects of st's frames that the process has not had sent (a global function). */
-__noinline int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_stack *st, __u32 tgid)
+__noinline int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_stack *st, __u32 tgid, __u32 slot)
 {
 	if (!cfg || !st)
 		return 0;
@@ -265,21 +285,24 @@ __noinline int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_st
 			break;
 		code = st->f[i].code;
 		if (code && py_code_new(cfg, tgid, code))
-			py_snap(cfg, code, tgid);
+			py_snap(cfg, code, tgid, slot);
 	}
 	return 0;
 }
+#else
+int py_snap(const struct dl_py_cfg *cfg, __u64 code, __u32 tgid, __u32 slot);
+int py_name_frames(const struct dl_py_cfg *cfg, const struct dl_py_stack *st, __u32 tgid, __u32 slot);
+#endif
 
-/* Walks the current thread's frames into py_stack_buf and sends the snapshots they need; the walk, or NULL. */
-static __always_inline struct dl_py_stack *py_frames(const struct dl_py_cfg *cfg, __u32 tgid)
+/* Walks the current thread's frames into slot's py_stack_buf and sends the snapshots they need; the walk, or NULL. */
+static __always_inline struct dl_py_stack *py_frames(const struct dl_py_cfg *cfg, __u32 tgid, __u32 slot)
 {
-	__u32 zero = 0;
-	struct dl_py_stack *st = bpf_map_lookup_elem(&py_stack_buf, &zero);
+	struct dl_py_stack *st = bpf_map_lookup_elem(&py_stack_buf, &slot);
 
 	if (!st)
 		return NULL;
-	py_walk(cfg, st);
-	py_name_frames(cfg, st, tgid);
+	py_walk(cfg, st, slot);
+	py_name_frames(cfg, st, tgid, slot);
 	return st;
 }
 

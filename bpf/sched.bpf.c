@@ -7,9 +7,6 @@
  */
 #include "common.bpf.h"
 
-#define TASK_RUNNING 0x0000
-#define TASK_UNINTERRUPTIBLE 0x0002
-#define TASK_DEAD 0x0080
 #define DL_PF_EXITING 0x00000004
 
 /*
@@ -22,22 +19,6 @@
 static __always_inline bool gone(struct task_struct *t, struct thread_state *ts)
 {
 	return !ts && (t->flags & DL_PF_EXITING);
-}
-
-/* Set by user space from the BTF of btf_trace_sched_switch: the prev_state argument exists since 5.18. */
-const volatile bool switch_has_prev_state = true;
-
-struct task_struct___pre_5_14 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 task_state_of(struct task_struct *t)
-{
-	struct task_struct___pre_5_14 *old = (void *)t;
-
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ(old, state);
 }
 
 /* ts: the thread's entry, looked up by the caller (NULL: none yet). */
@@ -77,7 +58,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		__u32 tid = prev->pid, prev_tgid = prev->tgid;
 
 		/* The fourth argument, where the tracepoint has it (switch_has_prev_state). */
-		prev_state = switch_has_prev_state ? (__u32)ctx[3] : task_state_of(prev);
+		prev_state = dl_switch_prev_state(ctx, prev);
 		struct thread_state *ts = bpf_map_lookup_elem(&threads, &tid);
 
 		if (ts)

@@ -505,6 +505,8 @@ static int set_up(struct dl_live *l)
 	dl_pyprocs_init(&l->col.py, dl_tracer_py_fd(l->tracer));
 	l->col.py.no_walk = dl_tracer_py_no_walk(l->tracer);
 	l->col.py.bpf_known = dl_tracer_py_known(l->tracer);
+	l->col.py.first_python = dl_tracer_pylines_start;
+	l->col.py.first_python_ctx = l->tracer;
 	l->rb = ring_buffer__new(dl_tracer_ringbuf_fd(l->tracer), dl_collector_record, &l->col, NULL);
 	if (!l->rb) {
 		err = -errno;

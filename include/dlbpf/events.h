@@ -64,6 +64,7 @@ enum dl_kind {
 	DL_EV_CALL_SHORT = 20, /* struct dl_call_short_ev: a call with its first arguments only (stands for a DL_EV_CUDA) */
 	DL_EV_CGROUP = 21,     /* struct dl_cgroup_ev: the container, pod or Slurm job of a process (collector) */
 	DL_EV_ENV = 22,        /* struct dl_env_ev: what a process's environment says of its devices (collector) */
+	DL_EV_PYSTACK = 23,    /* struct dl_pystack_ev: a Python thread's frames where it waited, or a CPU sample */
 	DL_EV_KIND_MAX,
 	/* BPF to the collector only, never in the stream or a recording: */
 	DL_EV_PYSNAP = 64,     /* struct dl_pysnap_ev (dlbpf/pyframes.h): a code object read at a probe */
@@ -319,6 +320,25 @@ struct dl_wake_ev {
 	dl_u32 wakee_tid;
 	dl_u32 ctx;               /* enum dl_wake_ctx */
 	dl_u32 wakee_state;       /* what the wakee is woken from: DL_ST_SLEEP (S) or DL_ST_DISK (D) */
+};
+
+/*
+ * The CPython frames of a traced Python thread (bpf/pylines.bpf.c), read
+ * where it is: as it blocks, kept for a wait that turns out long (written as
+ * it runs again); or at a CPU sample (a cpu-clock perf event per CPU), so
+ * that samples of a thread count its CPU time by line.
+ */
+enum dl_pystack_why {
+	DL_PYSTACK_CPU = 1,       /* a CPU sample: h.ts is when it was taken */
+	DL_PYSTACK_WAIT = 2,      /* a wait: h.ts is when the thread ran again, wait_ns how long it was off the CPU */
+};
+
+struct dl_pystack_ev {
+	struct dl_hdr h;
+	dl_u64 wait_ns;           /* DL_PYSTACK_WAIT: h.ts - wait_ns is when it blocked; 0 for a sample */
+	dl_u32 why;               /* enum dl_pystack_why */
+	dl_u32 state;             /* DL_PYSTACK_WAIT: DL_ST_SLEEP (S) or DL_ST_DISK (D); 0 for a sample */
+	struct dl_py_stack py;
 };
 
 enum dl_proc_what {

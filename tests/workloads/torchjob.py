@@ -23,7 +23,9 @@ ahead); the loop takes them from the queue (map-style shapes only).
 on through a queue.Queue, as torch's pin-memory thread does (which pins only where CUDA is).
 
 The truth (--truth FILE, JSON, written when the job ends):
-  main:    pid, tid; per step the monotonic clock (ns) around next() and around train_step();
+  main:    pid, tid; per step the monotonic clock (ns) around next() and around train_step(), the
+           main thread's CPU ns in each phase of the step (step_cpu_ns) and what its schedstat
+           counted around next() (next_sched: on-CPU ns, runqueue ns, times switched in);
            the main thread's /proc/thread-self/schedstat at the first and last step
            (on-CPU ns, runqueue ns); /proc/self/io at the end
   workers: per worker process: per sample the thread that made it, the file, offset, bytes,
@@ -32,7 +34,8 @@ The truth (--truth FILE, JSON, written when the job ends):
            the indexes and the clock at its first sample and after collation; the worker's
            /proc/self/io and its main thread's schedstat after each sample (the last is its total),
            and before it (oncpu0_ns, runq0_ns, read at t0; t2 is the clock after it)
-  lines:   the source lines of the next() the loop waits at, of the read and of the decode
+  lines:   the source lines of the next() the loop waits at, of the read and of the decode, and of
+           each phase of the step (zero_grad, forward, backward, optimizer)
 It never waits for a tracer: it starts at once and exits when its steps are done.
 """
 import argparse
@@ -72,6 +75,12 @@ def schedstat():
     with open("/proc/thread-self/schedstat") as f:
         run, wait, _ = f.read().split()
     return int(run), int(wait)
+
+
+def schedstat_all():
+    """The calling thread's on-CPU ns, runqueue ns and times it was switched in, as the kernel counts them."""
+    with open("/proc/thread-self/schedstat") as f:
+        return [int(v) for v in f.read().split()]
 
 
 def proc_io():
@@ -225,11 +234,18 @@ def relayed(loader, args):
 
 
 def train_step(model, opt, batch):
-    opt.zero_grad()
-    loss = model(batch).square().mean()
-    loss.backward()
-    opt.step()
-    return loss.item()
+    """One step; returns the calling thread's CPU ns in each phase (its own clock), by the phase's tag."""
+    c0 = time.thread_time_ns()
+    opt.zero_grad()  # ZERO-GRAD
+    c1 = time.thread_time_ns()
+    loss = model(batch).square().mean()  # FORWARD
+    c2 = time.thread_time_ns()
+    loss.backward()  # BACKWARD
+    c3 = time.thread_time_ns()
+    opt.step()  # OPTIMIZER
+    c4 = time.thread_time_ns()
+    loss.item()
+    return {"zero_grad": c1 - c0, "forward": c2 - c1, "backward": c3 - c2, "optimizer": c4 - c3}
 
 
 def make_data(folder, shards, shard_mb):
@@ -337,14 +353,17 @@ def main():
             it = it or relayed(loader, args)
         elif it is None or (args.epoch_steps and n % args.epoch_steps == 0):
             it = iter(loader)
+        s0 = schedstat_all()
         t0 = now()
         batch = next(it)  # NEXT
         t1 = now()
+        s1 = schedstat_all()
         if n == 0:
             first = schedstat()
-        train_step(model, opt, batch)  # STEP
+        phases = train_step(model, opt, batch)  # STEP
         t2 = now()
-        steps.append({"next0": t0, "next1": t1, "step1": t2})
+        steps.append({"next0": t0, "next1": t1, "step1": t2, "step_cpu_ns": phases,
+                      "next_sched": [b - a for a, b in zip(s0, s1)]})
     last = schedstat()
     del it
     if args.threads:
@@ -353,7 +372,9 @@ def main():
                       "oncpu_ns": last[0] - first[0], "runq_ns": last[1] - first[1], "io": proc_io()},
              "args": {k: v for k, v in vars(args).items() if k != "make_data"},
              "lines": {"file": os.path.abspath(__file__), "next": line_of("NEXT"), "step": line_of("STEP"),
-                       "read": line_of("READ"), "read_faults": line_of("READ-FAULTS"), "decode": line_of("DECODE")},
+                       "read": line_of("READ"), "read_faults": line_of("READ-FAULTS"), "decode": line_of("DECODE"),
+                       "zero_grad": line_of("ZERO-GRAD"), "forward": line_of("FORWARD"),
+                       "backward": line_of("BACKWARD"), "optimizer": line_of("OPTIMIZER")},
              "workers": {}}
     for n in sorted(os.listdir(args.truth_dir)):
         with open(os.path.join(args.truth_dir, n)) as f:

@@ -423,6 +423,10 @@ static void finalize(struct dl_correlator *c, struct cproc *p, uint64_t start, u
 	free(sched);
 	free(reads);
 
+	if (!p->pub.steps_from_ns || st.start_ns < p->pub.steps_from_ns)
+		p->pub.steps_from_ns = st.start_ns;
+	if (st.start_ns + st.dur_ns > p->pub.steps_to_ns)
+		p->pub.steps_to_ns = st.start_ns + st.dur_ns;
 	dl_grow((void **)&p->pub.steps, &p->pub.cap, p->pub.nsteps + 1, sizeof(*p->pub.steps));
 	p->pub.steps[p->pub.nsteps++] = st;
 	st.gpu_spans = spans;

@@ -101,6 +101,7 @@ struct dl_corr_proc {
 	char marker_desc[160];
 	bool decided;
 	struct dl_step *steps;     /* the latest steps, oldest first; grown with dl_grow */
+	uint64_t steps_from_ns, steps_to_ns;   /* the first step's start, the last one's end (folded ones too) */
 	size_t nsteps, cap;
 	struct dl_step_fold folded;   /* the steps before those (--keep-steps), but those held */
 	/* Folded steps that may be outliers: held whole until dl_corr_stats judges them (DL_OUTLIER_P90). */

@@ -754,6 +754,110 @@ static void slow_worker_finding(struct dl_diagnosis *d, const struct dl_correlat
 	free(buf);
 }
 
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* The stepping thread's lines of one kind, most first. */
+static void thread_lines(struct dl_diag_pylines *py, const struct dl_corr_proc *p, const struct dl_summary *s,
+			 uint32_t why)
+{
+	size_t idx[DL_DIAG_PYLINES];
+
+	py->why = why;
+	py->pid = (uint32_t)p->pid;
+	py->tid = p->main_tid;
+	py->from = dl_pylines_from(&s->pylines, p->steps_from_ns);
+	py->to = p->steps_to_ns;
+	py->n = dl_pylines_top(&s->pylines, py->tid, why, py->from, py->to, idx, py->weight, DL_DIAG_PYLINES,
+			       &py->total);
+	for (size_t i = 0; i < py->n; i++) {
+		py->top[i] = &s->pylines.stacks.v[idx[i]];
+		py->line_weight[i] = dl_pylines_line_weight(&s->pylines, py->top[i], py->from, py->to);
+	}
+}
+
+/* Every other thread's CPU samples, by the line of the job's own code they landed under. */
+static void others_lines(struct dl_diag_pylines *py, const struct dl_corr_proc *p, const struct dl_summary *s)
+{
+	size_t idx[DL_DIAG_PYLINES];
+
+	py->why = DL_PYSTACK_CPU;
+	py->others = true;
+	py->pid = (uint32_t)p->pid;
+	py->tid = p->main_tid;
+	py->from = dl_pylines_from(&s->pylines, p->steps_from_ns);
+	py->to = p->steps_to_ns;
+	py->n = dl_pylines_top_others(&s->pylines, py->tid, DL_PYSTACK_CPU, py->from, py->to, idx, py->weight,
+				      DL_DIAG_PYLINES, &py->total);
+	for (size_t i = 0; i < py->n; i++) {
+		py->top[i] = &s->pylines.stacks.v[idx[i]];
+		py->line_weight[i] = py->weight[i];
+	}
+}
+
+int dl_diag_pyline_text(const struct dl_diag_pylines *py, char *buf, size_t len)
+{
+	const struct dl_pystack_stat *top = py->n ? py->top[0] : NULL;
+	uint32_t own;
+	char inside[160] = "";
+
+	if (!top || !py->total)
+		return 0;
+	own = dl_pystack_own_frame(top);
+	if (own)
+		snprintf(inside, sizeof(inside), " inside %s:%d (%s)", base_name(top->f[0].file), top->f[0].line,
+			 top->f[0].func);
+	return snprintf(buf, len, "%s:%d (%s)%s, %.0f%% of %s", base_name(top->f[own].file), top->f[own].line,
+			top->f[own].func, inside, dl_pct(py->line_weight[0], py->total),
+			py->why == DL_PYSTACK_WAIT ? "its waits of a millisecond or more"
+			: py->others              ? "their CPU samples"
+						  : "its CPU samples");
+}
+
+/*
+ * The stepping thread's lines: where it waited and where its CPU samples
+ * landed; the verdict's message names the job's own line (and where inside
+ * the libraries it was, when elsewhere) for input-bound and host-compute-bound.
+ */
+static void verdict_lines(struct dl_diagnosis *d, const struct dl_correlator *c, const struct dl_summary *s)
+{
+	const struct dl_corr_proc *best = NULL;
+	const struct dl_diag_pylines *py;
+	size_t len, n = 0;
+	char where[400];
+
+	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
+		const struct dl_corr_proc *p = dl_corr_proc(c, i);
+		size_t steps = p->nsteps + p->folded.n;
+
+		if (steps && (!best || steps > n))
+			best = p, n = steps;
+	}
+	if (!best || !best->main_tid)
+		return;
+	thread_lines(&d->py_wait, best, s, DL_PYSTACK_WAIT);
+	thread_lines(&d->py_cpu, best, s, DL_PYSTACK_CPU);
+	others_lines(&d->py_others_cpu, best, s);
+	if (d->verdict != DL_V_INPUT && d->verdict != DL_V_HOST)
+		return;
+	py = d->verdict == DL_V_INPUT ? &d->py_wait : &d->py_cpu;
+	if (!dl_diag_pyline_text(py, where, sizeof(where)))
+		return;
+	len = strlen(d->message);
+	snprintf(d->message + len, sizeof(d->message) - len, " The main thread %s at %s.",
+		 py->why == DL_PYSTACK_WAIT ? "waited" : "computed", where);
+	/* Input-bound: what the loaders computed while it waited. */
+	if (d->verdict == DL_V_INPUT && dl_diag_pyline_text(&d->py_others_cpu, where, sizeof(where))) {
+		len = strlen(d->message);
+		snprintf(d->message + len, sizeof(d->message) - len, " The other threads (the loaders) computed most "
+			 "at %s.", where);
+	}
+}
+
 void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,
 		 struct dl_diagnosis *d)
 {
@@ -767,6 +871,7 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 		d->verdict = dl_verdict_of(d->cat_ns, &d->share);
 		d->severity = dl_severity_of(d->verdict, d->share);
 		verdict_message(d, &rf);
+		verdict_lines(d, c, s);
 		for (int v = 0; v < DL_V_COUNT; v++) {
 			double share = d->total_ns ? (double)dl_verdict_ns(d->cat_ns, v) / (double)d->total_ns : 0;
 

@@ -50,6 +50,25 @@ struct dl_sketch {
 	double cpu_ns;                   /* per step: the stepping thread's CPU and the workers' (measured, not a peak) */
 };
 
+/*
+ * The stepping thread's Python lines, from its own frames: where it waited
+ * (its waits long enough to be written, bpf/pylines.bpf.c), behind
+ * input-bound, and where its CPU samples landed, behind host-compute-bound.
+ * Pointers into the summary's dl_pylines.
+ */
+#define DL_DIAG_PYLINES 3
+struct dl_diag_pylines {
+	uint32_t why;                 /* DL_PYSTACK_WAIT or DL_PYSTACK_CPU */
+	uint32_t pid, tid;            /* the stepping thread */
+	uint64_t from, to;            /* the time counted: its first step's start (or the oldest event kept) to its last step's end */
+	bool others;                  /* every other thread's, by line (top[i] a stack of each line) */
+	uint64_t total;               /* its wait ns, or its samples, of that kind from its first step to its last */
+	size_t n;
+	const struct dl_pystack_stat *top[DL_DIAG_PYLINES];   /* most first */
+	uint64_t weight[DL_DIAG_PYLINES];   /* each one's wait ns or samples in that time */
+	uint64_t line_weight[DL_DIAG_PYLINES];  /* ... of every stack whose own frame is the same line as each one's */
+};
+
 struct dl_diagnosis {
 	size_t nsteps;
 	uint64_t total_ns;
@@ -57,7 +76,7 @@ struct dl_diagnosis {
 	enum dl_verdict verdict;
 	enum dl_severity severity;
 	double share;
-	char message[640];
+	char message[1024];
 	struct {
 		enum dl_verdict verdict;
 		enum dl_severity severity;
@@ -67,8 +86,12 @@ struct dl_diagnosis {
 	struct dl_finding findings[DL_MAX_FINDINGS];
 	int nfindings;
 	struct dl_sketch sketch;
+	struct dl_diag_pylines py_wait, py_cpu;
+	struct dl_diag_pylines py_others_cpu;   /* the other threads' CPU samples (the loaders'), by line */
 };
 
+/* The top line of py in words ("train.py:40 (main), 80% of its CPU samples"); 0 when it has none. */
+int dl_diag_pyline_text(const struct dl_diag_pylines *py, char *buf, size_t len);
 void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, const struct dl_diag_opts *o,
 		 struct dl_diagnosis *d);
 

@@ -42,6 +42,7 @@ void dl_summary_free(struct dl_summary *s)
 	free(s->procs);
 	dl_u64map_free(&s->proc_of);
 	dl_vec_free(&s->prog_misses);
+	dl_pylines_free(&s->pylines);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -401,6 +402,10 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 	case DL_EV_PROC:
 		add_proc(s, rec);
 		break;
+	case DL_EV_PYSTACK:
+		if (r->py)
+			dl_pylines_add(&s->pylines, rec, r->py);
+		break;
 	case DL_EV_TRACE_START:
 		s->start_ts = h->ts;
 		s->pcie_mbps = ((const struct dl_trace_start_ev *)rec)->pcie_mbps;
@@ -494,7 +499,7 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 uint64_t dl_summary_kernel_events(const struct dl_summary *s)
 {
 	uint64_t n = s->records[DL_EV_BIO_SUBMIT] + s->records[DL_EV_FILE_OPEN] + s->records[DL_EV_FILE_READ] +
-		     s->records[DL_EV_FILE_CLOSE] + s->records[DL_EV_WAKE];
+		     s->records[DL_EV_FILE_CLOSE] + s->records[DL_EV_WAKE] + s->records[DL_EV_PYSTACK];
 
 	for (int k = 0; k < DL_EV_TRACE_START; k++)
 		n += s->records[k];

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "analysis/files.h"
+#include "analysis/pylines.h"
 #include "records/cuda_api.h"
 #include "records/stream.h"
 #include "dlbpf/events.h"
@@ -145,6 +146,7 @@ struct dl_summary {
 	uint64_t recursion_misses;    /* program runs the kernel's recursion guard skipped */
 	DL_VEC(struct dl_prog_miss) prog_misses;   /* from DL_EV_PROG, in the order they came */
 	const struct dl_overhead *overhead;   /* --overhead-budget, live runs only; NULL otherwise */
+	struct dl_pylines pylines;    /* Python lines of waits and CPU samples (DL_EV_PYSTACK) */
 };
 
 static inline bool dl_container_known(const struct dl_container *c)

@@ -122,6 +122,13 @@ int dl_collector_record(void *ctx, void *data, size_t len)
 		dl_name_call(c->symbolizer, c->stream, &in.call, &now);
 		dl_pyprocs_name_call(&c->py, c->stream, &in.call, &now);
 	}
+	/* A wait's or a CPU sample's frames: named as a call's are. */
+	if (in.h->kind == DL_EV_PYSTACK) {
+		struct dl_lazy_now now = { 0 };
+
+		dl_pyprocs_name_frames(&c->py, c->stream, (pid_t)in.h->tgid, &((const struct dl_pystack_ev *)in.h)->py,
+				       &now);
+	}
 	dl_stream_put(c->stream, &in);
 	return 0;
 }

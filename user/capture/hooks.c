@@ -16,6 +16,7 @@
 #define NO_OPENAT2 "DLBPF_TEST_NO_OPENAT2"
 #define NO_MAP_FILES "DLBPF_TEST_NO_MAP_FILES"
 #define PROCESS_PROBES "DLBPF_TEST_PROCESS_PROBES"
+#define NO_PY_LINES "DLBPF_TEST_NO_PY_LINES"
 
 /*
  * A hook of one value: *on when name is set to it, announced with what it
@@ -185,4 +186,11 @@ int dl_hooks_process_probes(bool *on)
 	return one_value_hook(PROCESS_PROBES, "1",
 			      "CUDA probes attached per process, as where return probes could harm a process under "
 			      "seccomp: a child is held at its fork until attached to", on);
+}
+
+int dl_hooks_no_py_lines(bool *on)
+{
+	return one_value_hook(NO_PY_LINES, "1",
+			      "no Python lines of waits or CPU samples (their programs not loaded): what they cost, "
+			      "measured", on);
 }

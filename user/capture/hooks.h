@@ -74,5 +74,7 @@ int dl_hooks_no_openat2(bool *on);
 int dl_hooks_no_map_files(bool *on);
 /* DLBPF_TEST_PROCESS_PROBES: *on; 0 or -EINVAL. */
 int dl_hooks_process_probes(bool *on);
+/* DLBPF_TEST_NO_PY_LINES=1: the Python lines of waits and CPU samples are left out (tools/bench, table 14). */
+int dl_hooks_no_py_lines(bool *on);
 
 #endif

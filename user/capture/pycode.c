@@ -43,6 +43,9 @@ static int map_put(struct dl_pyprocs *pp, pid_t pid, const struct dl_py_cfg *cfg
 		return 0;
 	if (pp->bpf_known)
 		__atomic_store_n(pp->bpf_known, 1, __ATOMIC_SEQ_CST);
+	if (!pp->python_seen && pp->first_python)
+		pp->first_python(pp->first_python_ctx);
+	pp->python_seen = true;
 	return bpf_map_update_elem(pp->map_fd, &pid, cfg, BPF_ANY);
 }
 
@@ -214,8 +217,8 @@ static void set_up(struct dl_pyprocs *pp, struct dl_pyproc *p, const struct pybi
 		return;
 	}
 	if (pp->no_walk) {
-		dl_warn("pid %d: CPython %u.%u (%s): %s; native call sites only", p->pid, major, minor,
-			dl_basename(b->path), pp->no_walk);
+		dl_warn("pid %d: CPython %u.%u (%s): %s; native call sites only, and no lines of its waits or CPU time",
+			p->pid, major, minor, dl_basename(b->path), pp->no_walk);
 		return;
 	}
 	p->layout = *l;
@@ -367,17 +370,24 @@ void dl_pyprocs_snapshot(struct dl_pyprocs *pp, struct dl_stream *st, const stru
 	remember(p, st, ev->code, dl_pysnap_read, &m, ev->h.ts);
 }
 
-void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,
-			  struct dl_lazy_now *now)
+void dl_pyprocs_name_frames(struct dl_pyprocs *pp, struct dl_stream *st, pid_t tgid, const struct dl_py_stack *py,
+			    struct dl_lazy_now *now)
 {
 	struct dl_pyproc *p;
 
-	if (!c->has_py || !c->py.n || c->depth > 0)
+	if (!py->n)
 		return;
-	p = proc_of(pp, (pid_t)c->tgid, false);
+	p = proc_of(pp, tgid, false);
 	if (!p || !p->python)
 		return;
-	for (uint32_t k = 0; k < c->py.n && k < DL_PY_MAX; k++)
-		if (c->py.f[k].code)
-			name_code(p, st, c->py.f[k].code, now, pp->recheck_ns);
+	for (uint32_t k = 0; k < py->n && k < DL_PY_MAX; k++)
+		if (py->f[k].code)
+			name_code(p, st, py->f[k].code, now, pp->recheck_ns);
+}
+
+void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,
+			  struct dl_lazy_now *now)
+{
+	if (c->has_py && c->depth == 0)
+		dl_pyprocs_name_frames(pp, st, (pid_t)c->tgid, &c->py, now);
 }

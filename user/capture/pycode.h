@@ -28,6 +28,10 @@ struct dl_pyprocs {
 	int map_fd;                 /* BPF map py_procs; -1: none (tests) */
 	const char *no_walk;        /* why this kernel's BPF walks no Python frames; NULL: it does */
 	volatile uint32_t *bpf_known; /* BPF's py_known, set before the map's first entry; NULL: none (tests) */
+	/* Called once, as the first process is set up (the Python lines' programs start then); NULL: none. */
+	void (*first_python)(void *ctx);
+	void *first_python_ctx;
+	bool python_seen;
 	uint32_t specific_off;      /* glibc's pthread keys, measured in dlbpf (capture/glibctsd.h) */
 	bool own_glibc_agrees;      /* a glibc's descriptors say what was measured: each process's own are read */
 	DL_VEC(struct dl_pyproc *) v;
@@ -51,6 +55,9 @@ void dl_pyprocs_forget(struct dl_pyprocs *pp, pid_t pid);
  * written from that, so a process that is gone by now keeps its lines.
  */
 void dl_pyprocs_snapshot(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_pysnap_ev *ev, size_t len);
+/* Writes the code records frames of tgid need and the stream has not had (before their record reaches the sinks). */
+void dl_pyprocs_name_frames(struct dl_pyprocs *pp, struct dl_stream *st, pid_t tgid, const struct dl_py_stack *py,
+			    struct dl_lazy_now *now);
 /* Writes the code records a call's frames need and the stream has not had (before the call reaches the sinks). */
 void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,
 			  struct dl_lazy_now *now);

@@ -67,6 +67,7 @@ static void choose_twins(struct dl_tracer *t)
 	bpf_program__set_autoload(skel->progs.calib_ret_one, !multi);
 	bpf_program__set_autoload(skel->progs.proc_fork, !f->signal_task);
 	bpf_program__set_autoload(skel->progs.proc_fork_hold, f->signal_task);
+	dl_pylines_choose(&t->pylines, skel, multi || py, !t->no_py_lines);
 	bpf_map__set_autocreate(skel->maps.calls, storage);
 	bpf_map__set_autocreate(skel->maps.traced_marks, storage);
 	bpf_map__set_autocreate(skel->maps.file_calls, storage);
@@ -117,32 +118,16 @@ static int choose_file_probes(struct dl_tracer *t)
 	return 0;
 }
 
-int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files)
+/*
+ * Opens the BPF object, sets it up for this kernel and loads it; *loading
+ * says the failure, if any, was the load's (the verifier's).
+ */
+static int open_load_once(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files, bool *loading)
 {
 	struct dlbpf *skel;
 	int err;
 
-	memset(t, 0, sizeof(*t));
-	err = dl_env_probe(&t->feat);
-	if (!err)
-		err = dl_hooks_features(&t->feat);
-	if (!err)
-		err = dl_hooks_link_pause(&t->link_pause_ms);
-	if (!err)
-		err = dl_hooks_entry_link_first(&t->entry_link_first);
-	if (!err)
-		err = dl_hooks_no_closer(&t->sysevents.no_closer);
-	if (!err) {
-		bool forced;
-
-		err = dl_hooks_uretprobe_hazard(&forced);
-		t->uret_hazard = forced ? 1 : -1;
-	}
-	if (!err)
-		err = choose_file_probes(t);
-	if (err)
-		return err;
-	dl_features_log_missing(&t->feat);
+	*loading = false;
 	skel = dlbpf__open();
 	if (!skel) {
 		err = -errno;
@@ -169,13 +154,68 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	t->files_mech = dl_files_choose(skel, files, &t->feat);
 	t->files = t->files_mech != DL_FILES_NONE;
 	choose_twins(t);
-	err = dlbpf__load(skel);
+	*loading = true;
+	return dlbpf__load(skel);
+}
+
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files)
+{
+	struct dlbpf *skel;
+	bool loading;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	err = dl_env_probe(&t->feat);
+	if (!err)
+		err = dl_hooks_features(&t->feat);
+	if (!err)
+		err = dl_hooks_link_pause(&t->link_pause_ms);
+	if (!err)
+		err = dl_hooks_entry_link_first(&t->entry_link_first);
+	if (!err)
+		err = dl_hooks_no_closer(&t->sysevents.no_closer);
+	if (!err) {
+		bool forced;
+
+		err = dl_hooks_uretprobe_hazard(&forced);
+		t->uret_hazard = forced ? 1 : -1;
+	}
+	if (!err)
+		err = choose_file_probes(t);
+	if (!err)
+		err = dl_hooks_no_py_lines(&t->no_py_lines);
+	if (err)
+		return err;
+	dl_features_log_missing(&t->feat);
+	err = open_load_once(t, ringbuf_mb, agg_mode, files, &loading);
+	/*
+	 * The Python lines' programs (a walk at sched_switch and at a perf event) are the only ones
+	 * chosen by no feature probe of their own but the walker's: a verifier that refuses them
+	 * costs those lines, not the trace.
+	 */
+	if (err && loading && t->pylines.loaded) {
+		dl_warn("Python lines of waits and CPU time are off: this kernel does not load their programs (%s)",
+			strerror(-err));
+		dlbpf__destroy(t->skel);
+		t->skel = NULL;
+		t->no_py_lines = true;
+		err = open_load_once(t, ringbuf_mb, agg_mode, files, &loading);
+	}
 	if (err) {
-		dl_err("cannot load the BPF programs: %s (run with -vv for the verifier's log)", strerror(-err));
+		if (loading)
+			dl_err("cannot load the BPF programs: %s (run with -vv for the verifier's log)", strerror(-err));
 		return err;
 	}
+	skel = t->skel;
 	t->uprobes.cookie_map_fd = bpf_map__fd(skel->maps.probe_cookies);
 	return dl_tracer_map_consumer_flag(t);
+}
+
+void dl_tracer_pylines_start(void *tracer)
+{
+	struct dl_tracer *t = tracer;
+
+	dl_pylines_attach(&t->pylines, t->skel);
 }
 
 const char *dl_tracer_py_no_walk(const struct dl_tracer *t)
@@ -998,6 +1038,7 @@ void dl_tracer_detach(struct dl_tracer *t)
 	}
 	t->cuda.n = 0;
 	dl_u64map_free(&t->cuda_index);
+	dl_pylines_detach(&t->pylines);
 	/* The skeleton's links go in the same batch; dlbpf__destroy finds their slots empty. */
 	for (int i = 0; sk && i < sk->prog_cnt; i++) {
 		struct bpf_link **l = sk->progs[i].link;

@@ -117,6 +117,8 @@ int dl_tracer_agg_fd(const struct dl_tracer *t);
 int dl_tracer_py_fd(const struct dl_tracer *t);
 /* Why the loaded CUDA programs walk no Python frames on this kernel; NULL when they do. */
 const char *dl_tracer_py_no_walk(const struct dl_tracer *t);
+/* Starts the Python lines of waits and CPU time (capture/pylines.h): at the first CPython process (a dl_pyprocs hook). */
+void dl_tracer_pylines_start(void *tracer);
 /* BPF's flag that py_procs may hold an entry (dl_pyprocs.bpf_known). */
 volatile uint32_t *dl_tracer_py_known(struct dl_tracer *t);
 /*

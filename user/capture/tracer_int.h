@@ -4,6 +4,7 @@
 #define DLBPF_TRACER_INT_H
 
 #include "capture/kretprobes.h"
+#include "capture/pylines.h"
 #include "capture/tracer.h"
 
 struct dl_tracer {
@@ -41,6 +42,8 @@ struct dl_tracer {
 	 * calls: nothing to attach per process, no child held at its fork (dl_tracer_open_load).
 	 */
 	bool file_probes;
+	struct dl_pylines pylines;  /* Python lines of waits and CPU samples (capture/pylines.h) */
+	bool no_py_lines;         /* test hook DLBPF_TEST_NO_PY_LINES */
 };
 
 /* Attaches the links of a's slots that sets names (NULL: not that slot); returns 0 or -errno. */

@@ -199,9 +199,20 @@ void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 		fprintf(f, "\nDiagnosis: %s (%s, %.0f%% of step time)\n  %s\n", dl_verdict_name(d->verdict),
 			d->severity == DL_SEV_NONE ? "healthy" : dl_severity_name(d->severity), 100 * d->share,
 			dl_text(&esc, d->message));
-		for (int i = 0; i < d->nsecondary; i++)
-			fprintf(f, "  also %s: %.0f%% (%s)\n", dl_verdict_name(d->secondary[i].verdict),
-				100 * d->secondary[i].share, dl_severity_name(d->secondary[i].severity));
+		for (int i = 0; i < d->nsecondary; i++) {
+			enum dl_verdict v = d->secondary[i].verdict;
+			const struct dl_diag_pylines *py = v == DL_V_INPUT ? &d->py_wait : v == DL_V_HOST ? &d->py_cpu : NULL;
+			char where[400];
+
+			fprintf(f, "  also %s: %.0f%% (%s)", dl_verdict_name(v), 100 * d->secondary[i].share,
+				dl_severity_name(d->secondary[i].severity));
+			if (py && dl_diag_pyline_text(py, where, sizeof(where)))
+				fprintf(f, ": the main thread %s at %s", v == DL_V_INPUT ? "waited" : "computed",
+					dl_text(&esc, where));
+			if (v == DL_V_INPUT && dl_diag_pyline_text(&d->py_others_cpu, where, sizeof(where)))
+				fprintf(f, "; the other threads (the loaders) computed most at %s", dl_text(&esc, where));
+			fputc('\n', f);
+		}
 	}
 	for (int i = 0; i < d->nfindings; i++)
 		fprintf(f, "\n  [%s] %s\n", d->findings[i].rule, dl_text(&esc, d->findings[i].message));   /* names comms */
@@ -411,6 +422,48 @@ void dl_report_finding_json(struct dl_json *j, const struct dl_finding *x, int r
 	dl_json_obj_end(j);
 }
 
+/* The stepping thread's Python lines behind the verdict (analysis/diagnose.h), each with its frames. */
+static void json_verdict_lines(struct dl_json *j, const struct dl_diag_pylines *py)
+{
+	bool wait = py->why == DL_PYSTACK_WAIT;
+
+	dl_json_key(j, wait ? "waits" : py->others ? "others_cpu_samples" : "cpu_samples");
+	dl_json_obj_begin(j);
+	dl_json_ki64(j, "pid", py->pid);
+	dl_json_ki64(j, py->others ? "but_tid" : "tid", py->tid);
+	dl_json_ku64(j, "from_ns", py->from);
+	dl_json_ku64(j, "to_ns", py->to);
+	dl_json_ku64(j, wait ? "wait_ns" : "samples", py->total);
+	dl_json_key(j, "lines");
+	dl_json_arr_begin(j);
+	for (size_t i = 0; i < py->n; i++) {
+		const struct dl_pystack_stat *s = py->top[i];
+
+		dl_json_obj_begin(j);
+		dl_json_ku64(j, wait ? "wait_ns" : "samples", py->weight[i]);
+		dl_json_key(j, "share");
+		dl_json_double(j, py->total ? (double)py->weight[i] / (double)py->total : 0);
+		dl_json_key(j, "own_line_share");
+		dl_json_double(j, py->total ? (double)py->line_weight[i] / (double)py->total : 0);
+		dl_json_ki64(j, "own_frame", dl_pystack_own_frame(s));
+		dl_json_key(j, "partial");
+		dl_json_bool(j, s->partial);
+		dl_json_key(j, "frames");
+		dl_json_arr_begin(j);
+		for (uint32_t k = 0; k < s->n; k++) {
+			dl_json_obj_begin(j);
+			dl_json_kstr(j, "file", s->f[k].file);
+			dl_json_kstr(j, "func", s->f[k].func);
+			dl_json_ki64(j, "line", s->f[k].line);
+			dl_json_obj_end(j);
+		}
+		dl_json_arr_end(j);
+		dl_json_obj_end(j);
+	}
+	dl_json_arr_end(j);
+	dl_json_obj_end(j);
+}
+
 void dl_report_diagnosis_json(struct dl_json *j, const struct dl_diagnosis *d)
 {
 	dl_json_obj_begin(j);
@@ -436,6 +489,15 @@ void dl_report_diagnosis_json(struct dl_json *j, const struct dl_diagnosis *d)
 			dl_json_obj_end(j);
 		}
 		dl_json_arr_end(j);
+		dl_json_key(j, "python_lines");
+		dl_json_obj_begin(j);
+		if (d->py_wait.total)
+			json_verdict_lines(j, &d->py_wait);
+		if (d->py_cpu.total)
+			json_verdict_lines(j, &d->py_cpu);
+		if (d->py_others_cpu.total)
+			json_verdict_lines(j, &d->py_others_cpu);
+		dl_json_obj_end(j);
 	}
 	dl_json_key(j, "findings");
 	dl_json_arr_begin(j);

@@ -112,24 +112,31 @@ static void range_remove(struct dl_ranges *r, uint64_t start)
 /*
  * Names the Python frames from the innermost on, up to the first whose code
  * object no record names: a caller is never shown above a gap it may not
- * belong to.
+ * belong to. Returns how many were named.
  */
-static void resolve_py(const struct dl_addrspace *s, struct dl_call *c)
+static uint32_t name_py(const struct dl_addrspace *s, const struct dl_py_stack *py, const char **file,
+			const char **func, int32_t *line)
 {
-	c->npy_named = 0;
-	for (uint32_t k = 0; k < c->py.n && k < DL_PY_MAX; k++) {
+	for (uint32_t k = 0; k < py->n && k < DL_PY_MAX; k++) {
 		const struct dl_pycode_ev *e;
 		uint64_t i;
 
-		c->py_line[k] = -1;
-		if (!s || !dl_u64map_get(&s->pycode_of, c->py.f[k].code, &i))
-			return;
+		line[k] = -1;
+		if (!s || !dl_u64map_get(&s->pycode_of, py->f[k].code, &i))
+			return k;
 		e = s->pycodes.v[i];
-		c->py_file[k] = dl_pycode_file(e);
-		c->py_func[k] = dl_pycode_func(e);
-		c->py_line[k] = dl_pyline(e->format, dl_pycode_table(e), e->table_len, e->firstlineno, c->py.f[k].off);
-		c->npy_named = k + 1;
+		file[k] = dl_pycode_file(e);
+		func[k] = dl_pycode_func(e);
+		line[k] = dl_pyline(e->format, dl_pycode_table(e), e->table_len, e->firstlineno, py->f[k].off);
 	}
+	return py->n < DL_PY_MAX ? py->n : DL_PY_MAX;
+}
+
+void dl_addrspaces_name_py(const struct dl_addrspaces *a, uint32_t pid, const struct dl_py_stack *py,
+			   struct dl_pynamed *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->n = name_py(dl_addrspace_find(a, pid), py, out->file, out->func, out->line);
 }
 
 void dl_addrspaces_resolve(const struct dl_addrspaces *a, struct dl_call *c)
@@ -138,7 +145,7 @@ void dl_addrspaces_resolve(const struct dl_addrspaces *a, struct dl_call *c)
 	uint64_t i;
 
 	if (c->has_py)
-		resolve_py(s, c);
+		c->npy_named = name_py(s, &c->py, c->py_file, c->py_func, c->py_line);
 
 	if (s && c->site && dl_u64map_get(&s->site_of, c->site, &i)) {
 		c->site_func = s->sites.v[i];

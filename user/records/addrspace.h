@@ -57,6 +57,17 @@ bool dl_ranges_contains(const struct dl_ranges *r, uint64_t addr);
  * call site's function and object.
  */
 void dl_addrspaces_resolve(const struct dl_addrspaces *a, struct dl_call *c);
+
+/* Python frames named, innermost first: each one's file, function and line (NULL, -1 when not known). */
+struct dl_pynamed {
+	const char *file[DL_PY_MAX], *func[DL_PY_MAX];
+	int32_t line[DL_PY_MAX];
+	uint32_t n;   /* frames named from the innermost on, up to the first one not named */
+};
+
+/* Names pid's frames py from the code records seen so far (a caller is never shown above a gap). */
+void dl_addrspaces_name_py(const struct dl_addrspaces *a, uint32_t pid, const struct dl_py_stack *py,
+			   struct dl_pynamed *out);
 /*
  * What a call does to the address space: an outermost allocation or free that
  * succeeded (a failed one, as every one without a GPU, must not mark memory

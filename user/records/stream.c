@@ -32,6 +32,7 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_CALL_SHORT] = sizeof(struct dl_call_short_ev),
 	[DL_EV_CGROUP] = sizeof(struct dl_cgroup_ev),
 	[DL_EV_ENV] = sizeof(struct dl_env_ev),
+	[DL_EV_PYSTACK] = sizeof(struct dl_pystack_ev),
 };
 
 static size_t short_nargs(const struct dl_call_short_ev *e)
@@ -260,6 +261,7 @@ int dl_stream_read(struct dl_stream *s, struct dl_rec_in *in, const void *rec, s
 void dl_stream_put(struct dl_stream *s, struct dl_rec_in *in)
 {
 	struct dl_rec r = { .h = in->h, .call = in->is_call ? &in->call : NULL, .seq = ++s->seq };
+	struct dl_pynamed named;
 
 	if (in->is_call) {
 		dl_addrspaces_resolve(&s->mem, &in->call);
@@ -270,6 +272,9 @@ void dl_stream_put(struct dl_stream *s, struct dl_rec_in *in)
 		dl_addrspaces_note_site(&s->mem, (const struct dl_site_ev *)in->h);
 	} else if (in->h->kind == DL_EV_PYCODE) {
 		dl_addrspaces_note_pycode(&s->mem, (const struct dl_pycode_ev *)in->h);
+	} else if (in->h->kind == DL_EV_PYSTACK) {
+		dl_addrspaces_name_py(&s->mem, in->h->tgid, &((const struct dl_pystack_ev *)in->h)->py, &named);
+		r.py = &named;
 	}
 	for (int i = 0; i < s->n; i++) {
 		int err = s->sinks[i].fn(s->sinks[i].ctx, &r);

@@ -29,6 +29,7 @@
 struct dl_rec {
 	const struct dl_hdr *h;       /* as it came: h->size bytes, at least its kind's size */
 	const struct dl_call *call;   /* a DL_EV_CUDA of an API this build knows, decoded and resolved; else NULL */
+	const struct dl_pynamed *py;  /* a DL_EV_PYSTACK's frames named; else NULL */
 	uint64_t seq;                 /* its position in the stream, from 1 */
 };
 
