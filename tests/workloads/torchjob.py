@@ -17,7 +17,8 @@ Shapes (what limits a step):
   memmap    a numpy memmap over each shard: records read by page faults, then decoded
 
 The truth (--truth FILE, JSON, written when the job ends):
-  main:    pid, tid; per step the monotonic clock (ns) around next() and around train_step();
+  main:    pid, tid; per step the monotonic clock (ns) around next() and around train_step(), and
+           at train_step()'s first line (enter);
            the main thread's /proc/thread-self/schedstat at the first and last step
            (on-CPU ns, runqueue ns); /proc/self/io at the end
   workers: per worker process: per sample the thread that made it, the file, offset, bytes,
@@ -173,11 +174,12 @@ class CollateLogged:
 
 
 def train_step(model, opt, batch):
+    entered = now()  # the step's function is running: its call began between next1 and this
     opt.zero_grad()
     loss = model(batch).square().mean()
     loss.backward()
     opt.step()
-    return loss.item()
+    return loss.item(), entered
 
 
 def make_data(folder, shards, shard_mb):
@@ -278,9 +280,9 @@ def main():
         t1 = now()
         if n == 0:
             first = schedstat()
-        train_step(model, opt, batch)  # STEP
+        _, entered = train_step(model, opt, batch)  # STEP
         t2 = now()
-        steps.append({"next0": t0, "next1": t1, "step1": t2})
+        steps.append({"next0": t0, "next1": t1, "enter": entered, "step1": t2})
     last = schedstat()
     del it
     truth = {"main": {"pid": os.getpid(), "tid": threading.get_native_id(), "steps": steps,

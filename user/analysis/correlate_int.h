@@ -75,6 +75,7 @@ enum cp_state { CP_LEARN, CP_TRACK, CP_NONE };
 
 struct tidcount {
 	uint32_t tid, calls, syncs, api_calls, marks;
+	uint32_t mark_id;         /* the last marker's kind (enum dl_mark_ids) */
 };
 
 struct pending_step {

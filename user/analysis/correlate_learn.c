@@ -276,7 +276,9 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 		p->pub.main_tid = t->tid;
 		p->pub.marker = (struct dl_marker){ .kind = DL_MARK_SYMBOL };
 		p->pub.learning.how = DL_LEARNED_OPTION;
-		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s (uprobe)", c->opts.step_on);
+		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), t->mark_id == DL_MARK_ID_PYFUNC ?
+			 "--step-on %s (a Python function: each call, seen by a watchpoint on its code object)" :
+			 "--step-on %s (uprobe)", c->opts.step_on);
 	} else if (c->step_on_api) {
 		const struct tidcount *v = p->learn.tids.v;
 
@@ -335,7 +337,11 @@ void dl_corr_learn(struct dl_correlator *c, struct cproc *p, const struct cevent
 			t->api_calls += c->step_on_api && e->u.call.api == (unsigned)c->step_on_api;
 		}
 	} else if (h->kind == DL_EV_MARK) {
-		tid_of(p, h->tid)->marks++;
+		struct tidcount *t = tid_of(p, h->tid);
+
+		t->marks++;
+		if (h->size >= sizeof(struct dl_mark_ev))
+			t->mark_id = ((const struct dl_mark_ev *)h)->mark_id;
 	} else if (h->kind != DL_EV_SCHED) {
 		return;
 	}

@@ -102,7 +102,8 @@ int dl_markers_attached(const struct dl_markers *m, pid_t pid)
 	return dl_u64map_get(&m->by_pid, (uint64_t)pid, NULL);
 }
 
-int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, const struct dl_maps *maps)
+int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, const struct dl_maps *maps,
+		      struct dl_pyprocs *pp)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = 0);
 	struct find_ctx c = { .symbol = m->symbol, .pid = pid };
@@ -113,6 +114,9 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, cons
 
 	if (!m->symbol || dl_markers_attached(m, pid))
 		return 0;
+	/* Watched as a Python function: only its threads born since need watching. */
+	if (dl_pywatch_watching(&m->py, pid))
+		return dl_pywatch_attach(&m->py, t, pp, pid);
 	snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", (int)pid);
 	n = readlink(exe_link, c.exe, sizeof(c.exe) - 1);
 	if (n > 0) {
@@ -121,8 +125,13 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, cons
 	}
 	if (!c.found)
 		dl_maps_foreach_in(maps, pid, scan, &c);
-	if (!c.found)
-		return 0;
+	if (!c.found) {
+		/* No file has it: a Python function of that name, where the process runs CPython. */
+		m->py.want = m->symbol;
+		err = dl_pywatch_attach(&m->py, t, pp, pid);
+		m->found |= m->py.found;
+		return err;
+	}
 	/* By descriptor: the path looked up again could lead elsewhere (tfile.h). */
 	link = bpf_program__attach_uprobe_opts(dl_tracer_skel(t)->progs.step_mark, pid, c.file.self_path, c.offset, &o);
 	err = link ? 0 : -errno;
@@ -140,6 +149,7 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, cons
 
 void dl_markers_detach(struct dl_markers *m)
 {
+	dl_pywatch_detach(&m->py);
 	for (size_t i = 0; i < m->links.n; i++)
 		bpf_link__destroy(m->links.v[i].link);
 	dl_vec_free(&m->links);

@@ -30,7 +30,7 @@ static bool read_all(dl_pymem_fn rd, void *ctx, uint64_t addr, void *buf, size_t
  * interpreter made one. Anything else (or garbage) gives "?": a name is
  * never read past DL_PY_STR_MAX - 1 bytes.
  */
-static void read_str(const struct dl_py_layout *l, dl_pymem_fn rd, void *ctx, uint64_t addr, char *out)
+void dl_pystr_read(const struct dl_py_layout *l, dl_pymem_fn rd, void *ctx, uint64_t addr, char *out)
 {
 	uint8_t h[64];
 	uint64_t len, data;
@@ -91,8 +91,8 @@ int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn
 
 	if (dl_pycode_identity(l, code_type, rd, ctx, addr, out))
 		return -1;
-	read_str(l, rd, ctx, out->id_filename, out->file);
-	read_str(l, rd, ctx, out->id_name, out->func);
+	dl_pystr_read(l, rd, ctx, out->id_filename, out->file);
+	dl_pystr_read(l, rd, ctx, out->id_name, out->func);
 	if (!read_all(rd, ctx, out->id_linetable, h, sizeof(h)))
 		return 0;
 	n = word_at(h, VAR_SIZE);

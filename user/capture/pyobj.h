@@ -25,6 +25,8 @@ struct dl_py_layout {
 	/* str: compact ASCII data follows PyASCIIObject; PyCompactUnicodeObject's utf8 copy otherwise */
 	uint16_t ascii_size, compact_utf8_len, compact_utf8;
 	unsigned lines_format;    /* enum dl_pycode_format */
+	/* Opcodes that take a reference on a code object without calling it (struct dl_pywatch); 0: not told */
+	uint8_t op_load_const, op_make_function;
 };
 
 /* The layout of CPython major.minor, or NULL when the table has none. */
@@ -70,6 +72,8 @@ int dl_pycode_identity(const struct dl_py_layout *l, uint64_t code_type, dl_pyme
 int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn rd, void *ctx, uint64_t addr,
 		   struct dl_pycode_info *out);
 void dl_pycode_info_free(struct dl_pycode_info *i);
+/* The str at addr as UTF-8 into out (DL_PY_STR_MAX bytes): "?" when it is not one that can be read. */
+void dl_pystr_read(const struct dl_py_layout *l, dl_pymem_fn rd, void *ctx, uint64_t addr, char *out);
 
 /*
  * A code object as BPF read it at a probe (struct dl_pysnap_ev, from the ring
