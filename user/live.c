@@ -119,6 +119,7 @@ struct dl_live *dl_live_new(const struct dl_config *cfg, const volatile sig_atom
 	l->dump = dump;
 	l->tracer = dl_tracer_new();
 	l->markers.symbol = cfg->step_on && !dl_api_by_name(cfg->step_on) ? cfg->step_on : NULL;
+	l->markers.autograd = !cfg->step_on;
 	dl_modes_of(&l->modes, cfg->kernel_agg, &mo);
 	l->col.symbolizer = dl_symbolizer_new();
 	l->col.known = known;

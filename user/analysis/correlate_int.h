@@ -15,6 +15,7 @@
 
 #define LEARN_SYNCS 8                    /* sync points on one thread before deciding */
 #define LEARN_MAX_RECORDS 200000         /* decide anyway past this much */
+#define LEARN_AUTOGRAD_MARKS 5            /* backward passes (4 intervals) before deciding on them */
 /*
  * An automatic marker given up: the main thread passed this many sync points
  * without it, and RELEARN_STEP_FACTOR times as many as any step held. A loop

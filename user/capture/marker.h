@@ -19,8 +19,17 @@ struct dl_marker_link {
 	struct bpf_link *link;
 };
 
+/*
+ * Without --step-on, where PyTorch's Python extension is mapped: autograd's
+ * entry from Python, once a backward pass. Steps are learned from it where
+ * the job calls no CUDA (analysis/correlate_learn.c).
+ */
+#define DL_AUTOGRAD_SYMBOL "_Z22THPEngine_run_backwardP7_objectS0_S0_"
+#define DL_AUTOGRAD_LIB "libtorch_python"
+
 struct dl_markers {
 	const char *symbol;   /* a symbol's name as the ELF file has it, or a C++ function's demangled */
+	bool autograd;        /* no symbol given: DL_AUTOGRAD_SYMBOL in DL_AUTOGRAD_LIB, where mapped */
 	bool found;           /* attached in some process, at some time (or py.found) */
 	DL_VEC(struct dl_marker_link) links;
 	struct dl_u64map by_pid;   /* pids in links (rescans ask for every traced process) */
