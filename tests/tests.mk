@@ -129,6 +129,7 @@ KERNEL_TESTS := python3 tests/integration/test_kernel_features.py
 FLEET_TESTS := python3 tests/integration/test_fleet.py
 FORKSTORM_TESTS := python3 tests/integration/test_forkstorm.py
 NOCUDA_TESTS := python3 tests/integration/test_nocuda.py
+PYSTEPS_TESTS := python3 tests/integration/test_pysteps.py
 SPAWN_TESTS := python3 tests/integration/test_spawn.py
 # The release executable (make dist-arch: this machine's) in a root holding nothing else.
 DIST_TESTS := python3 tests/integration/test_dist.py
@@ -148,7 +149,7 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
 		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" \
 		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" "$(FORKSTORM_TESTS)" \
-		"$(NOCUDA_TESTS)" "$(SPAWN_TESTS)" "$(DIST_TESTS)" $(FUZZ_TESTS)
+		"$(NOCUDA_TESTS)" "$(PYSTEPS_TESTS)" "$(SPAWN_TESTS)" "$(DIST_TESTS)" $(FUZZ_TESTS)
 
 # Every integration suite again, with dlbpf under AddressSanitizer and UndefinedBehaviorSanitizer:
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.
@@ -158,7 +159,7 @@ test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSI
 		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" \
 		"$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" "$(LINEAGE_TESTS)" \
 		"$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" "$(FORKSTORM_TESTS)" \
-		"$(NOCUDA_TESTS)" "$(SPAWN_TESTS)"
+		"$(NOCUDA_TESTS)" "$(PYSTEPS_TESTS)" "$(SPAWN_TESTS)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input
