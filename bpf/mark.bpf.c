@@ -37,6 +37,25 @@ struct {
 } py_watches SEC(".maps");
 
 /*
+ * Where the frame's current instruction is: its pointer (3.11+), or (3.10)
+ * its index f_lasti, in 2-byte code units, into the code object's bytecode.
+ */
+static __always_inline __u64 current_instr(const struct dl_py_cfg *cfg, const struct dl_pywatch *w, __u64 frame,
+					   __u64 instr)
+{
+	__u64 code = 0, bytes = 0;
+
+	if (!(cfg->flags & DL_PYCFG_LASTI))
+		return instr;
+	if (!w->co_code || (__s32)instr < 0 ||
+	    bpf_probe_read_user(&code, sizeof(code), (void *)(frame + cfg->frame_code)) ||
+	    bpf_probe_read_user(&bytes, sizeof(bytes), (void *)(code + w->co_code)) || !bytes)
+		return 0;
+	/* A bytes object's data start 32 bytes in (pyframes.h: DL_PYSNAP_BYTES_HEAD). */
+	return bytes + DL_PYSNAP_BYTES_HEAD + (__u64)(__u32)(__s32)instr * 2;
+}
+
+/*
  * A write to a watched code object's reference count: the debug exception
  * comes after the write, so the count read now is the new one. An increment
  * is a call making its frame, unless the thread's current instruction loads
@@ -68,7 +87,8 @@ int py_call_watch(struct bpf_perf_event_data *ctx)
 		return 0;
 	cfg = bpf_map_lookup_elem(&py_procs, &k.tgid);
 	if (cfg && w->op_load_const && (frame = py_top_frame(cfg, &status)) &&
-	    !bpf_probe_read_user(&instr, sizeof(instr), (void *)(frame + cfg->frame_instr)) && instr &&
+	    !bpf_probe_read_user(&instr, sizeof(instr), (void *)(frame + cfg->frame_instr)) &&
+	    (instr = current_instr(cfg, w, frame, instr)) &&
 	    !bpf_probe_read_user(&op, sizeof(op), (void *)instr) &&
 	    (op == w->op_load_const || op == w->op_make_function))
 		return 0;

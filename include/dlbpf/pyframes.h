@@ -105,7 +105,8 @@ struct dl_pywatch {
 	 * instruction is one of these marks nothing; 0: not looked at.
 	 */
 	dl_u8 op_load_const, op_make_function;
-	dl_u16 pad;
+	/* With DL_PYCFG_LASTI (3.10: the frame holds an index): the code object's bytecode (a bytes) */
+	dl_u16 co_code;
 };
 
 #define DL_PY_OWNED_BY_CSTACK 3   /* FRAME_OWNED_BY_CSTACK, 3.12 and 3.13 */

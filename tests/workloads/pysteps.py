@@ -9,10 +9,12 @@ of other functions. Its truth, printed as one line when it ends:
 call: the monotonic clock just before train_step() is called; enter: at its first line;
 method_enter: at Trainer.step()'s first line; end: after train_step() returned.
 
-  pysteps.py [--steps N] [--step-ms MS] [--gap-ms MS] [--setup-ms MS]
+  pysteps.py [--steps N] [--step-ms MS] [--gap-ms MS] [--setup-ms MS] [--step-calls K]
 
 --setup-ms: CPU work before the loop, as a job's imports and model building are (default 1500).
 --gap-ms: CPU work between steps (the loader's part). It never waits for a tracer.
+--step-calls K: a step makes K calls of small() instead of running --step-ms (so that a tracer's
+cost shows in the step's time: tools/bench table 14), the gap K / 4.
 """
 import os
 import sys
@@ -37,34 +39,54 @@ def burn(ms):
     return x
 
 
-class Trainer:
-    def __init__(self, step_ms):
-        self.step_ms = step_ms
-        self.entered = []
-
-    def step(self):
-        self.entered.append(now())
-        return burn(self.step_ms / 2)
-
-
-def train_step(trainer):
-    entered = now()
-    burn(trainer.step_ms / 2)
-    trainer.step()
-    return entered
+def work(calls):
+    """A fixed number of short Python calls."""
+    x = 0
+    for _ in range(calls):
+        x = small(x) & 0xffff
+    return x
 
 
 def arg(name, default):
     return float(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
 
 
+# The set-up runs before the step functions are defined, as a job's imports do: a tracer that
+# finds them before their def sees the def take its references on them too.
+burn(arg("--setup-ms", 1500))
+
+
+class Trainer:
+    def __init__(self, step_ms, step_calls):
+        self.step_ms = step_ms
+        self.step_calls = step_calls
+        self.entered = []
+
+    def half(self):
+        return work(self.step_calls // 2) if self.step_calls else burn(self.step_ms / 2)
+
+    def step(self):
+        self.entered.append(now())
+        return self.half()
+
+
+def train_step(trainer):
+    entered = now()
+    trainer.half()
+    trainer.step()
+    return entered
+
+
 def main():
     steps, step_ms, gap_ms = int(arg("--steps", 20)), arg("--step-ms", 20), arg("--gap-ms", 5)
-    burn(arg("--setup-ms", 1500))
-    trainer = Trainer(step_ms)
+    step_calls = int(arg("--step-calls", 0))
+    trainer = Trainer(step_ms, step_calls)
     out = []
     for _ in range(steps):
-        burn(gap_ms)
+        if step_calls:
+            work(step_calls // 4)
+        else:
+            burn(gap_ms)
         call = now()
         entered = train_step(trainer)
         out.append({"call": call, "enter": entered, "end": now()})

@@ -27,6 +27,7 @@ struct dl_py_layout {
 	unsigned lines_format;    /* enum dl_pycode_format */
 	/* Opcodes that take a reference on a code object without calling it (struct dl_pywatch); 0: not told */
 	uint8_t op_load_const, op_make_function;
+	uint16_t co_code;         /* 3.10: PyCodeObject's bytecode (a bytes), where the frame has only an index */
 };
 
 /* The layout of CPython major.minor, or NULL when the table has none. */

@@ -19,6 +19,7 @@ static const struct dl_py_layout table[] = {
 			 .flags = DL_PYCFG_LASTI },
 		.co_filename = 104, .co_name = 112, .co_qualname = 0, .co_firstlineno = 40, .co_linetable = 120,
 		.ascii_size = 48, .compact_utf8_len = 48, .compact_utf8 = 56, .lines_format = DL_PYLINES_310,
+		.op_load_const = 100, .op_make_function = 132, .co_code = 48,
 	},
 	{
 		.major = 3, .minor = 11, .runtime_tss = 592, .runtime_mutexes = 2,

@@ -309,7 +309,8 @@ int dl_pywatch_attach(struct dl_pywatches *w, struct dl_tracer *t, struct dl_pyp
 			struct dl_pywatch_key k = { .tgid = (uint32_t)pid, .code = p->codes[i] };
 			struct dl_pywatch v = { .refs = refs_of(&r, p->codes[i]), .mark_id = DL_MARK_ID_PYFUNC,
 						.op_load_const = r.layout->op_load_const,
-						.op_make_function = r.layout->op_make_function };
+						.op_make_function = r.layout->op_make_function,
+						.co_code = r.layout->co_code };
 
 			if (bpf_map_update_elem(fd, &k, &v, BPF_ANY)) {
 				int err = -errno;
