@@ -75,6 +75,7 @@ int py_call_watch(struct bpf_perf_event_data *ctx)
 
 	if (!w || bpf_probe_read_user(&refs, sizeof(refs), (void *)k.code))
 		return 0;
+	__sync_fetch_and_add(&w->writes, 1);
 	last = w->refs;
 	w->refs = refs;
 	/*

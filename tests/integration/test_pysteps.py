@@ -96,6 +96,21 @@ def test_step_on_python_function_versions():
     return f"{runs} runs over {len(interpreters())} interpreters; a missing function warned of once"
 
 
+def test_step_on_hot_function_unwatched():
+    """--step-on a function called hundreds of thousands of times a step (pysteps.py's small()): each
+    watched call costs the job a debug exception, so dlbpf unwatches it within a rescan and says
+    why, and the job runs to its end (its truth printed, exit 0). The truth: the job's own count of
+    small() calls a step (--step-calls) against the cap's 2000 writes a second."""
+    py = interpreters()[-1]
+    base = os.path.join(WORK, f"pysteps-hot-{os.getpid()}")
+    s, out, err = traced(["-q", "--step-on", "small", "--", py, PYSTEPS, "--steps", "10", "--step-calls", "200000",
+                          "--setup-ms", "300"], base, timeout=120)
+    check([x for x in out.splitlines() if x.startswith('{"pysteps"')], f"the job did not finish: {out[-500:]}")
+    warned = [x for x in err.splitlines() if "too often for a training step" in x]
+    check(len(warned) == 1, f"no warning that small() was unwatched: {err[-800:]}")
+    return warned[0].split("warning: ")[-1][:100]
+
+
 def torch_job(base, args, steps, marker=None):
     """torchjob.py (decode-shaped) under dlbpf [--step-on marker]: (summary, truth, dlbpf's stdout)."""
     if not os.path.exists(PYTHON):

@@ -22,6 +22,14 @@
 /* A process where the function is not (yet) is looked at again after this, doubling up to the cap. */
 #define RESCAN_FIRST_NS (250 * 1000 * 1000ull)
 #define RESCAN_MAX_NS (8 * 1000 * 1000 * 1000ull)
+/*
+ * A watched write costs the job a debug exception (1-30 us, the most in a
+ * virtual machine): a function written more often than this a second is no
+ * training step's and is unwatched, so that the job is never slowed much.
+ * A step function's calls write its count twice each (the frame's reference
+ * taken and dropped): 2000 a second is a step of 1 ms.
+ */
+#define MAX_WRITES_PER_S 2000
 
 struct watched_thread {
 	pid_t tid;
@@ -32,6 +40,8 @@ struct dl_pywatch_proc {
 	pid_t pid;
 	uint64_t codes[DL_PYWATCH_MAX];
 	int ncodes;
+	bool dropped[DL_PYWATCH_MAX];      /* unwatched: written too often */
+	uint64_t writes[DL_PYWATCH_MAX], writes_ns;   /* BPF's count of writes at the last look, and when */
 	uint64_t next_scan_ns, wait_ns;
 	DL_VEC(struct watched_thread) threads;
 	struct dl_u64map by_tid;
@@ -257,7 +267,7 @@ static int watch_threads(struct dl_pywatches *w, struct dl_tracer *t, struct dl_
 			continue;
 		th.tid = tid;
 		for (int i = 0; i < p->ncodes; i++)
-			if (!(th.links[i] = watch_thread(t, tid, p->codes[i], &e)) && e != -ESRCH)
+			if (!p->dropped[i] && !(th.links[i] = watch_thread(t, tid, p->codes[i], &e)) && e != -ESRCH)
 				err = e;
 		dl_u64map_put(&p->by_tid, (uint64_t)tid, p->threads.n);
 		*dl_vec_push(&p->threads) = th;
@@ -284,6 +294,34 @@ static struct dl_pywatch_proc *proc_of(struct dl_pywatches *w, pid_t pid)
 	dl_u64map_put(&w->by_pid, (uint64_t)pid, w->procs.n);
 	*dl_vec_push(&w->procs) = p;
 	return p;
+}
+
+/* Unwatches, in every thread of p, a code object written too often since the last look. */
+static void check_rates(struct dl_pywatches *w, struct dl_pywatch_proc *p, int fd, uint64_t now)
+{
+	for (int i = 0; i < p->ncodes; i++) {
+		struct dl_pywatch_key k = { .tgid = (uint32_t)p->pid, .code = p->codes[i] };
+		struct dl_pywatch v;
+		double rate;
+
+		if (p->dropped[i] || bpf_map_lookup_elem(fd, &k, &v))
+			continue;
+		rate = p->writes_ns && now > p->writes_ns ? (double)(v.writes - p->writes[i]) * 1e9 / (double)(now - p->writes_ns)
+							  : 0;
+		p->writes[i] = v.writes;
+		if (rate <= MAX_WRITES_PER_S)
+			continue;
+		p->dropped[i] = true;
+		for (size_t th = 0; th < p->threads.n; th++) {
+			bpf_link__destroy(p->threads.v[th].links[i]);
+			p->threads.v[th].links[i] = NULL;
+		}
+		bpf_map_delete_elem(fd, &k);
+		dl_warn("pid %d: --step-on %s: a Python function of that name is called %.0f times a second, too often "
+			"for a training step's: no longer watched (each call would cost the job a debug exception)", p->pid,
+			w->want, rate / 2);
+	}
+	p->writes_ns = now;
 }
 
 int dl_pywatch_attach(struct dl_pywatches *w, struct dl_tracer *t, struct dl_pyprocs *pp, pid_t pid)
@@ -324,6 +362,7 @@ int dl_pywatch_attach(struct dl_pywatches *w, struct dl_tracer *t, struct dl_pyp
 		dl_info("pid %d: step marker on the Python function %s (%d code object%s, watched)", pid, w->want,
 			p->ncodes, p->ncodes == 1 ? "" : "s");
 	}
+	check_rates(w, p, fd, now);
 	watch_threads(w, t, p);
 	w->found = true;
 	return 1;
