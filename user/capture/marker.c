@@ -117,9 +117,16 @@ int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, cons
 
 	if ((!m->symbol && !m->autograd) || dl_markers_attached(m, pid))
 		return 0;
-	/* Watched as a Python function: only its threads born since need watching. */
+	/*
+	 * Watched as a Python function: only its threads born since need
+	 * watching. A process that has the code objects found elsewhere (a
+	 * forked DataLoader worker) is watched from them at once, without
+	 * reading the symbols of every library it maps first.
+	 */
 	if (dl_pywatch_watching(&m->py, pid))
 		return dl_pywatch_attach(&m->py, t, pp, pid);
+	if (m->symbol && m->py.nknown && (err = dl_pywatch_attach(&m->py, t, pp, pid)) > 0)
+		return err;
 	snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", (int)pid);
 	n = readlink(exe_link, c.exe, sizeof(c.exe) - 1);
 	if (n > 0) {
