@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * --step-on NAME held against a code object's file and qualified name
- * (capture/pywatch.c): each form the manual gives, and the near misses
+ * (capture/pyobj.c, for capture/pywatch.c): each form the manual gives, and the near misses
  * that must not match (another file that ends the same, a name that only
  * contains the wanted one).
  */
 #include <stdbool.h>
 #include <string.h>
 #include "check.h"
-#include "capture/pywatch.h"
+#include "capture/pyobj.h"
 
 struct want_case {
 	const char *want, *file, *qual;
@@ -41,7 +41,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct want_case *c = &cases[i];
 		bool exact = !c->exact;
-		bool got = dl_pywatch_matches(c->want, c->file, c->qual, c->has_qualname, &exact);
+		bool got = dl_pycode_name_matches(c->want, c->file, c->qual, c->has_qualname, &exact);
 
 		CHECK(got == c->match, "%s against %s:%s: %d", c->want, c->file, c->qual, got);
 		if (got)

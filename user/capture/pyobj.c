@@ -183,3 +183,30 @@ ssize_t dl_pysnap_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	memcpy(buf, m->r[at].b + (addr - m->r[at].addr), best);
 	return (ssize_t)best;
 }
+
+bool dl_pycode_name_matches(const char *want, const char *file, const char *qual, bool has_qualname, bool *exact)
+{
+	const char *colon = strrchr(want, ':'), *name = colon ? colon + 1 : want, *dot;
+	size_t flen = colon ? (size_t)(colon - want) : 0, nlen = strlen(name), qlen = strlen(qual), len;
+
+	*exact = false;
+	if (!nlen)
+		return false;
+	if (flen) {
+		len = strlen(file);
+		/* The file as given, or its end after a slash: "train.py" is /work/train.py. */
+		if (len < flen || strncmp(file + len - flen, want, flen) || (len > flen && file[len - flen - 1] != '/'))
+			return false;
+	}
+	if (!has_qualname) {
+		/* Only the name: the qualified name's last component is held against it. */
+		dot = strrchr(name, '.');
+		return !strcmp(qual, dot ? dot + 1 : name);
+	}
+	if (!strcmp(qual, name)) {
+		*exact = true;
+		return true;
+	}
+	/* "step" for "Trainer.step", "train_step" for "main.<locals>.train_step". */
+	return qlen > nlen && qual[qlen - nlen - 1] == '.' && !strcmp(qual + qlen - nlen, name);
+}

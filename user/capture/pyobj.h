@@ -94,4 +94,13 @@ bool dl_pysnap_mem_init(struct dl_pysnap_mem *m, const struct dl_pysnap_ev *ev, 
 /* A dl_pymem_fn over a struct dl_pysnap_mem: what its regions hold from addr on, or -1. */
 ssize_t dl_pysnap_read(void *ctx, uint64_t addr, void *buf, size_t len);
 
+/*
+ * Whether want, as --step-on takes a Python function (capture/pywatch.h),
+ * names the function whose code object has file and qualified name qual
+ * (3.10's code objects have only the name: the last component of want is
+ * held against it then). *exact: the whole qualified name matched, not only
+ * its end after a dot.
+ */
+bool dl_pycode_name_matches(const char *want, const char *file, const char *qual, bool has_qualname, bool *exact);
+
 #endif

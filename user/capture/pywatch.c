@@ -47,33 +47,6 @@ struct dl_pywatch_proc {
 	struct dl_u64map by_tid;
 };
 
-bool dl_pywatch_matches(const char *want, const char *file, const char *qual, bool has_qualname, bool *exact)
-{
-	const char *colon = strrchr(want, ':'), *name = colon ? colon + 1 : want, *dot;
-	size_t flen = colon ? (size_t)(colon - want) : 0, nlen = strlen(name), qlen = strlen(qual), len;
-
-	*exact = false;
-	if (!nlen)
-		return false;
-	if (flen) {
-		len = strlen(file);
-		/* The file as given, or its end after a slash: "train.py" is /work/train.py. */
-		if (len < flen || strncmp(file + len - flen, want, flen) || (len > flen && file[len - flen - 1] != '/'))
-			return false;
-	}
-	if (!has_qualname) {
-		/* Only the name: the qualified name's last component is held against it. */
-		dot = strrchr(name, '.');
-		return !strcmp(qual, dot ? dot + 1 : name);
-	}
-	if (!strcmp(qual, name)) {
-		*exact = true;
-		return true;
-	}
-	/* "step" for "Trainer.step", "train_step" for "main.<locals>.train_step". */
-	return qlen > nlen && qual[qlen - nlen - 1] == '.' && !strcmp(qual + qlen - nlen, name);
-}
-
 struct scan {
 	const struct dl_pywatches *w;
 	const struct dl_pyreader *r;
@@ -93,11 +66,11 @@ static void candidate(struct scan *s, uint64_t addr)
 		return;
 	dl_pystr_read(s->r->layout, s->r->rd, s->r->ctx, id.id_name, qual);
 	/* The name first: the file is read only for the few code objects of that name. */
-	if (!dl_pywatch_matches(strrchr(s->w->want, ':') ? strrchr(s->w->want, ':') + 1 : s->w->want, "", qual,
+	if (!dl_pycode_name_matches(strrchr(s->w->want, ':') ? strrchr(s->w->want, ':') + 1 : s->w->want, "", qual,
 				s->r->layout->co_qualname != 0, &exact))
 		return;
 	dl_pystr_read(s->r->layout, s->r->rd, s->r->ctx, id.id_filename, file);
-	if (!dl_pywatch_matches(s->w->want, file, qual, s->r->layout->co_qualname != 0, &exact))
+	if (!dl_pycode_name_matches(s->w->want, file, qual, s->r->layout->co_qualname != 0, &exact))
 		return;
 	if (exact ? s->nexact == DL_PYWATCH_MAX : s->nends == DL_PYWATCH_MAX) {
 		s->more++;
@@ -173,7 +146,7 @@ static int from_known(struct dl_pywatches *w, const struct dl_pyreader *r, struc
 			continue;
 		dl_pystr_read(r->layout, r->rd, r->ctx, id.id_name, qual);
 		dl_pystr_read(r->layout, r->rd, r->ctx, id.id_filename, file);
-		if (dl_pywatch_matches(w->want, file, qual, r->layout->co_qualname != 0, &exact))
+		if (dl_pycode_name_matches(w->want, file, qual, r->layout->co_qualname != 0, &exact))
 			p->codes[p->ncodes++] = w->known[i];
 	}
 	return p->ncodes;

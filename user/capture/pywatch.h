@@ -38,14 +38,6 @@ struct dl_pywatches {
 };
 
 /*
- * Whether want, as --step-on takes it, names the function whose code object
- * has file and qualified name qual (3.10's code objects have only the name:
- * the last component of want is held against it then). *exact: the whole
- * qualified name matched, not only its end after a dot.
- */
-bool dl_pywatch_matches(const char *want, const char *file, const char *qual, bool has_qualname, bool *exact);
-
-/*
  * In pid, a set-up CPython (pycode.h): looks for the function's code objects
  * (again as time passes while none is found) and watches them in each of the
  * process's threads not watched yet. Returns 1 when some are watched in pid,
