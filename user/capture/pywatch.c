@@ -19,9 +19,15 @@
 
 /* Memory is read this much at a time while looking for code objects. */
 #define SCAN_CHUNK (1u << 20)
-/* A process where the function is not (yet) is looked at again after this, doubling up to the cap. */
+/*
+ * A process where the function is not (yet) is looked at again after this,
+ * doubling up to the cap; and at the next rescan whenever its data grew past
+ * its most by a MiB (it imports modules: new code objects), however long the
+ * wait has grown. A loop whose memory is steady is not looked at again.
+ */
 #define RESCAN_FIRST_NS (250 * 1000 * 1000ull)
 #define RESCAN_MAX_NS (8 * 1000 * 1000 * 1000ull)
+#define RESCAN_GROWTH (1u << 20)
 /*
  * A watched write costs the job a debug exception (1-30 us, the most in a
  * virtual machine): a function written more often than this a second is no
@@ -43,6 +49,7 @@ struct dl_pywatch_proc {
 	bool dropped[DL_PYWATCH_MAX];      /* unwatched: written too often */
 	uint64_t writes[DL_PYWATCH_MAX], writes_ns;   /* BPF's count of writes at the last look, and when */
 	uint64_t next_scan_ns, wait_ns;
+	uint64_t data_most;                /* its data's size (/proc/PID/statm) at its largest, when last looked */
 	DL_VEC(struct watched_thread) threads;
 	struct dl_u64map by_tid;
 };
@@ -254,6 +261,37 @@ static int watch_threads(struct dl_pywatches *w, struct dl_tracer *t, struct dl_
 	return err;
 }
 
+/* The process's data and stack (statm's data, in bytes); 0 when unknown. */
+static uint64_t data_bytes(pid_t pid)
+{
+	unsigned long long size, res, shared, text, lib, data = 0;
+	FILE *f = dl_proc_fopen(pid, "statm");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu %llu %llu %llu %llu", &size, &res, &shared, &text, &lib, &data) != 6)
+		data = 0;
+	fclose(f);
+	return (uint64_t)data * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Whether to look for the code objects now: the wait is over, or the process grew (it imported more). */
+static bool scan_due(struct dl_pywatch_proc *p, uint64_t now)
+{
+	uint64_t data = data_bytes(p->pid);
+	bool grew = data > p->data_most + RESCAN_GROWTH;
+
+	if (now < p->next_scan_ns && !grew)
+		return false;
+	if (data > p->data_most)
+		p->data_most = data;
+	if (grew && now < p->next_scan_ns)
+		return true;
+	p->next_scan_ns = now + p->wait_ns;
+	p->wait_ns = p->wait_ns * 2 < RESCAN_MAX_NS ? p->wait_ns * 2 : RESCAN_MAX_NS;
+	return true;
+}
+
 static struct dl_pywatch_proc *proc_of(struct dl_pywatches *w, pid_t pid)
 {
 	struct dl_pywatch_proc *p;
@@ -309,13 +347,8 @@ int dl_pywatch_attach(struct dl_pywatches *w, struct dl_tracer *t, struct dl_pyp
 		return 0;
 	p = proc_of(w, pid);
 	if (!p->ncodes) {
-		if (now < p->next_scan_ns || (!from_known(w, &r, p) && (find_codes(w, &r, p), !p->ncodes))) {
-			if (now >= p->next_scan_ns) {
-				p->next_scan_ns = now + p->wait_ns;
-				p->wait_ns = p->wait_ns * 2 < RESCAN_MAX_NS ? p->wait_ns * 2 : RESCAN_MAX_NS;
-			}
+		if (!from_known(w, &r, p) && (!scan_due(p, now) || (find_codes(w, &r, p), !p->ncodes)))
 			return 0;
-		}
 		for (int i = 0; i < p->ncodes; i++) {
 			struct dl_pywatch_key k = { .tgid = (uint32_t)pid, .code = p->codes[i] };
 			struct dl_pywatch v = { .refs = refs_of(&r, p->codes[i]), .mark_id = DL_MARK_ID_PYFUNC,
