@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 
-from harness import WORK, Skipped, check, load_summary, main, run_dlbpf
+from harness import WORK, Dlbpf, Skipped, check, load_summary, main, run_dlbpf
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 PYSTEPS = os.path.join(ROOT, "tests", "workloads", "pysteps.py")
@@ -94,6 +94,35 @@ def test_step_on_python_function_versions():
     check(len(warned) == 1 and "no such function" in warned[0], f"a missing function: warnings {warned}")
     check(not s["steps"], f"a missing function made {len(s['steps'])} steps")
     return f"{runs} runs over {len(interpreters())} interpreters; a missing function warned of once"
+
+
+def test_step_on_python_function_attached():
+    """dlbpf --pid attached to a Python loop already running (its code objects long made, its
+    function long defined): from the first call it watches, every call of the job's is a step
+    boundary, with none missed to the job's end, each inside the job's clocks around its call."""
+    py = interpreters()[-1]
+    job = subprocess.Popen([py, PYSTEPS, "--steps", "120", "--step-ms", "15", "--gap-ms", "3", "--setup-ms", "300"],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        d = Dlbpf(["--step-on", "train_step", "-p", str(job.pid)])
+        d.started()
+        out, _ = job.communicate(timeout=120)
+        rc = d.wait(60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    check(rc == 0, f"dlbpf exited {rc}: {d.stderr[-1500:]}")
+    truth = [json.loads(x)["pysteps"] for x in out.splitlines() if x.startswith('{"pysteps"')][0]["steps"]
+    steps = d.summary()["steps"]
+    check(len(steps) >= 10, f"{len(steps)} steps of the job's {len(truth)} calls after the attach: nothing to judge")
+    # dlbpf numbers the steps it saw from 0: the job's call i opens dlbpf's step i - first.
+    first = next((i for i, t in enumerate(truth) if t["call"] <= steps[0]["start_ns"] <= t["enter"]), None)
+    check(first is not None, f"the first step, at {steps[0]['start_ns']}, opens at none of the job's calls")
+    check(first + len(steps) == len(truth) - 1, f"steps from the job's call {first}: {len(steps)}, its calls "
+          f"after that close {len(truth) - 1 - first}")
+    judge("--pid --step-on train_step", steps, truth[first:], "call", "enter")
+    return f"attached at the job's call {first} of {len(truth)}: {len(steps)} steps, none missed"
 
 
 def test_step_on_hot_function_unwatched():
