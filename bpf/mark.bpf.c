@@ -69,12 +69,13 @@ int py_call_watch(struct bpf_perf_event_data *ctx)
 	struct dl_pywatch_key k = { .tgid = id >> 32, .code = ctx->addr };
 	const struct dl_py_cfg *cfg;
 	struct dl_pywatch *w = bpf_map_lookup_elem(&py_watches, &k);
-	__u64 refs = 0, last, frame, instr = 0;
+	__u64 head[2] = { 0, 0 }, refs, last, frame, instr = 0;
 	__u16 status = 0;
 	__u8 op = 0;
 
-	if (!w || bpf_probe_read_user(&refs, sizeof(refs), (void *)k.code))
+	if (!w || bpf_probe_read_user(head, sizeof(head), (void *)k.code))
 		return 0;
+	refs = head[0];
 	__sync_fetch_and_add(&w->writes, 1);
 	last = w->refs;
 	w->refs = refs;
@@ -85,6 +86,9 @@ int py_call_watch(struct bpf_perf_event_data *ctx)
 	 * to 1 to tell their code watchers.
 	 */
 	if ((__u32)refs != (__u32)(last + 1) || (__u32)refs < 2)
+		return 0;
+	/* Freed and its memory another object's (a transient copy the compiler made, say): no call of it. */
+	if (head[1] != w->code_type)
 		return 0;
 	cfg = bpf_map_lookup_elem(&py_procs, &k.tgid);
 	if (cfg && w->op_load_const && (frame = py_top_frame(cfg, &status)) &&

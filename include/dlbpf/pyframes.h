@@ -108,6 +108,7 @@ struct dl_pywatch {
 	/* With DL_PYCFG_LASTI (3.10: the frame holds an index): the code object's bytecode (a bytes) */
 	dl_u16 co_code;
 	dl_u64 writes;        /* writes seen: user space unwatches a function written too often to be a step's */
+	dl_u64 code_type;     /* &PyCode_Type: the word after the count, while the object is the code object */
 };
 
 #define DL_PY_OWNED_BY_CSTACK 3   /* FRAME_OWNED_BY_CSTACK, 3.12 and 3.13 */

@@ -354,7 +354,7 @@ int dl_pywatch_attach(struct dl_pywatches *w, struct dl_tracer *t, struct dl_pyp
 			struct dl_pywatch v = { .refs = refs_of(&r, p->codes[i]), .mark_id = DL_MARK_ID_PYFUNC,
 						.op_load_const = r.layout->op_load_const,
 						.op_make_function = r.layout->op_make_function,
-						.co_code = r.layout->co_code };
+						.co_code = r.layout->co_code, .code_type = r.code_type };
 
 			if (bpf_map_update_elem(fd, &k, &v, BPF_ANY)) {
 				int err = -errno;
