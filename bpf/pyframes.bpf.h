@@ -11,6 +11,7 @@
 #define DLBPF_PYFRAMES_BPF_H
 
 #include "common.bpf.h"
+#include "pytop.bpf.h"
 
 /*
  * Each kind of program that walks has its per-CPU buffers to itself: a CPU
@@ -42,39 +43,6 @@ static __always_inline __u64 py_u64(const char *buf, __u32 off)
 	return v;
 }
 
-/* The thread's current frame through the autoTSSkey pthread key; 0 with out->status set when none. */
-static __always_inline __u64 py_top_frame(const struct dl_py_cfg *cfg, struct dl_py_stack *out)
-{
-	struct task_struct *task = dl_current();
-	__u64 tp = dl_arch_thread_pointer(task);
-	__u32 tss[2];
-	__u64 tstate = 0, frame = 0;
-
-	if (bpf_probe_read_user(tss, sizeof(tss), (void *)cfg->tss_addr) || !tss[0]) {
-		out->status = DL_PY_NO_THREAD;
-		return 0;
-	}
-	if (tss[1] >= DL_PY_KEYS_1ST) {
-		out->status = DL_PY_KEY_HIGH;
-		return 0;
-	}
-	/* struct pthread_key_data { uintptr_t seq; void *data; } */
-	if (bpf_probe_read_user(&tstate, sizeof(tstate), (void *)(tp + (__s32)cfg->specific_off + tss[1] * 16 + 8)) ||
-	    !tstate) {
-		out->status = DL_PY_NO_THREAD;
-		return 0;
-	}
-	if (bpf_probe_read_user(&frame, sizeof(frame), (void *)(tstate + cfg->tstate_frame)))
-		goto fault;
-	if ((cfg->flags & DL_PYCFG_CFRAME) && frame &&
-	    bpf_probe_read_user(&frame, sizeof(frame), (void *)(frame + cfg->cframe_frame)))
-		goto fault;
-	return frame;
-fault:
-	out->status = DL_PY_FAULT;
-	return 0;
-}
-
 /*
  * Fills out (n, status, frames) for the current thread of a process in
  * py_procs. A global function: the verifier checks it once, not once per path
@@ -94,7 +62,7 @@ __noinline int py_walk(const struct dl_py_cfg *cfg, struct dl_py_stack *out, __u
 	out->pad = 0;
 	if (!buf || !cfg)
 		return 0;
-	frame = py_top_frame(cfg, out);
+	frame = py_top_frame(cfg, &out->status);
 	/*
 	 * One counter for the loop and the slot: a shim frame of the C stack
 	 * takes a slot as code 0 (readers skip it). With a second counter the

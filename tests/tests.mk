@@ -130,6 +130,7 @@ FLEET_TESTS := python3 tests/integration/test_fleet.py
 FORKSTORM_TESTS := python3 tests/integration/test_forkstorm.py
 NOCUDA_TESTS := python3 tests/integration/test_nocuda.py
 TORCH_LINEAGE_TESTS := python3 tests/integration/test_torch_lineage.py
+PYSTEPS_TESTS := python3 tests/integration/test_pysteps.py
 SPAWN_TESTS := python3 tests/integration/test_spawn.py
 TORCHJOB_TESTS := python3 tests/integration/test_torch_job.py
 TORCH_LINES_TESTS := python3 tests/integration/test_torch_lines.py
@@ -151,8 +152,8 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
 		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" \
 		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" "$(FORKSTORM_TESTS)" \
-		"$(NOCUDA_TESTS)" "$(SPAWN_TESTS)" "$(TORCHJOB_TESTS)" "$(TORCH_LINEAGE_TESTS)" "$(TORCH_LINES_TESTS)" \
-		"$(DIST_TESTS)" $(FUZZ_TESTS)
+		"$(NOCUDA_TESTS)" "$(PYSTEPS_TESTS)" "$(SPAWN_TESTS)" "$(TORCHJOB_TESTS)" "$(TORCH_LINEAGE_TESTS)" \
+		"$(TORCH_LINES_TESTS)" "$(DIST_TESTS)" $(FUZZ_TESTS)
 
 # Every integration suite again, with dlbpf under AddressSanitizer and UndefinedBehaviorSanitizer:
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.
@@ -162,7 +163,8 @@ test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSI
 		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" \
 		"$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" "$(LINEAGE_TESTS)" \
 		"$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" "$(FORKSTORM_TESTS)" \
-		"$(NOCUDA_TESTS)" "$(SPAWN_TESTS)" "$(TORCHJOB_TESTS)" "$(TORCH_LINEAGE_TESTS)" "$(TORCH_LINES_TESTS)"
+		"$(NOCUDA_TESTS)" "$(PYSTEPS_TESTS)" "$(SPAWN_TESTS)" "$(TORCHJOB_TESTS)" "$(TORCH_LINEAGE_TESTS)" \
+		"$(TORCH_LINES_TESTS)"
 
 demo-run: dlbpf $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(TRAIN)
 	LD_LIBRARY_PATH=$(OUTPUT)/gpusim ./dlbpf -- $(TRAIN) --scenario input

@@ -119,8 +119,9 @@ static const struct argp_option opts[] = {
 	  "of its thread, about a tenth of the size) or verbatim (records as they came)", 0 },
 	{ "format", OPT_FORMAT, "FMT", 0, "Timeline format: pftrace or json (without -o, or with record: to "
 	  "trace.pftrace or trace.json)", 0 },
-	{ "step-on", OPT_STEP_ON, "SYMBOL", 0, "A step starts at each call of SYMBOL: a CUDA API (cudaMemcpy) "
-	  "or any function of the target (default: found automatically)", 0 },
+	{ "step-on", OPT_STEP_ON, "SYMBOL", 0, "A step starts at each call of SYMBOL: a CUDA API (cudaMemcpy), "
+	  "any function of the target, or a Python function (train_step, train.py:train_step, Trainer.step) "
+	  "(default: found automatically)", 0 },
 	{ "pcie-gbps", OPT_PCIE, "GB/S", 0, "Peak host-device bandwidth for the paper sketch (default: the "
 	  "GPU's PCIe link in sysfs, else 24)", 0 },
 	{ "disk-mbps", OPT_DISK, "MB/S", 0, "Peak disk read bandwidth for the paper sketch (default: measured)", 0 },

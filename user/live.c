@@ -119,6 +119,7 @@ struct dl_live *dl_live_new(const struct dl_config *cfg, const volatile sig_atom
 	l->dump = dump;
 	l->tracer = dl_tracer_new();
 	l->markers.symbol = cfg->step_on && !dl_api_by_name(cfg->step_on) ? cfg->step_on : NULL;
+	l->markers.autograd = !cfg->step_on;
 	dl_modes_of(&l->modes, cfg->kernel_agg, &mo);
 	l->col.symbolizer = dl_symbolizer_new();
 	l->col.known = known;
@@ -203,7 +204,7 @@ static void rescan_pid(struct dl_live *l, pid_t pid, bool first)
 
 	dl_symbolizer_note(l->col.symbolizer, pid, maps);
 	dl_pyprocs_scan(&l->col.py, pid, maps);
-	dl_markers_attach(&l->markers, l->tracer, pid, maps);
+	dl_markers_attach(&l->markers, l->tracer, pid, maps, &l->col.py);
 	dl_tracer_scan_cuda(l->tracer, pid, maps);
 	dl_maps_free(maps);
 	dl_tracer_exec_settled(l->tracer, pid);
@@ -561,7 +562,7 @@ int dl_live_run(struct dl_live *l, struct dl_session *s)
 				l->sum->procs[i].pid, l->sum->procs[i].comm);
 	}
 	/* A library loaded later may hold it: only what is still missing at the end is warned of. */
-	if (cfg->step_on && !dl_api_by_name(cfg->step_on) && !l->markers.links.n)
+	if (cfg->step_on && !dl_api_by_name(cfg->step_on) && !l->markers.found)
 		dl_info("--step-on %s: no such function in the traced processes yet (will keep looking)",
 			cfg->step_on);
 	dl_info("tracing %zu process%s; Ctrl-C to stop", l->sum->n, l->sum->n == 1 ? "" : "es");
@@ -571,7 +572,7 @@ int dl_live_run(struct dl_live *l, struct dl_session *s)
 	err = run_loop(l, s);
 	if (cfg->step_on && !dl_api_by_name(cfg->step_on) && !l->markers.found)
 		dl_warn("--step-on %s: no such function in the traced processes (a symbol of their executables or "
-			"libraries, or a C++ function's demangled name)", cfg->step_on);
+			"libraries, a C++ function's demangled name, or a Python function)", cfg->step_on);
 	dl_modes_finish(&l->modes, &l->env, dl_now_ns());
 	dl_markers_detach(&l->markers);
 	dl_tracer_detach(l->tracer);

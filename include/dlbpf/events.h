@@ -374,8 +374,15 @@ enum dl_proc_flags {
 
 struct dl_mark_ev {
 	struct dl_hdr h;
-	dl_u32 mark_id;       /* index of the --step-on symbol */
+	dl_u32 mark_id;       /* enum dl_mark_ids: what kind of marker fired */
 	dl_u32 pad;
+};
+
+/* What a DL_EV_MARK's marker is (recordings before these have 0 throughout). */
+enum dl_mark_ids {
+	DL_MARK_ID_SYMBOL = 0,   /* --step-on a function of the program (a uprobe) */
+	DL_MARK_ID_PYFUNC = 1,   /* --step-on a Python function (a watchpoint on its code object) */
+	DL_MARK_ID_AUTOGRAD = 2, /* no --step-on: autograd's entry, where PyTorch is loaded (a uprobe) */
 };
 
 enum dl_trace_flags {

@@ -81,6 +81,36 @@ struct dl_pysnap_ev {
 	dl_u8 table_bytes[DL_PYSNAP_BYTES_HEAD + DL_PYSNAP_TABLE];
 };
 
+/*
+ * A Python function that marks steps (--step-on NAME; user/capture/pywatch.c):
+ * a hardware watchpoint on its code object's reference count, which every
+ * call takes a reference on as it makes the call's frame (3.10-3.13). BPF's
+ * map py_watches (key: the process and the code object) holds the count last
+ * seen, so that a write is told an increment (a call, or a reference taken
+ * otherwise) from a decrement.
+ */
+struct dl_pywatch_key {
+	dl_u32 tgid;
+	dl_u32 pad;
+	dl_u64 code;          /* the code object's address: its ob_refcnt is watched */
+};
+
+struct dl_pywatch {
+	dl_u64 refs;          /* the count after the last write seen */
+	dl_u32 mark_id;       /* the DL_EV_MARK's (enum dl_mark_ids) */
+	/*
+	 * Instructions that take a reference on a code object without calling
+	 * it: the one that loads it as a constant and the one that makes a
+	 * function of it (a def). An increment while the thread's current
+	 * instruction is one of these marks nothing; 0: not looked at.
+	 */
+	dl_u8 op_load_const, op_make_function;
+	/* With DL_PYCFG_LASTI (3.10: the frame holds an index): the code object's bytecode (a bytes) */
+	dl_u16 co_code;
+	dl_u64 writes;        /* writes seen: user space unwatches a function written too often to be a step's */
+	dl_u64 code_type;     /* &PyCode_Type: the word after the count, while the object is the code object */
+};
+
 #define DL_PY_OWNED_BY_CSTACK 3   /* FRAME_OWNED_BY_CSTACK, 3.12 and 3.13 */
 
 #endif

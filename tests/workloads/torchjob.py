@@ -23,9 +23,10 @@ ahead); the loop takes them from the queue (map-style shapes only).
 on through a queue.Queue, as torch's pin-memory thread does (which pins only where CUDA is).
 
 The truth (--truth FILE, JSON, written when the job ends):
-  main:    pid, tid; per step the monotonic clock (ns) around next() and around train_step(), the
-           main thread's CPU ns in each phase of the step (step_cpu_ns) and what its schedstat
-           counted around next() (next_sched: on-CPU ns, runqueue ns, times switched in);
+  main:    pid, tid; per step the monotonic clock (ns) around next() and around train_step(), and
+           at train_step()'s first line (enter), the main thread's CPU ns in each phase of the step
+           (step_cpu_ns) and what its schedstat counted around next() (next_sched: on-CPU ns,
+           runqueue ns, times switched in);
            the main thread's /proc/thread-self/schedstat at the first and last step
            (on-CPU ns, runqueue ns); /proc/self/io at the end
   workers: per worker process: per sample the thread that made it, the file, offset, bytes,
@@ -234,7 +235,9 @@ def relayed(loader, args):
 
 
 def train_step(model, opt, batch):
-    """One step; returns the calling thread's CPU ns in each phase (its own clock), by the phase's tag."""
+    """One step; returns the calling thread's CPU ns in each phase (its own clock), by the phase's
+    tag, and the clock at its first line (the call began between next1 and this)."""
+    entered = now()
     c0 = time.thread_time_ns()
     opt.zero_grad()  # ZERO-GRAD
     c1 = time.thread_time_ns()
@@ -245,7 +248,7 @@ def train_step(model, opt, batch):
     opt.step()  # OPTIMIZER
     c4 = time.thread_time_ns()
     loss.item()
-    return {"zero_grad": c1 - c0, "forward": c2 - c1, "backward": c3 - c2, "optimizer": c4 - c3}
+    return {"zero_grad": c1 - c0, "forward": c2 - c1, "backward": c3 - c2, "optimizer": c4 - c3}, entered
 
 
 def make_data(folder, shards, shard_mb):
@@ -360,9 +363,9 @@ def main():
         s1 = schedstat_all()
         if n == 0:
             first = schedstat()
-        phases = train_step(model, opt, batch)  # STEP
+        phases, entered = train_step(model, opt, batch)  # STEP
         t2 = now()
-        steps.append({"next0": t0, "next1": t1, "step1": t2, "step_cpu_ns": phases,
+        steps.append({"next0": t0, "next1": t1, "enter": entered, "step1": t2, "step_cpu_ns": phases,
                       "next_sched": [b - a for a, b in zip(s0, s1)]})
     last = schedstat()
     del it

@@ -51,7 +51,10 @@ struct dl_marker {
 };
 
 /* How the marker was chosen. */
-enum dl_learned { DL_LEARNED_NONE, DL_LEARNED_OPTION, DL_LEARNED_SYNC, DL_LEARNED_PERIOD };
+enum dl_learned { DL_LEARNED_NONE, DL_LEARNED_OPTION, DL_LEARNED_SYNC, DL_LEARNED_PERIOD, DL_LEARNED_AUTOGRAD };
+
+/* How sure a learned marker is (DL_LEARNED_AUTOGRAD); DL_SURE_NONE: not told. */
+enum dl_marker_sure { DL_SURE_NONE, DL_SURE_LOW, DL_SURE_MEDIUM, DL_SURE_HIGH };
 
 /* What step learning saw of the main thread's call sequence in its window. */
 struct dl_step_learning {
@@ -61,6 +64,10 @@ struct dl_step_learning {
 	uint32_t periods;         /* whole periods in the window */
 	uint32_t repeating;       /* periods identical to the one before (of periods - 1) */
 	uint32_t synced;          /* periods holding a blocking sync */
+	/* DL_LEARNED_AUTOGRAD: the backward passes in the window, what of them the main thread made, their pace */
+	uint32_t marks, main_marks;
+	double mark_cv;           /* of the main thread's intervals from one to the next */
+	enum dl_marker_sure sure;
 };
 
 #define DL_SYNC_GAP_MAX 64

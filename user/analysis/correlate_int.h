@@ -15,6 +15,7 @@
 
 #define LEARN_SYNCS 8                    /* sync points on one thread before deciding */
 #define LEARN_MAX_RECORDS 200000         /* decide anyway past this much */
+#define LEARN_AUTOGRAD_MARKS 5            /* backward passes (4 intervals) before deciding on them */
 /*
  * An automatic marker given up: the main thread passed this many sync points
  * without it, and RELEARN_STEP_FACTOR times as many as any step held. A loop
@@ -75,6 +76,7 @@ enum cp_state { CP_LEARN, CP_TRACK, CP_NONE };
 
 struct tidcount {
 	uint32_t tid, calls, syncs, api_calls, marks;
+	uint32_t mark_id;         /* the last marker's kind (enum dl_mark_ids) */
 };
 
 struct pending_step {

@@ -4,6 +4,7 @@
  * step, from the first records; then the records seen so far are replayed
  * into tracking.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,70 @@ static bool period_early(struct cproc *p, const struct tidcount *t)
 	return false;
 }
 
+/*
+ * How sure the marker of backward passes is: each is a step where the loop
+ * runs one backward pass an iteration, which their pace shows: a steady one
+ * (intervals within half their mean, as sd), all on the main thread, is sure;
+ * an uneven one (several backward passes an iteration, or none in some)
+ * less so. Fewer than 4 intervals say little.
+ */
+static enum dl_marker_sure autograd_sure(const struct dl_step_learning *l)
+{
+	if (l->main_marks < LEARN_AUTOGRAD_MARKS)
+		return DL_SURE_LOW;
+	if (l->mark_cv <= 0.5 && l->main_marks == l->marks)
+		return DL_SURE_HIGH;
+	return l->mark_cv <= 1 ? DL_SURE_MEDIUM : DL_SURE_LOW;
+}
+
+/*
+ * Without --step-on, in a process that called no CUDA but ran PyTorch's
+ * backward passes (the autograd marker, capture/marker.h): a step is a
+ * backward pass, on the thread that ran most of them.
+ */
+static bool learn_autograd(struct cproc *p, bool final)
+{
+	const struct tidcount *v = p->learn.tids.v, *t = busiest(p, true);
+	struct dl_step_learning *l = &p->pub.learning;
+	uint64_t prev = 0;
+	double sum = 0, sq = 0;
+	uint32_t n = 0, marks = 0;
+
+	for (size_t i = 0; i < p->learn.tids.n; i++) {
+		if (v[i].calls)
+			return false;   /* a CUDA job: its calls tell its steps */
+		marks += v[i].marks;
+	}
+	if (!t || t->marks < (final ? 2 : LEARN_AUTOGRAD_MARKS))
+		return false;
+	for (size_t i = 0; i < p->learn.events.n; i++) {
+		const struct cevent *e = &p->learn.events.v[i];
+
+		if (e->kind != DL_EV_MARK || e->tid != t->tid)
+			continue;
+		if (prev) {
+			double d = (double)(e->u.mark_ts - prev);
+
+			sum += d;
+			sq += d * d;
+			n++;
+		}
+		prev = e->u.mark_ts;
+	}
+	*l = (struct dl_step_learning){ .how = DL_LEARNED_AUTOGRAD, .marks = marks, .main_marks = t->marks };
+	if (n && sum > 0) {
+		double mean = sum / n, var = sq / n - mean * mean;
+
+		l->mark_cv = var > 0 ? sqrt(var) / mean : 0;
+	}
+	l->sure = autograd_sure(l);
+	p->pub.main_tid = t->tid;
+	p->pub.marker = (struct dl_marker){ .kind = DL_MARK_SYMBOL };
+	snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc),
+		 "automatic: each backward pass (autograd's entry, THPEngine_run_backward); the job calls no CUDA");
+	return true;
+}
+
 static void forget_learned(struct cproc *p)
 {
 	dl_vec_free(&p->learn.events);
@@ -276,7 +341,9 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 		p->pub.main_tid = t->tid;
 		p->pub.marker = (struct dl_marker){ .kind = DL_MARK_SYMBOL };
 		p->pub.learning.how = DL_LEARNED_OPTION;
-		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s (uprobe)", c->opts.step_on);
+		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), t->mark_id == DL_MARK_ID_PYFUNC ?
+			 "--step-on %s (a Python function: each call, seen by a watchpoint on its code object)" :
+			 "--step-on %s (uprobe)", c->opts.step_on);
 	} else if (c->step_on_api) {
 		const struct tidcount *v = p->learn.tids.v;
 
@@ -290,6 +357,8 @@ bool dl_corr_try_decide(struct dl_correlator *c, struct cproc *p, bool final)
 		p->pub.marker = (struct dl_marker){ .kind = DL_MARK_API, .api = (uint16_t)c->step_on_api, .dir = 0xff };
 		p->pub.learning.how = DL_LEARNED_OPTION;
 		snprintf(p->pub.marker_desc, sizeof(p->pub.marker_desc), "--step-on %s", c->opts.step_on);
+	} else if (learn_autograd(p, final)) {
+		/* decided */
 	} else {
 		const struct tidcount *v = p->learn.tids.v;
 		bool enough = final || p->learn.records >= LEARN_MAX_RECORDS;
@@ -335,7 +404,11 @@ void dl_corr_learn(struct dl_correlator *c, struct cproc *p, const struct cevent
 			t->api_calls += c->step_on_api && e->u.call.api == (unsigned)c->step_on_api;
 		}
 	} else if (h->kind == DL_EV_MARK) {
-		tid_of(p, h->tid)->marks++;
+		struct tidcount *t = tid_of(p, h->tid);
+
+		t->marks++;
+		if (h->size >= sizeof(struct dl_mark_ev))
+			t->mark_id = ((const struct dl_mark_ev *)h)->mark_id;
 	} else if (h->kind != DL_EV_SCHED) {
 		return;
 	}

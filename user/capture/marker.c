@@ -16,6 +16,7 @@
 
 struct find_ctx {
 	const char *symbol;
+	const char *lib;        /* only files whose name starts so (NULL: every file) */
 	pid_t pid;
 	char exe[4096];
 	char path[4096];        /* as the process names the file */
@@ -92,7 +93,8 @@ static int scan(const struct dl_mapping *m, void *arg)
 {
 	struct find_ctx *c = arg;
 
-	if (m->perms[2] != 'x' || !strcmp(m->path, c->exe))
+	if (m->perms[2] != 'x' || !strcmp(m->path, c->exe) ||
+	    (c->lib && strncmp(dl_basename(m->path), c->lib, strlen(c->lib))))
 		return 0;
 	return try_file(c, m->path, m->start, m->end);
 }
@@ -102,44 +104,67 @@ int dl_markers_attached(const struct dl_markers *m, pid_t pid)
 	return dl_u64map_get(&m->by_pid, (uint64_t)pid, NULL);
 }
 
-int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, const struct dl_maps *maps)
+int dl_markers_attach(struct dl_markers *m, struct dl_tracer *t, pid_t pid, const struct dl_maps *maps,
+		      struct dl_pyprocs *pp)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = 0);
-	struct find_ctx c = { .symbol = m->symbol, .pid = pid };
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = m->symbol ? DL_MARK_ID_SYMBOL : DL_MARK_ID_AUTOGRAD);
+	struct find_ctx c = { .symbol = m->symbol ? m->symbol : DL_AUTOGRAD_SYMBOL, .lib = m->symbol ? NULL : DL_AUTOGRAD_LIB,
+			      .pid = pid };
 	struct bpf_link *link;
 	char exe_link[64];
 	ssize_t n;
 	int err;
 
-	if (!m->symbol || dl_markers_attached(m, pid))
+	if ((!m->symbol && !m->autograd) || dl_markers_attached(m, pid))
 		return 0;
+	/*
+	 * Watched as a Python function: only its threads born since need
+	 * watching. A process that has the code objects found elsewhere (a
+	 * forked DataLoader worker) is watched from them at once, without
+	 * reading the symbols of every library it maps first.
+	 */
+	if (dl_pywatch_watching(&m->py, pid))
+		return dl_pywatch_attach(&m->py, t, pp, pid);
+	if (m->symbol && m->py.nknown && (err = dl_pywatch_attach(&m->py, t, pp, pid)) > 0)
+		return err;
 	snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", (int)pid);
 	n = readlink(exe_link, c.exe, sizeof(c.exe) - 1);
 	if (n > 0) {
 		c.exe[n] = '\0';
-		try_file(&c, c.exe, 0, 0);
+		if (!c.lib)
+			try_file(&c, c.exe, 0, 0);
 	}
 	if (!c.found)
 		dl_maps_foreach_in(maps, pid, scan, &c);
-	if (!c.found)
+	if (!c.found && !m->symbol)
 		return 0;
+	if (!c.found) {
+		/* No file has it: a Python function of that name, where the process runs CPython. */
+		m->py.want = m->symbol;
+		err = dl_pywatch_attach(&m->py, t, pp, pid);
+		m->found |= m->py.found;
+		return err;
+	}
 	/* By descriptor: the path looked up again could lead elsewhere (tfile.h). */
 	link = bpf_program__attach_uprobe_opts(dl_tracer_skel(t)->progs.step_mark, pid, c.file.self_path, c.offset, &o);
 	err = link ? 0 : -errno;
 	dl_tfile_close(&c.file);
 	if (err) {
-		dl_err("pid %d: cannot attach --step-on %s: %s", pid, m->symbol, strerror(-err));
+		dl_err("pid %d: cannot attach %s %s: %s", pid, m->symbol ? "--step-on" : "the step marker", c.symbol,
+		       strerror(-err));
 		return err;
 	}
 	dl_u64map_put(&m->by_pid, (uint64_t)pid, m->links.n);
 	*dl_vec_push(&m->links) = (struct dl_marker_link){ .pid = pid, .link = link };
-	dl_info("pid %d: step marker on %s (%s+0x%llx)", pid, m->symbol, c.path, (unsigned long long)c.offset);
+	dl_info("pid %d: step marker on %s (%s+0x%llx)%s", pid, c.symbol, c.path, (unsigned long long)c.offset,
+		m->symbol ? "" : ": autograd's entry, for steps where the job calls no CUDA");
 	m->found = true;
 	return 1;
 }
 
 void dl_markers_detach(struct dl_markers *m)
 {
+	dl_pywatch_detach(&m->py);
 	for (size_t i = 0; i < m->links.n; i++)
 		bpf_link__destroy(m->links.v[i].link);
 	dl_vec_free(&m->links);

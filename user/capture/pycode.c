@@ -253,6 +253,16 @@ void dl_pyprocs_scan(struct dl_pyprocs *pp, pid_t pid, const struct dl_maps *map
 	set_up(pp, proc_of(pp, pid, true), &b, maps);
 }
 
+bool dl_pyprocs_reader(struct dl_pyprocs *pp, pid_t pid, struct dl_pyreader *out)
+{
+	struct dl_pyproc *p = proc_of(pp, pid, false);
+
+	if (!p || !p->python || p->mem < 0)
+		return false;
+	*out = (struct dl_pyreader){ .layout = &p->layout, .code_type = p->code_type, .rd = mem_read, .ctx = p };
+	return true;
+}
+
 void dl_pyprocs_fork(struct dl_pyprocs *pp, pid_t child, pid_t parent)
 {
 	struct dl_pyproc *from = proc_of(pp, parent, false), *p;

@@ -17,6 +17,7 @@
 #include "records/clock.h"
 #include "records/cuda_api.h"
 #include "util.h"
+#include "capture/pyobj.h"
 
 struct dl_maps;   /* capture/procfs.h: a snapshot of a process's mappings */
 
@@ -61,5 +62,15 @@ void dl_pyprocs_name_frames(struct dl_pyprocs *pp, struct dl_stream *st, pid_t t
 /* Writes the code records a call's frames need and the stream has not had (before the call reaches the sinks). */
 void dl_pyprocs_name_call(struct dl_pyprocs *pp, struct dl_stream *st, const struct dl_call *c,
 			  struct dl_lazy_now *now);
+
+/* How to read a set-up CPython's objects (its layout, its code type, its memory). */
+struct dl_pyreader {
+	const struct dl_py_layout *layout;
+	uint64_t code_type;       /* &PyCode_Type in the process */
+	dl_pymem_fn rd;
+	void *ctx;
+};
+/* False when pid runs no CPython whose frames BPF walks (not yet, or not one dlbpf reads). */
+bool dl_pyprocs_reader(struct dl_pyprocs *pp, pid_t pid, struct dl_pyreader *out);
 
 #endif

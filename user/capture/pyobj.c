@@ -30,7 +30,7 @@ static bool read_all(dl_pymem_fn rd, void *ctx, uint64_t addr, void *buf, size_t
  * interpreter made one. Anything else (or garbage) gives "?": a name is
  * never read past DL_PY_STR_MAX - 1 bytes.
  */
-static void read_str(const struct dl_py_layout *l, dl_pymem_fn rd, void *ctx, uint64_t addr, char *out)
+void dl_pystr_read(const struct dl_py_layout *l, dl_pymem_fn rd, void *ctx, uint64_t addr, char *out)
 {
 	uint8_t h[64];
 	uint64_t len, data;
@@ -91,8 +91,8 @@ int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn
 
 	if (dl_pycode_identity(l, code_type, rd, ctx, addr, out))
 		return -1;
-	read_str(l, rd, ctx, out->id_filename, out->file);
-	read_str(l, rd, ctx, out->id_name, out->func);
+	dl_pystr_read(l, rd, ctx, out->id_filename, out->file);
+	dl_pystr_read(l, rd, ctx, out->id_name, out->func);
 	if (!read_all(rd, ctx, out->id_linetable, h, sizeof(h)))
 		return 0;
 	n = word_at(h, VAR_SIZE);
@@ -182,4 +182,31 @@ ssize_t dl_pysnap_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		best = len;
 	memcpy(buf, m->r[at].b + (addr - m->r[at].addr), best);
 	return (ssize_t)best;
+}
+
+bool dl_pycode_name_matches(const char *want, const char *file, const char *qual, bool has_qualname, bool *exact)
+{
+	const char *colon = strrchr(want, ':'), *name = colon ? colon + 1 : want, *dot;
+	size_t flen = colon ? (size_t)(colon - want) : 0, nlen = strlen(name), qlen = strlen(qual), len;
+
+	*exact = false;
+	if (!nlen)
+		return false;
+	if (flen) {
+		len = strlen(file);
+		/* The file as given, or its end after a slash: "train.py" is /work/train.py. */
+		if (len < flen || strncmp(file + len - flen, want, flen) || (len > flen && file[len - flen - 1] != '/'))
+			return false;
+	}
+	if (!has_qualname) {
+		/* Only the name: the qualified name's last component is held against it. */
+		dot = strrchr(name, '.');
+		return !strcmp(qual, dot ? dot + 1 : name);
+	}
+	if (!strcmp(qual, name)) {
+		*exact = true;
+		return true;
+	}
+	/* "step" for "Trainer.step", "train_step" for "main.<locals>.train_step". */
+	return qlen > nlen && qual[qlen - nlen - 1] == '.' && !strcmp(qual + qlen - nlen, name);
 }

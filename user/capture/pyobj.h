@@ -25,6 +25,9 @@ struct dl_py_layout {
 	/* str: compact ASCII data follows PyASCIIObject; PyCompactUnicodeObject's utf8 copy otherwise */
 	uint16_t ascii_size, compact_utf8_len, compact_utf8;
 	unsigned lines_format;    /* enum dl_pycode_format */
+	/* Opcodes that take a reference on a code object without calling it (struct dl_pywatch); 0: not told */
+	uint8_t op_load_const, op_make_function;
+	uint16_t co_code;         /* 3.10: PyCodeObject's bytecode (a bytes), where the frame has only an index */
 };
 
 /* The layout of CPython major.minor, or NULL when the table has none. */
@@ -70,6 +73,8 @@ int dl_pycode_identity(const struct dl_py_layout *l, uint64_t code_type, dl_pyme
 int dl_pycode_read(const struct dl_py_layout *l, uint64_t code_type, dl_pymem_fn rd, void *ctx, uint64_t addr,
 		   struct dl_pycode_info *out);
 void dl_pycode_info_free(struct dl_pycode_info *i);
+/* The str at addr as UTF-8 into out (DL_PY_STR_MAX bytes): "?" when it is not one that can be read. */
+void dl_pystr_read(const struct dl_py_layout *l, dl_pymem_fn rd, void *ctx, uint64_t addr, char *out);
 
 /*
  * A code object as BPF read it at a probe (struct dl_pysnap_ev, from the ring
@@ -88,5 +93,14 @@ struct dl_pysnap_mem {
 bool dl_pysnap_mem_init(struct dl_pysnap_mem *m, const struct dl_pysnap_ev *ev, size_t len);
 /* A dl_pymem_fn over a struct dl_pysnap_mem: what its regions hold from addr on, or -1. */
 ssize_t dl_pysnap_read(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/*
+ * Whether want, as --step-on takes a Python function (capture/pywatch.h),
+ * names the function whose code object has file and qualified name qual
+ * (3.10's code objects have only the name: the last component of want is
+ * held against it then). *exact: the whole qualified name matched, not only
+ * its end after a dot.
+ */
+bool dl_pycode_name_matches(const char *want, const char *file, const char *qual, bool has_qualname, bool *exact);
 
 #endif

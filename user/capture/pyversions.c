@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The one table of CPython layouts. Every number was taken with offsetof()
- * from each version's own internal headers (Include/internal/pycore_*.h of
+ * from each version's own internal headers (the opcodes from its opcode module) (Include/internal/pycore_*.h of
  * 3.10.13, 3.11.7, 3.12.1, 3.13.0; Debian's 3.11 gives the same), and
  * tests/integration/test_pyframes.py checks them against each interpreter
  * on the machine: a layout changes between minor versions, never within one.
@@ -19,6 +19,7 @@ static const struct dl_py_layout table[] = {
 			 .flags = DL_PYCFG_LASTI },
 		.co_filename = 104, .co_name = 112, .co_qualname = 0, .co_firstlineno = 40, .co_linetable = 120,
 		.ascii_size = 48, .compact_utf8_len = 48, .compact_utf8 = 56, .lines_format = DL_PYLINES_310,
+		.op_load_const = 100, .op_make_function = 132, .co_code = 48,
 	},
 	{
 		.major = 3, .minor = 11, .runtime_tss = 592, .runtime_mutexes = 2,
@@ -27,6 +28,7 @@ static const struct dl_py_layout table[] = {
 			 .code_adaptive = 184, .flags = DL_PYCFG_CFRAME },
 		.co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 72, .co_linetable = 136,
 		.ascii_size = 48, .compact_utf8_len = 48, .compact_utf8 = 56, .lines_format = DL_PYLINES_311,
+		.op_load_const = 100, .op_make_function = 132,
 	},
 	{
 		.major = 3, .minor = 12, .runtime_tss = 1544,
@@ -35,6 +37,7 @@ static const struct dl_py_layout table[] = {
 			 .frame_owner = 70, .code_adaptive = 192, .flags = DL_PYCFG_CFRAME | DL_PYCFG_OWNER },
 		.co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68, .co_linetable = 136,
 		.ascii_size = 40, .compact_utf8_len = 40, .compact_utf8 = 48, .lines_format = DL_PYLINES_311,
+		.op_load_const = 100, .op_make_function = 132,
 	},
 	{
 		.major = 3, .minor = 13, .runtime_tss = 2160,
@@ -43,6 +46,7 @@ static const struct dl_py_layout table[] = {
 			 .code_adaptive = 200, .flags = DL_PYCFG_OWNER },
 		.co_filename = 112, .co_name = 120, .co_qualname = 128, .co_firstlineno = 68, .co_linetable = 136,
 		.ascii_size = 40, .compact_utf8_len = 40, .compact_utf8 = 48, .lines_format = DL_PYLINES_311,
+		.op_load_const = 83, .op_make_function = 26,
 	},
 };
 

@@ -41,7 +41,7 @@ static void choose_twins(struct dl_tracer *t)
 	struct bpf_program *by_hand[] = {
 		skel->progs.cuda_entry_only, skel->progs.cuda_enter, skel->progs.cuda_return,
 		skel->progs.cuda_eo_one, skel->progs.cuda_eo_onenp, skel->progs.cuda_enter_one,
-		skel->progs.cuda_ret_one, skel->progs.cuda_ret_onenp, skel->progs.step_mark,
+		skel->progs.cuda_ret_one, skel->progs.cuda_ret_onenp, skel->progs.step_mark, skel->progs.py_call_watch,
 		skel->progs.calib_entry, skel->progs.calib_return, skel->progs.calib_entry_one, skel->progs.calib_ret_one,
 	};
 
@@ -50,7 +50,10 @@ static void choose_twins(struct dl_tracer *t)
 	skel->rodata->has_attach_cookie = f->attach_cookie;
 	skel->rodata->file_probes = t->file_probes;
 	skel->rodata->dl_page_shift = (__u32)__builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
-	/* Attached by hand: per library (dl_tracer_scan_cuda), per process (--step-on, marker.c), to dlbpf (calib.c). */
+	/*
+	 * Attached by hand: per library (dl_tracer_scan_cuda), per process (--step-on, marker.c, pywatch.c),
+	 * to dlbpf (calib.c).
+	 */
 	for (size_t i = 0; i < sizeof(by_hand) / sizeof(by_hand[0]); i++)
 		bpf_program__set_autoattach(by_hand[i], false);
 	bpf_program__set_autoload(skel->progs.cuda_entry_only, multi);
@@ -65,6 +68,8 @@ static void choose_twins(struct dl_tracer *t)
 	bpf_program__set_autoload(skel->progs.calib_return, multi);
 	bpf_program__set_autoload(skel->progs.calib_entry_one, !multi);
 	bpf_program__set_autoload(skel->progs.calib_ret_one, !multi);
+	/* It reads the thread's Python frame as the walker does: where that loads. */
+	bpf_program__set_autoload(skel->progs.py_call_watch, py);
 	bpf_program__set_autoload(skel->progs.proc_fork, !f->signal_task);
 	bpf_program__set_autoload(skel->progs.proc_fork_hold, f->signal_task);
 	dl_pylines_choose(&t->pylines, skel, multi || py, !t->no_py_lines);

@@ -56,6 +56,11 @@ const char *dl_step_confidence(double cv, uint64_t n)
 	return cv < 0.25 ? "high" : cv < 0.5 ? "medium" : "low (irregular steps)";
 }
 
+const char *dl_marker_sure_name(enum dl_marker_sure s)
+{
+	return s == DL_SURE_HIGH ? "high" : s == DL_SURE_MEDIUM ? "medium" : "low";
+}
+
 static double repeat_share(const struct dl_step_learning *l)
 {
 	return l->periods > 1 ? (double)l->repeating / (double)(l->periods - 1) : 0;
@@ -68,6 +73,11 @@ static void text_learning(FILE *f, const struct dl_report_steps *rs)
 	const struct dl_sync_cadence *sc = &rs->p->syncs;
 	uint32_t every = rs->sync_every;
 
+	if (l->how == DL_LEARNED_AUTOGRAD)
+		fprintf(f, "  learned  from PyTorch's backward passes, the job calling no CUDA: confidence %s (%u of %u "
+			   "backward passes on the main thread, their intervals' CV %.2f; a step is one backward pass, "
+			   "--step-on FUNCTION marks another)\n", dl_marker_sure_name(l->sure), l->main_marks, l->marks,
+			l->mark_cv);
 	if (l->how == DL_LEARNED_PERIOD)
 		fprintf(f, "  learned  from the call sequence's period, not from syncs: %u calls a step; %u of %u "
 			   "periods repeat the one before (%.0f%%)\n", l->period_calls, l->repeating,
@@ -306,10 +316,22 @@ static void json_step(struct dl_json *j, const struct dl_step *st, const struct 
 static void json_learning(struct dl_json *j, const struct dl_report_steps *rs)
 {
 	const struct dl_corr_proc *p = rs->p;
-	static const char *const how[] = { "none", "option", "sync", "period" };
+	static const char *const how[] = { "none", "option", "sync", "period", "autograd" };
 	const struct dl_step_learning *l = &p->learning;
 
 	dl_json_kstr(j, "learned_from", how[l->how]);
+	dl_json_key(j, "marker_confidence");
+	if (l->sure == DL_SURE_NONE) {
+		dl_json_null(j);
+	} else {
+		dl_json_obj_begin(j);
+		dl_json_kstr(j, "level", dl_marker_sure_name(l->sure));
+		dl_json_ku64(j, "marks", l->marks);
+		dl_json_ku64(j, "main_thread_marks", l->main_marks);
+		dl_json_key(j, "interval_cv");
+		dl_json_double(j, l->mark_cv);
+		dl_json_obj_end(j);
+	}
 	dl_json_key(j, "period");
 	if (l->how != DL_LEARNED_PERIOD) {
 		dl_json_null(j);

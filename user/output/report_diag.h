@@ -22,6 +22,8 @@ void dl_print_step(void *printer, const struct dl_step *st);
 
 /* How regular the steps of a run are, in words, from their spread (CV) and count. */
 const char *dl_step_confidence(double cv, uint64_t n);
+/* A learned marker's confidence as the report and the JSON say it: "high", "medium", "low". */
+const char *dl_marker_sure_name(enum dl_marker_sure s);
 void dl_report_steps_text(FILE *f, const struct dl_report_model *m);
 /* The steps, their markers and the diagnosis; the summary names the processes of the steps' input lineage. */
 void dl_report_steps_json(struct dl_json *j, const struct dl_report_model *m);
