@@ -64,7 +64,7 @@ def bench_pysteps(rounds, steps=30, calls=200000):
             marker = [x / b for x, b in zip(per[v], per[""])] if v else []
             rows.append([name, label, spread([x / 1e6 for x in per[v]], "{:.2f}"), spread(ratio, "{:.3f}"),
                          spread(marker, "{:.3f}") if marker else ""])
-    return table("14. Step markers in Python jobs: the job's own mean step, traced against untraced",
+    return table("15. Step markers in Python jobs: the job's own mean step, traced against untraced",
                  ["job", "variant", "ms a step", "ratio to untraced (same round)",
                   "ratio to dlbpf with no --step-on (same round)"], rows,
                  ["train_step is called once a step: two watched writes (its frame's reference taken and "
