@@ -675,4 +675,25 @@ static __always_inline void resume_missed_run(struct task_struct *t, struct thre
 	__sync_fetch_and_add(&missed_switch_ins, 1);
 }
 
+/*
+ * A read-family or receive call begins on the current thread (files.bpf.c,
+ * net.bpf.c): its state, made for a traced thread; NULL for any other.
+ */
+static __always_inline struct file_call *dl_file_call_begin(__u32 call)
+{
+	struct file_call *fc;
+
+	if (!dl_current_traced())
+		return NULL;
+	fc = dl_file_call(true);
+	if (!fc) {
+		dl_count_drop(DL_DROP_INFLIGHT);
+		return NULL;
+	}
+	fc->ts = bpf_ktime_get_ns();
+	fc->call = call;
+	fc->disk_bytes = 0;
+	return fc;
+}
+
 #endif /* DLBPF_COMMON_BPF_H */

@@ -16,6 +16,7 @@
 #include "dlbpf/io.h"
 #include "capture/elfsym.h"
 #include "capture/files.h"
+#include "capture/net.h"
 #include "capture/sysevents.h"
 #include "capture/hooks.h"
 #include "log.h"
@@ -168,6 +169,7 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	bpf_program__set_autoload(skel->progs.io_getrq, !t->feat.block_io_start);
 	t->files_mech = dl_files_choose(skel, files, &t->feat);
 	t->files = t->files_mech != DL_FILES_NONE;
+	t->net_mech = dl_net_choose(skel, &t->feat, t->files_mech);
 	choose_twins(t);
 	err = dlbpf__load(skel);
 	if (err) {
@@ -209,7 +211,8 @@ int dl_tracer_attach_auto(struct dl_tracer *t)
 		return err;
 	}
 	/* fentry and kprobes attached with the skeleton; tracepoints and return probes through dlbpf's own events. */
-	return dl_files_attach(t->skel, t->files_mech, &t->sysevents, &t->krets);
+	err = dl_files_attach(t->skel, t->files_mech, &t->sysevents, &t->krets);
+	return err ? err : dl_net_attach(t->skel, t->net_mech, t->files_mech, &t->sysevents);
 }
 
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)
