@@ -63,6 +63,7 @@ static struct dl_net_endpoint *intern(struct dl_proc_net *pn, const struct dl_ne
 		return NULL;
 	ep = dl_vec_push(&pn->eps);
 	*ep = *k;
+	dl_net_endpoint_name(ep, ep->name, sizeof(ep->name));
 	dl_u64map_put(&pn->by_key, key, pn->eps.n - 1);
 	return ep;
 }

@@ -18,7 +18,10 @@
 #define DL_NET_TRACKED 1024
 #define DL_NET_LISTED 64
 
+#define DL_NET_NAME_LEN 64
+
 struct dl_net_endpoint {
+	char name[DL_NET_NAME_LEN];  /* dl_net_endpoint_name's */
 	uint8_t addr[16];        /* the peer (IPv4 in the first 4 bytes); unconnected: this end's */
 	uint16_t family, protocol;
 	uint16_t port;           /* the peer's; unconnected: this end's */

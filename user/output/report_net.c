@@ -12,15 +12,14 @@ void dl_report_net_text(FILE *f, const struct dl_proc_net *pn)
 {
 	size_t n;
 	const struct dl_net_endpoint **top = dl_net_top(pn, TEXT_ENDPOINTS, &n);
-	char name[96], rb[32];
+	char rb[32];
 
 	for (size_t i = 0; i < n; i++) {
 		const struct dl_net_endpoint *ep = top[i];
 
-		dl_net_endpoint_name(ep, name, sizeof(name));
 		dl_fmt_bytes(rb, sizeof(rb), ep->bytes);
 		fprintf(f, "  %s %s: received %s in %" PRIu64 " calls, blocked %.3f ms", i ? "        " : "net     ",
-			name, rb, ep->recvs, (double)ep->recv_ns / 1e6);
+			ep->name, rb, ep->recvs, (double)ep->recv_ns / 1e6);
 		if (ep->responses)
 			fprintf(f, " (%" PRIu64 " responses, %.3f ms to their first byte)", ep->responses,
 				(double)ep->response_ns / 1e6);
@@ -49,17 +48,16 @@ void dl_report_net_json(struct dl_json *j, const struct dl_proc_net *pn)
 	size_t n;
 	const struct dl_net_endpoint **top = dl_net_top(pn, DL_NET_LISTED, &n);
 	struct dl_net_endpoint more = pn->more;
-	char name[96], addr[64];
+	char addr[64];
 
 	dl_json_key(j, "net");
 	dl_json_arr_begin(j);
 	for (size_t i = 0; i < n; i++) {
 		const struct dl_net_endpoint *ep = top[i];
 
-		dl_net_endpoint_name(ep, name, sizeof(name));
 		dl_net_addr_str(ep, addr, sizeof(addr));
 		dl_json_obj_begin(j);
-		dl_json_kstr(j, "endpoint", name);
+		dl_json_kstr(j, "endpoint", ep->name);
 		dl_json_kstr(j, "protocol", ep->protocol == 6 ? "tcp" : ep->protocol == 17 ? "udp" : "other");
 		dl_json_kstr(j, "family", ep->family == 10 ? "ipv6" : "ipv4");
 		dl_json_kstr(j, "address", addr);
