@@ -3,10 +3,12 @@
 """A loader that fetches objects from an HTTP server with range requests, the way a streaming
 data set reads shards from an object store, and counts what it received itself.
 
-    netload.py HOST PORT OBJECT --size N --requests R [--conns C] [--buf B] [--udp HOST:PORT:COUNT]
+    netload.py HOST PORT OBJECT --size N --requests R [--conns C] [--buf B] [--readv]
+               [--udp HOST:PORT:COUNT[,...]]
 
 R range requests of N bytes each (consecutive ranges of OBJECT) over C keep-alive connections
-(round robin, each request answered before the next), read with recv_into into a B-byte buffer.
+(round robin, each request answered before the next), read with recv_into (recvfrom), or with
+--readv by readv on the socket's fd, into a B-byte buffer.
 --udp sends COUNT datagrams to a UDP echo server on a connected socket and receives each echo.
 Prints one JSON line: per connection its endpoint, local port, bytes and receive calls, and the
 loader's own clock around each receive call and each request (the time it waited)."""
@@ -23,7 +25,7 @@ def endpoint(sock):
 
 
 class Conn:
-    def __init__(self, host, port, bufsize):
+    def __init__(self, host, port, bufsize, readv):
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.connect((host, port))
@@ -31,12 +33,13 @@ class Conn:
         self.buf = bytearray(bufsize)
         self.view = memoryview(self.buf)
         self.pending = b""   # bytes past the headers a receive brought with them
+        self.readv = readv
         self.truth = dict(endpoint(self.sock), local_port=self.sock.getsockname()[1], protocol="tcp",
                           bytes=0, recvs=0, recv_ns=0, requests=0, request_ns=0)
 
     def recv(self):
         t0 = time.perf_counter_ns()
-        n = self.sock.recv_into(self.view)
+        n = os.readv(self.sock.fileno(), [self.view]) if self.readv else self.sock.recv_into(self.view)
         self.truth["recv_ns"] += time.perf_counter_ns() - t0
         self.truth["recvs"] += 1
         self.truth["bytes"] += n
@@ -95,9 +98,10 @@ def main():
     ap.add_argument("--requests", type=int, required=True)
     ap.add_argument("--conns", type=int, default=1)
     ap.add_argument("--buf", type=int, default=65536)
+    ap.add_argument("--readv", action="store_true")
     ap.add_argument("--udp")
     a = ap.parse_args()
-    conns = [Conn(a.host, a.port, a.buf) for _ in range(a.conns)]
+    conns = [Conn(a.host, a.port, a.buf, a.readv) for _ in range(a.conns)]
     t0 = time.perf_counter_ns()
     for i in range(a.requests):
         conns[i % len(conns)].get(a.object, i * a.size, (i + 1) * a.size - 1)
