@@ -16,8 +16,7 @@ void dl_net_free(struct dl_proc_net *pn)
 	memset(pn, 0, sizeof(*pn));
 }
 
-/* The endpoint a record's receive came from, as a key: a connected socket by its peer, another by its local port. */
-static void endpoint_of(const struct dl_net_recv_ev *e, struct dl_net_endpoint *key)
+void dl_net_endpoint_of(const struct dl_net_recv_ev *e, struct dl_net_endpoint *key)
 {
 	static const uint8_t zero[16];
 
@@ -27,6 +26,14 @@ static void endpoint_of(const struct dl_net_recv_ev *e, struct dl_net_endpoint *
 	key->unconnected = !e->rport && !memcmp(e->raddr, zero, sizeof(zero));
 	memcpy(key->addr, key->unconnected ? e->laddr : e->raddr, sizeof(key->addr));
 	key->port = key->unconnected ? e->lport : e->rport;
+	dl_net_endpoint_name(key, key->name, sizeof(key->name));
+}
+
+uint64_t dl_net_recv_wait_in(const struct dl_net_recv_ev *e, uint64_t from, uint64_t to)
+{
+	uint64_t a = e->h.ts > from ? e->h.ts : from, b = e->h.ts + e->dur_ns < to ? e->h.ts + e->dur_ns : to;
+
+	return b > a ? b - a : 0;
 }
 
 static uint64_t key_hash(const struct dl_net_endpoint *k)
@@ -63,7 +70,6 @@ static struct dl_net_endpoint *intern(struct dl_proc_net *pn, const struct dl_ne
 		return NULL;
 	ep = dl_vec_push(&pn->eps);
 	*ep = *k;
-	dl_net_endpoint_name(ep, ep->name, sizeof(ep->name));
 	dl_u64map_put(&pn->by_key, key, pn->eps.n - 1);
 	return ep;
 }
@@ -72,7 +78,7 @@ void dl_net_recv(struct dl_proc_net *pn, const struct dl_net_recv_ev *e)
 {
 	struct dl_net_endpoint k, *ep;
 
-	endpoint_of(e, &k);
+	dl_net_endpoint_of(e, &k);
 	ep = intern(pn, &k);
 	if (!ep)
 		ep = &pn->more;
