@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 
-from harness import Dlbpf, Skipped, check, main, process, truth_line
+from harness import DLBPF, WORK, Dlbpf, Skipped, check, load_summary, main, process, run_dlbpf, truth_line
 from netserve import ObjectServer, UdpEcho
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -151,6 +151,43 @@ def test_net_findings():
         f = check_finding(s, t, rule)
         notes.append(f"{kw} -> {rule} ({100 * f['evidence']['share']:.0f}% of the loader's time)")
     return "; ".join(notes)
+
+
+def test_net_no_files():
+    """--no-files takes the receive calls' entries with it: every receive is still counted, bytes and
+    calls exact, each one marked as having no wait (recvs_no_start), and no finding is made of them."""
+    srv = ObjectServer("127.0.0.1", OBJECT, delay_s=0.01)
+    try:
+        s, t = run_loader("127.0.0.1", srv.port, "--size", 20011, "--requests", 6, dlbpf_args=["--no-files"])
+    finally:
+        srv.close()
+    (name, truth), = by_endpoint(t).items()
+    g = {e["endpoint"]: e for e in process(s, t["pid"])["net"]}.get(name)
+    check(g and (g["bytes"], g["recvs"]) == (truth["bytes"], truth["recvs"]),
+          f"{name}: {g} against the loader's {truth}")
+    check(g["recvs_no_start"] == g["recvs"] and g["recv_ns"] == 0, f"{name}: waits without their entries: {g}")
+    check(not [f for f in s["diagnosis"]["findings"] if f["rule"].startswith("net-")], "a finding without waits")
+    return f"{name}: {g['bytes']} B in {g['recvs']} receives, none with a wait"
+
+
+def test_net_recording():
+    """dlbpf record, then dlbpf report of the recording: the same endpoints, bytes, calls and finding."""
+    rec = os.path.join(WORK, "net.dlbpf")
+    srv = ObjectServer("::1", OBJECT, delay_s=0.01)
+    try:
+        p = subprocess.run([DLBPF, "-q", "record", "-o", rec, "--", sys.executable, NETLOAD, "::1", str(srv.port),
+                            "/object", "--size", "7001", "--requests", "9"], capture_output=True, text=True, timeout=120)
+    finally:
+        srv.close()
+    check(p.returncode == 0, f"dlbpf record exited {p.returncode}: {p.stderr[-1500:]}")
+    t = truth_line(p.stdout)
+    out = os.path.join(WORK, "net-replay.json")
+    rc, _, err = run_dlbpf(["report", rec, "-j", out])
+    check(rc == 0, f"dlbpf report exited {rc}: {err[-1500:]}")
+    s = load_summary(out)
+    got = compare(s, t)
+    check_finding(s, t, "net-latency")
+    return "replayed: " + ", ".join(f"{n} {e['bytes']} B in {e['recvs']} receives" for n, e in got.items())
 
 
 NS = "dlbpf-nettest"
