@@ -100,9 +100,9 @@ static void entry_progs(struct dlbpf *skel, enum dl_files_mech m, struct bpf_pro
 
 static const char *const tp_events[2] = { "sys_enter_recvfrom", "sys_enter_recvmsg" };
 
-enum dl_net_mech dl_net_choose(struct dlbpf *skel, const struct dl_features *f, enum dl_files_mech entry)
+enum dl_net_mech dl_net_choose(struct dlbpf *skel, bool wanted, const struct dl_features *f, enum dl_files_mech entry)
 {
-	enum dl_net_mech m = dl_net_mechanism(f);
+	enum dl_net_mech m = wanted ? dl_net_mechanism(f) : DL_NET_NONE;
 	struct bpf_program *entries[2];
 	char cost[512];
 
@@ -118,6 +118,8 @@ enum dl_net_mech dl_net_choose(struct dlbpf *skel, const struct dl_features *f, 
 	    (entry != DL_FILES_TRACEPOINT || (dl_sysevent_id(tp_events[0]) >= 0 && dl_sysevent_id(tp_events[1]) >= 0)))
 		for (int i = 0; i < 2; i++)
 			bpf_program__set_autoload(entries[i], true);
+	if (!wanted)
+		return m;
 	dl_net_mech_cost(m, entry, cost, sizeof(cost));
 	if (m == DL_NET_NONE)
 		dl_warn("network: %s", cost);

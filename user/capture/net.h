@@ -31,11 +31,11 @@ const char *dl_net_mech_name(enum dl_net_mech m);
  */
 const char *dl_net_mech_cost(enum dl_net_mech m, enum dl_files_mech entry, char *buf, size_t cap);
 /*
- * Loads the network programs of the cheapest mechanism; the receive calls'
+ * Loads the network programs of the cheapest mechanism when wanted; the receive calls'
  * entries ride on the files source's mechanism (none with --no-files: the
  * receives are counted without their wait). Returns the mechanism.
  */
-enum dl_net_mech dl_net_choose(struct dlbpf *skel, const struct dl_features *f, enum dl_files_mech entry);
+enum dl_net_mech dl_net_choose(struct dlbpf *skel, bool wanted, const struct dl_features *f, enum dl_files_mech entry);
 /* Attaches the syscall tracepoints of the entries (the files source's tracepoint mechanism); -errno. */
 int dl_net_attach(struct dlbpf *skel, enum dl_net_mech m, enum dl_files_mech entry, struct dl_sysevents *events);
 

@@ -118,7 +118,7 @@ static int choose_file_probes(struct dl_tracer *t)
 	return 0;
 }
 
-int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files)
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files, bool net)
 {
 	struct dlbpf *skel;
 	int err;
@@ -169,7 +169,7 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	bpf_program__set_autoload(skel->progs.io_getrq, !t->feat.block_io_start);
 	t->files_mech = dl_files_choose(skel, files, &t->feat);
 	t->files = t->files_mech != DL_FILES_NONE;
-	t->net_mech = dl_net_choose(skel, &t->feat, t->files_mech);
+	t->net_mech = dl_net_choose(skel, net, &t->feat, t->files_mech);
 	choose_twins(t);
 	err = dlbpf__load(skel);
 	if (err) {
