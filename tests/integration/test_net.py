@@ -7,6 +7,7 @@ first byte and a paced rate per connection, as an object store's front end has) 
 connection the bytes and receive calls it made and its clock around each; a UDP echo exchange on
 connected sockets. IPv4 and IPv6 on loopback; where the kernel has sch_netem, the same behind
 tc netem delay and rate on a veth pair into a network namespace. Run as root."""
+import json
 import os
 import shutil
 import subprocess
@@ -151,6 +152,36 @@ def test_net_findings():
         f = check_finding(s, t, rule)
         notes.append(f"{kw} -> {rule} ({100 * f['evidence']['share']:.0f}% of the loader's time)")
     return "; ".join(notes)
+
+
+def test_net_timeline():
+    """The timeline (-o trace.json): a recv slice per receive on the loader's thread track, named by its
+    endpoint; per endpoint their bytes and count equal the loader's, and their time its blocked time."""
+    trace = os.path.join(WORK, "net-trace.json")
+    srv = ObjectServer("127.0.0.1", OBJECT, delay_s=0.003)
+    u = UdpEcho("::1")
+    try:
+        s, t = run_loader("127.0.0.1", srv.port, "--size", 33_331, "--requests", 8, "--buf", 8192,
+                          "--udp", f"[::1]:{u.port}:4", dlbpf_args=["-o", trace])
+    finally:
+        srv.close()
+        u.close()
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    got = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "net" and e["name"] == "recv" and e["pid"] == t["pid"]:
+            b, n, us = got.get(e["args"]["endpoint"], (0, 0, 0.0))
+            got[e["args"]["endpoint"]] = (b + e["args"]["bytes"], n + 1, us + e["dur"])
+    summary_eps = {e["endpoint"]: e for e in process(s, t["pid"])["net"]}
+    for name, truth in by_endpoint(t).items():
+        b, n, us = got.get(name, (0, 0, 0.0))
+        check((b, n) == (truth["bytes"], truth["recvs"]), f"{name}: recv slices {b} bytes in {n}, the loader "
+              f"received {truth['bytes']} in {truth['recvs']}")
+        # Slices are in microseconds with 3 decimals: each rounds by at most 0.5 ns.
+        check(abs(us * 1000 - summary_eps[name]["recv_ns"]) <= n, f"{name}: slices {us} us, summary "
+              f"{summary_eps[name]['recv_ns']} ns")
+    return ", ".join(f"{n}: {b} B in {c} slices" for n, (b, c, _) in got.items())
 
 
 def test_net_no_files():
