@@ -14,7 +14,8 @@
  * kprobe or syscall tracepoint): the call's state is the thread's file_call,
  * and a receive ends it, so the read's exit writes no DL_EV_FILE_READ.
  *
- * Sends (sock:sock_send_length, or fexit on sock_sendmsg) mark the socket, so
+ * Sends (sock:sock_send_length, or fexit on tcp_sendmsg, udp_sendmsg and
+ * udpv6_sendmsg) mark the socket, so
  * the next receive on it is known to be a response's first: what it waited is
  * the request's round trip and the server's time to the first byte.
  */
@@ -127,10 +128,28 @@ int BPF_PROG(net_recv_fexit, struct socket *sock, struct msghdr *msg, int flags,
 	return 0;
 }
 
-SEC("?fexit/sock_sendmsg")
-int BPF_PROG(net_send_fexit, struct socket *sock, struct msghdr *msg, int ret)
+/*
+ * Sends below sock_sendmsg, which compilers inline into __sys_sendto (Debian's 6.1: its fexit saw no
+ * send of a Python sendall): the protocols' own, reached through a pointer, never inlined.
+ */
+SEC("?fexit/tcp_sendmsg")
+int BPF_PROG(net_tcp_send_fexit, struct sock *sk, struct msghdr *msg, size_t size, int ret)
 {
-	send_end(BPF_CORE_READ(sock, sk), ret);
+	send_end(sk, ret);
+	return 0;
+}
+
+SEC("?fexit/udp_sendmsg")
+int BPF_PROG(net_udp_send_fexit, struct sock *sk, struct msghdr *msg, size_t len, int ret)
+{
+	send_end(sk, ret);
+	return 0;
+}
+
+SEC("?fexit/udpv6_sendmsg")
+int BPF_PROG(net_udp6_send_fexit, struct sock *sk, struct msghdr *msg, size_t len, int ret)
+{
+	send_end(sk, ret);
 	return 0;
 }
 

@@ -146,7 +146,7 @@ static const struct argp_option opts[] = {
 	  "Where the kernel allows neither fentry nor kprobes on them (dlbpf features), these are syscall "
 	  "tracepoints, which every process's syscalls pass while they are on", 0 },
 	{ "no-net", OPT_NO_NET, NULL, 0, "Do not account socket receives: no program where a receive or a send "
-	  "ends (sock:sock_recv_length and sock_send_length, or fexit on sock_recvmsg and sock_sendmsg)", 0 },
+	  "ends (sock:sock_recv_length and sock_send_length, or fexit on sock_recvmsg and the protocols' sends)", 0 },
 	{ "ring", OPT_RING, "SEC", 0, "record: a flight recorder: keep the last SEC seconds in memory and write them "
 	  "to a new recording in the -o directory when a step is slow (--trigger-step), the verdict changes, events "
 	  "are dropped, or on SIGUSR1", 0 },

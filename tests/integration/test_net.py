@@ -22,9 +22,10 @@ NETLOAD = os.path.join(HERE, "..", "workloads", "netload.py")
 OBJECT = os.urandom((16 << 20) + 4099)
 
 
-def run_loader(host, port, *args, dlbpf_args=()):
-    """netload.py under dlbpf; returns (summary, the loader's truth)."""
-    d = Dlbpf(list(dlbpf_args) + ["--", sys.executable, NETLOAD, host, str(port), "/object"] + [str(a) for a in args])
+def run_loader(host, port, *args, dlbpf_args=(), env=None):
+    """netload.py under dlbpf (with env); returns (summary, the loader's truth)."""
+    d = Dlbpf(list(dlbpf_args) + ["--", sys.executable, NETLOAD, host, str(port), "/object"] + [str(a) for a in args],
+              env=env)
     d.started()
     rc = d.wait(timeout=120)
     check(rc == 0, f"dlbpf (or the loader) exited {rc}: {d.stderr[-2000:]}")
@@ -151,6 +152,36 @@ def test_net_findings():
             srv.close()
         f = check_finding(s, t, rule)
         notes.append(f"{kw} -> {rule} ({100 * f['evidence']['share']:.0f}% of the loader's time)")
+    return "; ".join(notes)
+
+
+def test_net_every_mechanism():
+    """The receive calls' entries ride on the files source's mechanism: by each one this kernel offers
+    (forced with the test hook, as test_files does), and the cheapest again with 5.10's per-thread
+    state (hashes by thread id, the task by probe reads), bytes, calls, responses and waits exact."""
+    out = subprocess.run([DLBPF, "features"], capture_output=True, text=True, timeout=60).stdout
+    have = {l.split()[0]: l.split()[1] for l in out.splitlines() if len(l.split()) > 1}
+    if have.get("network") == "none":
+        raise Skipped("this kernel has no network mechanism (dlbpf features)")
+    mechs = [m for m, ok in (("fentry", have.get("fentry") == "yes"), ("kprobe", have.get("kprobes") == "yes"),
+                             ("tracepoint", True)) if ok]
+    without = {"fentry": [], "kprobe": ["fentry"], "tracepoint": ["fentry", "kprobes"]}
+    srv = ObjectServer("127.0.0.1", OBJECT, delay_s=0.002)
+    u = UdpEcho("::1")
+    notes = []
+    try:
+        for mech, old in [(m, []) for m in mechs] + [(mechs[0], ["task_storage", "task_btf"])]:
+            env = dict(os.environ)
+            env.pop("DLBPF_FORCE_TWINS", None)
+            if without[mech] + old:
+                env["DLBPF_FORCE_TWINS"] = ",".join("without-" + f for f in without[mech] + old)
+            s, t = run_loader("127.0.0.1", srv.port, "--size", 65_537, "--requests", 5, "--buf", 16384,
+                              "--udp", f"[::1]:{u.port}:3", env=env)
+            got = compare(s, t)
+            notes.append(f"{mech}{' without ' + '+'.join(old) if old else ''}: {len(got)} endpoints exact")
+    finally:
+        srv.close()
+        u.close()
     return "; ".join(notes)
 
 

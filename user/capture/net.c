@@ -10,28 +10,45 @@
 #include "dlbpf.skel.h"
 #include "log.h"
 
-/* Whether the kernel has both raw tracepoints: its BTF names each one's prototype (btf_trace_<name>). */
-static bool tracepoints_there(void)
+/* What the kernel's BTF names: the raw tracepoints' prototypes (btf_trace_<name>), the functions fexit can attach to. */
+enum { HAS_RECV_TP = 1, HAS_SEND_TP = 2, HAS_TCP_SEND = 4, HAS_UDP_SEND = 8, HAS_UDP6_SEND = 16, HAS_RECVMSG = 32 };
+
+static unsigned btf_has(void)
 {
-	static int there = -1;
+	static const struct { const char *name; int kind; unsigned bit; } names[] = {
+		{ "btf_trace_sock_recv_length", BTF_KIND_TYPEDEF, HAS_RECV_TP },
+		{ "btf_trace_sock_send_length", BTF_KIND_TYPEDEF, HAS_SEND_TP },
+		{ "tcp_sendmsg", BTF_KIND_FUNC, HAS_TCP_SEND },
+		{ "udp_sendmsg", BTF_KIND_FUNC, HAS_UDP_SEND },
+		{ "udpv6_sendmsg", BTF_KIND_FUNC, HAS_UDP6_SEND },
+		{ "sock_recvmsg", BTF_KIND_FUNC, HAS_RECVMSG },
+	};
+	static int has = -1;
 	struct btf *btf;
 
-	if (there >= 0)
-		return there;
+	if (has >= 0)
+		return (unsigned)has;
+	has = 0;
 	btf = btf__load_vmlinux_btf();
 	if (!btf)
-		return (there = 0);
-	there = btf__find_by_name_kind(btf, "btf_trace_sock_recv_length", BTF_KIND_TYPEDEF) > 0 &&
-		btf__find_by_name_kind(btf, "btf_trace_sock_send_length", BTF_KIND_TYPEDEF) > 0;
+		return 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (btf__find_by_name_kind(btf, names[i].name, names[i].kind) > 0)
+			has |= (int)names[i].bit;
 	btf__free(btf);
-	return there;
+	return (unsigned)has;
+}
+
+static bool tracepoints_there(void)
+{
+	return (btf_has() & (HAS_RECV_TP | HAS_SEND_TP)) == (HAS_RECV_TP | HAS_SEND_TP);
 }
 
 enum dl_net_mech dl_net_mechanism(const struct dl_features *f)
 {
 	if (tracepoints_there())
 		return DL_NET_TRACEPOINT;
-	return f->fentry ? DL_NET_FEXIT : DL_NET_NONE;
+	return f->fentry && (btf_has() & HAS_RECVMSG) ? DL_NET_FEXIT : DL_NET_NONE;
 }
 
 const char *dl_net_mech_name(enum dl_net_mech m)
@@ -70,8 +87,9 @@ const char *dl_net_mech_cost(enum dl_net_mech m, enum dl_files_mech entry, char 
 			 "pay the tracepoint and one load, nothing else does; %s", entry_cost(entry));
 		break;
 	case DL_NET_FEXIT:
-		snprintf(buf, cap, "socket receives and sends seen by fexit on sock_recvmsg and sock_sendmsg: other "
-			 "tasks' receives and sends pay a BPF trampoline and one load, nothing else does; %s",
+		snprintf(buf, cap, "socket receives and sends seen by fexit on sock_recvmsg and on tcp_sendmsg, "
+			 "udp_sendmsg and udpv6_sendmsg: other tasks' receives and sends pay a BPF trampoline and one "
+			 "load, nothing else does; %s",
 			 entry_cost(entry));
 		break;
 	default:
@@ -109,7 +127,10 @@ enum dl_net_mech dl_net_choose(struct dlbpf *skel, bool wanted, const struct dl_
 	bpf_program__set_autoload(skel->progs.net_recv_tp, m == DL_NET_TRACEPOINT);
 	bpf_program__set_autoload(skel->progs.net_send_tp, m == DL_NET_TRACEPOINT);
 	bpf_program__set_autoload(skel->progs.net_recv_fexit, m == DL_NET_FEXIT);
-	bpf_program__set_autoload(skel->progs.net_send_fexit, m == DL_NET_FEXIT);
+	/* A protocol this kernel lacks (IPv6 built as a module) has no send to mark: its responses go unnamed. */
+	bpf_program__set_autoload(skel->progs.net_tcp_send_fexit, m == DL_NET_FEXIT && (btf_has() & HAS_TCP_SEND));
+	bpf_program__set_autoload(skel->progs.net_udp_send_fexit, m == DL_NET_FEXIT && (btf_has() & HAS_UDP_SEND));
+	bpf_program__set_autoload(skel->progs.net_udp6_send_fexit, m == DL_NET_FEXIT && (btf_has() & HAS_UDP6_SEND));
 	/* The syscall tracepoints go through dlbpf's own events (dl_net_attach), like the files source's. */
 	bpf_program__set_autoattach(skel->progs.net_recvfrom_enter, false);
 	bpf_program__set_autoattach(skel->progs.net_recvmsg_enter, false);

@@ -17,7 +17,7 @@ struct dl_features;
 enum dl_net_mech {
 	DL_NET_NONE,        /* nothing to attach to here */
 	DL_NET_TRACEPOINT,  /* raw tracepoints sock:sock_recv_length, sock_send_length (6.5+) */
-	DL_NET_FEXIT,       /* fexit on sock_recvmsg, sock_sendmsg */
+	DL_NET_FEXIT,       /* fexit on sock_recvmsg; tcp_sendmsg, udp_sendmsg, udpv6_sendmsg */
 };
 
 /* The cheapest mechanism this kernel has (its BTF says which tracepoints exist); DL_NET_NONE if none. */
