@@ -153,58 +153,59 @@ int BPF_PROG(net_udp6_send_fexit, struct sock *sk, struct msghdr *msg, size_t le
 	return 0;
 }
 
-/* --- the entries of recvfrom and recvmsg, on the files source's mechanism --- */
+/*
+ * --- the entries of recvfrom and recvmsg, on the files source's mechanism. Only the time: the
+ * socket is known where the receive ends. The fentry programs read no argument: on 5.10 the
+ * handlers' saved registers are a forward declaration in BTF (net/socket.c), and the verifier
+ * refuses any read of them ("arg0 type FWD is not a struct").
+ */
 
-static __always_inline void recv_begin(__u32 call, __u64 fd)
+static __always_inline void recv_begin(__u32 call)
 {
 	struct file_call *fc = dl_file_call_begin(call);
 
 	if (fc)
-		fc->fd = (__s32)fd;
+		fc->fd = -1;
 }
 
 SEC("?fentry/" DL_SYSCALL_HANDLER("recvfrom"))
-int BPF_PROG(net_recvfrom_fentry, const struct pt_regs *regs)
+int BPF_PROG(net_recvfrom_fentry)
 {
-	recv_begin(DL_READ_RECVFROM, PT_REGS_PARM1_CORE_SYSCALL(regs));
+	recv_begin(DL_READ_RECVFROM);
 	return 0;
 }
 
 SEC("?fentry/" DL_SYSCALL_HANDLER("recvmsg"))
-int BPF_PROG(net_recvmsg_fentry, const struct pt_regs *regs)
+int BPF_PROG(net_recvmsg_fentry)
 {
-	recv_begin(DL_READ_RECVMSG, PT_REGS_PARM1_CORE_SYSCALL(regs));
+	recv_begin(DL_READ_RECVMSG);
 	return 0;
 }
 
 SEC("?kprobe/" DL_SYSCALL_HANDLER("recvfrom"))
 int net_recvfrom_kprobe(struct pt_regs *ctx)
 {
-	struct pt_regs *regs = (struct pt_regs *)PT_REGS_PARM1(ctx);
-
-	recv_begin(DL_READ_RECVFROM, PT_REGS_PARM1_CORE_SYSCALL(regs));
+	recv_begin(DL_READ_RECVFROM);
 	return 0;
 }
 
 SEC("?kprobe/" DL_SYSCALL_HANDLER("recvmsg"))
 int net_recvmsg_kprobe(struct pt_regs *ctx)
 {
-	struct pt_regs *regs = (struct pt_regs *)PT_REGS_PARM1(ctx);
-
-	recv_begin(DL_READ_RECVMSG, PT_REGS_PARM1_CORE_SYSCALL(regs));
+	recv_begin(DL_READ_RECVMSG);
 	return 0;
 }
 
 SEC("?tp/syscalls/sys_enter_recvfrom")
 int net_recvfrom_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	recv_begin(DL_READ_RECVFROM, ctx->args[0]);
+	recv_begin(DL_READ_RECVFROM);
 	return 0;
 }
 
 SEC("?tp/syscalls/sys_enter_recvmsg")
 int net_recvmsg_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	recv_begin(DL_READ_RECVMSG, ctx->args[0]);
+	recv_begin(DL_READ_RECVMSG);
 	return 0;
 }
