@@ -701,4 +701,25 @@ static __always_inline __u32 dl_switch_prev_state(const __u64 *ctx, struct task_
 	return switch_has_prev_state ? (__u32)ctx[3] : task_state_of(prev);
 }
 
+/*
+ * A read-family or receive call begins on the current thread (files.bpf.c,
+ * net.bpf.c): its state, made for a traced thread; NULL for any other.
+ */
+static __always_inline struct file_call *dl_file_call_begin(__u32 call)
+{
+	struct file_call *fc;
+
+	if (!dl_current_traced())
+		return NULL;
+	fc = dl_file_call(true);
+	if (!fc) {
+		dl_count_drop(DL_DROP_INFLIGHT);
+		return NULL;
+	}
+	fc->ts = bpf_ktime_get_ns();
+	fc->call = call;
+	fc->disk_bytes = 0;
+	return fc;
+}
+
 #endif /* DLBPF_COMMON_BPF_H */

@@ -28,24 +28,6 @@
 #include "common.bpf.h"
 #include "dlbpf/syscall_handler.h"
 
-/* A call begins on the current thread: its state, made for a traced thread; NULL for any other. */
-static __always_inline struct file_call *begin(__u32 call)
-{
-	struct file_call *fc;
-
-	if (!dl_current_traced())
-		return NULL;
-	fc = dl_file_call(true);
-	if (!fc) {
-		dl_count_drop(DL_DROP_INFLIGHT);
-		return NULL;
-	}
-	fc->ts = bpf_ktime_get_ns();
-	fc->call = call;
-	fc->disk_bytes = 0;
-	return fc;
-}
-
 /* The thread's call in flight, if it is the one this exit ends. */
 static __always_inline struct file_call *end(bool openat)
 {
@@ -158,7 +140,7 @@ static __always_inline void close_ev(__s32 fd)
 SEC("?fentry/" fn)							\
 int BPF_PROG(name##_fentry, const struct pt_regs *regs)			\
 {									\
-	struct file_call *fc = begin(call);				\
+	struct file_call *fc = dl_file_call_begin(call);				\
 									\
 	if (fc)								\
 		fc->fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);		\
@@ -210,7 +192,7 @@ static __always_inline __u64 sys_arg(struct pt_regs *ctx, int i)
 SEC("?kprobe/" fn)							\
 int name##_kprobe(struct pt_regs *ctx)					\
 {									\
-	struct file_call *fc = begin(call);				\
+	struct file_call *fc = dl_file_call_begin(call);				\
 									\
 	if (fc)								\
 		fc->fd = (__s32)sys_arg(ctx, 0);			\
@@ -231,7 +213,7 @@ KPROBE_READ(kpreadv, DL_SYSCALL_HANDLER("preadv"), DL_READ_PREADV)
 SEC("?kprobe/" DL_SYSCALL_HANDLER("openat"))
 int kopen_kprobe(struct pt_regs *ctx)
 {
-	struct file_call *fc = begin(FILE_CALL_OPENAT);
+	struct file_call *fc = dl_file_call_begin(FILE_CALL_OPENAT);
 
 	if (fc) {
 		fc->fd = (__s32)sys_arg(ctx, 0);
@@ -260,7 +242,7 @@ int kclose_kprobe(struct pt_regs *ctx)
 
 static __always_inline int read_enter(struct trace_event_raw_sys_enter *ctx, __u32 call)
 {
-	struct file_call *fc = begin(call);
+	struct file_call *fc = dl_file_call_begin(call);
 
 	if (fc)
 		fc->fd = (__s32)ctx->args[0];
@@ -322,7 +304,7 @@ int file_preadv_exit(struct trace_event_raw_sys_exit *ctx)
 SEC("?tp/syscalls/sys_enter_openat")
 int file_open_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	struct file_call *fc = begin(FILE_CALL_OPENAT);
+	struct file_call *fc = dl_file_call_begin(FILE_CALL_OPENAT);
 
 	if (fc) {
 		fc->fd = (__s32)ctx->args[0];

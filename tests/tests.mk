@@ -109,6 +109,7 @@ DOCS_TEST := python3 tests/unit/test_docs.py
 INTEGRATION := python3 tests/integration/test_dlbpf.py
 SCENARIOS := python3 tests/integration/test_scenarios.py
 FILES_TESTS := python3 tests/integration/test_files.py
+NET_TESTS := python3 tests/integration/test_net.py
 include tests/workloads/coverage.mk
 include tests/workloads/paths.mk
 include tests/fuzz/fuzz.mk
@@ -148,7 +149,7 @@ test-integration: dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVE
 # simulator's and the workloads' own (--self), and the last line is dlbpf's total.
 test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(GPUSIM_TEST) $(GPUSIM_ASAN_LIB) \
 		$(GPUSIM_ASAN_TEST) $(TRAIN) $(COVERAGE_BINS) fuzz-build dist-arch
-	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" "$(DOCS_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" \
+	@tests/run-tests.sh $(UNIT_BINS) "$(LAYOUT_TEST)" "$(MANPAGE_TEST)" "$(DOCS_TEST)" --self $(SIM_TESTS) --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" "$(NET_TESTS)" \
 		"$(COVERAGE_TESTS)" "$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" \
 		"$(HTML_TESTS)" "$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" \
 		"$(LINEAGE_TESTS)" "$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" "$(FORKSTORM_TESTS)" \
@@ -159,7 +160,7 @@ test-all: dlbpf $(UNIT_BINS) $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_
 # a report aborts dlbpf, and the test that ran it fails. Not in test-all: it doubles the time.
 test-asan: $(ASAN_DLBPF) dlbpf $(WORKLOADS) $(GPUSIM_LIB) $(GPUSIM_NCCL) $(GPUSIM_DRIVER) $(TRAIN) $(COVERAGE_BINS)
 	@DLBPF_BIN=$(abspath $(ASAN_DLBPF)) ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-		tests/run-tests.sh --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" "$(COVERAGE_TESTS)" \
+		tests/run-tests.sh --dlbpf "$(INTEGRATION)" "$(SCENARIOS)" "$(FILES_TESTS)" "$(NET_TESTS)" "$(COVERAGE_TESTS)" \
 		"$(TRACE_TESTS)" "$(MODES_TESTS)" "$(BUDGET_TESTS)" "$(FLIGHT_TESTS)" "$(FAULT_TESTS)" "$(HTML_TESTS)" \
 		"$(METRICS_TESTS)" "$(RECORDING_TESTS)" "$(CALLSITE_TESTS)" "$(PYFRAME_TESTS)" "$(LINEAGE_TESTS)" \
 		"$(STEPLEARN_TESTS)" "$(RANKS_TESTS)" "$(KERNEL_TESTS)" "$(FLEET_TESTS)" "$(FORKSTORM_TESTS)" \

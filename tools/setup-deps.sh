@@ -151,10 +151,11 @@ DEMO_PKGS=(clang libelf-dev zlib1g-dev pkg-config make gcc libc6-dev procps moun
 # its schema. groff-base: the man page test. chromium, fonts-dejavu-core: the HTML report
 # rendered headless. curl, prometheus: --metrics scraped and checked with promtool. git,
 # debootstrap: the fresh-root test (tools/fresh-root). python3-torch, python3-numpy: real
-# PyTorch jobs (CPU) with DataLoader workers (tests/workloads/torchjob.py).
+# PyTorch jobs (CPU) with DataLoader workers (tests/workloads/torchjob.py). iproute2: ip netns,
+# veth and tc netem for the network source's test (tests/integration/test_net.py).
 TEST_PKGS=(llvm g++ python3 python3-jsonschema protobuf-compiler valgrind binutils util-linux libclang-rt-dev
            groff-base chromium fonts-dejavu-core curl prometheus git debootstrap ca-certificates
-           python3-torch python3-numpy)
+           python3-torch python3-numpy iproute2)
 PKGS=("${DEMO_PKGS[@]}")
 [ "$profile" = demo ] || PKGS+=("${TEST_PKGS[@]}")
 

@@ -102,7 +102,7 @@ static const char doc[] =
 
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
-       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_OTLP, OPT_OTLP_HEADER, OPT_ENCODING, OPT_NO_FILES,
+       OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_OTLP, OPT_OTLP_HEADER, OPT_ENCODING, OPT_NO_FILES, OPT_NO_NET,
        OPT_STACKS, OPT_OVERHEAD_BUDGET, OPT_RUN_AS };
 
 static const struct argp_option opts[] = {
@@ -146,6 +146,8 @@ static const struct argp_option opts[] = {
 	{ "no-files", OPT_NO_FILES, NULL, 0, "Do not attribute reads to files: no program on read, openat and close. "
 	  "Where the kernel allows neither fentry nor kprobes on them (dlbpf features), these are syscall "
 	  "tracepoints, which every process's syscalls pass while they are on", 0 },
+	{ "no-net", OPT_NO_NET, NULL, 0, "Do not account socket receives: no program where a receive or a send "
+	  "ends (sock:sock_recv_length and sock_send_length, or fexit on sock_recvmsg and the protocols' sends)", 0 },
 	{ "ring", OPT_RING, "SEC", 0, "record: a flight recorder: keep the last SEC seconds in memory and write them "
 	  "to a new recording in the -o directory when a step is slow (--trigger-step), the verdict changes, events "
 	  "are dropped, or on SIGUSR1", 0 },
@@ -332,6 +334,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_FILES:
 		cfg->no_files = true;
+		break;
+	case OPT_NO_NET:
+		cfg->no_net = true;
 		break;
 	case OPT_STACKS:
 		cfg->stacks = true;

@@ -489,7 +489,7 @@ static int set_up(struct dl_live *l)
 		return err;
 	dl_tfile_force_walk(walk);
 	dl_tfile_force_paths(paths);
-	err = dl_tracer_open_load(l->tracer, cfg->ringbuf_mb, cfg->kernel_agg, !cfg->no_files);
+	err = dl_tracer_open_load(l->tracer, cfg->ringbuf_mb, cfg->kernel_agg, !cfg->no_files, !cfg->no_net);
 	if (err)
 		return err;
 	/* Before the first probe: no process can be held with no one to let it go. */

@@ -65,6 +65,7 @@ enum dl_kind {
 	DL_EV_CGROUP = 21,     /* struct dl_cgroup_ev: the container, pod or Slurm job of a process (collector) */
 	DL_EV_ENV = 22,        /* struct dl_env_ev: what a process's environment says of its devices (collector) */
 	DL_EV_PYSTACK = 23,    /* struct dl_pystack_ev: a Python thread's frames where it waited, or a CPU sample */
+	DL_EV_NET_RECV = 24,   /* struct dl_net_recv_ev: one socket receive of a traced task */
 	DL_EV_KIND_MAX,
 	/* BPF to the collector only, never in the stream or a recording: */
 	DL_EV_PYSNAP = 64,     /* struct dl_pysnap_ev (dlbpf/pyframes.h): a code object read at a probe */
@@ -524,7 +525,7 @@ struct dl_pycode_ev {
 /* Indexes of the per-CPU drop counters (map "drops"). */
 enum dl_drop_src {
 	DL_DROP_CUDA = 0,     /* ring buffer full */
-	DL_DROP_BIO = 1,      /* block and file records */
+	DL_DROP_BIO = 1,      /* block, file and network records */
 	DL_DROP_SCHED = 2,
 	DL_DROP_PROC = 3,
 	DL_DROP_INFLIGHT = 4, /* an in-flight map (calls, requests, thread states) was full, or a probe's
@@ -582,6 +583,8 @@ enum dl_read_call {
 	DL_READ_PREAD64 = 2,
 	DL_READ_READV = 3,
 	DL_READ_PREADV = 4,
+	DL_READ_RECVFROM = 5,     /* recvfrom (and recv, which glibc makes a recvfrom): network only */
+	DL_READ_RECVMSG = 6,      /* recvmsg: network only */
 };
 
 struct dl_file_read_ev {
@@ -596,6 +599,34 @@ struct dl_file_read_ev {
 struct dl_file_close_ev {
 	struct dl_hdr h;          /* ts = entry of close */
 	dl_s32 fd;
+	dl_u32 pad;
+};
+
+/*
+ * Network receives: each return of the kernel's sock_recvmsg in a traced task
+ * (a read, readv, recv, recvfrom or recvmsg on a socket, or io_uring's recv
+ * made inline), with the socket's endpoints as the kernel holds them. A read
+ * on a socket is recorded here only, not as a DL_EV_FILE_READ.
+ */
+enum dl_net_flags {
+	DL_NET_NO_START = 1u << 0,    /* the call's entry was not seen: ts is the return, dur_ns 0 */
+	DL_NET_AFTER_SEND = 1u << 1,  /* the first receive on the socket since the task sent on it (a response) */
+	DL_NET_PEEK = 1u << 2,        /* MSG_PEEK: the bytes stay queued (not counted as received) */
+};
+
+struct dl_net_recv_ev {
+	struct dl_hdr h;          /* ts = syscall entry (DL_NET_NO_START: the return) */
+	dl_u64 dur_ns;            /* entry to return: the time blocked waiting for the data, and its copy */
+	dl_s64 ret;               /* bytes received, or -errno */
+	dl_u8 raddr[16];          /* the peer: IPv4 in the first 4 bytes; all 0 if not connected (UDP) */
+	dl_u8 laddr[16];          /* this end */
+	dl_u16 family;            /* AF_INET 2, AF_INET6 10 */
+	dl_u16 protocol;          /* IPPROTO_TCP 6, IPPROTO_UDP 17 */
+	dl_u16 rport;             /* host order; 0 if not connected */
+	dl_u16 lport;
+	dl_u32 call;              /* enum dl_read_call; 0 when the entry was not seen */
+	dl_u32 flags;             /* enum dl_net_flags */
+	dl_u32 srtt_us;           /* TCP: the kernel's smoothed round-trip time then (0: not TCP) */
 	dl_u32 pad;
 };
 

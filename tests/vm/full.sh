@@ -22,6 +22,7 @@ print(" ".join(n for n in dir(t) if n.startswith("test_scenario_")))') test_repl
 run python3 tests/integration/test_lineage.py test_lineage_input
 run python3 tests/integration/test_recording.py test_compact_counts
 run python3 tests/integration/test_kernel_features.py
+run python3 tests/integration/test_net.py
 # A fork storm and a Pool(maxtasksperchild=1): every child's calls, on each kernel's way of probing.
 run python3 tests/integration/test_forkstorm.py
 # Python lines need BPF's frame walk (5.12+): where `dlbpf features` says the kernel lacks it,

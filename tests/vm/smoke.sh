@@ -22,6 +22,8 @@ run python3 tests/integration/test_scenarios.py test_scenario_input test_scenari
 # A job that execs itself under its filter: its first CUDA call after the exec is counted on every
 # kernel (by file offset where attach cookies are missing).
 run python3 tests/integration/test_kernel_features.py test_seccomp_target_survives test_unprobed_runtime_is_named
+# Socket receives by each kernel's network mechanism (tracepoint, or fexit): bytes and calls exact.
+run python3 tests/integration/test_net.py test_net_exact
 # The static release executable (make dist-arch) in a root holding only it and the workload.
 run python3 tests/integration/test_dist.py
 exit $rc

@@ -49,3 +49,9 @@ $(BENCH_OUT)/recenc_bench: tools/bench/recenc_bench.c $(call stage_lib,records) 
 # Per-CPU batching of records, producer and collector sides (issue 13's proposal; batchcost.c).
 $(BENCH_OUT)/batchcost: tools/bench/batchcost.c $(BENCH_OUT)/drain.skel.h include/dlbpf/events.h
 	$(CC) $(CFLAGS_COMMON) -O2 -I$(BENCH_OUT) $< $(LIBS) -o $@
+
+# Table 14: the network source's cost to a receive loop (netloop.c).
+bench-run: $(BENCH_OUT)/netloop
+
+$(BENCH_OUT)/netloop: tools/bench/netloop.c | $(BENCH_OUT)
+	$(CC) $(CFLAGS_COMMON) -O2 $< -o $@

@@ -6,7 +6,7 @@ The machine is noisy and shared, so variants are interleaved round by round
 and each figure is the median over rounds with its range [min-max]. Nothing
 here fails on timing: it prints, and writes the tables to .output/bench/results.md.
 
-  python3 tools/bench/bench.py [--rounds N] [--only 1,2,3,3b,3c,4,5,6,7,8,9,10,11,12,13,14,15] [--rss-seconds S] [--soak-steps N]
+  python3 tools/bench/bench.py [--rounds N] [--only 1,2,3,3b,3c,4,5,6,7,8,9,10,11,12,13,14,15,16] [--rss-seconds S] [--soak-steps N]
                                [--drain-records N] [--collector-seconds S]
                                [--baseline DLBPF]   (tables 1, 10 and 11: another build's cost beside this one's)
 """
@@ -1020,7 +1020,7 @@ def main():
     ap.add_argument("--collector-seconds", type=int, default=30)
     ap.add_argument("--budget-steps", type=int, default=1500)
     ap.add_argument("--pipe-loops", type=int, default=200000, help="table 7: round trips per run")
-    ap.add_argument("--only", default="1,2,3,3b,3c,4,5,6,7,8,9,10,11,12,13,14,15")
+    ap.add_argument("--only", default="1,2,3,3b,3c,4,5,6,7,8,9,10,11,12,13,14,15,16")
     ap.add_argument("--baseline", metavar="DLBPF",
                     help="tables 1, 7, 10 and 11 also run this dlbpf binary (another build) and give dlbpf's cost as a "
                          "ratio to it")
@@ -1071,6 +1071,9 @@ def main():
     if "15" in only:
         from bench_pysteps import bench_pysteps
         out.append(bench_pysteps(a.rounds))
+    if "16" in only:
+        from bench_net import bench_net
+        out.append(bench_net(a.rounds))
     os.makedirs(os.path.join(OUT, "bench"), exist_ok=True)
     with open(os.path.join(OUT, "bench", "results.md"), "w") as f:
         f.write("\n".join(out))

@@ -439,6 +439,118 @@ static void small_reads_finding(struct dl_diagnosis *d, const struct dl_summary 
 }
 
 /*
+ * A loader's time in socket receives, per remote endpoint over every process
+ * (a data set's workers fetch from the same store). A request and its response
+ * cost a round trip and the server's time to the first byte, then the bytes at
+ * the rate the path allows: the first receive after a send waits the former,
+ * the others the latter. Where the first-byte waits are most of the wait, the
+ * fetches are latency-bound (many small requests, each paying the round trip);
+ * otherwise bandwidth-bound. Flagged on the small-reads scale: a share of the
+ * receiving threads' time the severity scale counts (DESIGN.md: 5% moderate).
+ */
+#define NET_WAIT_SHARE 0.05
+#define NET_ENDPOINTS 256
+/* Findings for the endpoints waited on most: more would drown the others. */
+#define NET_FINDINGS 3
+
+struct net_total {
+	const char *name;
+	uint64_t bytes, recvs, recv_ns, responses, response_ns, srtt_us;
+	uint64_t receivers_ns;   /* the time of the threads that received, in the processes that received from it */
+};
+
+static void net_endpoint_finding(struct dl_diagnosis *d, const struct net_total *w)
+{
+	double share = (double)w->recv_ns / (double)w->receivers_ns;
+	double first_share = (double)w->response_ns / (double)w->recv_ns;
+	uint64_t stream_ns = w->recv_ns - w->response_ns;
+	struct dl_finding *x;
+
+	if (w->responses && first_share >= 0.5) {
+		double per = (double)w->response_ns / (double)w->responses;
+
+		x = add_finding(d, "net-latency",
+				"Receiving from %s took %.0f%% of the receiving threads' time (%.1f ms): %llu responses "
+				"waited %.2f ms each for their first byte, %.0f%% of the wait (a round trip and the "
+				"server's time%s), for %.1f KB each. Latency-bound: every small request pays a full "
+				"round trip. Keep more requests in flight (more loader workers, or concurrent requests "
+				"per worker), fetch larger objects or shards per request (fewer round trips per byte), "
+				"or cache the data set locally.",
+				w->name, 100.0 * share, (double)w->recv_ns / 1e6, (unsigned long long)w->responses,
+				per / 1e6, 100.0 * first_share,
+				w->srtt_us && per > 2e3 * (double)w->srtt_us ? ", mostly the server's: TCP's round trip is far less"
+									   : "",
+				(double)w->bytes / (double)w->responses / 1e3);
+	} else {
+		x = add_finding(d, "net-bandwidth",
+				"Receiving from %s took %.0f%% of the receiving threads' time (%.1f ms): %.1f MB in %llu "
+				"receives at %.1f MB/s once a response was flowing; first bytes took %.0f%% of the wait. "
+				"Bandwidth-bound: the rate from that endpoint is the limit. More connections in parallel "
+				"help where the limit is per connection (object stores cap a connection's rate); "
+				"otherwise cache the data set locally or nearer, or move fewer bytes (compressed or "
+				"smaller samples).",
+				w->name, 100.0 * share, (double)w->recv_ns / 1e6, (double)w->bytes / 1e6,
+				(unsigned long long)w->recvs,
+				stream_ns ? (double)w->bytes / ((double)stream_ns / 1e9) / 1e6 : 0.0, 100.0 * first_share);
+	}
+	evidence_text(x, "endpoint", w->name);
+	evidence(x, "recv_ns", (double)w->recv_ns);
+	evidence(x, "receivers_ns", (double)w->receivers_ns);
+	evidence(x, "share", share);
+	evidence(x, "responses", (double)w->responses);
+	evidence(x, "response_ns", (double)w->response_ns);
+	evidence(x, "bytes", (double)w->bytes);
+	evidence(x, "recvs", (double)w->recvs);
+	evidence(x, "srtt_us", (double)w->srtt_us);
+}
+
+static int by_recv_ns(const void *a, const void *b)
+{
+	const struct net_total *x = a, *y = b;
+
+	return x->recv_ns == y->recv_ns ? strcmp(x->name, y->name) : x->recv_ns < y->recv_ns ? 1 : -1;
+}
+
+static void net_findings(struct dl_diagnosis *d, const struct dl_summary *s)
+{
+	struct net_total t[NET_ENDPOINTS];
+	size_t n = 0;
+	int made = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		const struct dl_proc_net *pn = &s->procs[i].net;
+		uint64_t receivers_ns = pn->eps.n ? dl_files_threads_ns(&s->procs[i].files, &pn->receiver_tids) : 0;
+
+		for (size_t k = 0; k < pn->eps.n; k++) {
+			const struct dl_net_endpoint *ep = &pn->eps.v[k];
+			size_t at = 0;
+
+			while (at < n && strcmp(t[at].name, ep->name))
+				at++;
+			if (at == n) {
+				if (n == NET_ENDPOINTS)
+					continue;   /* a job with more endpoints than this spreads its wait thin */
+				t[n++] = (struct net_total){ .name = ep->name };
+			}
+			t[at].bytes += ep->bytes;
+			t[at].recvs += ep->recvs;
+			t[at].recv_ns += ep->recv_ns;
+			t[at].responses += ep->responses;
+			t[at].response_ns += ep->response_ns;
+			t[at].receivers_ns += receivers_ns;
+			if (ep->srtt_us && (!t[at].srtt_us || ep->srtt_us < t[at].srtt_us))
+				t[at].srtt_us = ep->srtt_us;
+		}
+	}
+	qsort(t, n, sizeof(t[0]), by_recv_ns);
+	for (size_t i = 0; i < n && made < NET_FINDINGS; i++)
+		if (t[i].recv_ns && t[i].receivers_ns && (double)t[i].recv_ns >= NET_WAIT_SHARE * (double)t[i].receivers_ns) {
+			net_endpoint_finding(d, &t[i]);
+			made++;
+		}
+}
+
+/*
  * An input-bound job: which worker its waits ended on (the wake-ups'
  * producers, analysis/lineage) and what that worker did between hand-offs,
  * since each cause has its own fix.
@@ -893,6 +1005,7 @@ void dl_diagnose(const struct dl_correlator *c, const struct dl_summary *s, cons
 		sketch_finding(d, &rf);
 	}
 	small_reads_finding(d, s);
+	net_findings(d, s);
 	if (s->async_io_ops) {
 		x = add_finding(d, "async-io",
 				"%.1f MB in %llu requests for the job's files were read or written by kernel threads "

@@ -163,12 +163,17 @@ void dl_files_note_sched(struct dl_proc_files *pf, uint32_t tid, uint64_t dur_ns
 	dl_u64map_put(&pf->thread_ns, tid, ns + dur_ns);
 }
 
-uint64_t dl_files_reader_ns(const struct dl_proc_files *pf)
+uint64_t dl_files_threads_ns(const struct dl_proc_files *pf, const struct dl_u64map *tids)
 {
 	uint64_t total = 0, ns;
 
-	for (size_t i = 0; i < pf->reader_tids.cap; i++)
-		if (pf->reader_tids.slots[i].used && dl_u64map_get(&pf->thread_ns, pf->reader_tids.slots[i].key, &ns))
+	for (size_t i = 0; i < tids->cap; i++)
+		if (tids->slots[i].used && dl_u64map_get(&pf->thread_ns, tids->slots[i].key, &ns))
 			total += ns;
 	return total;
+}
+
+uint64_t dl_files_reader_ns(const struct dl_proc_files *pf)
+{
+	return dl_files_threads_ns(pf, &pf->reader_tids);
 }

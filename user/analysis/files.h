@@ -68,6 +68,8 @@ void dl_files_fork(struct dl_proc_files *child, const struct dl_proc_files *pare
 void dl_files_note_sched(struct dl_proc_files *pf, uint32_t tid, uint64_t dur_ns);
 /* The traced time of the threads that read files (the loader's time, for small-reads). */
 uint64_t dl_files_reader_ns(const struct dl_proc_files *pf);
+/* The traced time of a set of the process's threads (keys of tids): the receivers', for the network findings. */
+uint64_t dl_files_threads_ns(const struct dl_proc_files *pf, const struct dl_u64map *tids);
 /* The files with reads, most bytes first (ties: by path); *n of them, at most max. Caller frees. */
 const struct dl_file_stat **dl_files_top(const struct dl_proc_files *pf, size_t max, size_t *n);
 

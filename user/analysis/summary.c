@@ -33,6 +33,7 @@ static void proc_free(struct dl_proc *p)
 	dl_u64map_free(&p->tids);
 	dl_u64map_free(&p->lib_paths);
 	dl_files_free(&p->files);
+	dl_net_free(&p->net);
 }
 
 void dl_summary_free(struct dl_summary *s)
@@ -421,6 +422,10 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 		note_thread(dl_summary_proc(s, (pid_t)h->tgid), h->tid);
 		dl_files_read(&dl_summary_proc(s, (pid_t)h->tgid)->files, rec);
 		break;
+	case DL_EV_NET_RECV:
+		note_thread(dl_summary_proc(s, (pid_t)h->tgid), h->tid);
+		dl_net_recv(&dl_summary_proc(s, (pid_t)h->tgid)->net, rec);
+		break;
 	case DL_EV_FILE_CLOSE:
 		dl_files_close(&dl_summary_proc(s, (pid_t)h->tgid)->files, rec);
 		break;
@@ -499,7 +504,8 @@ int dl_summary_sink(void *summary, const struct dl_rec *r)
 uint64_t dl_summary_kernel_events(const struct dl_summary *s)
 {
 	uint64_t n = s->records[DL_EV_BIO_SUBMIT] + s->records[DL_EV_FILE_OPEN] + s->records[DL_EV_FILE_READ] +
-		     s->records[DL_EV_FILE_CLOSE] + s->records[DL_EV_WAKE] + s->records[DL_EV_PYSTACK];
+		     s->records[DL_EV_FILE_CLOSE] + s->records[DL_EV_WAKE] + s->records[DL_EV_PYSTACK] +
+		     s->records[DL_EV_NET_RECV];
 
 	for (int k = 0; k < DL_EV_TRACE_START; k++)
 		n += s->records[k];

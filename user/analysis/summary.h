@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include "analysis/files.h"
 #include "analysis/pylines.h"
+#include "analysis/net.h"
 #include "records/cuda_api.h"
 #include "records/stream.h"
 #include "dlbpf/events.h"
@@ -100,6 +101,7 @@ struct dl_proc {
 	} sched;
 	struct dl_u64map tids; /* !threads_known: the set of threads seen (values unused) */
 	struct dl_proc_files files;   /* reads by file (analysis/files.h) */
+	struct dl_proc_net net;       /* socket receives by endpoint (analysis/net.h) */
 };
 
 struct dl_prog_miss {

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include "capture/env.h"
 #include "capture/files.h"
+#include "capture/net.h"
 #include "capture/hooks.h"
 #include "capture/seccomp_hazard.h"
 #include "dlbpf/syscall_handler.h"
@@ -441,7 +442,11 @@ int dl_features_print(FILE *out)
 	{
 		enum dl_files_mech m = dl_files_mechanism(&f);
 
+		enum dl_net_mech nm = dl_net_mechanism(&f);
+		char cost[512];
+
 		fprintf(out, "  %-18s %-3s  %s\n", "files", dl_files_mech_name(m), dl_files_mech_cost(m));
+		fprintf(out, "  %-18s %-3s  %s\n", "network", dl_net_mech_name(nm), dl_net_mech_cost(nm, m, cost, sizeof(cost)));
 	}
 	return 0;
 }

@@ -16,6 +16,7 @@
 #include "dlbpf/io.h"
 #include "capture/elfsym.h"
 #include "capture/files.h"
+#include "capture/net.h"
 #include "capture/sysevents.h"
 #include "capture/hooks.h"
 #include "log.h"
@@ -127,7 +128,8 @@ static int choose_file_probes(struct dl_tracer *t)
  * Opens the BPF object, sets it up for this kernel and loads it; *loading
  * says the failure, if any, was the load's (the verifier's).
  */
-static int open_load_once(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files, bool *loading)
+static int open_load_once(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files, bool net,
+			  bool *loading)
 {
 	struct dlbpf *skel;
 	int err;
@@ -158,12 +160,13 @@ static int open_load_once(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mod
 	bpf_program__set_autoload(skel->progs.io_getrq, !t->feat.block_io_start);
 	t->files_mech = dl_files_choose(skel, files, &t->feat);
 	t->files = t->files_mech != DL_FILES_NONE;
+	t->net_mech = dl_net_choose(skel, net, &t->feat, t->files_mech);
 	choose_twins(t);
 	*loading = true;
 	return dlbpf__load(skel);
 }
 
-int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files)
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files, bool net)
 {
 	struct dlbpf *skel;
 	bool loading;
@@ -192,7 +195,7 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 	if (err)
 		return err;
 	dl_features_log_missing(&t->feat);
-	err = open_load_once(t, ringbuf_mb, agg_mode, files, &loading);
+	err = open_load_once(t, ringbuf_mb, agg_mode, files, net, &loading);
 	/*
 	 * The Python lines' programs (a walk at sched_switch and at a perf event) are the only ones
 	 * chosen by no feature probe of their own but the walker's: a verifier that refuses them
@@ -204,7 +207,7 @@ int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode,
 		dlbpf__destroy(t->skel);
 		t->skel = NULL;
 		t->no_py_lines = true;
-		err = open_load_once(t, ringbuf_mb, agg_mode, files, &loading);
+		err = open_load_once(t, ringbuf_mb, agg_mode, files, net, &loading);
 	}
 	if (err) {
 		if (loading)
@@ -254,7 +257,8 @@ int dl_tracer_attach_auto(struct dl_tracer *t)
 		return err;
 	}
 	/* fentry and kprobes attached with the skeleton; tracepoints and return probes through dlbpf's own events. */
-	return dl_files_attach(t->skel, t->files_mech, &t->sysevents, &t->krets);
+	err = dl_files_attach(t->skel, t->files_mech, &t->sysevents, &t->krets);
+	return err ? err : dl_net_attach(t->skel, t->net_mech, t->files_mech, &t->sysevents);
 }
 
 int dl_tracer_trace_pid(struct dl_tracer *t, pid_t pid, pid_t ppid)

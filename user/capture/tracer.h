@@ -99,7 +99,7 @@ int dl_tracer_files_mech(const struct dl_tracer *t);
 
 
 /* agg_mode: CUDA calls are aggregated in the kernel (bpf/agg.bpf.h), no records; files: load bpf/files.bpf.c. */
-int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files);
+int dl_tracer_open_load(struct dl_tracer *t, unsigned ringbuf_mb, bool agg_mode, bool files, bool net);
 /* Before the first scan: put launches and copies on links of their own, for --duty. */
 void dl_tracer_split_hot(struct dl_tracer *t);
 /*

@@ -13,6 +13,7 @@ struct dl_tracer {
 	struct dl_uprobe_mode uprobes;  /* how CUDA probes attach here (capture/uprobes.h) */
 	bool files;                 /* the files programs are loaded (dl_files_choose) */
 	int files_mech;             /* on what: enum dl_files_mech (capture/files.h) */
+	int net_mech;               /* what the network source runs on: enum dl_net_mech (capture/net.h) */
 	struct dl_sysevents sysevents;  /* their events (capture/sysevents.h) */
 	struct dl_kretprobes krets;     /* or their return probes' (capture/kretprobes.h) */
 	DL_VEC(struct dl_cuda_attach) cuda;

@@ -9,6 +9,7 @@
 #include "output/report.h"
 #include "output/report_diag.h"
 #include "output/report_files.h"
+#include "output/report_net.h"
 #include "strsafe.h"
 #include "version.h"
 #include "util.h"
@@ -187,6 +188,7 @@ void dl_report_text(FILE *f, const struct dl_report_model *m)
 			ms(p->sched.oncpu_ns), ms(p->sched.runq_ns), ms(p->sched.blocked_ns), ms(p->sched.sleep_ns),
 			ms(p->sched.disk_ns), p->sched.switches, p->threads, p->threads == 1 ? "" : "s");
 		dl_report_files_text(f, &p->files, &esc);
+		dl_report_net_text(f, &p->net);
 	}
 	if (fold)
 		text_bystanders(f, m, &esc);
@@ -393,6 +395,7 @@ static void json_proc(struct dl_json *j, const struct dl_proc *p, const struct d
 	dl_json_ku64(j, "switches", p->sched.switches);
 	dl_json_obj_end(j);
 	dl_report_files_json(j, &p->files);
+	dl_report_net_json(j, &p->net);
 	dl_report_sites_json(j, sites);
 	dl_json_obj_end(j);
 }

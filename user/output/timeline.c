@@ -15,6 +15,7 @@
 #include "log.h"
 #include "records/stream.h"
 #include "analysis/callsites.h"
+#include "analysis/net.h"
 #include "output/timeline.h"
 #include "records/clock.h"
 #include "output/timeline_writer.h"
@@ -443,6 +444,21 @@ static void add_read(struct dl_timeline *t, const struct dl_file_read_ev *e)
 	dl_tfiles_read(&t->cv, t->files, (pid_t)e->h.tgid, (pid_t)e->h.tid, e->h.ts, e->h.ts + e->dur_ns);
 }
 
+/* A socket receive on its thread's track, named by its endpoint: what a loader waited on which server. */
+static void add_recv(struct dl_timeline *t, const struct dl_net_recv_ev *e)
+{
+	struct dl_net_endpoint ep;
+	struct dl_targ a[2] = { { .name = "bytes", .type = DL_TA_U64, .u = (uint64_t)e->ret } };
+
+	if (e->ret < 0 || (e->flags & DL_NET_PEEK))
+		return;
+	dl_net_endpoint_of(e, &ep);
+	a[1] = (struct dl_targ){ .name = "endpoint", .type = DL_TA_STR, .s = ep.name };
+	emit_slice(t, &(struct dl_tslice){ .track = &thread_of(t, (pid_t)e->h.tgid, (pid_t)e->h.tid)->track,
+					   .ts = e->h.ts, .dur = e->dur_ns, .cat = "net", .name = "recv", .args = a,
+					   .nargs = 2 });
+}
+
 int dl_timeline_sink(void *trace, const struct dl_rec *r)
 {
 	struct dl_timeline *t = trace;
@@ -479,6 +495,9 @@ int dl_timeline_sink(void *trace, const struct dl_rec *r)
 		break;
 	case DL_EV_FILE_READ:
 		add_read(t, rec);
+		break;
+	case DL_EV_NET_RECV:
+		add_recv(t, rec);
 		break;
 	case DL_EV_WAKE: {
 		const struct dl_wake_ev *e = rec;

@@ -33,6 +33,7 @@ static const size_t min_size[DL_EV_KIND_MAX] = {
 	[DL_EV_CGROUP] = sizeof(struct dl_cgroup_ev),
 	[DL_EV_ENV] = sizeof(struct dl_env_ev),
 	[DL_EV_PYSTACK] = sizeof(struct dl_pystack_ev),
+	[DL_EV_NET_RECV] = sizeof(struct dl_net_recv_ev),
 };
 
 static size_t short_nargs(const struct dl_call_short_ev *e)
@@ -133,6 +134,9 @@ static uint64_t dur_of(const void *rec, unsigned kind)
 		break;
 	case DL_EV_FILE_READ:
 		at = offsetof(struct dl_file_read_ev, dur_ns);
+		break;
+	case DL_EV_NET_RECV:
+		at = offsetof(struct dl_net_recv_ev, dur_ns);
 		break;
 	default:
 		return 0;
