@@ -103,7 +103,7 @@ static const char doc[] =
 enum { OPT_RINGBUF = 0x100, OPT_DRAIN_MS, OPT_STEP_ON, OPT_PCIE, OPT_DISK, OPT_COMM, OPT_SYSTEM, OPT_FORMAT,
        OPT_SUMMARY, OPT_DUTY, OPT_READY_FD, OPT_KEEP_STEPS, OPT_HTML, OPT_RING, OPT_RING_MB,
        OPT_TRIGGER_STEP, OPT_METRICS, OPT_METRICS_KERNELS, OPT_OTLP, OPT_OTLP_HEADER, OPT_ENCODING, OPT_NO_FILES, OPT_NO_NET,
-       OPT_STACKS, OPT_OVERHEAD_BUDGET, OPT_RUN_AS };
+       OPT_STACKS, OPT_OVERHEAD_BUDGET, OPT_RUN_AS, OPT_PY_WATCHPOINT };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID", 0, "Trace this process and its descendants (repeatable)", 0 },
@@ -120,8 +120,11 @@ static const struct argp_option opts[] = {
 	{ "format", OPT_FORMAT, "FMT", 0, "Timeline format: pftrace or json (without -o, or with record: to "
 	  "trace.pftrace or trace.json)", 0 },
 	{ "step-on", OPT_STEP_ON, "SYMBOL", 0, "A step starts at each call of SYMBOL: a CUDA API (cudaMemcpy), "
-	  "any function of the target, or a Python function (train_step, train.py:train_step, Trainer.step) "
-	  "(default: found automatically)", 0 },
+	  "any function of the target, or a Python function (train_step, train.py:train_step, Trainer.step; "
+	  "with --python-watchpoint) (default: found automatically)", 0 },
+	{ "python-watchpoint", OPT_PY_WATCHPOINT, NULL, 0, "Let --step-on mark a Python function by a hardware "
+	  "watchpoint on its code object (two debug exceptions a call). On some virtual machines a watched write "
+	  "can end the process with SIGTRAP, about once in millions: see the manual", 0 },
 	{ "pcie-gbps", OPT_PCIE, "GB/S", 0, "Peak host-device bandwidth for the paper sketch (default: the "
 	  "GPU's PCIe link in sysfs, else 24)", 0 },
 	{ "disk-mbps", OPT_DISK, "MB/S", 0, "Peak disk read bandwidth for the paper sketch (default: measured)", 0 },
@@ -337,6 +340,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_NET:
 		cfg->no_net = true;
+		break;
+	case OPT_PY_WATCHPOINT:
+		cfg->python_watchpoint = true;
 		break;
 	case OPT_STACKS:
 		cfg->stacks = true;

@@ -48,6 +48,7 @@ struct dl_config {
 	bool kernel_agg;       /* --summary: CUDA calls aggregated in the kernel (capture/aggregate.c) */
 	bool no_files;         /* --no-files: the files source (bpf/files.bpf.c) is not loaded */
 	bool no_net;           /* --no-net: the network source (bpf/net.bpf.c) is not loaded */
+	bool python_watchpoint; /* --python-watchpoint: --step-on may watch a Python function's code object */
 	bool stacks;           /* --stacks: syncs and synchronous copies carry their callers' stack */
 	unsigned duty_on_s, duty_period_s;   /* --duty M/N (capture/duty.c); 0: always on */
 	double overhead_budget;   /* --overhead-budget P, a fraction of the job's CPU (capture/budget.c); 0: none */

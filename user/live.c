@@ -120,6 +120,7 @@ struct dl_live *dl_live_new(const struct dl_config *cfg, const volatile sig_atom
 	l->tracer = dl_tracer_new();
 	l->markers.symbol = cfg->step_on && !dl_api_by_name(cfg->step_on) ? cfg->step_on : NULL;
 	l->markers.autograd = !cfg->step_on;
+	l->markers.py.allowed = cfg->python_watchpoint;
 	dl_modes_of(&l->modes, cfg->kernel_agg, &mo);
 	l->col.symbolizer = dl_symbolizer_new();
 	l->col.known = known;
@@ -570,7 +571,7 @@ int dl_live_run(struct dl_live *l, struct dl_session *s)
 		dl_spawn_signal_ready(cfg->ready_fd);
 
 	err = run_loop(l, s);
-	if (cfg->step_on && !dl_api_by_name(cfg->step_on) && !l->markers.found)
+	if (cfg->step_on && !dl_api_by_name(cfg->step_on) && !l->markers.found && !l->markers.py.refused)
 		dl_warn("--step-on %s: no such function in the traced processes (a symbol of their executables or "
 			"libraries, a C++ function's demangled name, or a Python function)", cfg->step_on);
 	dl_modes_finish(&l->modes, &l->env, dl_now_ns());

@@ -75,7 +75,7 @@ def test_step_on_python_function_versions():
         for marker, lo, hi in (("train_step", "call", "enter"), ("pysteps.py:train_step", "call", "enter"),
                                ("Trainer.step", "enter", "method_enter")):
             base = os.path.join(WORK, f"pysteps-{os.getpid()}-{n}-{lo}-{len(marker)}")
-            s, out, err = traced(["-q", "--step-on", marker, "--", py, PYSTEPS, "--steps", str(steps), "--step-ms",
+            s, out, err = traced(["-q", "--python-watchpoint", "--step-on", marker, "--", py, PYSTEPS, "--steps", str(steps), "--step-ms",
                                   str(step_ms), "--gap-ms", str(gap_ms)], base, timeout=120)
             lines = [json.loads(x)["pysteps"] for x in out.splitlines() if x.startswith('{"pysteps"')]
             check(lines, f"{py}: the job printed no truth: {out[-500:]}")
@@ -88,12 +88,28 @@ def test_step_on_python_function_versions():
                   f"{what}: marker {m['marker']!r} learned from {m['learned_from']}")
             runs += 1
     base = os.path.join(WORK, f"pysteps-{os.getpid()}-none")
-    s, out, err = traced(["-q", "--step-on", "no_such_python_function", "--", interpreters()[-1], PYSTEPS,
-                          "--steps", "3", "--setup-ms", "300"], base, timeout=120)
+    s, out, err = traced(["-q", "--python-watchpoint", "--step-on", "no_such_python_function", "--",
+                          interpreters()[-1], PYSTEPS, "--steps", "3", "--setup-ms", "300"], base, timeout=120)
     warned = [x for x in err.splitlines() if "warning: --step-on" in x]
     check(len(warned) == 1 and "no such function" in warned[0], f"a missing function: warnings {warned}")
     check(not s["steps"], f"a missing function made {len(s['steps'])} steps")
     return f"{runs} runs over {len(interpreters())} interpreters; a missing function warned of once"
+
+
+def test_python_function_needs_the_watchpoint_option():
+    """Without --python-watchpoint, --step-on a Python function watches nothing (a watched write can
+    end the process on some virtual machines: the user's choice): one warning names the function as
+    Python's and the option, no steps are made, no "no such function", and the job runs to its end."""
+    py = interpreters()[-1]
+    base = os.path.join(WORK, f"pysteps-refused-{os.getpid()}")
+    s, out, err = traced(["-q", "--step-on", "train_step", "--", py, PYSTEPS, "--steps", "6", "--setup-ms", "300"],
+                         base, timeout=120)
+    check([x for x in out.splitlines() if x.startswith('{"pysteps"')], f"the job did not finish: {out[-500:]}")
+    warned = [x for x in err.splitlines() if "warning:" in x and "--step-on" in x]
+    check(len(warned) == 1 and "is a Python function" in warned[0] and "--python-watchpoint" in warned[0],
+          f"warnings {warned}")
+    check(not s["steps"], f"{len(s['steps'])} steps marked without the option")
+    return warned[0].split("warning: ")[-1][:120]
 
 
 def test_step_on_python_function_attached():
@@ -104,7 +120,7 @@ def test_step_on_python_function_attached():
     job = subprocess.Popen([py, PYSTEPS, "--steps", "120", "--step-ms", "15", "--gap-ms", "3", "--setup-ms", "300"],
                            stdout=subprocess.PIPE, text=True)
     try:
-        d = Dlbpf(["--step-on", "train_step", "-p", str(job.pid)])
+        d = Dlbpf(["--python-watchpoint", "--step-on", "train_step", "-p", str(job.pid)])
         d.started()
         out, _ = job.communicate(timeout=120)
         rc = d.wait(60)
@@ -132,7 +148,7 @@ def test_step_on_hot_function_unwatched():
     small() calls a step (--step-calls) against the cap's 2000 writes a second."""
     py = interpreters()[-1]
     base = os.path.join(WORK, f"pysteps-hot-{os.getpid()}")
-    s, out, err = traced(["-q", "--step-on", "small", "--", py, PYSTEPS, "--steps", "10", "--step-calls", "200000",
+    s, out, err = traced(["-q", "--python-watchpoint", "--step-on", "small", "--", py, PYSTEPS, "--steps", "10", "--step-calls", "200000",
                           "--setup-ms", "300"], base, timeout=120)
     check([x for x in out.splitlines() if x.startswith('{"pysteps"')], f"the job did not finish: {out[-500:]}")
     warned = [x for x in err.splitlines() if "too often for a training step" in x]
@@ -151,7 +167,7 @@ def torch_job(base, args, steps, marker=None):
     if not os.path.isdir(TORCH_DATA):
         subprocess.run([PYTHON, TORCHJOB, "--make-data", TORCH_DATA, "--shards", "2", "--shard-mb", "2"],
                        check=True, capture_output=True)
-    opts = ["--step-on", marker] if marker else []
+    opts = ["--python-watchpoint", "--step-on", marker] if marker else []
     s, out, err = traced(opts + ["--", PYTHON, TORCHJOB, "--data", TORCH_DATA, "--truth", base + "-truth.json",
                                  "--steps", str(steps)] + args, base)
     check("warning: --step-on" not in err, f"--step-on {marker}: warned: {err[-800:]}")

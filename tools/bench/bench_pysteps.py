@@ -27,7 +27,7 @@ def mean_period(steps, key):
 
 def run(cmd, marker):
     pre = [] if marker is None else [DLBPF, "-q", "--json", os.path.join(TMP, "pysteps.json")] + (
-        ["--step-on", marker] if marker else []) + ["--"]
+        ["--python-watchpoint", "--step-on", marker] if marker else []) + ["--"]
     p = subprocess.run(pre + cmd, capture_output=True, text=True, timeout=600)
     if p.returncode:
         raise RuntimeError(f"{' '.join(pre + cmd)[:200]} exited {p.returncode}: {p.stderr[-500:]}")

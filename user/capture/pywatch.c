@@ -346,9 +346,21 @@ int dl_pywatch_attach(struct dl_pywatches *w, struct dl_tracer *t, struct dl_pyp
 	    !dl_pyprocs_reader(pp, pid, &r))
 		return 0;
 	p = proc_of(w, pid);
+	if (!w->allowed && p->ncodes)
+		return 0;
 	if (!p->ncodes) {
 		if (!from_known(w, &r, p) && (!scan_due(p, now) || (find_codes(w, &r, p), !p->ncodes)))
 			return 0;
+		if (!w->allowed) {
+			if (!w->refused)
+				dl_warn("pid %d: --step-on %s is a Python function: dlbpf marks it only with "
+					"--python-watchpoint, a hardware watchpoint on its code object, which on some "
+					"virtual machines can end the process with SIGTRAP (see the manual). Without "
+					"--step-on, a PyTorch job's steps are learned from its backward passes",
+					pid, w->want);
+			w->refused = true;
+			return 0;
+		}
 		for (int i = 0; i < p->ncodes; i++) {
 			struct dl_pywatch_key k = { .tgid = (uint32_t)pid, .code = p->codes[i] };
 			struct dl_pywatch v = { .refs = refs_of(&r, p->codes[i]), .mark_id = DL_MARK_ID_PYFUNC,

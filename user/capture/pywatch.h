@@ -33,6 +33,12 @@ struct dl_pywatches {
 	int nknown;
 	bool found;                   /* watched in some process, at some time */
 	bool warned_many, warned_arm;
+	/*
+	 * Whether watchpoints may be set (--python-watchpoint): on some virtual
+	 * machines a watched write can end the process with SIGTRAP, so it is
+	 * the user's choice. refused: a code object was found and not watched.
+	 */
+	bool allowed, refused;
 	DL_VEC(struct dl_pywatch_proc *) procs;
 	struct dl_u64map by_pid;
 };
