@@ -8,6 +8,7 @@ and /proc/thread-self/schedstat around next()). Run as root."""
 import json
 import math
 import os
+import re
 import subprocess
 
 from harness import WORK, Skipped, check, load_summary, main, run_dlbpf
@@ -119,6 +120,18 @@ def check_input_waits(name, args):
               f"{name}: input-bound without its line: {s['diagnosis']['message']}")
     check(f"waited at torchjob.py:{next_line} (main)" in out or s["diagnosis"]["verdict"] != "input-bound",
           f"{name}: the text report does not name the line")
+    # Each step's own wait: a step that waited at least half as long as the one that waited longest
+    # spent it in next() (the job blocks nowhere else for that long), and its JSON names that line.
+    main_steps = [st for st in s["steps"] if st["pid"] == truth["main"]["pid"]]
+    longest = max(st["input"]["wait_ns"] for st in main_steps)
+    long_waits = [st for st in main_steps if st["input"]["wait_ns"] * 2 >= longest]
+    named = [st for st in long_waits if st["input"].get("python_line") and
+             (st["input"]["python_line"]["file"], st["input"]["python_line"]["line"],
+              st["input"]["python_line"]["function"]) == (src, next_line, "main")]
+    check(long_waits and len(named) == len(long_waits), f"{name}: {len(named)} of the {len(long_waits)} steps "
+          f"that waited longest name next(): {[st['input'].get('python_line') for st in long_waits][:3]}")
+    check(re.search(rf"^    step \d+ waited .*; the step waited at torchjob.py:{next_line} \(main\)$", out, re.M),
+          f"{name}: no longest-wait line names next(): {out[-1500:]}")
     return f"{at_next / 1e6:.0f} ms at next() (truth: blocked {blocked / 1e6:.0f} ms, in next() {wall / 1e6:.0f} ms)"
 
 

@@ -199,7 +199,7 @@ void dl_report_steps_text(FILE *f, const struct dl_report_model *m)
 			fprintf(f, "  %-12s %12.3f %6.1f%% %12.3f\n", dl_cat_name(k), (double)st.sum.cat_ns[k] / 1e6,
 				dl_pct(st.sum.cat_ns[k], total), (double)st.sum.cat_ns[k] / 1e6 / (double)counted);
 		}
-		dl_report_lineage_text(f, p);
+		dl_report_lineage_text(f, p, m->sum ? &m->sum->pylines : NULL);
 		dl_report_sites_text(f, &p->sites, n);
 	}
 	if (!d->nsteps) {

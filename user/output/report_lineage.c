@@ -4,6 +4,23 @@
 #include "output/report_lineage.h"
 #include "strsafe.h"
 
+/*
+ * The Python stack thread tid blocked in longest over a step (bpf/pylines.bpf.c
+ * writes the waits of a millisecond or more), or NULL; *own: its frame in the
+ * job's own code, the line a user acts on.
+ */
+static const struct dl_pystack_stat *step_wait_line(const struct dl_pylines *py, const struct dl_step *st,
+						    uint32_t *own)
+{
+	const struct dl_pystack_stat *s = py ? dl_pylines_wait_in(py, (uint32_t)st->tid, st->start_ns,
+								   st->start_ns + st->dur_ns) : NULL;
+
+	if (!s || !s->n)
+		return NULL;
+	*own = dl_pystack_own_frame(s);
+	return s;
+}
+
 /* A producer's or a hop's window: where its time went and what it read. */
 static void window_json(struct dl_json *j, uint64_t oncpu, uint64_t io_wait, uint64_t runq, uint64_t other,
 			uint64_t idle, uint64_t read_bytes, uint64_t reads, uint64_t disk_bytes)
@@ -23,11 +40,24 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 {
 	const struct dl_step_lineage *in = &st->input;
 	const struct dl_proc *wp = in->woken && in->waker_pid ? dl_report_model_find(m, (pid_t)in->waker_pid) : NULL;
+	const struct dl_pystack_stat *line;
+	uint32_t own = 0;
 
 	dl_json_key(j, "input");
 	dl_json_obj_begin(j);
 	dl_json_ku64(j, "wait_ns", in->wait_ns);
 	dl_json_ku64(j, "waits", in->waits);
+	dl_json_key(j, "python_line");
+	if (!(line = step_wait_line(m->sum ? &m->sum->pylines : NULL, st, &own))) {
+		dl_json_null(j);
+	} else {
+		dl_json_obj_begin(j);
+		dl_json_kstr(j, "file", line->f[own].file);
+		dl_json_ku64(j, "line", (uint64_t)(line->f[own].line > 0 ? line->f[own].line : 0));
+		dl_json_kstr(j, "function", line->f[own].func);
+		dl_json_kstr(j, "innermost", line->f[0].func);
+		dl_json_obj_end(j);
+	}
 	dl_json_key(j, "woken_by");
 	if (!in->woken) {
 		dl_json_null(j);
@@ -98,7 +128,7 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
  * what that producer did in its window, the files it read, and who it waited
  * on in turn.
  */
-static void text_longest_waits(FILE *f, const struct dl_corr_proc *p)
+static void text_longest_waits(FILE *f, const struct dl_corr_proc *p, const struct dl_pylines *py)
 {
 	const struct dl_step *top[LONGEST_WAITS] = { 0 };
 	struct dl_sbuf esc = { 0 };
@@ -118,7 +148,8 @@ static void text_longest_waits(FILE *f, const struct dl_corr_proc *p)
 	}
 	for (int k = 0; k < LONGEST_WAITS && top[k]; k++) {
 		const struct dl_step_lineage *in = &top[k]->input;
-		uint32_t tid = in->producer ? in->producer_tid : in->waker_tid;
+		uint32_t tid = in->producer ? in->producer_tid : in->waker_tid, own = 0;
+		const struct dl_pystack_stat *line;
 
 		fprintf(f, "    step %u waited %.1f ms for ", top[k]->index, (double)in->wait_ns / 1e6);
 		if (!in->waker_pid)
@@ -142,12 +173,15 @@ static void text_longest_waits(FILE *f, const struct dl_corr_proc *p)
 				in->nfiles ? dl_text(&esc, in->files[0].path) : "", in->nfiles > 1 ? " and more" : "");
 		if (in->nchain)
 			fprintf(f, "; it waited on thread %u of pid %u", in->chain[0].tid, in->chain[0].pid);
+		if ((line = step_wait_line(py, top[k], &own)))
+			fprintf(f, "; the step waited at %s:%d (%s)", dl_text(&esc, strrchr(line->f[own].file, '/') ? strrchr(line->f[own].file, '/') + 1 : line->f[own].file), line->f[own].line,
+				line->f[own].func);
 		fputc('\n', f);
 	}
 	dl_sbuf_free(&esc);
 }
 
-void dl_report_lineage_text(FILE *f, const struct dl_corr_proc *p)
+void dl_report_lineage_text(FILE *f, const struct dl_corr_proc *p, const struct dl_pylines *py)
 {
 	struct dl_lin_totals t = p->lineage;
 	uint64_t woken = 0, window;
@@ -189,5 +223,5 @@ void dl_report_lineage_text(FILE *f, const struct dl_corr_proc *p)
 			t.nwakers > 1 ? "they" : "it",
 			dl_pct(t.oncpu_ns, window), dl_pct(t.io_wait_ns, window), dl_pct(t.runq_ns, window));
 	fputc('\n', f);
-	text_longest_waits(f, p);
+	text_longest_waits(f, p, py);
 }
