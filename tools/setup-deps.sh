@@ -289,15 +289,20 @@ arm64_setup() {
   done
   # A host copy older than what the archive serves (a -dev package that lags its runtime after a
   # point release, say) cannot be matched: the archive keeps only the newest. Bring it up first.
+  # Only libbpf's own packages come from backports (LIBBPF_FROM): every other one stays the
+  # release's, whose candidate is what apt serves without -t. (Backports' libelf 0.192 ships a
+  # libelf.a that needs eu_search_tree_* from a libeu.a it does not ship: make dist cannot link.)
   for p in "${involved[@]}"; do
     hv=$(pkg_version "$p:$HOST_ARCH")
-    av=$(candidate ${LIBBPF_FROM:+-t "$LIBBPF_FROM"} "$p:$HOST_ARCH")
-    [ -n "$av" ] && dpkg --compare-versions "$hv" lt "$av" && lagging+=("$p:$HOST_ARCH")
+    case $p in libbpf-dev|libbpf1) av=$(candidate ${LIBBPF_FROM:+-t "$LIBBPF_FROM"} "$p:$HOST_ARCH") ;;
+                *) av=$(candidate "$p:$HOST_ARCH") ;; esac
+    # By version: a dependency apt brings along takes the release's candidate, not backports'.
+    [ -n "$av" ] && dpkg --compare-versions "$hv" lt "$av" && lagging+=("$p:$HOST_ARCH=$av")
   done
   if [ ${#lagging[@]} -gt 0 ]; then
     log "bringing the host's ${lagging[*]} up to the archive's versions: their arm64 copies must be the same versions, and the archive holds only its newest"
     apt_run "the host's packages above cannot be upgraded alone: run apt-get upgrade (or DLBPF_SETUP_ARM64=0 to skip the arm64 target), then rerun" \
-      install -y -q --no-install-recommends --no-remove --only-upgrade ${LIBBPF_FROM:+-t "$LIBBPF_FROM"} "${lagging[@]}"
+      install -y -q --no-install-recommends --no-remove --only-upgrade "${lagging[@]}"
   fi
   for p in "${involved[@]}"; do
     hv=$(pkg_version "$p:$HOST_ARCH")
