@@ -107,10 +107,24 @@ def check_job(name, factors):
     ratio = comp[top] / max(c for k, c in enumerate(comp) if k != top)
     t_top = max(range(len(truth)), key=lambda k: truth[k])
     t_ratio = truth[t_top] / max(c for k, c in enumerate(truth) if k != t_top)
+    # The rule's two conditions, read off train's own clocks: the top rank computes past the ratio, and
+    # every other rank waits on the collective past the share. The slowed rank is the straggler only where
+    # both hold by the ratio's tolerance; on 2 CPUs, contention can stretch the fast ranks' host compute
+    # past their device time, and then they wait for nothing and the rule rightly names nobody.
+    others_wait = min(truth_wait_share(t) for k, (_, t) in enumerate(ranks) if k != t_top)
+    seen = (f"dlbpf ratio {ratio:.3f}, truth {t_ratio:.3f}; the others' collective wait by truth "
+            f"{others_wait:.3f} of their steps, by dlbpf "
+            f"{min(r['comm_wait_ns'] / max(r['steps_ns'], 1) for k, r in enumerate(s['ranks']) if k != top):.3f}")
+    clear = t_ratio >= 1.2 * (1 + RATIO_REL) and others_wait >= 0.05 * (1 + RATIO_REL)
+    if max(factors) > 1 and not clear:
+        if t_ratio <= 1.2 * (1 - RATIO_REL) or others_wait <= 0.05 * (1 - RATIO_REL):
+            check(not strag, f"slowed rank {slow}, but by train's own clocks no straggler, yet one: {strag} ({seen})")
+            raise Skipped(f"the slowed rank is no straggler by train's own clocks ({seen}); none named")
+        raise Skipped(f"train's own figures sit at the rule's thresholds ({seen})")
     if max(factors) > 1:
         check(t_top == slow, f"train's truth names rank {t_top}, not the slowed {slow}: {truth}")
         check(len(strag) == 1 and strag[0]["rank"] == slow and strag[0]["evidence"]["rank"] == slow,
-              f"straggler {[(f['rank'], f['evidence']) for f in strag]}, truth rank {slow}")
+              f"straggler {[(f['rank'], f['evidence']) for f in strag]}, truth rank {slow} ({seen})")
         check(abs(ratio - t_ratio) <= RATIO_REL * t_ratio, f"ratio {ratio:.3f} vs truth {t_ratio:.3f}")
         check(abs(strag[0]["evidence"]["ratio"] - ratio) < 1e-3, "the finding's ratio is not ranks[]'s")
         check(f"[straggler] rank {slow} computes" in out, "the text report does not name the straggler")
@@ -119,8 +133,7 @@ def check_job(name, factors):
         # finding must follow that truth where it is clear (past the threshold by the ratio's tolerance,
         # the others waiting in communication at least the rule's 5% of their steps); near it, either
         # answer could be right.
-        others_wait = min(truth_wait_share(t) for k, (_, t) in enumerate(ranks) if k != t_top)
-        if t_ratio >= 1.2 * (1 + RATIO_REL) and others_wait >= 0.05 * (1 + RATIO_REL):
+        if clear:
             check(len(strag) == 1 and strag[0]["rank"] == t_top,
                   f"equal settings, train's own rank {t_top} computes {t_ratio:.3f}x the others: straggler "
                   f"{[(f['rank'], f['evidence']) for f in strag]}")
@@ -152,7 +165,8 @@ def check_job(name, factors):
             worst = max(worst, abs(merged_real - own_real))
     check(worst <= ALIGN_TOL_NS, f"a step's REALTIME in the merged timeline is {worst} ns off its rank's own")
     return (f"{len(recs)} ranks x{factors}: compute/step {[round(c / 1e6, 2) for c in comp]} ms, ratio "
-            f"{ratio:.3f} (truth {t_ratio:.3f}), straggler {strag[0]['rank'] if strag else None}; steps aligned "
+            f"{ratio:.3f} (truth {t_ratio:.3f}), others wait {others_wait:.2f} (truth), straggler "
+            f"{strag[0]['rank'] if strag else None}; steps aligned "
             f"within {worst} ns")
 
 
