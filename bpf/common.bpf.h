@@ -380,12 +380,15 @@ static __always_inline void dl_tid_states_free(__u32 tid)
 }
 
 /* A traced task submitted bytes for a read: they belong to the read syscall it is in, if any. */
-static __always_inline void dl_note_read_submit(__u32 bytes)
+/* A read request the current task submits: counted in its read call in flight, if any (then true). */
+static __always_inline bool dl_note_read_submit(__u32 bytes)
 {
 	struct file_call *fc = dl_file_call(false);
 
-	if (fc && fc->call && fc->call != FILE_CALL_OPENAT)
-		fc->disk_bytes += bytes;
+	if (!fc || !fc->call || fc->call == FILE_CALL_OPENAT)
+		return false;
+	fc->disk_bytes += bytes;
+	return true;
 }
 
 struct thread_state {

@@ -68,6 +68,20 @@ static __always_inline void read_end(long ret)
 	fc->call = 0;
 }
 
+/* The low 32 bits of the inode the current task's fd names (0: none): how a block read outside read calls finds it. */
+static __always_inline __u32 fd_ino32(long fd)
+{
+	struct fdtable *fdt = BPF_CORE_READ(dl_current(), files, fdt);
+	struct file **fds, *file = NULL;
+
+	if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (!fds || bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return 0;
+	return (__u32)BPF_CORE_READ(file, f_inode, i_ino);
+}
+
 /*
  * An open that returned ret, of path (a user pointer) relative to dirfd. The path is read at the
  * exit, when openat has faulted it in: at entry an unmapped page fails the read.
@@ -89,7 +103,7 @@ static __always_inline void open_end(__s32 dirfd, __u64 path, __u32 flags, long 
 	e->dirfd = dirfd;
 	e->open_flags = flags;
 	e->flags = 0;
-	e->pad = 0;
+	e->ino32 = fd_ino32(ret);
 	/* User space joins a relative path to a cwd only if it is this directory (a chdir since is seen). */
 	cwd = BPF_CORE_READ(dl_current(), fs, pwd.dentry);
 	e->cwd_ino = BPF_CORE_READ(cwd, d_inode, i_ino);

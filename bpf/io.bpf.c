@@ -81,19 +81,39 @@ int BPF_PROG(io_dirty, struct inode *inode, int flags)
 	return 0;
 }
 
+/* The file whose page cache a bio's first page belongs to; NULL for anonymous memory (swap, direct I/O) or none. */
+static __always_inline struct inode *bio_file(struct bio *bio)
+{
+	struct page *page = bio ? BPF_CORE_READ(bio, bi_io_vec, bv_page) : NULL;
+	unsigned long mapping;
+
+	if (!page)
+		return NULL;
+	mapping = (unsigned long)BPF_CORE_READ(page, mapping);
+	if (!mapping || (mapping & PAGE_MAPPING_ANON))
+		return NULL;
+	return BPF_CORE_READ((struct address_space *)mapping, host);
+}
+
+/* The low 32 bits of a bio's regular file's inode (0: none; a block device's own inode is metadata). */
+static __always_inline __u32 bio_ino32(struct bio *bio)
+{
+	struct inode *inode = bio_file(bio);
+
+	if (!inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
+		return 0;
+	return (__u32)BPF_CORE_READ(inode, i_ino);
+}
+
 /* Whether a kernel thread's request carries a page of a file a traced task dirtied (its first bio's first page). */
 static __always_inline bool rq_of_job(struct request *rq)
 {
-	struct page *page = BPF_CORE_READ(rq, bio, bi_io_vec, bv_page);
-	unsigned long mapping;
+	struct inode *inode = bio_file(BPF_CORE_READ(rq, bio));
 	__u64 key;
 
-	if (!page)
+	if (!inode)
 		return false;
-	mapping = (unsigned long)BPF_CORE_READ(page, mapping);
-	if (!mapping || (mapping & PAGE_MAPPING_ANON))
-		return false;   /* anonymous memory (swap), or no file */
-	key = inode_key(BPF_CORE_READ((struct address_space *)mapping, host));
+	key = inode_key(inode);
 	return bpf_map_lookup_elem(&job_inodes, &key) != NULL;
 }
 
@@ -120,13 +140,14 @@ static __always_inline __u32 rq_dev(struct request *rq)
 	return bio ? bio_dev(bio) : BPF_CORE_READ(rq, part, bd_dev);
 }
 
-static __always_inline void emit_submit(__u64 ts, __u64 id, __u64 sector, __u32 bytes, __u32 dev, __u32 flags)
+static __always_inline void emit_submit(__u64 ts, __u64 id, __u64 sector, __u32 bytes, __u32 dev, __u32 flags,
+					struct bio *bio)
 {
 	struct dl_bio_submit_ev *e;
 
 	/* Submissions run in the submitter's context: a read syscall in flight there caused this one. */
-	if (!(flags & DL_BIO_WRITE))
-		dl_note_read_submit(bytes);
+	if (!(flags & DL_BIO_WRITE) && dl_note_read_submit(bytes))
+		flags |= DL_BIO_IN_READ;
 	e = dl_reserve(sizeof(*e), DL_EV_BIO_SUBMIT, DL_DROP_BIO, ts, id >> 32, (__u32)id);
 	if (!e)
 		return;
@@ -134,7 +155,8 @@ static __always_inline void emit_submit(__u64 ts, __u64 id, __u64 sector, __u32 
 	e->bytes = bytes;
 	e->dev = dev;
 	e->flags = flags;
-	e->pad = 0;
+	/* A read outside any read call: the file (a mapping's page fault) is named by the inode. */
+	e->ino32 = flags & (DL_BIO_WRITE | DL_BIO_IN_READ) ? 0 : bio_ino32(bio);
 	dl_submit(e);
 }
 
@@ -209,7 +231,8 @@ static __always_inline int on_start(struct request *rq, enum start_how how)
 	 * bios merged in the plug are in the request's size already.
 	 */
 	if (!kthread && s.remaining && how == START)
-		emit_submit(s.ts, id, s.sector, s.remaining, s.dev, s.flags & (DL_BIO_WRITE | DL_BIO_META));
+		emit_submit(s.ts, id, s.sector, s.remaining, s.dev, s.flags & (DL_BIO_WRITE | DL_BIO_META),
+			    BPF_CORE_READ(rq, bio));
 	return 0;
 }
 
@@ -244,7 +267,7 @@ int BPF_PROG(io_getrq)
 	if ((op != REQ_OP_READ && op != REQ_OP_WRITE) || !bytes || !dl_is_traced(id >> 32))
 		return 0;
 	emit_submit(bpf_ktime_get_ns(), id, BPF_CORE_READ(bio, bi_iter.bi_sector), bytes, bio_dev(bio),
-		    (op == REQ_OP_WRITE ? DL_BIO_WRITE : 0) | meta_flag(opf));
+		    (op == REQ_OP_WRITE ? DL_BIO_WRITE : 0) | meta_flag(opf), bio);
 	return 0;
 }
 
@@ -294,7 +317,7 @@ static __always_inline int on_bio_merge(struct bio *bio)
 	if ((op != REQ_OP_READ && op != REQ_OP_WRITE) || !dl_is_traced(id >> 32))
 		return 0;
 	emit_submit(bpf_ktime_get_ns(), id, BPF_CORE_READ(bio, bi_iter.bi_sector), BPF_CORE_READ(bio, bi_iter.bi_size),
-		    bio_dev(bio), DL_BIO_MERGED | (op == REQ_OP_WRITE ? DL_BIO_WRITE : 0) | meta_flag(opf));
+		    bio_dev(bio), DL_BIO_MERGED | (op == REQ_OP_WRITE ? DL_BIO_WRITE : 0) | meta_flag(opf), bio);
 	return 0;
 }
 

@@ -249,6 +249,7 @@ enum dl_bio_flags {
 	DL_BIO_UNSEEN = 1u << 4,
 	DL_BIO_MERGED = 1u << 5,  /* dl_bio_submit_ev: a bio that joined a request already started */
 	DL_BIO_META = 1u << 6,    /* file system metadata (REQ_META) */
+	DL_BIO_IN_READ = 1u << 7, /* dl_bio_submit_ev: inside a read call of the task (its disk_bytes count it) */
 };
 
 struct dl_bio_ev {
@@ -266,14 +267,20 @@ struct dl_bio_ev {
  * bio), or a bio of its that joined a request already started (DL_BIO_MERGED).
  * Written where the submitter runs, so it is there even when the request's
  * completion is not seen; the sum is what /proc/PID/io counts for reads.
+ * A read outside any read call (a page fault in a mapped file, readahead
+ * from madvise) names its file by the inode whose page cache it fills: the
+ * inode of an open record of the process (the fd it mapped), or else of its
+ * mappings, which the collector writes as a DL_EV_FILE_OPEN (DL_FILE_MAPPED)
+ * before the first such read.
  */
 struct dl_bio_submit_ev {
 	struct dl_hdr h;          /* ts = submission; tgid/tid = submitter */
 	dl_u64 sector;
 	dl_u32 bytes;
 	dl_u32 dev;               /* kernel dev_t: major << 20 | minor */
-	dl_u32 flags;             /* DL_BIO_WRITE, DL_BIO_MERGED, DL_BIO_META */
-	dl_u32 pad;
+	dl_u32 flags;             /* DL_BIO_WRITE, DL_BIO_MERGED, DL_BIO_META, DL_BIO_IN_READ */
+	/* Low 32 bits of the regular file's inode its first page belongs to (0: none: direct I/O, metadata, swap). */
+	dl_u32 ino32;
 };
 
 enum dl_thread_state {
@@ -563,6 +570,8 @@ enum dl_file_flags {
 	DL_FILE_RESOLVED = 1u << 1,    /* a relative path the collector joined to the cwd or dirfd */
 	DL_FILE_TRUNCATED = 1u << 2,   /* the path did not fit (or could not be read whole) */
 	DL_FILE_PATH_FAULT = 1u << 3,  /* the path could not be read from the process's memory */
+	/* Written by the collector: a file the process mapped before any open record named it (/proc/PID/maps), fd -1. */
+	DL_FILE_MAPPED = 1u << 4,
 };
 
 struct dl_file_open_ev {
@@ -575,7 +584,7 @@ struct dl_file_open_ev {
 	/* The opener's cwd then, so a relative path is joined only to that directory (0: not known). */
 	dl_u64 cwd_ino;
 	dl_u32 cwd_dev;           /* kernel dev_t: major << 20 | minor */
-	dl_u32 pad;
+	dl_u32 ino32;             /* the low 32 bits of the file's inode (0: not known; recordings before it) */
 };
 
 enum dl_read_call {

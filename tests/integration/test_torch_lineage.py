@@ -100,13 +100,30 @@ def made_in(truth, p):
     return False
 
 
-def judge(name, s, truth, report, threads=False):
+def fault_bytes_by_sample(by_tid):
+    """Per sample of a memmap loader, what its process brought from the disk since its previous sample
+    (/proc/self/io read_bytes, which counts page faults' reads where they are submitted): its record's
+    faults, the page cache's readahead among them. None for a process's first sample (no reading
+    before it). Keyed by (pid, sample index)."""
+    out, by_pid = {}, {}
+    for pid, mine in by_tid.values():
+        by_pid.setdefault(pid, []).extend(mine)
+    for pid, v in by_pid.items():
+        v.sort(key=lambda r: r["t0"])
+        for k, r in enumerate(v):
+            out[(pid, r["sample"])] = r["io"]["read_bytes"] - v[k - 1]["io"]["read_bytes"] if k else None
+    return out
+
+
+def judge(name, s, truth, report, threads=False, mapped=False):
     by_tid = samples_by_thread(truth)
+    faulted = fault_bytes_by_sample(by_tid) if mapped else {}
     main_pid = truth["main"]["pid"]
     waits = [st for st in s["steps"] if st["input"]["wait_ns"] >= WAIT_MIN_NS and st["input"]["woken_by"]
              and st["input"]["woken_by"]["context"] == "task"]
     check(len(waits) >= 5, f"{name}: {len(waits)} waits of 1 ms or more ended by a task: nothing to judge")
     bad, files_ok, files_all, sums, clocks, transfers = [], 0, 0, [0, 0, 0, 0], [0, 0, 0, 0], 0
+    named_bytes = 0
     read = readings(truth)
     for st in waits:
         p = st["input"]["producer"]
@@ -141,15 +158,30 @@ def judge(name, s, truth, report, threads=False):
         a, b = p["since_ns"], p["handoff_ns"]
         inside = [r for r in mine if a < r["t0"] and r["t0"] + r["read_ns"] <= b]
         edge = [r for r in mine if r["t0"] <= a < r["t0"] + r["read_ns"] or r["t0"] < b < r["t0"] + r["read_ns"]]
-        named = {f["path"]: f["read_bytes"] for f in p["files"] if os.path.basename(f["path"]).startswith("shard-")}
+        key = "fault_bytes" if mapped else "read_bytes"
+        named = {f["path"]: f[key] for f in p["files"] if os.path.basename(f["path"]).startswith("shard-")}
+        if mapped:
+            # A record of a mapped shard is read by page faults, no read call: what a sample brought from
+            # the disk is its process's /proc/self/io growth since its previous sample. A window with a
+            # sample whose growth is not known (its process's first) is not judged.
+            if any(faulted[(pid, r["sample"])] is None for r in inside + edge):
+                continue
+            size = {id(r): faulted[(pid, r["sample"])] for r in inside + edge}
+            # What the process read from the disk besides the shards in the window (a module's page, the
+            # interpreter's own files), as dlbpf counts it: a sample's growth may hold some of it.
+            besides = p["disk_bytes"] + p["fault_bytes"] - sum(named.values())
+        else:
+            size = {id(r): r["bytes"] for r in inside + edge}
+            besides = 0
         files_all += 1
-        # Each file named, its bytes per the log; every file the log has, when no more than the
-        # report keeps (DL_LIN_FILES, most bytes first; the job's /proc reads are the smallest).
+        named_bytes += sum(named.values())
+        # Each file named, its bytes per the log; every file the log has (that brought bytes), when no
+        # more than the report keeps (DL_LIN_FILES, most bytes first; the job's /proc reads are the smallest).
         ok = set(named) <= {r["file"] for r in inside + edge}
         for path, got in named.items():
-            lo = sum(r["bytes"] for r in inside if r["file"] == path)
-            ok &= lo <= got <= lo + sum(r["bytes"] for r in edge if r["file"] == path)
-        want = {r["file"] for r in inside}
+            lo = sum(size[id(r)] for r in inside if r["file"] == path)
+            ok &= lo - besides <= got <= lo + sum(size[id(r)] for r in edge if r["file"] == path)
+        want = {r["file"] for r in inside if size[id(r)]}
         ok &= want <= set(named) if len(want) <= LIN_FILES else len(named) == LIN_FILES
         if ok:
             files_ok += 1
@@ -158,6 +190,7 @@ def judge(name, s, truth, report, threads=False):
                   f"{sorted(collections.Counter(r['file'] for r in inside).items())} (+{len(edge)} at the edge)")
     check(not bad, f"{name}: {len(bad)} of {len(waits)} waits name no thread that made samples: {bad[:4]}")
     check(files_all >= 3 and files_ok == files_all, f"{name}: files right in {files_ok} of {files_all} waits")
+    check(named_bytes > 0, f"{name}: the waits judged name no shard's bytes: nothing was read from the data set")
     window = sum(sums)
     check(window > 0 and clocks[0] > 0, f"{name}: no window holds two of the producer's clock readings")
     cpu, runq, read_off = (x / clocks[0] for x in clocks[1:])
@@ -201,7 +234,8 @@ def judge(name, s, truth, report, threads=False):
             check(ev.get("workers_with_cores", 0) <= ev["workers_needed"], f"{name}: {ev}")
     check(transfers * 2 < len(waits), f"{name}: {transfers} of {len(waits)} waits were on a batch crossing the pipe")
     return (f"{len(waits)} waits ({transfers} on a batch crossing the pipe), producers on CPU {got[0]:.2f} (clocks {cpu:.2f}), runnable {got[1]:.2f} "
-            f"({runq:.2f}), disk {got[2]:.2f} (reads blocked {read_off:.2f}), otherwise {got[3]:.2f} ({other:.2f}), files right {files_ok}/{files_all}")
+            f"({runq:.2f}), disk {got[2]:.2f} (reads blocked {read_off:.2f}), otherwise {got[3]:.2f} ({other:.2f}), files right {files_ok}/{files_all}"
+            f" ({named_bytes / 1e6:.1f} MB)")
 
 
 def test_decode_fork_workers():
@@ -241,6 +275,18 @@ def test_disk_workers():
         s, truth, report = run(f"disk{n}", "--shape", "disk", "--workers", str(n), "--steps", "16", "--batch", "512",
                                "--width", "4", data=DISK_DATA)
         out.append(f"{n}: " + judge(f"disk, {n} workers", s, truth, report))
+    return "; ".join(out)
+
+
+def test_memmap_workers():
+    """A numpy memmap data set (torchjob --shape memmap, shards made cold first): the records are read by
+    page faults, no read call. Each wait names the shards its producer faulted in for the batch, their
+    bytes per the workers' own /proc/self/io, with 2 workers; then 1 worker with larger records."""
+    out = []
+    for n, extra in ((2, ["--record-kb", "512", "--decode-ms", "4"]), (1, ["--record-kb", "1024", "--decode-ms", "2"])):
+        s, truth, report = run(f"memmap{n}", "--shape", "memmap", "--workers", str(n), "--steps", "24", "--width", "4",
+                               *extra, data=DISK_DATA)
+        out.append(f"{n}: " + judge(f"memmap, {n} workers", s, truth, report, mapped=True))
     return "; ".join(out)
 
 

@@ -707,8 +707,8 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 	need = (unsigned)ceil(t_batch / t_step);
 	cpu_share = t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns
 		? (double)t.oncpu_ns / (double)(t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns) : 0;
-	/* What reached the disk, not what was read: reads the page cache served ask nothing of it. */
-	per_batch_bytes = (double)t.disk_bytes / (double)t.producers;
+	/* What reached the disk, not what was read: reads the page cache served ask nothing of it (page faults count). */
+	per_batch_bytes = (double)(t.disk_bytes + t.fault_bytes) / (double)t.producers;
 	if (per_batch_bytes > 0 && rf->disk_peak_mbps > 0)
 		disk_rate = rf->disk_peak_mbps * 1e6 / per_batch_bytes;
 	if (need > (unsigned)lround(now)) {

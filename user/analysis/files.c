@@ -10,6 +10,7 @@ void dl_files_free(struct dl_proc_files *pf)
 	dl_vec_free(&pf->files);
 	dl_u64map_free(&pf->by_path);
 	dl_u64map_free(&pf->fds);
+	dl_u64map_free(&pf->by_ino);
 	dl_u64map_free(&pf->reader_tids);
 	dl_u64map_free(&pf->thread_ns);
 	memset(pf, 0, sizeof(*pf));
@@ -47,7 +48,7 @@ void dl_files_open(struct dl_proc_files *pf, const struct dl_file_open_ev *e)
 {
 	uint64_t at;
 
-	if (e->fd < 0)
+	if (e->fd < 0 && !(e->flags & DL_FILE_MAPPED))
 		return;
 	/* A path the kernel could not read names no file: the fd's reads are unknown ones. */
 	if (e->flags & DL_FILE_PATH_FAULT) {
@@ -55,6 +56,11 @@ void dl_files_open(struct dl_proc_files *pf, const struct dl_file_open_ev *e)
 		return;
 	}
 	at = intern(pf, e->path, e->flags & DL_FILE_TRUNCATED);
+	/* Its inode names it to the page faults of a mapping of it, which come with no fd. */
+	if (at && e->ino32)
+		dl_u64map_put(&pf->by_ino, e->ino32, at);
+	if (e->flags & DL_FILE_MAPPED)
+		return;
 	if (!at && pf->more.files < UINT64_MAX)
 		pf->more.files++;
 	/* An fd number closed and opened again names the new file from here on. */
@@ -106,6 +112,19 @@ void dl_files_read(struct dl_proc_files *pf, const struct dl_file_read_ev *e)
 		f->eof_reads++;
 }
 
+const struct dl_file_stat *dl_files_submit(struct dl_proc_files *pf, const struct dl_bio_submit_ev *e)
+{
+	struct dl_file_stat *f;
+	uint64_t at;
+
+	if (!e->ino32 || (e->flags & (DL_BIO_WRITE | DL_BIO_IN_READ)) || !dl_u64map_get(&pf->by_ino, e->ino32, &at) || !at)
+		return NULL;
+	f = &pf->files.v[at - 1];
+	f->fault_bytes += e->bytes;
+	dl_u64map_put(&pf->reader_tids, e->h.tid, 0);
+	return f;
+}
+
 /* A page on x86-64 and on arm64's usual 4 KiB kernels: a file smaller is read in one small call whatever the loader does. */
 #define SMALL_FILE_BYTES 4096u
 
@@ -130,6 +149,19 @@ void dl_files_fork(struct dl_proc_files *child, const struct dl_proc_files *pare
 		f = s->val ? &parent->files.v[s->val - 1] : NULL;
 		dl_u64map_put(&child->fds, s->key, f ? intern(child, f->path, f->truncated) : 0);
 	}
+	/* Its mappings too. */
+	for (size_t i = 0; i < parent->by_ino.cap; i++) {
+		const struct dl_u64map_slot *s = &parent->by_ino.slots[i];
+		const struct dl_file_stat *f;
+		uint64_t at;
+
+		if (!s->used || !s->val)
+			continue;
+		f = &parent->files.v[s->val - 1];
+		at = intern(child, f->path, f->truncated);
+		if (at)
+			dl_u64map_put(&child->by_ino, s->key, at);
+	}
 }
 
 static int by_bytes(const void *a, const void *b)
@@ -137,8 +169,10 @@ static int by_bytes(const void *a, const void *b)
 	const struct dl_file_stat *x = *(const struct dl_file_stat *const *)a;
 	const struct dl_file_stat *y = *(const struct dl_file_stat *const *)b;
 
-	if (x->read_bytes != y->read_bytes)
-		return x->read_bytes < y->read_bytes ? 1 : -1;
+	uint64_t xb = x->read_bytes + x->fault_bytes, yb = y->read_bytes + y->fault_bytes;
+
+	if (xb != yb)
+		return xb < yb ? 1 : -1;
 	return strcmp(x->path, y->path);
 }
 
@@ -148,7 +182,7 @@ const struct dl_file_stat **dl_files_top(const struct dl_proc_files *pf, size_t 
 	size_t k = 0;
 
 	for (size_t i = 0; i < pf->files.n; i++)
-		if (pf->files.v[i].reads)
+		if (pf->files.v[i].reads || pf->files.v[i].fault_bytes)
 			v[k++] = &pf->files.v[i];
 	qsort(v, k, sizeof(*v), by_bytes);
 	*n = k < max ? k : max;

@@ -33,6 +33,8 @@ struct dl_file_stat {
 	uint64_t small_reads, small_ns;   /* calls that returned 1 .. DL_SMALL_READ_BYTES - 1 bytes */
 	uint64_t small_bytes;    /* what those calls returned */
 	uint64_t eof_reads;      /* calls that returned 0 bytes: a pass through the file ended */
+	/* Read from the disk into its pages outside any read call: page faults of the process's mappings of it. */
+	uint64_t fault_bytes;
 	bool truncated;          /* the path was cut to DL_PATH_LEN - 1 bytes */
 };
 
@@ -44,6 +46,8 @@ struct dl_proc_files {
 	DL_VEC(struct dl_file_stat) files;
 	struct dl_u64map by_path;     /* hash of path -> index in files */
 	struct dl_u64map fds;         /* fd -> index in files + 1, or 0: past DL_FILES_TRACKED */
+	/* Low 32 bits of the inode of a file the process opened or maps -> index in files + 1 (kept past close). */
+	struct dl_u64map by_ino;
 	struct dl_read_tally more;    /* reads of files past DL_FILES_TRACKED */
 	struct dl_read_tally unknown; /* reads of fds no record named (pipes, sockets, dup'd fds) */
 	uint64_t read_errors;         /* read calls that failed, on any fd */
@@ -62,6 +66,12 @@ void dl_files_free(struct dl_proc_files *pf);
 void dl_files_open(struct dl_proc_files *pf, const struct dl_file_open_ev *e);
 void dl_files_close(struct dl_proc_files *pf, const struct dl_file_close_ev *e);
 void dl_files_read(struct dl_proc_files *pf, const struct dl_file_read_ev *e);
+/*
+ * A block read the process submitted: one outside any read call, into a file
+ * it opened or maps (by the inode), counts as that file's fault_bytes.
+ * Returns the file, or NULL.
+ */
+const struct dl_file_stat *dl_files_submit(struct dl_proc_files *pf, const struct dl_bio_submit_ev *e);
 /* A forked child starts with a copy of its parent's fd table. */
 void dl_files_fork(struct dl_proc_files *child, const struct dl_proc_files *parent);
 /* A closed scheduler interval of a thread of the process. */
@@ -70,7 +80,7 @@ void dl_files_note_sched(struct dl_proc_files *pf, uint32_t tid, uint64_t dur_ns
 uint64_t dl_files_reader_ns(const struct dl_proc_files *pf);
 /* The traced time of a set of the process's threads (keys of tids): the receivers', for the network findings. */
 uint64_t dl_files_threads_ns(const struct dl_proc_files *pf, const struct dl_u64map *tids);
-/* The files with reads, most bytes first (ties: by path); *n of them, at most max. Caller frees. */
+/* The files read (by calls or page faults), most bytes first (ties: by path); *n of them, at most max. Caller frees. */
 const struct dl_file_stat **dl_files_top(const struct dl_proc_files *pf, size_t max, size_t *n);
 
 #endif

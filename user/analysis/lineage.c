@@ -130,6 +130,20 @@ static void note_read(struct dl_lineage *l, const struct dl_file_read_ev *ev)
 	r->path = dl_u64map_get(&pf->fds, (uint32_t)ev->fd, &at) && at ? pf->files.v[at - 1].path : NULL;
 }
 
+/* A block read outside any read call into a file the process maps: a read of that file, by page faults. */
+static void note_submit(struct dl_lineage *l, const struct dl_bio_submit_ev *ev)
+{
+	const struct dl_file_stat *f = dl_files_submit(files_of(l, ev->h.tgid), ev);
+	struct dl_lin_thread *t;
+	struct dl_lin_read *r;
+
+	if (!f)
+		return;
+	t = thread_of(l, ev->h.tid, ev->h.tgid, ev->h.ts, true);
+	r = dl_vec_push(&t->reads);
+	*r = (struct dl_lin_read){ .ts = ev->h.ts, .fault_bytes = ev->bytes, .path = f->path };
+}
+
 void dl_lineage_note(struct dl_lineage *l, const struct dl_hdr *h)
 {
 	switch (h->kind) {
@@ -147,6 +161,9 @@ void dl_lineage_note(struct dl_lineage *l, const struct dl_hdr *h)
 		break;
 	case DL_EV_FILE_READ:
 		note_read(l, (const void *)h);
+		break;
+	case DL_EV_BIO_SUBMIT:
+		note_submit(l, (const void *)h);
 		break;
 	case DL_EV_PROC: {
 		const struct dl_proc_ev *e = (const void *)h;
@@ -331,13 +348,21 @@ static void add_state(const struct dl_lin_query *q, struct dl_step_lineage *o, u
 	}
 }
 
+/* What a file brought the window: the bytes its read calls returned, or its page faults read from the disk. */
+static uint64_t file_weight(const struct dl_lin_file *f)
+{
+	return f->read_bytes + f->fault_bytes;
+}
+
 static void add_file(struct dl_step_lineage *o, const struct dl_lin_read *r)
 {
 	uint32_t i;
 
-	o->reads++;
+	/* Only a read call counts as a read; a page fault's block read has its own count. */
+	o->reads += !r->fault_bytes;
 	o->read_bytes += r->bytes;
 	o->disk_bytes += r->disk_bytes;
+	o->fault_bytes += r->fault_bytes;
 	if (!r->path)
 		return;
 	for (i = 0; i < o->nfiles && o->files[i].path != r->path; i++)
@@ -348,27 +373,28 @@ static void add_file(struct dl_step_lineage *o, const struct dl_lin_read *r)
 			uint32_t least = 0;
 
 			for (uint32_t k = 1; k < o->nfiles; k++)
-				if (o->files[k].read_bytes < o->files[least].read_bytes)
+				if (file_weight(&o->files[k]) < file_weight(&o->files[least]))
 					least = k;
-			if (o->files[least].read_bytes >= r->bytes)
+			if (file_weight(&o->files[least]) >= r->bytes + r->fault_bytes)
 				return;
 			i = least;
 		} else {
 			o->nfiles++;
 		}
-		o->files[i] = (struct dl_lin_file){ r->path, 0, 0, 0 };
+		o->files[i] = (struct dl_lin_file){ .path = r->path };
 	}
 	o->files[i].read_bytes += r->bytes;
 	o->files[i].disk_bytes += r->disk_bytes;
-	o->files[i].reads++;
+	o->files[i].fault_bytes += r->fault_bytes;
+	o->files[i].reads += !r->fault_bytes;
 }
 
 static int by_file_bytes(const void *a, const void *b)
 {
 	const struct dl_lin_file *x = a, *y = b;
 
-	if (x->read_bytes != y->read_bytes)
-		return x->read_bytes < y->read_bytes ? 1 : -1;
+	if (file_weight(x) != file_weight(y))
+		return file_weight(x) < file_weight(y) ? 1 : -1;
 	return strcmp(x->path, y->path);
 }
 
@@ -522,6 +548,7 @@ static void walk_up(const struct dl_lineage *l, const struct dl_lin_query *q, co
 		h->read_bytes = win.read_bytes;
 		h->reads = win.reads;
 		h->disk_bytes = win.disk_bytes;
+		h->fault_bytes = win.fault_bytes;
 		w = u;
 		a = h->since_ns;
 		b = h->handoff_ns;
@@ -667,6 +694,7 @@ void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s,
 	t->other_ns += s->other_wait_ns;
 	t->read_bytes += s->read_bytes;
 	t->disk_bytes += s->disk_bytes;
+	t->fault_bytes += s->fault_bytes;
 }
 
 void dl_lin_totals_sort(struct dl_lin_totals *t)

@@ -44,6 +44,7 @@ struct dl_lin_edge {
 
 struct dl_lin_read {
 	uint64_t ts, bytes, disk_bytes;
+	uint64_t fault_bytes;         /* a block read outside read calls into a mapped file (bytes, disk_bytes 0) */
 	const char *path;             /* NULL: an fd no record named */
 };
 
@@ -97,10 +98,14 @@ struct dl_lin_totals {
 	uint64_t irq_wait_ns;         /* of that, ended from interrupt or kernel-thread context */
 	uint64_t producers, oncpu_ns, io_wait_ns, runq_ns, other_ns;   /* the producers' windows, summed */
 	uint64_t read_bytes, disk_bytes;
+	uint64_t fault_bytes;         /* read from disk by page faults of mapped files */
 };
 
 void dl_lineage_free(struct dl_lineage *l);
-/* A record of the stream: scheduler intervals, wake-ups, file records and forks are kept; the rest ignored. */
+/*
+ * A record of the stream: scheduler intervals, wake-ups, file records (block
+ * reads of mapped files among them) and forks are kept; the rest ignored.
+ */
 void dl_lineage_note(struct dl_lineage *l, const struct dl_hdr *h);
 /* The lineage of one step. */
 void dl_lineage_step(const struct dl_lineage *l, const struct dl_lin_query *q, struct dl_step_lineage *out);

@@ -87,6 +87,7 @@ struct dl_lin_file {
 	const char *path;             /* the lineage store's copy: valid while the store lives */
 	uint64_t read_bytes, reads;
 	uint64_t disk_bytes;          /* submitted to block devices from inside those reads */
+	uint64_t fault_bytes;         /* read from block devices by page faults of the process's mappings of it */
 };
 
 /* One hop up the input chain: who ended the producer's (or the previous hop's) own waits, and what it did. */
@@ -100,6 +101,7 @@ struct dl_lin_hop {
 	uint64_t since_ns, handoff_ns;
 	uint64_t oncpu_ns, io_wait_ns, runq_ns, other_wait_ns, idle_ns;
 	uint64_t read_bytes, reads, disk_bytes;
+	uint64_t fault_bytes;         /* its process's block reads into mapped files, outside read calls */
 };
 
 struct dl_step_lineage {
@@ -121,6 +123,7 @@ struct dl_step_lineage {
 	uint64_t idle_ns;             /* of the window, blocked until the consumer's process handed it work: none of the above */
 	uint64_t read_bytes, reads;   /* the read calls of the producer's process in the window (its other threads too) */
 	uint64_t disk_bytes;          /* what those reads submitted to block devices */
+	uint64_t fault_bytes;         /* its process's block reads outside read calls, into files it maps (page faults) */
 	uint32_t nfiles;
 	struct dl_lin_file files[DL_LIN_FILES];
 	uint32_t nchain;

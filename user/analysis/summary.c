@@ -295,6 +295,7 @@ static void add_bio_submit(struct dl_summary *s, const struct dl_bio_submit_ev *
 		p->io.write_meta_bytes += ev->bytes;
 	if (!(ev->flags & DL_BIO_MERGED))
 		*(write ? &p->io.write_ops : &p->io.read_ops) += 1;
+	dl_files_submit(&p->files, ev);
 }
 
 static void add_sched(struct dl_summary *s, const struct dl_sched_ev *ev)

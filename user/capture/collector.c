@@ -69,6 +69,8 @@ static void on_proc(struct dl_collector *c, const struct dl_proc_ev *e)
 		dl_pyprocs_forget(&c->py, (pid_t)h->tgid);
 	if (e->what == DL_PROC_EXIT && e->group_dead)
 		dl_u64map_del(&c->containers, (uint64_t)h->tgid);
+	if (e->what == DL_PROC_EXEC || (e->what == DL_PROC_EXIT && e->group_dead))
+		dl_files_forget_mapped(&c->mapped, (pid_t)h->tgid);
 
 	/* A process that joined by its name at exec (--comm): introduce it, attach after the drain. */
 	if (e->what == DL_PROC_EXEC && !c->known(c->known_ctx, (pid_t)h->tgid)) {
@@ -107,6 +109,8 @@ int dl_collector_record(void *ctx, void *data, size_t len)
 		data = &abs, len = sizeof(abs);
 	if (dl_stream_read(c->stream, &in, data, len))
 		return 0;   /* malformed: counted by the stream */
+	if (c->files && in.h->kind == DL_EV_FILE_OPEN)
+		dl_files_note_open(&c->mapped, (const struct dl_file_open_ev *)in.h);
 	if (in.h->kind == DL_EV_PROC)
 		on_proc(c, (const struct dl_proc_ev *)in.h);
 	if (in.is_call) {
@@ -121,6 +125,13 @@ int dl_collector_record(void *ctx, void *data, size_t len)
 
 		dl_name_call(c->symbolizer, c->stream, &in.call, &now);
 		dl_pyprocs_name_call(&c->py, c->stream, &in.call, &now);
+	}
+	/* A read outside any read call (a page fault in a mapped file): its file goes into the stream first. */
+	if (c->files && in.h->kind == DL_EV_BIO_SUBMIT) {
+		const struct dl_bio_submit_ev *b = (const struct dl_bio_submit_ev *)in.h;
+
+		if (b->ino32 && !(b->flags & (DL_BIO_WRITE | DL_BIO_IN_READ)))
+			dl_files_name_mapped(c->stream, &c->mapped, b);
 	}
 	/* A wait's or a CPU sample's frames: named as a call's are. */
 	if (in.h->kind == DL_EV_PYSTACK) {
@@ -139,4 +150,5 @@ void dl_collector_free(struct dl_collector *c)
 	dl_pyprocs_free(&c->py);
 	dl_cwds_free(&c->cwds);
 	dl_u64map_free(&c->containers);
+	dl_u64map_free(&c->mapped);
 }

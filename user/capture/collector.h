@@ -32,6 +32,7 @@ struct dl_collector {
 	struct dl_cwds cwds;          /* for relative paths of processes gone before their records are read */
 	struct dl_held held;          /* rescanned after this drain */
 	struct dl_u64map containers;  /* pid -> hash of the container last written for it (capture/cgroup.h) */
+	struct dl_u64map mapped;      /* the files of reads outside read calls (capture/files.h: dl_files_name_mapped) */
 	bool files;                   /* file records are traced: working directories are kept */
 	bool (*known)(void *ctx, pid_t pid);   /* the process is in the trace already */
 	void *known_ctx;

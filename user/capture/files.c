@@ -302,8 +302,9 @@ void dl_cwds_fork(struct dl_cwds *c, pid_t child, pid_t parent)
 
 int dl_files_snapshot(struct dl_stream *s, struct dl_cwds *c, pid_t pid)
 {
-	char dir[64], name[32], target[4096];
+	char dir[64], name[96], target[4096];
 	struct dl_file_open_ev e;
+	struct stat st;
 	struct dirent *d;
 	int count = 0;
 	DIR *dp;
@@ -329,11 +330,86 @@ int dl_files_snapshot(struct dl_stream *s, struct dl_cwds *c, pid_t pid)
 		if (dl_proc_readlink(pid, name, target, sizeof(target)) || target[0] != '/')
 			continue;
 		fill_open(&e, pid, (int)fd, dl_proc_path_in_root(pid, target), DL_FILE_PREEXISTING);
+		snprintf(name, sizeof(name), "%s/%ld", dir, fd);
+		if (!stat(name, &st))
+			e.ino32 = (uint32_t)st.st_ino;
 		dl_stream_emit(s, &e, sizeof(e));
 		count++;
 	}
 	closedir(dp);
 	return count;
+}
+
+struct mapped_find {
+	uint32_t ino32;
+	char path[sizeof(((struct dl_mapping *)0)->path)];
+};
+
+static int match_ino32(const struct dl_mapping *m, void *arg)
+{
+	struct mapped_find *f = arg;
+
+	if ((uint32_t)m->inode != f->ino32)
+		return 0;
+	snprintf(f->path, sizeof(f->path), "%s", m->path);
+	return 1;
+}
+
+static uint64_t mapped_key(pid_t pid, uint32_t ino32)
+{
+	return (uint64_t)(uint32_t)pid << 32 | ino32;
+}
+
+bool dl_files_name_mapped(struct dl_stream *s, struct dl_u64map *seen, const struct dl_bio_submit_ev *e)
+{
+	pid_t pid = (pid_t)e->h.tgid;
+	uint64_t key = mapped_key(pid, e->ino32), was;
+	struct dl_file_open_ev rec;
+	struct mapped_find *f;
+	bool named;
+
+	if (dl_u64map_get(seen, key, &was))
+		return was == 1;
+	/*
+	 * Matched on the inode's low 32 bits alone: a mapping's device is the
+	 * file system's (an anonymous one on btrfs, overlayfs), not the block
+	 * device the request went to; two files of one process sharing those
+	 * bits are not told apart.
+	 */
+	f = dl_xcalloc(1, sizeof(*f));
+	f->ino32 = e->ino32;
+	named = dl_maps_foreach(pid, match_ino32, f) == 1;
+	if (named) {
+		fill_open(&rec, pid, -1, dl_proc_path_in_root(pid, f->path), DL_FILE_MAPPED);
+		/* At the read's own time and thread, so that whatever places the read finds its file before it. */
+		rec.h.ts = e->h.ts;
+		rec.h.tid = e->h.tid;
+		rec.ino32 = e->ino32;
+		dl_stream_emit(s, &rec, sizeof(rec));
+	} else {
+		dl_debug("pid %d: read inode ...%08x outside a read call, and maps no such file", (int)pid, e->ino32);
+	}
+	free(f);
+	dl_u64map_put(seen, key, named ? 1 : 2);
+	return named;
+}
+
+void dl_files_note_open(struct dl_u64map *seen, const struct dl_file_open_ev *e)
+{
+	if (e->ino32 && !(e->flags & DL_FILE_PATH_FAULT))
+		dl_u64map_put(seen, mapped_key((pid_t)e->h.tgid, e->ino32), 1);
+}
+
+void dl_files_forget_mapped(struct dl_u64map *seen, pid_t pid)
+{
+	DL_VEC(uint64_t) gone = { 0 };
+
+	for (size_t i = 0; i < seen->cap; i++)
+		if (seen->slots[i].used && seen->slots[i].key >> 32 == (uint32_t)pid)
+			*(uint64_t *)dl_vec_push(&gone) = seen->slots[i].key;
+	for (size_t i = 0; i < gone.n; i++)
+		dl_u64map_del(seen, gone.v[i]);
+	dl_vec_free(&gone);
 }
 
 /* The directory a relative path of e is relative to, as the process sees it; NULL if not known for sure. */
@@ -379,6 +455,7 @@ bool dl_files_resolve(struct dl_cwds *c, const struct dl_file_open_ev *e, struct
 	out->open_flags = e->open_flags;
 	out->cwd_ino = e->cwd_ino;
 	out->cwd_dev = e->cwd_dev;
+	out->ino32 = e->ino32;
 	if (e->flags & DL_FILE_TRUNCATED)
 		out->flags |= DL_FILE_TRUNCATED;
 	return true;

@@ -70,6 +70,20 @@ void dl_cwds_free(struct dl_cwds *c);
 /* A process forked: it has its parent's cwd until it is seen with its own. */
 void dl_cwds_fork(struct dl_cwds *c, pid_t child, pid_t parent);
 /*
+ * A read of a traced process's outside any read call (a page fault in a mapped
+ * file, readahead it asked for with madvise) names its file by the inode's
+ * low bits. An open record of the process named it (dl_files_note_open), or
+ * the first such read of the inode looks for it among the process's mappings
+ * now and writes a DL_EV_FILE_OPEN (DL_FILE_MAPPED) with its path ahead of e
+ * (a file mapped before tracing began). seen: (pid << 32 | ino32) -> 1 named,
+ * 2 not among its mappings. True if named (now or before).
+ */
+bool dl_files_name_mapped(struct dl_stream *s, struct dl_u64map *seen, const struct dl_bio_submit_ev *e);
+/* An open record passed: its inode is named for its process. */
+void dl_files_note_open(struct dl_u64map *seen, const struct dl_file_open_ev *e);
+/* A process's image changed (exec) or ended: what dl_files_name_mapped knew of its mappings goes. */
+void dl_files_forget_mapped(struct dl_u64map *seen, pid_t pid);
+/*
  * Writes a DL_EV_FILE_OPEN (DL_FILE_PREEXISTING) for each fd of pid that
  * names a path, and notes its cwd; returns how many.
  */

@@ -17,10 +17,20 @@ void dl_report_files_text(FILE *f, const struct dl_proc_files *pf, struct dl_sbu
 	for (size_t i = 0; i < n; i++) {
 		const struct dl_file_stat *fs = top[i];
 
+		const char *lead = i ? "        " : "files   ";
+
 		dl_fmt_bytes(rb, sizeof(rb), fs->read_bytes);
 		dl_fmt_bytes(db, sizeof(db), fs->disk_bytes);
-		fprintf(f, "  %s %s: read %s in %" PRIu64 " calls (%.3f ms), %s from disk\n", i ? "        " : "files   ",
-			dl_text(esc, fs->path), rb, fs->reads, (double)fs->read_ns / 1e6, db);
+		if (fs->reads)
+			fprintf(f, "  %s %s: read %s in %" PRIu64 " calls (%.3f ms), %s from disk", lead, dl_text(esc, fs->path),
+				rb, fs->reads, (double)fs->read_ns / 1e6, db);
+		else
+			fprintf(f, "  %s %s: mapped", lead, dl_text(esc, fs->path));
+		if (fs->fault_bytes) {
+			dl_fmt_bytes(db, sizeof(db), fs->fault_bytes);
+			fprintf(f, "%s%s from disk by page faults", fs->reads ? ", and " : ", ", db);
+		}
+		fputc('\n', f);
 	}
 	if (pf->files.n > n && n)
 		fprintf(f, "           (%zu more files read or opened: see the JSON summary)\n", pf->files.n - n);
@@ -58,6 +68,7 @@ void dl_report_files_json(struct dl_json *j, const struct dl_proc_files *pf)
 		dl_json_ku64(j, "read_ns", fs->read_ns);
 		dl_json_ku64(j, "disk_bytes", fs->disk_bytes);
 		dl_json_ku64(j, "small_reads", fs->small_reads);
+		dl_json_ku64(j, "fault_bytes", fs->fault_bytes);
 		dl_json_key(j, "truncated");
 		dl_json_bool(j, fs->truncated);
 		dl_json_obj_end(j);
@@ -76,6 +87,8 @@ void dl_report_files_json(struct dl_json *j, const struct dl_proc_files *pf)
 		more.disk_bytes += fs->disk_bytes;
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (!top[i]->reads)
+			continue;   /* read by page faults only: not in the tally */
 		more.files--;
 		more.reads -= top[i]->reads;
 		more.read_bytes -= top[i]->read_bytes;

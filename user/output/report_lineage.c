@@ -23,7 +23,7 @@ static const struct dl_pystack_stat *step_wait_line(const struct dl_pylines *py,
 
 /* A producer's or a hop's window: where its time went and what it read. */
 static void window_json(struct dl_json *j, uint64_t oncpu, uint64_t io_wait, uint64_t runq, uint64_t other,
-			uint64_t idle, uint64_t read_bytes, uint64_t reads, uint64_t disk_bytes)
+			uint64_t idle, uint64_t read_bytes, uint64_t reads, uint64_t disk_bytes, uint64_t fault_bytes)
 {
 	dl_json_ku64(j, "cpu_ns", oncpu);
 	dl_json_ku64(j, "oncpu_ns", oncpu);
@@ -34,6 +34,7 @@ static void window_json(struct dl_json *j, uint64_t oncpu, uint64_t io_wait, uin
 	dl_json_ku64(j, "read_bytes", read_bytes);
 	dl_json_ku64(j, "reads", reads);
 	dl_json_ku64(j, "disk_bytes", disk_bytes);
+	dl_json_ku64(j, "fault_bytes", fault_bytes);
 }
 
 void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, const struct dl_report_model *m)
@@ -82,7 +83,7 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 		dl_json_key(j, "after_handoff");
 		dl_json_bool(j, in->after_handoff);
 		window_json(j, in->oncpu_ns, in->io_wait_ns, in->runq_ns, in->other_wait_ns, in->idle_ns, in->read_bytes, in->reads,
-			    in->disk_bytes);
+			    in->disk_bytes, in->fault_bytes);
 		dl_json_key(j, "files");
 		dl_json_arr_begin(j);
 		for (uint32_t i = 0; i < in->nfiles; i++) {
@@ -91,6 +92,7 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 			dl_json_ku64(j, "read_bytes", in->files[i].read_bytes);
 			dl_json_ku64(j, "reads", in->files[i].reads);
 			dl_json_ku64(j, "disk_bytes", in->files[i].disk_bytes);
+			dl_json_ku64(j, "fault_bytes", in->files[i].fault_bytes);
 			dl_json_obj_end(j);
 		}
 		dl_json_arr_end(j);
@@ -113,7 +115,7 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 		dl_json_ku64(j, "since_ns", h->since_ns);
 		dl_json_ku64(j, "handoff_ns", h->handoff_ns);
 		window_json(j, h->oncpu_ns, h->io_wait_ns, h->runq_ns, h->other_wait_ns, h->idle_ns, h->read_bytes, h->reads,
-			    h->disk_bytes);
+			    h->disk_bytes, h->fault_bytes);
 		dl_json_obj_end(j);
 	}
 	dl_json_arr_end(j);
@@ -170,6 +172,10 @@ static void text_longest_waits(FILE *f, const struct dl_corr_proc *p, const stru
 				in->read_bytes < 1000000 ? "KB" : "MB",
 				(double)in->disk_bytes / (in->disk_bytes < 1000000 ? 1e3 : 1e6),
 				in->disk_bytes < 1000000 ? "KB" : "MB", in->nfiles ? " from " : "",
+				in->nfiles ? dl_text(&esc, in->files[0].path) : "", in->nfiles > 1 ? " and more" : "");
+		else if (in->producer && in->fault_bytes)
+			fprintf(f, ", faulting in %.1f %s from disk%s%s%s", (double)in->fault_bytes / (in->fault_bytes < 1000000 ? 1e3 : 1e6),
+				in->fault_bytes < 1000000 ? "KB" : "MB", in->nfiles ? " of mapped " : "",
 				in->nfiles ? dl_text(&esc, in->files[0].path) : "", in->nfiles > 1 ? " and more" : "");
 		if (in->nchain)
 			fprintf(f, "; it waited on thread %u of pid %u", in->chain[0].tid, in->chain[0].pid);
