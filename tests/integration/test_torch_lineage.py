@@ -13,6 +13,7 @@ import re
 import subprocess
 
 from harness import WORK, Skipped, check, load_summary, main, run_dlbpf
+from netserve import ObjectServer
 
 PYTHON = "/usr/bin/python3"   # Debian's: the one python3-torch is installed for
 TORCHJOB = os.path.join(os.path.dirname(__file__), "..", "workloads", "torchjob.py")
@@ -115,14 +116,17 @@ def fault_bytes_by_sample(by_tid):
     return out
 
 
-def judge(name, s, truth, report, threads=False, mapped=False):
+def judge(name, s, truth, report, threads=False, source="file"):
+    """source: where the loaders' records come from: "file" (read calls), "mapped" (page faults of a
+    memmap) or "net" (range requests to an object server: the sample's "file" is the endpoint)."""
     by_tid = samples_by_thread(truth)
+    mapped, net = source == "mapped", source == "net"
     faulted = fault_bytes_by_sample(by_tid) if mapped else {}
     main_pid = truth["main"]["pid"]
     waits = [st for st in s["steps"] if st["input"]["wait_ns"] >= WAIT_MIN_NS and st["input"]["woken_by"]
              and st["input"]["woken_by"]["context"] == "task"]
     check(len(waits) >= 5, f"{name}: {len(waits)} waits of 1 ms or more ended by a task: nothing to judge")
-    bad, files_ok, files_all, sums, clocks, transfers = [], 0, 0, [0, 0, 0, 0], [0, 0, 0, 0], 0
+    bad, files_ok, files_all, sums, clocks, transfers = [], 0, 0, [0, 0, 0, 0, 0], [0, 0, 0, 0], 0
     named_bytes = 0
     read = readings(truth)
     for st in waits:
@@ -145,6 +149,7 @@ def judge(name, s, truth, report, threads=False, mapped=False):
         if known:
             for k, key in enumerate(("oncpu_ns", "runq_ns", "io_wait_ns", "other_wait_ns")):
                 sums[k] += p[key]
+            sums[4] += p["net"]["wait_ns"]
             for k in range(4):
                 clocks[k] += known[k]
         # The first batch of a worker is read through files it opens in the window, whose open records
@@ -160,7 +165,13 @@ def judge(name, s, truth, report, threads=False, mapped=False):
         edge = [r for r in mine if r["t0"] <= a < r["t0"] + r["read_ns"] or r["t0"] < b < r["t0"] + r["read_ns"]]
         key = "fault_bytes" if mapped else "read_bytes"
         named = {f["path"]: f[key] for f in p["files"] if os.path.basename(f["path"]).startswith("shard-")}
-        if mapped:
+        if net:
+            # An object's records come by socket receives: the endpoints named, with what the receives
+            # that returned in the window brought (headers included), per the loader's own count.
+            named = {e["endpoint"]: e["bytes"] for e in p["net"]["endpoints"]}
+            size = {id(r): r["net_bytes"] for r in inside + edge}
+            besides = 0
+        elif mapped:
             # A record of a mapped shard is read by page faults, no read call: what a sample brought from
             # the disk is its process's /proc/self/io growth since its previous sample. A window with a
             # sample whose growth is not known (its process's first) is not judged.
@@ -191,17 +202,27 @@ def judge(name, s, truth, report, threads=False, mapped=False):
     check(not bad, f"{name}: {len(bad)} of {len(waits)} waits name no thread that made samples: {bad[:4]}")
     check(files_all >= 3 and files_ok == files_all, f"{name}: files right in {files_ok} of {files_all} waits")
     check(named_bytes > 0, f"{name}: the waits judged name no shard's bytes: nothing was read from the data set")
-    window = sum(sums)
+    window = sum(sums[:4])
     check(window > 0 and clocks[0] > 0, f"{name}: no window holds two of the producer's clock readings")
     cpu, runq, read_off = (x / clocks[0] for x in clocks[1:])
     got = [x / window for x in sums]
     check(abs(got[0] - cpu) <= SHARE_POINTS, f"{name}: producers on CPU {got[0]:.2f} of their windows, their clocks {cpu:.2f}")
     check(abs(got[1] - runq) <= SHARE_POINTS, f"{name}: producers runnable {got[1]:.2f}, their clocks {runq:.2f}")
-    check(abs(got[2] - read_off) <= SHARE_POINTS, f"{name}: producers on disk {got[2]:.2f}, their reads blocked "
-          f"{read_off:.2f} of the windows' time")
-    # Blocked otherwise (a lock, the GIL, a queue): what the clocks leave besides CPU, runqueue and reads.
-    other = max(0.0, 1 - cpu - runq - read_off)
-    check(got[3] <= other + SHARE_POINTS, f"{name}: producers blocked otherwise {got[3]:.2f}, their clocks {other:.2f}")
+    if net:
+        # Blocked in a read is blocked on the network: in the socket receives, none on the disk.
+        check(abs(got[4] - read_off) <= SHARE_POINTS and got[2] <= SHARE_POINTS,
+              f"{name}: producers in socket receives {got[4]:.2f} of their windows, on disk {got[2]:.2f}; their "
+              f"reads blocked {read_off:.2f} of the windows' time")
+        check(got[4] <= got[2] + got[3] + 1e-9, f"{name}: blocked in receives {got[4]:.2f}, more than blocked at all")
+        other = max(0.0, 1 - cpu - runq - read_off)
+        check(got[3] - got[4] <= other + SHARE_POINTS, f"{name}: producers blocked otherwise (not receiving) "
+              f"{got[3] - got[4]:.2f}, their clocks {other:.2f}")
+    else:
+        check(abs(got[2] - read_off) <= SHARE_POINTS, f"{name}: producers on disk {got[2]:.2f}, their reads blocked "
+              f"{read_off:.2f} of the windows' time")
+        # Blocked otherwise (a lock, the GIL, a queue): what the clocks leave besides CPU, runqueue and reads.
+        other = max(0.0, 1 - cpu - runq - read_off)
+        check(got[3] <= other + SHARE_POINTS, f"{name}: producers blocked otherwise {got[3]:.2f}, their clocks {other:.2f}")
     # The text names what the producers are, and says the process's cpu line sums its threads.
     line = next((l for l in report.splitlines() if l.startswith("  input    waited on")), "")
     want = "thread" if threads else "worker process"
@@ -233,9 +254,20 @@ def judge(name, s, truth, report, threads=False, mapped=False):
                   f"producers run, the job ran {nload}")
             check(ev.get("workers_with_cores", 0) <= ev["workers_needed"], f"{name}: {ev}")
     check(transfers * 2 < len(waits), f"{name}: {transfers} of {len(waits)} waits were on a batch crossing the pipe")
+    if net:
+        endpoints = {r["file"] for _, mine in by_tid.values() for r in mine}
+        check(len(endpoints) == 1, f"{name}: the loaders fetched from {endpoints}")
+        server = endpoints.pop()
+        check(f"it waited on {server} for " in report, f"{name}: no longest wait says it waited on {server}")
+        prod = [f["evidence"] for f in s["diagnosis"]["findings"] if f["rule"] == "input-producer"]
+        # Where the loaders' own clocks say the receives were most of their windows, by the shares' tolerance.
+        if read_off > max(cpu, runq, other) + SHARE_POINTS:
+            check(prod and prod[0]["bound_by"] == "network" and prod[0]["net_endpoint"] == server,
+                  f"{name}: the loaders spent {read_off:.2f} of their windows in receives, yet input-producer says "
+                  f"{prod[0] if prod else None}")
     return (f"{len(waits)} waits ({transfers} on a batch crossing the pipe), producers on CPU {got[0]:.2f} (clocks {cpu:.2f}), runnable {got[1]:.2f} "
-            f"({runq:.2f}), disk {got[2]:.2f} (reads blocked {read_off:.2f}), otherwise {got[3]:.2f} ({other:.2f}), files right {files_ok}/{files_all}"
-            f" ({named_bytes / 1e6:.1f} MB)")
+            f"({runq:.2f}), disk {got[2]:.2f}, receiving {got[4]:.2f} (reads blocked {read_off:.2f}), otherwise {got[3]:.2f} "
+            f"({other:.2f}), {'endpoints' if net else 'files'} right {files_ok}/{files_all} ({named_bytes / 1e6:.1f} MB)")
 
 
 def test_decode_fork_workers():
@@ -286,7 +318,27 @@ def test_memmap_workers():
     for n, extra in ((2, ["--record-kb", "512", "--decode-ms", "4"]), (1, ["--record-kb", "1024", "--decode-ms", "2"])):
         s, truth, report = run(f"memmap{n}", "--shape", "memmap", "--workers", str(n), "--steps", "24", "--width", "4",
                                *extra, data=DISK_DATA)
-        out.append(f"{n}: " + judge(f"memmap, {n} workers", s, truth, report, mapped=True))
+        out.append(f"{n}: " + judge(f"memmap, {n} workers", s, truth, report, source="mapped"))
+    return "; ".join(out)
+
+
+def test_http_workers():
+    """Records fetched from an object server (tests/integration/netserve.py) by range requests over each
+    worker's keep-alive connection (torchjob --shape http): each wait names the server as what its
+    producer received from, the bytes per the workers' own count, and the producers' time blocked in
+    the receives within the shares' bound of their clocks; the input-producer finding says the network
+    where that is what the clocks say. A time to first byte with 2 workers; a paced rate with 1."""
+    out = []
+    obj = os.urandom(9 << 20)
+    for n, delay, rate, extra in ((2, 0.004, 0, ["--record-kb", "256", "--decode-ms", "2"]),
+                                  (1, 0.0, 64 << 20, ["--record-kb", "512", "--decode-ms", "1"])):
+        srv = ObjectServer("127.0.0.1", obj, delay_s=delay, rate_bps=rate)
+        try:
+            s, truth, report = run(f"http{n}", "--shape", "http", "--url", f"http://127.0.0.1:{srv.port}/object",
+                                   "--workers", str(n), "--steps", "24", "--width", "4", *extra)
+        finally:
+            srv.close()
+        out.append(f"{n}: " + judge(f"http, {n} workers", s, truth, report, source="net"))
     return "; ".join(out)
 
 

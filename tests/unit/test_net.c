@@ -223,10 +223,10 @@ static void test_wait_in(void)
 	struct dl_net_recv_ev e = { .h = { .ts = 1000 }, .dur_ns = 500 };
 	struct dl_net_endpoint k;
 
-	CHECK_EQ_U64(dl_net_recv_wait_in(&e, 0, 2000), 500);
-	CHECK_EQ_U64(dl_net_recv_wait_in(&e, 1200, 1300), 100);
-	CHECK_EQ_U64(dl_net_recv_wait_in(&e, 1400, 9000), 100);
-	CHECK_EQ_U64(dl_net_recv_wait_in(&e, 1500, 9000), 0);
+	CHECK_EQ_U64(dl_net_wait_in(e.h.ts, e.dur_ns, 0, 2000), 500);
+	CHECK_EQ_U64(dl_net_wait_in(e.h.ts, e.dur_ns, 1200, 1300), 100);
+	CHECK_EQ_U64(dl_net_wait_in(e.h.ts, e.dur_ns, 1400, 9000), 100);
+	CHECK_EQ_U64(dl_net_wait_in(e.h.ts, e.dur_ns, 1500, 9000), 0);
 	e.family = 10;
 	e.protocol = 6;
 	e.rport = 8443;

@@ -7,7 +7,7 @@ hold dlbpf's report against.
   torchjob.py --make-data DIR [--shards N] [--shard-mb M]
   torchjob.py --data DIR --truth FILE [--shape SHAPE] [--workers N] [--start METHOD]
               [--persistent] [--prefetch K] [--threads] [--steps S] [--batch B] [--decode-ms MS]
-              [--record-kb KB] [--width W] [--layers L] [--cold]
+              [--record-kb KB] [--width W] [--layers L] [--cold] [--url URL]
 
 Shapes (what limits a step):
   decode    workers read a record and decode it on the CPU (--decode-ms a sample)
@@ -15,6 +15,8 @@ Shapes (what limits a step):
   disk      small random reads (--record-kb) from shards made cold first (--cold is implied)
   iterable  an IterableDataset: each worker streams its own shards, decoding each record
   memmap    a numpy memmap over each shard: records read by page faults, then decoded
+  http      each record a range request of an object (--url) over a keep-alive connection of the
+            loader's process, as a streaming data set reads an object store; then decoded
 
 --threads: instead of the DataLoader's worker processes, a thread pool of --workers threads in
 this process makes whole batches and puts them on a queue.Queue (--prefetch batches a thread
@@ -45,6 +47,7 @@ import json
 import os
 import queue
 import random
+import socket
 import sys
 import threading
 import time
@@ -113,6 +116,48 @@ def decode(raw, cpu_ns):
     return x
 
 
+class HttpRanges:
+    """A keep-alive HTTP/1.1 connection of this process to an object server (--url): each record a range
+    request of the object, the way a streaming data set reads its shards from an object store. It counts
+    what its receive calls brought (headers included) and how many it made."""
+
+    def __init__(self, url):
+        rest = url.split("://", 1)[-1]
+        hostport, self.path = rest.split("/", 1)
+        host, port = hostport.rsplit(":", 1)
+        host = host.strip("[]")
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.endpoint = "tcp %s:%s" % ("[%s]" % host if family == socket.AF_INET6 else host, port)
+        self.pid = os.getpid()
+        self.bytes = self.recvs = 0
+
+    def recv(self):
+        b = self.sock.recv(1 << 16)
+        self.recvs += 1
+        self.bytes += len(b)
+        if not b:
+            raise SystemExit("torchjob.py: the object server closed the connection")
+        return b
+
+    def get(self, first, n):
+        self.sock.sendall(("GET /%s HTTP/1.1\r\nHost: x\r\nRange: bytes=%d-%d\r\n\r\n"
+                           % (self.path, first, first + n - 1)).encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += self.recv()
+        head, body = data.split(b"\r\n\r\n", 1)
+        length = next(int(l.split(b":", 1)[1]) for l in head.split(b"\r\n")[1:] if l.lower().startswith(b"content-length:"))
+        parts = [body]
+        got = len(body)
+        while got < length:
+            b = self.recv()
+            parts.append(b)
+            got += len(b)
+        return b"".join(parts)
+
+
 class Records:
     """What every shape shares: where each sample's record lies, and how it is read and decoded."""
 
@@ -126,6 +171,7 @@ class Records:
         self.log = Log(args.truth_dir)
         self.fds = {}
         self.maps = {}
+        self.http = None
 
     def where(self, index):
         rnd = random.Random(index * 7919 + self.args.seed)
@@ -134,6 +180,10 @@ class Records:
         return shard, off
 
     def read(self, shard, off):
+        if self.args.shape == "http":
+            if self.http is None or self.http.pid != os.getpid():
+                self.http = HttpRanges(self.args.url)   # a worker's own connection, made after its fork
+            return self.http.get(off, self.record)  # READ-HTTP
         if self.args.shape == "memmap":
             mm = self.maps.get(shard)
             if mm is None:
@@ -151,10 +201,17 @@ class Records:
         r0, q0 = schedstat()
         t0 = now()
         c0 = time.thread_time_ns()
+        n0 = (self.http.bytes, self.http.recvs) if self.http and self.http.pid == os.getpid() else (0, 0)
         raw = self.read(shard, off)
         t1 = now()
         c1 = time.thread_time_ns()
         q1 = schedstat()[1]
+        if self.http:
+            # An object's record: its "file" is the server's endpoint, as a tracer names it; what the
+            # receives brought (headers included) and how many.
+            shard, net = self.http.endpoint, {"net_bytes": self.http.bytes - n0[0], "net_recvs": self.http.recvs - n0[1]}
+        else:
+            net = {}
         x = decode(raw, int(self.args.decode_ms * 1e6))
         t2 = now()
         c2 = time.thread_time_ns()
@@ -162,7 +219,7 @@ class Records:
         self.log.write({"sample": index, "file": shard, "offset": off, "bytes": len(raw), "t0": t0,
                         "read_ns": t1 - t0, "read_cpu_ns": c1 - c0, "read_runq_ns": q1 - q0, "decode_ns": t2 - t1,
                         "decode_cpu_ns": c2 - c1, "io": proc_io(), "oncpu_ns": run, "runq_ns": wait,
-                        "oncpu0_ns": r0, "runq0_ns": q0, "t2": t2})
+                        "oncpu0_ns": r0, "runq0_ns": q0, "t2": t2, **net})
         return x
 
 
@@ -280,6 +337,7 @@ DEFAULTS = {  # shape -> decode ms a sample, record KiB, model width, layers, ba
     "disk": (0.0, 4, 64, 1, 256),
     "iterable": (6.0, 64, 256, 2, 8),
     "memmap": (1.0, 256, 256, 2, 8),
+    "http": (1.0, 256, 64, 1, 8),
 }
 
 
@@ -305,6 +363,7 @@ def main():
     ap.add_argument("--width", type=int)
     ap.add_argument("--layers", type=int)
     ap.add_argument("--cold", action="store_true")
+    ap.add_argument("--url", help="http shape: the object server's object, http://HOST:PORT/PATH, at least a shard long")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if args.make_data:
@@ -314,6 +373,8 @@ def main():
         ap.error("--data and --truth are needed (or --make-data)")
     if args.threads and (args.shape == "iterable" or args.workers < 1):
         ap.error("--threads needs a map-style shape and --workers 1 or more")
+    if args.shape == "http" and not args.url:
+        ap.error("--shape http needs --url")
     if args.relay and (args.threads or args.epoch_steps):
         ap.error("--relay takes the loader's batches of one epoch: not with --threads or --epoch-steps")
     d = DEFAULTS[args.shape]

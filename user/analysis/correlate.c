@@ -672,9 +672,9 @@ int dl_corr_sink(void *ctx, const struct dl_rec *r)
 	}
 	if (end > c->watermark)
 		c->watermark = end;
-	/* Block submissions too: a read outside read calls (a mapped file's page faults) is a read of its file. */
+	/* Block submissions too (a read outside read calls, a mapped file's page faults, is a read of its file), and receives. */
 	if (h->kind == DL_EV_SCHED || h->kind == DL_EV_WAKE || h->kind == DL_EV_PROC || h->kind == DL_EV_BIO_SUBMIT ||
-	    (h->kind >= DL_EV_FILE_OPEN && h->kind <= DL_EV_FILE_CLOSE))
+	    h->kind == DL_EV_NET_RECV || (h->kind >= DL_EV_FILE_OPEN && h->kind <= DL_EV_FILE_CLOSE))
 		dl_lineage_note(&c->lin, h);
 
 	if (h->kind == DL_EV_CUDA || h->kind == DL_EV_SCHED || h->kind == DL_EV_MARK) {

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <assert.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,16 +33,21 @@ static struct dl_finding *add_finding(struct dl_diagnosis *d, const char *rule, 
 	return f;
 }
 
+/* A rule's evidence is fixed by its code: one past DL_MAX_EVIDENCE is a bug, not data to drop. */
 static void evidence(struct dl_finding *f, const char *key, double value)
 {
-	if (f && f->nev < DL_MAX_EVIDENCE)
-		f->ev[f->nev++] = (struct dl_evidence){ .key = key, .value = value };
+	if (!f)
+		return;
+	assert(f->nev < DL_MAX_EVIDENCE);
+	f->ev[f->nev++] = (struct dl_evidence){ .key = key, .value = value };
 }
 
 static void evidence_text(struct dl_finding *f, const char *key, const char *text)
 {
-	if (f && f->nev < DL_MAX_EVIDENCE)
-		f->ev[f->nev++] = (struct dl_evidence){ .key = key, .text = text };
+	if (!f)
+		return;
+	assert(f->nev < DL_MAX_EVIDENCE);
+	f->ev[f->nev++] = (struct dl_evidence){ .key = key, .text = text };
 }
 
 /* Per-step medians of the whole run, for messages. */
@@ -562,10 +569,10 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	const struct dl_proc *wp;
 	struct dl_finding *x;
 	uint64_t window;
-	double cpu, disk, runq, other;
-	const char *what, *fix;
-	char others[128] = "";
-	uint32_t nthreads = 0;
+	double cpu, disk, runq, other, net;
+	const char *what, *fix, *bound;
+	char others[128] = "", netwhat[192], netpart[64] = "";
+	uint32_t nthreads = 0, top_ep = 0;
 
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
 		const struct dl_corr_proc *p = dl_corr_proc(c, i);
@@ -584,19 +591,38 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	disk = dl_pct(t.io_wait_ns, window);
 	runq = dl_pct(t.runq_ns, window);
 	other = dl_pct(t.other_ns, window);
-	if (other > cpu && other > disk && other > runq) {
+	/* Of the time blocked otherwise, what the producers spent in socket receives: a fetch from a server. */
+	net = dl_pct(t.net_wait_ns, window);
+	for (uint32_t i = 1; i < t.nendpoints; i++)
+		if (t.endpoints[i].wait_ns > t.endpoints[top_ep].wait_ns)
+			top_ep = i;
+	if (net > 0)
+		snprintf(netpart, sizeof(netpart), " (%.0f%% of it in socket receives)", net);
+	if (net > cpu && net > disk && net > runq && net >= other - net && net >= disk - net && t.nendpoints) {
+		snprintf(netwhat, sizeof(netwhat), "network-bound: waiting on %s most (%.1f MB in %" PRIu64 " receives over "
+			 "the steps)", t.endpoints[top_ep].name, t.endpoints[top_ep].bytes / 1e6, t.endpoints[top_ep].recvs);
+		what = netwhat;
+		fix = "Overlap the fetches: more concurrent requests per loader, or more loaders; fetch larger objects or "
+		      "shards; or cache the data set near the job (the net-latency or net-bandwidth finding says which "
+		      "limit it is).";
+		bound = "network";
+	} else if (other > cpu && other > disk && other > runq) {
 		what = "blocked on something other than the disk: its own upstream (a remote fetch, a queue, a lock)";
 		fix = "Find what the loaders wait on (py-spy dump, or dlbpf -v for their wake-ups); add loaders if "
 		      "they each wait on a fetch.";
+		bound = "other";
 	} else if (runq >= cpu && runq >= disk) {
 		what = "starved of CPU: runnable, waiting for a CPU";
 		fix = "Give the loaders CPUs (fewer competing processes, CPU affinity, fewer threads per process).";
+		bound = "cpu-starved";
 	} else if (disk >= cpu) {
 		what = "disk-bound: blocked on its reads";
 		fix = "Read in larger requests, cache the data set in memory, or use faster storage.";
+		bound = "disk";
 	} else {
 		what = "CPU-bound: decoding on its CPU";
 		fix = "Add data-loader workers or make decoding cheaper (pre-processed data, a cheaper format).";
+		bound = "cpu";
 	}
 	for (uint32_t i = 1; i < t.nwakers && i < 4; i++) {
 		size_t n = strlen(others);
@@ -612,10 +638,10 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	x = add_finding(d, "input-producer",
 			"The main thread's input waits end on %s %u (%s) for %.0f%% of their time%s. Making their "
 			"batches the producers spent %.0f%% of their time on CPU, %.0f%% blocked on disk, %.0f%% "
-			"waiting for a CPU and %.0f%% blocked otherwise: %s. %s",
+			"waiting for a CPU and %.0f%% blocked otherwise%s: %s. %s",
 			t.wakers[0].tid ? "loader thread" : "worker process",
 			t.wakers[0].tid ? t.wakers[0].tid : t.wakers[0].pid, wp ? wp->comm : "?",
-			dl_pct(t.wakers[0].wait_ns, t.wait_ns), others, cpu, disk, runq, other, what, fix);
+			dl_pct(t.wakers[0].wait_ns, t.wait_ns), others, cpu, disk, runq, other, netpart, what, fix);
 	evidence(x, "worker_pid", t.wakers[0].pid);
 	evidence(x, "worker_tid", t.wakers[0].tid);
 	evidence_text(x, "worker_comm", wp ? wp->comm : "");
@@ -626,8 +652,10 @@ static void producer_finding(struct dl_diagnosis *d, const struct dl_correlator 
 	evidence(x, "io_wait_share", disk / 100);
 	evidence(x, "runq_share", runq / 100);
 	evidence(x, "other_wait_share", other / 100);
-	evidence_text(x, "bound_by", other > cpu && other > disk && other > runq ? "other"
-				     : runq >= cpu && runq >= disk ? "cpu-starved" : disk >= cpu ? "disk" : "cpu");
+	evidence(x, "net_wait_share", net / 100);
+	/* The correlator's copy: the evidence outlives this function's. */
+	evidence_text(x, "net_endpoint", t.nendpoints ? best->lineage.endpoints[top_ep].name : "");
+	evidence_text(x, "bound_by", bound);
 }
 
 static int cmp_u64(const void *a, const void *b)

@@ -11,7 +11,7 @@
 #include "analysis/correlate.h"
 #include "analysis/summary.h"
 
-#define DL_MAX_EVIDENCE 12
+#define DL_MAX_EVIDENCE 16
 #define DL_MAX_FINDINGS 16
 
 struct dl_evidence {

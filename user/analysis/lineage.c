@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "analysis/lineage.h"
+#include "analysis/net.h"
+
+_Static_assert(DL_LIN_EP_NAME == DL_NET_NAME_LEN, "an endpoint's name as analysis/net.h writes it");
 
 const char *dl_wake_ctx_name(uint32_t ctx)
 {
@@ -20,6 +24,7 @@ static void thread_free(struct dl_lin_thread *t)
 	dl_vec_free(&t->woken);
 	dl_vec_free(&t->gave);
 	dl_vec_free(&t->reads);
+	dl_vec_free(&t->recvs);
 }
 
 void dl_lineage_free(struct dl_lineage *l)
@@ -28,6 +33,10 @@ void dl_lineage_free(struct dl_lineage *l)
 		thread_free(&l->threads.v[i]);
 	for (size_t i = 0; i < l->procs.n; i++)
 		dl_files_free(&l->procs.v[i].files);
+	for (size_t i = 0; i < l->endpoints.n; i++)
+		free(l->endpoints.v[i]);
+	dl_vec_free(&l->endpoints);
+	dl_u64map_free(&l->by_endpoint);
 	dl_vec_free(&l->threads);
 	dl_vec_free(&l->procs);
 	dl_u64map_free(&l->by_tid);
@@ -130,6 +139,38 @@ static void note_read(struct dl_lineage *l, const struct dl_file_read_ev *ev)
 	r->path = dl_u64map_get(&pf->fds, (uint32_t)ev->fd, &at) && at ? pf->files.v[at - 1].path : NULL;
 }
 
+/* The lineage's copy of an endpoint's name: kept until the lineage is freed, as steps point to it. */
+static const char *endpoint_name(struct dl_lineage *l, const char *name)
+{
+	uint64_t key = dl_hash_bytes(name, strlen(name)), i;
+
+	for (;; key++) {
+		if (!dl_u64map_get(&l->by_endpoint, key, &i))
+			break;
+		if (!strcmp(l->endpoints.v[i], name))
+			return l->endpoints.v[i];
+	}
+	*dl_vec_push(&l->endpoints) = dl_xstrdup(name);
+	dl_u64map_put(&l->by_endpoint, key, l->endpoints.n - 1);
+	return l->endpoints.v[l->endpoints.n - 1];
+}
+
+/* A socket receive: what a loader that fetches over the network waits in. Peeks and failures bring nothing. */
+static void note_recv(struct dl_lineage *l, const struct dl_net_recv_ev *ev)
+{
+	struct dl_net_endpoint ep;
+	struct dl_lin_thread *t;
+	struct dl_lin_recv *r;
+
+	if (ev->ret < 0 || (ev->flags & DL_NET_PEEK))
+		return;
+	dl_net_endpoint_of(ev, &ep);
+	t = thread_of(l, ev->h.tid, ev->h.tgid, ev->h.ts, true);
+	r = dl_vec_push(&t->recvs);
+	*r = (struct dl_lin_recv){ .ts = ev->h.ts, .dur_ns = ev->flags & DL_NET_NO_START ? 0 : ev->dur_ns,
+				   .bytes = (uint64_t)ev->ret, .endpoint = endpoint_name(l, ep.name) };
+}
+
 /* A block read outside any read call into a file the process maps: a read of that file, by page faults. */
 static void note_submit(struct dl_lineage *l, const struct dl_bio_submit_ev *ev)
 {
@@ -164,6 +205,9 @@ void dl_lineage_note(struct dl_lineage *l, const struct dl_hdr *h)
 		break;
 	case DL_EV_BIO_SUBMIT:
 		note_submit(l, (const void *)h);
+		break;
+	case DL_EV_NET_RECV:
+		note_recv(l, (const void *)h);
 		break;
 	case DL_EV_PROC: {
 		const struct dl_proc_ev *e = (const void *)h;
@@ -407,6 +451,87 @@ static void window_reads(const struct dl_lin_thread *t, uint64_t a, uint64_t b, 
 }
 
 /*
+ * The time thread t was blocked (S or D) inside its receive r within (a, b]:
+ * waiting for the data, not copying it or waiting for a CPU once it came.
+ */
+static uint64_t recv_blocked(const struct dl_lin_thread *t, const struct dl_lin_recv *r, uint64_t a, uint64_t b)
+{
+	uint64_t lo = dl_max_u64(r->ts, a), hi = dl_min_u64(r->ts + r->dur_ns, b), sum = 0, last = lo;
+
+	if (hi <= lo)
+		return 0;
+	for (size_t i = dl_spans_first_after(t->spans.v, t->spans.n, lo); i < t->spans.n && t->spans.v[i].start < hi; i++) {
+		const struct dl_span *s = &t->spans.v[i];
+
+		last = dl_max_u64(last, s->end);
+		if (s->kind == DL_ST_SLEEP || s->kind == DL_ST_DISK)
+			sum += dl_net_wait_in(s->start, s->end - s->start, lo, hi);
+	}
+	/* Past its last closed interval the thread is in the state it entered then. */
+	if ((t->next == DL_ST_SLEEP || t->next == DL_ST_DISK) && t->until < hi)
+		sum += hi - dl_max_u64(dl_max_u64(t->until, lo), last);
+	return sum;
+}
+
+/* A receive of the window's: what it brought, and (the producer's own) its blocked time, under its endpoint. */
+static void add_recv(struct dl_step_lineage *o, const struct dl_lin_recv *r, uint64_t a, uint64_t b, uint64_t wait)
+{
+	uint64_t end = r->ts + r->dur_ns;
+	bool returned = end > a && end <= b;
+	uint32_t i;
+
+	o->net_wait_ns += wait;
+	o->net_bytes += returned ? r->bytes : 0;
+	o->net_recvs += returned;
+	for (i = 0; i < o->nendpoints && strcmp(o->endpoints[i].name, r->endpoint); i++)
+		;
+	if (i == o->nendpoints) {
+		if (i == DL_LIN_ENDPOINTS) {
+			/* Full: the one waited on least gives its place to this one, if this one waited more. */
+			uint32_t least = 0;
+
+			for (uint32_t k = 1; k < o->nendpoints; k++)
+				if (o->endpoints[k].wait_ns < o->endpoints[least].wait_ns)
+					least = k;
+			if (o->endpoints[least].wait_ns >= wait)
+				return;
+			i = least;
+		} else {
+			o->nendpoints++;
+		}
+		memset(&o->endpoints[i], 0, sizeof(o->endpoints[i]));
+		snprintf(o->endpoints[i].name, sizeof(o->endpoints[i].name), "%s", r->endpoint);
+	}
+	o->endpoints[i].wait_ns += wait;
+	o->endpoints[i].bytes += returned ? r->bytes : 0;
+	o->endpoints[i].recvs += returned;
+}
+
+/*
+ * The receives of thread t that returned or waited in (a, b]; the producer's
+ * own (producer set) count their blocked time as the window's wait on the network.
+ */
+static void window_recvs(const struct dl_lin_thread *t, uint64_t a, uint64_t b, bool producer, struct dl_step_lineage *o)
+{
+	size_t i = dl_vec_lower_bound(&t->recvs, ts, a);
+
+	/* The one before may still be blocked at a: a thread's receives do not overlap, so only that one. */
+	if (i && t->recvs.v[i - 1].ts + t->recvs.v[i - 1].dur_ns > a)
+		i--;
+	for (; i < t->recvs.n && t->recvs.v[i].ts <= b; i++)
+		add_recv(o, &t->recvs.v[i], a, b, producer ? recv_blocked(t, &t->recvs.v[i], a, b) : 0);
+}
+
+static int by_endpoint_wait(const void *x, const void *y)
+{
+	const struct dl_lin_endpoint *p = x, *q = y;
+
+	if (p->wait_ns != q->wait_ns)
+		return p->wait_ns < q->wait_ns ? 1 : -1;
+	return strcmp(p->name, q->name);
+}
+
+/*
  * What producer w did in (since, handoff], and what its process read then:
  * a worker's reads are its batch's whichever of its threads made them. In
  * the consumer's own process only w's own count (the others are the
@@ -445,13 +570,18 @@ static void producer_window(const struct dl_lineage *l, const struct dl_lin_quer
 	/* Past its last closed interval the producer is in the state it entered then (running, at a hand-off). */
 	if (w->next && w->until <= b)
 		add_state(q, o, w->next, dl_max_u64(w->until, dl_max_u64(a, last)), b);
-	if (w->tgid == q->pid)
+	if (w->tgid == q->pid) {
 		window_reads(w, a, b, o);
-	else
+		window_recvs(w, a, b, true, o);
+	} else {
 		for (size_t i = 0; i < l->threads.n; i++)
-			if (l->threads.v[i].tgid == w->tgid)
+			if (l->threads.v[i].tgid == w->tgid) {
 				window_reads(&l->threads.v[i], a, b, o);
+				window_recvs(&l->threads.v[i], a, b, l->threads.v[i].tid == w->tid, o);
+			}
+	}
 	qsort(o->files, o->nfiles, sizeof(o->files[0]), by_file_bytes);
+	qsort(o->endpoints, o->nendpoints, sizeof(o->endpoints[0]), by_endpoint_wait);
 }
 
 struct candidate {
@@ -651,6 +781,9 @@ void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t, uint64_t dead_be
 		k = dl_vec_lower_bound(&th->gave, ts, t);
 		dl_vec_drop_front_amortized(&th->gave, k ? k - 1 : 0);
 		dl_vec_drop_front_amortized(&th->reads, dl_vec_lower_bound(&th->reads, ts, t));
+		/* A receive blocked across t stays: a window from t takes its wait. */
+		k = dl_vec_lower_bound(&th->recvs, ts, t);
+		dl_vec_drop_front_amortized(&th->recvs, k && th->recvs.v[k - 1].ts + th->recvs.v[k - 1].dur_ns > t ? k - 1 : k);
 		if (th->first_ts < t)
 			th->first_ts = t;
 	}
@@ -695,6 +828,28 @@ void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s,
 	t->read_bytes += s->read_bytes;
 	t->disk_bytes += s->disk_bytes;
 	t->fault_bytes += s->fault_bytes;
+	/* The producer's blocked time in its receives: of other_ns (S), or io_wait_ns (D), the network's part. */
+	t->net_wait_ns += s->net_wait_ns;
+	t->net_bytes += s->net_bytes;
+	t->net_recvs += s->net_recvs;
+	for (uint32_t i = 0; i < s->nendpoints; i++) {
+		const struct dl_lin_endpoint *e = &s->endpoints[i];
+		uint32_t j;
+
+		for (j = 0; j < t->nendpoints && strcmp(t->endpoints[j].name, e->name); j++)
+			;
+		if (j == t->nendpoints) {
+			if (j == DL_LIN_ENDPOINTS) {
+				t->endpoints_more_wait_ns += e->wait_ns;
+				continue;
+			}
+			t->nendpoints++;
+			snprintf(t->endpoints[j].name, sizeof(t->endpoints[j].name), "%s", e->name);
+		}
+		t->endpoints[j].wait_ns += e->wait_ns;
+		t->endpoints[j].bytes += e->bytes;
+		t->endpoints[j].recvs += e->recvs;
+	}
 }
 
 void dl_lin_totals_sort(struct dl_lin_totals *t)

@@ -48,6 +48,12 @@ struct dl_lin_read {
 	const char *path;             /* NULL: an fd no record named */
 };
 
+/* A socket receive: its entry, its time blocked and copying, and the endpoint's name (the lineage's copy). */
+struct dl_lin_recv {
+	uint64_t ts, dur_ns, bytes;
+	const char *endpoint;
+};
+
 struct dl_lin_thread {
 	uint32_t tid, tgid;
 	DL_VEC(struct dl_span) spans;       /* closed scheduler intervals, by start; kind = enum dl_thread_state */
@@ -57,6 +63,7 @@ struct dl_lin_thread {
 	DL_VEC(struct dl_lin_edge) woken;   /* wake-ups of it, by time */
 	DL_VEC(struct dl_lin_edge) gave;    /* wake-ups it made in task context, by time */
 	DL_VEC(struct dl_lin_read) reads;   /* by time */
+	DL_VEC(struct dl_lin_recv) recvs;   /* by entry; a thread's receives never overlap */
 };
 
 struct dl_lin_proc {
@@ -69,6 +76,8 @@ struct dl_lineage {
 	struct dl_u64map by_tid;
 	DL_VEC(struct dl_lin_proc) procs;
 	struct dl_u64map by_pid;
+	DL_VEC(char *) endpoints;           /* endpoint names, each once */
+	struct dl_u64map by_endpoint;       /* hash of a name -> index in endpoints */
 };
 
 /* A step to explain: the main thread's CUDA pieces and scheduler spans in it, as the breakdown takes them. */
@@ -99,6 +108,14 @@ struct dl_lin_totals {
 	uint64_t producers, oncpu_ns, io_wait_ns, runq_ns, other_ns;   /* the producers' windows, summed */
 	uint64_t read_bytes, disk_bytes;
 	uint64_t fault_bytes;         /* read from disk by page faults of mapped files */
+	uint64_t net_wait_ns;         /* of other_ns (and io_wait_ns), blocked in socket receives */
+	uint64_t net_bytes, net_recvs;
+	struct {
+		char name[DL_LIN_EP_NAME];
+		uint64_t wait_ns, bytes, recvs;
+	} endpoints[DL_LIN_ENDPOINTS];   /* the endpoints the producers waited on most, summed over the steps */
+	uint32_t nendpoints;
+	uint64_t endpoints_more_wait_ns; /* waits on endpoints past the table */
 };
 
 void dl_lineage_free(struct dl_lineage *l);

@@ -29,9 +29,9 @@ void dl_net_endpoint_of(const struct dl_net_recv_ev *e, struct dl_net_endpoint *
 	dl_net_endpoint_name(key, key->name, sizeof(key->name));
 }
 
-uint64_t dl_net_recv_wait_in(const struct dl_net_recv_ev *e, uint64_t from, uint64_t to)
+uint64_t dl_net_wait_in(uint64_t entry, uint64_t dur_ns, uint64_t from, uint64_t to)
 {
-	uint64_t a = e->h.ts > from ? e->h.ts : from, b = e->h.ts + e->dur_ns < to ? e->h.ts + e->dur_ns : to;
+	uint64_t a = entry > from ? entry : from, b = entry + dur_ns < to ? entry + dur_ns : to;
 
 	return b > a ? b - a : 0;
 }

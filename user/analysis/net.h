@@ -53,8 +53,8 @@ void dl_net_free(struct dl_proc_net *pn);
  * lineage) needs to say which endpoint a thread waited on in a window.
  */
 void dl_net_endpoint_of(const struct dl_net_recv_ev *e, struct dl_net_endpoint *key);
-/* The part of the receive's wait inside [from, to), in ns (0 for a receive whose entry was not seen). */
-uint64_t dl_net_recv_wait_in(const struct dl_net_recv_ev *e, uint64_t from, uint64_t to);
+/* The part of a receive's wait (from its entry, dur_ns long) inside [from, to), in ns. */
+uint64_t dl_net_wait_in(uint64_t entry, uint64_t dur_ns, uint64_t from, uint64_t to);
 void dl_net_recv(struct dl_proc_net *pn, const struct dl_net_recv_ev *e);
 /* "tcp 10.0.0.5:443", "udp [fd00::1]:53", "udp unconnected :5353". */
 void dl_net_endpoint_name(const struct dl_net_endpoint *ep, char *buf, size_t cap);

@@ -82,6 +82,15 @@ struct dl_step_site {
 
 /* The step's input lineage (analysis/lineage.h): who ended its input waits, what that producer did. */
 #define DL_LIN_FILES 4            /* files listed per step, most bytes first */
+#define DL_LIN_ENDPOINTS 2        /* network endpoints listed per step, most time waited first */
+#define DL_LIN_EP_NAME 64         /* an endpoint's name, as analysis/net.h writes it (DL_NET_NAME_LEN) */
+
+/* A network endpoint the producer's process received from in the window (socket receives, analysis/net.h). */
+struct dl_lin_endpoint {
+	char name[DL_LIN_EP_NAME];    /* "tcp 10.0.0.5:443" */
+	uint64_t bytes, recvs;        /* receives that returned in the window */
+	uint64_t wait_ns;             /* the producer thread's time blocked (S or D) in its receives from it, in the window */
+};
 
 struct dl_lin_file {
 	const char *path;             /* the lineage store's copy: valid while the store lives */
@@ -124,6 +133,10 @@ struct dl_step_lineage {
 	uint64_t read_bytes, reads;   /* the read calls of the producer's process in the window (its other threads too) */
 	uint64_t disk_bytes;          /* what those reads submitted to block devices */
 	uint64_t fault_bytes;         /* its process's block reads outside read calls, into files it maps (page faults) */
+	uint64_t net_bytes, net_recvs;  /* its process's socket receives that returned in the window (as its reads) */
+	uint64_t net_wait_ns;           /* the producer thread's time blocked in its own receives in the window */
+	uint32_t nendpoints;
+	struct dl_lin_endpoint endpoints[DL_LIN_ENDPOINTS];
 	uint32_t nfiles;
 	struct dl_lin_file files[DL_LIN_FILES];
 	uint32_t nchain;

@@ -96,6 +96,24 @@ void dl_report_step_input_json(struct dl_json *j, const struct dl_step *st, cons
 			dl_json_obj_end(j);
 		}
 		dl_json_arr_end(j);
+		/* Its process's socket receives in the window: a loader fetching from an object store. */
+		dl_json_key(j, "net");
+		dl_json_obj_begin(j);
+		dl_json_ku64(j, "bytes", in->net_bytes);
+		dl_json_ku64(j, "recvs", in->net_recvs);
+		dl_json_ku64(j, "wait_ns", in->net_wait_ns);
+		dl_json_key(j, "endpoints");
+		dl_json_arr_begin(j);
+		for (uint32_t i = 0; i < in->nendpoints; i++) {
+			dl_json_obj_begin(j);
+			dl_json_kstr(j, "endpoint", in->endpoints[i].name);
+			dl_json_ku64(j, "bytes", in->endpoints[i].bytes);
+			dl_json_ku64(j, "recvs", in->endpoints[i].recvs);
+			dl_json_ku64(j, "wait_ns", in->endpoints[i].wait_ns);
+			dl_json_obj_end(j);
+		}
+		dl_json_arr_end(j);
+		dl_json_obj_end(j);
 		dl_json_obj_end(j);
 	}
 	dl_json_key(j, "chain");
@@ -177,6 +195,14 @@ static void text_longest_waits(FILE *f, const struct dl_corr_proc *p, const stru
 			fprintf(f, ", faulting in %.1f %s from disk%s%s%s", (double)in->fault_bytes / (in->fault_bytes < 1000000 ? 1e3 : 1e6),
 				in->fault_bytes < 1000000 ? "KB" : "MB", in->nfiles ? " of mapped " : "",
 				in->nfiles ? dl_text(&esc, in->files[0].path) : "", in->nfiles > 1 ? " and more" : "");
+		if (in->producer && in->nendpoints && in->endpoints[0].wait_ns) {
+			uint64_t win = in->handoff_ns > in->since_ns ? in->handoff_ns - in->since_ns : 0;
+			const struct dl_lin_endpoint *ep = &in->endpoints[0];
+
+			fprintf(f, "; it waited on %s for %.0f%% of the batch: %.1f %s in %" PRIu64 " receive%s", ep->name,
+				dl_pct(ep->wait_ns, win), (double)ep->bytes / (ep->bytes < 1000000 ? 1e3 : 1e6),
+				ep->bytes < 1000000 ? "KB" : "MB", ep->recvs, ep->recvs == 1 ? "" : "s");
+		}
 		if (in->nchain)
 			fprintf(f, "; it waited on thread %u of pid %u", in->chain[0].tid, in->chain[0].pid);
 		if ((line = step_wait_line(py, top[k], &own)))
