@@ -227,6 +227,79 @@ static void test_feeder_relay(void)
 	dl_lineage_free(&lin);
 }
 
+/*
+ * The feeder relay's batch fetched instead of read: WRK faults in 8192 bytes
+ * of a mapped file at 2500 (a block read outside any read call, of the inode
+ * its open named), then receives 65536 bytes from tcp 10.0.0.5:443 in one
+ * call 4000-5500, blocked in it 4100-5400 (S) and running around that. FEED
+ * receives 100 bytes from another server in its window, blocked in nothing
+ * WRK does. The window (2000, 6500]: both receives' bytes, WRK's 1300 us
+ * blocked as the network wait, all of it under the first server; the mapped
+ * file with its fault bytes and no read call.
+ */
+static void recv_t(uint32_t tgid, uint32_t tid, uint64_t ts, uint64_t dur, int64_t ret, uint8_t last_octet)
+{
+	struct dl_net_recv_ev e = { .h = { .size = sizeof(e), .kind = DL_EV_NET_RECV, .ts = US(ts), .tgid = tgid, .tid = tid },
+				    .dur_ns = US(dur), .ret = ret, .raddr = { 10, 0, 0, last_octet }, .laddr = { 10, 0, 0, 1 },
+				    .family = 2, .protocol = 6, .rport = 443, .lport = 40000, .call = DL_READ_RECVFROM };
+
+	dl_lineage_note(&lin, &e.h);
+}
+
+static void test_fetched_batch(void)
+{
+	struct dl_file_open_ev op;
+	struct dl_bio_submit_ev sub = { .h = { .size = sizeof(sub), .kind = DL_EV_BIO_SUBMIT, .ts = US(2500), .tgid = WRK,
+					       .tid = WRK },
+				        .bytes = 8192, .ino32 = 77 };
+	struct dl_step_lineage s;
+
+	memset(&lin, 0, sizeof(lin));
+	memset(&op, 0, sizeof(op));
+	op.h = (struct dl_hdr){ .size = sizeof(op), .kind = DL_EV_FILE_OPEN, .ts = 1, .tgid = WRK, .tid = WRK };
+	op.fd = 5;
+	op.ino32 = 77;
+	snprintf(op.path, sizeof(op.path), "/data/m");
+	dl_lineage_note(&lin, &op.h);
+	sched_t(MAIN, MAIN, 0, 4000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched_t(MAIN, MAIN, 4000, 6500, DL_ST_SLEEP, DL_ST_RUNNING);
+	sched_t(MAIN, MAIN, 6500, 8000, DL_ST_RUNNING, DL_ST_RUNNING);
+	wake_t(WRK, FEED, MAIN, MAIN, 1000);
+	sched_t(WRK, WRK, 1000, 1500, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched_t(WRK, WRK, 1500, 2000, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake_t(MAIN, IDX, WRK, WRK, 2000);
+	dl_lineage_note(&lin, &sub.h);
+	sched_t(WRK, WRK, 2000, 4100, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched_t(WRK, WRK, 4100, 5400, DL_ST_SLEEP, DL_ST_RUNNING);
+	recv_t(WRK, WRK, 4000, 1500, 65536, 5);
+	sched_t(WRK, WRK, 5400, 6000, DL_ST_RUNNING, DL_ST_SLEEP);
+	wake_t(WRK, WRK, WRK, FEED, 6000);
+	sched_t(WRK, WRK, 6000, 9000, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake_t(MAIN, IDX, WRK, WRK, 9000);
+	sched_t(WRK, FEED, 1000, 6000, DL_ST_SLEEP, DL_ST_RUNNING);
+	recv_t(WRK, FEED, 6100, 10, 100, 6);
+	sched_t(WRK, FEED, 6000, 6500, DL_ST_RUNNING, DL_ST_SLEEP);
+	wake_t(WRK, FEED, MAIN, MAIN, 6500);
+
+	s = step(3000, 8000, NULL, 0, NULL, 0);
+	CHECK(s.producer && s.producer_tid == WRK, "producer %u, not the worker's main thread", s.producer_tid);
+	CHECK_EQ_U64(s.since_ns, US(2000));
+	CHECK_EQ_U64(s.handoff_ns, US(6500));
+	CHECK_EQ_U64(s.other_wait_ns, US(1300));
+	CHECK_EQ_U64(s.net_wait_ns, US(1300));
+	CHECK_EQ_U64(s.net_bytes, 65536 + 100);
+	CHECK_EQ_U64(s.net_recvs, 2);
+	CHECK(s.nendpoints == 2 && !strcmp(s.endpoints[0].name, "tcp 10.0.0.5:443") && s.endpoints[0].wait_ns == US(1300) &&
+	      s.endpoints[0].bytes == 65536 && !strcmp(s.endpoints[1].name, "tcp 10.0.0.6:443") &&
+	      s.endpoints[1].wait_ns == 0 && s.endpoints[1].bytes == 100,
+	      "endpoints %u: %s", s.nendpoints, s.nendpoints ? s.endpoints[0].name : "");
+	CHECK_EQ_U64(s.reads, 0);
+	CHECK_EQ_U64(s.fault_bytes, 8192);
+	CHECK(s.nfiles == 1 && !strcmp(s.files[0].path, "/data/m") && s.files[0].fault_bytes == 8192 &&
+	      s.files[0].reads == 0 && s.files[0].read_bytes == 0, "files %u", s.nfiles);
+	dl_lineage_free(&lin);
+}
+
 /* Wakers of the consumer's own process are told apart by thread (thread loaders); others by process. */
 static void test_totals_by_thread(void)
 {
@@ -416,6 +489,7 @@ int main(void)
 	dl_lineage_free(&lin);
 	test_chain();
 	test_feeder_relay();
+	test_fetched_batch();
 	test_totals_by_thread();
 	return check_report("test_lineage");
 }
