@@ -53,6 +53,82 @@ static void pystack(struct dl_stream *st, uint32_t tid, uint32_t why, uint64_t t
 	CHECK(dl_stream_emit(st, &e, sizeof(e)) == 0, "a pystack record refused");
 }
 
+/* The longest overlap of tid's waits with [start, end), by a scan of every event: the index's truth. */
+static const struct dl_pyevent *wait_in_by_scan(const struct dl_pylines *p, uint32_t tid, uint64_t start, uint64_t end)
+{
+	const struct dl_pyevent *best = NULL;
+	uint64_t best_ns = 0;
+
+	for (size_t i = 0; i < p->events.n; i++) {
+		const struct dl_pyevent *w = &p->events.v[i];
+		uint64_t lo = w->start > start ? w->start : start, hi = w->end < end ? w->end : end;
+
+		if (w->tid == tid && w->end > w->start && hi > lo && hi - lo > best_ns) {
+			best = w;
+			best_ns = hi - lo;
+		}
+	}
+	return best;
+}
+
+/*
+ * Three threads' waits (each thread's apart in time, of random lengths and
+ * gaps) and CPU samples, written interleaved and slightly out of order as
+ * per-CPU buffers drain; then more after the first lookups (the index is
+ * rebuilt). Every lookup of random windows names the stack of the wait a
+ * scan of all the events finds.
+ */
+static void test_wait_index(void)
+{
+	struct dl_pylines p = { 0 };
+	struct dl_pynamed named = { .n = 1 };
+	uint64_t next[3] = { 1000, 1000, 1000 }, seed = 42;
+	uint32_t mismatches = 0, found = 0;
+
+	named.file[0] = "/job/train.py";
+	named.func[0] = "train_step";
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 3000; i++) {
+			struct dl_pystack_ev e;
+			uint32_t t = (uint32_t)(i % 3);
+			uint64_t gap, len;
+
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			gap = (seed >> 33) % 5000;
+			len = 1 + (seed >> 17) % 20000;
+			memset(&e, 0, sizeof(e));
+			e.h.tgid = PID;
+			e.h.tid = MAIN + t;
+			e.py.n = 1;
+			named.line[0] = i % 7;   /* several stacks */
+			e.why = (seed >> 11) % 4 ? DL_PYSTACK_WAIT : DL_PYSTACK_CPU;
+			next[t] += gap;
+			e.h.ts = next[t] + len;
+			e.wait_ns = e.why == DL_PYSTACK_WAIT ? len : 0;
+			next[t] += len;
+			dl_pylines_add(&p, &e, &named);
+		}
+		for (int q = 0; q < 2000; q++) {
+			uint64_t a, b, span = next[0] > next[1] ? next[0] : next[1];
+			uint32_t tid;
+			const struct dl_pyevent *want;
+			const struct dl_pystack_stat *got;
+
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			tid = MAIN + (uint32_t)((seed >> 40) % 4);   /* one thread in four has no waits at all */
+			a = (seed >> 7) % span;
+			b = a + (seed >> 29) % 60000;
+			want = wait_in_by_scan(&p, tid, a, b);
+			got = dl_pylines_wait_in(&p, tid, a, b);
+			found += want != NULL;
+			mismatches += want ? got != &p.stacks.v[want->stack] : got != NULL;
+		}
+	}
+	CHECK(found > 1000, "only %u of the lookups met a wait: the test says little", found);
+	CHECK_EQ_U64(mismatches, 0);
+	dl_pylines_free(&p);
+}
+
 /* A trace too long to keep every event: the oldest half is forgotten, counted, and windows start after it. */
 static void test_events_bounded(void)
 {
@@ -185,5 +261,6 @@ int main(void)
 	dl_summary_free(&s);
 	dl_stream_free(&st);
 	test_events_bounded();
+	test_wait_index();
 	return check_report("test_pylines");
 }

@@ -101,8 +101,36 @@ void dl_pylines_free(struct dl_pylines *p)
 		}
 	dl_vec_free(&p->stacks);
 	dl_vec_free(&p->events);
+	free(p->wait_index);
 	dl_u64map_free(&p->of);
 	memset(p, 0, sizeof(*p));
+}
+
+static int by_tid_start(const void *a, const void *b)
+{
+	const struct dl_pywait_key *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The waits sorted by thread and start; a cache of the events, so built on a const store. */
+static void wait_index(const struct dl_pylines *cp)
+{
+	struct dl_pylines *p = (struct dl_pylines *)cp;
+	size_t n = 0;
+
+	if (p->wait_index && p->wait_index_of == p->events.n + p->forgotten)
+		return;
+	free(p->wait_index);
+	p->wait_index = dl_xcalloc(p->events.n ? p->events.n : 1, sizeof(*p->wait_index));
+	for (size_t i = 0; i < p->events.n; i++)
+		if (p->events.v[i].end > p->events.v[i].start)
+			p->wait_index[n++] = (struct dl_pywait_key){ p->events.v[i].tid, p->events.v[i].start, i };
+	qsort(p->wait_index, n, sizeof(*p->wait_index), by_tid_start);
+	p->wait_index_n = n;
+	p->wait_index_of = p->events.n + p->forgotten;
 }
 
 const struct dl_pystack_stat *dl_pylines_wait_in(const struct dl_pylines *p, uint32_t tid, uint64_t start,
@@ -110,14 +138,30 @@ const struct dl_pystack_stat *dl_pylines_wait_in(const struct dl_pylines *p, uin
 {
 	const struct dl_pyevent *best = NULL;
 	uint64_t best_ns = 0;
+	size_t lo = 0, hi;
 
-	for (size_t i = p->events.n; i-- > 0;) {
-		const struct dl_pyevent *w = &p->events.v[i];
-		uint64_t lo = w->start > start ? w->start : start, hi = w->end < end ? w->end : end;
+	wait_index(p);
+	/* The first of tid's waits that starts at start or later: one thread is blocked in one wait at a time, */
+	hi = p->wait_index_n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct dl_pywait_key *k = &p->wait_index[mid];
 
-		if (w->tid == tid && w->end > w->start && hi > lo && hi - lo > best_ns) {
+		if (k->tid < tid || (k->tid == tid && k->start < start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* so only the one before it can reach into [start, end); the rest start inside it. */
+	if (lo && p->wait_index[lo - 1].tid == tid)
+		lo--;
+	for (size_t i = lo; i < p->wait_index_n && p->wait_index[i].tid == tid && p->wait_index[i].start < end; i++) {
+		const struct dl_pyevent *w = &p->events.v[p->wait_index[i].event];
+		uint64_t a = w->start > start ? w->start : start, b = w->end < end ? w->end : end;
+
+		if (b > a && b - a > best_ns) {
 			best = w;
-			best_ns = hi - lo;
+			best_ns = b - a;
 		}
 	}
 	return best ? &p->stacks.v[best->stack] : NULL;

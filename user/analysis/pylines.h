@@ -38,6 +38,12 @@ struct dl_pyevent {
 	uint32_t stack;               /* index in stacks */
 };
 
+struct dl_pywait_key {
+	uint32_t tid;
+	uint64_t start;
+	size_t event;                 /* index in events */
+};
+
 /*
  * Events kept for windows and lookups by time: 24 MiB. A long trace forgets
  * its oldest half when full (a week at 49 Hz on 2 CPUs and 100 long waits a
@@ -53,6 +59,13 @@ struct dl_pylines {
 	uint64_t samples, waits_n;    /* every record of each kind */
 	uint64_t forgotten;           /* events no longer kept (the oldest, DL_PYLINES_EVENTS_MAX) */
 	uint64_t kept_from;           /* the end of the last one forgotten: windows start there at the earliest */
+	/*
+	 * The waits by thread and start, for dl_pylines_wait_in: built at its
+	 * first call after the events changed (a report asks once per step).
+	 */
+	struct dl_pywait_key *wait_index;
+	size_t wait_index_n;
+	uint64_t wait_index_of;       /* events.n + forgotten when it was built */
 };
 
 /* A window's start, no earlier than the events kept (kept_from). */
