@@ -32,6 +32,28 @@ def workload(name):
     return os.path.join(OUT, "workloads", name)
 
 
+# Debian's python3, the one its python3-torch and python3-numpy are installed for; the real PyTorch job.
+DEBIAN_PYTHON = "/usr/bin/python3"
+TORCHJOB = os.path.join(ROOT, "tests", "workloads", "torchjob.py")
+
+
+def torch_ready(data=None, shards=2, shard_mb=2, cpu_only=False):
+    """Skips unless Debian's torch and numpy import (tools/setup-deps.sh installs them); with cpu_only,
+    checks the build has no CUDA (a job without CUDA is the truth then). With data, makes torchjob.py's
+    data set there: --make-data keeps the shards it finds whole, so a second call only checks sizes."""
+    if not os.path.exists(DEBIAN_PYTHON):
+        raise Skipped(f"no {DEBIAN_PYTHON}")
+    p = subprocess.run([DEBIAN_PYTHON, "-c", "import numpy, torch; print(torch.version.cuda)"], capture_output=True,
+                       text=True)
+    if p.returncode:
+        raise Skipped("python3-torch or python3-numpy is not installed (tools/setup-deps.sh installs them)")
+    if cpu_only:
+        check(p.stdout.strip() == "None", f"this torch was built with CUDA {p.stdout.strip()}: no job without CUDA")
+    if data:
+        subprocess.run([DEBIAN_PYTHON, TORCHJOB, "--make-data", data, "--shards", str(shards), "--shard-mb",
+                        str(shard_mb)], check=True, capture_output=True)
+
+
 class Failure(Exception):
     pass
 

@@ -8,10 +8,9 @@ import os
 import re
 import subprocess
 
-from harness import GPUSIM_DIR, WORK, Skipped, check, load_summary, main, run_dlbpf, workload
+from harness import (DEBIAN_PYTHON as PYTHON, TORCHJOB, GPUSIM_DIR, WORK, check, load_summary, main, run_dlbpf,
+                     workload, torch_ready)
 
-PYTHON = "/usr/bin/python3"   # Debian's: the one python3-torch is installed for
-TORCHJOB = os.path.join(os.path.dirname(__file__), "..", "workloads", "torchjob.py")
 TORCH_DATA = "/var/tmp/dlbpf-nocuda-data"
 # The function Python's autograd enters once a backward pass: one per training step.
 BACKWARD = "_Z22THPEngine_run_backwardP7_objectS0_S0_"
@@ -19,12 +18,7 @@ BACKWARD = "_Z22THPEngine_run_backwardP7_objectS0_S0_"
 
 def torch_cpu_only():
     """Skips unless Debian's torch imports and is a build without CUDA (the truth: no runtime to load)."""
-    if not os.path.exists(PYTHON):
-        raise Skipped(f"no {PYTHON}")
-    p = subprocess.run([PYTHON, "-c", "import torch; print(torch.version.cuda)"], capture_output=True, text=True)
-    if p.returncode:
-        raise Skipped("python3-torch is not installed (tools/setup-deps.sh installs it)")
-    check(p.stdout.strip() == "None", f"this torch was built with CUDA {p.stdout.strip()}: no job without CUDA")
+    torch_ready(cpu_only=True)
 
 
 def test_torch_job_has_no_gpu():

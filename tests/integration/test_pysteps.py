@@ -9,12 +9,11 @@ import json
 import os
 import subprocess
 
-from harness import WORK, Dlbpf, Skipped, check, load_summary, main, run_dlbpf
+from harness import (DEBIAN_PYTHON as PYTHON, TORCHJOB, WORK, Dlbpf, Skipped, check, load_summary, main, run_dlbpf,
+                     torch_ready)
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 PYSTEPS = os.path.join(ROOT, "tests", "workloads", "pysteps.py")
-TORCHJOB = os.path.join(ROOT, "tests", "workloads", "torchjob.py")
-PYTHON = "/usr/bin/python3"   # Debian's: the one python3-torch is installed for
 PYENV = "/root/.pyenv/versions"
 TORCH_DATA = "/var/tmp/dlbpf-nocuda-data"
 
@@ -158,15 +157,7 @@ def test_step_on_hot_function_unwatched():
 
 def torch_job(base, args, steps, marker=None):
     """torchjob.py (decode-shaped) under dlbpf [--step-on marker]: (summary, truth, dlbpf's stdout)."""
-    if not os.path.exists(PYTHON):
-        raise Skipped(f"no {PYTHON}")
-    p = subprocess.run([PYTHON, "-c", "import torch; print(torch.version.cuda)"], capture_output=True, text=True)
-    if p.returncode:
-        raise Skipped("python3-torch is not installed (tools/setup-deps.sh installs it)")
-    check(p.stdout.strip() == "None", f"this torch was built with CUDA {p.stdout.strip()}: no job without CUDA")
-    if not os.path.isdir(TORCH_DATA):
-        subprocess.run([PYTHON, TORCHJOB, "--make-data", TORCH_DATA, "--shards", "2", "--shard-mb", "2"],
-                       check=True, capture_output=True)
+    torch_ready(TORCH_DATA, shards=2, shard_mb=2, cpu_only=True)
     opts = ["--python-watchpoint", "--step-on", marker] if marker else []
     s, out, err = traced(opts + ["--", PYTHON, TORCHJOB, "--data", TORCH_DATA, "--truth", base + "-truth.json",
                                  "--steps", str(steps)] + args, base)

@@ -11,10 +11,8 @@ import shutil
 import subprocess
 import time
 
-from harness import WORK, Skipped, check, load_summary, main, run_dlbpf
+from harness import (DEBIAN_PYTHON as PYTHON, TORCHJOB, WORK, check, load_summary, main, run_dlbpf, torch_ready)
 
-PYTHON = "/usr/bin/python3"   # Debian's: the one python3-torch is installed for
-TORCHJOB = os.path.join(os.path.dirname(__file__), "..", "workloads", "torchjob.py")
 TORCH_DATA = "/var/tmp/dlbpf-torchjob-data"
 # The function Python's autograd enters once a backward pass: one per training step.
 BACKWARD = "THPEngine_run_backward"
@@ -22,15 +20,8 @@ BACKWARD = "THPEngine_run_backward"
 VERDICT_PART = {"input-bound": "blocked", "host-compute-bound": "oncpu", "cpu-contention": "runq"}
 
 
-def torch_ready():
-    if not os.path.exists(PYTHON):
-        raise Skipped(f"no {PYTHON}")
-    p = subprocess.run([PYTHON, "-c", "import torch, numpy"], capture_output=True, text=True)
-    if p.returncode:
-        raise Skipped("python3-torch or python3-numpy is not installed (tools/setup-deps.sh installs them)")
-    if not os.path.isdir(TORCH_DATA):
-        subprocess.run([PYTHON, TORCHJOB, "--make-data", TORCH_DATA, "--shards", "4", "--shard-mb", "4"],
-                       check=True, capture_output=True)
+def ready():
+    torch_ready(TORCH_DATA, shards=4, shard_mb=4)
 
 
 def job_args(base, args):
@@ -39,7 +30,7 @@ def job_args(base, args):
 
 def traced(tag, args):
     """torchjob.py with args under dlbpf --step-on autograd's entry: (summary, truth, stdout)."""
-    torch_ready()
+    ready()
     base = os.path.join(WORK, f"torchjob-{tag}-{os.getpid()}")
     rc, out, err = run_dlbpf(["-q", "--json", base + ".json", "--step-on", BACKWARD, "--"] + job_args(base, args),
                              timeout=240)
@@ -144,7 +135,7 @@ def test_settings_varied():
 def test_attach_mid_run():
     """dlbpf --pid of a job that runs already, its workers forked: every worker is traced, the steps
     from the attach on are found, the shares agree with the job's clocks over those steps."""
-    torch_ready()
+    ready()
     base = os.path.join(WORK, f"torchjob-attach-{os.getpid()}")
     log, logs = base + ".out", base + "-truth.json.d"
     # The workers' logs from a run before are not this job's (it clears them only once it started).

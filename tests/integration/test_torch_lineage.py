@@ -10,13 +10,10 @@ import collections
 import json
 import os
 import re
-import subprocess
 
-from harness import WORK, Skipped, check, load_summary, main, run_dlbpf
+from harness import (DEBIAN_PYTHON as PYTHON, TORCHJOB, WORK, check, load_summary, main, run_dlbpf, torch_ready)
 from netserve import ObjectServer
 
-PYTHON = "/usr/bin/python3"   # Debian's: the one python3-torch is installed for
-TORCHJOB = os.path.join(os.path.dirname(__file__), "..", "workloads", "torchjob.py")
 DATA = "/var/tmp/dlbpf-torch-lineage-data"
 DISK_DATA = "/var/tmp/dlbpf-torch-lineage-disk"   # larger, so that random records mostly miss the page cache
 BACKWARD = "_Z22THPEngine_run_backwardP7_objectS0_S0_"
@@ -28,20 +25,12 @@ WAIT_MIN_NS = 1_000_000   # shorter waits are scheduling noise, not a batch (as 
 SHARE_POINTS = 0.10
 
 
-def torch_ready(data, shards, mb):
-    if not os.path.exists(PYTHON):
-        raise Skipped(f"no {PYTHON}")
-    p = subprocess.run([PYTHON, "-c", "import torch"], capture_output=True, text=True)
-    if p.returncode:
-        raise Skipped("python3-torch is not installed (tools/setup-deps.sh installs it)")
-    # --make-data keeps the shards it finds whole: a second run only checks their sizes.
-    subprocess.run([PYTHON, TORCHJOB, "--make-data", data, "--shards", str(shards), "--shard-mb", str(mb)],
-                   check=True, capture_output=True)
 
 
 def run(name, *job, data=DATA):
     """torchjob.py under dlbpf with steps on autograd's entry: (summary, truth, text report)."""
-    torch_ready(data, *((8, 32) if data == DISK_DATA else (4, 8)))
+    shards, mb = (8, 32) if data == DISK_DATA else (4, 8)
+    torch_ready(data, shards=shards, shard_mb=mb)
     base = os.path.join(WORK, f"tlin-{name}-{os.getpid()}")
     rc, out, err = run_dlbpf(["--json", base + ".json", "--step-on", BACKWARD, "--", PYTHON, TORCHJOB, "--data", data,
                               "--truth", base + "-truth.json", *job], timeout=240)

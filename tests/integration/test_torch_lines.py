@@ -9,11 +9,9 @@ import json
 import math
 import os
 import re
-import subprocess
 
-from harness import WORK, Skipped, check, load_summary, main, run_dlbpf
+from harness import (DEBIAN_PYTHON as PYTHON, WORK, check, load_summary, main, run_dlbpf, torch_ready)
 
-PYTHON = "/usr/bin/python3"   # Debian's: the one python3-torch is installed for
 # Its real path: the file name Python gives its code objects is the one it was started with.
 TORCHJOB = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "workloads", "torchjob.py"))
 TORCH_DATA = "/var/tmp/dlbpf-torchlines-data"
@@ -23,22 +21,15 @@ BACKWARD = "_Z22THPEngine_run_backwardP7_objectS0_S0_"
 WAIT_MIN_NS = 1_000_000
 
 
-def torch_ready():
-    """Skips unless Debian's torch and numpy import; makes the job's data set once."""
-    if not os.path.exists(PYTHON):
-        raise Skipped(f"no {PYTHON}")
-    p = subprocess.run([PYTHON, "-c", "import torch, numpy"], capture_output=True, text=True)
-    if p.returncode:
-        raise Skipped("python3-torch or python3-numpy is not installed (tools/setup-deps.sh installs them)")
-    if not os.path.isdir(TORCH_DATA):
-        subprocess.run([PYTHON, TORCHJOB, "--make-data", TORCH_DATA, "--shards", "2", "--shard-mb", "2"],
-                       check=True, capture_output=True)
+def ready():
+    """Skips unless Debian's torch and numpy import; makes the job's data set."""
+    torch_ready(TORCH_DATA, shards=2, shard_mb=2)
 
 
 def torch_job(name, args, steps, env=None):
     """torchjob.py under dlbpf, steps marked on autograd's entry: (summary, truth, text report; stderr
     instead where env is given)."""
-    torch_ready()
+    ready()
     base = os.path.join(WORK, f"torchlines-{name}-{os.getpid()}")
     rc, out, err = run_dlbpf(["--json", base + ".json", "--step-on", BACKWARD, "--", PYTHON, TORCHJOB, "--data",
                               TORCH_DATA, "--truth", base + "-truth.json", "--steps", str(steps)] + args,
@@ -199,7 +190,7 @@ def test_replay_same_lines():
     """A recording of the job replays to the same lines (`dlbpf report`): the waits' and samples' frames
     and the code objects that name them are records like any other."""
     base = os.path.join(WORK, f"torchlines-replay-{os.getpid()}")
-    torch_ready()
+    ready()
     rc, out, err = run_dlbpf(["record", "-o", base + ".dlbpf", "--json", base + "-live.json", "--step-on", BACKWARD,
                               "--", PYTHON, TORCHJOB, "--data", TORCH_DATA, "--truth", base + "-truth.json",
                               "--steps", "10", "--shape", "decode", "--workers", "1", "--decode-ms", "4"], timeout=240)

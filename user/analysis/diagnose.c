@@ -894,13 +894,6 @@ static void slow_worker_finding(struct dl_diagnosis *d, const struct dl_correlat
 	free(buf);
 }
 
-static const char *base_name(const char *path)
-{
-	const char *b = strrchr(path, '/');
-
-	return b ? b + 1 : path;
-}
-
 /* The stepping thread's lines of one kind, most first. */
 static void thread_lines(struct dl_diag_pylines *py, const struct dl_corr_proc *p, const struct dl_summary *s,
 			 uint32_t why)
@@ -943,16 +936,17 @@ int dl_diag_pyline_text(const struct dl_diag_pylines *py, char *buf, size_t len)
 {
 	const struct dl_pystack_stat *top = py->n ? py->top[0] : NULL;
 	uint32_t own;
-	char inside[160] = "";
+	char at[160], inside[170] = "";
 
 	if (!top || !py->total)
 		return 0;
 	own = dl_pystack_own_frame(top);
-	if (own)
-		snprintf(inside, sizeof(inside), " inside %s:%d (%s)", base_name(top->f[0].file), top->f[0].line,
-			 top->f[0].func);
-	return snprintf(buf, len, "%s:%d (%s)%s, %.0f%% of %s", base_name(top->f[own].file), top->f[own].line,
-			top->f[own].func, inside, dl_pct(py->line_weight[0], py->total),
+	if (own) {
+		dl_pyframe_text(top, 0, at, sizeof(at));
+		snprintf(inside, sizeof(inside), " inside %s", at);
+	}
+	dl_pyframe_text(top, own, at, sizeof(at));
+	return snprintf(buf, len, "%s%s, %.0f%% of %s", at, inside, dl_pct(py->line_weight[0], py->total),
 			py->why == DL_PYSTACK_WAIT ? "its waits of a millisecond or more"
 			: py->others              ? "their CPU samples"
 						  : "its CPU samples");

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "analysis/pylines.h"
@@ -224,6 +225,13 @@ static bool library_file(const char *f)
 {
 	return !strncmp(f, "<frozen ", 8) || strstr(f, "/site-packages/") || strstr(f, "/dist-packages/") ||
 	       strstr(f, "/lib/python3");
+}
+
+int dl_pyframe_text(const struct dl_pystack_stat *s, uint32_t k, char *buf, size_t len)
+{
+	const char *base = strrchr(s->f[k].file, '/');
+
+	return snprintf(buf, len, "%s:%d (%s)", base ? base + 1 : s->f[k].file, s->f[k].line, s->f[k].func);
 }
 
 uint32_t dl_pystack_own_frame(const struct dl_pystack_stat *s)

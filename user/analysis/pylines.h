@@ -104,5 +104,7 @@ uint64_t dl_pylines_line_weight(const struct dl_pylines *p, const struct dl_pyst
  * dist-packages, frozen modules); 0 when every frame is.
  */
 uint32_t dl_pystack_own_frame(const struct dl_pystack_stat *s);
+/* Frame k of s as a report names a line: "train.py:22 (train_step)", the file's base name; snprintf's return. */
+int dl_pyframe_text(const struct dl_pystack_stat *s, uint32_t k, char *buf, size_t len);
 
 #endif

@@ -205,9 +205,12 @@ static void text_longest_waits(FILE *f, const struct dl_corr_proc *p, const stru
 		}
 		if (in->nchain)
 			fprintf(f, "; it waited on thread %u of pid %u", in->chain[0].tid, in->chain[0].pid);
-		if ((line = step_wait_line(py, top[k], &own)))
-			fprintf(f, "; the step waited at %s:%d (%s)", dl_text(&esc, strrchr(line->f[own].file, '/') ? strrchr(line->f[own].file, '/') + 1 : line->f[own].file), line->f[own].line,
-				line->f[own].func);
+		if ((line = step_wait_line(py, top[k], &own))) {
+			char at[160];
+
+			dl_pyframe_text(line, own, at, sizeof(at));
+			fprintf(f, "; the step waited at %s", dl_text(&esc, at));
+		}
 		fputc('\n', f);
 	}
 	dl_sbuf_free(&esc);
