@@ -300,6 +300,59 @@ static void test_fetched_batch(void)
 	dl_lineage_free(&lin);
 }
 
+/*
+ * A window of six files, read interleaved so that a table of four that
+ * evicts would drop /d/b and take it back short: the step lists the four
+ * with the most bytes, each whole (b 25, a 20, f 20, e 12; c and d 10 each).
+ */
+static void test_window_files(void)
+{
+	static const struct {
+		const char *path;
+		int64_t bytes;
+	} rd[] = { { "/d/a", 10 }, { "/d/b", 10 }, { "/d/c", 10 }, { "/d/d", 10 }, { "/d/e", 12 }, { "/d/f", 20 },
+		   { "/d/b", 15 }, { "/d/a", 10 } };
+	struct dl_step_lineage s;
+
+	memset(&lin, 0, sizeof(lin));
+	for (int i = 0; i < 6; i++)
+		open_fd(WRK, 10 + i, rd[i].path);
+	sched_t(MAIN, MAIN, 0, 4000, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched_t(MAIN, MAIN, 4000, 6500, DL_ST_SLEEP, DL_ST_RUNNING);
+	sched_t(MAIN, MAIN, 6500, 8000, DL_ST_RUNNING, DL_ST_RUNNING);
+	wake_t(WRK, WRK, MAIN, MAIN, 1000);
+	sched_t(WRK, WRK, 1000, 1500, DL_ST_RUNNING, DL_ST_SLEEP);
+	sched_t(WRK, WRK, 1500, 2000, DL_ST_SLEEP, DL_ST_RUNNING);
+	wake_t(MAIN, IDX, WRK, WRK, 2000);
+	for (int i = 0; i < 8; i++) {
+		struct dl_file_read_ev e = { .h = { .size = sizeof(e), .kind = DL_EV_FILE_READ, .ts = US(2100 + 100 * (uint64_t)i),
+						    .tgid = WRK, .tid = WRK },
+					     .dur_ns = US(10), .ret = rd[i].bytes, .call = DL_READ_READ };
+
+		/* The fd the path was opened on: the first of that path's in rd[]. */
+		for (int k = 0; k < 6; k++)
+			if (!strcmp(rd[k].path, rd[i].path)) {
+				e.fd = 10 + k;
+				break;
+			}
+		dl_lineage_note(&lin, &e.h);
+	}
+	sched_t(WRK, WRK, 2000, 6500, DL_ST_RUNNING, DL_ST_SLEEP);
+	wake_t(WRK, WRK, MAIN, MAIN, 6500);
+	sched_t(WRK, WRK, 6500, 9000, DL_ST_SLEEP, DL_ST_RUNNING);
+
+	s = step(3000, 8000, NULL, 0, NULL, 0);
+	CHECK(s.producer && s.producer_tid == WRK, "producer %u", s.producer_tid);
+	CHECK_EQ_U64(s.read_bytes, 97);
+	CHECK_EQ_U64(s.reads, 8);
+	CHECK(s.nfiles == 4 && !strcmp(s.files[0].path, "/d/b") && s.files[0].read_bytes == 25 && s.files[0].reads == 2 &&
+	      !strcmp(s.files[1].path, "/d/a") && s.files[1].read_bytes == 20 && !strcmp(s.files[2].path, "/d/f") &&
+	      s.files[2].read_bytes == 20 && !strcmp(s.files[3].path, "/d/e") && s.files[3].read_bytes == 12,
+	      "files %u: %s %llu", s.nfiles, s.nfiles ? s.files[0].path : "",
+	      (unsigned long long)(s.nfiles ? s.files[0].read_bytes : 0));
+	dl_lineage_free(&lin);
+}
+
 /* Wakers of the consumer's own process are told apart by thread (thread loaders); others by process. */
 static void test_totals_by_thread(void)
 {
@@ -490,6 +543,7 @@ int main(void)
 	test_chain();
 	test_feeder_relay();
 	test_fetched_batch();
+	test_window_files();
 	test_totals_by_thread();
 	return check_report("test_lineage");
 }

@@ -398,7 +398,24 @@ static uint64_t file_weight(const struct dl_lin_file *f)
 	return f->read_bytes + f->fault_bytes;
 }
 
-static void add_file(struct dl_step_lineage *o, const struct dl_lin_read *r)
+/*
+ * A window's files and endpoints, tallied whole before the step keeps the
+ * first few (DL_LIN_FILES, DL_LIN_ENDPOINTS): a short table that evicts would
+ * lose an evicted file's bytes when it came back, and list it short. Past
+ * this many in one window, the table evicts the least (a window of a batch
+ * touches a few files, not dozens).
+ */
+#define SCAN_FILES 64
+#define SCAN_ENDPOINTS 16
+
+struct window_scan {
+	struct dl_lin_file files[SCAN_FILES];
+	uint32_t nfiles;
+	struct dl_lin_endpoint endpoints[SCAN_ENDPOINTS];
+	uint32_t nendpoints;
+};
+
+static void add_file(struct dl_step_lineage *o, struct window_scan *w, const struct dl_lin_read *r)
 {
 	uint32_t i;
 
@@ -409,28 +426,28 @@ static void add_file(struct dl_step_lineage *o, const struct dl_lin_read *r)
 	o->fault_bytes += r->fault_bytes;
 	if (!r->path)
 		return;
-	for (i = 0; i < o->nfiles && o->files[i].path != r->path; i++)
+	for (i = 0; i < w->nfiles && w->files[i].path != r->path; i++)
 		;
-	if (i == o->nfiles) {
-		if (o->nfiles == DL_LIN_FILES) {
+	if (i == w->nfiles) {
+		if (w->nfiles == SCAN_FILES) {
 			/* Full: the new file takes the place of the one with the fewest bytes, if it has more. */
 			uint32_t least = 0;
 
-			for (uint32_t k = 1; k < o->nfiles; k++)
-				if (file_weight(&o->files[k]) < file_weight(&o->files[least]))
+			for (uint32_t k = 1; k < w->nfiles; k++)
+				if (file_weight(&w->files[k]) < file_weight(&w->files[least]))
 					least = k;
-			if (file_weight(&o->files[least]) >= r->bytes + r->fault_bytes)
+			if (file_weight(&w->files[least]) >= r->bytes + r->fault_bytes)
 				return;
 			i = least;
 		} else {
-			o->nfiles++;
+			w->nfiles++;
 		}
-		o->files[i] = (struct dl_lin_file){ .path = r->path };
+		w->files[i] = (struct dl_lin_file){ .path = r->path };
 	}
-	o->files[i].read_bytes += r->bytes;
-	o->files[i].disk_bytes += r->disk_bytes;
-	o->files[i].fault_bytes += r->fault_bytes;
-	o->files[i].reads += !r->fault_bytes;
+	w->files[i].read_bytes += r->bytes;
+	w->files[i].disk_bytes += r->disk_bytes;
+	w->files[i].fault_bytes += r->fault_bytes;
+	w->files[i].reads += !r->fault_bytes;
 }
 
 static int by_file_bytes(const void *a, const void *b)
@@ -443,11 +460,12 @@ static int by_file_bytes(const void *a, const void *b)
 }
 
 /* The reads of thread t in (a, b]. */
-static void window_reads(const struct dl_lin_thread *t, uint64_t a, uint64_t b, struct dl_step_lineage *o)
+static void window_reads(const struct dl_lin_thread *t, uint64_t a, uint64_t b, struct dl_step_lineage *o,
+			 struct window_scan *w)
 {
 	for (size_t i = dl_vec_lower_bound(&t->reads, ts, a); i < t->reads.n && t->reads.v[i].ts <= b; i++)
 		if (t->reads.v[i].ts > a)
-			add_file(o, &t->reads.v[i]);
+			add_file(o, w, &t->reads.v[i]);
 }
 
 /*
@@ -474,7 +492,8 @@ static uint64_t recv_blocked(const struct dl_lin_thread *t, const struct dl_lin_
 }
 
 /* A receive of the window's: what it brought, and (the producer's own) its blocked time, under its endpoint. */
-static void add_recv(struct dl_step_lineage *o, const struct dl_lin_recv *r, uint64_t a, uint64_t b, uint64_t wait)
+static void add_recv(struct dl_step_lineage *o, struct window_scan *w, const struct dl_lin_recv *r, uint64_t a,
+		     uint64_t b, uint64_t wait)
 {
 	uint64_t end = r->ts + r->dur_ns;
 	bool returned = end > a && end <= b;
@@ -483,35 +502,36 @@ static void add_recv(struct dl_step_lineage *o, const struct dl_lin_recv *r, uin
 	o->net_wait_ns += wait;
 	o->net_bytes += returned ? r->bytes : 0;
 	o->net_recvs += returned;
-	for (i = 0; i < o->nendpoints && strcmp(o->endpoints[i].name, r->endpoint); i++)
+	for (i = 0; i < w->nendpoints && strcmp(w->endpoints[i].name, r->endpoint); i++)
 		;
-	if (i == o->nendpoints) {
-		if (i == DL_LIN_ENDPOINTS) {
+	if (i == w->nendpoints) {
+		if (i == SCAN_ENDPOINTS) {
 			/* Full: the one waited on least gives its place to this one, if this one waited more. */
 			uint32_t least = 0;
 
-			for (uint32_t k = 1; k < o->nendpoints; k++)
-				if (o->endpoints[k].wait_ns < o->endpoints[least].wait_ns)
+			for (uint32_t k = 1; k < w->nendpoints; k++)
+				if (w->endpoints[k].wait_ns < w->endpoints[least].wait_ns)
 					least = k;
-			if (o->endpoints[least].wait_ns >= wait)
+			if (w->endpoints[least].wait_ns >= wait)
 				return;
 			i = least;
 		} else {
-			o->nendpoints++;
+			w->nendpoints++;
 		}
-		memset(&o->endpoints[i], 0, sizeof(o->endpoints[i]));
-		snprintf(o->endpoints[i].name, sizeof(o->endpoints[i].name), "%s", r->endpoint);
+		memset(&w->endpoints[i], 0, sizeof(w->endpoints[i]));
+		snprintf(w->endpoints[i].name, sizeof(w->endpoints[i].name), "%s", r->endpoint);
 	}
-	o->endpoints[i].wait_ns += wait;
-	o->endpoints[i].bytes += returned ? r->bytes : 0;
-	o->endpoints[i].recvs += returned;
+	w->endpoints[i].wait_ns += wait;
+	w->endpoints[i].bytes += returned ? r->bytes : 0;
+	w->endpoints[i].recvs += returned;
 }
 
 /*
  * The receives of thread t that returned or waited in (a, b]; the producer's
  * own (producer set) count their blocked time as the window's wait on the network.
  */
-static void window_recvs(const struct dl_lin_thread *t, uint64_t a, uint64_t b, bool producer, struct dl_step_lineage *o)
+static void window_recvs(const struct dl_lin_thread *t, uint64_t a, uint64_t b, bool producer, struct dl_step_lineage *o,
+			 struct window_scan *w)
 {
 	size_t i = dl_vec_lower_bound(&t->recvs, ts, a);
 
@@ -519,7 +539,7 @@ static void window_recvs(const struct dl_lin_thread *t, uint64_t a, uint64_t b, 
 	if (i && t->recvs.v[i - 1].ts + t->recvs.v[i - 1].dur_ns > a)
 		i--;
 	for (; i < t->recvs.n && t->recvs.v[i].ts <= b; i++)
-		add_recv(o, &t->recvs.v[i], a, b, producer ? recv_blocked(t, &t->recvs.v[i], a, b) : 0);
+		add_recv(o, w, &t->recvs.v[i], a, b, producer ? recv_blocked(t, &t->recvs.v[i], a, b) : 0);
 }
 
 static int by_endpoint_wait(const void *x, const void *y)
@@ -541,6 +561,7 @@ static void producer_window(const struct dl_lineage *l, const struct dl_lin_quer
 			    struct dl_step_lineage *o)
 {
 	uint64_t a = o->since_ns, b = o->handoff_ns, last = a;
+	struct window_scan *scan = dl_xcalloc(1, sizeof(*scan));
 
 	size_t from = dl_spans_first_after(w->spans.v, w->spans.n, a);
 	uint64_t prev_end = from ? w->spans.v[from - 1].end : 0;
@@ -571,17 +592,23 @@ static void producer_window(const struct dl_lineage *l, const struct dl_lin_quer
 	if (w->next && w->until <= b)
 		add_state(q, o, w->next, dl_max_u64(w->until, dl_max_u64(a, last)), b);
 	if (w->tgid == q->pid) {
-		window_reads(w, a, b, o);
-		window_recvs(w, a, b, true, o);
+		window_reads(w, a, b, o, scan);
+		window_recvs(w, a, b, true, o, scan);
 	} else {
 		for (size_t i = 0; i < l->threads.n; i++)
 			if (l->threads.v[i].tgid == w->tgid) {
-				window_reads(&l->threads.v[i], a, b, o);
-				window_recvs(&l->threads.v[i], a, b, l->threads.v[i].tid == w->tid, o);
+				window_reads(&l->threads.v[i], a, b, o, scan);
+				window_recvs(&l->threads.v[i], a, b, l->threads.v[i].tid == w->tid, o, scan);
 			}
 	}
-	qsort(o->files, o->nfiles, sizeof(o->files[0]), by_file_bytes);
-	qsort(o->endpoints, o->nendpoints, sizeof(o->endpoints[0]), by_endpoint_wait);
+	/* The window's files and endpoints, most first: the step keeps the first few. */
+	qsort(scan->files, scan->nfiles, sizeof(scan->files[0]), by_file_bytes);
+	qsort(scan->endpoints, scan->nendpoints, sizeof(scan->endpoints[0]), by_endpoint_wait);
+	o->nfiles = dl_min_u64(scan->nfiles, DL_LIN_FILES);
+	memcpy(o->files, scan->files, o->nfiles * sizeof(o->files[0]));
+	o->nendpoints = dl_min_u64(scan->nendpoints, DL_LIN_ENDPOINTS);
+	memcpy(o->endpoints, scan->endpoints, o->nendpoints * sizeof(o->endpoints[0]));
+	free(scan);
 }
 
 struct candidate {
