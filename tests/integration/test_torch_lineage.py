@@ -254,6 +254,8 @@ def judge(name, s, truth, report, threads=False, source="file"):
             check(prod and prod[0]["bound_by"] == "network" and prod[0]["net_endpoint"] == server,
                   f"{name}: the loaders spent {read_off:.2f} of their windows in receives, yet input-producer says "
                   f"{prod[0] if prod else None}")
+            few = [f["evidence"] for f in s["diagnosis"]["findings"] if f["rule"] == "too-few-workers"]
+            check(not few or few[0]["limit"] == "network", f"{name}: too-few-workers says the limit is {few[0]}")
     return (f"{len(waits)} waits ({transfers} on a batch crossing the pipe), producers on CPU {got[0]:.2f} (clocks {cpu:.2f}), runnable {got[1]:.2f} "
             f"({runq:.2f}), disk {got[2]:.2f}, receiving {got[4]:.2f} (reads blocked {read_off:.2f}), otherwise {got[3]:.2f} "
             f"({other:.2f}), {'endpoints' if net else 'files'} right {files_ok}/{files_all} ({named_bytes / 1e6:.1f} MB)")

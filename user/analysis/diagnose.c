@@ -699,8 +699,8 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 	const struct dl_corr_proc *best = NULL;
 	struct dl_lin_totals t;
 	struct dl_finding *x;
-	double t_batch, t_step, cpu_share, disk_rate = 0, per_batch_bytes, now;
-	uint64_t busy = 0, windows = 0;
+	double t_batch, t_step, cpu_share, disk_rate = 0, per_batch_bytes, now, weighed = 0, waited = 0;
+	uint64_t windows = 0;
 	unsigned need, cpus = dl_corr_cpus(c);
 
 	for (size_t i = 0; i < dl_corr_nprocs(c); i++) {
@@ -713,16 +713,26 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 		return;
 	t = best->lineage;
 	dl_lin_totals_sort(&t);
+	/*
+	 * Each producer's batch time weighed by the consumer's wait on it: a
+	 * thread that ends only a few short waits (a queue's feeder thread handing
+	 * over the GIL, between batches it did not make) has windows that span its
+	 * sleep, and counted as often as a worker's it would make the batches
+	 * look several times longer than they are.
+	 */
 	for (uint32_t i = 0; i < t.nwakers; i++) {
 		uint64_t n;
 		double b = batch_ns(&t, i, &n);
 
-		busy += (uint64_t)(b * (double)n);
+		if (!n)
+			continue;
 		windows += n;
+		weighed += b * (double)t.wakers[i].wait_ns;
+		waited += (double)t.wakers[i].wait_ns;
 	}
-	if (windows < 3 || !t.nwakers)
+	if (windows < 3 || !t.nwakers || waited <= 0)
 		return;
-	t_batch = (double)busy / (double)windows;
+	t_batch = weighed / waited;
 	t_step = (double)(d->total_ns - d->cat_ns[DL_CAT_IO_WAIT] - d->cat_ns[DL_CAT_INPUT_WAIT]) / (double)rf->nsteps;
 	if (t_step <= 0)
 		return;
@@ -747,8 +757,12 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 			{ "disk", " Reading is the limit: more producers help while the disk has bandwidth to spare." },
 			{ "cpu-starved", " They wait for a CPU: more producers will not help without free cores." },
 			{ "other", " Their own waits (a fetch, an upstream queue) are the limit: more producers overlap them." },
+			{ "network", " Their fetches over the network are the limit: more producers (or more requests in "
+				     "flight each) overlap them while the server and the link have bandwidth to spare." },
 		};
-		uint64_t part[] = { t.oncpu_ns, t.io_wait_ns, t.runq_ns, t.other_ns };
+		/* The network's part is within other_ns: it is the limit where it is most of that and beats the rest. */
+		uint64_t net_ns = dl_min_u64(t.net_wait_ns, t.other_ns);
+		uint64_t part[] = { t.oncpu_ns, t.io_wait_ns, t.runq_ns, t.other_ns - net_ns, net_ns };
 		int limit = 0;
 		char disk[200] = "";
 
@@ -760,7 +774,7 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 		unsigned with_cores = 0;
 		char cpu_note[300] = "";
 
-		for (int k = 1; k < 4; k++)
+		for (int k = 1; k < 5; k++)
 			if (part[k] > part[limit])
 				limit = k;
 		if (limit == 0 && cpus && cpu_share > 0 && cores > 0) {
