@@ -281,14 +281,20 @@ def relayed(loader, args):
     out = queue.Queue(maxsize=args.prefetch)
 
     def relay():
-        for n, batch in enumerate(iter(loader)):
-            if n >= args.steps:
-                break
-            out.put(batch)
+        it = iter(loader)
+        for _ in range(args.steps):
+            out.put(next(it))
+        del it   # the workers shut down here, in this thread, while the job still runs
 
-    threading.Thread(target=relay, name="relay", daemon=True).start()
-    while True:
-        yield out.get()
+    t = threading.Thread(target=relay, name="relay")
+    t.start()
+    try:
+        for _ in range(args.steps):
+            yield out.get()
+    finally:
+        # Joined before the job ends: a thread still shutting the workers down while the interpreter
+        # finalizes can abort it (this job exited 134 so, once in about ten runs).
+        t.join()
 
 
 def train_step(model, opt, batch):
