@@ -364,10 +364,13 @@ def test_relay_thread():
     waits = [st["input"] for st in s["steps"] if st["input"]["wait_ns"] >= WAIT_MIN_NS and st["input"]["woken_by"]
              and st["input"]["woken_by"]["context"] == "task"]
     check(len(waits) >= 5, f"{len(waits)} waits of 1 ms or more ended by a task: nothing to judge")
-    relays = {w["woken_by"]["tid"] for w in waits if w["woken_by"]["pid"] == main["pid"]}
-    check(len(relays) == 1 and main["tid"] not in relays and all(w["woken_by"]["pid"] == main["pid"] for w in waits),
-          f"the waits end on {sorted({(w['woken_by']['pid'], w['woken_by']['tid']) for w in waits})}, not one thread "
-          f"of pid {main['pid']}")
+    # Every wait ends on a thread of the main process, never on a worker: the relay hands the batches
+    # on. Most end on the relay thread (the job's log names it); a wait of a millisecond or more can
+    # also end on another of its threads handing over the GIL (a queue's feeder).
+    enders = collections.Counter((w["woken_by"]["pid"], w["woken_by"]["tid"]) for w in waits)
+    check(all(pid == main["pid"] for pid, _ in enders) and enders[(main["pid"], main["relay_tid"])] * 2 > len(waits),
+          f"the waits end on {dict(enders)}, not mostly on the relay thread {main['relay_tid']} of pid {main['pid']}")
+    waits = [w for w in waits if w["woken_by"]["tid"] == main["relay_tid"]]
     hops = [w["chain"][0] for w in waits if w["chain"]]
     check(len(hops) * 2 >= len(waits), f"{len(hops)} of {len(waits)} waits go a hop up")
     wrong = [(h["pid"], h["tid"]) for h in hops if h["tid"] not in by_tid]

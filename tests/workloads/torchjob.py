@@ -281,6 +281,7 @@ def relayed(loader, args):
     out = queue.Queue(maxsize=args.prefetch)
 
     def relay():
+        args.relay_tid = threading.get_native_id()
         it = iter(loader)
         for _ in range(args.steps):
             out.put(next(it))
@@ -439,6 +440,7 @@ def main():
     if args.threads:
         threaded.close()
     truth = {"main": {"pid": os.getpid(), "tid": threading.get_native_id(), "steps": steps,
+                      "relay_tid": getattr(args, "relay_tid", 0),
                       "oncpu_ns": last[0] - first[0], "runq_ns": last[1] - first[1], "io": proc_io()},
              "args": {k: v for k, v in vars(args).items() if k != "make_data"},
              "lines": {"file": os.path.abspath(__file__), "next": line_of("NEXT"), "step": line_of("STEP"),

@@ -818,6 +818,7 @@ void dl_lineage_forget_before(struct dl_lineage *l, uint64_t t, uint64_t dead_be
 
 void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s, uint32_t pid)
 {
+	uint64_t window;
 	uint32_t k, tid;
 
 	t->wait_ns += s->wait_ns;
@@ -848,15 +849,25 @@ void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s,
 		t->wakers[k].window_ns[t->wakers[k].windows++ % DL_LIN_WINDOWS] =
 			s->oncpu_ns + s->io_wait_ns + s->runq_ns + s->other_wait_ns;
 	t->producers++;
-	t->oncpu_ns += s->oncpu_ns;
-	t->io_wait_ns += s->io_wait_ns;
-	t->runq_ns += s->runq_ns;
-	t->other_ns += s->other_wait_ns;
+	/*
+	 * What the producer's window went to, weighed by the wait of the consumer's it ended: a
+	 * thread that ended a short wait (another of the consumer's threads handing over the GIL)
+	 * can have a window as long as its sleep, which counted whole would outweigh the batches.
+	 */
+	window = s->oncpu_ns + s->io_wait_ns + s->runq_ns + s->other_wait_ns;
+	if (window) {
+		double f = (double)s->woken_wait_ns / (double)window;
+
+		t->oncpu_ns += (uint64_t)((double)s->oncpu_ns * f);
+		t->io_wait_ns += (uint64_t)((double)s->io_wait_ns * f);
+		t->runq_ns += (uint64_t)((double)s->runq_ns * f);
+		t->other_ns += (uint64_t)((double)s->other_wait_ns * f);
+		/* The producer's blocked time in its receives: of other_ns (S), or io_wait_ns (D), the network's part. */
+		t->net_wait_ns += (uint64_t)((double)s->net_wait_ns * f);
+	}
 	t->read_bytes += s->read_bytes;
 	t->disk_bytes += s->disk_bytes;
 	t->fault_bytes += s->fault_bytes;
-	/* The producer's blocked time in its receives: of other_ns (S), or io_wait_ns (D), the network's part. */
-	t->net_wait_ns += s->net_wait_ns;
 	t->net_bytes += s->net_bytes;
 	t->net_recvs += s->net_recvs;
 	for (uint32_t i = 0; i < s->nendpoints; i++) {

@@ -105,7 +105,9 @@ struct dl_lin_totals {
 	uint32_t nwakers;
 	uint64_t other_wait_ns;       /* ended by interrupts, kernel threads, wakers past the table, or no edge seen */
 	uint64_t irq_wait_ns;         /* of that, ended from interrupt or kernel-thread context */
-	uint64_t producers, oncpu_ns, io_wait_ns, runq_ns, other_ns;   /* the producers' windows, summed */
+	uint64_t producers;
+	/* The producers' windows by what they went to, each weighed by the consumer's wait it ended (shares only) */
+	uint64_t oncpu_ns, io_wait_ns, runq_ns, other_ns;
 	uint64_t read_bytes, disk_bytes;
 	uint64_t fault_bytes;         /* read from disk by page faults of mapped files */
 	uint64_t net_wait_ns;         /* of other_ns (and io_wait_ns), blocked in socket receives */
