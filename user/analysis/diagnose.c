@@ -745,8 +745,14 @@ static void worker_findings(struct dl_diagnosis *d, const struct run_facts *rf, 
 	need = (unsigned)ceil(t_batch / t_step);
 	cpu_share = t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns
 		? (double)t.oncpu_ns / (double)(t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns) : 0;
-	/* What reached the disk, not what was read: reads the page cache served ask nothing of it (page faults count). */
-	per_batch_bytes = (double)(t.disk_bytes + t.fault_bytes) / (double)t.producers;
+	/*
+	 * What reached the disk, not what was read: reads the page cache served ask nothing of it (page
+	 * faults count). The windows' rate, weighed as their parts are, over a batch's time: a window of
+	 * two batches (a hand-off that woke no one) brings twice the bytes in twice the time, and one that
+	 * ended a short wait of another thread weighs little.
+	 */
+	per_batch_bytes = t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns
+		? t.disk_rate_weighed / (double)(t.oncpu_ns + t.io_wait_ns + t.runq_ns + t.other_ns) * t_batch : 0;
 	if (per_batch_bytes > 0 && rf->disk_peak_mbps > 0)
 		disk_rate = rf->disk_peak_mbps * 1e6 / per_batch_bytes;
 	if (need > (unsigned)lround(now)) {

@@ -864,6 +864,7 @@ void dl_lin_totals_add(struct dl_lin_totals *t, const struct dl_step_lineage *s,
 		t->other_ns += (uint64_t)((double)s->other_wait_ns * f);
 		/* The producer's blocked time in its receives: of other_ns (S), or io_wait_ns (D), the network's part. */
 		t->net_wait_ns += (uint64_t)((double)s->net_wait_ns * f);
+		t->disk_rate_weighed += (double)(s->disk_bytes + s->fault_bytes) * f;
 	}
 	t->read_bytes += s->read_bytes;
 	t->disk_bytes += s->disk_bytes;

@@ -110,6 +110,8 @@ struct dl_lin_totals {
 	uint64_t oncpu_ns, io_wait_ns, runq_ns, other_ns;
 	uint64_t read_bytes, disk_bytes;
 	uint64_t fault_bytes;         /* read from disk by page faults of mapped files */
+	/* Each window's disk bytes (read calls' and faults') per ns of it, weighed as the parts above */
+	double disk_rate_weighed;
 	uint64_t net_wait_ns;         /* of other_ns (and io_wait_ns), blocked in socket receives */
 	uint64_t net_bytes, net_recvs;
 	struct {
