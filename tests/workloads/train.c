@@ -423,6 +423,7 @@ int main(int argc, char **argv)
 		size_t chunk, off;
 
 		train_step_begin(step);
+		r.begin_ns = now_ns();
 		thread_schedstat(&oc0, &rq0);
 
 		/* 1. take a batch */

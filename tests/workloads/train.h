@@ -160,6 +160,7 @@ struct step_record {
 	int step;
 	uint64_t start_ns, end_ns;
 	uint64_t h2d_start_ns;      /* the clock read right before the batch's first copy */
+	uint64_t begin_ns;          /* the clock read right after the step marker (train_step_begin) returned */
 	uint64_t loss_copy_ns;      /* ... right before the loss copy (0: none this step) */
 	uint64_t sync_ns;           /* ... right before the step's first synchronize call (0: none) */
 	uint64_t ph[NPH];

@@ -86,10 +86,11 @@ static const char *data_path(void)
 
 void truth_write_step(FILE *f, const struct step_record *r)
 {
-	fprintf(f, "{\"step\":%d,\"start_ns\":%llu,\"end_ns\":%llu,\"h2d_start_ns\":%llu,\"loss_copy_ns\":%llu,"
-		"\"sync_ns\":%llu,\"phases_ns\":{",
+	fprintf(f, "{\"step\":%d,\"start_ns\":%llu,\"end_ns\":%llu,\"h2d_start_ns\":%llu,\"begin_ns\":%llu,"
+		"\"loss_copy_ns\":%llu,\"sync_ns\":%llu,\"phases_ns\":{",
 		r->step, (unsigned long long)r->start_ns, (unsigned long long)r->end_ns,
-		(unsigned long long)r->h2d_start_ns, (unsigned long long)r->loss_copy_ns, (unsigned long long)r->sync_ns);
+		(unsigned long long)r->h2d_start_ns, (unsigned long long)r->begin_ns, (unsigned long long)r->loss_copy_ns,
+		(unsigned long long)r->sync_ns);
 	for (int i = 0; i < NPH; i++)
 		fprintf(f, "%s\"%s\":%llu", i ? "," : "", phase_names[i], (unsigned long long)r->ph[i]);
 	fprintf(f,
